@@ -1,0 +1,75 @@
+//! Section sizes of an ELF file in binutils `size`'s Berkeley format.
+//!
+//! The rule is binutils' `berkeley_sum` (size.c), with BFD's ELF section
+//! flags: only `SHF_ALLOC` sections count; a section that is executable
+//! (`SHF_EXECINSTR`) or read-only (no `SHF_WRITE`) is *text*; otherwise a
+//! section with contents (not `SHT_NOBITS`) is *data*, and the rest is *bss*.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use object::elf;
+use object::read::elf::{FileHeader, SectionHeader};
+use object::Endianness;
+use serde::{Deserialize, Serialize};
+
+/// text, data and bss in bytes, as `size` (Berkeley format) prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionSizes {
+    /// Code and read-only data, in bytes.
+    pub text: u64,
+    /// Writable initialised data, in bytes.
+    pub data: u64,
+    /// Zero-initialised data (no file contents), in bytes.
+    pub bss: u64,
+}
+
+impl SectionSizes {
+    /// `dec`: text + data + bss, in bytes.
+    pub fn dec(&self) -> u64 {
+        self.text + self.data + self.bss
+    }
+}
+
+/// Reads `path` and sums its sections as `size` does.
+///
+/// Errors when the file cannot be read or is not an ELF file (naming the file).
+pub fn berkeley_sizes(path: &Path) -> Result<SectionSizes> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    berkeley_sizes_of(&bytes)
+        .with_context(|| format!("{}: not a readable ELF file", path.display()))
+}
+
+/// [`berkeley_sizes`] over an in-memory ELF image (32- or 64-bit, either endianness).
+pub fn berkeley_sizes_of(elf: &[u8]) -> Result<SectionSizes> {
+    match object::FileKind::parse(elf)? {
+        object::FileKind::Elf32 => sum_sections::<elf::FileHeader32<Endianness>>(elf),
+        object::FileKind::Elf64 => sum_sections::<elf::FileHeader64<Endianness>>(elf),
+        other => anyhow::bail!("not an ELF file ({other:?})"),
+    }
+}
+
+fn sum_sections<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<SectionSizes> {
+    let header = H::parse(data)?;
+    let endian = header.endian()?;
+    let mut sizes = SectionSizes {
+        text: 0,
+        data: 0,
+        bss: 0,
+    };
+    for section in header.sections(endian, data)?.iter() {
+        let flags = section.sh_flags(endian).0;
+        if flags & elf::SHF_ALLOC.0 == 0 {
+            continue;
+        }
+        let size: u64 = section.sh_size(endian).into();
+        if flags & elf::SHF_EXECINSTR.0 != 0 || flags & elf::SHF_WRITE.0 == 0 {
+            sizes.text += size;
+        } else if section.sh_type(endian) != elf::SHT_NOBITS {
+            sizes.data += size;
+        } else {
+            sizes.bss += size;
+        }
+    }
+    Ok(sizes)
+}

@@ -1,0 +1,1 @@
+//! Unified-diff patch engine with GNU patch semantics.

@@ -1,0 +1,85 @@
+//! Where the project's inputs and outputs live.
+//!
+//! Inputs are in the repository (`targets/`, `patches/`); everything
+//! generated goes under `target/xtask/`:
+//!
+//! ```text
+//! target/xtask/
+//!   pristine/<tarball-sha256-prefix>/linux-<ver>/   unpacked source, never modified
+//!   src/<kver>-<series-hash>/                       hard-linked copy, patched
+//!   build/<target>/<variant>/                       make O= directory
+//!   results/<target>/<variant>/                     artifacts, build.log, result.json
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The project's directory layout, rooted at the workspace directory.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    /// Layout of the workspace that contains this crate (the parent of `xtask/`).
+    pub fn from_manifest_dir() -> Layout {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        Layout::new(manifest.parent().unwrap_or(manifest))
+    }
+
+    /// Layout rooted at `root` (the directory holding `targets/` and `patches/`).
+    pub fn new(root: &Path) -> Layout {
+        Layout {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `targets/`: one TOML file per target plus kconfig fragments.
+    pub fn targets_dir(&self) -> PathBuf {
+        self.root.join("targets")
+    }
+
+    /// `patches/`: the managed patch stack and `variants.toml`.
+    pub fn patches_dir(&self) -> PathBuf {
+        self.root.join("patches")
+    }
+
+    /// `patches/variants.toml`.
+    pub fn variants_file(&self) -> PathBuf {
+        self.patches_dir().join("variants.toml")
+    }
+
+    /// `target/xtask/`: every generated file.
+    pub fn work_dir(&self) -> PathBuf {
+        self.root.join("target").join("xtask")
+    }
+
+    /// Where kernel tarballs are unpacked, never to be modified.
+    pub fn pristine_dir(&self) -> PathBuf {
+        self.work_dir().join("pristine")
+    }
+
+    /// Where patched source trees live, one per distinct patch series.
+    pub fn patched_src_dir(&self) -> PathBuf {
+        self.work_dir().join("src")
+    }
+
+    /// `make O=` directory for one (target, variant).
+    pub fn build_dir(&self, target: &str, variant: &str) -> PathBuf {
+        self.work_dir().join("build").join(target).join(variant)
+    }
+
+    /// Results root: `target/xtask/results/`.
+    pub fn results_root(&self) -> PathBuf {
+        self.work_dir().join("results")
+    }
+
+    /// Results of one (target, variant): artifacts, `build.log`, `result.json`.
+    pub fn results_dir(&self, target: &str, variant: &str) -> PathBuf {
+        self.results_root().join(target).join(variant)
+    }
+}

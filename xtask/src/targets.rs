@@ -1,0 +1,294 @@
+//! Build targets: `targets/<name>.toml`, one file per target.
+//!
+//! A target names an OpenWrt target/subtarget, the kernel ARCH and cross
+//! compiler, a kconfig base plus fragments, what `make` builds and which
+//! artifacts are measured. See `targets/bcm53xx.toml` for a commented example.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+/// One image or file a build produces and measures.
+///
+/// Names (as written in target files and `result.json`) follow OpenWrt's
+/// `$(KDIR)` conventions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+pub enum Artifact {
+    /// The ELF kernel, `vmlinux` in the build directory.
+    #[serde(rename = "vmlinux")]
+    Vmlinux,
+    /// `vmlinux` as a raw binary, stripped as OpenWrt's `kernel_defaults.mk`
+    /// does (`objcopy -O binary -R .reginfo -R .notes -R .note -R .comment
+    /// -R .mdebug -R .note.gnu.build-id -S`).
+    #[serde(rename = "vmlinux.bin")]
+    VmlinuxBin,
+    /// `vmlinux.bin` compressed as OpenWrt's `Build/lzma` does
+    /// (LZMA "alone" format, lc=1 lp=2 pb=2, 1 MiB dictionary).
+    #[serde(rename = "vmlinux.lzma")]
+    VmlinuxLzma,
+    /// The kernel's own self-decompressing ARM image, `arch/arm/boot/zImage`.
+    #[serde(rename = "zImage")]
+    ZImage,
+    /// A U-Boot legacy image (`mkimage -C lzma`) wrapping `vmlinux.lzma`.
+    #[serde(rename = "uImage")]
+    UImage,
+}
+
+impl Artifact {
+    /// The file name used in results directories and reports.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Artifact::Vmlinux => "vmlinux",
+            Artifact::VmlinuxBin => "vmlinux.bin",
+            Artifact::VmlinuxLzma => "vmlinux.lzma",
+            Artifact::ZImage => "zImage",
+            Artifact::UImage => "uImage",
+        }
+    }
+}
+
+impl fmt::Display for Artifact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.file_name())
+    }
+}
+
+/// Kconfig inputs: a base (a `make` config target such as `multi_v7_defconfig`
+/// or `tinyconfig`) and fragment files from `targets/`, merged in order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KconfigSpec {
+    /// The `make` target that writes the base `.config`.
+    pub base: String,
+    /// Fragment file names relative to `targets/`, applied in order.
+    #[serde(default)]
+    pub fragments: Vec<String>,
+}
+
+/// U-Boot legacy image parameters (`mkimage -a LOAD -e ENTRY`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UImageSpec {
+    /// Load address, e.g. `"0x80001000"`, as in the kernel's `load-y`.
+    pub load_address: String,
+    /// ELF symbol whose address is the entry point (`kernel_entry` on MIPS).
+    #[serde(default = "default_entry_symbol")]
+    pub entry_symbol: String,
+    /// Image name written into the header (`mkimage -n`).
+    #[serde(default = "default_uimage_name")]
+    pub name: String,
+}
+
+fn default_entry_symbol() -> String {
+    "kernel_entry".to_string()
+}
+
+fn default_uimage_name() -> String {
+    "Linux".to_string()
+}
+
+/// A parsed `targets/<name>.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// The file stem; the name used on the command line and in results paths.
+    #[serde(skip)]
+    pub name: String,
+    /// Where this target was read from.
+    #[serde(skip)]
+    pub file: PathBuf,
+    /// OpenWrt's `target/subtarget`, e.g. `ramips/mt7621`; also accepted by `--target`.
+    pub openwrt: String,
+    /// Other names accepted by `--target` (e.g. `ar71xx` for `ath79`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// SoC or board for report headings, e.g. `BCM47094`.
+    pub soc: String,
+    /// One line describing the CPU, e.g. `ARM Cortex-A9 (SMP)`.
+    pub cpu: String,
+    /// Kernel `ARCH=`.
+    pub arch: String,
+    /// Kernel `CROSS_COMPILE=` prefix, e.g. `mips-linux-gnu-`.
+    pub cross_compile: String,
+    /// Debian package providing `<cross_compile>gcc`.
+    pub compiler_package: String,
+    /// Kernel version series, `6.12` or `6.1`.
+    pub kernel: String,
+    /// Whether `--target all` includes this target (the tiny profiles say no).
+    #[serde(default = "default_true")]
+    pub in_all: bool,
+    /// Base config and fragments.
+    pub kconfig: KconfigSpec,
+    /// `make` goals besides `vmlinux`, e.g. `["zImage"]`.
+    #[serde(default)]
+    pub make_targets: Vec<String>,
+    /// What to measure and keep in the results directory.
+    pub artifacts: Vec<Artifact>,
+    /// Needed when `artifacts` has `uImage`.
+    pub uimage: Option<UImageSpec>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl Target {
+    /// Reads and validates one target file. The target's name is the file stem.
+    ///
+    /// Errors name the file and what is wrong (unknown key, missing fragment,
+    /// `uImage` without `[uimage]`).
+    pub fn load(file: &Path) -> Result<Target> {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let mut target: Target = toml_edit::de::from_str(&text)
+            .with_context(|| format!("{}: not a valid target file", file.display()))?;
+        target.name = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .with_context(|| format!("{}: file name is not UTF-8", file.display()))?
+            .to_string();
+        target.file = file.to_path_buf();
+        if target.artifacts.contains(&Artifact::UImage) && target.uimage.is_none() {
+            bail!(
+                "{}: artifacts lists \"uImage\" but there is no [uimage] table; add one with load_address",
+                file.display()
+            );
+        }
+        if !target.cross_compile.ends_with('-') {
+            bail!(
+                "{}: cross_compile = {:?} should end in '-' (e.g. \"mips-linux-gnu-\")",
+                file.display(),
+                target.cross_compile
+            );
+        }
+        let dir = file.parent().unwrap_or(Path::new("."));
+        for fragment in &target.kconfig.fragments {
+            if !dir.join(fragment).is_file() {
+                bail!(
+                    "{}: kconfig fragment {:?} does not exist in {}",
+                    file.display(),
+                    fragment,
+                    dir.display()
+                );
+            }
+        }
+        Ok(target)
+    }
+
+    /// Absolute paths of the kconfig fragments, in merge order.
+    pub fn fragment_paths(&self) -> Vec<PathBuf> {
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        self.kconfig.fragments.iter().map(|f| dir.join(f)).collect()
+    }
+
+    /// `<cross_compile>gcc`.
+    pub fn cc(&self) -> String {
+        format!("{}gcc", self.cross_compile)
+    }
+
+    /// Whether `spelling` names this target: its name, an alias, or OpenWrt's
+    /// `target/subtarget` (`ramips/mt7621`), or the target alone when the
+    /// OpenWrt subtarget is `generic` (`bcm53xx` for `bcm53xx/generic`).
+    pub fn is_named(&self, spelling: &str) -> bool {
+        spelling == self.name
+            || self.aliases.iter().any(|a| a == spelling)
+            || spelling == self.openwrt
+            || spelling.replace('/', "-") == self.name
+    }
+}
+
+/// Every target in `targets/`, sorted by name.
+pub fn load_all(targets_dir: &Path) -> Result<Vec<Target>> {
+    let mut targets = Vec::new();
+    let entries = std::fs::read_dir(targets_dir)
+        .with_context(|| format!("reading {}", targets_dir.display()))?;
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            targets.push(Target::load(&path)?);
+        }
+    }
+    targets.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(targets)
+}
+
+/// Resolves `--target` spellings to targets, in the order given, without
+/// duplicates. `all` means every target with `in_all = true`.
+///
+/// An unknown spelling is an error listing the known names.
+pub fn select(all: &[Target], spellings: &[String]) -> Result<Vec<Target>> {
+    let mut chosen: Vec<Target> = Vec::new();
+    let mut push = |t: &Target| {
+        if !chosen.iter().any(|c| c.name == t.name) {
+            chosen.push(t.clone());
+        }
+    };
+    for spelling in spellings {
+        if spelling == "all" {
+            all.iter().filter(|t| t.in_all).for_each(&mut push);
+            continue;
+        }
+        match all.iter().find(|t| t.is_named(spelling)) {
+            Some(t) => push(t),
+            None => {
+                let known: Vec<String> = all
+                    .iter()
+                    .map(|t| {
+                        let mut names = vec![t.name.clone(), t.openwrt.clone()];
+                        names.extend(t.aliases.iter().cloned());
+                        names.dedup();
+                        names.join(" | ")
+                    })
+                    .collect();
+                bail!(
+                    "unknown target {spelling:?}; known targets: {}, or `all`",
+                    known.join(", ")
+                );
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project_targets() -> Vec<Target> {
+        load_all(&crate::paths::Layout::from_manifest_dir().targets_dir()).unwrap()
+    }
+
+    #[test]
+    fn every_target_file_loads() {
+        let targets = project_targets();
+        for name in ["bcm53xx", "brcm47xx", "ramips-mt7621", "ath79"] {
+            assert!(targets.iter().any(|t| t.name == name), "missing {name}");
+        }
+    }
+
+    #[test]
+    fn openwrt_spellings_and_aliases_resolve() {
+        let targets = project_targets();
+        let pick = |s: &str| select(&targets, &[s.to_string()]).unwrap()[0].name.clone();
+        assert_eq!(pick("ramips/mt7621"), "ramips-mt7621");
+        assert_eq!(pick("ar71xx"), "ath79");
+        assert_eq!(pick("ath79/generic"), "ath79");
+        let err = select(&targets, &["ar7xx".to_string()]).unwrap_err();
+        assert!(err.to_string().contains("ath79"), "{err}");
+    }
+
+    #[test]
+    fn all_excludes_tiny_profiles() {
+        let targets = project_targets();
+        let all = select(&targets, &["all".to_string()]).unwrap();
+        assert_eq!(
+            all.len(),
+            4,
+            "{:?}",
+            all.iter().map(|t| &t.name).collect::<Vec<_>>()
+        );
+        assert!(all.iter().all(|t| t.in_all));
+    }
+}
