@@ -1,1 +1,140 @@
-//! Unified-diff patch engine with GNU patch semantics.
+//! Unified-diff patch engine with GNU patch 2.7 semantics.
+//!
+//! * [`parse_patch`] reads a patch file into a [`Patch`] (description,
+//!   file diffs, hunks): plain unified diffs and `diff --git` with its
+//!   extended headers (modes, creation, deletion, renames, copies).
+//! * [`apply_patch`] applies it to a directory, all-or-nothing, locating
+//!   hunks as GNU patch 2.7 does (offsets, fuzz) and reporting each hunk's
+//!   outcome in GNU's words ([`ApplyReport::render`]).
+//! * [`check_patch`], [`reverse_applies`], [`apply_patch_reverse`]: dry
+//!   runs and `-R`; a patch that only applies the other way round is
+//!   reported as [`ApplyError::Reversed`].
+//! * [`render_rejects`]/[`write_rejects`]: `.rej` files, on request.
+//!
+//! Submodules: `parse` (patch text → model), `locate` (where a hunk goes),
+//! `text` (hunks applied to one file's bytes), `apply` (the tree, all or
+//! nothing), `fsops` (safe writes into hard-linked trees), `report`,
+//! `reject`, `error`.
+
+mod apply;
+mod error;
+mod fsops;
+mod locate;
+mod model;
+mod parse;
+mod reject;
+mod report;
+mod text;
+
+use std::path::Path;
+
+use anyhow::Context as _;
+
+pub use error::ApplyError;
+pub use model::{FileName, FileOp, FilePatch, Hunk, HunkLine, LineKind, Patch};
+pub use parse::{parse_patch, ParseError, ParseErrorKind};
+pub use reject::{render_rejects, write_rejects};
+pub use report::{hunk_message, ApplyReport, FileProblem, FileReport, HunkOutcome};
+
+/// How to apply a patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApplyOptions {
+    /// `-p` level: leading path components stripped from the names in the
+    /// patch (1 for `a/`/`b/` prefixed names).
+    pub strip: usize,
+    /// Maximum fuzz: context lines that may be ignored at each end of a hunk
+    /// (GNU's default is 2; the build uses 0 so that every hunk matches exactly,
+    /// offsets aside).
+    pub fuzz: usize,
+}
+
+impl Default for ApplyOptions {
+    /// `-p1` and GNU patch's default fuzz of 2.
+    fn default() -> Self {
+        ApplyOptions { strip: 1, fuzz: 2 }
+    }
+}
+
+/// Applies one parsed patch to the directory `tree`, all-or-nothing: every
+/// hunk of every file is located first; only when all succeed are files
+/// written. On failure the tree is unchanged and the error names the file,
+/// the hunk number and the line ("Hunk #2 FAILED at 120").
+///
+/// Hunks are located as GNU patch 2.7 locates them (see `locate`): at the
+/// expected line plus the offset of the file's earlier hunks, then +1, −1,
+/// +2, −2 … over the whole file, every position at fuzz 0 before any at
+/// fuzz 1, never before the end of the previous hunk.
+///
+/// Files are never opened for writing: new content is written to a temporary
+/// file in the same directory and renamed over the old name (breaking any
+/// hard link to a pristine tree); the permission bits are kept, or set from
+/// git's `new mode`/`new file mode`. A deletion unlinks the file and then its
+/// parent directories while they are empty, as GNU patch does.
+///
+/// Errors: [`ApplyError::Failed`] (with the per-hunk report),
+/// [`ApplyError::Reversed`] when every hunk applies the other way round
+/// (reversed or already applied), and refusals with nothing written:
+/// absolute or `..` names, a symbolic link anywhere on a path inside the tree,
+/// binary diffs.
+pub fn apply_patch(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply::run(tree, patch, opts, false, true)
+}
+
+/// [`apply_patch`] of the reversed patch (`patch -R`). A patch that applies
+/// forwards instead is [`ApplyError::Reversed`] with `reverse: true`.
+pub fn apply_patch_reverse(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply::run(tree, patch, opts, true, true)
+}
+
+/// [`apply_patch`] without writing anything (`patch --dry-run`): the report,
+/// or the error `apply_patch` would return.
+pub fn check_patch(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply::run(tree, patch, opts, false, false)
+}
+
+/// Whether every hunk of every file of `patch` applies in reverse to `tree`,
+/// i.e. the tree already contains the patch (it went upstream, or was applied
+/// before). Writes nothing. Refusals (unsafe names, symlinks, binary diffs)
+/// and I/O errors are errors; a mismatch is `Ok(false)`.
+pub fn reverse_applies(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<bool, ApplyError> {
+    apply::applies(tree, patch, opts, true)
+}
+
+/// Reads, parses and applies the patch file `patch_file` to `tree` (see
+/// [`apply_patch`]). Errors name the patch file and, for parse errors, its
+/// line; for failed hunks, the target file, the hunk number and the line.
+pub fn apply_patch_file(
+    tree: &Path,
+    patch_file: &Path,
+    opts: &ApplyOptions,
+) -> anyhow::Result<ApplyReport> {
+    let bytes = std::fs::read(patch_file)
+        .with_context(|| format!("reading patch {}", patch_file.display()))?;
+    let patch = parse_patch(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}:{}: {}", patch_file.display(), e.line, e))?;
+    apply_patch(tree, &patch, opts).with_context(|| {
+        format!(
+            "applying {} to {} (-p{}, fuzz {})",
+            patch_file.display(),
+            tree.display(),
+            opts.strip,
+            opts.fuzz
+        )
+    })
+}

@@ -1,0 +1,329 @@
+//! Applying a parsed patch to a directory tree, all-or-nothing.
+//!
+//! Every file diff is first applied in memory, on a view of the tree that
+//! sees the earlier file diffs of the same patch; only when all of them
+//! succeed are files written (see [`super::fsops`] for how).
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::error::ApplyError;
+use super::fsops::{self, Staging};
+use super::model::{FileName, FileOp, FilePatch, Patch};
+use super::report::{ApplyReport, FileProblem, FileReport};
+use super::text::apply_hunks;
+use super::ApplyOptions;
+
+/// A file's content and permission bits (`None`: the umask default for a new file).
+type Content = (Vec<u8>, Option<u32>);
+
+/// The tree as the patch sees it: the disk plus the patch's changes so far.
+struct View<'t> {
+    tree: &'t Path,
+    /// On-disk state of every path looked at: bytes and `mode & 0o777`.
+    disk: BTreeMap<PathBuf, Option<(Vec<u8>, u32)>>,
+    /// Paths the patch changed: new content, or `None` for deleted.
+    changed: BTreeMap<PathBuf, Option<Content>>,
+}
+
+impl<'t> View<'t> {
+    fn new(tree: &'t Path) -> Self {
+        View {
+            tree,
+            disk: BTreeMap::new(),
+            changed: BTreeMap::new(),
+        }
+    }
+
+    fn load(&mut self, rel: &Path) -> Result<(), ApplyError> {
+        if !self.disk.contains_key(rel) {
+            let f = fsops::read_file(self.tree, rel)?;
+            self.disk.insert(rel.to_path_buf(), f);
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, rel: &Path) -> Result<Option<Content>, ApplyError> {
+        self.load(rel)?;
+        if let Some(c) = self.changed.get(rel) {
+            return Ok(c.clone());
+        }
+        Ok(self.disk[rel].clone().map(|(d, m)| (d, Some(m))))
+    }
+
+    fn set(&mut self, rel: &Path, c: Option<Content>) -> Result<(), ApplyError> {
+        self.load(rel)?;
+        self.changed.insert(rel.to_path_buf(), c);
+        Ok(())
+    }
+
+    /// Writes the changes: new contents first (temporary file + rename),
+    /// then deletions.
+    fn commit(self) -> Result<(), ApplyError> {
+        let mut staging = Staging::default();
+        for (rel, c) in &self.changed {
+            let Some((data, mode)) = c else { continue };
+            let old = &self.disk[rel];
+            let same = old
+                .as_ref()
+                .is_some_and(|(d, m)| d == data && mode.is_none_or(|x| x == *m));
+            if same {
+                continue;
+            }
+            let mode = mode.or(old.as_ref().map(|(_, m)| *m));
+            if let Err(e) = staging.stage(self.tree, rel, data, mode) {
+                staging.abort();
+                return Err(e);
+            }
+        }
+        staging.commit()?;
+        for (rel, c) in &self.changed {
+            if c.is_none() && self.disk[rel].is_some() {
+                fsops::delete(self.tree, rel)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `name` without its first `strip` components, as GNU patch's `-p` strips:
+/// each run of slashes is one separator.
+pub(crate) fn strip_name(name: &Path, strip: usize) -> Option<PathBuf> {
+    let b = name.as_os_str().as_bytes();
+    if strip == 0 {
+        return Some(name.to_path_buf());
+    }
+    let mut seen = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'/' {
+            while i + 1 < b.len() && b[i + 1] == b'/' {
+                i += 1;
+            }
+            seen += 1;
+            if seen == strip {
+                return Some(PathBuf::from(std::ffi::OsStr::from_bytes(&b[i + 1..])));
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Strips and checks one header name; `Ok(None)` for `/dev/null`.
+fn target_name(
+    name: &Option<FileName>,
+    fp: &FilePatch,
+    strip: usize,
+) -> Result<Option<PathBuf>, ApplyError> {
+    let Some(n) = name else { return Ok(None) };
+    let rel = strip_name(&n.path, strip).ok_or_else(|| ApplyError::Strip {
+        name: n.path.clone(),
+        strip,
+        patch_line: fp.line,
+    })?;
+    if let Some(why) = fsops::unsafe_reason(&rel) {
+        return Err(ApplyError::UnsafePath {
+            path: rel,
+            patch_line: fp.line,
+            why,
+        });
+    }
+    // Normalise away "./" components so the view sees one name per file.
+    Ok(Some(rel.components().collect()))
+}
+
+/// GNU's `best_name`: fewest components, then shortest base name, then shortest.
+fn best_name(names: &[PathBuf]) -> Option<PathBuf> {
+    names
+        .iter()
+        .min_by_key(|p| {
+            let base = p.file_name().map_or(0, |b| b.len());
+            (p.components().count(), base, p.as_os_str().len())
+        })
+        .cloned()
+}
+
+/// Applies `patch` in memory. Hard errors (unsafe names, symlinks, binary
+/// diffs, I/O) end it at once; content mismatches are recorded in the report.
+fn plan<'t>(
+    tree: &'t Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<(ApplyReport, View<'t>), ApplyError> {
+    let mut view = View::new(tree);
+    let mut report = ApplyReport::default();
+    for (index, fp) in patch.files.iter().enumerate() {
+        let old = target_name(&fp.old, fp, opts.strip)?;
+        let new = target_name(&fp.new, fp, opts.strip)?;
+        let any = new
+            .clone()
+            .or_else(|| old.clone())
+            .ok_or(ApplyError::UnsafePath {
+                path: PathBuf::new(),
+                patch_line: fp.line,
+                why: "both names are /dev/null",
+            })?;
+        if fp.binary {
+            return Err(ApplyError::Binary {
+                path: any,
+                patch_line: fp.line,
+            });
+        }
+        let file = apply_file(&mut view, index, fp, old, new, any, opts)?;
+        report.files.push(file);
+    }
+    Ok((report, view))
+}
+
+fn apply_file(
+    view: &mut View<'_>,
+    index: usize,
+    fp: &FilePatch,
+    old: Option<PathBuf>,
+    new: Option<PathBuf>,
+    any: PathBuf,
+    opts: &ApplyOptions,
+) -> Result<FileReport, ApplyError> {
+    let mut op = fp.op;
+    if matches!(op, FileOp::Rename | FileOp::Copy | FileOp::Uncopy)
+        && (old.is_none() || new.is_none())
+    {
+        op = FileOp::Modify;
+    }
+    // (source to read, path to write)
+    let (source, target) = match op {
+        FileOp::Create => (None, new.clone().unwrap_or(any.clone())),
+        FileOp::Delete => (old.clone(), old.clone().unwrap_or(any.clone())),
+        FileOp::Rename | FileOp::Copy | FileOp::Uncopy => {
+            (old.clone(), new.clone().unwrap_or(any.clone()))
+        }
+        FileOp::Modify => {
+            let mut cands: Vec<PathBuf> = old.iter().chain(new.iter()).cloned().collect();
+            cands.dedup();
+            let mut existing = Vec::new();
+            for c in &cands {
+                if view.get(c)?.is_some() {
+                    existing.push(c.clone());
+                }
+            }
+            let pick = best_name(if existing.is_empty() {
+                &cands
+            } else {
+                &existing
+            })
+            .unwrap_or(any.clone());
+            (Some(pick.clone()), pick)
+        }
+    };
+    let mut report = FileReport {
+        index,
+        path: if op == FileOp::Uncopy {
+            source.clone().unwrap_or(any.clone())
+        } else {
+            target.clone()
+        },
+        source: match op {
+            FileOp::Rename | FileOp::Copy => source.clone(),
+            _ => None,
+        },
+        op,
+        hunks: Vec::new(),
+        problem: None,
+    };
+    let input = match &source {
+        Some(s) => view.get(s)?,
+        None => view.get(&target)?,
+    };
+    let can_create = fp.hunks.iter().all(|h| h.old_count == 0);
+    let (input, mode) = match input {
+        Some((data, mode)) => (data, mode),
+        None if op == FileOp::Create || (op == FileOp::Modify && can_create) => (Vec::new(), None),
+        None => {
+            report.problem = Some(FileProblem::Missing);
+            return Ok(report);
+        }
+    };
+    let res = apply_hunks(&input, &fp.hunks, opts.fuzz, op == FileOp::Create);
+    report.hunks = res.hunks.clone();
+    if !res.all_applied() {
+        return Ok(report);
+    }
+    let mode = fp.new_mode.map(|m| m & 0o777).or(mode);
+    match op {
+        FileOp::Delete => {
+            if res.output.is_empty() {
+                view.set(&target, None)?;
+            } else {
+                report.problem = Some(FileProblem::NotDeleted);
+            }
+        }
+        FileOp::Uncopy => {
+            let copy = report.path.clone();
+            let original = view.get(&target)?;
+            if original.is_some_and(|(d, _)| d == res.output) {
+                view.set(&copy, None)?;
+            } else {
+                report.problem = Some(FileProblem::CopyDiffers);
+            }
+        }
+        FileOp::Rename => {
+            view.set(&target, Some((res.output, mode)))?;
+            if let Some(s) = source.filter(|s| *s != target) {
+                view.set(&s, None)?;
+            }
+        }
+        FileOp::Create | FileOp::Modify | FileOp::Copy => {
+            view.set(&target, Some((res.output, mode)))?;
+        }
+    }
+    Ok(report)
+}
+
+/// Applies `patch` (or its reverse), detecting a patch that goes the other way.
+pub(crate) fn run(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+    reverse: bool,
+    write: bool,
+) -> Result<ApplyReport, ApplyError> {
+    let reversed;
+    let patch = if reverse {
+        reversed = patch.reversed();
+        &reversed
+    } else {
+        patch
+    };
+    let (report, view) = plan(tree, patch, opts)?;
+    if !report.succeeded() {
+        let other = patch.reversed();
+        if let Ok((back, _)) = plan(tree, &other, opts) {
+            if back.succeeded() && !other.files.is_empty() {
+                return Err(ApplyError::Reversed { report, reverse });
+            }
+        }
+        return Err(ApplyError::Failed(report));
+    }
+    if write {
+        view.commit()?;
+    }
+    Ok(report)
+}
+
+/// Whether `patch` would apply cleanly in the given direction (no writes).
+/// Hard errors (unsafe names, symlinks, binary diffs, I/O) are still errors.
+pub(crate) fn applies(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+    reverse: bool,
+) -> Result<bool, ApplyError> {
+    let p = if reverse {
+        patch.reversed()
+    } else {
+        patch.clone()
+    };
+    Ok(plan(tree, &p, opts)?.0.succeeded())
+}

@@ -1,0 +1,177 @@
+//! What applying a patch did, per file and per hunk, and GNU patch 2.7's
+//! wording for it (`patching file X`, `Hunk #2 succeeded at 120 (offset 5
+//! lines).`, `Hunk #1 FAILED at 20.`).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use super::model::FileOp;
+
+/// The outcome of one hunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HunkOutcome {
+    /// The hunk applied.
+    Applied {
+        /// 1-based line in the *patched* file where the hunk went, the
+        /// number GNU prints ("succeeded at N"): where it matched in the
+        /// original plus the lines earlier hunks added or removed.
+        line: usize,
+        /// Lines between where the hunk says it starts and where it matched,
+        /// accumulated over the file's hunks as GNU's `in_offset` is.
+        offset: isize,
+        /// Context lines ignored at each end to make it match (0 = exact).
+        fuzz: usize,
+    },
+    /// The hunk matched nowhere (or could not be written there).
+    Failed {
+        /// The line GNU prints ("FAILED at N"): the hunk's own start plus the
+        /// lines earlier applied hunks added or removed.
+        line: isize,
+        /// Lines added minus lines removed by the earlier applied hunks
+        /// (GNU `out_offset`; the reject file's ranges are shifted by it).
+        out_offset: isize,
+        /// The hunk's first line and the file's line there differ in CRLF vs LF.
+        different_line_endings: bool,
+    },
+}
+
+impl HunkOutcome {
+    /// True for [`HunkOutcome::Applied`].
+    pub fn applied(&self) -> bool {
+        matches!(self, HunkOutcome::Applied { .. })
+    }
+}
+
+/// A file-level reason a file diff could not be applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileProblem {
+    /// The file to patch (or to rename/copy from) does not exist.
+    Missing,
+    /// A deletion left content behind (GNU: "Not deleting file X as content
+    /// differs from patch").
+    NotDeleted,
+    /// A reversed copy whose content no longer matches its source.
+    CopyDiffers,
+}
+
+/// What happened to one file diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReport {
+    /// Index of the file diff in [`super::Patch::files`].
+    pub index: usize,
+    /// The patched path relative to the tree (after `-p` stripping).
+    pub path: PathBuf,
+    /// For renames and copies, the path relative to the tree it came from.
+    pub source: Option<PathBuf>,
+    /// What the file diff does.
+    pub op: FileOp,
+    /// One outcome per hunk, in patch order.
+    pub hunks: Vec<HunkOutcome>,
+    /// A file-level failure, if any.
+    pub problem: Option<FileProblem>,
+}
+
+impl FileReport {
+    /// True when every hunk applied and there is no file-level problem.
+    pub fn succeeded(&self) -> bool {
+        self.problem.is_none() && self.hunks.iter().all(HunkOutcome::applied)
+    }
+}
+
+/// Per file and per hunk outcomes of applying (or checking) a patch.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ApplyReport {
+    /// One entry per file diff, in patch order.
+    pub files: Vec<FileReport>,
+}
+
+impl ApplyReport {
+    /// True when every file diff succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.files.iter().all(FileReport::succeeded)
+    }
+
+    /// GNU patch's messages for this report, one per line, as
+    /// `patch --batch` prints them (without `-- saving rejects` notes):
+    /// `patching file X`, `Hunk #N succeeded at L with fuzz F (offset O lines).`
+    /// (only for hunks that needed fuzz or an offset), `Hunk #N FAILED at L.`,
+    /// `K out of N hunks FAILED`.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for f in &self.files {
+            let _ = write!(s, "patching file {}", f.path.display());
+            match (&f.source, f.op) {
+                (Some(src), FileOp::Rename) => {
+                    let _ = write!(s, " (renamed from {})", src.display());
+                }
+                (Some(src), FileOp::Copy) => {
+                    let _ = write!(s, " (copied from {})", src.display());
+                }
+                _ => {}
+            }
+            s.push('\n');
+            if f.problem == Some(FileProblem::Missing) {
+                let _ = writeln!(s, "can't find file to patch");
+            }
+            for (i, h) in f.hunks.iter().enumerate() {
+                if let Some(msg) = hunk_message(i + 1, h) {
+                    s.push_str(&msg);
+                    s.push('\n');
+                }
+            }
+            if f.problem == Some(FileProblem::NotDeleted) {
+                let _ = writeln!(
+                    s,
+                    "Not deleting file {} as content differs from patch",
+                    f.path.display()
+                );
+            }
+            let failed = f.hunks.iter().filter(|h| !h.applied()).count();
+            if failed > 0 {
+                let n = f.hunks.len();
+                let _ = writeln!(
+                    s,
+                    "{failed} out of {n} hunk{} FAILED",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+        }
+        s
+    }
+}
+
+/// GNU's line for hunk `number` (1-based), or `None` for an exact match.
+pub fn hunk_message(number: usize, h: &HunkOutcome) -> Option<String> {
+    match *h {
+        HunkOutcome::Applied { line, offset, fuzz } => {
+            if fuzz == 0 && offset == 0 {
+                return None;
+            }
+            let mut s = format!("Hunk #{number} succeeded at {line}");
+            if fuzz > 0 {
+                let _ = write!(s, " with fuzz {fuzz}");
+            }
+            if offset != 0 {
+                let _ = write!(
+                    s,
+                    " (offset {offset} line{})",
+                    if offset == 1 { "" } else { "s" }
+                );
+            }
+            s.push('.');
+            Some(s)
+        }
+        HunkOutcome::Failed {
+            line,
+            different_line_endings,
+            ..
+        } => Some(format!(
+            "Hunk #{number} FAILED at {line}{}.",
+            if different_line_endings {
+                " (different line endings)"
+            } else {
+                ""
+            }
+        )),
+    }
+}
