@@ -1,1 +1,225 @@
-//! TODO
+//! Turning a finished kernel build into the files OpenWrt ships, and
+//! measuring them.
+//!
+//! * `vmlinux.bin`: `objcopy -O binary` with OpenWrt's `OBJCOPY_STRIP`
+//!   (include/kernel-defaults.mk).
+//! * `vmlinux.lzma`: OpenWrt's `Build/lzma` (`lzma e -d20 -lc1 -lp2 -pb2`,
+//!   LZMA SDK). We encode with liblzma in the same "alone" format and with
+//!   the same parameters (1 MiB dictionary, lc=1 lp=2 pb=2, normal mode,
+//!   nice length 128, bt4 match finder); liblzma writes an end marker and an
+//!   unknown-size header where the SDK writes the size, so files can differ
+//!   from OpenWrt's by a few bytes, equally for every variant.
+//! * `uImage`: `mkimage -A <arch> -O linux -T kernel -C lzma` around
+//!   `vmlinux.lzma` (u-boot-tools), with `SOURCE_DATE_EPOCH=0` so that
+//!   identical kernels give identical images.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use liblzma::stream::{LzmaOptions, MatchFinder, Mode, Stream};
+use object::{Object, ObjectSymbol};
+use xshell::{cmd, Shell};
+
+use crate::kernel_src::sha256_file;
+use crate::results::ArtifactRecord;
+use crate::targets::{Artifact, Target};
+
+/// Sections OpenWrt strips when making the raw kernel binary.
+pub const OBJCOPY_STRIP: &[&str] = &[
+    "-R",
+    ".reginfo",
+    "-R",
+    ".notes",
+    "-R",
+    ".note",
+    "-R",
+    ".comment",
+    "-R",
+    ".mdebug",
+    "-R",
+    ".note.gnu.build-id",
+    "-S",
+];
+
+/// Compresses `input` as OpenWrt's `Build/lzma` does (see the module docs).
+pub fn lzma_openwrt(input: &[u8]) -> Result<Vec<u8>> {
+    let mut options = LzmaOptions::new_preset(6).context("liblzma preset 6")?;
+    options
+        .dict_size(1 << 20)
+        .literal_context_bits(1)
+        .literal_position_bits(2)
+        .position_bits(2)
+        .mode(Mode::Normal)
+        .nice_len(128)
+        .match_finder(MatchFinder::BinaryTree4);
+    let mut stream = Stream::new_lzma_encoder(&options).context("creating an LZMA encoder")?;
+    let mut out = Vec::with_capacity(input.len() / 2 + 4096);
+    let mut consumed = 0;
+    loop {
+        if out.capacity() - out.len() < 4096 {
+            out.reserve(out.len() / 2 + 4096);
+        }
+        let before_in = stream.total_in();
+        let status = stream
+            .process_vec(
+                &input[consumed..],
+                &mut out,
+                liblzma::stream::Action::Finish,
+            )
+            .context("LZMA compression")?;
+        consumed += (stream.total_in() - before_in) as usize;
+        if status == liblzma::stream::Status::StreamEnd {
+            return Ok(out);
+        }
+    }
+}
+
+/// Where the kernel build leaves what each artifact is made from.
+#[derive(Debug, Clone)]
+pub struct BuildOutputs {
+    /// `vmlinux` (ELF).
+    pub vmlinux: PathBuf,
+    /// `arch/<arch>/boot/zImage`, when built.
+    pub zimage: Option<PathBuf>,
+}
+
+/// Makes and copies every artifact `target` lists into `dest`, returning
+/// each one's size and sha256 keyed by file name.
+///
+/// Errors name the missing file (e.g. a zImage the build did not make) or
+/// the failing tool.
+pub fn produce(
+    sh: &Shell,
+    target: &Target,
+    outputs: &BuildOutputs,
+    dest: &Path,
+) -> Result<BTreeMap<String, ArtifactRecord>> {
+    std::fs::create_dir_all(dest).with_context(|| format!("creating {}", dest.display()))?;
+    let objcopy = format!("{}objcopy", target.cross_compile);
+    let mut records = BTreeMap::new();
+    // Order matters: vmlinux.bin before vmlinux.lzma before uImage.
+    let mut wanted = target.artifacts.clone();
+    wanted.sort();
+    for artifact in wanted {
+        let out = dest.join(artifact.file_name());
+        match artifact {
+            Artifact::Vmlinux => copy(&outputs.vmlinux, &out)?,
+            Artifact::ZImage => {
+                let zimage = outputs.zimage.as_ref().with_context(|| {
+                    format!(
+                        "{}: artifacts lists zImage but make_targets does not build it; add \"zImage\"",
+                        target.file.display()
+                    )
+                })?;
+                copy(zimage, &out)?;
+            }
+            Artifact::VmlinuxBin => {
+                let vmlinux = &outputs.vmlinux;
+                let strip = OBJCOPY_STRIP;
+                cmd!(sh, "{objcopy} -O binary {strip...} {vmlinux} {out}")
+                    .run()
+                    .with_context(|| format!("{objcopy}: making {}", out.display()))?;
+            }
+            Artifact::VmlinuxLzma => {
+                let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
+                let raw =
+                    std::fs::read(&bin).with_context(|| format!("reading {}", bin.display()))?;
+                crate::results::write_atomically(&out, &lzma_openwrt(&raw)?)?;
+            }
+            Artifact::UImage => {
+                let spec = target.uimage.as_ref().with_context(|| {
+                    format!("{}: uImage needs an [uimage] table", target.file.display())
+                })?;
+                let lzma = dest.join(Artifact::VmlinuxLzma.file_name());
+                if !lzma.is_file() {
+                    let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
+                    let raw = std::fs::read(&bin)?;
+                    crate::results::write_atomically(&lzma, &lzma_openwrt(&raw)?)?;
+                }
+                let entry = symbol_address(&outputs.vmlinux, &spec.entry_symbol)?;
+                let entry = format!("0x{entry:08x}");
+                let (arch, load, name) = (&target.arch, &spec.load_address, &spec.name);
+                cmd!(
+                    sh,
+                    "mkimage -A {arch} -O linux -T kernel -C lzma -a {load} -e {entry} -n {name} -d {lzma} {out}"
+                )
+                .env("SOURCE_DATE_EPOCH", "0")
+                .quiet()
+                .ignore_stdout()
+                .run()
+                .context("mkimage (from u-boot-tools; `apt-get install u-boot-tools`)")?;
+            }
+        }
+        records.insert(
+            artifact.file_name().to_string(),
+            ArtifactRecord {
+                size: std::fs::metadata(&out)
+                    .with_context(|| format!("reading {}", out.display()))?
+                    .len(),
+                sha256: sha256_file(&out)?,
+            },
+        );
+    }
+    Ok(records)
+}
+
+fn ensure_bin(sh: &Shell, objcopy: &str, outputs: &BuildOutputs, dest: &Path) -> Result<PathBuf> {
+    let bin = dest.join(Artifact::VmlinuxBin.file_name());
+    if !bin.is_file() {
+        let vmlinux = &outputs.vmlinux;
+        let strip = OBJCOPY_STRIP;
+        cmd!(sh, "{objcopy} -O binary {strip...} {vmlinux} {bin}")
+            .run()
+            .with_context(|| format!("{objcopy}: making {}", bin.display()))?;
+    }
+    Ok(bin)
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    if !from.is_file() {
+        bail!("{} was not built", from.display());
+    }
+    std::fs::copy(from, to)
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// The address of ELF symbol `name` in `elf` (e.g. `kernel_entry`).
+pub fn symbol_address(elf: &Path, name: &str) -> Result<u64> {
+    let data = std::fs::read(elf).with_context(|| format!("reading {}", elf.display()))?;
+    let file = object::File::parse(&*data)
+        .with_context(|| format!("{}: not an ELF file", elf.display()))?;
+    let address = file
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .map(|s| s.address())
+        .with_context(|| format!("{}: no symbol {name:?}", elf.display()))?;
+    // 32-bit MIPS kernels are linked at sign-extended addresses; mkimage takes 32 bits.
+    Ok(address & 0xffff_ffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `xz --format=lzma -d` (the reference decoder) restores the input, and
+    /// the header carries OpenWrt's properties byte: (pb*5 + lp)*9 + lc = 93.
+    #[test]
+    fn lzma_is_decodable_by_xz_with_openwrt_properties() {
+        let sh = Shell::new().unwrap();
+        let input: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let packed = lzma_openwrt(&input).unwrap();
+        assert_eq!(packed[0], (2 * 5 + 2) * 9 + 1);
+        assert_eq!(
+            u32::from_le_bytes(packed[1..5].try_into().unwrap()),
+            1 << 20
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("x.lzma");
+        std::fs::write(&file, &packed).unwrap();
+        let out = cmd!(sh, "xz --format=lzma -dc {file}").output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, input);
+    }
+}

@@ -1,1 +1,208 @@
-//! TODO
+//! `201-extra_optimization.patch`: OpenWrt's patch that sets the kernel's
+//! optimisation flags, generated for a variant against a kernel's real
+//! top-level Makefile so that its hunk header is always right.
+//!
+//! OpenWrt's patch (target/linux/generic/pending-<kver>/) changes the two
+//! lines of the Makefile's optimisation block:
+//!
+//! ```text
+//! ifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE
+//! KBUILD_CFLAGS += -O2 -fno-reorder-blocks -fno-tree-ch $(EXTRA_OPTIMIZATION)
+//! …
+//! else ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE
+//! KBUILD_CFLAGS += -Os -fno-reorder-blocks -fno-tree-ch $(EXTRA_OPTIMIZATION)
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::unified_diff;
+use crate::variants::Variant;
+
+/// The patch's file name in every `patches/generic/pending-<kver>/`.
+pub const PATCH_NAME: &str = "201-extra_optimization.patch";
+
+/// Header used when a pending directory has no such patch yet.
+pub const DEFAULT_HEADER: &str = "From: Felix Fietkau <nbd@nbd.name>
+Subject: kernel: add extra optimization flags
+
+OpenWrt builds the kernel with extra optimisation flags, chosen per
+variant by `cargo xtask flags set`; the target may add its own through
+$(EXTRA_OPTIMIZATION).
+
+Signed-off-by: Felix Fietkau <nbd@nbd.name>
+---
+";
+
+/// The Makefile with the variant's flags on the `-O2` and `-Os` lines.
+///
+/// Errors when the optimisation block (`ifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE`
+/// followed by `KBUILD_CFLAGS += -O2`, `else ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE`
+/// followed by `KBUILD_CFLAGS += -Os`) is not found, naming what is missing.
+pub fn rewrite_makefile(makefile: &str, variant: &Variant) -> Result<String> {
+    let mut out = String::with_capacity(makefile.len() + 128);
+    let mut branch: Option<&str> = None;
+    let mut done = (false, false);
+    for line in makefile.split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        match trimmed {
+            "ifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE" => branch = Some("-O2"),
+            "else ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE" => branch = Some("-Os"),
+            "endif" => branch = None,
+            _ => {}
+        }
+        let is_flags_line = |opt: &str| {
+            trimmed
+                .strip_prefix("KBUILD_CFLAGS")
+                .and_then(|r| r.trim_start().strip_prefix("+="))
+                .is_some_and(|r| r.trim() == opt)
+        };
+        match branch {
+            Some("-O2") if !done.0 && is_flags_line("-O2") => {
+                out.push_str(&format!(
+                    "KBUILD_CFLAGS += {} $(EXTRA_OPTIMIZATION)\n",
+                    variant.o2_flags
+                ));
+                done.0 = true;
+            }
+            Some("-Os") if !done.1 && is_flags_line("-Os") => {
+                out.push_str(&format!(
+                    "KBUILD_CFLAGS += {} $(EXTRA_OPTIMIZATION)\n",
+                    variant.os_flags
+                ));
+                done.1 = true;
+            }
+            _ => out.push_str(line),
+        }
+    }
+    match done {
+        (true, true) => Ok(out),
+        (false, _) => {
+            bail!("no `KBUILD_CFLAGS += -O2` line under `ifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE`")
+        }
+        (_, false) => {
+            bail!("no `KBUILD_CFLAGS += -Os` line under `else ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE`")
+        }
+    }
+}
+
+/// The header of an existing patch: every byte before its first
+/// `--- ` line that is followed by a `+++ ` line (From, Subject,
+/// description, Signed-off-by, `---`, diffstat).
+pub fn patch_header(patch: &str) -> &str {
+    let mut offset = 0;
+    let mut lines = patch.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.starts_with("--- ") && lines.peek().is_some_and(|n| n.starts_with("+++ ")) {
+            return &patch[..offset];
+        }
+        offset += line.len();
+    }
+    patch
+}
+
+/// The complete patch text: `header` verbatim, then the diff of the
+/// Makefile in OpenWrt's quilt form (see [`unified_diff::file_diff`]).
+pub fn patch_text(header: &str, makefile: &str, variant: &Variant) -> Result<String> {
+    let new = rewrite_makefile(makefile, variant)?;
+    Ok(format!(
+        "{header}{}",
+        unified_diff::file_diff("Makefile", makefile, &new)
+    ))
+}
+
+/// Every `patches/generic/pending-<kver>/` directory, with its kernel series.
+pub fn pending_dirs(patches_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let generic = patches_dir.join("generic");
+    let mut dirs = Vec::new();
+    for entry in
+        std::fs::read_dir(&generic).with_context(|| format!("reading {}", generic.display()))?
+    {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Some(kver) = name.strip_prefix("pending-") {
+            if path.is_dir() {
+                dirs.push((kver.to_string(), path.clone()));
+            }
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Writes the variant's patch into `dir`, keeping an existing header; the
+/// file is replaced atomically and left alone when its bytes are unchanged.
+/// Returns whether it changed.
+pub fn write_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<bool> {
+    let file = dir.join(PATCH_NAME);
+    let old = match std::fs::read_to_string(&file) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    let header = old.as_deref().map(patch_header).unwrap_or(DEFAULT_HEADER);
+    let text = patch_text(header, makefile, variant)
+        .with_context(|| format!("generating {}", file.display()))?;
+    if old.as_deref() == Some(text.as_str()) {
+        return Ok(false);
+    }
+    crate::results::write_atomically(&file, text.as_bytes())?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variant(os: &str, o2: &str) -> Variant {
+        Variant {
+            name: "v".into(),
+            description: String::new(),
+            os_flags: os.into(),
+            o2_flags: o2.into(),
+            patches: vec![],
+            kconfig: vec![],
+        }
+    }
+
+    const MAKEFILE: &str = "KBUILD_CFLAGS\t+= -fno-delete-null-pointer-checks\n\nifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE\nKBUILD_CFLAGS += -O2\nKBUILD_RUSTFLAGS += -Copt-level=2\nelse ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE\nKBUILD_CFLAGS += -Os\nKBUILD_RUSTFLAGS += -Copt-level=s\nendif\n";
+
+    #[test]
+    fn rewrites_both_branches_and_keeps_the_header() {
+        let v = variant("-Os -fno-tree-ch", "-O2 -fno-tree-ch");
+        let text = patch_text("From: x\nSubject: y\n---\n", MAKEFILE, &v).unwrap();
+        expect_test::expect![[r#"
+            From: x
+            Subject: y
+            ---
+            --- a/Makefile
+            +++ b/Makefile
+            @@ -1,9 +1,9 @@
+             KBUILD_CFLAGS	+= -fno-delete-null-pointer-checks
+             
+             ifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE
+            -KBUILD_CFLAGS += -O2
+            +KBUILD_CFLAGS += -O2 -fno-tree-ch $(EXTRA_OPTIMIZATION)
+             KBUILD_RUSTFLAGS += -Copt-level=2
+             else ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE
+            -KBUILD_CFLAGS += -Os
+            +KBUILD_CFLAGS += -Os -fno-tree-ch $(EXTRA_OPTIMIZATION)
+             KBUILD_RUSTFLAGS += -Copt-level=s
+             endif
+        "#]]
+        .assert_eq(&text);
+        assert_eq!(patch_header(&text), "From: x\nSubject: y\n---\n");
+    }
+
+    #[test]
+    fn missing_block_is_an_error_naming_the_line() {
+        let v = variant("-Os", "-O2");
+        let err = rewrite_makefile("KBUILD_CFLAGS += -O2\n", &v).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE"),
+            "{err}"
+        );
+    }
+}

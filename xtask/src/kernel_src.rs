@@ -1,1 +1,323 @@
-//! TODO
+//! The kernel source: find it, verify it, unpack it once, never modify it.
+//!
+//! Input is a tarball (default: Debian's `/usr/src/linux-source-<kver>.tar.xz`)
+//! or an unpacked tree (`--kernel-src DIR`). A tarball is unpacked once into
+//! `target/xtask/pristine/<sha256-prefix>/`; a tarball whose file name is
+//! pinned in `patches/kernel-sources.toml` must match one of its sha256 sums.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use xshell::{cmd, Shell};
+
+use crate::paths::Layout;
+
+/// Where the kernel source comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceInput {
+    /// A `.tar.xz`/`.tar.gz`/`.tar` file.
+    Tarball(PathBuf),
+    /// An unpacked tree (used read-only).
+    Tree(PathBuf),
+}
+
+/// An unpacked, read-only kernel tree and what identifies it.
+#[derive(Debug, Clone)]
+pub struct PristineTree {
+    /// The top directory (holds the top-level `Makefile`).
+    pub dir: PathBuf,
+    /// `VERSION.PATCHLEVEL.SUBLEVEL` + `EXTRAVERSION` from the Makefile, e.g. `6.12.117`.
+    pub version: String,
+    /// sha256 of the tarball (hex); `None` for a user's tree.
+    pub tarball_sha256: Option<String>,
+    /// Where it came from, for result.json.
+    pub origin: PathBuf,
+}
+
+/// The Debian package that ships the source of kernel series `kver` (`6.12`).
+pub fn debian_package(kver: &str) -> String {
+    format!("linux-source-{kver}")
+}
+
+/// Debian's tarball path for kernel series `kver`.
+pub fn default_tarball(kver: &str) -> PathBuf {
+    PathBuf::from(format!("/usr/src/linux-source-{kver}.tar.xz"))
+}
+
+/// Decides what `--kernel-src` (or its absence) means for series `kver`.
+///
+/// Errors when the default tarball is missing (with the `apt-get install`
+/// fix) or the given path does not exist.
+pub fn resolve_input(arg: Option<&Path>, kver: &str) -> Result<SourceInput> {
+    match arg {
+        None => {
+            let tarball = default_tarball(kver);
+            if !tarball.is_file() {
+                bail!(
+                    "kernel source {} is missing; install it with `apt-get install {}` \
+                     (or run `cargo xtask setup`), or pass --kernel-src PATH (a kernel.org tarball or tree)",
+                    tarball.display(),
+                    debian_package(kver)
+                );
+            }
+            Ok(SourceInput::Tarball(tarball))
+        }
+        Some(path) if path.is_dir() => {
+            if !path.join("Makefile").is_file() || !path.join("Kbuild").is_file() {
+                bail!(
+                    "--kernel-src {}: not a kernel tree (no top-level Makefile and Kbuild)",
+                    path.display()
+                );
+            }
+            Ok(SourceInput::Tree(path.to_path_buf()))
+        }
+        Some(path) if path.is_file() => Ok(SourceInput::Tarball(path.to_path_buf())),
+        Some(path) => bail!("--kernel-src {}: no such file or directory", path.display()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Pins {
+    /// File name → accepted sha256 sums.
+    sha256: BTreeMap<String, Vec<String>>,
+}
+
+/// Checks `tarball` against `patches/kernel-sources.toml` and returns its sha256.
+///
+/// A file name that is not pinned passes; a pinned one whose sum differs is
+/// an error naming both sums and the file to update.
+pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
+    let sum = sha256_file(tarball)?;
+    let pins_file = layout.patches_dir().join("kernel-sources.toml");
+    if !pins_file.is_file() {
+        return Ok(sum);
+    }
+    let text = std::fs::read_to_string(&pins_file)
+        .with_context(|| format!("reading {}", pins_file.display()))?;
+    let pins: Pins = toml_edit::de::from_str(&text)
+        .with_context(|| format!("{}: not a valid pin file", pins_file.display()))?;
+    let name = tarball
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if let Some(allowed) = pins.sha256.get(name) {
+        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(&sum)) {
+            bail!(
+                "{}: sha256 {sum} is not one of the sums pinned for {name:?} in {}.\n\
+                 If this is a new upstream or Debian release you trust, add the sum to that list.",
+                tarball.display(),
+                pins_file.display()
+            );
+        }
+    }
+    Ok(sum)
+}
+
+/// sha256 of a file, lowercase hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// sha256 of bytes, lowercase hex.
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Returns the pristine tree for `input`, unpacking a tarball on first use.
+///
+/// Unpacking goes to a temporary directory renamed into place when complete,
+/// so an interrupted unpack is never mistaken for a tree.
+pub fn pristine_tree(sh: &Shell, layout: &Layout, input: &SourceInput) -> Result<PristineTree> {
+    match input {
+        SourceInput::Tree(dir) => {
+            if dir.join(".config").exists() || dir.join("include/config").exists() {
+                bail!(
+                    "--kernel-src {}: the tree has been configured or built in place (.config); \
+                     out-of-tree builds need a clean source: run `make mrproper` in it or pass a tarball",
+                    dir.display()
+                );
+            }
+            Ok(PristineTree {
+                version: makefile_version(dir)?,
+                dir: dir.clone(),
+                tarball_sha256: None,
+                origin: dir.clone(),
+            })
+        }
+        SourceInput::Tarball(tarball) => {
+            let sum = verify_tarball(layout, tarball)?;
+            let cache = layout.pristine_dir().join(&sum[..16]);
+            if !cache.is_dir() {
+                unpack(sh, tarball, &cache)?;
+            }
+            let dir = single_top_dir(&cache)?;
+            Ok(PristineTree {
+                version: makefile_version(&dir)?,
+                dir,
+                tarball_sha256: Some(sum),
+                origin: tarball.clone(),
+            })
+        }
+    }
+}
+
+fn unpack(sh: &Shell, tarball: &Path, cache: &Path) -> Result<()> {
+    let parent = cache.parent().context("pristine cache has no parent")?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".unpack-")
+        .tempdir_in(parent)
+        .with_context(|| format!("creating a staging directory in {}", parent.display()))?;
+    eprintln!(
+        "unpacking {} (once) into {}",
+        tarball.display(),
+        cache.display()
+    );
+    let dest = staging.path();
+    cmd!(sh, "tar -xf {tarball} -C {dest}")
+        .run()
+        .with_context(|| format!("unpacking {}", tarball.display()))?;
+    let staged = staging.keep();
+    std::fs::rename(&staged, cache)
+        .with_context(|| format!("moving {} to {}", staged.display(), cache.display()))?;
+    Ok(())
+}
+
+fn single_top_dir(cache: &Path) -> Result<PathBuf> {
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(cache).with_context(|| format!("reading {}", cache.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            dirs.push(path);
+        }
+    }
+    match dirs.as_slice() {
+        [one] if one.join("Makefile").is_file() => Ok(one.clone()),
+        _ => bail!(
+            "{}: expected the tarball to hold one kernel directory; remove this cache directory and check the tarball",
+            cache.display()
+        ),
+    }
+}
+
+/// The top-level Makefile of kernel series `kver` (`6.12`), read without
+/// unpacking: from the first of `candidates` (tarballs or trees) whose
+/// version is in that series, else from Debian's tarball for it.
+///
+/// Errors when none is available, with the `apt-get install` fix.
+pub fn top_makefile_for_series(sh: &Shell, kver: &str, candidates: &[PathBuf]) -> Result<String> {
+    for candidate in candidates {
+        let text = top_makefile(sh, candidate)?;
+        if version_from_makefile(&text).is_some_and(|v| series_of(&v) == kver) {
+            return Ok(text);
+        }
+    }
+    match resolve_input(None, kver)? {
+        SourceInput::Tarball(path) | SourceInput::Tree(path) => top_makefile(sh, &path),
+    }
+}
+
+/// The top-level Makefile of a tree, or of a tarball (extracted alone with
+/// `tar --occurrence=1`, matching `<topdir>/Makefile`).
+pub fn top_makefile(sh: &Shell, source: &Path) -> Result<String> {
+    if source.is_dir() {
+        let file = source.join("Makefile");
+        return std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()));
+    }
+    cmd!(
+        sh,
+        "tar -xOf {source} --wildcards --no-wildcards-match-slash --occurrence=1 */Makefile"
+    )
+    .quiet()
+    .read()
+    .with_context(|| format!("reading the top-level Makefile from {}", source.display()))
+}
+
+/// `VERSION.PATCHLEVEL.SUBLEVEL[EXTRAVERSION]` from a tree's top-level Makefile.
+pub fn makefile_version(tree: &Path) -> Result<String> {
+    let makefile = tree.join("Makefile");
+    let text = std::fs::read_to_string(&makefile)
+        .with_context(|| format!("reading {}", makefile.display()))?;
+    version_from_makefile(&text).with_context(|| {
+        format!(
+            "{}: no VERSION/PATCHLEVEL/SUBLEVEL lines; is this a kernel tree?",
+            makefile.display()
+        )
+    })
+}
+
+fn version_from_makefile(text: &str) -> Option<String> {
+    let get = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let (v, p, s) = (get("VERSION")?, get("PATCHLEVEL")?, get("SUBLEVEL")?);
+    let extra = get("EXTRAVERSION").unwrap_or_default();
+    Some(format!("{v}.{p}.{s}{extra}"))
+}
+
+/// The series a full version belongs to: `6.12.117` → `6.12`.
+pub fn series_of(version: &str) -> String {
+    version.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_and_series_from_makefile() {
+        let mk =
+            "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\nEXTRAVERSION = -rc1\nNAME = x\n";
+        assert_eq!(version_from_makefile(mk).as_deref(), Some("6.12.117-rc1"));
+        assert_eq!(series_of("6.12.117-rc1"), "6.12");
+        assert_eq!(version_from_makefile("VERSION = 6\n"), None);
+    }
+
+    #[test]
+    fn missing_default_tarball_names_the_package() {
+        let err = resolve_input(None, "9.99").unwrap_err().to_string();
+        assert!(err.contains("apt-get install linux-source-9.99"), "{err}");
+    }
+
+    #[test]
+    fn pinned_tarball_with_other_sum_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("patches")).unwrap();
+        std::fs::write(
+            dir.path().join("patches/kernel-sources.toml"),
+            "[sha256]\n\"linux-x.tar\" = [\"00\"]\n",
+        )
+        .unwrap();
+        let tarball = dir.path().join("linux-x.tar");
+        std::fs::write(&tarball, b"not really").unwrap();
+        let layout = Layout::new(dir.path());
+        let err = verify_tarball(&layout, &tarball).unwrap_err().to_string();
+        assert!(err.contains(&sha256_bytes(b"not really")), "{err}");
+        let other = dir.path().join("linux-y.tar");
+        std::fs::write(&other, b"unpinned").unwrap();
+        assert_eq!(
+            verify_tarball(&layout, &other).unwrap(),
+            sha256_bytes(b"unpinned")
+        );
+    }
+}

@@ -1,1 +1,158 @@
-//! TODO
+//! Cross compilers and host tools: are they there, which version, and do
+//! they accept a variant's flags. Everything is checked before any build
+//! starts, so a typo fails in a second rather than after an hour.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use xshell::{cmd, Shell};
+
+use crate::targets::Target;
+
+/// A cross compiler found on `PATH`.
+#[derive(Debug, Clone)]
+pub struct Compiler {
+    /// `<prefix>gcc`.
+    pub command: String,
+    /// First line of `--version`, e.g. `mips-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0`.
+    pub version: String,
+}
+
+/// Finds `program` on `PATH`.
+pub fn find_in_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The target's cross compiler and its version.
+///
+/// A missing compiler is an error giving the exact Debian package to install.
+pub fn compiler(sh: &Shell, target: &Target) -> Result<Compiler> {
+    let command = target.cc();
+    if find_in_path(&command).is_none() {
+        bail!(
+            "{command} (target {}) is not installed: run `apt-get install {}` (or `cargo xtask setup`)",
+            target.name,
+            target.compiler_package
+        );
+    }
+    let version = cmd!(sh, "{command} --version")
+        .quiet()
+        .read()
+        .with_context(|| format!("running {command} --version"))?;
+    Ok(Compiler {
+        version: version.lines().next().unwrap_or_default().to_string(),
+        command,
+    })
+}
+
+/// Checks that `compiler` accepts every flag in `flags`, compiling an empty
+/// C file with `-Werror` (as kbuild's `cc-option` probes flags).
+///
+/// Errors list each rejected flag with the compiler's own message (which
+/// often suggests the right spelling).
+pub fn check_flags(sh: &Shell, compiler: &Compiler, flags: &[&str]) -> Result<()> {
+    let cc = &compiler.command;
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let (src, obj) = (dir.path().join("probe.c"), dir.path().join("probe.o"));
+    std::fs::write(&src, "int xtask_probe;\n").context("writing the probe source")?;
+    let probe = |flags: &[&str]| {
+        cmd!(sh, "{cc} -Werror {flags...} -c {src} -o {obj}")
+            .quiet()
+            .ignore_status()
+            .output()
+            .with_context(|| format!("running {cc}"))
+    };
+    if probe(flags)?.status.success() {
+        return Ok(());
+    }
+    let mut rejected = Vec::new();
+    for flag in flags {
+        let out = probe(&[flag])?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let reason = stderr
+                .lines()
+                .find(|l| l.contains("error"))
+                .unwrap_or("rejected")
+                .trim()
+                .to_string();
+            rejected.push(format!("  {flag}: {reason}"));
+        }
+    }
+    if rejected.is_empty() {
+        bail!("{cc} rejects the flags together but accepts each alone: {flags:?}");
+    }
+    bail!(
+        "{cc} ({}) does not accept these flags:\n{}\nFix them in patches/variants.toml.",
+        compiler.version,
+        rejected.join("\n")
+    )
+}
+
+/// A host tool the kernel build needs, and the Debian package that has it.
+pub const HOST_TOOLS: &[(&str, &str)] = &[
+    ("make", "make"),
+    ("flex", "flex"),
+    ("bison", "bison"),
+    ("bc", "bc"),
+    ("tar", "tar"),
+    ("xz", "xz-utils"),
+    ("perl", "perl"),
+];
+
+/// Checks the host tools the build needs (plus `mkimage` when a target makes
+/// a uImage); errors list every missing tool with its package.
+pub fn check_host_tools(targets: &[Target]) -> Result<()> {
+    let mut tools: Vec<(&str, &str)> = HOST_TOOLS.to_vec();
+    if targets
+        .iter()
+        .any(|t| t.artifacts.contains(&crate::targets::Artifact::UImage))
+    {
+        tools.push(("mkimage", "u-boot-tools"));
+    }
+    let missing: Vec<(&str, &str)> = tools
+        .into_iter()
+        .filter(|(tool, _)| find_in_path(tool).is_none())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
+    let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+    packages.dedup();
+    bail!(
+        "missing host tools: {}; run `apt-get install {}` (or `cargo xtask setup`)",
+        names.join(", "),
+        packages.join(" ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_compiler_rejects_a_typo_and_names_it() {
+        let sh = Shell::new().unwrap();
+        let gcc = Compiler {
+            command: "gcc".into(),
+            version: "host gcc".into(),
+        };
+        check_flags(&sh, &gcc, &["-Os", "-fno-reorder-blocks"]).unwrap();
+        let err = check_flags(&sh, &gcc, &["-Os", "-fno-reorder-block", "-fno-tree-ch"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("-fno-reorder-block:"), "{err}");
+        assert!(!err.contains("-fno-tree-ch:"), "{err}");
+        assert!(err.contains("gcc"), "{err}");
+    }
+}

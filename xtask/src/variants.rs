@@ -1,1 +1,191 @@
-//! TODO
+//! Build variants: `patches/variants.toml`.
+//!
+//! A variant is what one side of an A/B comparison changes: the KBUILD_CFLAGS
+//! of the `-Os` and `-O2` branches (written into
+//! `201-extra_optimization.patch`), extra patches, and extra kconfig lines.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+/// The name of the variant whose flags others inherit.
+pub const BASELINE: &str = "baseline";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VariantsFile {
+    variants: BTreeMap<String, RawVariant>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVariant {
+    #[serde(default)]
+    description: String,
+    os: Option<String>,
+    o2: Option<String>,
+    #[serde(default)]
+    patches: Vec<String>,
+    #[serde(default)]
+    kconfig: Vec<String>,
+}
+
+/// One fully resolved variant (flags inherited from `baseline` filled in).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// Name used on the command line and in results paths.
+    pub name: String,
+    /// One line for reports.
+    pub description: String,
+    /// KBUILD_CFLAGS of the `CONFIG_CC_OPTIMIZE_FOR_SIZE` branch, e.g. `-Os -fno-tree-ch`.
+    pub os_flags: String,
+    /// KBUILD_CFLAGS of the `CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE` branch.
+    pub o2_flags: String,
+    /// Extra patches (absolute paths), applied after the target's patches, in order.
+    pub patches: Vec<PathBuf>,
+    /// Extra kconfig lines (`CONFIG_FOO=y`, `# CONFIG_BAR is not set`).
+    pub kconfig: Vec<String>,
+}
+
+impl Variant {
+    /// Every distinct compiler flag of both branches, in order of appearance.
+    pub fn all_flags(&self) -> Vec<&str> {
+        let mut flags: Vec<&str> = Vec::new();
+        for flag in self
+            .os_flags
+            .split_whitespace()
+            .chain(self.o2_flags.split_whitespace())
+        {
+            if !flags.contains(&flag) {
+                flags.push(flag);
+            }
+        }
+        flags
+    }
+}
+
+/// Reads `variants.toml`; patch paths are resolved against `patches_dir`.
+///
+/// Errors name the file and the variant: an unknown key, a missing
+/// `baseline` when another variant omits its flags, a patch that does not
+/// exist, a kconfig line that is not `CONFIG_X=…` or `# CONFIG_X is not set`.
+pub fn load(file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    parse(&text, file, patches_dir)
+}
+
+fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
+    let raw: VariantsFile = toml_edit::de::from_str(text)
+        .with_context(|| format!("{}: not a valid variants file", file.display()))?;
+    let baseline = raw.variants.get(BASELINE);
+    let mut variants = Vec::new();
+    for (name, v) in &raw.variants {
+        let inherited = |own: &Option<String>, pick: fn(&RawVariant) -> &Option<String>| {
+            own.clone()
+                .or_else(|| baseline.and_then(|b| pick(b).clone()))
+                .with_context(|| {
+                    format!(
+                        "{}: variant {name:?} sets no os/o2 flags and there is no [variants.{BASELINE}] with flags to inherit",
+                        file.display()
+                    )
+                })
+        };
+        let os_flags = inherited(&v.os, |b| &b.os)?;
+        let o2_flags = inherited(&v.o2, |b| &b.o2)?;
+        let mut patches = Vec::new();
+        for p in &v.patches {
+            let path = patches_dir.join(p);
+            if !path.is_file() {
+                bail!(
+                    "{}: variant {name:?} lists patch {p:?}, but {} does not exist",
+                    file.display(),
+                    path.display()
+                );
+            }
+            patches.push(path);
+        }
+        for line in &v.kconfig {
+            if crate::kconfig::parse_line(line).is_none() {
+                bail!(
+                    "{}: variant {name:?} has kconfig line {line:?}; write CONFIG_FOO=y or \"# CONFIG_FOO is not set\"",
+                    file.display()
+                );
+            }
+        }
+        variants.push(Variant {
+            name: name.clone(),
+            description: v.description.clone(),
+            os_flags,
+            o2_flags,
+            patches,
+            kconfig: v.kconfig.clone(),
+        });
+    }
+    Ok(variants)
+}
+
+/// Picks variants by name, in the order given; an unknown name is an error
+/// listing the known ones.
+pub fn select(all: &[Variant], names: &[String]) -> Result<Vec<Variant>> {
+    names
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|v| &v.name == name)
+                .cloned()
+                .with_context(|| {
+                    let known: Vec<&str> = all.iter().map(|v| v.name.as_str()).collect();
+                    format!(
+                        "unknown variant {name:?}; variants.toml defines: {}",
+                        known.join(", ")
+                    )
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_variants_have_the_rfc_flags() {
+        let layout = crate::paths::Layout::from_manifest_dir();
+        let all = load(&layout.variants_file(), &layout.patches_dir()).unwrap();
+        let picked = select(
+            &all,
+            &["baseline".to_string(), "no-reorder-blocks".to_string()],
+        )
+        .unwrap();
+        assert!(picked[0].os_flags.contains("-fno-reorder-blocks"));
+        assert!(!picked[1].os_flags.contains("-fno-reorder-blocks"));
+        assert!(picked[1].os_flags.contains("-fno-tree-ch"));
+    }
+
+    #[test]
+    fn flags_inherit_from_baseline_and_errors_name_the_variant() {
+        let text = r#"
+[variants.baseline]
+os = "-Os -fno-tree-ch"
+o2 = "-O2"
+[variants.more-config]
+kconfig = ["CONFIG_SMP=y"]
+[variants.bad]
+kconfig = ["SMP=y"]
+"#;
+        let err = parse(text, Path::new("v.toml"), Path::new("/nonexistent")).unwrap_err();
+        assert!(format!("{err:#}").contains("\"bad\""), "{err:#}");
+        let ok = parse(
+            &text.replace("SMP=y\"]\n", "CONFIG_X=y\"]\n"),
+            Path::new("v.toml"),
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let more = ok.iter().find(|v| v.name == "more-config").unwrap();
+        assert_eq!(more.os_flags, "-Os -fno-tree-ch");
+        assert_eq!(more.all_flags(), vec!["-Os", "-fno-tree-ch", "-O2"]);
+    }
+}

@@ -1,0 +1,247 @@
+//! The kernel-tree backend: patch a kernel source tree, configure it from
+//! the target's base config and fragments, and run `make O=…`.
+//!
+//! Per job: source (tarball or tree) → pristine tree → patched tree (series
+//! with the variant's 201-extra_optimization.patch) → `make <base>` →
+//! merge fragments → `make alldefconfig` (as `merge_config.sh`) → check the
+//! fragments took effect → `make vmlinux <make_targets>`, out of tree in
+//! `target/xtask/build/<target>/<variant>/`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use xshell::{cmd, Shell};
+
+use super::progress::run_logged;
+use super::{Backend, BuildOptions, Built, Job};
+use crate::artifacts::BuildOutputs;
+use crate::kernel_src::{self, SourceInput};
+use crate::paths::Layout;
+use crate::results::Cflags;
+use crate::{kconfig, patched_tree, series, toolchain};
+
+/// Fixed build identity, so that two builds of the same source and flags
+/// give the same bytes (kbuild's reproducible-build variables).
+const REPRODUCIBLE_ENV: &[(&str, &str)] = &[
+    ("KBUILD_BUILD_TIMESTAMP", "Thu Jan  1 00:00:00 UTC 1970"),
+    ("KBUILD_BUILD_USER", "xtask"),
+    ("KBUILD_BUILD_HOST", "xtask"),
+    ("KBUILD_BUILD_VERSION", "1"),
+    ("LC_ALL", "C"),
+];
+
+/// Builds in a kernel tree from a tarball or a user's tree.
+pub struct KernelTree {
+    layout: Layout,
+    /// `--kernel-src`, if given; otherwise Debian's tarball for each target's series.
+    source_arg: Option<PathBuf>,
+}
+
+impl KernelTree {
+    /// A backend using `source_arg` (`--kernel-src`) or Debian's tarballs.
+    pub fn new(layout: Layout, source_arg: Option<PathBuf>) -> KernelTree {
+        KernelTree { layout, source_arg }
+    }
+
+    fn input_for(&self, job: &Job) -> Result<SourceInput> {
+        kernel_src::resolve_input(self.source_arg.as_deref(), &job.target.kernel)
+    }
+
+    fn make<'a>(&self, sh: &'a Shell, job: &Job, src: &Path, build: &Path) -> xshell::Cmd<'a> {
+        let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
+        let mut make = cmd!(
+            sh,
+            "make -C {src} O={build} ARCH={arch} CROSS_COMPILE={cross}"
+        );
+        for (k, v) in REPRODUCIBLE_ENV {
+            make = make.env(k, v);
+        }
+        make
+    }
+}
+
+impl Backend for KernelTree {
+    fn name(&self) -> &'static str {
+        "kernel-tree"
+    }
+
+    fn preflight(&self, sh: &Shell, jobs: &[Job]) -> Result<()> {
+        let targets: Vec<_> = jobs.iter().map(|j| j.target.clone()).collect();
+        toolchain::check_host_tools(&targets)?;
+        let mut problems = Vec::new();
+        let mut compilers = BTreeMap::new();
+        for job in jobs {
+            if let Err(e) = self.input_for(job) {
+                problems.push(format!("{e:#}"));
+            }
+            let cc = job.target.cc();
+            if !compilers.contains_key(&cc) {
+                compilers.insert(cc.clone(), toolchain::compiler(sh, &job.target));
+            }
+            match &compilers[&cc] {
+                Ok(compiler) => {
+                    if let Err(e) = toolchain::check_flags(sh, compiler, &job.variant.all_flags()) {
+                        problems.push(format!("variant {}: {e:#}", job.variant.name));
+                    }
+                }
+                Err(e) => problems.push(format!("{e:#}")),
+            }
+        }
+        problems.dedup();
+        if !problems.is_empty() {
+            bail!(
+                "nothing was built; fix these first:\n- {}",
+                problems.join("\n- ")
+            );
+        }
+        Ok(())
+    }
+
+    fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built> {
+        let label = job.label();
+        std::fs::write(log, format!("# cargo xtask build {label}\n"))
+            .with_context(|| format!("writing {}", log.display()))?;
+        let input = self.input_for(job)?;
+        let pristine = kernel_src::pristine_tree(sh, &self.layout, &input)?;
+        let kver = kernel_src::series_of(&pristine.version);
+        let compiler = toolchain::compiler(sh, &job.target)?;
+
+        let makefile_path = pristine.dir.join("Makefile");
+        let makefile = std::fs::read_to_string(&makefile_path)
+            .with_context(|| format!("reading {}", makefile_path.display()))?;
+        let patches = series::collect(
+            &self.layout.patches_dir(),
+            &job.target,
+            &job.variant,
+            &kver,
+            &makefile,
+        )?;
+        let tree = patched_tree::prepare(sh, &self.layout, &pristine, &patches)?;
+
+        let build = self.layout.build_dir(&job.target.name, &job.variant.name);
+        reset_build_dir_for(&build, &tree.dir)?;
+
+        let config = configure(self, sh, job, &tree.dir, &build, log, options)?;
+        let mut goals = vec!["vmlinux".to_string()];
+        goals.extend(job.target.make_targets.iter().cloned());
+        let jobs = format!("-j{}", options.jobs);
+        let make = self.make(sh, job, &tree.dir, &build).arg(jobs).args(&goals);
+        run_logged(Command::from(make), &label, log, options.verbose)?;
+
+        let cflags = cflags_in_effect(job, &build, &config)?;
+        let zimage = build
+            .join("arch")
+            .join(&job.target.arch)
+            .join("boot/zImage");
+        Ok(Built {
+            outputs: BuildOutputs {
+                vmlinux: build.join("vmlinux"),
+                zimage: zimage.is_file().then_some(zimage),
+            },
+            kernel_version: pristine.version.clone(),
+            kernel_source: pristine.origin.display().to_string(),
+            kernel_source_sha256: pristine.tarball_sha256.clone(),
+            compiler: compiler.version,
+            cflags,
+            patches: tree.patches,
+            config_sha256: kernel_src::sha256_bytes(config.as_bytes()),
+        })
+    }
+}
+
+/// A build directory remembers its source tree; when the tree changes
+/// (another series), the directory is emptied so no object of the other
+/// tree survives with a misleading timestamp.
+fn reset_build_dir_for(build: &Path, src: &Path) -> Result<()> {
+    let marker = build.join(".xtask-source");
+    let want = src.display().to_string();
+    let have = std::fs::read_to_string(&marker).unwrap_or_default();
+    if have != want && build.exists() {
+        std::fs::remove_dir_all(build).with_context(|| format!("emptying {}", build.display()))?;
+    }
+    std::fs::create_dir_all(build).with_context(|| format!("creating {}", build.display()))?;
+    std::fs::write(&marker, want).with_context(|| format!("writing {}", marker.display()))?;
+    Ok(())
+}
+
+/// `make <base>`, merge the fragments and the variant's kconfig lines,
+/// `make alldefconfig`, then check every requested symbol. Returns the
+/// final `.config` text.
+fn configure(
+    backend: &KernelTree,
+    sh: &Shell,
+    job: &Job,
+    src: &Path,
+    build: &Path,
+    log: &Path,
+    options: BuildOptions,
+) -> Result<String> {
+    let label = format!("{} (configuring)", job.label());
+    let base = &job.target.kconfig.base;
+    let make = backend.make(sh, job, src, build).arg(base);
+    run_logged(Command::from(make), &label, log, options.verbose)?;
+    let config_file = build.join(".config");
+    let base_config = std::fs::read_to_string(&config_file)
+        .with_context(|| format!("reading {} after `make {base}`", config_file.display()))?;
+    let settings = kconfig::read_fragments(
+        &job.target.fragment_paths(),
+        &job.variant.kconfig,
+        &format!("variant {}", job.variant.name),
+    )?;
+    let merged = build.join(".xtask-merged.config");
+    std::fs::write(&merged, kconfig::merge(&base_config, &settings))
+        .with_context(|| format!("writing {}", merged.display()))?;
+    let make = backend
+        .make(sh, job, src, build)
+        .arg(format!("KCONFIG_ALLCONFIG={}", merged.display()))
+        .arg("alldefconfig");
+    run_logged(Command::from(make), &label, log, options.verbose)?;
+    kconfig::ensure_applied(&config_file, &settings).with_context(|| {
+        format!(
+            "configuring {} from {}",
+            job.label(),
+            job.target.file.display()
+        )
+    })?;
+    std::fs::read_to_string(&config_file)
+        .with_context(|| format!("reading {}", config_file.display()))
+}
+
+/// The flags the build really used: the branch the `.config` selects, and
+/// kbuild's recorded command for `init/main.o`, which must contain them.
+fn cflags_in_effect(job: &Job, build: &Path, config: &str) -> Result<Cflags> {
+    let size = config.lines().any(|l| l == "CONFIG_CC_OPTIMIZE_FOR_SIZE=y");
+    let (effective, flags) = if size {
+        ("os", &job.variant.os_flags)
+    } else {
+        ("o2", &job.variant.o2_flags)
+    };
+    let cmd_file = build.join("init/.main.o.cmd");
+    let text = std::fs::read_to_string(&cmd_file)
+        .with_context(|| format!("reading {}", cmd_file.display()))?;
+    let command = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("savedcmd_init/main.o := ")
+                .or_else(|| l.strip_prefix("cmd_init/main.o := "))
+        })
+        .with_context(|| format!("{}: no saved command for init/main.o", cmd_file.display()))?
+        .to_string();
+    let wanted: Vec<&str> = flags.split_whitespace().collect();
+    let used: Vec<&str> = command.split_whitespace().collect();
+    if !used.windows(wanted.len()).any(|w| w == wanted.as_slice()) {
+        bail!(
+            "the compiler was not called with the variant's flags {flags:?} \
+             (see {}); is 201-extra_optimization.patch in the series?",
+            cmd_file.display()
+        );
+    }
+    Ok(Cflags {
+        os: job.variant.os_flags.clone(),
+        o2: job.variant.o2_flags.clone(),
+        effective: effective.to_string(),
+        compile_command: command,
+    })
+}

@@ -1,0 +1,136 @@
+//! Running `make` with its output kept in a log and shown as progress:
+//! objects compiled (kbuild's `  CC`/`  AS` lines) and elapsed time, or
+//! every line with `-v`.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// How many of the log's last lines a failure shows.
+const TAIL_LINES: usize = 25;
+
+/// Whether a kbuild output line reports one compiled object.
+pub fn is_object_line(line: &str) -> bool {
+    ["  CC ", "  AS ", "  CC [M] "]
+        .iter()
+        .any(|p| line.starts_with(p))
+}
+
+struct Shared {
+    log: std::io::BufWriter<std::fs::File>,
+    tail: VecDeque<String>,
+    objects: u64,
+}
+
+/// Runs `command`, appending its stdout and stderr to `log`, showing
+/// `label`, the number of objects compiled and the elapsed time (or every
+/// line when `verbose`).
+///
+/// A non-zero exit is an error quoting the last lines of output and naming
+/// the log file.
+pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) -> Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    let shared = Arc::new(Mutex::new(Shared {
+        log: std::io::BufWriter::new(file),
+        tail: VecDeque::with_capacity(TAIL_LINES),
+        objects: 0,
+    }));
+    let bar = if verbose {
+        ProgressBar::hidden()
+    } else {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_prefix(label.to_string());
+        bar.enable_steady_tick(Duration::from_millis(250));
+        bar
+    };
+    let program = format!("{:?}", command.get_program());
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {program}"))?;
+    let readers: Vec<Box<dyn std::io::Read + Send>> = vec![
+        Box::new(child.stdout.take().context("no stdout pipe")?),
+        Box::new(child.stderr.take().context("no stderr pipe")?),
+    ];
+    let threads: Vec<_> = readers
+        .into_iter()
+        .map(|reader| {
+            let shared = Arc::clone(&shared);
+            let bar = bar.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(reader).lines() {
+                    let Ok(line) = line else { break };
+                    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ = writeln!(s.log, "{line}");
+                    if is_object_line(&line) {
+                        s.objects += 1;
+                        bar.set_message(format!("{} objects compiled", s.objects));
+                    }
+                    if s.tail.len() == TAIL_LINES {
+                        s.tail.pop_front();
+                    }
+                    s.tail.push_back(line.clone());
+                    drop(s);
+                    if verbose {
+                        eprintln!("{line}");
+                    }
+                }
+            })
+        })
+        .collect();
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for {program}"))?;
+    for t in threads {
+        let _ = t.join();
+    }
+    bar.finish_and_clear();
+    let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+    s.log
+        .flush()
+        .with_context(|| format!("writing {}", log.display()))?;
+    if !status.success() {
+        let tail: Vec<&str> = s.tail.iter().map(String::as_str).collect();
+        bail!(
+            "{program} failed ({status}); last lines:\n{}\nfull log: {}",
+            tail.join("\n"),
+            log.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_objects_and_reports_failure_with_the_log_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("build.log");
+        let sh = xshell::Shell::new().unwrap();
+        let ok: Command = xshell::cmd!(sh, "printf '  CC      a.o\\n  LD      x\\n'").into();
+        run_logged(ok, "t", &log, false).unwrap();
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(text.lines().filter(|l| is_object_line(l)).count(), 1);
+        let fail: Command = xshell::cmd!(sh, "sh -c 'echo boom >&2; exit 3'").into();
+        let err = run_logged(fail, "t", &log, false).unwrap_err().to_string();
+        assert!(err.contains("boom") && err.contains("build.log"), "{err}");
+    }
+}
