@@ -147,10 +147,14 @@ fn best_name(names: &[PathBuf]) -> Option<PathBuf> {
 
 /// Applies `patch` in memory. Hard errors (unsafe names, symlinks, binary
 /// diffs, I/O) end it at once; content mismatches are recorded in the report.
+///
+/// `detect_reversed`: try each file's first hunk backwards too (GNU's
+/// "Reversed (or previously applied) patch detected!" check).
 fn plan<'t>(
     tree: &'t Path,
     patch: &Patch,
     opts: &ApplyOptions,
+    detect_reversed: bool,
 ) -> Result<(ApplyReport, View<'t>), ApplyError> {
     let mut view = View::new(tree);
     let mut report = ApplyReport::default();
@@ -171,7 +175,7 @@ fn plan<'t>(
                 patch_line: fp.line,
             });
         }
-        let file = apply_file(&mut view, index, fp, old, new, any, opts)?;
+        let file = apply_file(&mut view, index, fp, (old, new, any), opts, detect_reversed)?;
         report.files.push(file);
     }
     Ok((report, view))
@@ -181,10 +185,9 @@ fn apply_file(
     view: &mut View<'_>,
     index: usize,
     fp: &FilePatch,
-    old: Option<PathBuf>,
-    new: Option<PathBuf>,
-    any: PathBuf,
+    (old, new, any): (Option<PathBuf>, Option<PathBuf>, PathBuf),
     opts: &ApplyOptions,
+    detect_reversed: bool,
 ) -> Result<FileReport, ApplyError> {
     let mut op = fp.op;
     if matches!(op, FileOp::Rename | FileOp::Copy | FileOp::Uncopy)
@@ -245,7 +248,17 @@ fn apply_file(
             return Ok(report);
         }
     };
-    let res = apply_hunks(&input, &fp.hunks, opts.fuzz, op == FileOp::Create);
+    let res = apply_hunks(
+        &input,
+        &fp.hunks,
+        opts.fuzz,
+        op == FileOp::Create,
+        detect_reversed,
+    );
+    if res.looks_reversed {
+        report.problem = Some(FileProblem::LooksReversed);
+        return Ok(report);
+    }
     report.hunks = res.hunks.clone();
     if !res.all_applied() {
         return Ok(report);
@@ -296,10 +309,10 @@ pub(crate) fn run(
     } else {
         patch
     };
-    let (report, view) = plan(tree, patch, opts)?;
+    let (report, view) = plan(tree, patch, opts, true)?;
     if !report.succeeded() {
         let other = patch.reversed();
-        if let Ok((back, _)) = plan(tree, &other, opts) {
+        if let Ok((back, _)) = plan(tree, &other, opts, false) {
             if back.succeeded() && !other.files.is_empty() {
                 return Err(ApplyError::Reversed { report, reverse });
             }
@@ -325,5 +338,5 @@ pub(crate) fn applies(
     } else {
         patch.clone()
     };
-    Ok(plan(tree, &p, opts)?.0.succeeded())
+    Ok(plan(tree, &p, opts, false)?.0.succeeded())
 }

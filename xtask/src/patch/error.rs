@@ -79,6 +79,9 @@ impl fmt::Display for ApplyError {
                         Some(FileProblem::CopyDiffers) => {
                             write!(f, "copy differs from its source")?
                         }
+                        Some(FileProblem::LooksReversed) => {
+                            write!(f, "reversed (or previously applied) patch detected")?
+                        }
                         None => {
                             let msgs: Vec<String> = file
                                 .hunks

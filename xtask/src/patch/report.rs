@@ -52,6 +52,9 @@ pub enum FileProblem {
     NotDeleted,
     /// A reversed copy whose content no longer matches its source.
     CopyDiffers,
+    /// The first hunk matched backwards before it matched forwards (GNU:
+    /// "Reversed (or previously applied) patch detected!  Skipping patch.").
+    LooksReversed,
 }
 
 /// What happened to one file diff.
@@ -110,8 +113,17 @@ impl ApplyReport {
                 _ => {}
             }
             s.push('\n');
-            if f.problem == Some(FileProblem::Missing) {
-                let _ = writeln!(s, "can't find file to patch");
+            match f.problem {
+                Some(FileProblem::Missing) => {
+                    let _ = writeln!(s, "can't find file to patch");
+                }
+                Some(FileProblem::LooksReversed) => {
+                    let _ = writeln!(
+                        s,
+                        "Reversed (or previously applied) patch detected!  Skipping patch."
+                    );
+                }
+                _ => {}
             }
             for (i, h) in f.hunks.iter().enumerate() {
                 if let Some(msg) = hunk_message(i + 1, h) {

@@ -10,6 +10,9 @@ use super::report::HunkOutcome;
 pub(crate) struct TextResult {
     pub output: Vec<u8>,
     pub hunks: Vec<HunkOutcome>,
+    /// The first hunk matched backwards before it matched forwards: the
+    /// file looks reversed or already patched; nothing else was tried.
+    pub looks_reversed: bool,
 }
 
 impl TextResult {
@@ -88,11 +91,16 @@ fn canonical(lines: &[HunkLine]) -> Vec<&HunkLine> {
 ///
 /// `creating` is GNU's "the old side says the file does not exist": a hunk
 /// that lands on line 1 of a non-empty file then fails (the file already exists).
+///
+/// With `detect_reversed`, the first hunk is also tried backwards at each
+/// fuzz level where it does not match forwards, before the next level, as
+/// GNU patch does; a backwards match ends the file with `looks_reversed`.
 pub(crate) fn apply_hunks(
     input: &[u8],
     hunks: &[Hunk],
     max_fuzz: usize,
     creating: bool,
+    detect_reversed: bool,
 ) -> TextResult {
     let lines = split_lines(input);
     let mut out = Out {
@@ -122,6 +130,13 @@ pub(crate) fn apply_hunks(
             if let Some(w) = locate(&lines, &pat, &win, fuzz) {
                 found = Some((w, fuzz));
                 break;
+            }
+            if detect_reversed && outcomes.is_empty() && reverse_matches(&lines, hunk, &win, fuzz) {
+                return TextResult {
+                    output: Vec::new(),
+                    hunks: Vec::new(),
+                    looks_reversed: true,
+                };
             }
         }
         let failed = |out_offset: isize| {
@@ -157,7 +172,21 @@ pub(crate) fn apply_hunks(
     TextResult {
         output: out.bytes,
         hunks: outcomes,
+        looks_reversed: false,
     }
+}
+
+/// Whether `hunk`, old and new sides swapped, matches at `fuzz`.
+fn reverse_matches(lines: &[&[u8]], hunk: &Hunk, win: &Window, fuzz: usize) -> bool {
+    let r = hunk.reversed();
+    let old = r.old_lines();
+    let pat = Pattern {
+        lines: &old,
+        first: r.first() as isize,
+        prefix: r.prefix_context() as isize,
+        suffix: r.suffix_context() as isize,
+    };
+    !old.is_empty() && locate(lines, &pat, win, fuzz).is_some()
 }
 
 /// Writes one located hunk (GNU `apply_hunk`); false on misordered hunks.
