@@ -1,0 +1,392 @@
+//! Symbol-level size diff with the semantics of the kernel's
+//! `scripts/bloat-o-meter` (Linux 6.12).
+//!
+//! [`diff`] takes two `nm --size-sort` listings (from
+//! [`crate::symbols::read_symbols`]) and [`BloatDiff::render`] prints
+//! byte for byte what `scripts/bloat-o-meter [-c|-d|-t] old new` prints for
+//! the same two files. The rules, all from bloat-o-meter's `getsizes`,
+//! `calc` and `print_result`:
+//!
+//! * Only symbols whose nm type letter is in the mode's set are kept
+//!   ([`Mode`]); lines whose name contains `:` are skipped (bloat-o-meter
+//!   skips every nm output line containing `:`).
+//! * Generated symbols are skipped ([`is_skipped`]): names starting with
+//!   `__mod_`, `__se_sys`, `__se_compat_sys`, `__addressable_`, and the names
+//!   `linux_banner` and `vermagic`.
+//! * Every `.NUMBER` (regex `\.[0-9]+`) is removed from a name
+//!   ([`strip_numbers`]), then sizes of equal names are summed.
+//! * A name only in the old file is removed, only in the new one added; a
+//!   common name grows or shrinks by its size difference. `up` sums the
+//!   growth (added sizes included), `down` the shrinkage.
+//! * Rows are sorted by delta, largest first, ties by name in descending
+//!   order (Python's `sort(reverse=True)` on `(delta, name)`); rows with a
+//!   zero delta are not printed.
+//! * `Total` sums all kept sizes; the change is `(after - before) * 100.0 /
+//!   before` (0 when `before` is 0), printed as `%+.2f%%`.
+//!
+//! [`Options::fold_clones`] (off by default) also folds GCC/LLVM clone names
+//! (`foo.isra.0`, `foo.constprop.0`, `foo.part.0`, `foo.cold`, …) into their
+//! base name; the rendered text then says so in its first line and is no
+//! longer bloat-o-meter's.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::symbols::NmSymbol;
+
+/// Which symbols to compare, as bloat-o-meter's command-line modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Mode {
+    /// No flag: one "Function" table over types `tTdDbBrRvVwW`.
+    #[default]
+    All,
+    /// `-c`: three tables, "Function" (`tTwW`), "Data" (`dDbBvV`) and
+    /// "RO Data" (`rR`).
+    Categorized,
+    /// `-d`: one "Data" table over types `dDbBrRvV`.
+    Data,
+    /// `-t`: one "Function" table over types `tTwW`.
+    Text,
+}
+
+impl Mode {
+    /// Every mode, in the order bloat-o-meter's flags are documented.
+    pub const ALL: [Mode; 4] = [Mode::All, Mode::Categorized, Mode::Data, Mode::Text];
+
+    /// The bloat-o-meter flag selecting this mode (`None` for the default).
+    pub fn flag(self) -> Option<&'static str> {
+        match self {
+            Mode::All => None,
+            Mode::Categorized => Some("-c"),
+            Mode::Data => Some("-d"),
+            Mode::Text => Some("-t"),
+        }
+    }
+
+    /// The tables this mode prints: (title, nm type letters), from
+    /// bloat-o-meter's `print_result` calls.
+    pub fn tables(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Mode::All => &[("Function", "tTdDbBrRvVwW")],
+            Mode::Categorized => &[("Function", "tTwW"), ("Data", "dDbBvV"), ("RO Data", "rR")],
+            Mode::Data => &[("Data", "dDbBrRvV")],
+            Mode::Text => &[("Function", "tTwW")],
+        }
+    }
+}
+
+/// Extensions beyond bloat-o-meter; the default is plain bloat-o-meter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Options {
+    /// Fold compiler clones into their base name ([`fold_clone`]) before
+    /// summing, so `foo` and `foo.isra.0` count as one symbol `foo`.
+    pub fold_clones: bool,
+}
+
+/// One printed row: a symbol whose summed size changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// Name after `.NUMBER` stripping (and clone folding, if on).
+    pub name: String,
+    /// Summed size in the old file, in bytes; `None` when added ("-").
+    pub old: Option<u64>,
+    /// Summed size in the new file, in bytes; `None` when removed ("-").
+    pub new: Option<u64>,
+    /// `new - old` in bytes (missing counts as 0); never 0.
+    pub delta: i64,
+}
+
+/// One bloat-o-meter table (one `print_result` call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// "Function", "Data" or "RO Data".
+    pub title: &'static str,
+    /// The nm type letters this table counts.
+    pub types: &'static str,
+    /// Names only in the new file.
+    pub added: usize,
+    /// Names only in the old file.
+    pub removed: usize,
+    /// Common names that got bigger.
+    pub grown: usize,
+    /// Common names that got smaller.
+    pub shrunk: usize,
+    /// Bytes gained: added sizes plus growth of common names.
+    pub up: u64,
+    /// Bytes lost: removed sizes plus shrinkage of common names (positive).
+    pub down: u64,
+    /// Changed names, in bloat-o-meter's order.
+    pub rows: Vec<Row>,
+    /// Sum of all counted sizes in the old file, in bytes.
+    pub before: u64,
+    /// Sum of all counted sizes in the new file, in bytes.
+    pub after: u64,
+}
+
+impl Table {
+    /// `up - down`, in bytes (equals `after - before`).
+    pub fn net(&self) -> i64 {
+        self.up as i64 - self.down as i64
+    }
+
+    /// bloat-o-meter's `chg`: `(after - before) * 100.0 / before`, or 0
+    /// when `before` is 0.
+    pub fn change_percent(&self) -> f64 {
+        if self.before == 0 {
+            0.0
+        } else {
+            (self.after as i128 - self.before as i128) as f64 * 100.0 / self.before as f64
+        }
+    }
+}
+
+/// The result of [`diff`]: one [`Table`] per table of the [`Mode`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BloatDiff {
+    /// The mode compared.
+    pub mode: Mode,
+    /// The options used; with `fold_clones` the output is not bloat-o-meter's.
+    pub options: Options,
+    /// One table per entry of [`Mode::tables`].
+    pub tables: Vec<Table>,
+}
+
+/// Compares two `nm --size-sort` listings as `bloat-o-meter` does.
+pub fn diff(old: &[NmSymbol], new: &[NmSymbol], mode: Mode) -> BloatDiff {
+    diff_with(old, new, mode, Options::default())
+}
+
+/// [`diff`] with [`Options`].
+pub fn diff_with(old: &[NmSymbol], new: &[NmSymbol], mode: Mode, options: Options) -> BloatDiff {
+    let tables = mode
+        .tables()
+        .iter()
+        .map(|&(title, types)| {
+            let old = sizes(old, types, options);
+            let new = sizes(new, types, options);
+            calc(title, types, &old, &new)
+        })
+        .collect();
+    BloatDiff {
+        mode,
+        options,
+        tables,
+    }
+}
+
+/// bloat-o-meter's `getsizes`: name → summed size in bytes.
+fn sizes(symbols: &[NmSymbol], types: &str, options: Options) -> HashMap<String, u64> {
+    let mut out: HashMap<String, u64> = HashMap::new();
+    for sym in symbols {
+        if !types.contains(sym.kind) || sym.name.contains(':') || is_skipped(&sym.name) {
+            continue;
+        }
+        let mut name = strip_numbers(&sym.name);
+        if options.fold_clones {
+            name = fold_clone(&name).to_string();
+        }
+        *out.entry(name).or_insert(0) += sym.size;
+    }
+    out
+}
+
+fn calc(
+    title: &'static str,
+    types: &'static str,
+    old: &HashMap<String, u64>,
+    new: &HashMap<String, u64>,
+) -> Table {
+    let mut table = Table {
+        title,
+        types,
+        added: 0,
+        removed: 0,
+        grown: 0,
+        shrunk: 0,
+        up: 0,
+        down: 0,
+        rows: Vec::new(),
+        before: old.values().sum(),
+        after: new.values().sum(),
+    };
+    for (name, &size) in old {
+        match new.get(name) {
+            None => {
+                table.removed += 1;
+                table.down += size;
+                table.rows.push(row(name, Some(size), None));
+            }
+            Some(&now) => {
+                if now > size {
+                    table.grown += 1;
+                    table.up += now - size;
+                } else if now < size {
+                    table.shrunk += 1;
+                    table.down += size - now;
+                }
+                if now != size {
+                    table.rows.push(row(name, Some(size), Some(now)));
+                }
+            }
+        }
+    }
+    for (name, &size) in new {
+        if !old.contains_key(name) {
+            table.added += 1;
+            table.up += size;
+            table.rows.push(row(name, None, Some(size)));
+        }
+    }
+    table
+        .rows
+        .sort_by(|a, b| b.delta.cmp(&a.delta).then_with(|| b.name.cmp(&a.name)));
+    table
+}
+
+fn row(name: &str, old: Option<u64>, new: Option<u64>) -> Row {
+    Row {
+        name: name.to_string(),
+        old,
+        new,
+        delta: new.unwrap_or(0) as i64 - old.unwrap_or(0) as i64,
+    }
+}
+
+/// bloat-o-meter's "strip generated symbols" list: `__mod_*`, `__se_sys*`,
+/// `__se_compat_sys*`, `__addressable_*`, `linux_banner`, `vermagic`.
+pub fn is_skipped(name: &str) -> bool {
+    ["__mod_", "__se_sys", "__se_compat_sys", "__addressable_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || name == "linux_banner"
+        || name == "vermagic"
+}
+
+/// Removes every match of bloat-o-meter's `re_NUMBER` (`\.[0-9]+`, ASCII
+/// digits, leftmost-longest, non-overlapping): `foo.constprop.0.isra.1`
+/// becomes `foo.constprop.isra`, `__func__.12` becomes `__func__`.
+pub fn strip_numbers(name: &str) -> String {
+    let bytes = name.as_bytes();
+    let mut out = String::with_capacity(name.len());
+    let mut start = 0; // start of the not yet copied text
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            out.push_str(&name[start..i]);
+            i += 1;
+            while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&name[start..]);
+    out
+}
+
+/// Clone suffixes GCC (`ipa-sra`, `ipa-cp`, `ipa-split`, hot/cold
+/// partitioning, local aliases, LTO privatisation) and LLVM (`.llvm.HASH`)
+/// append to a function's name.
+pub const CLONE_SUFFIXES: &[&str] = &[
+    "isra",
+    "constprop",
+    "part",
+    "cold",
+    "localalias",
+    "lto_priv",
+    "llvm",
+    "clone",
+    "specialized",
+];
+
+/// The base name of a compiler clone: the name up to the first `.SUFFIX`
+/// of [`CLONE_SUFFIXES`] when everything after it is clone suffixes and
+/// numbers (`foo.isra.0`, `foo.constprop.0.isra.0`, `foo.part.0.cold` →
+/// `foo`); other names are returned unchanged. Not part of bloat-o-meter.
+pub fn fold_clone(name: &str) -> &str {
+    let base_len = name.find('.').unwrap_or(name.len());
+    let mut rest = name[base_len..].split('.').skip(1).peekable();
+    if base_len == 0 || rest.peek().is_none_or(|p| !CLONE_SUFFIXES.contains(p)) {
+        return name;
+    }
+    // "llvm" is followed by a hex hash, the others by decimal counters.
+    let all_clone = rest.all(|p| {
+        CLONE_SUFFIXES.contains(&p) || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    });
+    if all_clone {
+        &name[..base_len]
+    } else {
+        name
+    }
+}
+
+impl BloatDiff {
+    /// The text `scripts/bloat-o-meter` prints (newline-terminated lines),
+    /// preceded by a one-line note when clones were folded.
+    pub fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for BloatDiff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.options.fold_clones {
+            writeln!(
+                f,
+                "Note: compiler clones (.{}) folded into base names; not bloat-o-meter output",
+                CLONE_SUFFIXES.join(", .")
+            )?;
+        }
+        for table in &self.tables {
+            write!(f, "{table}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Table {
+    /// bloat-o-meter's `print_result`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // "add/remove: %s/%s grow/shrink: %s/%s up/down: %s/%s (%s)" with
+        // (add, remove, grow, shrink, up, -down, up-down).
+        writeln!(
+            f,
+            "add/remove: {}/{} grow/shrink: {}/{} up/down: {}/{} ({})",
+            self.added,
+            self.removed,
+            self.grown,
+            self.shrunk,
+            self.up,
+            -(self.down as i64),
+            self.net()
+        )?;
+        // "%-40s %7s %7s %+7s"
+        writeln!(
+            f,
+            "{:<40} {:>7} {:>7} {:>7}",
+            self.title, "old", "new", "delta"
+        )?;
+        for row in &self.rows {
+            // "%-40s %7s %7s %+7d", missing sizes as "-".
+            let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+            writeln!(
+                f,
+                "{:<40} {:>7} {:>7} {:>+7}",
+                row.name,
+                show(row.old),
+                show(row.new),
+                row.delta
+            )?;
+        }
+        // "Total: Before=%d, After=%d, chg %+.2f%%"
+        writeln!(
+            f,
+            "Total: Before={}, After={}, chg {:+.2}%",
+            self.before,
+            self.after,
+            self.change_percent()
+        )
+    }
+}
