@@ -123,7 +123,7 @@ pub fn git_diff(before: &[F], after: &[F]) -> Vec<u8> {
     }
     write_tree(tmp.path(), after);
     cmd!(sh, "git {q...} add -A").run().unwrap();
-    cmd!(sh, "git {q...} diff --cached -M -C")
+    cmd!(sh, "git {q...} diff --cached -M -C --find-copies-harder")
         .output()
         .unwrap()
         .stdout
