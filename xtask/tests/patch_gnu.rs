@@ -262,7 +262,7 @@ fn git_extended_headers() {
         let p = git_diff(&before, &after);
         let text = String::from_utf8_lossy(&p);
         assert!(
-            text.contains("rename from") && text.contains("new mode"),
+            text.contains("rename from") && text.contains("copy from") && text.contains("new mode"),
             "{text}"
         );
         let (v, _) = differential(&format!("git {seed}"), &before, &p, 1, 0);
