@@ -24,6 +24,14 @@ pub enum Command {
     Targets,
     /// Install (as root) or print the Debian packages the targets need.
     Setup(SetupArgs),
+    /// Run the test suite as CI does: build the tiny ARM profile for
+    /// baseline and no-reorder-blocks from real kernel source, then
+    /// `cargo test --workspace`.
+    Test {
+        /// Parallel make jobs for the end-to-end build; default: number of CPUs.
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<usize>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -69,6 +77,10 @@ pub struct SetupArgs {
     /// Only the packages these targets need (default: every target). Repeatable.
     #[arg(long = "target", short = 't', value_name = "TARGET")]
     pub targets: Vec<String>,
+    /// Also the reference tools the tests compare against (GNU patch,
+    /// quilt, python3) and linux-source-6.1.
+    #[arg(long)]
+    pub tests: bool,
     /// Print the apt-get command instead of running it.
     #[arg(long)]
     pub print_only: bool,

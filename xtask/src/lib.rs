@@ -15,7 +15,6 @@
 //! * [`artifacts`], [`elf_size`], [`results`]: what a build produced, measured.
 
 pub mod artifacts;
-pub mod bloat;
 pub mod build;
 pub mod elf_size;
 pub mod flags;
@@ -26,8 +25,8 @@ pub mod patched_tree;
 pub mod paths;
 pub mod results;
 pub mod series;
+pub mod selftest;
 pub mod setup;
-pub mod symbols;
 pub mod targets;
 pub mod toolchain;
 pub mod unified_diff;

@@ -9,7 +9,7 @@ use xshell::Shell;
 use cli::{Cli, Command, FlagsCommand};
 use xtask::build::{self, kernel_tree::KernelTree, BuildOptions, Job};
 use xtask::paths::Layout;
-use xtask::{flags, kernel_src, setup, targets, variants};
+use xtask::{flags, kernel_src, selftest, setup, targets, variants};
 
 fn main() {
     if let Err(e) = run(Cli::parse()) {
@@ -106,7 +106,12 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 targets::select(&all_targets, &args.targets)?
             };
-            let packages = setup::packages(&chosen);
+            let mut packages = setup::packages(&chosen);
+            if args.tests {
+                packages.extend(selftest::TEST_PACKAGES.iter().map(|p| p.to_string()));
+                packages.sort();
+                packages.dedup();
+            }
             if args.print_only {
                 println!(
                     "apt-get install -y --no-install-recommends {}",
@@ -116,6 +121,7 @@ fn run(cli: Cli) -> Result<()> {
                 println!("installed: {}", packages.join(" "));
             }
         }
+        Command::Test { jobs } => selftest::run(&sh, jobs)?,
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ pub fn is_object_line(line: &str) -> bool {
 }
 
 struct Shared {
-    log: std::io::BufWriter<std::fs::File>,
+    log: std::io::LineWriter<std::fs::File>,
     tail: VecDeque<String>,
     objects: u64,
 }
@@ -41,7 +41,7 @@ pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) 
         .open(log)
         .with_context(|| format!("opening {}", log.display()))?;
     let shared = Arc::new(Mutex::new(Shared {
-        log: std::io::BufWriter::new(file),
+        log: std::io::LineWriter::new(file),
         tail: VecDeque::with_capacity(TAIL_LINES),
         objects: 0,
     }));

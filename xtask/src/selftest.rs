@@ -1,0 +1,59 @@
+//! `cargo xtask test`: the project's whole test suite, as CI runs it.
+//!
+//! First the real end-to-end build: the tiny ARM profile (`arm-tiny`) for
+//! `baseline` and `no-reorder-blocks` from the real kernel source (about a
+//! minute or two per variant on 2 cores; incremental afterwards). Then
+//! `cargo test --workspace`, whose end-to-end tests read those results and
+//! compare them with the reference tools.
+
+use anyhow::{Context, Result};
+use xshell::{cmd, Shell};
+
+/// The target of the end-to-end build.
+pub const E2E_TARGET: &str = "arm-tiny";
+
+/// The variants of the end-to-end build.
+pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
+
+/// Debian packages the tests need beyond `cargo xtask setup`'s: the
+/// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter) and
+/// the 6.1 source the flag patch is checked against.
+pub const TEST_PACKAGES: &[&str] = &["patch", "diffutils", "quilt", "python3", "linux-source-6.1"];
+
+/// Runs the end-to-end build through `cargo xtask build`, then `cargo test`.
+pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
+    let [a, b] = E2E_VARIANTS;
+    let jobs = jobs.map(|j| format!("--jobs={j}"));
+    cmd!(
+        sh,
+        "cargo run --quiet --package xtask -- build --target {E2E_TARGET} --variant {a} --variant {b} {jobs...}"
+    )
+    .run()
+    .context("the end-to-end build of the tiny profile")?;
+    cmd!(sh, "cargo test --workspace")
+        .run()
+        .context("cargo test --workspace")?;
+    Ok(())
+}
+
+/// The results directory of the end-to-end build for `variant`, when its
+/// `result.json` exists. Missing results are an error under CI (the env
+/// var `CI` is set, and `cargo xtask test` built them first) and `None`
+/// otherwise, so a plain `cargo test` skips the end-to-end checks.
+pub fn e2e_results_dir(variant: &str) -> Result<Option<std::path::PathBuf>> {
+    let dir = crate::paths::Layout::from_manifest_dir().results_dir(E2E_TARGET, variant);
+    if dir.join(crate::results::FILE_NAME).is_file() {
+        return Ok(Some(dir));
+    }
+    if std::env::var_os("CI").is_some() {
+        anyhow::bail!(
+            "{} is missing under CI; run `cargo xtask test`, which builds it first",
+            dir.join(crate::results::FILE_NAME).display()
+        );
+    }
+    eprintln!(
+        "note: skipping: no {}; `cargo xtask test` builds it",
+        dir.display()
+    );
+    Ok(None)
+}
