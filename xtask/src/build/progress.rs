@@ -3,17 +3,21 @@
 //! every line with `-v`.
 
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// How many of the log's last lines a failure shows.
 const TAIL_LINES: usize = 25;
+
+/// Without a terminal (CI logs), a plain progress line this often.
+const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 /// Whether a kbuild output line reports one compiled object.
 pub fn is_object_line(line: &str) -> bool {
@@ -26,6 +30,7 @@ struct Shared {
     log: std::io::LineWriter<std::fs::File>,
     tail: VecDeque<String>,
     objects: u64,
+    last_plain: Instant,
 }
 
 /// Runs `command`, appending its stdout and stderr to `log`, showing
@@ -44,7 +49,10 @@ pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) 
         log: std::io::LineWriter::new(file),
         tail: VecDeque::with_capacity(TAIL_LINES),
         objects: 0,
+        last_plain: Instant::now(),
     }));
+    let plain = !verbose && !std::io::stderr().is_terminal();
+    let started = Instant::now();
     let bar = if verbose {
         ProgressBar::hidden()
     } else {
@@ -73,6 +81,7 @@ pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) 
         .map(|reader| {
             let shared = Arc::clone(&shared);
             let bar = bar.clone();
+            let label = label.to_string();
             std::thread::spawn(move || {
                 for line in BufReader::new(reader).lines() {
                     let Ok(line) = line else { break };
@@ -81,6 +90,14 @@ pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) 
                     if is_object_line(&line) {
                         s.objects += 1;
                         bar.set_message(format!("{} objects compiled", s.objects));
+                        if plain && s.last_plain.elapsed() >= PLAIN_PROGRESS_EVERY {
+                            s.last_plain = Instant::now();
+                            eprintln!(
+                                "{label}: {} objects compiled, {} s",
+                                s.objects,
+                                started.elapsed().as_secs()
+                            );
+                        }
                     }
                     if s.tail.len() == TAIL_LINES {
                         s.tail.pop_front();
