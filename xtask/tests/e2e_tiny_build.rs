@@ -27,11 +27,25 @@ fn artifacts_exist_and_match_their_records() {
         assert!(dir.join("zImage").is_file(), "{}: no zImage", dir.display());
         for (name, record) in &result.artifacts {
             let file = dir.join(name);
-            assert_eq!(std::fs::metadata(&file).unwrap().len(), record.size, "{}", file.display());
-            assert_eq!(sha256_file(&file).unwrap(), record.sha256, "{}", file.display());
+            assert_eq!(
+                std::fs::metadata(&file).unwrap().len(),
+                record.size,
+                "{}",
+                file.display()
+            );
+            assert_eq!(
+                sha256_file(&file).unwrap(),
+                record.sha256,
+                "{}",
+                file.display()
+            );
         }
         for name in ["zImage", "vmlinux", "vmlinux.lzma"] {
-            assert!(result.artifacts.contains_key(name), "{}: {name} not recorded", dir.display());
+            assert!(
+                result.artifacts.contains_key(name),
+                "{}: {name} not recorded",
+                dir.display()
+            );
         }
     }
 }
@@ -47,15 +61,23 @@ fn variants_differ_in_flags_and_sizes() {
         // The flags in effect are really on kbuild's recorded compiler command line.
         assert_eq!(r.kbuild_cflags.effective, "os");
         assert!(
-            r.kbuild_cflags.compile_command.contains(&r.kbuild_cflags.os),
+            r.kbuild_cflags
+                .compile_command
+                .contains(&r.kbuild_cflags.os),
             "{}: {:?} not in {}",
             r.variant,
             r.kbuild_cflags.os,
             r.kbuild_cflags.compile_command
         );
     }
-    assert_ne!(base.artifacts["zImage"].size, other.artifacts["zImage"].size);
-    assert_ne!(base.artifacts["vmlinux"].sha256, other.artifacts["vmlinux"].sha256);
+    assert_ne!(
+        base.artifacts["zImage"].size,
+        other.artifacts["zImage"].size
+    );
+    assert_ne!(
+        base.artifacts["vmlinux"].sha256,
+        other.artifacts["vmlinux"].sha256
+    );
     // Same source, same config: only the flags patch differs.
     assert_eq!(base.kernel_source_sha256, other.kernel_source_sha256);
     assert_eq!(base.config_sha256, other.config_sha256);
@@ -86,7 +108,12 @@ fn vmlinux_sections_equal_binutils_size() {
             .map(|n| n.parse().unwrap())
             .collect();
         let s = result.vmlinux_sections;
-        assert_eq!(numbers, vec![s.text, s.data, s.bss], "{}", Path::new(&vmlinux).display());
+        assert_eq!(
+            numbers,
+            vec![s.text, s.data, s.bss],
+            "{}",
+            Path::new(&vmlinux).display()
+        );
     }
 }
 

@@ -11,7 +11,9 @@ fn committed_flag_patches_are_generated_and_apply_with_gnu_patch() {
     let layout = Layout::from_manifest_dir();
     let sh = Shell::new().unwrap();
     let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
-    let baseline = variants::select(&all, &["baseline".into()]).unwrap().remove(0);
+    let baseline = variants::select(&all, &["baseline".into()])
+        .unwrap()
+        .remove(0);
     let mut checked = 0;
     for (kver, dir) in flags::pending_dirs(&layout.patches_dir()).unwrap() {
         if !kernel_src::default_tarball(&kver).is_file() {
@@ -24,17 +26,26 @@ fn committed_flag_patches_are_generated_and_apply_with_gnu_patch() {
         }
         let makefile = kernel_src::top_makefile_for_series(&sh, &kver, &[]).unwrap();
         let committed = std::fs::read_to_string(dir.join(flags::PATCH_NAME)).unwrap();
-        let generated = flags::patch_text(flags::patch_header(&committed), &makefile, &baseline).unwrap();
-        assert_eq!(committed, generated, "{kver}: run `cargo xtask flags set baseline`");
+        let generated =
+            flags::patch_text(flags::patch_header(&committed), &makefile, &baseline).unwrap();
+        assert_eq!(
+            committed, generated,
+            "{kver}: run `cargo xtask flags set baseline`"
+        );
 
         let tree = tempfile::tempdir().unwrap();
         std::fs::write(tree.path().join("Makefile"), &makefile).unwrap();
         let patch_file = dir.join(flags::PATCH_NAME);
         let _cd = sh.push_dir(tree.path());
-        let out = cmd!(sh, "patch -p1 --batch --fuzz=0 -i {patch_file}").read().unwrap();
+        let out = cmd!(sh, "patch -p1 --batch --fuzz=0 -i {patch_file}")
+            .read()
+            .unwrap();
         assert_eq!(out.trim(), "patching file Makefile", "{kver}: {out}");
         let patched = std::fs::read_to_string(tree.path().join("Makefile")).unwrap();
-        assert_eq!(patched, flags::rewrite_makefile(&makefile, &baseline).unwrap());
+        assert_eq!(
+            patched,
+            flags::rewrite_makefile(&makefile, &baseline).unwrap()
+        );
         checked += 1;
     }
     assert!(checked > 0 || std::env::var_os("CI").is_none());
