@@ -258,8 +258,8 @@ pub fn vmlinux_pairs(what: &str) -> Vec<VmlinuxPair> {
         .collect();
     if !missing.is_empty() {
         let message = format!(
-            "{what}: no vmlinux at {} (run `cargo xtask build --target {target}` for the \
-             baseline and no-reorder-blocks variants, or set XTASK_TEST_VMLINUX_OLD/_NEW)",
+            "{what}: no vmlinux at {} (run `cargo xtask build --target {target} --variant \
+             baseline --variant no-reorder-blocks`, or set XTASK_TEST_VMLINUX_OLD/_NEW)",
             missing.join(", ")
         );
         if in_ci() {
@@ -278,4 +278,32 @@ pub fn vmlinux_pairs(what: &str) -> Vec<VmlinuxPair> {
         old,
         new,
     }]
+}
+
+/// Every `target/xtask/results/<target>/<variant>/vmlinux` with its target's
+/// cross prefix (targets whose file is missing or unreadable are left out).
+pub fn results_vmlinux_files() -> Vec<(String, PathBuf)> {
+    let layout = Layout::from_manifest_dir();
+    let mut found = Vec::new();
+    let Ok(targets) = std::fs::read_dir(layout.results_root()) else {
+        return found;
+    };
+    for target in targets.flatten() {
+        let name = target.file_name().to_string_lossy().into_owned();
+        let file = layout.targets_dir().join(format!("{name}.toml"));
+        let Ok(spec) = xtask::targets::Target::load(&file) else {
+            continue;
+        };
+        let Ok(variants) = std::fs::read_dir(target.path()) else {
+            continue;
+        };
+        for variant in variants.flatten() {
+            let vmlinux = variant.path().join("vmlinux");
+            if vmlinux.is_file() {
+                found.push((spec.cross_compile.clone(), vmlinux));
+            }
+        }
+    }
+    found.sort();
+    found
 }
