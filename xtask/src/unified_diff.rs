@@ -3,56 +3,98 @@
 //! `QUILT_DIFF_OPTS=-p`, i.e. GNU `diff -u -p`: `a/` and `b/` labels,
 //! 3 lines of context, and hunk headers carrying the function context.
 
-use similar::{Algorithm, DiffOp, TextDiff};
+mod gnu;
 
 /// Lines of context around each change, as `diff -u`.
 pub const CONTEXT: usize = 3;
 
 /// Renders the diff of one file, `--- a/PATH` … `+++ b/PATH` and its hunks;
-/// empty when `old == new`.
-///
-/// Hunk headers follow GNU diff: a range of one line is written without a
-/// count (`-5`), an empty range as the line before it (`-4,0`). After the
-/// header comes the function context of `diff -p`: the nearest line before
-/// the hunk that matches `^[[:alpha:]$_]`, leading white space skipped, cut
-/// to 40 bytes, trailing white space removed (GNU diff's
-/// `print_context_function`). A last line without a newline is followed by
-/// `\ No newline at end of file`.
+/// empty when `old == new`. Text version of [`unified`].
 pub fn file_diff(path: &str, old: &str, new: &str) -> String {
+    let out = unified(
+        &format!("a/{path}"),
+        &format!("b/{path}"),
+        old.as_bytes(),
+        new.as_bytes(),
+    );
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The bytes GNU `diff -u -p --label OLD_LABEL --label NEW_LABEL` prints for
+/// two files' contents; empty when they are equal.
+///
+/// * Which lines are changed is chosen as GNU diff 3.8 chooses (see `gnu`):
+///   same hunks, same placement of ambiguous insertions and deletions.
+/// * Changes at most `2 × CONTEXT` (6) equal lines apart share a hunk; each
+///   hunk has up to 3 lines of context on each side.
+/// * Hunk headers: a range of one line is written without a count (`-5`),
+///   an empty range as the line before it (`-4,0`).
+/// * After the header comes the function context of `diff -p`: the nearest
+///   old-file line before the hunk that matches `^[[:alpha:]$_]`, leading
+///   white space skipped, cut to 40 bytes, trailing white space removed
+///   (GNU diff's `print_context_function`).
+/// * A last line without a newline is followed by `\ No newline at end of file`.
+///
+/// Errors: none; binary content is diffed as lines like any other (callers
+/// that need GNU's "Binary files differ" must check for NUL bytes first).
+pub fn unified(old_label: &str, new_label: &str, old: &[u8], new: &[u8]) -> Vec<u8> {
     if old == new {
-        return String::new();
+        return Vec::new();
     }
-    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
-    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
-    let diff = TextDiff::configure()
-        .algorithm(Algorithm::Myers)
-        .diff_slices(&old_lines, &new_lines);
-    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
-    for group in diff.grouped_ops(CONTEXT) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            continue;
-        };
-        let old_range = first.old_range().start..last.old_range().end;
-        let new_range = first.new_range().start..last.new_range().end;
-        out.push_str(&format!(
-            "@@ -{} +{} @@",
-            range(old_range.start, old_range.len()),
-            range(new_range.start, new_range.len())
-        ));
-        if let Some(function) = function_context(&old_lines, old_range.start) {
-            out.push(' ');
-            out.push_str(&function);
+    let a: Vec<&[u8]> = old.split_inclusive(|&b| b == b'\n').collect();
+    let b: Vec<&[u8]> = new.split_inclusive(|&b| b == b'\n').collect();
+    let ch = gnu::changes(&a, &b, CONTEXT);
+    // Change blocks: (old start, old end, new start, new end), 0-based, exclusive.
+    let mut blocks = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    loop {
+        while i < a.len() && j < b.len() && !ch.old[i] && !ch.new[j] {
+            i += 1;
+            j += 1;
         }
-        out.push('\n');
-        for op in &group {
-            let (_, old_r, new_r) = op.as_tag_tuple();
-            if matches!(op, DiffOp::Equal { .. }) {
-                old_r.for_each(|i| push_line(&mut out, ' ', old_lines[i]));
-            } else {
-                old_r.for_each(|i| push_line(&mut out, '-', old_lines[i]));
-                new_r.for_each(|i| push_line(&mut out, '+', new_lines[i]));
-            }
+        let (i0, j0) = (i, j);
+        while i < a.len() && ch.old[i] {
+            i += 1;
         }
+        while j < b.len() && ch.new[j] {
+            j += 1;
+        }
+        if i == i0 && j == j0 {
+            break;
+        }
+        blocks.push((i0, i, j0, j));
+    }
+    let mut out = Vec::with_capacity(old.len() / 8 + 256);
+    out.extend_from_slice(format!("--- {old_label}\n+++ {new_label}\n").as_bytes());
+    let mut k = 0;
+    while k < blocks.len() {
+        let mut last = k;
+        while last + 1 < blocks.len() && blocks[last + 1].0 - blocks[last].1 <= 2 * CONTEXT {
+            last += 1;
+        }
+        let (first_i, _, first_j, _) = blocks[k];
+        let (_, last_i, _, last_j) = blocks[last];
+        let lead = first_i.min(CONTEXT);
+        let trail = (a.len() - last_i).min(CONTEXT);
+        let (os, oe) = (first_i - lead, last_i + trail);
+        let (ns, ne) = (first_j - lead, last_j + trail);
+        out.extend_from_slice(
+            format!("@@ -{} +{} @@", range(os, oe - os), range(ns, ne - ns)).as_bytes(),
+        );
+        if let Some(function) = function_context(&a, os) {
+            out.push(b' ');
+            out.extend_from_slice(function);
+        }
+        out.push(b'\n');
+        let mut at = os;
+        for &(i0, i1, j0, j1) in &blocks[k..=last] {
+            a[at..i0].iter().for_each(|l| push_line(&mut out, b' ', l));
+            a[i0..i1].iter().for_each(|l| push_line(&mut out, b'-', l));
+            b[j0..j1].iter().for_each(|l| push_line(&mut out, b'+', l));
+            at = i1;
+        }
+        a[at..oe].iter().for_each(|l| push_line(&mut out, b' ', l));
+        k = last + 1;
     }
     out
 }
@@ -65,27 +107,31 @@ fn range(start: usize, len: usize) -> String {
     }
 }
 
-fn push_line(out: &mut String, sign: char, line: &str) {
+fn push_line(out: &mut Vec<u8>, sign: u8, line: &[u8]) {
     out.push(sign);
-    out.push_str(line);
-    if !line.ends_with('\n') {
-        out.push_str("\n\\ No newline at end of file\n");
+    out.extend_from_slice(line);
+    if !line.ends_with(b"\n") {
+        out.extend_from_slice(b"\n\\ No newline at end of file\n");
     }
 }
 
 /// GNU `diff -p`'s function line for a hunk starting at 0-based `first`.
-fn function_context(lines: &[&str], first: usize) -> Option<String> {
+fn function_context<'l>(lines: &[&'l [u8]], first: usize) -> Option<&'l [u8]> {
     let line = lines[..first.min(lines.len())].iter().rev().find(|l| {
-        l.as_bytes()
-            .first()
+        l.first()
             .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'$' || b == b'_')
     })?;
-    let line = line.trim_end_matches('\n');
-    let start = line.len() - line.trim_start().len();
-    let bytes = &line.as_bytes()[start..];
-    let cut = &bytes[..bytes.len().min(40)];
-    let text = String::from_utf8_lossy(cut);
-    Some(text.trim_end().to_string())
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    let cut = &line[start..(start + 40).min(line.len())];
+    let keep = cut
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |p| p + 1);
+    Some(&cut[..keep])
 }
 
 #[cfg(test)]
