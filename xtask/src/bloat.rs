@@ -335,8 +335,8 @@ impl fmt::Display for BloatDiff {
         if self.options.fold_clones {
             writeln!(
                 f,
-                "Note: compiler clones (.{}) folded into base names; not bloat-o-meter output",
-                CLONE_SUFFIXES.join(", .")
+                "Note: compiler clones (.isra, .constprop, .part, .cold, ...) folded into their \
+                 base names; not bloat-o-meter output"
             )?;
         }
         for table in &self.tables {
