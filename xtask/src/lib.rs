@@ -15,6 +15,7 @@
 //! * [`artifacts`], [`elf_size`], [`results`]: what a build produced, measured.
 
 pub mod artifacts;
+pub mod bloat;
 pub mod build;
 pub mod elf_size;
 pub mod flags;
@@ -23,10 +24,12 @@ pub mod kernel_src;
 pub mod patch;
 pub mod patched_tree;
 pub mod paths;
+pub mod report;
 pub mod results;
-pub mod series;
 pub mod selftest;
+pub mod series;
 pub mod setup;
+pub mod symbols;
 pub mod targets;
 pub mod toolchain;
 pub mod unified_diff;

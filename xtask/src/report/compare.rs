@@ -1,0 +1,790 @@
+//! Loading results, checking that a base and a variant can be compared, and
+//! computing what changed.
+//!
+//! Everything here reads what `cargo xtask build` wrote under
+//! `target/xtask/results/<target>/<variant>/` ([`crate::paths::Layout`]):
+//! `result.json` ([`BuildResult`]) for sizes and provenance, and `vmlinux`
+//! itself, which is checked (recorded size, ELF, recorded sections) and, with
+//! `--symbols`, read for its symbol table.
+//!
+//! # Which builds are comparable
+//!
+//! A base and a variant of one target must share everything the variant is
+//! not about ([`mismatches`]):
+//!
+//! * OpenWrt target and ARCH (a target file edited between the builds);
+//! * kernel version, and the kernel source: the tarball's sha256, or, for an
+//!   unpacked tree (no sha256 recorded), its path;
+//! * the compiler (first line of `gcc --version`);
+//! * the final `.config` (sha256). A variant with `kconfig` lines in
+//!   `patches/variants.toml` changes the config on purpose, so when the base
+//!   or the variant defines kconfig lines a config difference is expected
+//!   and only noted;
+//! * the patches both builds applied under the same name (same sha256),
+//!   except the generated `201-extra_optimization.patch`, which carries the
+//!   variant's flags. A patch applied to only one side must be one of that
+//!   side's `patches` in `variants.toml`.
+//!
+//! A difference is an error naming both values and the `cargo xtask build`
+//! command that rebuilds both; with `allow_mismatch` the report is made
+//! anyway and every difference is printed in it as a warning.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::bloat::{self, BloatDiff};
+use crate::elf_size;
+use crate::paths::Layout;
+use crate::results::{self, BuildResult};
+use crate::symbols;
+use crate::targets::{self, Target};
+use crate::variants::{self, Variant};
+
+/// A size before and after, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    /// Size in the base build, bytes.
+    pub before: u64,
+    /// Size in the variant build, bytes.
+    pub after: u64,
+}
+
+impl Change {
+    /// `after - before`, in bytes (negative when the variant is smaller).
+    pub fn delta(&self) -> i64 {
+        (self.after as i128 - self.before as i128) as i64
+    }
+
+    /// `(after - before) * 100 / before`, in percent; `None` when `before`
+    /// is 0 and `after` is not (no meaningful percentage), `Some(0.0)` when
+    /// both are 0.
+    pub fn percent(&self) -> Option<f64> {
+        match (self.before, self.after) {
+            (0, 0) => Some(0.0),
+            (0, _) => None,
+            (b, _) => Some(self.delta() as f64 * 100.0 / b as f64),
+        }
+    }
+
+    /// [`format_percent`] of this change.
+    pub fn percent_text(&self, decimal_comma: bool) -> String {
+        format_percent(self.before, self.after, decimal_comma)
+    }
+}
+
+/// The percent change from `before` to `after` bytes as developers post it:
+/// sign always shown, two decimals, `%` appended — `+1.68%`, `-0.37%`.
+///
+/// Computed exactly in integers (`|after - before| * 10000 / before`
+/// hundredths of a percent), rounded half away from zero, so the printed
+/// digits are the decimal rounding of the true ratio (C's `%+.2f` rounds
+/// the nearest binary double instead and can differ on exact ties such as
+/// 0.125%). The sign is the sign of the byte change: a change too small to
+/// show prints `+0.00%` or `-0.00%`, which tells growth from shrinkage; no
+/// change prints `+0.00%` (as `%+.2f` prints 0.0). When `before` is 0 and
+/// `after` is not, there is no percentage and the text is `n/a`.
+/// `decimal_comma` writes the decimal separator as `,` (`+1,68%`).
+pub fn format_percent(before: u64, after: u64, decimal_comma: bool) -> String {
+    if before == 0 {
+        return if after == 0 {
+            with_separator("+0.00%".to_string(), decimal_comma)
+        } else {
+            "n/a".to_string()
+        };
+    }
+    let delta = after as i128 - before as i128;
+    let sign = if delta < 0 { '-' } else { '+' };
+    let magnitude = delta.unsigned_abs();
+    let before = before as u128;
+    // floor(magnitude * 10000 / before + 1/2): hundredths of a percent.
+    let hundredths = (magnitude * 20_000 + before) / (2 * before);
+    with_separator(
+        format!("{sign}{}.{:02}%", hundredths / 100, hundredths % 100),
+        decimal_comma,
+    )
+}
+
+fn with_separator(text: String, decimal_comma: bool) -> String {
+    if decimal_comma {
+        text.replace('.', ",")
+    } else {
+        text
+    }
+}
+
+/// vmlinux's sections before and after, as binutils `size` (Berkeley
+/// format) counts them; all in bytes. `hex` is `dec` printed in hex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SectionsChange {
+    /// Code and read-only data.
+    pub text: Change,
+    /// Writable initialised data.
+    pub data: Change,
+    /// Zero-initialised data.
+    pub bss: Change,
+    /// text + data + bss.
+    pub dec: Change,
+}
+
+impl SectionsChange {
+    /// The four numeric rows, labelled as `size` labels its columns:
+    /// `text`, `data`, `bss`, `dec`.
+    pub fn rows(&self) -> [(&'static str, Change); 4] {
+        [
+            ("text", self.text),
+            ("data", self.data),
+            ("bss", self.bss),
+            ("dec", self.dec),
+        ]
+    }
+}
+
+/// One artifact's size before and after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactChange {
+    /// File name as in `result.json` (`zImage`, `vmlinux`, `vmlinux.lzma`, …).
+    pub name: String,
+    /// Its size, bytes.
+    pub change: Change,
+}
+
+/// One base → variant comparison of one target.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// The variant's `result.json`.
+    pub variant: BuildResult,
+    /// The variant's results directory.
+    pub dir: PathBuf,
+    /// Artifacts present in both builds, in the target file's `artifacts`
+    /// order (then any others by name).
+    pub artifacts: Vec<ArtifactChange>,
+    /// Artifacts only one side has: (name, variant that has it).
+    pub unpaired_artifacts: Vec<(String, String)>,
+    /// vmlinux sections.
+    pub sections: SectionsChange,
+    /// Differences that make the builds not comparable, reported because
+    /// `allow_mismatch` was set (otherwise loading fails). Each is a
+    /// sentence naming both values.
+    pub warnings: Vec<String>,
+    /// Expected differences worth a line (a config changed by the
+    /// variant's kconfig lines).
+    pub notes: Vec<String>,
+    /// The symbol diff base vmlinux → variant vmlinux, when requested.
+    pub symbols: Option<BloatDiff>,
+}
+
+/// All comparisons of one target against its base build.
+#[derive(Debug, Clone)]
+pub struct TargetReport {
+    /// Target name (`targets/<name>.toml`, results directory).
+    pub name: String,
+    /// The base build's `result.json`.
+    pub base: BuildResult,
+    /// The base build's results directory.
+    pub base_dir: PathBuf,
+    /// One per variant, in the order asked for (default: by name).
+    pub comparisons: Vec<Comparison>,
+}
+
+/// What `--symbols` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SymbolOptions {
+    /// bloat-o-meter's mode (`-c`, `-d`, `-t` or none).
+    pub mode: bloat::Mode,
+    /// Fold `.isra.0`/`.constprop.0`/`.part.0`… clones into their base name.
+    pub fold_clones: bool,
+}
+
+/// Which results to compare.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `--target` spellings (name, OpenWrt `target/subtarget`, alias, or
+    /// `all`); empty means `all`. `all` is every target in `targets/` that
+    /// has results to compare (tiny profiles included: a report reads what
+    /// was built rather than deciding what should have been).
+    pub targets: Vec<String>,
+    /// The base variant, normally `baseline`.
+    pub base: String,
+    /// Variants to compare against the base; empty means every variant with
+    /// a `result.json` for the target, other than the base, by name.
+    pub variants: Vec<String>,
+    /// Compute symbol diffs of the vmlinux pairs.
+    pub symbols: Option<SymbolOptions>,
+    /// Compare builds that differ in more than the variant, with warnings.
+    pub allow_mismatch: bool,
+}
+
+/// Everything a report shows.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The base variant's name.
+    pub base: String,
+    /// Workspace root; results paths are shown relative to it.
+    pub root: PathBuf,
+    /// One per target, in the order asked for (`all`: by name).
+    pub targets: Vec<TargetReport>,
+    /// Under `all`: targets or variants left out for lack of results, each a
+    /// sentence with the command that builds them.
+    pub skipped: Vec<String>,
+    /// Whether (and how) symbol diffs were computed.
+    pub symbols: Option<SymbolOptions>,
+}
+
+impl Report {
+    /// `path` relative to the workspace root when it is inside it.
+    pub fn display_path(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+}
+
+/// The command that builds `variants` of `target`.
+pub fn build_command(target: &str, variants: &[&str]) -> String {
+    let mut cmd = format!("cargo xtask build --target {target}");
+    for v in variants {
+        cmd.push_str(" --variant ");
+        cmd.push_str(v);
+    }
+    cmd
+}
+
+/// Whether `dir` holds a finished build (`result.json`).
+fn has_result(dir: &Path) -> bool {
+    dir.join(results::FILE_NAME).is_file()
+}
+
+/// Variants with a `result.json` for `target`, by name.
+fn built_variants(layout: &Layout, target: &str) -> Result<Vec<String>> {
+    let dir = layout.results_root().join(target);
+    let mut names = Vec::new();
+    if !dir.is_dir() {
+        return Ok(names);
+    }
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry
+            .with_context(|| format!("reading {}", dir.display()))?
+            .path();
+        if has_result(&path) {
+            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Loads and checks the results `request` names and computes every change.
+///
+/// Errors (each naming the files or values involved and the fix): an
+/// unknown target; missing results (with the `cargo xtask build` command
+/// that makes them); a `result.json` that is unreadable or lies in another
+/// target's or variant's directory; a vmlinux that is missing, truncated
+/// (not the recorded size), not ELF, or whose sections are not the recorded
+/// ones; builds that are not comparable (see the module docs) unless
+/// `request.allow_mismatch`.
+pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
+    let all_targets = targets::load_all(&layout.targets_dir())?;
+    let variants = if layout.variants_file().is_file() {
+        variants::load(&layout.variants_file(), &layout.patches_dir())?
+    } else {
+        Vec::new()
+    };
+    for v in &request.variants {
+        if *v == request.base {
+            bail!(
+                "--variant {v} is also the base (--base {}); compare it against another variant",
+                request.base
+            );
+        }
+    }
+    let spellings: Vec<String> = if request.targets.is_empty() {
+        vec!["all".to_string()]
+    } else {
+        request.targets.clone()
+    };
+
+    // (target, whether it was asked for by name)
+    let mut chosen: Vec<(Target, bool)> = Vec::new();
+    for spelling in &spellings {
+        if spelling == "all" {
+            for t in &all_targets {
+                if !chosen.iter().any(|(c, _)| c.name == t.name) {
+                    chosen.push((t.clone(), false));
+                }
+            }
+        } else {
+            let t = targets::select(&all_targets, std::slice::from_ref(spelling))?.remove(0);
+            match chosen.iter_mut().find(|(c, _)| c.name == t.name) {
+                Some(entry) => entry.1 = true,
+                None => chosen.push((t, true)),
+            }
+        }
+    }
+
+    let mut report = Report {
+        base: request.base.clone(),
+        root: layout.root().to_path_buf(),
+        targets: Vec::new(),
+        skipped: Vec::new(),
+        symbols: request.symbols,
+    };
+    for (target, named) in &chosen {
+        if let Some(t) = load_target(layout, request, target, *named, &variants, &mut report)? {
+            report.targets.push(t);
+        }
+    }
+    if report.targets.is_empty() {
+        let mut names = vec![request.base.as_str()];
+        names.extend(request.variants.iter().map(String::as_str));
+        if request.variants.is_empty() {
+            names.push("<VARIANT>");
+        }
+        bail!(
+            "no results to compare in {}: build a base and a variant first, e.g. `{}`",
+            layout.results_root().display(),
+            build_command("all", &names)
+        );
+    }
+    Ok(report)
+}
+
+fn load_target(
+    layout: &Layout,
+    request: &Request,
+    target: &Target,
+    named: bool,
+    variants: &[Variant],
+    report: &mut Report,
+) -> Result<Option<TargetReport>> {
+    let base_dir = layout.results_dir(&target.name, &request.base);
+    let built = built_variants(layout, &target.name)?;
+    let missing_base = !has_result(&base_dir);
+    let wanted: Vec<String> = if request.variants.is_empty() {
+        built
+            .iter()
+            .filter(|v| **v != request.base)
+            .cloned()
+            .collect()
+    } else {
+        request.variants.clone()
+    };
+    let (present, absent): (Vec<String>, Vec<String>) = wanted
+        .into_iter()
+        .partition(|v| has_result(&layout.results_dir(&target.name, v)));
+
+    if named {
+        if missing_base {
+            bail!(
+                "{}",
+                missing_message(layout, target, &request.base, variants)
+            );
+        }
+        if let Some(v) = absent.first() {
+            bail!("{}", missing_message(layout, target, v, variants));
+        }
+        if present.is_empty() {
+            bail!(
+                "{}: only {} has results, nothing to compare it with; build a variant with `{}`{}",
+                target.name,
+                request.base,
+                build_command(&target.name, &["<VARIANT>"]),
+                known_variants(variants)
+            );
+        }
+    } else {
+        if missing_base || present.is_empty() {
+            if !built.is_empty() || target.in_all {
+                let mut needed = vec![request.base.as_str()];
+                needed.extend(present.iter().chain(&absent).map(String::as_str));
+                if needed.len() == 1 {
+                    needed.push("<VARIANT>");
+                }
+                report.skipped.push(format!(
+                    "{}: not compared, no {} results yet (`{}`)",
+                    target.name,
+                    if missing_base {
+                        request.base.as_str()
+                    } else {
+                        "variant"
+                    },
+                    build_command(&target.name, &needed)
+                ));
+            }
+            return Ok(None);
+        }
+        for v in &absent {
+            report.skipped.push(format!(
+                "{}/{v}: not compared, no results yet (`{}`)",
+                target.name,
+                build_command(&target.name, &[v])
+            ));
+        }
+    }
+
+    let base = read_checked(&base_dir, &target.name, &request.base)?;
+    let base_symbols = match request.symbols {
+        Some(_) => Some(read_vmlinux_symbols(
+            &base_dir,
+            &target.name,
+            &request.base,
+        )?),
+        None => None,
+    };
+    let mut comparisons = Vec::new();
+    for v in &present {
+        let dir = layout.results_dir(&target.name, v);
+        let variant = read_checked(&dir, &target.name, v)?;
+        let (problems, notes) = mismatches(&base, &variant, variants, &layout.patches_dir());
+        if !problems.is_empty() && !request.allow_mismatch {
+            bail!(
+                "{}: {} and {v} were not built from the same inputs, so their sizes are not comparable:\n{}\nrebuild both with `{}`, or pass --allow-mismatch to compare anyway (the report then carries these as warnings)",
+                target.name,
+                request.base,
+                problems
+                    .iter()
+                    .map(|p| format!("  - {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                build_command(&target.name, &[&request.base, v])
+            );
+        }
+        let symbols = match (request.symbols, &base_symbols) {
+            (Some(opts), Some(old)) => {
+                let new = read_vmlinux_symbols(&dir, &target.name, v)?;
+                Some(bloat::diff_with(
+                    &old.symbols,
+                    &new.symbols,
+                    opts.mode,
+                    bloat::Options {
+                        fold_clones: opts.fold_clones,
+                    },
+                ))
+            }
+            _ => None,
+        };
+        let (artifacts, unpaired_artifacts) = artifact_changes(target, &base, &variant);
+        let sections = SectionsChange {
+            text: Change {
+                before: base.vmlinux_sections.text,
+                after: variant.vmlinux_sections.text,
+            },
+            data: Change {
+                before: base.vmlinux_sections.data,
+                after: variant.vmlinux_sections.data,
+            },
+            bss: Change {
+                before: base.vmlinux_sections.bss,
+                after: variant.vmlinux_sections.bss,
+            },
+            dec: Change {
+                before: base.vmlinux_sections.dec(),
+                after: variant.vmlinux_sections.dec(),
+            },
+        };
+        comparisons.push(Comparison {
+            variant,
+            dir,
+            artifacts,
+            unpaired_artifacts,
+            sections,
+            warnings: problems,
+            notes,
+            symbols,
+        });
+    }
+    Ok(Some(TargetReport {
+        name: target.name.clone(),
+        base,
+        base_dir,
+        comparisons,
+    }))
+}
+
+fn known_variants(variants: &[Variant]) -> String {
+    if variants.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        format!(" (variants.toml defines: {})", names.join(", "))
+    }
+}
+
+fn missing_message(
+    layout: &Layout,
+    target: &Target,
+    variant: &str,
+    variants: &[Variant],
+) -> String {
+    let dir = layout.results_dir(&target.name, variant);
+    let state = if dir.join("build.log").is_file() {
+        format!(
+            "{} has a build.log but no {}: the build failed, was interrupted, or is still running",
+            dir.display(),
+            results::FILE_NAME
+        )
+    } else {
+        format!("{} does not exist", dir.join(results::FILE_NAME).display())
+    };
+    let unknown = if !variants.is_empty() && !variants.iter().any(|v| v.name == variant) {
+        format!(
+            "; {variant:?} is not in variants.toml{}",
+            known_variants(variants)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "no results for {}/{variant}: {state}; build them with `{}`{unknown}",
+        target.name,
+        build_command(&target.name, &[variant])
+    )
+}
+
+/// Reads `dir/result.json` and checks that it belongs in `dir` and that
+/// `dir/vmlinux` is the file it describes.
+fn read_checked(dir: &Path, target: &str, variant: &str) -> Result<BuildResult> {
+    let result = BuildResult::read(dir)?;
+    let file = dir.join(results::FILE_NAME);
+    if result.target != target || result.variant != variant {
+        bail!(
+            "{} records target {:?} variant {:?} but lies in the directory for {target}/{variant}; rebuild with `{}`",
+            file.display(),
+            result.target,
+            result.variant,
+            build_command(target, &[variant])
+        );
+    }
+    if let Some(recorded) = result.artifacts.get("vmlinux") {
+        let vmlinux = dir.join("vmlinux");
+        let rebuild = build_command(target, &[variant]);
+        let len = std::fs::metadata(&vmlinux)
+            .with_context(|| {
+                format!(
+                    "{} is listed in {} but cannot be read; rebuild with `{rebuild}`",
+                    vmlinux.display(),
+                    file.display()
+                )
+            })?
+            .len();
+        if len != recorded.size {
+            bail!(
+                "{} is {len} bytes but {} records {} bytes: the file is truncated or was replaced; rebuild with `{rebuild}`",
+                vmlinux.display(),
+                file.display(),
+                recorded.size
+            );
+        }
+        let sections = elf_size::berkeley_sizes(&vmlinux)
+            .with_context(|| format!("rebuild it with `{rebuild}`"))?;
+        if sections != result.vmlinux_sections {
+            bail!(
+                "{}: sections are text {} data {} bss {} but {} records text {} data {} bss {}: the file was replaced; rebuild with `{rebuild}`",
+                vmlinux.display(),
+                sections.text,
+                sections.data,
+                sections.bss,
+                file.display(),
+                result.vmlinux_sections.text,
+                result.vmlinux_sections.data,
+                result.vmlinux_sections.bss
+            );
+        }
+    }
+    Ok(result)
+}
+
+fn read_vmlinux_symbols(dir: &Path, target: &str, variant: &str) -> Result<symbols::SymbolTable> {
+    let vmlinux = dir.join("vmlinux");
+    if !vmlinux.is_file() {
+        bail!(
+            "--symbols needs {}, which does not exist; rebuild with `{}`",
+            vmlinux.display(),
+            build_command(target, &[variant])
+        );
+    }
+    symbols::read_symbols(&vmlinux)
+        .with_context(|| format!("rebuild it with `{}`", build_command(target, &[variant])))
+}
+
+fn artifact_changes(
+    target: &Target,
+    base: &BuildResult,
+    variant: &BuildResult,
+) -> (Vec<ArtifactChange>, Vec<(String, String)>) {
+    let mut names: Vec<String> = target
+        .artifacts
+        .iter()
+        .map(|a| a.file_name().to_string())
+        .filter(|n| base.artifacts.contains_key(n) || variant.artifacts.contains_key(n))
+        .collect();
+    for n in base.artifacts.keys().chain(variant.artifacts.keys()) {
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    let mut changes = Vec::new();
+    let mut unpaired = Vec::new();
+    for name in names {
+        match (base.artifacts.get(&name), variant.artifacts.get(&name)) {
+            (Some(b), Some(v)) => changes.push(ArtifactChange {
+                name,
+                change: Change {
+                    before: b.size,
+                    after: v.size,
+                },
+            }),
+            (Some(_), None) => unpaired.push((name, base.variant.clone())),
+            (None, Some(_)) => unpaired.push((name, variant.variant.clone())),
+            (None, None) => {}
+        }
+    }
+    (changes, unpaired)
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
+/// Differences between `base` and `variant` other than what the variant
+/// is about: (problems, notes). See the module docs for the rules;
+/// `variants` is `variants.toml` (for kconfig lines and patches) and
+/// `patches_dir` the directory its patch paths are relative to.
+pub fn mismatches(
+    base: &BuildResult,
+    variant: &BuildResult,
+    variants: &[Variant],
+    patches_dir: &Path,
+) -> (Vec<String>, Vec<String>) {
+    let (b, v) = (&base.variant, &variant.variant);
+    let mut problems = Vec::new();
+    let mut notes = Vec::new();
+    let mut same = |what: &str, x: &str, y: &str| {
+        if x != y {
+            problems.push(format!("{what}: {b} has {x}, {v} has {y}"));
+        }
+    };
+    same("target", &base.target, &variant.target);
+    same(
+        "OpenWrt target",
+        &base.openwrt_target,
+        &variant.openwrt_target,
+    );
+    same("ARCH", &base.arch, &variant.arch);
+    same(
+        "kernel version",
+        &base.kernel_version,
+        &variant.kernel_version,
+    );
+    match (&base.kernel_source_sha256, &variant.kernel_source_sha256) {
+        (Some(x), Some(y)) => {
+            if x != y {
+                same(
+                    "kernel source sha256",
+                    &format!("{x} ({})", base.kernel_source),
+                    &format!("{y} ({})", variant.kernel_source),
+                );
+            }
+        }
+        (x, y) => same(
+            "kernel source",
+            &format!(
+                "{}{}",
+                base.kernel_source,
+                x.as_ref().map_or(" (a tree)".to_string(), |s| format!(
+                    " (sha256 {})",
+                    short(s)
+                ))
+            ),
+            &format!(
+                "{}{}",
+                variant.kernel_source,
+                y.as_ref().map_or(" (a tree)".to_string(), |s| format!(
+                    " (sha256 {})",
+                    short(s)
+                ))
+            ),
+        ),
+    }
+    same("compiler", &base.compiler, &variant.compiler);
+
+    let kconfig_of = |name: &str| -> Vec<String> {
+        variants
+            .iter()
+            .find(|x| x.name == name)
+            .map_or(Vec::new(), |x| x.kconfig.clone())
+    };
+    if base.config_sha256 != variant.config_sha256 {
+        let (kb, kv) = (kconfig_of(b), kconfig_of(v));
+        if kb.is_empty() && kv.is_empty() {
+            problems.push(format!(
+                ".config: {b} has sha256 {}, {v} has {}, and neither variant adds kconfig lines in variants.toml",
+                short(&base.config_sha256),
+                short(&variant.config_sha256)
+            ));
+        } else {
+            let mut who = Vec::new();
+            if !kb.is_empty() {
+                who.push(format!("{b} sets {}", kb.join(", ")));
+            }
+            if !kv.is_empty() {
+                who.push(format!("{v} sets {}", kv.join(", ")));
+            }
+            notes.push(format!(".config differs as intended: {}", who.join("; ")));
+        }
+    }
+
+    let is_flags_patch = |name: &str| name.rsplit('/').next() == Some(crate::flags::PATCH_NAME);
+    let patches_of = |r: &BuildResult| -> BTreeMap<String, String> {
+        r.patches
+            .iter()
+            .map(|p| (p.name.clone(), p.sha256.clone()))
+            .collect()
+    };
+    let own_patches = |name: &str| -> Vec<String> {
+        variants
+            .iter()
+            .find(|x| x.name == name)
+            .map_or(Vec::new(), |x| {
+                x.patches
+                    .iter()
+                    .map(|p| {
+                        p.strip_prefix(patches_dir)
+                            .unwrap_or(p)
+                            .to_string_lossy()
+                            .into_owned()
+                    })
+                    .collect()
+            })
+    };
+    let (pb, pv) = (patches_of(base), patches_of(variant));
+    for (name, sha) in &pb {
+        if is_flags_patch(name) {
+            continue;
+        }
+        match pv.get(name) {
+            Some(other) if other != sha => problems.push(format!(
+                "patch {name}: {b} applied sha256 {}, {v} applied {}",
+                short(sha),
+                short(other)
+            )),
+            Some(_) => {}
+            None if !own_patches(b).contains(name) => problems.push(format!(
+                "patch {name}: applied to {b} only, and variants.toml does not list it for {b}"
+            )),
+            None => {}
+        }
+    }
+    for name in pv.keys() {
+        if !is_flags_patch(name) && !pb.contains_key(name) && !own_patches(v).contains(name) {
+            problems.push(format!(
+                "patch {name}: applied to {v} only, and variants.toml does not list it for {v}"
+            ));
+        }
+    }
+    (problems, notes)
+}

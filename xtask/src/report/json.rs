@@ -1,0 +1,381 @@
+//! `--format json`: every number of the report, machine-readable.
+//!
+//! The document ([`JsonReport`], pretty-printed, newline-terminated):
+//!
+//! ```text
+//! { "schema": 1, "base": "baseline",
+//!   "symbols": null | { "mode": "all"|"c"|"d"|"t", "fold_clones": bool },
+//!   "targets": [ { "target", "openwrt_target", "soc", "arch",
+//!       "base": Build,
+//!       "comparisons": [ { "variant": Build, "warnings": [..], "notes": [..],
+//!           "artifacts": [ { "name", Change… } ],
+//!           "unpaired_artifacts": [ { "name", "only_in" } ],
+//!           "sections": { "text": Change, "data", "bss", "dec",
+//!                         "hex": { "before": "bb374", "after": "baa8c" } },
+//!           "symbols": null | { "tables": [ Table ] } } ] } ],
+//!   "skipped": [ "…" ] }
+//! ```
+//!
+//! `Change` is `before`, `after` (bytes), `delta` (bytes, signed), `percent`
+//! (`(after - before) * 100 / before` as a float, `null` when undefined) and
+//! `percent_text` (the rounded text the other formats print). `Build` is
+//! the provenance from `result.json` (variant, kernel version and source
+//! sha256, compiler, flags, config sha256, patches, results directory).
+//! `Table` is one bloat-o-meter table: counts, `up`/`down`/`before`/`after`
+//! in bytes, `change_percent`, and rows `{name, old, new, delta}` with
+//! `null` for a missing side.
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::compare::{Change, Comparison, Report, TargetReport};
+use super::Style;
+use crate::bloat::{BloatDiff, Mode};
+use crate::results::{BuildResult, Cflags, PatchRecord};
+
+/// Version of this JSON layout; bumped on incompatible changes.
+pub const SCHEMA: u32 = 1;
+
+/// The top-level JSON document.
+#[derive(Debug, Serialize)]
+pub struct JsonReport {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// The base variant.
+    pub base: String,
+    /// Symbol-diff settings, `null` without `--symbols`.
+    pub symbols: Option<JsonSymbolOptions>,
+    /// One per target.
+    pub targets: Vec<JsonTarget>,
+    /// Targets/variants `all` left out for lack of results.
+    pub skipped: Vec<String>,
+}
+
+/// `--symbols` settings.
+#[derive(Debug, Serialize)]
+pub struct JsonSymbolOptions {
+    /// `all` (no flag), `c`, `d` or `t`.
+    pub mode: &'static str,
+    /// Whether compiler clones were folded.
+    pub fold_clones: bool,
+}
+
+/// One target.
+#[derive(Debug, Serialize)]
+pub struct JsonTarget {
+    /// Target name.
+    pub target: String,
+    /// OpenWrt `target/subtarget`.
+    pub openwrt_target: String,
+    /// SoC or board.
+    pub soc: String,
+    /// Kernel ARCH.
+    pub arch: String,
+    /// The base build.
+    pub base: JsonBuild,
+    /// One per variant.
+    pub comparisons: Vec<JsonComparison>,
+}
+
+/// Provenance of one build, from its `result.json`.
+#[derive(Debug, Serialize)]
+pub struct JsonBuild {
+    /// Variant name.
+    pub variant: String,
+    /// Results directory, relative to the workspace root.
+    pub results_dir: String,
+    /// Kernel version.
+    pub kernel_version: String,
+    /// Kernel tarball or tree.
+    pub kernel_source: String,
+    /// Its sha256 (`null` for a tree).
+    pub kernel_source_sha256: Option<String>,
+    /// First line of `gcc --version`.
+    pub compiler: String,
+    /// KBUILD_CFLAGS of both branches and which one was in effect (without
+    /// the recorded compile command).
+    pub kbuild_cflags: JsonCflags,
+    /// sha256 of `.config`.
+    pub config_sha256: String,
+    /// Applied patches in order.
+    pub patches: Vec<PatchRecord>,
+    /// Build wall time, seconds.
+    pub duration_seconds: f64,
+}
+
+/// [`Cflags`] without the compile command.
+#[derive(Debug, Serialize)]
+pub struct JsonCflags {
+    /// `-Os` branch.
+    pub os: String,
+    /// `-O2` branch.
+    pub o2: String,
+    /// `os` or `o2`.
+    pub effective: String,
+}
+
+/// A size before and after.
+#[derive(Debug, Serialize)]
+pub struct JsonChange {
+    /// Bytes in the base build.
+    pub before: u64,
+    /// Bytes in the variant build.
+    pub after: u64,
+    /// `after - before`, bytes.
+    pub delta: i64,
+    /// Percent change, unrounded; `null` when `before` is 0 and `after` not.
+    pub percent: Option<f64>,
+    /// The rounded text, e.g. `+1.68%`.
+    pub percent_text: String,
+}
+
+/// One artifact's change.
+#[derive(Debug, Serialize)]
+pub struct JsonArtifact {
+    /// File name.
+    pub name: String,
+    /// Its size change.
+    #[serde(flatten)]
+    pub change: JsonChange,
+}
+
+/// An artifact only one build has.
+#[derive(Debug, Serialize)]
+pub struct JsonUnpaired {
+    /// File name.
+    pub name: String,
+    /// The variant that has it.
+    pub only_in: String,
+}
+
+/// vmlinux sections (binutils `size`, Berkeley format).
+#[derive(Debug, Serialize)]
+pub struct JsonSections {
+    /// text, bytes.
+    pub text: JsonChange,
+    /// data, bytes.
+    pub data: JsonChange,
+    /// bss, bytes.
+    pub bss: JsonChange,
+    /// text + data + bss, bytes.
+    pub dec: JsonChange,
+    /// `dec` in lowercase hex, as `size` prints it.
+    pub hex: JsonHex,
+}
+
+/// `dec` in hex before and after.
+#[derive(Debug, Serialize)]
+pub struct JsonHex {
+    /// Base, lowercase hex without `0x`.
+    pub before: String,
+    /// Variant, lowercase hex without `0x`.
+    pub after: String,
+}
+
+/// One base → variant comparison.
+#[derive(Debug, Serialize)]
+pub struct JsonComparison {
+    /// The variant build.
+    pub variant: JsonBuild,
+    /// `--allow-mismatch` warnings.
+    pub warnings: Vec<String>,
+    /// Expected differences.
+    pub notes: Vec<String>,
+    /// Artifact changes.
+    pub artifacts: Vec<JsonArtifact>,
+    /// Artifacts only one side has.
+    pub unpaired_artifacts: Vec<JsonUnpaired>,
+    /// vmlinux sections.
+    pub sections: JsonSections,
+    /// bloat-o-meter tables, with `--symbols`.
+    pub symbols: Option<JsonSymbols>,
+}
+
+/// A symbol diff.
+#[derive(Debug, Serialize)]
+pub struct JsonSymbols {
+    /// One per bloat-o-meter table.
+    pub tables: Vec<JsonTable>,
+}
+
+/// One bloat-o-meter table.
+#[derive(Debug, Serialize)]
+pub struct JsonTable {
+    /// "Function", "Data" or "RO Data".
+    pub title: &'static str,
+    /// nm type letters counted.
+    pub types: &'static str,
+    /// Symbols only in the variant.
+    pub added: usize,
+    /// Symbols only in the base.
+    pub removed: usize,
+    /// Common symbols that grew.
+    pub grown: usize,
+    /// Common symbols that shrank.
+    pub shrunk: usize,
+    /// Bytes gained.
+    pub up: u64,
+    /// Bytes lost (positive).
+    pub down: u64,
+    /// Sum of sizes in the base, bytes.
+    pub before: u64,
+    /// Sum of sizes in the variant, bytes.
+    pub after: u64,
+    /// bloat-o-meter's `chg`, percent.
+    pub change_percent: f64,
+    /// Changed symbols, largest growth first.
+    pub rows: Vec<JsonRow>,
+}
+
+/// One changed symbol.
+#[derive(Debug, Serialize)]
+pub struct JsonRow {
+    /// Name (numbers stripped, clones folded if asked).
+    pub name: String,
+    /// Bytes in the base, `null` if added.
+    pub old: Option<u64>,
+    /// Bytes in the variant, `null` if removed.
+    pub new: Option<u64>,
+    /// Bytes, signed.
+    pub delta: i64,
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    mode.flag().map_or("all", |f| &f[1..])
+}
+
+fn change(c: &Change, style: &Style) -> JsonChange {
+    JsonChange {
+        before: c.before,
+        after: c.after,
+        delta: c.delta(),
+        percent: c.percent(),
+        percent_text: c.percent_text(style.decimal_comma),
+    }
+}
+
+fn build(report: &Report, r: &BuildResult, dir: &std::path::Path) -> JsonBuild {
+    let Cflags {
+        os, o2, effective, ..
+    } = r.kbuild_cflags.clone();
+    JsonBuild {
+        variant: r.variant.clone(),
+        results_dir: report.display_path(dir),
+        kernel_version: r.kernel_version.clone(),
+        kernel_source: r.kernel_source.clone(),
+        kernel_source_sha256: r.kernel_source_sha256.clone(),
+        compiler: r.compiler.clone(),
+        kbuild_cflags: JsonCflags { os, o2, effective },
+        config_sha256: r.config_sha256.clone(),
+        patches: r.patches.clone(),
+        duration_seconds: r.duration_seconds,
+    }
+}
+
+fn symbols(diff: &BloatDiff) -> JsonSymbols {
+    JsonSymbols {
+        tables: diff
+            .tables
+            .iter()
+            .map(|t| JsonTable {
+                title: t.title,
+                types: t.types,
+                added: t.added,
+                removed: t.removed,
+                grown: t.grown,
+                shrunk: t.shrunk,
+                up: t.up,
+                down: t.down,
+                before: t.before,
+                after: t.after,
+                change_percent: t.change_percent(),
+                rows: t
+                    .rows
+                    .iter()
+                    .map(|r| JsonRow {
+                        name: r.name.clone(),
+                        old: r.old,
+                        new: r.new,
+                        delta: r.delta,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn comparison(report: &Report, c: &Comparison, style: &Style) -> JsonComparison {
+    JsonComparison {
+        variant: build(report, &c.variant, &c.dir),
+        warnings: c.warnings.clone(),
+        notes: c.notes.clone(),
+        artifacts: c
+            .artifacts
+            .iter()
+            .map(|a| JsonArtifact {
+                name: a.name.clone(),
+                change: change(&a.change, style),
+            })
+            .collect(),
+        unpaired_artifacts: c
+            .unpaired_artifacts
+            .iter()
+            .map(|(name, only_in)| JsonUnpaired {
+                name: name.clone(),
+                only_in: only_in.clone(),
+            })
+            .collect(),
+        sections: JsonSections {
+            text: change(&c.sections.text, style),
+            data: change(&c.sections.data, style),
+            bss: change(&c.sections.bss, style),
+            dec: change(&c.sections.dec, style),
+            hex: JsonHex {
+                before: format!("{:x}", c.sections.dec.before),
+                after: format!("{:x}", c.sections.dec.after),
+            },
+        },
+        symbols: c.symbols.as_ref().map(symbols),
+    }
+}
+
+fn target(report: &Report, t: &TargetReport, style: &Style) -> JsonTarget {
+    JsonTarget {
+        target: t.name.clone(),
+        openwrt_target: t.base.openwrt_target.clone(),
+        soc: t.base.soc.clone(),
+        arch: t.base.arch.clone(),
+        base: build(report, &t.base, &t.base_dir),
+        comparisons: t
+            .comparisons
+            .iter()
+            .map(|c| comparison(report, c, style))
+            .collect(),
+    }
+}
+
+/// The report as a [`JsonReport`] value.
+pub fn to_json(report: &Report, style: &Style) -> JsonReport {
+    JsonReport {
+        schema: SCHEMA,
+        base: report.base.clone(),
+        symbols: report.symbols.map(|s| JsonSymbolOptions {
+            mode: mode_name(s.mode),
+            fold_clones: s.fold_clones,
+        }),
+        targets: report
+            .targets
+            .iter()
+            .map(|t| target(report, t, style))
+            .collect(),
+        skipped: report.skipped.clone(),
+    }
+}
+
+/// Renders the report as pretty-printed JSON, newline-terminated.
+pub fn render(report: &Report, style: &Style) -> Result<String> {
+    let mut text =
+        serde_json::to_string_pretty(&to_json(report, style)).context("serialising the report")?;
+    text.push('\n');
+    Ok(text)
+}

@@ -1,0 +1,127 @@
+//! `--format mail`: a body for a commit message or a mailing-list post
+//! (openwrt-devel style): what was built with what, then one block per
+//! target separated by blank lines.
+//!
+//! ```text
+//! Size change of no-reorder-blocks against baseline:
+//!
+//! Linux 6.12.117, arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0
+//! baseline:          KBUILD_CFLAGS += -Os -fno-reorder-blocks -fno-tree-ch
+//! no-reorder-blocks: KBUILD_CFLAGS += -Os -fno-tree-ch
+//!
+//! tinyconfig (bcm53xx/tiny):
+//! zImage size: 415656 → 418744 (+0.74%)
+//! …
+//! ```
+//!
+//! The kernel version and compiler come from `result.json`; when targets
+//! differ in them, each target's block carries its own line. The flags are
+//! each variant's effective KBUILD_CFLAGS branch (`-Os` or `-O2`), as
+//! recorded for the first target; a target whose build recorded other flags
+//! for the same variant lists its own.
+
+use std::fmt::Write as _;
+
+use super::compare::{Report, TargetReport};
+use super::text::{change_lines, heading, size_block, symbols_block, warning_lines};
+use super::Style;
+use crate::results::BuildResult;
+
+fn toolchain_line(r: &BuildResult) -> String {
+    format!("Linux {}, {}", r.kernel_version, r.compiler)
+}
+
+fn effective_flags(r: &BuildResult) -> &str {
+    if r.kbuild_cflags.effective == "o2" {
+        &r.kbuild_cflags.o2
+    } else {
+        &r.kbuild_cflags.os
+    }
+}
+
+/// (variant, flags) for the base and each variant of `t`.
+fn flags_of(t: &TargetReport) -> Vec<(String, String)> {
+    let mut v = vec![(t.base.variant.clone(), effective_flags(&t.base).to_string())];
+    for c in &t.comparisons {
+        v.push((
+            c.variant.variant.clone(),
+            effective_flags(&c.variant).to_string(),
+        ));
+    }
+    v
+}
+
+fn flag_lines(flags: &[(String, String)]) -> String {
+    let width = flags.iter().map(|(n, _)| n.len() + 1).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, f) in flags {
+        let _ = writeln!(out, "{:<width$} KBUILD_CFLAGS += {f}", format!("{name}:"));
+    }
+    out
+}
+
+/// Renders the report as a mail / commit-message body.
+pub fn render(report: &Report, style: &Style) -> String {
+    let mut variants: Vec<&str> = Vec::new();
+    for t in &report.targets {
+        for c in &t.comparisons {
+            if !variants.contains(&c.variant.variant.as_str()) {
+                variants.push(&c.variant.variant);
+            }
+        }
+    }
+    let mut out = format!(
+        "Size change of {} against {}:\n\n",
+        variants.join(", "),
+        report.base
+    );
+
+    let first = &report.targets[0];
+    let shared_toolchain = report
+        .targets
+        .iter()
+        .all(|t| toolchain_line(&t.base) == toolchain_line(&first.base));
+    if shared_toolchain {
+        let _ = writeln!(out, "{}", toolchain_line(&first.base));
+    }
+    // Flags: the first occurrence of each variant, in report order.
+    let mut global: Vec<(String, String)> = Vec::new();
+    for t in &report.targets {
+        for (name, f) in flags_of(t) {
+            if !global.iter().any(|(n, _)| *n == name) {
+                global.push((name, f));
+            }
+        }
+    }
+    out.push_str(&flag_lines(&global));
+
+    for t in &report.targets {
+        out.push('\n');
+        let _ = writeln!(out, "{}:", heading(t));
+        if !shared_toolchain {
+            let _ = writeln!(out, "{}", toolchain_line(&t.base));
+        }
+        let own = flags_of(t);
+        if own.iter().any(|entry| !global.contains(entry)) {
+            out.push_str(&flag_lines(&own));
+        }
+        for c in &t.comparisons {
+            out.push_str(&warning_lines(report, c));
+        }
+        for c in &t.comparisons {
+            if t.comparisons.len() > 1 {
+                let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant);
+            }
+            out.push_str(&change_lines(c, style));
+        }
+        out.push('\n');
+        out.push_str(&size_block(report, t));
+        for c in &t.comparisons {
+            if let Some(block) = symbols_block(report, t, c) {
+                out.push('\n');
+                out.push_str(&block);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,147 @@
+//! `cargo xtask size-report`: compare variant builds against a base build,
+//! target by target, in the forms developers post and tools read.
+//!
+//! * [`compare`]: load `result.json` files and vmlinux, check that base and
+//!   variant are comparable, compute every change ([`compare::Report`]).
+//! * One renderer per [`Format`]: [`text`], [`mail`], [`markdown`],
+//!   [`json`], [`csv`], [`svg`].
+//!
+//! Sizes are bytes throughout; percentages are `(after - before) * 100 /
+//! before` ([`compare::format_percent`] for the printed form).
+
+pub mod compare;
+pub mod csv;
+pub mod json;
+pub mod mail;
+pub mod markdown;
+pub mod svg;
+pub mod text;
+
+use std::fmt;
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use crate::paths::Layout;
+use crate::results::write_atomically;
+
+pub use compare::{Change, Report, Request, SymbolOptions};
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Plain text as posted in pull requests ([`text`]).
+    #[default]
+    Text,
+    /// A commit message / mailing-list body ([`mail`]).
+    Mail,
+    /// GitHub-flavoured Markdown tables ([`markdown`]).
+    Markdown,
+    /// Every number, machine-readable ([`json`]).
+    Json,
+    /// Every number, one row per value ([`csv`]).
+    Csv,
+    /// A bar chart of percent changes ([`svg`]).
+    Svg,
+}
+
+impl Format {
+    /// Every format, in the order `--format` documents them.
+    pub const ALL: [Format; 6] = [
+        Format::Text,
+        Format::Mail,
+        Format::Markdown,
+        Format::Json,
+        Format::Csv,
+        Format::Svg,
+    ];
+
+    /// The `--format` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Mail => "mail",
+            Format::Markdown => "markdown",
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Svg => "svg",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Format> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                anyhow::anyhow!("unknown format {s:?}; use one of {}", names.join(", "))
+            })
+    }
+}
+
+/// Presentation choices that do not change what is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Style {
+    /// Write percentages with a decimal comma (`+1,68%`). In CSV this also
+    /// switches the field separator to `;`, as spreadsheets in
+    /// decimal-comma locales expect.
+    pub decimal_comma: bool,
+}
+
+/// Renders `report` in `format`.
+///
+/// Errors only for SVG with symbol diffs, which a chart cannot show.
+pub fn render(report: &Report, format: Format, style: &Style) -> Result<String> {
+    Ok(match format {
+        Format::Text => text::render(report, style),
+        Format::Mail => mail::render(report, style),
+        Format::Markdown => markdown::render(report, style),
+        Format::Json => json::render(report, style)?,
+        Format::Csv => csv::render(report, style),
+        Format::Svg => {
+            if report.symbols.is_some() {
+                bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
+            }
+            svg::render(report, style)?
+        }
+    })
+}
+
+/// `cargo xtask size-report`: loads what `request` names from `layout`'s
+/// results, renders it, and writes it atomically to `output` (or prints it
+/// to stdout). Targets and variants left out of `all` for lack of results
+/// are listed on stderr (and in JSON's `skipped`).
+pub fn run(
+    layout: &Layout,
+    request: &Request,
+    format: Format,
+    style: &Style,
+    output: Option<&Path>,
+) -> Result<()> {
+    if format == Format::Svg && request.symbols.is_some() {
+        bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
+    }
+    let report = compare::load(layout, request)?;
+    let text = render(&report, format, style)?;
+    for s in &report.skipped {
+        eprintln!("note: {s}");
+    }
+    match output {
+        Some(path) => {
+            write_atomically(path, text.as_bytes())?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! `--format svg`: a bar chart of the percent change per target and artifact,
+//! drawn with `plotters` (SVG backend only, no system fonts: text is written
+//! as SVG `<text>` in the `sans-serif` family and laid out with plotters'
+//! built-in size estimate, so nothing needs fontconfig or FreeType).
+//!
+//! One horizontal-bar panel per target, titled `SOC (openwrt/target)`. One
+//! bar per artifact and variant, then per vmlinux section (`text`, `data`,
+//! `bss`, `dec`); the bar's length is the percent change against the base
+//! (`(after - before) * 100 / before`), printed at its end, and the row's
+//! label gives the sizes before → after in bytes (for `dec` also in hex, as
+//! `size` prints it). Bars are coloured by variant, with a legend when more
+//! than one variant is compared. `--allow-mismatch` warnings are printed in
+//! red under the title. Canvas: 960 px wide, 26 px per bar plus about 110 px
+//! per panel.
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+
+use super::compare::{Change, Report};
+use super::text::heading;
+use super::Style;
+
+/// Canvas width in pixels.
+pub const WIDTH: u32 = 960;
+const ROW: u32 = 26;
+const PANEL_EXTRA: u32 = 110;
+const TITLE: u32 = 40;
+const WARNING_LINE: u32 = 18;
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+];
+
+struct Bar {
+    label: String,
+    change: Change,
+    variant: usize,
+}
+
+fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("drawing the SVG chart: {e}")
+}
+
+/// Renders the report as an SVG document.
+pub fn render(report: &Report, style: &Style) -> Result<String> {
+    let mut variants: Vec<String> = Vec::new();
+    for t in &report.targets {
+        for c in &t.comparisons {
+            if !variants.contains(&c.variant.variant) {
+                variants.push(c.variant.variant.clone());
+            }
+        }
+    }
+    let panels: Vec<(String, Vec<Bar>)> = report
+        .targets
+        .iter()
+        .map(|t| {
+            let mut bars = Vec::new();
+            let vi = |name: &str| variants.iter().position(|v| v == name).unwrap_or(0);
+            let mut names: Vec<&str> = Vec::new();
+            for c in &t.comparisons {
+                for a in &c.artifacts {
+                    if !names.contains(&a.name.as_str()) {
+                        names.push(&a.name);
+                    }
+                }
+            }
+            for name in names {
+                for c in &t.comparisons {
+                    if let Some(a) = c.artifacts.iter().find(|a| a.name == name) {
+                        bars.push(Bar {
+                            label: format!("{name}  {} → {}", a.change.before, a.change.after),
+                            change: a.change,
+                            variant: vi(&c.variant.variant),
+                        });
+                    }
+                }
+            }
+            for row in 0..4 {
+                for c in &t.comparisons {
+                    let (name, ch) = c.sections.rows()[row];
+                    let hex = if name == "dec" {
+                        format!(" (0x{:x} → 0x{:x})", ch.before, ch.after)
+                    } else {
+                        String::new()
+                    };
+                    bars.push(Bar {
+                        label: format!("vmlinux {name}  {} → {}{hex}", ch.before, ch.after),
+                        change: ch,
+                        variant: vi(&c.variant.variant),
+                    });
+                }
+            }
+            (heading(t), bars)
+        })
+        .collect();
+    let warnings: Vec<String> = report
+        .targets
+        .iter()
+        .flat_map(|t| {
+            t.comparisons.iter().flat_map(move |c| {
+                c.warnings.iter().map(move |w| {
+                    format!(
+                        "WARNING ({}, {} → {}, --allow-mismatch): {w}",
+                        t.name, report.base, c.variant.variant
+                    )
+                })
+            })
+        })
+        .collect();
+
+    let heights: Vec<u32> = panels
+        .iter()
+        .map(|(_, bars)| bars.len() as u32 * ROW + PANEL_EXTRA)
+        .collect();
+    let header = TITLE + warnings.len() as u32 * WARNING_LINE;
+    let height = header + heights.iter().sum::<u32>();
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let title = format!(
+            "Size change against {} ({})",
+            report.base,
+            variants.join(", ")
+        );
+        root.draw(&Text::new(
+            title,
+            (12, 12),
+            ("sans-serif", 20).into_font().color(&BLACK),
+        ))
+        .map_err(err)?;
+        for (i, w) in warnings.iter().enumerate() {
+            root.draw(&Text::new(
+                w.clone(),
+                (12, (TITLE + i as u32 * WARNING_LINE) as i32),
+                ("sans-serif", 13).into_font().color(&RED),
+            ))
+            .map_err(err)?;
+        }
+        let mut breaks = Vec::new();
+        let mut y = header;
+        for h in &heights {
+            breaks.push(y);
+            y += h;
+        }
+        let areas = root.split_by_breakpoints::<u32, u32, _, _>([], breaks);
+        for ((title, bars), area) in panels.iter().zip(areas.iter().skip(1)) {
+            draw_panel(area, title, bars, &variants, style)?;
+        }
+        root.present().map_err(err)?;
+    }
+    svg.push('\n');
+    Ok(svg)
+}
+
+fn draw_panel(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    title: &str,
+    bars: &[Bar],
+    variants: &[String],
+    style: &Style,
+) -> Result<()> {
+    let n = bars.len();
+    let largest = bars
+        .iter()
+        .filter_map(|b| b.change.percent())
+        .fold(0.0f64, |m, p| m.max(p.abs()));
+    // Room for the value labels beyond the longest bar.
+    let limit = if largest == 0.0 { 1.0 } else { largest * 1.45 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 17).into_font())
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(330)
+        // An integer range is inclusive in plotters: 0..n-1 gives n segments.
+        .build_cartesian_2d(-limit..limit, (0..n - 1).into_segmented())
+        .map_err(err)?;
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    let decimal_comma = style.decimal_comma;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) if *i < n => labels[n - 1 - *i].clone(),
+            _ => String::new(),
+        })
+        .x_labels(9)
+        .x_label_formatter(&|x| {
+            let text = format!("{x:+.2}%");
+            if decimal_comma {
+                text.replace('.', ",")
+            } else {
+                text
+            }
+        })
+        .x_desc("change in percent")
+        .label_style(("sans-serif", 13))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(err)?;
+
+    for (vi, name) in variants.iter().enumerate() {
+        let color = COLORS[vi % COLORS.len()];
+        let series = chart
+            .draw_series(
+                bars.iter()
+                    .enumerate()
+                    .filter(|(_, b)| b.variant == vi)
+                    .map(|(i, b)| {
+                        let row = n - 1 - i;
+                        let p = b.change.percent().unwrap_or(0.0);
+                        let mut bar = Rectangle::new(
+                            [
+                                (0.0, SegmentValue::Exact(row)),
+                                (p, SegmentValue::Exact(row + 1)),
+                            ],
+                            color.filled(),
+                        );
+                        bar.set_margin(4, 4, 0, 0);
+                        bar
+                    }),
+            )
+            .map_err(err)?;
+        if variants.len() > 1 {
+            series.label(name.as_str()).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+            });
+        }
+    }
+    // Value labels at the end of each bar, outside it.
+    let font = ("sans-serif", 12).into_font().color(&BLACK);
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let row = n - 1 - i;
+            let p = b.change.percent().unwrap_or(0.0);
+            let text = b.change.percent_text(style.decimal_comma);
+            let offset = limit * 0.02;
+            let (x, anchor) = if p < 0.0 {
+                (p - offset, plotters::style::text_anchor::HPos::Right)
+            } else {
+                (p + offset, plotters::style::text_anchor::HPos::Left)
+            };
+            Text::new(
+                text,
+                (x, SegmentValue::CenterOf(row)),
+                font.clone().pos(plotters::style::text_anchor::Pos::new(
+                    anchor,
+                    plotters::style::text_anchor::VPos::Center,
+                )),
+            )
+        }))
+        .map_err(err)?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Exact(n))],
+            BLACK.stroke_width(1),
+        )))
+        .map_err(err)?;
+    if variants.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}

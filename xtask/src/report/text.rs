@@ -1,0 +1,139 @@
+//! `--format text`: the plain-text form developers post in pull requests
+//! and forum threads.
+//!
+//! Per target: a heading `SOC (openwrt/target):`, then per variant a line
+//! `base → variant:` followed by one line per artifact in the form
+//! `zImage size: 1840424 → 1871328 (+1.68%)` (bytes; percent from
+//! [`format_percent`](super::compare::format_percent)), the vmlinux
+//! sections as `vmlinux text: … → … (…)` lines, then binutils `size`'s own
+//! Berkeley table for the base and every variant vmlinux, and with
+//! `--symbols` the bloat-o-meter text of each pair. Warnings from
+//! `--allow-mismatch` come right under the heading.
+
+use std::fmt::Write as _;
+
+use super::compare::{Comparison, Report, TargetReport};
+use super::Style;
+
+/// The heading of a target: `SOC (openwrt/target)`, from `result.json`'s
+/// `soc` and `openwrt_target`.
+pub fn heading(target: &TargetReport) -> String {
+    format!("{} ({})", target.base.soc, target.base.openwrt_target)
+}
+
+/// The text binutils `size` (Berkeley format, decimal radix) prints for
+/// `size BASE VARIANT…` run in the workspace root: a header line, then per
+/// file `%7lu\t%7lu\t%7lu\t%7lu\t%7lx\t<file>` (text, data, bss, dec, hex),
+/// with the paths relative to the workspace root. Newline-terminated.
+pub fn size_block(report: &Report, target: &TargetReport) -> String {
+    let mut out = String::from("   text\t   data\t    bss\t    dec\t    hex\tfilename\n");
+    let mut line = |s: &crate::elf_size::SectionSizes, dir: &std::path::Path| {
+        let _ = writeln!(
+            out,
+            "{:>7}\t{:>7}\t{:>7}\t{:>7}\t{:>7x}\t{}",
+            s.text,
+            s.data,
+            s.bss,
+            s.dec(),
+            s.dec(),
+            report.display_path(&dir.join("vmlinux"))
+        );
+    };
+    line(&target.base.vmlinux_sections, &target.base_dir);
+    for c in &target.comparisons {
+        line(&c.variant.vmlinux_sections, &c.dir);
+    }
+    out
+}
+
+/// The `name: before → after (±x.xx%)` lines of one comparison: artifacts
+/// (`zImage size: …`) then vmlinux sections (`vmlinux text: …`).
+pub fn change_lines(c: &Comparison, style: &Style) -> String {
+    let mut out = String::new();
+    for a in &c.artifacts {
+        let _ = writeln!(
+            out,
+            "{} size: {} → {} ({})",
+            a.name,
+            a.change.before,
+            a.change.after,
+            a.change.percent_text(style.decimal_comma)
+        );
+    }
+    for (name, ch) in c.sections.rows() {
+        let _ = writeln!(
+            out,
+            "vmlinux {name}: {} → {} ({})",
+            ch.before,
+            ch.after,
+            ch.percent_text(style.decimal_comma)
+        );
+    }
+    for (name, only) in &c.unpaired_artifacts {
+        let _ = writeln!(out, "{name}: only {only} has it");
+    }
+    out
+}
+
+/// The `WARNING:`/`note:` lines of one comparison.
+pub fn warning_lines(report: &Report, c: &Comparison) -> String {
+    let mut out = String::new();
+    for w in &c.warnings {
+        let _ = writeln!(
+            out,
+            "WARNING: compared anyway (--allow-mismatch), {} → {}: {w}",
+            report.base, c.variant.variant
+        );
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The symbol-diff section of one comparison: a title line naming the pair,
+/// the bloat-o-meter mode and whether clones are folded, then
+/// [`crate::bloat::BloatDiff::render`].
+pub fn symbols_block(report: &Report, target: &TargetReport, c: &Comparison) -> Option<String> {
+    let diff = c.symbols.as_ref()?;
+    let mode = diff.mode.flag().map_or(String::new(), |f| format!(" {f}"));
+    let mut out = format!(
+        "Symbols, bloat-o-meter{mode} {} {}{}:\n",
+        report.display_path(&target.base_dir.join("vmlinux")),
+        report.display_path(&c.dir.join("vmlinux")),
+        if diff.options.fold_clones {
+            " (compiler clones folded)"
+        } else {
+            ""
+        }
+    );
+    out.push_str(&diff.render());
+    Some(out)
+}
+
+/// Renders the whole report as text.
+pub fn render(report: &Report, style: &Style) -> String {
+    let mut out = String::new();
+    for (i, t) in report.targets.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{}:", heading(t));
+        for c in &t.comparisons {
+            out.push_str(&warning_lines(report, c));
+        }
+        for c in &t.comparisons {
+            let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant);
+            out.push_str(&change_lines(c, style));
+        }
+        out.push('\n');
+        out.push_str(&size_block(report, t));
+        for c in &t.comparisons {
+            if let Some(block) = symbols_block(report, t, c) {
+                out.push('\n');
+                out.push_str(&block);
+            }
+        }
+    }
+    out
+}
