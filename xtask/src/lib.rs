@@ -7,7 +7,8 @@
 //! * [`targets`], [`variants`]: the project's TOML inputs.
 //! * [`kernel_src`]: locate, verify and unpack the kernel source.
 //! * [`patch`]: the unified-diff patch engine (GNU patch semantics);
-//!   [`series`]: the OpenWrt-ordered patch stack; [`flags`]: the generated
+//!   [`series`]: the OpenWrt-ordered patch series; [`stack`]: push/pop/refresh
+//!   over a working tree, [`rebase`], [`openwrt_tree`]; [`flags`]: the generated
 //!   `201-extra_optimization.patch`.
 //! * [`kconfig`]: base config + fragments, and the check that they took effect.
 //! * [`toolchain`]: cross compilers and their flag checks.
@@ -21,14 +22,17 @@ pub mod elf_size;
 pub mod flags;
 pub mod kconfig;
 pub mod kernel_src;
+pub mod openwrt_tree;
 pub mod patch;
 pub mod patched_tree;
 pub mod paths;
+pub mod rebase;
 pub mod report;
 pub mod results;
 pub mod selftest;
 pub mod series;
 pub mod setup;
+pub mod stack;
 pub mod symbols;
 pub mod targets;
 pub mod toolchain;

@@ -116,6 +116,14 @@ pub fn reverse_applies(
     apply::applies(tree, patch, opts, true)
 }
 
+/// `name` without its first `strip` leading components, as `patch -pN`
+/// strips them (each run of slashes is one separator); `None` when it has
+/// fewer components. Lets callers name the files a patch will touch
+/// (e.g. to save their pre-images) before applying it.
+pub fn strip_components(name: &Path, strip: usize) -> Option<std::path::PathBuf> {
+    apply::strip_name(name, strip)
+}
+
 /// Reads, parses and applies the patch file `patch_file` to `tree` (see
 /// [`apply_patch`]). Errors name the patch file and, for parse errors, its
 /// line; for failed hunks, the target file, the hunk number and the line.

@@ -1,0 +1,556 @@
+//! Rebasing the patch series onto a new kernel version: copy
+//! `patches/generic/*-<from>` and the target's `patches-<from>` to the
+//! `<to>` directories, then push every patch onto a copy of the new kernel
+//! source and classify it:
+//!
+//! * `clean`: applies at its own lines, no fuzz;
+//! * `offset`: applies at other lines, no fuzz (refreshed);
+//! * `fuzz`: needs fuzz ≤ `--fuzz` (default 2, GNU patch's) (refreshed);
+//! * `upstream`: does not apply but applies in reverse: the new kernel has
+//!   it already ([`crate::patch::reverse_applies`]); removed from the new series;
+//! * `conflict`: neither. The rebase stops with the hunks that apply
+//!   applied, `FILE.rej` in the work tree and a copy under the rebase's
+//!   `rejects/`; `--continue` refreshes the patch from the fixed tree,
+//!   `--skip` drops it, `--abort` restores `patches/` to the start. With
+//!   `--keep-going` nothing of a conflicting patch is kept, its rejects are
+//!   saved under `rejects/` and the series goes on.
+//!
+//! State: `target/xtask/rebase/<target|generic>-<from>-to-<to>/` with
+//! `state.json`, `start/` (the `<to>` directories as they were), `rejects/`
+//! and `linux/` (the work tree, a [`crate::stack::Stack`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use xshell::Shell;
+
+use crate::patch::{
+    check_patch, parse_patch, reverse_applies, ApplyError, ApplyOptions, HunkOutcome,
+};
+use crate::paths::Layout;
+use crate::stack::state::write_atomic;
+use crate::stack::{reject_report, tree, Refreshed, Stack};
+use crate::targets::Target;
+
+/// How a patch fared on the new kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Applies exactly where it says.
+    Clean,
+    /// Applies at an offset, no fuzz.
+    Offset,
+    /// Applies with fuzz.
+    Fuzz,
+    /// Already in the new kernel (reverse-applies).
+    Upstream,
+    /// Does not apply either way.
+    Conflict,
+}
+
+impl Class {
+    /// Lowercase name, as in the table and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Clean => "clean",
+            Class::Offset => "offset",
+            Class::Fuzz => "fuzz",
+            Class::Upstream => "upstream",
+            Class::Conflict => "conflict",
+        }
+    }
+}
+
+/// One patch's outcome.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PatchResult {
+    /// Name in the new series, relative to `patches/`.
+    pub name: String,
+    /// Its class.
+    pub class: Class,
+    /// The patch file was rewritten by a refresh.
+    pub refreshed: bool,
+    /// The patch file was removed from the new series (upstream, skipped).
+    pub removed: bool,
+    /// Reject files (relative to the work tree, or saved copies).
+    pub rejects: Vec<String>,
+    /// Free text: GNU-style hunk messages, "resolved by hand", "skipped".
+    pub note: String,
+}
+
+/// Everything needed to resume a rebase.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RebaseState {
+    /// Old kernel series (`6.6`).
+    pub from: String,
+    /// New kernel series (`6.12`).
+    pub to: String,
+    /// Target file name, if any.
+    pub target: Option<String>,
+    /// Fuzz allowed.
+    pub fuzz: usize,
+    /// Classify everything without stopping.
+    pub keep_going: bool,
+    /// The new series directories and whether each existed at the start.
+    pub dirs: Vec<(PathBuf, bool)>,
+    /// Patches still to process, in order.
+    pub pending: Vec<String>,
+    /// Results so far, in order.
+    pub results: Vec<PatchResult>,
+    /// The conflicting patch the rebase stopped at.
+    pub stopped_at: Option<String>,
+    /// Patches copied that already existed in the new directories (kept).
+    pub kept_existing: Vec<String>,
+}
+
+/// What to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Start a rebase.
+    Start,
+    /// Refresh the fixed conflicting patch and go on.
+    Continue,
+    /// Drop the conflicting patch and go on.
+    Skip,
+    /// Restore the start state.
+    Abort,
+}
+
+/// Rebase options.
+#[derive(Debug, Clone)]
+pub struct RebaseOptions {
+    /// Old kernel series.
+    pub from: String,
+    /// New kernel series.
+    pub to: String,
+    /// Target whose `patches-<kver>` follow the generic ones.
+    pub target: Option<Target>,
+    /// Source of the new kernel (tarball or tree); default Debian's.
+    pub kernel_src: Option<PathBuf>,
+    /// Fuzz allowed (GNU's default 2).
+    pub fuzz: usize,
+    /// Classify every patch in one pass.
+    pub keep_going: bool,
+}
+
+/// The rebase's own directory.
+pub fn rebase_dir(layout: &Layout, target: Option<&Target>, from: &str, to: &str) -> PathBuf {
+    layout.work_dir().join("rebase").join(format!(
+        "{}-{from}-to-{to}",
+        target.map_or("generic", |t| t.name.as_str())
+    ))
+}
+
+/// Where a rebase stands after a call.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The state (results so far; `stopped_at` set when stopped at a conflict).
+    pub state: RebaseState,
+    /// The work tree.
+    pub tree: PathBuf,
+}
+
+/// Runs one rebase step (`action`).
+///
+/// Errors: a rebase already in progress on `Start`, none on the others;
+/// a patch that does not parse (the rebase stays resumable); I/O.
+pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) -> Result<Outcome> {
+    let dir = rebase_dir(layout, opts.target.as_ref(), &opts.from, &opts.to);
+    let state_file = dir.join("state.json");
+    let work = dir.join("linux");
+    let patches_dir = layout.patches_dir();
+    let mut state = match action {
+        Action::Start => {
+            if state_file.exists() {
+                bail!(
+                    "a rebase is in progress ({}); use --continue, --skip or --abort",
+                    state_file.display()
+                );
+            }
+            start(sh, layout, opts, &dir)?
+        }
+        _ => {
+            let text = std::fs::read_to_string(&state_file).with_context(|| {
+                format!(
+                    "reading {} (is a rebase in progress?)",
+                    state_file.display()
+                )
+            })?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", state_file.display()))?
+        }
+    };
+    let all: Vec<String> = state
+        .results
+        .iter()
+        .map(|r| r.name.clone())
+        .chain(state.pending.iter().cloned())
+        .collect();
+    let stack = Stack::new(
+        &work,
+        &patches_dir,
+        all,
+        ApplyOptions {
+            strip: 1,
+            fuzz: state.fuzz,
+        },
+    );
+    match action {
+        Action::Abort => {
+            abort(&dir, &patches_dir, &state)?;
+            return Ok(Outcome { state, tree: work });
+        }
+        Action::Continue | Action::Skip => {
+            let name = state
+                .stopped_at
+                .clone()
+                .context("the rebase is not stopped at a conflict")?;
+            let result = state
+                .results
+                .iter_mut()
+                .find(|r| r.name == name)
+                .context("stopped patch has no result")?;
+            for rej in &result.rejects {
+                let _ = std::fs::remove_file(work.join(rej));
+            }
+            if action == Action::Continue {
+                let (_, how) = stack.refresh(Some(&name))?;
+                result.refreshed = how == Refreshed::Rewritten;
+                result.note = "resolved by hand and refreshed".into();
+            } else {
+                stack.pop(true)?;
+                let file = patches_dir.join(&name);
+                std::fs::remove_file(&file)
+                    .with_context(|| format!("removing {}", file.display()))?;
+                result.removed = true;
+                result.note = "skipped (dropped from the new series)".into();
+            }
+            state.stopped_at = None;
+        }
+        Action::Start => {}
+    }
+    save(&state_file, &state)?;
+    while let Some(name) = state.pending.first().cloned() {
+        let result = step(&stack, &patches_dir, &dir, &name, &state)?;
+        let stop = result.class == Class::Conflict && !state.keep_going;
+        state.pending.remove(0);
+        state.results.push(result);
+        if stop {
+            state.stopped_at = Some(name);
+            save(&state_file, &state)?;
+            return Ok(Outcome { state, tree: work });
+        }
+        save(&state_file, &state)?;
+    }
+    std::fs::remove_file(&state_file)
+        .with_context(|| format!("removing {}", state_file.display()))?;
+    write_atomic(&dir.join("summary.json"), json(&state, &work).as_bytes())?;
+    Ok(Outcome { state, tree: work })
+}
+
+fn save(file: &Path, state: &RebaseState) -> Result<()> {
+    let text = serde_json::to_string_pretty(state).context("serializing the rebase state")?;
+    write_atomic(file, text.as_bytes())
+}
+
+/// Snapshot of the new directories, the copy of the old series, the work tree.
+fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Result<RebaseState> {
+    let patches_dir = layout.patches_dir();
+    let old_dirs = tree::directories(&patches_dir, opts.target.as_ref(), &opts.from);
+    let new_dirs = tree::directories(&patches_dir, opts.target.as_ref(), &opts.to);
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    let snapshot = dir.join("start");
+    let mut dirs = Vec::new();
+    for d in &new_dirs {
+        let existed = d.is_dir();
+        if existed {
+            let rel = d.strip_prefix(&patches_dir).unwrap_or(d);
+            copy_dir_files(d, &snapshot.join(rel))?;
+        }
+        dirs.push((d.clone(), existed));
+    }
+    let mut kept_existing = Vec::new();
+    for (old, new) in old_dirs.iter().zip(&new_dirs) {
+        for file in crate::series::patch_files(old)? {
+            let dest = new.join(file.file_name().context("patch without a name")?);
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            if dest.exists() {
+                let have =
+                    std::fs::read(&dest).with_context(|| format!("reading {}", dest.display()))?;
+                if have != bytes {
+                    kept_existing.push(rel_name(&patches_dir, &dest));
+                }
+                continue;
+            }
+            write_atomic(&dest, &bytes)?;
+        }
+    }
+    let pending = tree::series_names(&patches_dir, &new_dirs)?;
+    tree::ensure_copy(
+        sh,
+        layout,
+        opts.kernel_src.as_deref(),
+        &opts.to,
+        &dir.join("linux"),
+    )?;
+    Ok(RebaseState {
+        from: opts.from.clone(),
+        to: opts.to.clone(),
+        target: opts.target.as_ref().map(|t| t.name.clone()),
+        fuzz: opts.fuzz,
+        keep_going: opts.keep_going,
+        dirs,
+        pending,
+        results: Vec::new(),
+        stopped_at: None,
+        kept_existing,
+    })
+}
+
+fn rel_name(patches_dir: &Path, p: &Path) -> String {
+    p.strip_prefix(patches_dir)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Copies the regular files of `from` (not recursive) into `to`.
+fn copy_dir_files(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        if path.is_file() {
+            let dest = to.join(path.file_name().unwrap_or_default());
+            std::fs::copy(&path, &dest)
+                .with_context(|| format!("copying {} to {}", path.display(), dest.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Puts the new directories back as they were and removes the rebase.
+fn abort(dir: &Path, patches_dir: &Path, state: &RebaseState) -> Result<()> {
+    let snapshot = dir.join("start");
+    for (d, existed) in &state.dirs {
+        if d.is_dir() {
+            for entry in std::fs::read_dir(d).with_context(|| format!("reading {}", d.display()))? {
+                let path = entry?.path();
+                if path.is_file() {
+                    std::fs::remove_file(&path)
+                        .with_context(|| format!("removing {}", path.display()))?;
+                }
+            }
+        }
+        if *existed {
+            let rel = d.strip_prefix(patches_dir).unwrap_or(d);
+            copy_dir_files(&snapshot.join(rel), d)?;
+        } else if d.is_dir() {
+            std::fs::remove_dir(d).with_context(|| format!("removing {}", d.display()))?;
+            crate::stack::state::remove_empty_parents(patches_dir, d.parent());
+        }
+    }
+    std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))
+}
+
+/// Classifies and pushes one patch.
+fn step(
+    stack: &Stack,
+    patches_dir: &Path,
+    dir: &Path,
+    name: &str,
+    state: &RebaseState,
+) -> Result<PatchResult> {
+    let file = patches_dir.join(name);
+    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let patch = parse_patch(&bytes).map_err(|e| anyhow!("{}:{}: {e}", file.display(), e.line))?;
+    let mut result = PatchResult {
+        name: name.to_string(),
+        class: Class::Clean,
+        refreshed: false,
+        removed: false,
+        rejects: Vec::new(),
+        note: String::new(),
+    };
+    let failed = match check_patch(stack.tree(), &patch, &stack.options) {
+        Ok(report) => {
+            let mut fuzz = 0;
+            let mut offset = false;
+            for h in report.files.iter().flat_map(|f| &f.hunks) {
+                if let HunkOutcome::Applied {
+                    fuzz: f, offset: o, ..
+                } = *h
+                {
+                    fuzz = fuzz.max(f);
+                    offset |= o != 0;
+                }
+            }
+            result.class = if fuzz > 0 {
+                Class::Fuzz
+            } else if offset {
+                Class::Offset
+            } else {
+                Class::Clean
+            };
+            result.note = report
+                .render()
+                .lines()
+                .filter(|l| l.starts_with("Hunk"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            stack
+                .push_patch(name, &patch)
+                .with_context(|| format!("pushing {name}"))?;
+            if result.class != Class::Clean {
+                let (_, how) = stack.refresh(Some(name))?;
+                result.refreshed = how == Refreshed::Rewritten;
+            }
+            return Ok(result);
+        }
+        Err(ApplyError::Reversed { .. }) => None,
+        Err(ApplyError::Failed(report)) => Some(report),
+        Err(e) => return Err(anyhow!(e)).with_context(|| format!("checking {name}")),
+    };
+    let upstream = match &failed {
+        None => true,
+        Some(_) => reverse_applies(stack.tree(), &patch, &stack.options)
+            .map_err(|e| anyhow!(e))
+            .with_context(|| format!("reverse-checking {name}"))?,
+    };
+    if upstream {
+        result.class = Class::Upstream;
+        result.removed = true;
+        result.note = "applies in reverse: already in the new kernel".into();
+        std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
+        return Ok(result);
+    }
+    result.class = Class::Conflict;
+    let report = reject_report(&patch, failed.unwrap_or_default());
+    let mut text = Vec::new();
+    for fr in &report.files {
+        text.extend_from_slice(&crate::patch::render_rejects(
+            &patch.files[fr.index],
+            fr,
+            stack.options.strip,
+        ));
+    }
+    let saved = dir.join("rejects").join(format!("{name}.rej"));
+    write_atomic(&saved, &text)?;
+    result.note = report
+        .render()
+        .lines()
+        .filter(|l| l.contains("FAILED") || l.contains("can't find"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if state.keep_going {
+        result.rejects.push(saved.to_string_lossy().into_owned());
+    } else {
+        let forced = stack.push_forced(name, &patch)?;
+        result.rejects = forced
+            .rejects
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+    }
+    Ok(result)
+}
+
+/// Counts per class, every class present (zeros included).
+pub fn counts(state: &RebaseState) -> BTreeMap<Class, usize> {
+    let mut c: BTreeMap<Class, usize> = [
+        Class::Clean,
+        Class::Offset,
+        Class::Fuzz,
+        Class::Upstream,
+        Class::Conflict,
+    ]
+    .into_iter()
+    .map(|k| (k, 0))
+    .collect();
+    for r in &state.results {
+        *c.entry(r.class).or_default() += 1;
+    }
+    c
+}
+
+/// The summary table: counts per class, then one line per patch.
+pub fn table(state: &RebaseState, tree: &Path) -> String {
+    let mut s = format!(
+        "rebase {} → {}{}\n",
+        state.from,
+        state.to,
+        state
+            .target
+            .as_ref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default()
+    );
+    for (class, n) in counts(state) {
+        s.push_str(&format!("  {:<9} {n:>5}\n", class.as_str()));
+    }
+    s.push_str(&format!("  {:<9} {:>5}\n", "pending", state.pending.len()));
+    let width = state
+        .results
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(10);
+    for r in &state.results {
+        let mut flags = Vec::new();
+        if r.refreshed {
+            flags.push("refreshed".to_string());
+        }
+        if r.removed {
+            flags.push("removed".to_string());
+        }
+        if !r.rejects.is_empty() {
+            flags.push(format!("rejects: {}", r.rejects.join(", ")));
+        }
+        if !r.note.is_empty() {
+            flags.push(r.note.clone());
+        }
+        s.push_str(&format!(
+            "{:<width$}  {:<8}  {}\n",
+            r.name,
+            r.class.as_str(),
+            flags.join("; ")
+        ));
+    }
+    for k in &state.kept_existing {
+        s.push_str(&format!(
+            "{k}: already in the new directory and different; kept the new one\n"
+        ));
+    }
+    if let Some(name) = &state.stopped_at {
+        s.push_str(&format!(
+            "stopped at {name}: fix the files in {} (see the .rej files), then \
+             `cargo xtask patches rebase --continue` (or --skip, --abort)\n",
+            tree.display()
+        ));
+    }
+    s
+}
+
+/// The same as JSON: `{from, to, target, tree, stopped_at, counts, patches, pending, kept_existing}`.
+pub fn json(state: &RebaseState, tree: &Path) -> String {
+    let counts: BTreeMap<&str, usize> = counts(state)
+        .into_iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    let v = serde_json::json!({
+        "from": state.from,
+        "to": state.to,
+        "target": state.target,
+        "tree": tree,
+        "stopped_at": state.stopped_at,
+        "counts": counts,
+        "patches": state.results,
+        "pending": state.pending,
+        "kept_existing": state.kept_existing,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}

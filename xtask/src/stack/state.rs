@@ -1,0 +1,197 @@
+//! The applied-series state kept in the tree's top directory, as quilt keeps
+//! `.pc/` (quilt 0.66 `backup-files`, `applied-patches`):
+//!
+//! ```text
+//! <tree>/.xtask-pc/
+//!   applied-patches          one patch name per line, bottom first
+//!   <name>/.xtask-files      one line per file the patch touches:
+//!                            "<existed 0|1> <sha256 after the patch, or -> <path>"
+//!   <name>/<path>            the file's pre-image, when it existed
+//! ```
+//!
+//! `<name>` is the patch's path relative to `patches/` (it has slashes, so
+//! `<name>/` is a nested directory, as in quilt). Pre-images are hard links
+//! to the file that was in the tree before the push (the patch engine
+//! replaces files by rename, so the old inode, often shared with the
+//! pristine tree, is kept intact); copies where linking fails.
+
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Name of the state directory at the top of the tree.
+pub const STATE_DIR: &str = ".xtask-pc";
+/// Manifest file name inside each patch's state directory.
+pub const MANIFEST: &str = ".xtask-files";
+
+/// One file a pushed patch touches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    /// Path relative to the tree.
+    pub path: PathBuf,
+    /// Whether the file existed before the patch (its pre-image is saved).
+    pub existed: bool,
+    /// sha256 (hex) of the file after the patch (or after the last
+    /// refresh); `None` when the patch left no file there.
+    pub after: Option<String>,
+}
+
+/// Paths of the state of one tree.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The tree.
+    pub tree: PathBuf,
+    /// `<tree>/.xtask-pc`.
+    pub dir: PathBuf,
+}
+
+impl State {
+    /// The state of `tree` (nothing is created).
+    pub fn new(tree: &Path) -> State {
+        State {
+            tree: tree.to_path_buf(),
+            dir: tree.join(STATE_DIR),
+        }
+    }
+
+    /// The applied patches, bottom first; empty when none were pushed.
+    pub fn applied(&self) -> Result<Vec<String>> {
+        let file = self.dir.join("applied-patches");
+        match std::fs::read_to_string(&file) {
+            Ok(text) => Ok(text
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e).with_context(|| format!("reading {}", file.display())),
+        }
+    }
+
+    /// Rewrites `applied-patches` (temporary file + rename).
+    pub fn set_applied(&self, names: &[String]) -> Result<()> {
+        let mut text = String::new();
+        for n in names {
+            text.push_str(n);
+            text.push('\n');
+        }
+        write_atomic(&self.dir.join("applied-patches"), text.as_bytes())
+    }
+
+    /// The state directory of patch `name`.
+    pub fn patch_dir(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Where the pre-image of `path` is kept for patch `name`.
+    pub fn backup(&self, name: &str, path: &Path) -> PathBuf {
+        self.patch_dir(name).join(path)
+    }
+
+    /// Reads patch `name`'s manifest.
+    ///
+    /// Errors: missing or malformed manifest (names the file and line).
+    pub fn files(&self, name: &str) -> Result<Vec<FileEntry>> {
+        let file = self.patch_dir(name).join(MANIFEST);
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let mut parts = line.splitn(3, ' ');
+            let (Some(existed), Some(after), Some(path)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
+                bail!("{}:{}: malformed line {line:?}", file.display(), i + 1);
+            };
+            out.push(FileEntry {
+                path: PathBuf::from(path),
+                existed: existed == "1",
+                after: (after != "-").then(|| after.to_string()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Writes patch `name`'s manifest.
+    pub fn set_files(&self, name: &str, files: &[FileEntry]) -> Result<()> {
+        let mut text = String::new();
+        for f in files {
+            text.push_str(&format!(
+                "{} {} {}\n",
+                u8::from(f.existed),
+                f.after.as_deref().unwrap_or("-"),
+                f.path.display()
+            ));
+        }
+        write_atomic(&self.patch_dir(name).join(MANIFEST), text.as_bytes())
+    }
+}
+
+/// Checks that `rel` is a plain relative path (no `..`, not absolute, no
+/// newline), so it can be joined to the tree and the state directory.
+pub fn check_relative(rel: &Path) -> Result<()> {
+    if rel.as_os_str().is_empty() || rel.to_string_lossy().contains('\n') {
+        bail!("refusing file name {:?}", rel);
+    }
+    for c in rel.components() {
+        if !matches!(c, Component::Normal(_) | Component::CurDir) {
+            bail!(
+                "refusing file name {} (absolute or with '..')",
+                rel.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// renamed over it (creating the directory), so readers never see half a file
+/// and a hard-linked old file is left alone.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".xtask-tmp-")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", tmp.path().display()))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        std::fs::set_permissions(tmp.path(), meta.permissions())
+            .with_context(|| format!("setting permissions of {}", tmp.path().display()))?;
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("setting permissions of {}", tmp.path().display()))?;
+    }
+    tmp.persist(path)
+        .with_context(|| format!("renaming a temporary file to {}", path.display()))?;
+    Ok(())
+}
+
+/// Hard-links `from` to `to` (creating `to`'s directory), copying when
+/// linking is not possible (another file system).
+pub fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// Removes `dir`'s empty directories from `start` upwards, stopping at
+/// `root` (never removed) or at the first directory that is not empty.
+pub fn remove_empty_parents(root: &Path, start: Option<&Path>) {
+    let mut dir = start;
+    while let Some(d) = dir {
+        if d == root || !d.starts_with(root) || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}

@@ -1,0 +1,115 @@
+//! Which series and which working tree the `patches` commands act on.
+//!
+//! The series is OpenWrt's order (include/kernel-build.mk): generic
+//! `backport-<kver>`, `pending-<kver>`, `hack-<kver>`, then the target's
+//! `patches-<kver>`, each directory sorted by name ([`crate::series`]).
+//! Without a target only the generic directories are used.
+//!
+//! The default working tree is `target/xtask/work/<target|generic>-<kver>/linux`,
+//! a hard-linked copy (`cp -al`) of the pristine tree made on first use; the
+//! pristine tree and a user's `--kernel-src` tree are never written (the
+//! engine and `pop` replace files by rename, and pushed files get their own
+//! inode).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use xshell::{cmd, Shell};
+
+use crate::kernel_src::{self, pristine_tree};
+use crate::paths::Layout;
+use crate::series;
+use crate::targets::Target;
+
+/// The series directories for `target` (or generic only) and `kver`.
+pub fn directories(patches_dir: &Path, target: Option<&Target>, kver: &str) -> Vec<PathBuf> {
+    match target {
+        Some(t) => series::directories(patches_dir, t, kver),
+        None => ["backport", "pending", "hack"]
+            .iter()
+            .map(|k| patches_dir.join("generic").join(format!("{k}-{kver}")))
+            .collect(),
+    }
+}
+
+/// The series: patch names relative to `patches_dir`, in OpenWrt's order.
+///
+/// Errors: unreadable directories.
+pub fn series_names(patches_dir: &Path, dirs: &[PathBuf]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for dir in dirs {
+        for file in series::patch_files(dir)? {
+            names.push(
+                file.strip_prefix(patches_dir)
+                    .unwrap_or(&file)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    Ok(names)
+}
+
+/// `<target|generic>-<kver>`: the label of a working tree or rebase.
+pub fn label(target: Option<&Target>, kver: &str) -> String {
+    format!("{}-{kver}", target.map_or("generic", |t| t.name.as_str()))
+}
+
+/// The default working tree for `label`.
+pub fn work_tree(layout: &Layout, label: &str) -> PathBuf {
+    layout.work_dir().join("work").join(label).join("linux")
+}
+
+/// Makes `dest` a hard-linked copy of the kernel source for series `kver`
+/// (`kernel_src`: a tarball or tree; default Debian's tarball, unpacked once
+/// into the pristine cache), unless `dest` exists already.
+///
+/// Errors: no kernel source (with the `apt-get install` fix), copy failures.
+pub fn ensure_copy(
+    sh: &Shell,
+    layout: &Layout,
+    kernel_src: Option<&Path>,
+    kver: &str,
+    dest: &Path,
+) -> Result<()> {
+    if dest.is_dir() {
+        return Ok(());
+    }
+    let input = kernel_src::resolve_input(kernel_src, kver)?;
+    let pristine = pristine_tree(sh, layout, &input)?;
+    link_copy(sh, &pristine.dir, dest)
+}
+
+/// `cp -al FROM DEST` into a staging name renamed into place, falling back
+/// to `cp -a` across file systems.
+pub fn link_copy(sh: &Shell, from: &Path, dest: &Path) -> Result<()> {
+    let parent = dest.parent().context("working tree has no parent")?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let staging = parent.join(".linux-copy");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing {}", staging.display()))?;
+    }
+    eprintln!(
+        "copying {} to {} (hard links)",
+        from.display(),
+        dest.display()
+    );
+    if cmd!(sh, "cp -al {from} {staging}")
+        .quiet()
+        .ignore_stderr()
+        .run()
+        .is_err()
+    {
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging)
+                .with_context(|| format!("removing {}", staging.display()))?;
+        }
+        cmd!(sh, "cp -a {from} {staging}")
+            .quiet()
+            .run()
+            .with_context(|| format!("copying {} to {}", from.display(), staging.display()))?;
+    }
+    std::fs::rename(&staging, dest)
+        .with_context(|| format!("moving {} to {}", staging.display(), dest.display()))
+}
