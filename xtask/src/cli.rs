@@ -22,6 +22,10 @@ pub enum Command {
     Flags(FlagsCommand),
     /// List the targets in targets/ and their names on the command line.
     Targets,
+    /// Work on the kernel patch series: push, pop, status, refresh (quilt's
+    /// form, as OpenWrt writes it), rebase onto a new kernel, import/export.
+    #[command(subcommand)]
+    Patches(xtask::stack::cli::PatchesCommand),
     /// Install (as root) or print the Debian packages the targets need.
     Setup(SetupArgs),
     /// Run the test suite as CI does: build the tiny ARM profile for

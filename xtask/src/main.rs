@@ -121,6 +121,7 @@ fn run(cli: Cli) -> Result<()> {
                 println!("installed: {}", packages.join(" "));
             }
         }
+        Command::Patches(command) => xtask::stack::cli::run(&sh, &layout, command)?,
         Command::Test { jobs } => selftest::run(&sh, jobs)?,
     }
     Ok(())

@@ -1,0 +1,267 @@
+//! Rebase on a generated "old kernel → new kernel" fixture with one patch of
+//! each class. The expected class of every patch comes from GNU patch
+//! (`patch -p1 -N --dry-run --fuzz=2` on the new tree): no message → clean,
+//! `(offset` → offset, `with fuzz` → fuzz, `Reversed (or previously
+//! applied)` → upstream, `FAILED` → conflict. Then --skip, --continue
+//! (refreshed bytes checked against GNU `diff -u -p`), --abort and
+//! --keep-going.
+
+use std::path::{Path, PathBuf};
+
+use xshell::{cmd, Shell};
+use xtask::paths::Layout;
+use xtask::rebase::{self, Action, Class, RebaseOptions};
+
+fn lines(tag: &str, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            if i % 9 == 0 {
+                format!("int {tag}_fn_{i}(void)\n")
+            } else {
+                format!("\t{tag}_stmt_{i}();\n")
+            }
+        })
+        .collect()
+}
+
+const NAMES: &[(&str, &str)] = &[
+    ("100-clean.patch", "clean"),
+    ("200-offset.patch", "offset"),
+    ("300-fuzz.patch", "fuzz"),
+    ("400-upstream.patch", "upstream"),
+    ("500-conflict.patch", "conflict"),
+    ("600-late.patch", "late"),
+];
+
+struct Fx {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    newk: PathBuf,
+}
+
+fn gnu_diff(sh: &Shell, dir: &Path, path: &str, old: &str, new: &str) -> String {
+    let (a, b) = (dir.join("o"), dir.join("n"));
+    std::fs::write(&a, old).unwrap();
+    std::fs::write(&b, new).unwrap();
+    let (la, lb) = (format!("a/{path}"), format!("b/{path}"));
+    cmd!(sh, "diff -u -p --label {la} --label {lb} {a} {b}")
+        .ignore_status()
+        .read()
+        .unwrap()
+        + "\n"
+}
+
+fn fixture() -> Fx {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let old_dir = root.join("patches/generic/pending-6.6");
+    std::fs::create_dir_all(&old_dir).unwrap();
+    let newk = root.join("linux-new");
+    std::fs::create_dir_all(newk.join("drivers")).unwrap();
+    std::fs::write(
+        newk.join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n",
+    )
+    .unwrap();
+    std::fs::write(newk.join("Kbuild"), "obj-y += drivers/\n").unwrap();
+    for (name, tag) in NAMES {
+        let path = format!("drivers/{tag}.c");
+        let old = lines(tag, 40);
+        let mut new = old.clone();
+        new[20] = format!("\t{tag}_patched();\n");
+        new.insert(22, format!("\t{tag}_added();\n"));
+        let header = format!("From: Dev <dev@example.org>\nSubject: [PATCH] {tag}\n\n---\n");
+        let patch = header + &gnu_diff(&sh, &root, &path, &old.concat(), &new.concat());
+        std::fs::write(old_dir.join(name), patch).unwrap();
+        let mut kernel = old.clone();
+        match *tag {
+            "offset" => {
+                for k in 0..5 {
+                    kernel.insert(0, format!("/* upstream {k} */\n"));
+                }
+            }
+            "fuzz" => kernel[17] = "\t/* context changed upstream */\n".into(),
+            "upstream" => kernel = new.clone(),
+            "conflict" => kernel[20] = "\t/* the deleted line changed upstream */\n".into(),
+            _ => {}
+        }
+        std::fs::write(newk.join(&path), kernel.concat()).unwrap();
+    }
+    Fx {
+        _dir: dir,
+        root,
+        newk,
+    }
+}
+
+fn gnu_class(sh: &Shell, tree: &Path, patch: &Path) -> Class {
+    let out = cmd!(sh, "patch -p1 -N --dry-run --fuzz=2 -d {tree} -i {patch}")
+        .ignore_status()
+        .read()
+        .unwrap();
+    if out.contains("FAILED") {
+        Class::Conflict
+    } else if out.contains("Reversed (or previously applied)") {
+        Class::Upstream
+    } else if out.contains("with fuzz") {
+        Class::Fuzz
+    } else if out.contains("(offset") {
+        Class::Offset
+    } else {
+        Class::Clean
+    }
+}
+
+fn opts(fx: &Fx, keep_going: bool) -> RebaseOptions {
+    RebaseOptions {
+        from: "6.6".into(),
+        to: "6.12".into(),
+        target: None,
+        kernel_src: Some(fx.newk.clone()),
+        fuzz: 2,
+        keep_going,
+    }
+}
+
+fn new_dir(fx: &Fx) -> PathBuf {
+    fx.root.join("patches/generic/pending-6.12")
+}
+
+#[test]
+fn classes_agree_with_gnu_patch_then_skip() {
+    let sh = Shell::new().unwrap();
+    let fx = fixture();
+    let layout = Layout::new(&fx.root);
+    let out = rebase::run(&sh, &layout, &opts(&fx, false), Action::Start).unwrap();
+    assert_eq!(
+        out.state.stopped_at.as_deref(),
+        Some("generic/pending-6.12/500-conflict.patch")
+    );
+    for r in &out.state.results {
+        let file = fx
+            .root
+            .join("patches/generic/pending-6.6")
+            .join(Path::new(&r.name).file_name().unwrap());
+        assert_eq!(r.class, gnu_class(&sh, &fx.newk, &file), "{}", r.name);
+    }
+    let classes: Vec<Class> = out.state.results.iter().map(|r| r.class).collect();
+    assert_eq!(
+        classes,
+        [
+            Class::Clean,
+            Class::Offset,
+            Class::Fuzz,
+            Class::Upstream,
+            Class::Conflict
+        ]
+    );
+    assert!(!new_dir(&fx).join("400-upstream.patch").exists());
+    assert!(out.tree.join("drivers/conflict.c.rej").exists());
+    // The refreshed fuzz patch applies to the new tree with no fuzz.
+    assert_eq!(
+        gnu_class(&sh, &fx.newk, &new_dir(&fx).join("300-fuzz.patch")),
+        Class::Clean
+    );
+    assert_eq!(
+        gnu_class(&sh, &fx.newk, &new_dir(&fx).join("200-offset.patch")),
+        Class::Clean
+    );
+    let table = rebase::table(&out.state, &out.tree);
+    assert!(table.contains("stopped at"), "{table}");
+
+    let out = rebase::run(&sh, &layout, &opts(&fx, false), Action::Skip).unwrap();
+    assert_eq!(out.state.stopped_at, None);
+    assert_eq!(out.state.results.last().unwrap().class, Class::Clean);
+    assert!(!new_dir(&fx).join("500-conflict.patch").exists());
+    assert!(!out.tree.join("drivers/conflict.c.rej").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&rebase::json(&out.state, &out.tree)).unwrap();
+    assert_eq!(json["counts"]["clean"], 2);
+    assert_eq!(json["counts"]["upstream"], 1);
+}
+
+#[test]
+fn continue_refreshes_the_fixed_patch() {
+    let sh = Shell::new().unwrap();
+    let fx = fixture();
+    let layout = Layout::new(&fx.root);
+    let out = rebase::run(&sh, &layout, &opts(&fx, false), Action::Start).unwrap();
+    let file = out.tree.join("drivers/conflict.c");
+    let base = std::fs::read_to_string(fx.newk.join("drivers/conflict.c")).unwrap();
+    let fixed = base.replace(
+        "\tconflict_stmt_22();\n",
+        "\tconflict_stmt_22();\n\tconflict_added();\n",
+    );
+    std::fs::write(&file, &fixed).unwrap();
+    let out = rebase::run(&sh, &layout, &opts(&fx, false), Action::Continue).unwrap();
+    assert_eq!(out.state.stopped_at, None);
+    let want = "From: Dev <dev@example.org>\nSubject: [PATCH] conflict\n\n---\n".to_string()
+        + &gnu_diff(&sh, &fx.root, "drivers/conflict.c", &base, &fixed);
+    assert_eq!(
+        std::fs::read_to_string(new_dir(&fx).join("500-conflict.patch")).unwrap(),
+        want
+    );
+    assert_eq!(out.state.results.len(), NAMES.len());
+}
+
+#[test]
+fn abort_restores_the_start() {
+    let sh = Shell::new().unwrap();
+    let fx = fixture();
+    let layout = Layout::new(&fx.root);
+    // A new directory that existed before, with a patch of its own.
+    std::fs::create_dir_all(new_dir(&fx)).unwrap();
+    let own = "--- /dev/null\n+++ b/drivers/own.c\n@@ -0,0 +1 @@\n+own\n";
+    std::fs::write(new_dir(&fx).join("050-own.patch"), own).unwrap();
+    rebase::run(&sh, &layout, &opts(&fx, false), Action::Start).unwrap_err_or_stop();
+    rebase::run(&sh, &layout, &opts(&fx, false), Action::Abort).unwrap();
+    let left: Vec<_> = std::fs::read_dir(new_dir(&fx))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("050-own.patch")]);
+    assert_eq!(
+        std::fs::read_to_string(new_dir(&fx).join("050-own.patch")).unwrap(),
+        own
+    );
+    assert!(!rebase::rebase_dir(&layout, None, "6.6", "6.12").exists());
+}
+
+trait StopOk {
+    fn unwrap_err_or_stop(self);
+}
+impl StopOk for anyhow::Result<rebase::Outcome> {
+    fn unwrap_err_or_stop(self) {
+        assert!(self.unwrap().state.stopped_at.is_some());
+    }
+}
+
+#[test]
+fn keep_going_classifies_everything() {
+    let sh = Shell::new().unwrap();
+    let fx = fixture();
+    let layout = Layout::new(&fx.root);
+    let out = rebase::run(&sh, &layout, &opts(&fx, true), Action::Start).unwrap();
+    assert_eq!(out.state.stopped_at, None);
+    let classes: Vec<Class> = out.state.results.iter().map(|r| r.class).collect();
+    assert_eq!(
+        classes,
+        [
+            Class::Clean,
+            Class::Offset,
+            Class::Fuzz,
+            Class::Upstream,
+            Class::Conflict,
+            Class::Clean
+        ]
+    );
+    let conflict = &out.state.results[4];
+    let rej = std::fs::read_to_string(&conflict.rejects[0]).unwrap();
+    assert!(rej.starts_with("--- drivers/conflict.c"), "{rej}");
+    // Nothing of the conflicting patch is in the tree.
+    assert_eq!(
+        std::fs::read(out.tree.join("drivers/conflict.c")).unwrap(),
+        std::fs::read(fx.newk.join("drivers/conflict.c")).unwrap()
+    );
+}
