@@ -42,6 +42,30 @@ struct Bar {
     variant: usize,
 }
 
+/// Characters per warning line (13 px sans-serif across the canvas).
+const WRAP: usize = 125;
+
+/// Splits `text` at spaces into lines of at most `width` characters
+/// (longer words stay whole); continuation lines are indented.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut fresh = true; // nothing but indentation on `line` yet
+    for word in text.split(' ') {
+        if !fresh && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, "    ".to_string()));
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    lines.push(line);
+    lines
+}
+
 fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("drawing the SVG chart: {e}")
 }
@@ -112,6 +136,7 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
                 })
             })
         })
+        .flat_map(|w| wrap(&w, WRAP))
         .collect();
 
     let heights: Vec<u32> = panels
@@ -126,9 +151,9 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let title = format!(
-            "Size change against {} ({})",
-            report.base,
-            variants.join(", ")
+            "Size change of {} against {}",
+            variants.join(", "),
+            report.base
         );
         root.draw(&Text::new(
             title,

@@ -1,0 +1,335 @@
+//! `size-report` on bad input: each error names what is wrong and how to
+//! fix it; `--allow-mismatch` turns comparability errors into warnings
+//! printed in the report.
+
+#[path = "common/report_fixture.rs"]
+mod report_fixture;
+
+use report_fixture::{Fixture, BASE_SYMBOLS};
+use xtask::report::{self, Format, Request, Style, SymbolOptions};
+use xtask::results::BuildResult;
+
+fn request(targets: &[&str], variants: &[&str]) -> Request {
+    Request {
+        targets: targets.iter().map(|s| s.to_string()).collect(),
+        base: "baseline".to_string(),
+        variants: variants.iter().map(|s| s.to_string()).collect(),
+        symbols: None,
+        allow_mismatch: false,
+    }
+}
+
+fn error(f: &Fixture, req: &Request) -> String {
+    match report::compare::load(&f.layout(), req) {
+        Ok(_) => panic!("expected an error for {req:?}"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+fn assert_has(message: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(message.contains(p), "{p:?} missing from:\n{message}");
+    }
+}
+
+/// bcm53xx baseline + no-reorder-blocks, the variant changed by `edit`.
+fn pair_with(edit: impl FnOnce(&mut BuildResult)) -> Fixture {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let dir = f.results_dir("bcm53xx", "no-reorder-blocks");
+    let mut r = BuildResult::read(&dir).unwrap();
+    edit(&mut r);
+    r.write(&dir).unwrap();
+    f
+}
+
+#[test]
+fn nothing_built_says_how_to_build() {
+    let f = Fixture::new();
+    let e = error(&f, &request(&[], &[]));
+    assert_has(
+        &e,
+        &[
+            "no results to compare",
+            "cargo xtask build --target all --variant baseline --variant <VARIANT>",
+        ],
+    );
+}
+
+#[test]
+fn missing_base_names_the_file_and_the_command() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let e = error(&f, &request(&["ath79"], &[]));
+    assert_has(
+        &e,
+        &[
+            "no results for ath79/baseline",
+            "target/xtask/results/ath79/baseline/result.json does not exist",
+            "`cargo xtask build --target ath79 --variant baseline`",
+        ],
+    );
+}
+
+#[test]
+fn missing_variant_names_the_command_and_known_variants() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let e = error(&f, &request(&["bcm53xx"], &["no-swap"]));
+    assert_has(
+        &e,
+        &[
+            "no results for bcm53xx/no-swap",
+            "`cargo xtask build --target bcm53xx --variant no-swap`",
+        ],
+    );
+    let e = error(&f, &request(&["bcm53xx"], &["typo"]));
+    assert_has(
+        &e,
+        &[
+            "\"typo\" is not in variants.toml",
+            "baseline, deinline, no-reorder-blocks, no-swap",
+        ],
+    );
+}
+
+#[test]
+fn unfinished_build_is_called_that() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let dir = f.results_dir("bcm53xx", "no-swap");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("build.log"), "make: *** [vmlinux] Error 2\n").unwrap();
+    let e = error(&f, &request(&["bcm53xx"], &["no-swap"]));
+    assert_has(
+        &e,
+        &[
+            "has a build.log but no result.json",
+            "failed, was interrupted, or is still running",
+        ],
+    );
+}
+
+#[test]
+fn only_the_base_built() {
+    let f = Fixture::new();
+    let base = f.result("bcm53xx", "baseline", &[("zImage", 1000)], (100, 10, 1));
+    f.write(base, &[]);
+    let e = error(&f, &request(&["bcm53xx"], &[]));
+    assert_has(
+        &e,
+        &[
+            "only baseline has results",
+            "cargo xtask build --target bcm53xx --variant <VARIANT>",
+        ],
+    );
+}
+
+#[test]
+fn unknown_target_and_variant_equal_to_base() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    assert_has(
+        &error(&f, &request(&["bcm63xx"], &[])),
+        &["unknown target \"bcm63xx\"", "ar71xx"],
+    );
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &["baseline"])),
+        &["--variant baseline is also the base"],
+    );
+}
+
+#[test]
+fn all_skips_targets_without_results_and_says_so() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let report = report::compare::load(&f.layout(), &request(&["all"], &[])).unwrap();
+    assert_eq!(report.targets.len(), 1);
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert_has(
+        &report.skipped[0],
+        &[
+            "ath79",
+            "cargo xtask build --target ath79 --variant baseline --variant <VARIANT>",
+        ],
+    );
+}
+
+#[test]
+fn kernel_version_mismatch() {
+    let f = pair_with(|r| r.kernel_version = "6.12.110".to_string());
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[
+            "baseline and no-reorder-blocks were not built from the same inputs",
+            "kernel version: baseline has 6.12.117, no-reorder-blocks has 6.12.110",
+            "`cargo xtask build --target bcm53xx --variant baseline --variant no-reorder-blocks`",
+            "--allow-mismatch",
+        ],
+    );
+}
+
+#[test]
+fn kernel_source_mismatch() {
+    let f = pair_with(|r| r.kernel_source_sha256 = Some("e".repeat(64)));
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[
+            "kernel source sha256: baseline has 585a4a07",
+            "no-reorder-blocks has eeee",
+        ],
+    );
+    let f = pair_with(|r| {
+        r.kernel_source = "/home/me/linux".to_string();
+        r.kernel_source_sha256 = None;
+    });
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[
+            "kernel source: baseline has /usr/src/linux-source-6.12.tar.xz (sha256 585a4a074597)",
+            "/home/me/linux (a tree)",
+        ],
+    );
+}
+
+#[test]
+fn target_compiler_patch_mismatch() {
+    let f = pair_with(|r| {
+        r.openwrt_target = "bcm53xx/other".to_string();
+        r.compiler = "arm-linux-gnueabi-gcc (Debian 13.3.0-1) 13.3.0".to_string();
+        r.patches.push(xtask::results::PatchRecord {
+            name: "generic/backport-6.12/001-fix.patch".to_string(),
+            sha256: "f".repeat(64),
+        });
+    });
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[
+            "OpenWrt target: baseline has bcm53xx/generic, no-reorder-blocks has bcm53xx/other",
+            "compiler: baseline has arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0",
+            "patch generic/backport-6.12/001-fix.patch: applied to no-reorder-blocks only",
+        ],
+    );
+}
+
+#[test]
+fn config_mismatch_unless_the_variant_sets_kconfig() {
+    let f = pair_with(|r| r.config_sha256 = "d".repeat(64));
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[".config: baseline has sha256 64ed102bb790, no-reorder-blocks has dddddddddddd, and neither variant adds kconfig lines"],
+    );
+    // no-swap adds a kconfig line: a different config is what it is for.
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let mut r = f.result("bcm53xx", "no-swap", &[("zImage", 1)], (1, 1, 1));
+    r.config_sha256 = "d".repeat(64);
+    f.write(r, BASE_SYMBOLS);
+    let report = report::compare::load(&f.layout(), &request(&["bcm53xx"], &["no-swap"])).unwrap();
+    let c = &report.targets[0].comparisons[0];
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(
+        c.notes,
+        [".config differs as intended: no-swap sets # CONFIG_SWAP is not set"]
+    );
+}
+
+#[test]
+fn allow_mismatch_puts_the_warning_in_every_format() {
+    let f = pair_with(|r| r.kernel_version = "6.12.110".to_string());
+    let mut req = request(&["bcm53xx"], &[]);
+    req.allow_mismatch = true;
+    let report = report::compare::load(&f.layout(), &req).unwrap();
+    for format in Format::ALL {
+        let out = report::render(&report, format, &Style::default()).unwrap();
+        // The SVG wraps long warnings over several <text> elements, so
+        // compare the text without tags and with whitespace collapsed.
+        let mut text = String::new();
+        let mut in_tag = false;
+        for ch in out.chars() {
+            match ch {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                _ if !in_tag => text.push(ch),
+                _ => {}
+            }
+        }
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("kernel version: baseline has 6.12.117, no-reorder-blocks has 6.12.110"),
+            "{format}:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn result_in_the_wrong_directory() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let from = f.results_dir("bcm53xx", "no-reorder-blocks");
+    let to = f.results_dir("bcm53xx", "copy");
+    std::fs::create_dir_all(&to).unwrap();
+    for file in ["result.json", "vmlinux"] {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &["copy"])),
+        &["records target \"bcm53xx\" variant \"no-reorder-blocks\" but lies in the directory for bcm53xx/copy"],
+    );
+}
+
+#[test]
+fn truncated_vmlinux() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let vmlinux = f
+        .results_dir("bcm53xx", "no-reorder-blocks")
+        .join("vmlinux");
+    let bytes = std::fs::read(&vmlinux).unwrap();
+    std::fs::write(&vmlinux, &bytes[..bytes.len() / 2]).unwrap();
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[
+            "no-reorder-blocks/vmlinux is 17140 bytes but",
+            "records 34280 bytes: the file is truncated",
+            "`cargo xtask build --target bcm53xx --variant no-reorder-blocks`",
+        ],
+    );
+}
+
+#[test]
+fn non_elf_vmlinux() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let vmlinux = f.results_dir("bcm53xx", "baseline").join("vmlinux");
+    let len = std::fs::metadata(&vmlinux).unwrap().len() as usize;
+    std::fs::write(&vmlinux, vec![b'x'; len]).unwrap();
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[
+            "baseline/vmlinux: not a readable ELF file",
+            "`cargo xtask build --target bcm53xx --variant baseline`",
+        ],
+    );
+}
+
+#[test]
+fn missing_vmlinux() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    std::fs::remove_file(f.results_dir("bcm53xx", "baseline").join("vmlinux")).unwrap();
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &["baseline/vmlinux is listed in", "cannot be read"],
+    );
+}
+
+#[test]
+fn symbols_have_no_svg_form() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let mut req = request(&["bcm53xx"], &[]);
+    req.symbols = Some(SymbolOptions::default());
+    let e = report::run(&f.layout(), &req, Format::Svg, &Style::default(), None).unwrap_err();
+    assert_has(&format!("{e:#}"), &["--symbols has no SVG form"]);
+}

@@ -1,0 +1,124 @@
+//! Differential tests of the report's sections block against binutils
+//! `size` (the cross `arm-linux-gnueabi-size`): on fixture vmlinux files,
+//! and on the real arm-tiny baseline / no-reorder-blocks pair that
+//! `cargo xtask build --target arm-tiny --variant baseline --variant
+//! no-reorder-blocks` leaves in `target/xtask/results/`.
+//!
+//! When the tool or the real results are missing the tests print a note and
+//! pass, except under CI (the `CI` environment variable set), where that is
+//! a failure.
+
+#[path = "common/report_fixture.rs"]
+mod report_fixture;
+
+use std::path::Path;
+
+use xshell::{cmd, Shell};
+use xtask::bloat::Mode;
+use xtask::paths::Layout;
+use xtask::report::{self, text, Format, Request, Style, SymbolOptions};
+
+const SIZE: &str = "arm-linux-gnueabi-size";
+
+fn in_ci() -> bool {
+    std::env::var_os("CI").is_some()
+}
+
+/// Whether `what` is available; otherwise a CI failure or a skip note.
+fn available(ok: bool, what: &str) -> bool {
+    if !ok {
+        if in_ci() {
+            panic!("{what} (CI is set, so this is a failure)");
+        }
+        eprintln!("note: skipping: {what}");
+    }
+    ok
+}
+
+fn have_size() -> bool {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(SIZE).is_file()));
+    available(
+        on_path,
+        &format!("{SIZE} is not installed (apt-get install binutils-arm-linux-gnueabi)"),
+    )
+}
+
+fn request(target: &str) -> Request {
+    Request {
+        targets: vec![target.to_string()],
+        base: "baseline".to_string(),
+        variants: vec!["no-reorder-blocks".to_string()],
+        symbols: None,
+        allow_mismatch: false,
+    }
+}
+
+/// `size` run in `root` on the vmlinux files of `target`'s base and variant,
+/// with the same relative paths the report prints.
+fn binutils_size(root: &Path, target: &str) -> String {
+    let sh = Shell::new().unwrap();
+    sh.change_dir(root);
+    let base = format!("target/xtask/results/{target}/baseline/vmlinux");
+    let variant = format!("target/xtask/results/{target}/no-reorder-blocks/vmlinux");
+    let mut out = cmd!(sh, "{SIZE} {base} {variant}")
+        .env("LC_ALL", "C")
+        .read()
+        .expect("running size");
+    out.push('\n');
+    out
+}
+
+#[test]
+fn sections_block_equals_size_on_fixtures() {
+    if !have_size() {
+        return;
+    }
+    let f = report_fixture::Fixture::new();
+    f.standard("bcm53xx");
+    let report = report::compare::load(&f.layout(), &request("bcm53xx")).unwrap();
+    let ours = text::size_block(&report, &report.targets[0]);
+    assert_eq!(ours, binutils_size(f.root(), "bcm53xx"));
+    // The text format carries the block verbatim.
+    let out = report::render(&report, Format::Text, &Style::default()).unwrap();
+    assert!(out.contains(&ours), "{out}");
+}
+
+#[test]
+fn sections_block_equals_size_on_real_arm_tiny() {
+    let layout = Layout::from_manifest_dir();
+    let built = ["baseline", "no-reorder-blocks"].iter().all(|v| {
+        layout
+            .results_dir("arm-tiny", v)
+            .join("result.json")
+            .is_file()
+    });
+    if !available(
+        built,
+        "no arm-tiny results; make them with `cargo xtask build --target arm-tiny --variant baseline --variant no-reorder-blocks`",
+    ) || !have_size()
+    {
+        return;
+    }
+    let report = report::compare::load(&layout, &request("arm-tiny")).unwrap();
+    let t = &report.targets[0];
+    let ours = text::size_block(&report, t);
+    assert_eq!(ours, binutils_size(layout.root(), "arm-tiny"));
+    for format in Format::ALL {
+        let out = report::render(&report, format, &Style::default()).unwrap();
+        assert!(!out.is_empty(), "{format}");
+    }
+    // The symbol diff of the real pair renders (bloat-o-meter -t).
+    let mut req = request("arm-tiny");
+    req.symbols = Some(SymbolOptions {
+        mode: Mode::Text,
+        fold_clones: false,
+    });
+    let report = report::compare::load(&layout, &req).unwrap();
+    let c = &report.targets[0].comparisons[0];
+    let diff = c.symbols.as_ref().expect("symbol diff");
+    assert_eq!(diff.tables.len(), 1);
+    let out = report::render(&report, Format::Text, &Style::default()).unwrap();
+    assert!(out.contains("Symbols, bloat-o-meter -t "), "{out}");
+    assert!(out.contains("Total: Before="), "{out}");
+}
