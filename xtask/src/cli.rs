@@ -28,6 +28,10 @@ pub enum Command {
     Patches(xtask::stack::cli::PatchesCommand),
     /// Install (as root) or print the Debian packages the targets need.
     Setup(SetupArgs),
+    /// Compare variant builds against a base build, target by target, from
+    /// the results `build` wrote: artifact sizes, vmlinux sections (as
+    /// binutils `size`), optionally bloat-o-meter symbol diffs.
+    SizeReport(SizeReportArgs),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.
@@ -88,4 +92,119 @@ pub struct SetupArgs {
     /// Print the apt-get command instead of running it.
     #[arg(long)]
     pub print_only: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SizeReportArgs {
+    /// Target: a file name in targets/ (bcm53xx), OpenWrt's target/subtarget
+    /// (ramips/mt7621), an alias (ar71xx), or `all`. Repeatable. `all` (the
+    /// default) is every target that has a base and a variant result, tiny
+    /// profiles included; targets without results are listed on stderr.
+    #[arg(long = "target", short = 't', value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// The variant everything is compared against.
+    #[arg(long, value_name = "NAME", default_value = xtask::variants::BASELINE)]
+    pub base: String,
+    /// Variant to compare with the base. Repeatable; default: every variant
+    /// with results for the target, other than the base.
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Write the report to FILE (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Add per-target symbol diffs of base vmlinux → variant vmlinux, as the
+    /// kernel's scripts/bloat-o-meter prints them (not in SVG).
+    #[arg(long)]
+    pub symbols: bool,
+    /// With --symbols: fold compiler clones (foo.isra.0, foo.constprop.0,
+    /// foo.part.0, ...) into their base name; the report says so.
+    #[arg(long, requires = "symbols")]
+    pub fold_clones: bool,
+    /// With --symbols: bloat-o-meter's -c (functions, data, RO data
+    /// tables), -d (data only) or -t (functions only); default: one table
+    /// of everything.
+    #[arg(long, value_enum, value_name = "MODE", requires = "symbols")]
+    pub bloat_mode: Option<BloatMode>,
+    /// Write percentages with a decimal comma (+1,68%); CSV then uses `;`
+    /// between fields.
+    #[arg(long)]
+    pub decimal_comma: bool,
+    /// Compare builds that differ in more than the variant (kernel version
+    /// or source, compiler, config, patches); every difference is printed
+    /// in the report as a warning.
+    #[arg(long)]
+    pub allow_mismatch: bool,
+}
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// `zImage size: 1840424 → 1871328 (+1.68%)` lines, as posted in PRs.
+    Text,
+    /// A commit-message / mailing-list body with kernel, compiler and flags.
+    Mail,
+    /// GitHub Markdown, one table per target.
+    Markdown,
+    /// Every number, machine-readable.
+    Json,
+    /// Every number, one row per value.
+    Csv,
+    /// A bar chart of the percent changes.
+    Svg,
+}
+
+/// `--bloat-mode` values (bloat-o-meter's flags without the dash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BloatMode {
+    /// `-c`: functions, data and read-only data in separate tables.
+    C,
+    /// `-d`: data only.
+    D,
+    /// `-t`: functions only.
+    T,
+}
+
+impl SizeReportArgs {
+    /// The library's request.
+    pub fn request(&self) -> xtask::report::Request {
+        use xtask::bloat::Mode;
+        xtask::report::Request {
+            targets: self.targets.clone(),
+            base: self.base.clone(),
+            variants: self.variants.clone(),
+            symbols: self.symbols.then_some(xtask::report::SymbolOptions {
+                mode: match self.bloat_mode {
+                    None => Mode::All,
+                    Some(BloatMode::C) => Mode::Categorized,
+                    Some(BloatMode::D) => Mode::Data,
+                    Some(BloatMode::T) => Mode::Text,
+                },
+                fold_clones: self.fold_clones,
+            }),
+            allow_mismatch: self.allow_mismatch,
+        }
+    }
+
+    /// The library's format.
+    pub fn format(&self) -> xtask::report::Format {
+        use xtask::report::Format;
+        match self.format {
+            ReportFormat::Text => Format::Text,
+            ReportFormat::Mail => Format::Mail,
+            ReportFormat::Markdown => Format::Markdown,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Csv => Format::Csv,
+            ReportFormat::Svg => Format::Svg,
+        }
+    }
+
+    /// The library's style.
+    pub fn style(&self) -> xtask::report::Style {
+        xtask::report::Style {
+            decimal_comma: self.decimal_comma,
+        }
+    }
 }

@@ -123,6 +123,13 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Patches(command) => xtask::stack::cli::run(&sh, &layout, command)?,
         Command::Test { jobs } => selftest::run(&sh, jobs)?,
+        Command::SizeReport(args) => xtask::report::run(
+            &layout,
+            &args.request(),
+            args.format(),
+            &args.style(),
+            args.output.as_deref(),
+        )?,
     }
     Ok(())
 }

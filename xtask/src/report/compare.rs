@@ -399,9 +399,13 @@ fn load_target(
     } else {
         if missing_base || present.is_empty() {
             if !built.is_empty() || target.in_all {
-                let mut needed = vec![request.base.as_str()];
+                // Only what is missing: the base if absent, and the variants.
+                let mut needed: Vec<&str> = Vec::new();
+                if missing_base {
+                    needed.push(&request.base);
+                }
                 needed.extend(present.iter().chain(&absent).map(String::as_str));
-                if needed.len() == 1 {
+                if present.is_empty() && absent.is_empty() {
                     needed.push("<VARIANT>");
                 }
                 report.skipped.push(format!(

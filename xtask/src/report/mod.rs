@@ -20,7 +20,7 @@ pub mod text;
 use std::fmt;
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::paths::Layout;
 use crate::results::write_atomically;
@@ -141,7 +141,14 @@ pub fn run(
             write_atomically(path, text.as_bytes())?;
             eprintln!("wrote {}", path.display());
         }
-        None => print!("{text}"),
+        None => {
+            use std::io::Write as _;
+            match std::io::stdout().lock().write_all(text.as_bytes()) {
+                // `| head` closing the pipe is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other.context("writing the report to stdout")?,
+            }
+        }
     }
     Ok(())
 }
