@@ -122,3 +122,42 @@ fn sections_block_equals_size_on_real_arm_tiny() {
     assert!(out.contains("Symbols, bloat-o-meter -t "), "{out}");
     assert!(out.contains("Total: Before="), "{out}");
 }
+
+/// Every other target whose baseline and no-reorder-blocks results exist
+/// (the router targets, when built): the block equals that target's cross
+/// `size`. Targets without both results, or without their binutils, are
+/// skipped with a note (the CI build makes only arm-tiny).
+#[test]
+fn sections_block_equals_size_on_every_real_target() {
+    let layout = Layout::from_manifest_dir();
+    let targets = xtask::targets::load_all(&layout.targets_dir()).unwrap();
+    for t in targets.iter().filter(|t| t.name != "arm-tiny") {
+        let built = ["baseline", "no-reorder-blocks"]
+            .iter()
+            .all(|v| layout.results_dir(&t.name, v).join("result.json").is_file());
+        let size = format!("{}size", t.cross_compile);
+        let tool = std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|dir| dir.join(&size).is_file())
+        });
+        if !built || !tool {
+            eprintln!(
+                "note: skipping {}: {}",
+                t.name,
+                if built { "no cross size" } else { "no results" }
+            );
+            continue;
+        }
+        let report = report::compare::load(&layout, &request(&t.name)).unwrap();
+        let ours = text::size_block(&report, &report.targets[0]);
+        let sh = Shell::new().unwrap();
+        sh.change_dir(layout.root());
+        let base = format!("target/xtask/results/{}/baseline/vmlinux", t.name);
+        let variant = format!("target/xtask/results/{}/no-reorder-blocks/vmlinux", t.name);
+        let mut theirs = cmd!(sh, "{size} {base} {variant}")
+            .env("LC_ALL", "C")
+            .read()
+            .unwrap();
+        theirs.push('\n');
+        assert_eq!(ours, theirs, "{}", t.name);
+    }
+}

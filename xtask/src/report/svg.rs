@@ -10,7 +10,7 @@
 //! label gives the sizes before → after in bytes (for `dec` also in hex, as
 //! `size` prints it). Bars are coloured by variant, with a legend when more
 //! than one variant is compared. `--allow-mismatch` warnings are printed in
-//! red under the title. Canvas: 960 px wide, 26 px per bar plus about 110 px
+//! red under the title. All panels share one x scale. Canvas: 960 px wide, 26 px per bar plus about 110 px
 //! per panel.
 
 use anyhow::{anyhow, Result};
@@ -175,9 +175,16 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
             breaks.push(y);
             y += h;
         }
+        // One scale for every panel, with room for the value labels
+        // beyond the longest bar.
+        let largest = panels
+            .iter()
+            .flat_map(|(_, bars)| bars.iter().filter_map(|b| b.change.percent()))
+            .fold(0.0f64, |m, p| m.max(p.abs()));
+        let limit = if largest == 0.0 { 1.0 } else { largest * 1.45 };
         let areas = root.split_by_breakpoints::<u32, u32, _, _>([], breaks);
         for ((title, bars), area) in panels.iter().zip(areas.iter().skip(1)) {
-            draw_panel(area, title, bars, &variants, style)?;
+            draw_panel(area, title, bars, &variants, limit, style)?;
         }
         root.present().map_err(err)?;
     }
@@ -185,20 +192,17 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
     Ok(svg)
 }
 
+/// Draws one target's panel; `limit` is the x-axis half-width in percent,
+/// shared by all panels so that bar lengths compare across targets.
 fn draw_panel(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     title: &str,
     bars: &[Bar],
     variants: &[String],
+    limit: f64,
     style: &Style,
 ) -> Result<()> {
     let n = bars.len();
-    let largest = bars
-        .iter()
-        .filter_map(|b| b.change.percent())
-        .fold(0.0f64, |m, p| m.max(p.abs()));
-    // Room for the value labels beyond the longest bar.
-    let limit = if largest == 0.0 { 1.0 } else { largest * 1.45 };
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 17).into_font())
         .margin(10)
@@ -219,6 +223,8 @@ fn draw_panel(
         })
         .x_labels(9)
         .x_label_formatter(&|x| {
+            // Tick values near 0 come out as tiny negatives: print 0 plainly.
+            let x = if x.abs() < limit * 1e-9 { 0.0 } else { *x };
             let text = format!("{x:+.2}%");
             if decimal_comma {
                 text.replace('.', ",")
