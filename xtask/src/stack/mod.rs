@@ -163,11 +163,11 @@ impl Stack {
         }
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut entries = Vec::new();
-        for rel in files {
+        for (i, rel) in files.iter().enumerate() {
             let path = self.tree().join(rel);
             let existed = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
             if existed {
-                link_or_copy(&path, &self.state.backup(name, rel))?;
+                link_or_copy(&path, &self.state.backup(name, i))?;
             }
             entries.push(FileEntry {
                 path: rel.clone(),
@@ -182,12 +182,12 @@ impl Stack {
     /// a pre-image (so editing the file cannot change the saved copy or the
     /// pristine tree), and appends `name` to the applied list.
     fn record(&self, name: &str, mut entries: Vec<FileEntry>) -> Result<()> {
-        for e in &mut entries {
+        for (i, e) in entries.iter_mut().enumerate() {
             let path = self.tree().join(&e.path);
             let now =
                 read_optional(&path).with_context(|| format!("reading {}", path.display()))?;
             if let (Some(bytes), true) = (&now, e.existed) {
-                let backup = self.state.backup(name, &e.path);
+                let backup = self.state.backup(name, i);
                 let same_inode = match (std::fs::metadata(&path), std::fs::metadata(&backup)) {
                     (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
                     _ => false,
@@ -198,10 +198,8 @@ impl Stack {
             }
             e.after = now.as_deref().map(sha256_bytes);
         }
-        self.state.set_files(name, &entries)?;
-        let mut applied = self.applied()?;
-        applied.push(name.to_string());
-        self.state.set_applied(&applied)
+        self.state.set_files(name, &entries, true)?;
+        self.state.push_applied(name)
     }
 
     /// Pushes `patch` as `name` (not necessarily from the series file):
@@ -315,14 +313,14 @@ impl Stack {
                 }
             }
         }
-        for e in &entries {
+        for (i, e) in entries.iter().enumerate() {
             let path = self.tree().join(&e.path);
             if e.existed {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)
                         .with_context(|| format!("creating {}", dir.display()))?;
                 }
-                let backup = self.state.backup(&name, &e.path);
+                let backup = self.state.backup(&name, i);
                 std::fs::rename(&backup, &path).with_context(|| {
                     format!("restoring {} from {}", path.display(), backup.display())
                 })?;
@@ -353,19 +351,22 @@ impl Stack {
             .collect::<Result<_>>()?;
         let mut entries = self.state.files(name)?;
         let mut sides = Vec::new();
-        for e in &mut entries {
+        for (i, e) in entries.iter_mut().enumerate() {
             let old = if e.existed {
-                let b = self.state.backup(name, &e.path);
+                let b = self.state.backup(name, i);
                 Some(std::fs::read(&b).with_context(|| format!("reading {}", b.display()))?)
             } else {
                 None
             };
-            let shadow = later
-                .iter()
-                .find_map(|(n, files)| files.iter().find(|f| f.path == e.path).map(|f| (n, f)));
+            let shadow = later.iter().find_map(|(n, files)| {
+                files
+                    .iter()
+                    .position(|f| f.path == e.path)
+                    .map(|k| (n, k, &files[k]))
+            });
             let new = match shadow {
-                Some((n, f)) if f.existed => {
-                    let b = self.state.backup(n, &f.path);
+                Some((n, k, f)) if f.existed => {
+                    let b = self.state.backup(n, k);
                     Some(std::fs::read(&b).with_context(|| format!("reading {}", b.display()))?)
                 }
                 Some(_) => None,
@@ -413,7 +414,7 @@ impl Stack {
             write_atomic(&file, &bytes)?;
             Refreshed::Rewritten
         };
-        self.state.set_files(&name, &entries)?;
+        self.state.set_files(&name, &entries, false)?;
         Ok((name, outcome))
     }
 }

@@ -6,7 +6,8 @@
 //!   applied-patches          one patch name per line, bottom first
 //!   <name>/.xtask-files      one line per file the patch touches:
 //!                            "<existed 0|1> <sha256 after the patch, or -> <path>"
-//!   <name>/<path>            the file's pre-image, when it existed
+//!   <name>/<index>.orig      pre-image of the manifest's file number <index>
+//!                            (0-based), when it existed
 //! ```
 //!
 //! `<name>` is the patch's path relative to `patches/` (it has slashes, so
@@ -79,14 +80,32 @@ impl State {
         write_atomic(&self.dir.join("applied-patches"), text.as_bytes())
     }
 
+    /// Appends `name` to `applied-patches` (as quilt's `echo >>` does: no
+    /// rewrite, so a push costs one small append).
+    pub fn push_applied(&self, name: &str) -> Result<()> {
+        let file = self.dir.join("applied-patches");
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .with_context(|| format!("opening {}", file.display()))?;
+        f.write_all(format!("{name}\n").as_bytes())
+            .with_context(|| format!("appending to {}", file.display()))
+    }
+
     /// The state directory of patch `name`.
     pub fn patch_dir(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 
-    /// Where the pre-image of `path` is kept for patch `name`.
-    pub fn backup(&self, name: &str, path: &Path) -> PathBuf {
-        self.patch_dir(name).join(path)
+    /// Where the pre-image of patch `name`'s file number `index` (0-based,
+    /// manifest order) is kept: `<name>/<index>.orig`. Flat, so a push
+    /// creates one directory, not one per path component (mkdir dominated
+    /// the push time with quilt-style nested copies).
+    pub fn backup(&self, name: &str, index: usize) -> PathBuf {
+        self.patch_dir(name).join(format!("{index}.orig"))
     }
 
     /// Reads patch `name`'s manifest.
@@ -113,8 +132,10 @@ impl State {
         Ok(out)
     }
 
-    /// Writes patch `name`'s manifest.
-    pub fn set_files(&self, name: &str, files: &[FileEntry]) -> Result<()> {
+    /// Writes patch `name`'s manifest: a new file written in place on push
+    /// (`fresh`: the patch is not in `applied-patches` yet, so a torn write
+    /// is never read), replaced atomically otherwise (refresh).
+    pub fn set_files(&self, name: &str, files: &[FileEntry], fresh: bool) -> Result<()> {
         let mut text = String::new();
         for f in files {
             text.push_str(&format!(
@@ -124,7 +145,12 @@ impl State {
                 f.path.display()
             ));
         }
-        write_atomic(&self.patch_dir(name).join(MANIFEST), text.as_bytes())
+        let file = self.patch_dir(name).join(MANIFEST);
+        if fresh {
+            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))
+        } else {
+            write_atomic(&file, text.as_bytes())
+        }
     }
 }
 
