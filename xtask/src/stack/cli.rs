@@ -240,14 +240,18 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
                     bail!("{u} is not applied");
                 }
             }
+            let mut popped = 0;
             loop {
                 if until.is_some() && stack.applied()?.last() == until.as_ref() {
                     break;
                 }
                 let Some(name) = stack.pop(force)? else {
-                    println!("no patch is applied");
+                    if popped == 0 {
+                        println!("no patch is applied");
+                    }
                     break;
                 };
+                popped += 1;
                 println!("Removed patch {name}");
                 if !all && until.is_none() {
                     break;
