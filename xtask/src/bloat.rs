@@ -178,7 +178,13 @@ pub fn diff_with(old: &[NmSymbol], new: &[NmSymbol], mode: Mode, options: Option
 fn sizes(symbols: &[NmSymbol], types: &str, options: Options) -> HashMap<String, u64> {
     let mut out: HashMap<String, u64> = HashMap::new();
     for sym in symbols {
-        if !types.contains(sym.kind) || sym.name.contains(':') || is_skipped(&sym.name) {
+        // Nameless symbols (real ARM vmlinux files have some) crash the
+        // script's three-field unpacking; they are left out.
+        if !types.contains(sym.kind)
+            || sym.name.is_empty()
+            || sym.name.contains(':')
+            || is_skipped(&sym.name)
+        {
             continue;
         }
         let mut name = strip_numbers(&sym.name);

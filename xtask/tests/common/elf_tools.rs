@@ -88,7 +88,32 @@ pub fn python3() -> &'static Path {
     })
 }
 
-/// `python3 bloat-o-meter [flag] -p PREFIX old new`, its stdout verbatim.
+/// A `-p` prefix whose `nm` is `<prefix>nm` with nameless symbols
+/// (`00000004 t `, two fields) left out. bloat-o-meter 6.12 unpacks every
+/// line into three fields and crashes on them (real ARM vmlinux files have
+/// some); `xtask::bloat` skips them, so this is the script's behaviour had
+/// it not crashed. The wrapper is written once per prefix.
+pub fn nameless_filtering_prefix(prefix: &str) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nm-wrappers");
+    std::fs::create_dir_all(&dir).expect("creating the nm wrapper directory");
+    let wrapper = dir.join(format!("{}nm", prefix.replace('/', "_")));
+    if !wrapper.is_file() {
+        let script = format!("#!/bin/sh\n\"{prefix}nm\" \"$@\" | awk 'NF != 2'\n");
+        let tmp = dir.join(format!(
+            ".{}.{}",
+            std::process::id(),
+            prefix.replace('/', "_")
+        ));
+        std::fs::write(&tmp, script).expect("writing the nm wrapper");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &wrapper).expect("installing the nm wrapper");
+    }
+    format!("{}/{}", dir.display(), prefix.replace('/', "_"))
+}
+
+/// `python3 bloat-o-meter [flag] -p PREFIX old new`, its stdout verbatim,
+/// with `nm` filtered by [`nameless_filtering_prefix`].
 pub fn run_bloat_o_meter(
     script: &Path,
     prefix: &str,
@@ -99,6 +124,7 @@ pub fn run_bloat_o_meter(
     let sh = Shell::new().expect("shell");
     let flag = mode.flag();
     let python = python3();
+    let prefix = nameless_filtering_prefix(prefix);
     let output = cmd!(sh, "{python} {script} {flag...} -p {prefix} {old} {new}")
         .env("LC_ALL", "C")
         .quiet()
