@@ -6,10 +6,12 @@
 //! Without a target only the generic directories are used.
 //!
 //! The default working tree is `target/xtask/work/<target|generic>-<kver>/linux`,
-//! a hard-linked copy (`cp -al`) of the pristine tree made on first use; the
-//! pristine tree and a user's `--kernel-src` tree are never written (the
-//! engine and `pop` replace files by rename, and pushed files get their own
-//! inode).
+//! a full copy (`cp -a`) of the pristine tree made on first use. It is where
+//! a developer edits files before `refresh`, and editors may write in place,
+//! so it must not share inodes with the pristine tree (a hard-linked copy,
+//! as the build's read-only patched trees are, would let such an edit change
+//! the pristine tree). The pristine tree and a user's `--kernel-src` tree are
+//! never written.
 
 use std::path::{Path, PathBuf};
 
@@ -60,7 +62,7 @@ pub fn work_tree(layout: &Layout, label: &str) -> PathBuf {
     layout.work_dir().join("work").join(label).join("linux")
 }
 
-/// Makes `dest` a hard-linked copy of the kernel source for series `kver`
+/// Makes `dest` a full copy of the kernel source for series `kver`
 /// (`kernel_src`: a tarball or tree; default Debian's tarball, unpacked once
 /// into the pristine cache), unless `dest` exists already.
 ///
@@ -77,12 +79,26 @@ pub fn ensure_copy(
     }
     let input = kernel_src::resolve_input(kernel_src, kver)?;
     let pristine = pristine_tree(sh, layout, &input)?;
-    link_copy(sh, &pristine.dir, dest)
+    copy_into_place(sh, &pristine.dir, dest, CopyKind::Full)
+}
+
+/// How [`copy_into_place`] copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CopyKind {
+    /// `cp -al`, falling back to `cp -a` across file systems: for trees
+    /// only the engine writes (by rename).
+    HardLinks,
+    /// `cp -a`: for trees people edit.
+    Full,
 }
 
 /// `cp -al FROM DEST` into a staging name renamed into place, falling back
-/// to `cp -a` across file systems.
+/// to `cp -a` across file systems. Only for trees nobody edits by hand.
 pub fn link_copy(sh: &Shell, from: &Path, dest: &Path) -> Result<()> {
+    copy_into_place(sh, from, dest, CopyKind::HardLinks)
+}
+
+fn copy_into_place(sh: &Shell, from: &Path, dest: &Path, kind: CopyKind) -> Result<()> {
     let parent = dest.parent().context("working tree has no parent")?;
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let staging = parent.join(".linux-copy");
@@ -90,17 +106,14 @@ pub fn link_copy(sh: &Shell, from: &Path, dest: &Path) -> Result<()> {
         std::fs::remove_dir_all(&staging)
             .with_context(|| format!("removing {}", staging.display()))?;
     }
-    eprintln!(
-        "copying {} to {} (hard links)",
-        from.display(),
-        dest.display()
-    );
-    if cmd!(sh, "cp -al {from} {staging}")
-        .quiet()
-        .ignore_stderr()
-        .run()
-        .is_err()
-    {
+    eprintln!("copying {} to {}", from.display(), dest.display());
+    let linked = kind == CopyKind::HardLinks
+        && cmd!(sh, "cp -al {from} {staging}")
+            .quiet()
+            .ignore_stderr()
+            .run()
+            .is_ok();
+    if !linked {
         if staging.exists() {
             std::fs::remove_dir_all(&staging)
                 .with_context(|| format!("removing {}", staging.display()))?;
