@@ -65,6 +65,7 @@ pub fn prepare(
         return Ok(PatchedTree { dir, patches });
     }
     std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    remove_stale_staging(&root, ".staging-")?;
     let staging = tempfile::Builder::new()
         .prefix(".staging-")
         .tempdir_in(&root)
@@ -90,6 +91,27 @@ pub fn prepare(
     std::fs::rename(&tree, &dir)
         .with_context(|| format!("moving {} to {}", tree.display(), dir.display()))?;
     Ok(PatchedTree { dir, patches })
+}
+
+/// Removes `<dir>/<prefix>*` directories an interrupted run left behind
+/// (Ctrl-C during patching or unpacking). One build runs at a time per
+/// project, so any such directory is stale.
+pub fn remove_stale_staging(dir: &Path, prefix: &str) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with(prefix) && entry.path().is_dir() {
+            std::fs::remove_dir_all(entry.path()).with_context(|| {
+                format!(
+                    "removing {}, left by an interrupted run",
+                    entry.path().display()
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// `cp -al` (hard links), falling back to a full `cp -a` across file systems.

@@ -179,6 +179,10 @@ fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
     let (_dir, layout, target, variant) = project();
     let results_dir = layout.results_dir(&target.name, &variant.name);
     write(&results_dir.join(results::FILE_NAME), "{\"old\": true}");
+    write(
+        &results_dir.join("vmlinux"),
+        "stale artifact of an older build",
+    );
     let sh = Shell::new().unwrap();
     let jobs = [Job { target, variant }];
     let options = BuildOptions {
@@ -188,5 +192,21 @@ fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
     let err = build::run(&sh, &layout, &FailingBackend, &jobs, options).unwrap_err();
     assert!(format!("{err:#}").contains("building t/v"), "{err:#}");
     assert!(!results_dir.join(results::FILE_NAME).exists());
+    assert!(!results_dir.join("vmlinux").exists());
     assert!(results_dir.join("build.log").is_file());
+}
+
+#[test]
+fn staging_left_by_an_interrupted_run_is_removed() {
+    let (_dir, layout, target, variant) = project();
+    let stale = layout.patched_src_dir().join(".staging-interrupted/linux");
+    write(&stale.join("a.c"), "half-patched");
+    let sh = Shell::new().unwrap();
+    let series =
+        series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
+    patched_tree::prepare(&sh, &layout, &pristine(&layout), &series).unwrap();
+    assert!(!layout
+        .patched_src_dir()
+        .join(".staging-interrupted")
+        .exists());
 }

@@ -17,7 +17,8 @@ use xshell::{cmd, Shell};
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::artifacts::BuildOutputs;
-use crate::kernel_src::{self, SourceInput};
+use crate::kernel_src::{self, PristineTree, SourceInput};
+use crate::patched_tree::PatchedTree;
 use crate::paths::Layout;
 use crate::results::Cflags;
 use crate::{kconfig, patched_tree, series, toolchain};
@@ -47,6 +48,36 @@ impl KernelTree {
 
     fn input_for(&self, job: &Job) -> Result<SourceInput> {
         kernel_src::resolve_input(self.source_arg.as_deref(), &job.target.kernel)
+    }
+
+    /// The pristine tree (unpacked on first use, its pin checked) and the
+    /// patched tree of the job's series (cached, created on first use).
+    fn source_tree(&self, sh: &Shell, job: &Job) -> Result<(PristineTree, PatchedTree)> {
+        let input = self.input_for(job)?;
+        let pristine = kernel_src::pristine_tree(sh, &self.layout, &input)?;
+        let kver = kernel_src::series_of(&pristine.version);
+        if kver != job.target.kernel {
+            eprintln!(
+                "note: {}: the source is Linux {} but {} says kernel = \"{}\"; \
+                 building {kver} with the patches of {kver}, into the same results directory",
+                job.label(),
+                pristine.version,
+                job.target.file.display(),
+                job.target.kernel
+            );
+        }
+        let makefile_path = pristine.dir.join("Makefile");
+        let makefile = std::fs::read_to_string(&makefile_path)
+            .with_context(|| format!("reading {}", makefile_path.display()))?;
+        let patches = series::collect(
+            &self.layout.patches_dir(),
+            &job.target,
+            &job.variant,
+            &kver,
+            &makefile,
+        )?;
+        let tree = patched_tree::prepare(sh, &self.layout, &pristine, &patches)?;
+        Ok((pristine, tree))
     }
 
     fn make<'a>(&self, sh: &'a Shell, job: &Job, src: &Path, build: &Path) -> xshell::Cmd<'a> {
@@ -89,6 +120,16 @@ impl Backend for KernelTree {
                 Err(e) => problems.push(format!("{e:#}")),
             }
         }
+        // Sources and patch series last: a pin mismatch or a patch that
+        // does not apply stops here, before hours of other builds. The
+        // patched trees are cached, so the builds reuse them.
+        if problems.is_empty() {
+            for job in jobs {
+                if let Err(e) = self.source_tree(sh, job) {
+                    problems.push(format!("{}: {e:#}", job.label()));
+                }
+            }
+        }
         problems.dedup();
         if !problems.is_empty() {
             bail!(
@@ -103,22 +144,8 @@ impl Backend for KernelTree {
         let label = job.label();
         std::fs::write(log, format!("# cargo xtask build {label}\n"))
             .with_context(|| format!("writing {}", log.display()))?;
-        let input = self.input_for(job)?;
-        let pristine = kernel_src::pristine_tree(sh, &self.layout, &input)?;
-        let kver = kernel_src::series_of(&pristine.version);
+        let (pristine, tree) = self.source_tree(sh, job)?;
         let compiler = toolchain::compiler(sh, &job.target)?;
-
-        let makefile_path = pristine.dir.join("Makefile");
-        let makefile = std::fs::read_to_string(&makefile_path)
-            .with_context(|| format!("reading {}", makefile_path.display()))?;
-        let patches = series::collect(
-            &self.layout.patches_dir(),
-            &job.target,
-            &job.variant,
-            &kver,
-            &makefile,
-        )?;
-        let tree = patched_tree::prepare(sh, &self.layout, &pristine, &patches)?;
 
         let build = self.layout.build_dir(&job.target.name, &job.variant.name);
         reset_build_dir_for(&build, &tree.dir)?;

@@ -109,12 +109,17 @@ fn build_one(
     job: &Job,
     options: BuildOptions,
 ) -> Result<BuildResult> {
+    // The previous results of this job go first, result.json before the
+    // rest: an interrupted build leaves no record and no stale artifacts.
     let dir = layout.results_dir(&job.target.name, &job.variant.name);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let record = dir.join(results::FILE_NAME);
     if record.exists() {
         std::fs::remove_file(&record).with_context(|| format!("removing {}", record.display()))?;
     }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let started = results::now_rfc3339();
     let clock = Instant::now();
     let log = dir.join("build.log");
