@@ -114,7 +114,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             if args.print_only {
                 println!(
-                    "apt-get install -y --no-install-recommends {}",
+                    "apt-get install -y --no-install-recommends --no-upgrade {}",
                     packages.join(" ")
                 );
             } else if setup::install(&sh, &packages)? {

@@ -18,7 +18,14 @@ pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 /// Debian packages the tests need beyond `cargo xtask setup`'s: the
 /// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter) and
 /// the 6.1 source the flag patch is checked against.
-pub const TEST_PACKAGES: &[&str] = &["patch", "diffutils", "quilt", "python3", "linux-source-6.1"];
+pub const TEST_PACKAGES: &[&str] = &[
+    "patch",
+    "diffutils",
+    "quilt",
+    "git",
+    "python3",
+    "linux-source-6.1",
+];
 
 /// Runs the end-to-end build through `cargo xtask build`, then `cargo test`.
 pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {

@@ -13,6 +13,8 @@ use crate::toolchain::HOST_TOOLS;
 /// without duplicates.
 pub fn packages(targets: &[Target]) -> Vec<String> {
     let mut packages: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
+    // The kernel's host programs (fixdep, kconfig) need the C library headers.
+    packages.push("libc6-dev".to_string());
     for target in targets {
         packages.push(target.compiler_package.clone());
         packages.push(kernel_src::debian_package(&target.kernel));
@@ -34,7 +36,7 @@ pub fn install(sh: &Shell, packages: &[String]) -> Result<bool> {
         .is_ok_and(|uid| uid.trim() == "0");
     if !is_root {
         println!(
-            "run as root:\n  apt-get update && apt-get install -y --no-install-recommends {}",
+            "run as root:\n  apt-get update && apt-get install -y --no-install-recommends --no-upgrade {}",
             packages.join(" ")
         );
         return Ok(false);
@@ -43,9 +45,11 @@ pub fn install(sh: &Shell, packages: &[String]) -> Result<bool> {
         .env("DEBIAN_FRONTEND", "noninteractive")
         .run()
         .context("apt-get update")?;
+    // --no-upgrade: an installed linux-source-<kver> stays at its version,
+    // whose tarball sum patches/kernel-sources.toml may pin.
     cmd!(
         sh,
-        "apt-get install -y --no-install-recommends {packages...}"
+        "apt-get install -y --no-install-recommends --no-upgrade {packages...}"
     )
     .env("DEBIAN_FRONTEND", "noninteractive")
     .run()

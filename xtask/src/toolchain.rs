@@ -100,6 +100,7 @@ pub fn check_flags(sh: &Shell, compiler: &Compiler, flags: &[&str]) -> Result<()
 
 /// A host tool the kernel build needs, and the Debian package that has it.
 pub const HOST_TOOLS: &[(&str, &str)] = &[
+    ("gcc", "gcc"),
     ("make", "make"),
     ("flex", "flex"),
     ("bison", "bison"),
