@@ -118,6 +118,7 @@ pub fn produce(
                 let vmlinux = &outputs.vmlinux;
                 let strip = OBJCOPY_STRIP;
                 cmd!(sh, "{objcopy} -O binary {strip...} {vmlinux} {out}")
+                    .quiet()
                     .run()
                     .with_context(|| format!("{objcopy}: making {}", out.display()))?;
             }
@@ -170,6 +171,7 @@ fn ensure_bin(sh: &Shell, objcopy: &str, outputs: &BuildOutputs, dest: &Path) ->
         let vmlinux = &outputs.vmlinux;
         let strip = OBJCOPY_STRIP;
         cmd!(sh, "{objcopy} -O binary {strip...} {vmlinux} {bin}")
+            .quiet()
             .run()
             .with_context(|| format!("{objcopy}: making {}", bin.display()))?;
     }

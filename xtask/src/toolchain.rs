@@ -92,7 +92,7 @@ pub fn check_flags(sh: &Shell, compiler: &Compiler, flags: &[&str]) -> Result<()
         bail!("{cc} rejects the flags together but accepts each alone: {flags:?}");
     }
     bail!(
-        "{cc} ({}) does not accept these flags:\n{}\nFix them in patches/variants.toml.",
+        "{} does not accept these flags:\n{}\nFix them in patches/variants.toml (the variant's os/o2 keys).",
         compiler.version,
         rejected.join("\n")
     )
