@@ -23,7 +23,7 @@
 use std::fmt::Write as _;
 
 use super::compare::{Report, TargetReport};
-use super::text::{change_lines, heading, size_block, symbols_block, warning_lines};
+use super::text::{heading, target_body, VariantHeadings};
 use super::Style;
 use crate::results::BuildResult;
 
@@ -105,23 +105,7 @@ pub fn render(report: &Report, style: &Style) -> String {
         if own.iter().any(|entry| !global.contains(entry)) {
             out.push_str(&flag_lines(&own));
         }
-        for c in &t.comparisons {
-            out.push_str(&warning_lines(report, c));
-        }
-        for c in &t.comparisons {
-            if t.comparisons.len() > 1 {
-                let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant);
-            }
-            out.push_str(&change_lines(c, style));
-        }
-        out.push('\n');
-        out.push_str(&size_block(report, t));
-        for c in &t.comparisons {
-            if let Some(block) = symbols_block(report, t, c) {
-                out.push('\n');
-                out.push_str(&block);
-            }
-        }
+        out.push_str(&target_body(report, t, style, VariantHeadings::WhenSeveral));
     }
     out
 }

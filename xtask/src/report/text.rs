@@ -111,6 +111,45 @@ pub fn symbols_block(report: &Report, target: &TargetReport, c: &Comparison) -> 
     Some(out)
 }
 
+/// When a target's change lines get a `base → variant:` heading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VariantHeadings {
+    /// Before every variant's lines (the text format).
+    Always,
+    /// Only when the target compares several variants (the mail format,
+    /// whose preamble already names the one pair).
+    WhenSeveral,
+}
+
+/// One target's body, shared by the text and mail formats: warnings, each
+/// variant's change lines, `size`'s table and the symbol diffs.
+pub fn target_body(
+    report: &Report,
+    target: &TargetReport,
+    style: &Style,
+    headings: VariantHeadings,
+) -> String {
+    let mut out = String::new();
+    for c in &target.comparisons {
+        out.push_str(&warning_lines(report, c));
+    }
+    for c in &target.comparisons {
+        if headings == VariantHeadings::Always || target.comparisons.len() > 1 {
+            let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant);
+        }
+        out.push_str(&change_lines(c, style));
+    }
+    out.push('\n');
+    out.push_str(&size_block(report, target));
+    for c in &target.comparisons {
+        if let Some(block) = symbols_block(report, target, c) {
+            out.push('\n');
+            out.push_str(&block);
+        }
+    }
+    out
+}
+
 /// Renders the whole report as text.
 pub fn render(report: &Report, style: &Style) -> String {
     let mut out = String::new();
@@ -119,21 +158,7 @@ pub fn render(report: &Report, style: &Style) -> String {
             out.push('\n');
         }
         let _ = writeln!(out, "{}:", heading(t));
-        for c in &t.comparisons {
-            out.push_str(&warning_lines(report, c));
-        }
-        for c in &t.comparisons {
-            let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant);
-            out.push_str(&change_lines(c, style));
-        }
-        out.push('\n');
-        out.push_str(&size_block(report, t));
-        for c in &t.comparisons {
-            if let Some(block) = symbols_block(report, t, c) {
-                out.push('\n');
-                out.push_str(&block);
-            }
-        }
+        out.push_str(&target_body(report, t, style, VariantHeadings::Always));
     }
     out
 }
