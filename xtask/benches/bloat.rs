@@ -19,9 +19,9 @@ mod elf_tools;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use xtask::bloat::{self, Mode};
-use xtask::paths::Layout;
-use xtask::symbols::read_symbols;
+use xtask::measure::bloat::{self, Mode};
+use xtask::measure::symbols::read_symbols;
+use xtask::util::layout::Layout;
 
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
@@ -92,7 +92,7 @@ fn main() {
         "mode: {}, {runs} runs each, medians:",
         mode.flag().unwrap_or("(default)")
     );
-    println!("  xtask::symbols + xtask::bloat: {ours:?}");
+    println!("  xtask::measure::symbols + xtask::measure::bloat: {ours:?}");
     println!("  python3 bloat-o-meter -p {prefix}: {theirs:?}");
     println!(
         "  ratio: bloat-o-meter takes {:.1}× as long",

@@ -25,7 +25,7 @@ pub enum Command {
     /// Work on the kernel patch series: push, pop, status, refresh (quilt's
     /// form, as OpenWrt writes it), rebase onto a new kernel, import/export.
     #[command(subcommand)]
-    Patches(xtask::stack::cli::PatchesCommand),
+    Patches(xtask::patches::stack::commands::PatchesCommand),
     /// Install (as root) or print the Debian packages the targets need.
     Setup(SetupArgs),
     /// Compare variant builds against a base build, target by target, from
@@ -103,7 +103,7 @@ pub struct SizeReportArgs {
     #[arg(long = "target", short = 't', value_name = "TARGET")]
     pub targets: Vec<String>,
     /// The variant everything is compared against.
-    #[arg(long, value_name = "NAME", default_value = xtask::variants::BASELINE)]
+    #[arg(long, value_name = "NAME", default_value = xtask::inputs::variants::BASELINE)]
     pub base: String,
     /// Variant to compare with the base. Repeatable; default: every variant
     /// with results for the target, other than the base.
@@ -170,7 +170,7 @@ pub enum BloatMode {
 impl SizeReportArgs {
     /// The library's request.
     pub fn request(&self) -> xtask::report::Request {
-        use xtask::bloat::Mode;
+        use xtask::measure::bloat::Mode;
         xtask::report::Request {
             targets: self.targets.clone(),
             base: self.base.clone(),

@@ -1,40 +1,32 @@
 //! Library behind `cargo xtask`: everything an OpenWrt kernel developer needs to
-//! answer "what does this compiler flag or kernel patch do to my router images?".
+//! answer "what does this compiler flag or kernel patch do to my router?".
 //!
-//! Data flows one way:
-//! targets + variants + patches → kernel tree → build → results → reports.
+//! One folder per pipeline stage; data flows one way, and a stage imports
+//! only the stages before it (checked by the tidy test):
 //!
-//! * [`targets`], [`variants`]: the project's TOML inputs.
-//! * [`kernel_src`]: locate, verify and unpack the kernel source.
-//! * [`patch`]: the unified-diff patch engine (GNU patch semantics);
-//!   [`series`]: the OpenWrt-ordered patch series; [`stack`]: push/pop/refresh
-//!   over a working tree, [`rebase`], [`openwrt_tree`]; [`flags`]: the generated
-//!   `201-extra_optimization.patch`.
-//! * [`kconfig`]: base config + fragments, and the check that they took effect.
-//! * [`toolchain`]: cross compilers and their flag checks.
-//! * [`build`]: build orchestration behind a backend trait.
-//! * [`artifacts`], [`elf_size`], [`results`]: what a build produced, measured.
+//! ```text
+//! inputs → patches → build → results → measure → report
+//! ```
+//!
+//! * [`inputs`]: targets, variants, kconfig fragments, kernel source.
+//! * [`patches`]: the patch engine (GNU patch semantics), the diff writer,
+//!   the OpenWrt-ordered series, the generated `201-extra_optimization.patch`,
+//!   the patched source cache, the quilt-style stack, rebase, OpenWrt sync.
+//! * [`build`]: the plan (jobs), the kbuild backend, toolchain checks,
+//!   artifacts (images) and progress.
+//! * [`results`]: `result.json`, what one build produced.
+//! * [`measure`]: measurements of built kernels: vmlinux sections, symbols,
+//!   bloat-o-meter diffs.
+//! * [`report`]: loading results, comparability checks, the metric model and
+//!   one renderer per format.
+//! * [`util`]: the workspace layout and file-system helpers every stage uses.
+//! * [`host`]: `setup` (Debian packages) and `test` (the suite as CI runs it).
 
-pub mod artifacts;
-pub mod bloat;
 pub mod build;
-pub mod elf_size;
-pub mod flags;
-pub mod kconfig;
-pub mod kernel_src;
-pub mod openwrt_tree;
-pub mod patch;
-pub mod patched_tree;
-pub mod paths;
-pub mod rebase;
+pub mod host;
+pub mod inputs;
+pub mod measure;
+pub mod patches;
 pub mod report;
 pub mod results;
-pub mod selftest;
-pub mod series;
-pub mod setup;
-pub mod stack;
-pub mod symbols;
-pub mod targets;
-pub mod toolchain;
-pub mod unified_diff;
-pub mod variants;
+pub mod util;

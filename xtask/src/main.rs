@@ -7,9 +7,11 @@ use clap::Parser;
 use xshell::Shell;
 
 use cli::{Cli, Command, FlagsCommand};
-use xtask::build::{self, kernel_tree::KernelTree, BuildOptions, Job};
-use xtask::paths::Layout;
-use xtask::{flags, kernel_src, selftest, setup, targets, variants};
+use xtask::build::{self, kbuild::KernelTree, BuildOptions, Job};
+use xtask::host::{selftest, setup};
+use xtask::inputs::{kernel_source, targets, variants};
+use xtask::patches::extra_optimization;
+use xtask::util::layout::Layout;
 
 fn main() {
     if let Err(e) = run(Cli::parse()) {
@@ -61,12 +63,12 @@ fn run(cli: Cli) -> Result<()> {
         }) => {
             let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
             let variant = variants::select(&all, &[variant])?.remove(0);
-            for (kver, dir) in flags::pending_dirs(&layout.patches_dir())? {
-                let makefile = kernel_src::top_makefile_for_series(&sh, &kver, &kernel_src)?;
-                let changed = flags::write_patch(&dir, &makefile, &variant)?;
+            for (kver, dir) in extra_optimization::pending_dirs(&layout.patches_dir())? {
+                let makefile = kernel_source::top_makefile_for_series(&sh, &kver, &kernel_src)?;
+                let changed = extra_optimization::write_patch(&dir, &makefile, &variant)?;
                 println!(
                     "{}: {}",
-                    dir.join(flags::PATCH_NAME).display(),
+                    dir.join(extra_optimization::PATCH_NAME).display(),
                     if changed { "rewritten" } else { "unchanged" }
                 );
             }
@@ -121,7 +123,7 @@ fn run(cli: Cli) -> Result<()> {
                 println!("installed: {}", packages.join(" "));
             }
         }
-        Command::Patches(command) => xtask::stack::cli::run(&sh, &layout, command)?,
+        Command::Patches(command) => xtask::patches::stack::commands::run(&sh, &layout, command)?,
         Command::Test { jobs } => selftest::run(&sh, jobs)?,
         Command::SizeReport(args) => xtask::report::run(
             &layout,

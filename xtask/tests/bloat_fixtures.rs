@@ -8,8 +8,8 @@ mod elf_fixtures;
 mod elf_tools;
 
 use elf_tools::BloatJob;
-use xtask::bloat::{self, Mode, Options};
-use xtask::symbols::read_symbols;
+use xtask::measure::bloat::{self, Mode, Options};
+use xtask::measure::symbols::read_symbols;
 
 #[test]
 fn fixtures_match_nm_and_bloat_o_meter() {

@@ -1,4 +1,4 @@
-//! `xtask::symbols` on files that are not the cross fixtures: this test
+//! `xtask::measure::symbols` on files that are not the cross fixtures: this test
 //! executable itself (a 64-bit PIE with thousands of Rust symbols, TLS and
 //! weak symbols) against the host `nm`, and the errors for files that are
 //! not ELF or are cut short.
@@ -8,7 +8,7 @@ mod elf_tools;
 
 use std::path::Path;
 
-use xtask::symbols::{read_symbols, read_symbols_of};
+use xtask::measure::symbols::{read_symbols, read_symbols_of};
 
 fn error_text(path: &Path) -> String {
     let err = read_symbols(path).expect_err("reading should fail");

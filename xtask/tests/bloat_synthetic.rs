@@ -1,6 +1,6 @@
 //! Random and edge-case `nm --size-sort` listings run through the real
 //! `scripts/bloat-o-meter` (with a stand-in `nm` that prints the listing) and
-//! through [`xtask::bloat`]: the outputs must be equal byte for byte. This
+//! through [`xtask::measure::bloat`]: the outputs must be equal byte for byte. This
 //! reaches what compiled fixtures rarely produce: ties in delta, names with
 //! `:` or several `.NUMBER`s, sizes wider than the columns, non-ASCII names,
 //! empty sides and percentages that are exact halves at two decimals.
@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 
 use elf_tools::BloatJob;
 use xshell::{cmd, Shell};
-use xtask::bloat::{self, Mode};
-use xtask::symbols::NmSymbol;
+use xtask::measure::bloat::{self, Mode};
+use xtask::measure::symbols::NmSymbol;
 
 /// xorshift64*: deterministic, so a failure names a reproducible case.
 struct Rng(u64);

@@ -8,8 +8,8 @@
 #[path = "common/elf_tools.rs"]
 mod elf_tools;
 
-use xtask::bloat::{self, Mode};
-use xtask::symbols::read_symbols;
+use xtask::measure::bloat::{self, Mode};
+use xtask::measure::symbols::read_symbols;
 
 #[test]
 fn vmlinux_symbols_match_cross_nm() {

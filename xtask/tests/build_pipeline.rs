@@ -6,12 +6,12 @@ use std::path::Path;
 
 use xshell::Shell;
 use xtask::build::{self, Backend, BuildOptions, Built, Job};
-use xtask::kernel_src::PristineTree;
-use xtask::paths::Layout;
+use xtask::inputs::kernel_source::PristineTree;
+use xtask::inputs::targets::Target;
+use xtask::inputs::variants::Variant;
+use xtask::patches::{patched_source, series};
 use xtask::results;
-use xtask::targets::Target;
-use xtask::variants::Variant;
-use xtask::{patched_tree, series};
+use xtask::util::layout::Layout;
 
 const MAKEFILE: &str = "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n\nifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE\nKBUILD_CFLAGS += -O2\nelse ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE\nKBUILD_CFLAGS += -Os\nendif\n";
 
@@ -101,7 +101,7 @@ fn patched_tree_has_every_patch_and_leaves_the_pristine_tree_alone() {
     let sh = Shell::new().unwrap();
     let series =
         series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
-    let tree = patched_tree::prepare(&sh, &layout, &pristine(&layout), &series).unwrap();
+    let tree = patched_source::prepare(&sh, &layout, &pristine(&layout), &series).unwrap();
     let a = std::fs::read_to_string(tree.dir.join("a.c")).unwrap();
     assert!(a.contains("THREE\n"));
     let mk = std::fs::read_to_string(tree.dir.join("Makefile")).unwrap();
@@ -128,7 +128,7 @@ fn a_failing_patch_names_itself_and_keeps_no_tree() {
         series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
     let err = format!(
         "{:#}",
-        patched_tree::prepare(&sh, &layout, &pristine(&layout), &series).unwrap_err()
+        patched_source::prepare(&sh, &layout, &pristine(&layout), &series).unwrap_err()
     );
     assert!(err.contains("110-b.patch"), "{err}");
     assert!(err.contains("Hunk #1 FAILED at 2"), "{err}");
@@ -152,7 +152,7 @@ fn a_patch_escaping_the_tree_is_refused() {
         series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
     let err = format!(
         "{:#}",
-        patched_tree::prepare(&sh, &layout, &pristine(&layout), &series).unwrap_err()
+        patched_source::prepare(&sh, &layout, &pristine(&layout), &series).unwrap_err()
     );
     assert!(err.contains("100-evil.patch"), "{err}");
     assert!(!layout.patched_src_dir().join("outside").exists());
@@ -204,7 +204,7 @@ fn staging_left_by_an_interrupted_run_is_removed() {
     let sh = Shell::new().unwrap();
     let series =
         series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
-    patched_tree::prepare(&sh, &layout, &pristine(&layout), &series).unwrap();
+    patched_source::prepare(&sh, &layout, &pristine(&layout), &series).unwrap();
     assert!(!layout
         .patched_src_dir()
         .join(".staging-interrupted")

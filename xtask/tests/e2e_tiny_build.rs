@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::kernel_src::sha256_file;
+use xtask::host::selftest::{e2e_results_dir, E2E_VARIANTS};
+use xtask::inputs::kernel_source::sha256_file;
 use xtask::results::BuildResult;
-use xtask::selftest::{e2e_results_dir, E2E_VARIANTS};
 
 fn results() -> Option<Vec<(std::path::PathBuf, BuildResult)>> {
     let mut out = Vec::new();

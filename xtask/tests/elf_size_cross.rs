@@ -1,4 +1,4 @@
-//! `xtask::elf_size::berkeley_sizes` against the cross binutils `size`
+//! `xtask::measure::sections::berkeley_sizes` against the cross binutils `size`
 //! (Berkeley format): on the compiled fixtures (objects and linked, ARM,
 //! MIPS BE/LE, x86-64) and on real vmlinux files from `target/xtask/results`.
 
@@ -9,7 +9,7 @@ mod elf_tools;
 
 use std::path::{Path, PathBuf};
 
-use xtask::elf_size::berkeley_sizes;
+use xtask::measure::sections::berkeley_sizes;
 
 fn compare(prefix: &str, file: &Path, failures: &mut Vec<String>) {
     let ours = berkeley_sizes(file).expect("reading section sizes");

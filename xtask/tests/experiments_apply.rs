@@ -2,9 +2,9 @@
 //! them: -p1, no fuzz) to the real pristine Linux 6.12 tree that
 //! `cargo xtask test` unpacked, after the series they follow.
 
-use xtask::patch::{check_patch, parse_patch, ApplyOptions};
-use xtask::paths::Layout;
-use xtask::variants;
+use xtask::inputs::variants;
+use xtask::patches::engine::{check_patch, parse_patch, ApplyOptions};
+use xtask::util::layout::Layout;
 
 #[test]
 fn experiment_patches_apply_to_the_real_kernel() {

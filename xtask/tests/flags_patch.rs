@@ -3,8 +3,9 @@
 //! Makefile, and GNU patch applies it there.
 
 use xshell::{cmd, Shell};
-use xtask::paths::Layout;
-use xtask::{flags, kernel_src, variants};
+use xtask::inputs::{kernel_source, variants};
+use xtask::patches::extra_optimization;
+use xtask::util::layout::Layout;
 
 #[test]
 fn committed_flag_patches_are_generated_and_apply_with_gnu_patch() {
@@ -15,8 +16,8 @@ fn committed_flag_patches_are_generated_and_apply_with_gnu_patch() {
         .unwrap()
         .remove(0);
     let mut checked = 0;
-    for (kver, dir) in flags::pending_dirs(&layout.patches_dir()).unwrap() {
-        if !kernel_src::default_tarball(&kver).is_file() {
+    for (kver, dir) in extra_optimization::pending_dirs(&layout.patches_dir()).unwrap() {
+        if !kernel_source::default_tarball(&kver).is_file() {
             assert!(
                 std::env::var_os("CI").is_none(),
                 "CI must have linux-source-{kver} (cargo xtask setup --tests)"
@@ -24,10 +25,14 @@ fn committed_flag_patches_are_generated_and_apply_with_gnu_patch() {
             eprintln!("note: skipping {kver}: no Debian source tarball");
             continue;
         }
-        let makefile = kernel_src::top_makefile_for_series(&sh, &kver, &[]).unwrap();
-        let committed = std::fs::read_to_string(dir.join(flags::PATCH_NAME)).unwrap();
-        let generated =
-            flags::patch_text(flags::patch_header(&committed), &makefile, &baseline).unwrap();
+        let makefile = kernel_source::top_makefile_for_series(&sh, &kver, &[]).unwrap();
+        let committed = std::fs::read_to_string(dir.join(extra_optimization::PATCH_NAME)).unwrap();
+        let generated = extra_optimization::patch_text(
+            extra_optimization::patch_header(&committed),
+            &makefile,
+            &baseline,
+        )
+        .unwrap();
         assert_eq!(
             committed, generated,
             "{kver}: run `cargo xtask flags set baseline`"
@@ -35,7 +40,7 @@ fn committed_flag_patches_are_generated_and_apply_with_gnu_patch() {
 
         let tree = tempfile::tempdir().unwrap();
         std::fs::write(tree.path().join("Makefile"), &makefile).unwrap();
-        let patch_file = dir.join(flags::PATCH_NAME);
+        let patch_file = dir.join(extra_optimization::PATCH_NAME);
         let _cd = sh.push_dir(tree.path());
         let out = cmd!(sh, "patch -p1 --batch --fuzz=0 -i {patch_file}")
             .read()
@@ -44,7 +49,7 @@ fn committed_flag_patches_are_generated_and_apply_with_gnu_patch() {
         let patched = std::fs::read_to_string(tree.path().join("Makefile")).unwrap();
         assert_eq!(
             patched,
-            flags::rewrite_makefile(&makefile, &baseline).unwrap()
+            extra_optimization::rewrite_makefile(&makefile, &baseline).unwrap()
         );
         checked += 1;
     }

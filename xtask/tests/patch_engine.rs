@@ -11,7 +11,7 @@ use std::path::Path;
 
 use harness::*;
 use xshell::{cmd, Shell};
-use xtask::patch::{
+use xtask::patches::engine::{
     apply_patch, apply_patch_file, apply_patch_reverse, check_patch, parse_patch, render_rejects,
     reverse_applies, write_rejects, ApplyError, ApplyOptions, ParseErrorKind,
 };

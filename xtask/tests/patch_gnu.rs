@@ -287,7 +287,7 @@ fn descriptions_with_diff_like_lines() {
         let mut ours = d.to_vec();
         ours.extend_from_slice(&p);
         ours.extend_from_slice(b"-- \n2.43.0\n");
-        let parsed = xtask::patch::parse_patch(&ours).unwrap();
+        let parsed = xtask::patches::engine::parse_patch(&ours).unwrap();
         assert_eq!(parsed.description, d.to_vec());
         let (v, _) = differential_with(
             &format!("description {i}"),

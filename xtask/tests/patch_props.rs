@@ -9,7 +9,7 @@ use std::fs;
 
 use harness::*;
 use proptest::prelude::*;
-use xtask::patch::{apply_patch, apply_patch_reverse, parse_patch, ApplyOptions};
+use xtask::patches::engine::{apply_patch, apply_patch_reverse, parse_patch, ApplyOptions};
 
 /// Texts over a small line alphabet (so lines repeat and hunks could match
 /// in several places), optionally without a final newline, optionally CRLF.

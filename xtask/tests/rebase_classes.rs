@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use xshell::{cmd, Shell};
-use xtask::paths::Layout;
-use xtask::rebase::{self, Action, Class, RebaseOptions};
+use xtask::patches::rebase::{self, Action, Class, RebaseOptions};
+use xtask::util::layout::Layout;
 
 fn lines(tag: &str, n: usize) -> Vec<String> {
     (0..n)

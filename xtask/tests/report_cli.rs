@@ -5,8 +5,8 @@
 
 use std::process::Command;
 
-use xtask::paths::Layout;
 use xtask::results::BuildResult;
+use xtask::util::layout::Layout;
 
 fn xtask(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_xtask"))

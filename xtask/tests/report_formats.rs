@@ -7,7 +7,7 @@ mod report_fixture;
 
 use expect_test::{expect, expect_file, Expect};
 use report_fixture::Fixture;
-use xtask::bloat::Mode;
+use xtask::measure::bloat::Mode;
 use xtask::report::{self, Format, Request, Style, SymbolOptions};
 
 fn request(targets: &[&str], variants: &[&str]) -> Request {

@@ -14,9 +14,9 @@ mod report_fixture;
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::bloat::Mode;
-use xtask::paths::Layout;
+use xtask::measure::bloat::Mode;
 use xtask::report::{self, text, Format, Request, Style, SymbolOptions};
+use xtask::util::layout::Layout;
 
 const SIZE: &str = "arm-linux-gnueabi-size";
 
@@ -130,7 +130,7 @@ fn sections_block_equals_size_on_real_arm_tiny() {
 #[test]
 fn sections_block_equals_size_on_every_real_target() {
     let layout = Layout::from_manifest_dir();
-    let targets = xtask::targets::load_all(&layout.targets_dir()).unwrap();
+    let targets = xtask::inputs::targets::load_all(&layout.targets_dir()).unwrap();
     for t in targets.iter().filter(|t| t.name != "arm-tiny") {
         let built = ["baseline", "no-reorder-blocks"]
             .iter()

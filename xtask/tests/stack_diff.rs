@@ -1,11 +1,11 @@
-//! Differential test: `unified_diff::unified` against GNU `diff -u -p` on
+//! Differential test: `diff::unified` against GNU `diff -u -p` on
 //! generated texts full of repeated lines (braces, blank lines, `return 0;`),
 //! where many edit scripts are equally short and only GNU's own choice
 //! (prefix/suffix horizon, discarded lines, middle snake, boundary shifts)
 //! gives the same bytes. Expected output comes from `/usr/bin/diff`.
 
 use xshell::{cmd, Shell};
-use xtask::unified_diff::unified;
+use xtask::patches::diff::unified;
 
 struct Rng(u64);
 impl Rng {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use xshell::{cmd, Shell};
-use xtask::patch::ApplyOptions;
-use xtask::stack::{Refreshed, Stack};
+use xtask::patches::engine::ApplyOptions;
+use xtask::patches::stack::{Refreshed, Stack};
 
 struct Rng(u64);
 impl Rng {

@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(patch) = xtask::patch::parse_patch(data) {
+    if let Ok(patch) = xtask::patches::engine::parse_patch(data) {
         let _ = patch.reversed();
         for f in &patch.files {
             for h in &f.hunks {
@@ -14,6 +14,6 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let _ = xtask::stack::refresh::header(data);
-    let _ = xtask::stack::refresh::filenames_in_patch(data);
+    let _ = xtask::patches::stack::refresh::header(data);
+    let _ = xtask::patches::stack::refresh::filenames_in_patch(data);
 });

@@ -2,12 +2,14 @@
 //! then artifacts, measurements and `result.json`.
 //!
 //! A [`Backend`] turns one [`Job`] into a finished kernel build
-//! ([`Built`]). Today there is [`kernel_tree::KernelTree`], which configures
+//! ([`Built`]). Today there is [`kbuild::KernelTree`], which configures
 //! and runs `make` on a patched kernel tree; an OpenWrt-buildroot backend
 //! (running `make` in an OpenWrt tree) fits the same trait.
 
-pub mod kernel_tree;
+pub mod artifacts;
+pub mod kbuild;
 pub mod progress;
+pub mod toolchain;
 
 use std::path::Path;
 use std::time::Instant;
@@ -15,12 +17,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use crate::artifacts::{self, BuildOutputs};
-use crate::elf_size;
-use crate::paths::Layout;
+use crate::inputs::targets::Target;
+use crate::inputs::variants::Variant;
+use crate::measure::sections;
 use crate::results::{self, BuildResult, Cflags, PatchRecord};
-use crate::targets::Target;
-use crate::variants::Variant;
+use crate::util::layout::Layout;
+use artifacts::BuildOutputs;
 
 /// One thing to build: a target with a variant.
 #[derive(Debug, Clone)]
@@ -125,7 +127,7 @@ fn build_one(
     let log = dir.join("build.log");
     let built = backend.build(sh, job, options, &log)?;
     let artifacts = artifacts::produce(sh, &job.target, &built.outputs, &dir)?;
-    let vmlinux_sections = elf_size::berkeley_sizes(&built.outputs.vmlinux)?;
+    let vmlinux_sections = sections::berkeley_sizes(&built.outputs.vmlinux)?;
     let result = BuildResult {
         schema: results::SCHEMA,
         target: job.target.name.clone(),

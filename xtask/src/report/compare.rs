@@ -2,7 +2,7 @@
 //! computing what changed.
 //!
 //! Everything here reads what `cargo xtask build` wrote under
-//! `target/xtask/results/<target>/<variant>/` ([`crate::paths::Layout`]):
+//! `target/xtask/results/<target>/<variant>/` ([`crate::util::layout::Layout`]):
 //! `result.json` ([`BuildResult`]) for sizes and provenance, and `vmlinux`
 //! itself, which is checked (recorded size, ELF, recorded sections) and, with
 //! `--symbols`, read for its symbol table.
@@ -34,13 +34,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::bloat::{self, BloatDiff};
-use crate::elf_size;
-use crate::paths::Layout;
+use crate::inputs::targets::{self, Target};
+use crate::inputs::variants::{self, Variant};
+use crate::measure::bloat::{self, BloatDiff};
+use crate::measure::sections;
+use crate::measure::symbols;
 use crate::results::{self, BuildResult};
-use crate::symbols;
-use crate::targets::{self, Target};
-use crate::variants::{self, Variant};
+use crate::util::layout::Layout;
 
 /// A size before and after, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -583,7 +583,7 @@ fn read_checked(dir: &Path, target: &str, variant: &str) -> Result<BuildResult> 
                 recorded.size
             );
         }
-        let sections = elf_size::berkeley_sizes(&vmlinux)
+        let sections = sections::berkeley_sizes(&vmlinux)
             .with_context(|| format!("rebuild it with `{rebuild}`"))?;
         if sections != result.vmlinux_sections {
             bail!(
@@ -742,7 +742,9 @@ pub fn mismatches(
         }
     }
 
-    let is_flags_patch = |name: &str| name.rsplit('/').next() == Some(crate::flags::PATCH_NAME);
+    let is_flags_patch = |name: &str| {
+        name.rsplit('/').next() == Some(crate::patches::extra_optimization::PATCH_NAME)
+    };
     let patches_of = |r: &BuildResult| -> BTreeMap<String, String> {
         r.patches
             .iter()

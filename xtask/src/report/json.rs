@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use super::compare::{Change, Comparison, Report, TargetReport};
 use super::Style;
-use crate::bloat::{BloatDiff, Mode};
+use crate::measure::bloat::{BloatDiff, Mode};
 use crate::results::{BuildResult, Cflags, PatchRecord};
 
 /// Version of this JSON layout; bumped on incompatible changes.

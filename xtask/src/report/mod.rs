@@ -22,8 +22,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::paths::Layout;
 use crate::results::write_atomically;
+use crate::util::layout::Layout;
 
 pub use compare::{Change, Report, Request, SymbolOptions};
 

@@ -27,7 +27,7 @@ pub fn heading(target: &TargetReport) -> String {
 /// with the paths relative to the workspace root. Newline-terminated.
 pub fn size_block(report: &Report, target: &TargetReport) -> String {
     let mut out = String::from("   text\t   data\t    bss\t    dec\t    hex\tfilename\n");
-    let mut line = |s: &crate::elf_size::SectionSizes, dir: &std::path::Path| {
+    let mut line = |s: &crate::measure::sections::SectionSizes, dir: &std::path::Path| {
         let _ = writeln!(
             out,
             "{:>7}\t{:>7}\t{:>7}\t{:>7}\t{:>7x}\t{}",
@@ -93,7 +93,7 @@ pub fn warning_lines(report: &Report, c: &Comparison) -> String {
 
 /// The symbol-diff section of one comparison: a title line naming the pair,
 /// the bloat-o-meter mode and whether clones are folded, then
-/// [`crate::bloat::BloatDiff::render`].
+/// [`crate::measure::bloat::BloatDiff::render`].
 pub fn symbols_block(report: &Report, target: &TargetReport, c: &Comparison) -> Option<String> {
     let diff = c.symbols.as_ref()?;
     let mode = diff.mode.flag().map_or(String::new(), |f| format!(" {f}"));

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use xshell::{cmd, Shell};
-use xtask::bloat::Mode;
-use xtask::paths::Layout;
+use xtask::measure::bloat::Mode;
+use xtask::util::layout::Layout;
 
 /// Debian's kernel source tarball holding the reference script.
 pub const KERNEL_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
@@ -91,7 +91,7 @@ pub fn python3() -> &'static Path {
 /// A `-p` prefix whose `nm` is `<prefix>nm` with nameless symbols
 /// (`00000004 t `, two fields) left out. bloat-o-meter 6.12 unpacks every
 /// line into three fields and crashes on them (real ARM vmlinux files have
-/// some); `xtask::bloat` skips them, so this is the script's behaviour had
+/// some); `xtask::measure::bloat` skips them, so this is the script's behaviour had
 /// it not crashed. The wrapper is written once per prefix.
 pub fn nameless_filtering_prefix(prefix: &str) -> String {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nm-wrappers");
@@ -295,7 +295,7 @@ pub fn vmlinux_pairs(what: &str) -> Vec<VmlinuxPair> {
         return Vec::new();
     }
     let target_file = layout.targets_dir().join(format!("{target}.toml"));
-    let prefix = xtask::targets::Target::load(&target_file)
+    let prefix = xtask::inputs::targets::Target::load(&target_file)
         .expect("loading the arm-tiny target")
         .cross_compile;
     vec![VmlinuxPair {
@@ -317,7 +317,7 @@ pub fn results_vmlinux_files() -> Vec<(String, PathBuf)> {
     for target in targets.flatten() {
         let name = target.file_name().to_string_lossy().into_owned();
         let file = layout.targets_dir().join(format!("{name}.toml"));
-        let Ok(spec) = xtask::targets::Target::load(&file) else {
+        let Ok(spec) = xtask::inputs::targets::Target::load(&file) else {
             continue;
         };
         let Ok(variants) = std::fs::read_dir(target.path()) else {

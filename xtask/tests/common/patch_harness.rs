@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::patch::{self, ApplyError, ApplyOptions, ApplyReport, FileOp, HunkOutcome};
+use xtask::patches::engine::{self, ApplyError, ApplyOptions, ApplyReport, FileOp, HunkOutcome};
 
 /// A file to put in a tree: relative path, content, permission bits.
 #[derive(Clone, Debug)]
@@ -208,7 +208,7 @@ pub fn our_lines(report: &ApplyReport) -> Vec<String> {
                     }
                     s + "."
                 }
-                HunkOutcome::Failed { .. } => patch::hunk_message(i + 1, h).unwrap(),
+                HunkOutcome::Failed { .. } => engine::hunk_message(i + 1, h).unwrap(),
             });
         }
     }
@@ -252,9 +252,9 @@ pub fn differential_with(
         )
     };
     assert!(gnu.status <= 1, "GNU patch trouble: {}", ctx());
-    let parsed = patch::parse_patch(our_patch).unwrap_or_else(|e| panic!("{e}\n{}", ctx()));
+    let parsed = engine::parse_patch(our_patch).unwrap_or_else(|e| panic!("{e}\n{}", ctx()));
     let opts = ApplyOptions { strip, fuzz };
-    let ours = patch::apply_patch(&odir, &parsed, &opts);
+    let ours = engine::apply_patch(&odir, &parsed, &opts);
     let verdict = match &ours {
         Ok(report) => {
             assert_eq!(gnu.status, 0, "we applied, GNU did not: {}", ctx());

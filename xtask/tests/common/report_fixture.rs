@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use xtask::elf_size::SectionSizes;
-use xtask::paths::Layout;
+use xtask::measure::sections::SectionSizes;
 use xtask::results::{ArtifactRecord, BuildResult, Cflags, PatchRecord};
+use xtask::util::layout::Layout;
 
 /// A symbol for [`elf32`]: name, size in bytes, nm letter (`T`, `t`, `D`,
 /// `d`, `B`, `b`).

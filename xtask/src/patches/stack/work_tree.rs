@@ -2,7 +2,7 @@
 //!
 //! The series is OpenWrt's order (include/kernel-build.mk): generic
 //! `backport-<kver>`, `pending-<kver>`, `hack-<kver>`, then the target's
-//! `patches-<kver>`, each directory sorted by name ([`crate::series`]).
+//! `patches-<kver>`, each directory sorted by name ([`crate::patches::series`]).
 //! Without a target only the generic directories are used.
 //!
 //! The default working tree is `target/xtask/work/<target|generic>-<kver>/linux`,
@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::kernel_src::{self, pristine_tree};
-use crate::paths::Layout;
-use crate::series;
-use crate::targets::Target;
+use crate::inputs::kernel_source::{self, pristine_tree};
+use crate::inputs::targets::Target;
+use crate::patches::series;
+use crate::util::layout::Layout;
 
 /// The series directories for `target` (or generic only) and `kver`.
 pub fn directories(patches_dir: &Path, target: Option<&Target>, kver: &str) -> Vec<PathBuf> {
@@ -77,7 +77,7 @@ pub fn ensure_copy(
     if dest.is_dir() {
         return Ok(());
     }
-    let input = kernel_src::resolve_input(kernel_src, kver)?;
+    let input = kernel_source::resolve_input(kernel_src, kver)?;
     let pristine = pristine_tree(sh, layout, &input)?;
     copy_into_place(sh, &pristine.dir, dest, CopyKind::Full)
 }

@@ -7,7 +7,7 @@
 //! * `offset`: applies at other lines, no fuzz (refreshed);
 //! * `fuzz`: needs fuzz ≤ `--fuzz` (default 2, GNU patch's) (refreshed);
 //! * `upstream`: does not apply but applies in reverse: the new kernel has
-//!   it already ([`crate::patch::reverse_applies`]); removed from the new series;
+//!   it already ([`crate::patches::engine::reverse_applies`]); removed from the new series;
 //! * `conflict`: neither. The rebase stops with the hunks that apply
 //!   applied, `FILE.rej` in the work tree and a copy under the rebase's
 //!   `rejects/`; `--continue` refreshes the patch from the fixed tree,
@@ -17,7 +17,7 @@
 //!
 //! State: `target/xtask/rebase/<target|generic>-<from>-to-<to>/` with
 //! `state.json`, `start/` (the `<to>` directories as they were), `rejects/`
-//! and `linux/` (the work tree, a [`crate::stack::Stack`]).
+//! and `linux/` (the work tree, a [`crate::patches::stack::Stack`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,13 +26,13 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::patch::{
+use crate::inputs::targets::Target;
+use crate::patches::engine::{
     check_patch, parse_patch, reverse_applies, ApplyError, ApplyOptions, HunkOutcome,
 };
-use crate::paths::Layout;
-use crate::stack::state::write_atomic;
-use crate::stack::{reject_report, tree, Refreshed, Stack};
-use crate::targets::Target;
+use crate::patches::stack::state::write_atomic;
+use crate::patches::stack::{reject_report, work_tree, Refreshed, Stack};
+use crate::util::layout::Layout;
 
 /// How a patch fared on the new kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -258,8 +258,8 @@ fn save(file: &Path, state: &RebaseState) -> Result<()> {
 /// Snapshot of the new directories, the copy of the old series, the work tree.
 fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Result<RebaseState> {
     let patches_dir = layout.patches_dir();
-    let old_dirs = tree::directories(&patches_dir, opts.target.as_ref(), &opts.from);
-    let new_dirs = tree::directories(&patches_dir, opts.target.as_ref(), &opts.to);
+    let old_dirs = work_tree::directories(&patches_dir, opts.target.as_ref(), &opts.from);
+    let new_dirs = work_tree::directories(&patches_dir, opts.target.as_ref(), &opts.to);
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
     }
@@ -275,7 +275,7 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
     }
     let mut kept_existing = Vec::new();
     for (old, new) in old_dirs.iter().zip(&new_dirs) {
-        for file in crate::series::patch_files(old)? {
+        for file in crate::patches::series::patch_files(old)? {
             let dest = new.join(file.file_name().context("patch without a name")?);
             let bytes =
                 std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
@@ -290,8 +290,8 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
             write_atomic(&dest, &bytes)?;
         }
     }
-    let pending = tree::series_names(&patches_dir, &new_dirs)?;
-    tree::ensure_copy(
+    let pending = work_tree::series_names(&patches_dir, &new_dirs)?;
+    work_tree::ensure_copy(
         sh,
         layout,
         opts.kernel_src.as_deref(),
@@ -351,7 +351,7 @@ fn abort(dir: &Path, patches_dir: &Path, state: &RebaseState) -> Result<()> {
             copy_dir_files(&snapshot.join(rel), d)?;
         } else if d.is_dir() {
             std::fs::remove_dir(d).with_context(|| format!("removing {}", d.display()))?;
-            crate::stack::state::remove_empty_parents(patches_dir, d.parent());
+            crate::patches::stack::state::remove_empty_parents(patches_dir, d.parent());
         }
     }
     std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))
@@ -432,7 +432,7 @@ fn step(
     let report = reject_report(&patch, failed.unwrap_or_default());
     let mut text = Vec::new();
     for fr in &report.files {
-        text.extend_from_slice(&crate::patch::render_rejects(
+        text.extend_from_slice(&crate::patches::engine::render_rejects(
             &patch.files[fr.index],
             fr,
             stack.options.strip,

@@ -9,7 +9,7 @@
 //! The series: `--patches` patches (default 300), each changing 1–3 `.c`
 //! files of the tree that no other patch touches, 2–5 hunks per file
 //! (insertions, replacements, deletions of a few lines), written by
-//! [`crate::unified_diff::unified`] with a mail-style header. The new
+//! [`crate::patches::diff::unified`] with a mail-style header. The new
 //! kernel differs per patch by its index mod 10: lines added at the top of
 //! the patch's first file (offset), a context line of its first hunk
 //! changed (fuzz), the patch itself applied (upstream), a line its first
@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use super::state::write_atomic;
-use super::{tree, Stack};
-use crate::patch::{apply_patch, parse_patch, ApplyOptions};
-use crate::paths::Layout;
-use crate::rebase::{self, Action, RebaseOptions};
+use super::stack::state::write_atomic;
+use super::stack::{work_tree, Stack};
+use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
+use crate::patches::rebase::{self, Action, RebaseOptions};
+use crate::util::layout::Layout;
 
 /// `patches bench` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -160,7 +160,7 @@ fn generate(tree: &Path, count: usize, seed: u64) -> Result<Vec<Generated>> {
                 .with_context(|| format!("reading {}", tree.join(rel).display()))?;
             let new = edit_file(&mut rng, &old, &format!("bench {i}"));
             let p = rel.to_string_lossy();
-            gen.bytes.extend_from_slice(&crate::unified_diff::unified(
+            gen.bytes.extend_from_slice(&crate::patches::diff::unified(
                 &format!("a/{p}"),
                 &format!("b/{p}"),
                 &old,
@@ -219,7 +219,7 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchArgs) -> Result<()> {
     let quilt = scratch.join("quilt");
     let bare = scratch.join("bare");
     for d in [&ours, &gnu, &quilt, &bare] {
-        tree::link_copy(sh, &src, d)?;
+        work_tree::link_copy(sh, &src, d)?;
     }
     // Warm the page cache the same way for all three (the copies share
     // inodes): read every file the series touches and every patch once.
@@ -330,7 +330,7 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchArgs) -> Result<()> {
 /// The "new kernel": `src` hard-linked, with per-patch edits by index mod 10.
 fn bench_rebase(sh: &Shell, scratch: &Path, src: &Path, series: &[Generated]) -> Result<()> {
     let newk = scratch.join("new-kernel");
-    tree::link_copy(sh, src, &newk)?;
+    work_tree::link_copy(sh, src, &newk)?;
     for (i, g) in series.iter().enumerate() {
         let (rel, old, new) = &g.files[0];
         let path = newk.join(rel);
@@ -344,16 +344,16 @@ fn bench_rebase(sh: &Shell, scratch: &Path, src: &Path, series: &[Generated]) ->
                 let patch = parse_patch(&g.bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
                 let hunk = &patch.files[0].hunks[0];
                 let want = if i % 10 == 6 {
-                    crate::patch::LineKind::Context
+                    crate::patches::engine::LineKind::Context
                 } else {
-                    crate::patch::LineKind::Delete
+                    crate::patches::engine::LineKind::Delete
                 };
                 // First context line (fuzz) or first deleted line (conflict).
                 let target = hunk.lines.iter().position(|l| l.kind == want);
                 let old_line = target.map(|t| {
                     hunk.lines[..t]
                         .iter()
-                        .filter(|l| l.kind != crate::patch::LineKind::Insert)
+                        .filter(|l| l.kind != crate::patches::engine::LineKind::Insert)
                         .count()
                         + hunk.first()
                         - 1

@@ -21,9 +21,9 @@ use liblzma::stream::{LzmaOptions, MatchFinder, Mode, Stream};
 use object::{Object, ObjectSymbol};
 use xshell::{cmd, Shell};
 
-use crate::kernel_src::sha256_file;
+use crate::inputs::kernel_source::sha256_file;
+use crate::inputs::targets::{Artifact, Target};
 use crate::results::ArtifactRecord;
-use crate::targets::{Artifact, Target};
 
 /// Sections OpenWrt strips when making the raw kernel binary.
 pub const OBJCOPY_STRIP: &[&str] = &[

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::unified_diff;
-use crate::variants::Variant;
+use crate::inputs::variants::Variant;
+use crate::patches::diff;
 
 /// The patch's file name in every `patches/generic/pending-<kver>/`.
 pub const PATCH_NAME: &str = "201-extra_optimization.patch";
@@ -103,12 +103,12 @@ pub fn patch_header(patch: &str) -> &str {
 }
 
 /// The complete patch text: `header` verbatim, then the diff of the
-/// Makefile in OpenWrt's quilt form (see [`unified_diff::file_diff`]).
+/// Makefile in OpenWrt's quilt form (see [`diff::file_diff`]).
 pub fn patch_text(header: &str, makefile: &str, variant: &Variant) -> Result<String> {
     let new = rewrite_makefile(makefile, variant)?;
     Ok(format!(
         "{header}{}",
-        unified_diff::file_diff("Makefile", makefile, &new)
+        diff::file_diff("Makefile", makefile, &new)
     ))
 }
 

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use xshell::{cmd, Shell};
 
-use crate::paths::Layout;
+use crate::util::layout::Layout;
 
 /// Where the kernel source comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,7 +180,7 @@ pub fn pristine_tree(sh: &Shell, layout: &Layout, input: &SourceInput) -> Result
 fn unpack(sh: &Shell, tarball: &Path, cache: &Path) -> Result<()> {
     let parent = cache.parent().context("pristine cache has no parent")?;
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    crate::patched_tree::remove_stale_staging(parent, ".unpack-")?;
+    crate::patches::patched_source::remove_stale_staging(parent, ".unpack-")?;
     let staging = tempfile::Builder::new()
         .prefix(".unpack-")
         .tempdir_in(parent)

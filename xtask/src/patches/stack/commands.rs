@@ -7,12 +7,12 @@ use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use xshell::Shell;
 
-use super::{tree, Refreshed, Stack};
-use crate::openwrt_tree::{self, Direction};
-use crate::patch::ApplyOptions;
-use crate::paths::Layout;
-use crate::rebase::{self, Action, RebaseOptions};
-use crate::targets::{self, Target};
+use super::{work_tree, Refreshed, Stack};
+use crate::inputs::targets::{self, Target};
+use crate::patches::engine::ApplyOptions;
+use crate::patches::openwrt_sync::{self, Direction};
+use crate::patches::rebase::{self, Action, RebaseOptions};
+use crate::util::layout::Layout;
 
 /// The `patches` subcommands.
 #[derive(Debug, Subcommand)]
@@ -60,7 +60,7 @@ pub enum PatchesCommand {
     Export(SyncArgs),
     /// Time pushing a generated series of real-sized patches with this engine,
     /// a GNU patch loop and quilt push -a on identical copies of a kernel tree.
-    Bench(super::bench::BenchArgs),
+    Bench(crate::patches::bench::BenchArgs),
 }
 
 /// Which series and tree.
@@ -151,13 +151,13 @@ fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesArgs) -> Result<Stack> {
         .or_else(|| target.as_ref().map(|t| t.kernel.clone()))
         .unwrap_or_else(|| "6.12".to_string());
     let patches_dir = layout.patches_dir();
-    let dirs = tree::directories(&patches_dir, target.as_ref(), &kver);
-    let series = tree::series_names(&patches_dir, &dirs)?;
+    let dirs = work_tree::directories(&patches_dir, target.as_ref(), &kver);
+    let series = work_tree::series_names(&patches_dir, &dirs)?;
     let work = match &args.tree {
         Some(t) => t.clone(),
         None => {
-            let w = tree::work_tree(layout, &tree::label(target.as_ref(), &kver));
-            tree::ensure_copy(sh, layout, args.kernel_src.as_deref(), &kver, &w)?;
+            let w = work_tree::work_tree(layout, &work_tree::label(target.as_ref(), &kver));
+            work_tree::ensure_copy(sh, layout, args.kernel_src.as_deref(), &kver, &w)?;
             w
         }
     };
@@ -321,7 +321,7 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
         }
         PatchesCommand::Import(args) => sync(layout, &args, Direction::Import)?,
         PatchesCommand::Export(args) => sync(layout, &args, Direction::Export)?,
-        PatchesCommand::Bench(args) => super::bench::run(sh, layout, &args)?,
+        PatchesCommand::Bench(args) => crate::patches::bench::run(sh, layout, &args)?,
     }
     Ok(())
 }
@@ -333,7 +333,7 @@ fn sync(layout: &Layout, args: &SyncArgs, direction: Direction) -> Result<()> {
     } else {
         targets::select(&all, &args.targets)?
     };
-    let done = openwrt_tree::sync(
+    let done = openwrt_sync::sync(
         &args.openwrt,
         &layout.patches_dir(),
         &chosen,

@@ -3,7 +3,7 @@
 //! OpenWrt keeps them in `target/linux/generic/{backport,pending,hack}-<kver>/`
 //! and `target/linux/<target>/patches-<kver>/`; here they live in
 //! `patches/generic/…` and `patches/<target>/patches-<kver>/` (see
-//! [`crate::series`]). Import and export mirror the `*.patch` files of each
+//! [`crate::patches::series`]). Import and export mirror the `*.patch` files of each
 //! directory: files are added or replaced (temporary file + rename), and
 //! `*.patch` files missing from the source are removed; other files are
 //! left alone.
@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::series;
-use crate::stack::state::write_atomic;
-use crate::targets::Target;
+use crate::inputs::targets::Target;
+use crate::patches::series;
+use crate::patches::stack::state::write_atomic;
 
 /// Which way to copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,12 +16,14 @@ use xshell::{cmd, Shell};
 
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
-use crate::artifacts::BuildOutputs;
-use crate::kernel_src::{self, PristineTree, SourceInput};
-use crate::patched_tree::PatchedTree;
-use crate::paths::Layout;
+use crate::build::artifacts::BuildOutputs;
+use crate::build::toolchain;
+use crate::inputs::kconfig;
+use crate::inputs::kernel_source::{self, PristineTree, SourceInput};
+use crate::patches::patched_source::PatchedTree;
+use crate::patches::{patched_source, series};
 use crate::results::Cflags;
-use crate::{kconfig, patched_tree, series, toolchain};
+use crate::util::layout::Layout;
 
 /// Fixed build identity, so that two builds of the same source and flags
 /// give the same bytes (kbuild's reproducible-build variables).
@@ -47,15 +49,15 @@ impl KernelTree {
     }
 
     fn input_for(&self, job: &Job) -> Result<SourceInput> {
-        kernel_src::resolve_input(self.source_arg.as_deref(), &job.target.kernel)
+        kernel_source::resolve_input(self.source_arg.as_deref(), &job.target.kernel)
     }
 
     /// The pristine tree (unpacked on first use, its pin checked) and the
     /// patched tree of the job's series (cached, created on first use).
     fn source_tree(&self, sh: &Shell, job: &Job) -> Result<(PristineTree, PatchedTree)> {
         let input = self.input_for(job)?;
-        let pristine = kernel_src::pristine_tree(sh, &self.layout, &input)?;
-        let kver = kernel_src::series_of(&pristine.version);
+        let pristine = kernel_source::pristine_tree(sh, &self.layout, &input)?;
+        let kver = kernel_source::series_of(&pristine.version);
         if kver != job.target.kernel {
             eprintln!(
                 "note: {}: the source is Linux {} but {} says kernel = \"{}\"; \
@@ -76,7 +78,7 @@ impl KernelTree {
             &kver,
             &makefile,
         )?;
-        let tree = patched_tree::prepare(sh, &self.layout, &pristine, &patches)?;
+        let tree = patched_source::prepare(sh, &self.layout, &pristine, &patches)?;
         Ok((pristine, tree))
     }
 
@@ -173,7 +175,7 @@ impl Backend for KernelTree {
             compiler: compiler.version,
             cflags,
             patches: tree.patches,
-            config_sha256: kernel_src::sha256_bytes(config.as_bytes()),
+            config_sha256: kernel_source::sha256_bytes(config.as_bytes()),
         })
     }
 }

@@ -108,7 +108,7 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
             patches.push(path);
         }
         for line in &v.kconfig {
-            if crate::kconfig::parse_line(line).is_none() {
+            if crate::inputs::kconfig::parse_line(line).is_none() {
                 bail!(
                     "{}: variant {name:?} has kconfig line {line:?}; write CONFIG_FOO=y or \"# CONFIG_FOO is not set\"",
                     file.display()
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn project_variants_have_the_rfc_flags() {
-        let layout = crate::paths::Layout::from_manifest_dir();
+        let layout = crate::util::layout::Layout::from_manifest_dir();
         let all = load(&layout.variants_file(), &layout.patches_dir()).unwrap();
         let picked = select(
             &all,

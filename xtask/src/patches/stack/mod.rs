@@ -1,28 +1,27 @@
 //! The patch series as a stack over a working kernel tree, as quilt keeps
 //! one: `push` applies the next patch (all-or-nothing, with the engine in
-//! [`crate::patch`]) after saving the pre-image of every file it touches,
+//! [`crate::patches::engine`]) after saving the pre-image of every file it touches,
 //! `pop` puts those pre-images back, `refresh` regenerates a patch from its
 //! pre-images and the tree in OpenWrt's quilt form ([`refresh`]), `status`
 //! lists the series with the applied ones marked. The state lives in the
 //! tree's top directory ([`state`]), as quilt's `.pc/` does.
 //!
 //! Submodules: [`state`] (the `.xtask-pc` format), [`refresh`] (quilt's
-//! patch form), [`tree`] (finding the series and the working tree),
-//! [`cli`] (the `cargo xtask patches` command line), [`bench`] (push benchmark).
+//! patch form), [`work_tree`] (finding the series and the working tree),
+//! [`commands`] (the `cargo xtask patches` subcommands).
 
-pub mod bench;
-pub mod cli;
+pub mod commands;
 pub mod refresh;
 pub mod state;
-pub mod tree;
+pub mod work_tree;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::kernel_src::sha256_bytes;
-use crate::patch::{
+use crate::inputs::kernel_source::sha256_bytes;
+use crate::patches::engine::{
     apply_patch, check_patch, parse_patch, render_rejects, strip_components, write_rejects,
     ApplyError, ApplyOptions, ApplyReport, Patch,
 };
@@ -257,7 +256,7 @@ impl Stack {
             if fr.succeeded() || !kept.hunks.is_empty() {
                 if !fr.succeeded() {
                     // A partial create/delete is a plain modification.
-                    kept.op = crate::patch::FileOp::Modify;
+                    kept.op = crate::patches::engine::FileOp::Modify;
                 }
                 partial.files.push(kept);
             }
@@ -429,7 +428,7 @@ pub fn reject_report(patch: &Patch, mut report: ApplyReport) -> ApplyReport {
                 fr.hunks = fp
                     .hunks
                     .iter()
-                    .map(|_| crate::patch::HunkOutcome::Failed {
+                    .map(|_| crate::patches::engine::HunkOutcome::Failed {
                         line: 0,
                         out_offset: 0,
                         different_line_endings: false,

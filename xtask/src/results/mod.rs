@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::elf_size::SectionSizes;
+use crate::measure::sections::SectionSizes;
 
 /// The version of the `result.json` layout; bumped on incompatible changes.
 pub const SCHEMA: u32 = 1;

@@ -2,7 +2,7 @@
 //! `scripts/bloat-o-meter` (Linux 6.12).
 //!
 //! [`diff`] takes two `nm --size-sort` listings (from
-//! [`crate::symbols::read_symbols`]) and [`BloatDiff::render`] prints
+//! [`crate::measure::symbols::read_symbols`]) and [`BloatDiff::render`] prints
 //! byte for byte what `scripts/bloat-o-meter [-c|-d|-t] old new` prints for
 //! the same two files. The rules, all from bloat-o-meter's `getsizes`,
 //! `calc` and `print_result`:
@@ -32,7 +32,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::symbols::NmSymbol;
+use crate::measure::symbols::NmSymbol;
 
 /// Which symbols to compare, as bloat-o-meter's command-line modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

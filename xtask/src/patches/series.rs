@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::flags;
-use crate::targets::Target;
-use crate::variants::Variant;
+use crate::inputs::targets::Target;
+use crate::inputs::variants::Variant;
+use crate::patches::extra_optimization;
 
 /// One patch of the series, with the bytes that will be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub fn collect(
 ) -> Result<Vec<SeriesPatch>> {
     let mut series = Vec::new();
     let pending = patches_dir.join("generic").join(format!("pending-{kver}"));
-    let generated_name = relative(patches_dir, &pending.join(flags::PATCH_NAME));
+    let generated_name = relative(patches_dir, &pending.join(extra_optimization::PATCH_NAME));
     let mut have_flags_patch = false;
     for dir in directories(patches_dir, target, kver) {
         for file in patch_files(&dir)? {
@@ -81,8 +81,12 @@ pub fn collect(
             if name == generated_name {
                 have_flags_patch = true;
                 let text = String::from_utf8_lossy(&text);
-                let generated = flags::patch_text(flags::patch_header(&text), makefile, variant)
-                    .with_context(|| format!("generating {name} for variant {}", variant.name))?;
+                let generated = extra_optimization::patch_text(
+                    extra_optimization::patch_header(&text),
+                    makefile,
+                    variant,
+                )
+                .with_context(|| format!("generating {name} for variant {}", variant.name))?;
                 series.push(SeriesPatch {
                     name,
                     bytes: generated.into_bytes(),
@@ -92,8 +96,12 @@ pub fn collect(
             }
         }
         if dir == pending && !have_flags_patch {
-            let generated = flags::patch_text(flags::DEFAULT_HEADER, makefile, variant)
-                .with_context(|| format!("generating {generated_name}"))?;
+            let generated = extra_optimization::patch_text(
+                extra_optimization::DEFAULT_HEADER,
+                makefile,
+                variant,
+            )
+            .with_context(|| format!("generating {generated_name}"))?;
             // Keep name order inside pending-<kver>.
             let at = series
                 .iter()

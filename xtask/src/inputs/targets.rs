@@ -257,7 +257,7 @@ mod tests {
     use super::*;
 
     fn project_targets() -> Vec<Target> {
-        load_all(&crate::paths::Layout::from_manifest_dir().targets_dir()).unwrap()
+        load_all(&crate::util::layout::Layout::from_manifest_dir().targets_dir()).unwrap()
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::targets::Target;
+use crate::inputs::targets::Target;
 
 /// A cross compiler found on `PATH`.
 #[derive(Debug, Clone)]
@@ -114,10 +114,10 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
 /// a uImage); errors list every missing tool with its package.
 pub fn check_host_tools(targets: &[Target]) -> Result<()> {
     let mut tools: Vec<(&str, &str)> = HOST_TOOLS.to_vec();
-    if targets
-        .iter()
-        .any(|t| t.artifacts.contains(&crate::targets::Artifact::UImage))
-    {
+    if targets.iter().any(|t| {
+        t.artifacts
+            .contains(&crate::inputs::targets::Artifact::UImage)
+    }) {
         tools.push(("mkimage", "u-boot-tools"));
     }
     let missing: Vec<(&str, &str)> = tools

@@ -15,11 +15,11 @@ use anyhow::{anyhow, Context, Result};
 use sha2::{Digest, Sha256};
 use xshell::{cmd, Shell};
 
-use crate::kernel_src::{sha256_bytes, PristineTree};
-use crate::patch::{apply_patch, parse_patch, ApplyOptions};
-use crate::paths::Layout;
+use crate::inputs::kernel_source::{sha256_bytes, PristineTree};
+use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
+use crate::patches::series::SeriesPatch;
 use crate::results::PatchRecord;
-use crate::series::SeriesPatch;
+use crate::util::layout::Layout;
 
 /// A ready, patched source tree.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::unified_diff;
+use crate::patches::diff;
 
 /// quilt's `patch_header`: the lines before the first line matching
 /// `^(---|\*\*\*|Index:)[ \t][^ \t]|^diff -`, each ending in `\n` (awk's
@@ -129,7 +129,7 @@ pub fn file_diff(f: &FileSides) -> Result<Vec<u8>, String> {
     if old.contains(&0) || new.contains(&0) {
         return Err(format!("{path}: binary file; quilt refresh cannot diff it"));
     }
-    Ok(unified_diff::unified(&old_label, &new_label, old, new))
+    Ok(diff::unified(&old_label, &new_label, old, new))
 }
 
 /// The refreshed patch: `existing`'s quilt header, then each file's diff in

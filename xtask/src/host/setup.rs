@@ -3,9 +3,9 @@
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::kernel_src;
-use crate::targets::{Artifact, Target};
-use crate::toolchain::HOST_TOOLS;
+use crate::build::toolchain::HOST_TOOLS;
+use crate::inputs::kernel_source;
+use crate::inputs::targets::{Artifact, Target};
 
 /// Debian packages for building `targets`: host tools, each target's cross
 /// compiler and binutils, `u-boot-tools` for uImages, and the
@@ -17,7 +17,7 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
     packages.push("libc6-dev".to_string());
     for target in targets {
         packages.push(target.compiler_package.clone());
-        packages.push(kernel_src::debian_package(&target.kernel));
+        packages.push(kernel_source::debian_package(&target.kernel));
         if target.artifacts.contains(&Artifact::UImage) {
             packages.push("u-boot-tools".to_string());
         }
@@ -63,8 +63,8 @@ mod tests {
 
     #[test]
     fn every_target_brings_its_compiler_and_source() {
-        let layout = crate::paths::Layout::from_manifest_dir();
-        let targets = crate::targets::load_all(&layout.targets_dir()).unwrap();
+        let layout = crate::util::layout::Layout::from_manifest_dir();
+        let targets = crate::inputs::targets::load_all(&layout.targets_dir()).unwrap();
         let packages = packages(&targets);
         for t in &targets {
             assert!(packages.contains(&t.compiler_package), "{}", t.name);

@@ -48,7 +48,7 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
 /// var `CI` is set, and `cargo xtask test` built them first) and `None`
 /// otherwise, so a plain `cargo test` skips the end-to-end checks.
 pub fn e2e_results_dir(variant: &str) -> Result<Option<std::path::PathBuf>> {
-    let dir = crate::paths::Layout::from_manifest_dir().results_dir(E2E_TARGET, variant);
+    let dir = crate::util::layout::Layout::from_manifest_dir().results_dir(E2E_TARGET, variant);
     if dir.join(crate::results::FILE_NAME).is_file() {
         return Ok(Some(dir));
     }

@@ -1,0 +1,7 @@
+//! Measurements of built kernels: vmlinux sections as binutils `size`
+//! counts them ([`sections`]), the ELF symbol table as `nm` reads it
+//! ([`symbols`]), and bloat-o-meter's symbol diff ([`bloat`]).
+
+pub mod bloat;
+pub mod sections;
+pub mod symbols;
