@@ -61,6 +61,10 @@ pub struct BuildArgs {
     /// Stream make's output instead of a progress line.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Build every job, even those whose result.json already has the
+    /// job's build key ("up to date").
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]

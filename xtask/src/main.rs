@@ -7,7 +7,7 @@ use clap::Parser;
 use xshell::Shell;
 
 use cli::{Cli, Command, FlagsCommand};
-use xtask::build::{self, kbuild::KernelTree, BuildOptions, Job};
+use xtask::build::{self, kbuild::KernelTree, BuildOptions};
 use xtask::host::{selftest, setup};
 use xtask::inputs::{kernel_source, targets, variants};
 use xtask::patches::extra_optimization;
@@ -34,26 +34,24 @@ fn run(cli: Cli) -> Result<()> {
                 args.variants
             };
             let chosen_variants = variants::select(&all_variants, &names)?;
-            let jobs: Vec<Job> = chosen
-                .iter()
-                .flat_map(|t| {
-                    chosen_variants.iter().map(|v| Job {
-                        target: t.clone(),
-                        variant: v.clone(),
-                    })
-                })
-                .collect();
+            let jobs = build::plan::jobs(&chosen, &chosen_variants);
             let options = BuildOptions {
                 jobs: args
                     .jobs
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 verbose: args.verbose,
+                rebuild: if args.force {
+                    build::Rebuild::Always
+                } else {
+                    build::Rebuild::IfChanged
+                },
             };
             let backend = KernelTree::new(layout.clone(), args.kernel_src);
-            let results = build::run(&sh, &layout, &backend, &jobs, options)?;
+            let plan = build::plan::plan(&sh, &layout, &backend, &jobs)?;
+            let outcomes = build::run(&sh, &layout, &backend, &plan, options)?;
             println!(
-                "{} build(s) done; results in {}",
-                results.len(),
+                "{} job(s) done; results in {}",
+                outcomes.len(),
                 layout.results_root().display()
             );
         }

@@ -5,12 +5,13 @@
 use std::path::Path;
 
 use xshell::Shell;
-use xtask::build::{self, Backend, BuildOptions, Built, Job};
+use xtask::build::plan::JobInputs;
+use xtask::build::{self, Backend, BuildOptions, Built, Job, Rebuild};
 use xtask::inputs::kernel_source::PristineTree;
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
 use xtask::patches::{patched_source, series};
-use xtask::results;
+use xtask::results::{self, SourceRecord};
 use xtask::util::layout::Layout;
 
 const MAKEFILE: &str = "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n\nifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE\nKBUILD_CFLAGS += -O2\nelse ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE\nKBUILD_CFLAGS += -Os\nendif\n";
@@ -168,6 +169,17 @@ impl Backend for FailingBackend {
     fn preflight(&self, _: &Shell, _: &[Job]) -> anyhow::Result<()> {
         Ok(())
     }
+    fn inputs(&self, _: &Shell, _: &Job) -> anyhow::Result<JobInputs> {
+        Ok(JobInputs {
+            source: SourceRecord {
+                version: "6.12.0".to_string(),
+                origin: "fixture".to_string(),
+                sha256: Some("0".repeat(64)),
+            },
+            compiler: "gcc 12".to_string(),
+            patches: Vec::new(),
+        })
+    }
     fn build(&self, _: &Shell, _: &Job, _: BuildOptions, log: &Path) -> anyhow::Result<Built> {
         std::fs::write(log, "make: *** [vmlinux] Error 2\n")?;
         anyhow::bail!("make failed")
@@ -188,8 +200,10 @@ fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
     let options = BuildOptions {
         jobs: 1,
         verbose: false,
+        rebuild: Rebuild::Always,
     };
-    let err = build::run(&sh, &layout, &FailingBackend, &jobs, options).unwrap_err();
+    let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
+    let err = build::run(&sh, &layout, &FailingBackend, &plan, options).unwrap_err();
     assert!(format!("{err:#}").contains("building t/v"), "{err:#}");
     assert!(!results_dir.join(results::FILE_NAME).exists());
     assert!(!results_dir.join("vmlinux").exists());

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use xshell::{cmd, Shell};
 use xtask::host::selftest::{e2e_results_dir, E2E_VARIANTS};
-use xtask::inputs::kernel_source::sha256_file;
 use xtask::results::BuildResult;
+use xtask::util::hash::sha256_file;
 
 fn results() -> Option<Vec<(std::path::PathBuf, BuildResult)>> {
     let mut out = Vec::new();
@@ -65,7 +65,7 @@ fn variants_differ_in_flags_and_sizes() {
                 .compile_command
                 .contains(&r.kbuild_cflags.os),
             "{}: {:?} not in {}",
-            r.variant,
+            r.variant.name,
             r.kbuild_cflags.os,
             r.kbuild_cflags.compile_command
         );
@@ -79,7 +79,7 @@ fn variants_differ_in_flags_and_sizes() {
         other.artifacts["vmlinux"].sha256
     );
     // Same source, same config: only the flags patch differs.
-    assert_eq!(base.kernel_source_sha256, other.kernel_source_sha256);
+    assert_eq!(base.kernel_source.sha256, other.kernel_source.sha256);
     assert_eq!(base.config_sha256, other.config_sha256);
     let flag_patch = |r: &BuildResult| {
         r.patches

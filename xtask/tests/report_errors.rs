@@ -157,7 +157,7 @@ fn all_skips_targets_without_results_and_says_so() {
 
 #[test]
 fn kernel_version_mismatch() {
-    let f = pair_with(|r| r.kernel_version = "6.12.110".to_string());
+    let f = pair_with(|r| r.kernel_source.version = "6.12.110".to_string());
     assert_has(
         &error(&f, &request(&["bcm53xx"], &[])),
         &[
@@ -171,7 +171,7 @@ fn kernel_version_mismatch() {
 
 #[test]
 fn kernel_source_mismatch() {
-    let f = pair_with(|r| r.kernel_source_sha256 = Some("e".repeat(64)));
+    let f = pair_with(|r| r.kernel_source.sha256 = Some("e".repeat(64)));
     assert_has(
         &error(&f, &request(&["bcm53xx"], &[])),
         &[
@@ -180,8 +180,8 @@ fn kernel_source_mismatch() {
         ],
     );
     let f = pair_with(|r| {
-        r.kernel_source = "/home/me/linux".to_string();
-        r.kernel_source_sha256 = None;
+        r.kernel_source.origin = "/home/me/linux".to_string();
+        r.kernel_source.sha256 = None;
     });
     assert_has(
         &error(&f, &request(&["bcm53xx"], &[])),
@@ -195,7 +195,7 @@ fn kernel_source_mismatch() {
 #[test]
 fn target_compiler_patch_mismatch() {
     let f = pair_with(|r| {
-        r.openwrt_target = "bcm53xx/other".to_string();
+        r.target.openwrt = "bcm53xx/other".to_string();
         r.compiler = "arm-linux-gnueabi-gcc (Debian 13.3.0-1) 13.3.0".to_string();
         r.patches.push(xtask::results::PatchRecord {
             name: "generic/backport-6.12/001-fix.patch".to_string(),
@@ -236,7 +236,7 @@ fn config_mismatch_unless_the_variant_sets_kconfig() {
 
 #[test]
 fn allow_mismatch_puts_the_warning_in_every_format() {
-    let f = pair_with(|r| r.kernel_version = "6.12.110".to_string());
+    let f = pair_with(|r| r.kernel_source.version = "6.12.110".to_string());
     let mut req = request(&["bcm53xx"], &[]);
     req.allow_mismatch = true;
     let report = report::compare::load(&f.layout(), &req).unwrap();

@@ -21,9 +21,9 @@ use liblzma::stream::{LzmaOptions, MatchFinder, Mode, Stream};
 use object::{Object, ObjectSymbol};
 use xshell::{cmd, Shell};
 
-use crate::inputs::kernel_source::sha256_file;
 use crate::inputs::targets::{Artifact, Target};
 use crate::results::ArtifactRecord;
+use crate::util::hash::sha256_file;
 
 /// Sections OpenWrt strips when making the raw kernel binary.
 pub const OBJCOPY_STRIP: &[&str] = &[
@@ -126,7 +126,7 @@ pub fn produce(
                 let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
                 let raw =
                     std::fs::read(&bin).with_context(|| format!("reading {}", bin.display()))?;
-                crate::results::write_atomically(&out, &lzma_openwrt(&raw)?)?;
+                crate::util::fs::write_atomic(&out, &lzma_openwrt(&raw)?)?;
             }
             Artifact::UImage => {
                 let spec = target.uimage.as_ref().with_context(|| {
@@ -136,7 +136,7 @@ pub fn produce(
                 if !lzma.is_file() {
                     let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
                     let raw = std::fs::read(&bin)?;
-                    crate::results::write_atomically(&lzma, &lzma_openwrt(&raw)?)?;
+                    crate::util::fs::write_atomic(&lzma, &lzma_openwrt(&raw)?)?;
                 }
                 let entry = symbol_address(&outputs.vmlinux, &spec.entry_symbol)?;
                 let entry = format!("0x{entry:08x}");

@@ -14,6 +14,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
+use super::plan::JobInputs;
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
@@ -21,8 +22,9 @@ use crate::build::toolchain;
 use crate::inputs::kconfig;
 use crate::inputs::kernel_source::{self, PristineTree, SourceInput};
 use crate::patches::patched_source::PatchedTree;
+use crate::patches::series::SeriesPatch;
 use crate::patches::{patched_source, series};
-use crate::results::Cflags;
+use crate::results::{Cflags, SourceRecord};
 use crate::util::layout::Layout;
 
 /// Fixed build identity, so that two builds of the same source and flags
@@ -53,8 +55,8 @@ impl KernelTree {
     }
 
     /// The pristine tree (unpacked on first use, its pin checked) and the
-    /// patched tree of the job's series (cached, created on first use).
-    fn source_tree(&self, sh: &Shell, job: &Job) -> Result<(PristineTree, PatchedTree)> {
+    /// job's series generated against its Makefile.
+    fn series(&self, sh: &Shell, job: &Job) -> Result<(PristineTree, Vec<SeriesPatch>)> {
         let input = self.input_for(job)?;
         let pristine = kernel_source::pristine_tree(sh, &self.layout, &input)?;
         let kver = kernel_source::series_of(&pristine.version);
@@ -78,8 +80,13 @@ impl KernelTree {
             &kver,
             &makefile,
         )?;
-        let tree = patched_source::prepare(sh, &self.layout, &pristine, &patches)?;
-        Ok((pristine, tree))
+        Ok((pristine, patches))
+    }
+
+    /// The patched tree of the job's series (cached, created on first use).
+    fn source_tree(&self, sh: &Shell, job: &Job) -> Result<PatchedTree> {
+        let (pristine, patches) = self.series(sh, job)?;
+        patched_source::prepare(sh, &self.layout, &pristine, &patches)
     }
 
     fn make<'a>(&self, sh: &'a Shell, job: &Job, src: &Path, build: &Path) -> xshell::Cmd<'a> {
@@ -142,12 +149,24 @@ impl Backend for KernelTree {
         Ok(())
     }
 
+    fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs> {
+        let (pristine, patches) = self.series(sh, job)?;
+        Ok(JobInputs {
+            source: SourceRecord {
+                version: pristine.version,
+                origin: pristine.origin.display().to_string(),
+                sha256: pristine.tarball_sha256,
+            },
+            compiler: toolchain::compiler(sh, &job.target)?.version,
+            patches: patches.iter().map(SeriesPatch::record).collect(),
+        })
+    }
+
     fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built> {
         let label = job.label();
         std::fs::write(log, format!("# cargo xtask build {label}\n"))
             .with_context(|| format!("writing {}", log.display()))?;
-        let (pristine, tree) = self.source_tree(sh, job)?;
-        let compiler = toolchain::compiler(sh, &job.target)?;
+        let tree = self.source_tree(sh, job)?;
 
         let build = self.layout.build_dir(&job.target.name, &job.variant.name);
         reset_build_dir_for(&build, &tree.dir)?;
@@ -169,13 +188,9 @@ impl Backend for KernelTree {
                 vmlinux: build.join("vmlinux"),
                 zimage: zimage.is_file().then_some(zimage),
             },
-            kernel_version: pristine.version.clone(),
-            kernel_source: pristine.origin.display().to_string(),
-            kernel_source_sha256: pristine.tarball_sha256.clone(),
-            compiler: compiler.version,
             cflags,
             patches: tree.patches,
-            config_sha256: kernel_source::sha256_bytes(config.as_bytes()),
+            config_sha256: crate::util::hash::sha256_bytes(config.as_bytes()),
         })
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod artifacts;
 pub mod kbuild;
+pub mod plan;
 pub mod progress;
 pub mod toolchain;
 
@@ -23,6 +24,7 @@ use crate::measure::sections;
 use crate::results::{self, BuildResult, Cflags, PatchRecord};
 use crate::util::layout::Layout;
 use artifacts::BuildOutputs;
+use plan::{JobInputs, PlannedJob};
 
 /// One thing to build: a target with a variant.
 #[derive(Debug, Clone)]
@@ -47,6 +49,8 @@ pub struct BuildOptions {
     pub jobs: usize,
     /// Stream make's output instead of showing a progress line.
     pub verbose: bool,
+    /// Skip up-to-date jobs, or not.
+    pub rebuild: Rebuild,
 }
 
 /// What a backend's build produced, before measuring.
@@ -54,17 +58,9 @@ pub struct BuildOptions {
 pub struct Built {
     /// Where vmlinux and images are.
     pub outputs: BuildOutputs,
-    /// Full kernel version, e.g. `6.12.117`.
-    pub kernel_version: String,
-    /// Tarball or tree the source came from.
-    pub kernel_source: String,
-    /// Its sha256, for a tarball.
-    pub kernel_source_sha256: Option<String>,
-    /// First line of the compiler's `--version`.
-    pub compiler: String,
     /// The flags.
     pub cflags: Cflags,
-    /// Applied patches.
+    /// Applied patches, in order (equal to the plan's series).
     pub patches: Vec<PatchRecord>,
     /// sha256 of the final `.config`.
     pub config_sha256: String,
@@ -72,45 +68,95 @@ pub struct Built {
 
 /// A way to build kernels.
 pub trait Backend {
-    /// Recorded in `result.json` (`kernel-tree`).
+    /// Recorded in `result.json` and the build key (`kernel-tree`).
     fn name(&self) -> &'static str;
     /// Checks everything `jobs` need (compilers, flags, sources, host
     /// tools) before any build starts.
     fn preflight(&self, sh: &Shell, jobs: &[Job]) -> Result<()>;
+    /// The source, compiler and series one job will be built from
+    /// (after [`Backend::preflight`]); the build key is made from them.
+    fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs>;
     /// Builds one job, writing make's output to `log`.
     fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built>;
 }
 
-/// Builds every job in order, writing `target/xtask/results/<target>/<variant>/`.
-///
-/// Checks all jobs first ([`Backend::preflight`]). For each job the old
-/// `result.json` is removed before building, and the new one written last.
-/// Returns the results, in job order; stops at the first failure.
+/// Whether a job whose result is up to date is built again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rebuild {
+    /// Skip jobs whose `result.json` has the plan's build key.
+    #[default]
+    IfChanged,
+    /// Build every job (`--force`).
+    Always,
+}
+
+/// What happened to one planned job.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Built now.
+    Built(BuildResult),
+    /// A complete result with the same build key was already there.
+    UpToDate(BuildResult),
+}
+
+impl Outcome {
+    /// The result, built now or before.
+    pub fn result(&self) -> &BuildResult {
+        match self {
+            Outcome::Built(r) | Outcome::UpToDate(r) => r,
+        }
+    }
+}
+
+/// The existing result of `planned` when it has the plan's build key.
+pub fn up_to_date(layout: &Layout, planned: &PlannedJob) -> Option<BuildResult> {
+    let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
+    BuildResult::read(&dir)
+        .ok()
+        .filter(|r| planned.is_up_to_date(r))
+}
+
+/// Builds every planned job in order, writing
+/// `target/xtask/results/<target>/<variant>/`; with [`Rebuild::IfChanged`]
+/// a job whose result already has its build key prints "up to date" and
+/// is skipped. For each job built, the old `result.json` is removed first
+/// and the new one written last. Stops at the first failure.
 pub fn run(
     sh: &Shell,
     layout: &Layout,
     backend: &dyn Backend,
-    jobs: &[Job],
+    plan: &[PlannedJob],
     options: BuildOptions,
-) -> Result<Vec<BuildResult>> {
-    backend.preflight(sh, jobs)?;
-    let mut results = Vec::new();
-    for job in jobs {
-        let result = build_one(sh, layout, backend, job, options)
-            .with_context(|| format!("building {}", job.label()))?;
+) -> Result<Vec<Outcome>> {
+    let mut outcomes = Vec::new();
+    for planned in plan {
+        if options.rebuild == Rebuild::IfChanged {
+            if let Some(result) = up_to_date(layout, planned) {
+                eprintln!(
+                    "{}: up to date ({})",
+                    planned.job.label(),
+                    &planned.key[..16]
+                );
+                outcomes.push(Outcome::UpToDate(result));
+                continue;
+            }
+        }
+        let result = build_one(sh, layout, backend, planned, options)
+            .with_context(|| format!("building {}", planned.job.label()))?;
         eprintln!("{}", summary_line(&result));
-        results.push(result);
+        outcomes.push(Outcome::Built(result));
     }
-    Ok(results)
+    Ok(outcomes)
 }
 
 fn build_one(
     sh: &Shell,
     layout: &Layout,
     backend: &dyn Backend,
-    job: &Job,
+    planned: &PlannedJob,
     options: BuildOptions,
 ) -> Result<BuildResult> {
+    let job = &planned.job;
     // The previous results of this job go first, result.json before the
     // rest: an interrupted build leaves no record and no stale artifacts.
     let dir = layout.results_dir(&job.target.name, &job.variant.name);
@@ -126,26 +172,25 @@ fn build_one(
     let clock = Instant::now();
     let log = dir.join("build.log");
     let built = backend.build(sh, job, options, &log)?;
+    anyhow::ensure!(
+        built.patches == planned.inputs.patches,
+        "the series applied differs from the planned one (a patch changed during the build?); build again"
+    );
     let artifacts = artifacts::produce(sh, &job.target, &built.outputs, &dir)?;
     let vmlinux_sections = sections::berkeley_sizes(&built.outputs.vmlinux)?;
     let result = BuildResult {
         schema: results::SCHEMA,
-        target: job.target.name.clone(),
-        openwrt_target: job.target.openwrt.clone(),
-        soc: job.target.soc.clone(),
-        arch: job.target.arch.clone(),
-        variant: job.variant.name.clone(),
-        variant_description: job.variant.description.clone(),
+        build_key: planned.key.clone(),
+        target: planned.target.clone(),
+        variant: planned.variant.clone(),
         backend: backend.name().to_string(),
-        kernel_version: built.kernel_version,
-        kernel_source: built.kernel_source,
-        kernel_source_sha256: built.kernel_source_sha256,
-        compiler: built.compiler,
+        kernel_source: planned.inputs.source.clone(),
+        compiler: planned.inputs.compiler.clone(),
         kbuild_cflags: built.cflags,
-        artifacts,
-        vmlinux_sections,
         patches: built.patches,
         config_sha256: built.config_sha256,
+        artifacts,
+        vmlinux_sections,
         started,
         finished: results::now_rfc3339(),
         duration_seconds: (clock.elapsed().as_secs_f64() * 10.0).round() / 10.0,
@@ -163,8 +208,8 @@ pub fn summary_line(result: &BuildResult) -> String {
         .collect();
     format!(
         "{}/{}: {} bytes; vmlinux text {} data {} bss {}; {:.0} s",
-        result.target,
-        result.variant,
+        result.target.name,
+        result.variant.name,
         sizes.join(", "),
         result.vmlinux_sections.text,
         result.vmlinux_sections.data,

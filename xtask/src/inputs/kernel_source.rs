@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::util::hash::sha256_file;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use xshell::{cmd, Shell};
 
 use crate::util::layout::Layout;
@@ -117,28 +117,6 @@ pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
     Ok(sum)
 }
 
-/// sha256 of a file, lowercase hex.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = std::io::Read::read(&mut file, &mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex::encode(hasher.finalize()))
-}
-
-/// sha256 of bytes, lowercase hex.
-pub fn sha256_bytes(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 /// Returns the pristine tree for `input`, unpacking a tarball on first use.
 ///
 /// Unpacking goes to a temporary directory renamed into place when complete,
@@ -180,7 +158,7 @@ pub fn pristine_tree(sh: &Shell, layout: &Layout, input: &SourceInput) -> Result
 fn unpack(sh: &Shell, tarball: &Path, cache: &Path) -> Result<()> {
     let parent = cache.parent().context("pristine cache has no parent")?;
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    crate::patches::patched_source::remove_stale_staging(parent, ".unpack-")?;
+    crate::util::fs::remove_stale_staging(parent, ".unpack-")?;
     let staging = tempfile::Builder::new()
         .prefix(".unpack-")
         .tempdir_in(parent)
@@ -284,6 +262,7 @@ pub fn series_of(version: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::hash::sha256_bytes;
 
     #[test]
     fn version_and_series_from_makefile() {

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use super::stack::state::write_atomic;
-use super::stack::{work_tree, Stack};
+use super::stack::Stack;
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
 use crate::patches::rebase::{self, Action, RebaseOptions};
+use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
 /// `patches bench` options.
@@ -219,7 +219,7 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchArgs) -> Result<()> {
     let quilt = scratch.join("quilt");
     let bare = scratch.join("bare");
     for d in [&ours, &gnu, &quilt, &bare] {
-        work_tree::link_copy(sh, &src, d)?;
+        crate::util::fs::copy_tree(sh, &src, d, crate::util::fs::CopyKind::HardLinks)?;
     }
     // Warm the page cache the same way for all three (the copies share
     // inodes): read every file the series touches and every patch once.
@@ -330,7 +330,7 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchArgs) -> Result<()> {
 /// The "new kernel": `src` hard-linked, with per-patch edits by index mod 10.
 fn bench_rebase(sh: &Shell, scratch: &Path, src: &Path, series: &[Generated]) -> Result<()> {
     let newk = scratch.join("new-kernel");
-    work_tree::link_copy(sh, src, &newk)?;
+    crate::util::fs::copy_tree(sh, src, &newk, crate::util::fs::CopyKind::HardLinks)?;
     for (i, g) in series.iter().enumerate() {
         let (rel, old, new) = &g.files[0];
         let path = newk.join(rel);

@@ -147,7 +147,7 @@ pub fn write_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<bool
     if old.as_deref() == Some(text.as_str()) {
         return Ok(false);
     }
-    crate::results::write_atomically(&file, text.as_bytes())?;
+    crate::util::fs::write_atomic(&file, text.as_bytes())?;
     Ok(true)
 }
 

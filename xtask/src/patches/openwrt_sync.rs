@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::inputs::targets::Target;
 use crate::patches::series;
-use crate::patches::stack::state::write_atomic;
+use crate::util::fs::write_atomic;
 
 /// Which way to copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,16 +9,17 @@
 //! Trees are cached under `target/xtask/src/<version>-<key>/`, where the key
 //! is the sha256 of the source's identity and every patch's name and bytes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 use sha2::{Digest, Sha256};
-use xshell::{cmd, Shell};
+use xshell::Shell;
 
-use crate::inputs::kernel_source::{sha256_bytes, PristineTree};
+use crate::inputs::kernel_source::PristineTree;
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
 use crate::patches::series::SeriesPatch;
 use crate::results::PatchRecord;
+use crate::util::fs::{copy_tree, remove_stale_staging, CopyKind};
 use crate::util::layout::Layout;
 
 /// A ready, patched source tree.
@@ -40,13 +41,7 @@ pub fn prepare(
     pristine: &PristineTree,
     series: &[SeriesPatch],
 ) -> Result<PatchedTree> {
-    let patches: Vec<PatchRecord> = series
-        .iter()
-        .map(|p| PatchRecord {
-            name: p.name.clone(),
-            sha256: sha256_bytes(&p.bytes),
-        })
-        .collect();
+    let patches: Vec<PatchRecord> = series.iter().map(SeriesPatch::record).collect();
     let mut key = Sha256::new();
     match &pristine.tarball_sha256 {
         Some(sum) => key.update(sum.as_bytes()),
@@ -71,7 +66,7 @@ pub fn prepare(
         .tempdir_in(&root)
         .with_context(|| format!("creating a staging directory in {}", root.display()))?;
     let tree = staging.path().join("linux");
-    link_copy(sh, &pristine.dir, &tree)?;
+    copy_tree(sh, &pristine.dir, &tree, CopyKind::HardLinks)?;
     let options = ApplyOptions { strip: 1, fuzz: 0 };
     for patch in series {
         let parsed =
@@ -91,43 +86,4 @@ pub fn prepare(
     std::fs::rename(&tree, &dir)
         .with_context(|| format!("moving {} to {}", tree.display(), dir.display()))?;
     Ok(PatchedTree { dir, patches })
-}
-
-/// Removes `<dir>/<prefix>*` directories an interrupted run left behind
-/// (Ctrl-C during patching or unpacking). One build runs at a time per
-/// project, so any such directory is stale.
-pub fn remove_stale_staging(dir: &Path, prefix: &str) -> Result<()> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with(prefix) && entry.path().is_dir() {
-            std::fs::remove_dir_all(entry.path()).with_context(|| {
-                format!(
-                    "removing {}, left by an interrupted run",
-                    entry.path().display()
-                )
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// `cp -al` (hard links), falling back to a full `cp -a` across file systems.
-fn link_copy(sh: &Shell, from: &Path, to: &Path) -> Result<()> {
-    if cmd!(sh, "cp -al {from} {to}")
-        .quiet()
-        .ignore_stderr()
-        .run()
-        .is_ok()
-    {
-        return Ok(());
-    }
-    if to.exists() {
-        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
-    }
-    cmd!(sh, "cp -a {from} {to}")
-        .run()
-        .with_context(|| format!("copying {} to {}", from.display(), to.display()))
 }

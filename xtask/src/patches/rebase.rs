@@ -30,8 +30,8 @@ use crate::inputs::targets::Target;
 use crate::patches::engine::{
     check_patch, parse_patch, reverse_applies, ApplyError, ApplyOptions, HunkOutcome,
 };
-use crate::patches::stack::state::write_atomic;
 use crate::patches::stack::{reject_report, work_tree, Refreshed, Stack};
+use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
 /// How a patch fared on the new kernel.
@@ -351,7 +351,7 @@ fn abort(dir: &Path, patches_dir: &Path, state: &RebaseState) -> Result<()> {
             copy_dir_files(&snapshot.join(rel), d)?;
         } else if d.is_dir() {
             std::fs::remove_dir(d).with_context(|| format!("removing {}", d.display()))?;
-            crate::patches::stack::state::remove_empty_parents(patches_dir, d.parent());
+            crate::util::fs::remove_empty_parents(patches_dir, d.parent());
         }
     }
     std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))

@@ -15,6 +15,8 @@ use anyhow::{Context, Result};
 use crate::inputs::targets::Target;
 use crate::inputs::variants::Variant;
 use crate::patches::extra_optimization;
+use crate::results::PatchRecord;
+use crate::util::hash::sha256_bytes;
 
 /// One patch of the series, with the bytes that will be applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +25,16 @@ pub struct SeriesPatch {
     pub name: String,
     /// The patch text.
     pub bytes: Vec<u8>,
+}
+
+impl SeriesPatch {
+    /// Its name and sha256, as `result.json` records applied patches.
+    pub fn record(&self) -> PatchRecord {
+        PatchRecord {
+            name: self.name.clone(),
+            sha256: sha256_bytes(&self.bytes),
+        }
+    }
 }
 
 /// The directories of the series for `target` and kernel series `kver`, in order.

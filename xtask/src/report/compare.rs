@@ -443,7 +443,7 @@ fn load_target(
     for v in &present {
         let dir = layout.results_dir(&target.name, v);
         let variant = read_checked(&dir, &target.name, v)?;
-        let (problems, notes) = mismatches(&base, &variant, variants, &layout.patches_dir());
+        let (problems, notes) = mismatches(&base, &variant);
         if !problems.is_empty() && !request.allow_mismatch {
             bail!(
                 "{}: {} and {v} were not built from the same inputs, so their sizes are not comparable:\n{}\nrebuild both with `{}`, or pass --allow-mismatch to compare anyway (the report then carries these as warnings)",
@@ -554,12 +554,12 @@ fn missing_message(
 fn read_checked(dir: &Path, target: &str, variant: &str) -> Result<BuildResult> {
     let result = BuildResult::read(dir)?;
     let file = dir.join(results::FILE_NAME);
-    if result.target != target || result.variant != variant {
+    if result.target.name != target || result.variant.name != variant {
         bail!(
             "{} records target {:?} variant {:?} but lies in the directory for {target}/{variant}; rebuild with `{}`",
             file.display(),
-            result.target,
-            result.variant,
+            result.target.name,
+            result.variant.name,
             build_command(target, &[variant])
         );
     }
@@ -642,8 +642,8 @@ fn artifact_changes(
                     after: v.size,
                 },
             }),
-            (Some(_), None) => unpaired.push((name, base.variant.clone())),
-            (None, Some(_)) => unpaired.push((name, variant.variant.clone())),
+            (Some(_), None) => unpaired.push((name, base.variant.name.clone())),
+            (None, Some(_)) => unpaired.push((name, variant.variant.name.clone())),
             (None, None) => {}
         }
     }
@@ -655,16 +655,11 @@ fn short(sha: &str) -> &str {
 }
 
 /// Differences between `base` and `variant` other than what the variant
-/// is about: (problems, notes). See the module docs for the rules;
-/// `variants` is `variants.toml` (for kconfig lines and patches) and
-/// `patches_dir` the directory its patch paths are relative to.
-pub fn mismatches(
-    base: &BuildResult,
-    variant: &BuildResult,
-    variants: &[Variant],
-    patches_dir: &Path,
-) -> (Vec<String>, Vec<String>) {
-    let (b, v) = (&base.variant, &variant.variant);
+/// is about: (problems, notes). See the module docs for the rules; each
+/// side's own kconfig lines and patches are those its `result.json`
+/// recorded when it was built.
+pub fn mismatches(base: &BuildResult, variant: &BuildResult) -> (Vec<String>, Vec<String>) {
+    let (b, v) = (&base.variant.name, &variant.variant.name);
     let mut problems = Vec::new();
     let mut notes = Vec::new();
     let mut same = |what: &str, x: &str, y: &str| {
@@ -672,25 +667,25 @@ pub fn mismatches(
             problems.push(format!("{what}: {b} has {x}, {v} has {y}"));
         }
     };
-    same("target", &base.target, &variant.target);
+    same("target", &base.target.name, &variant.target.name);
     same(
         "OpenWrt target",
-        &base.openwrt_target,
-        &variant.openwrt_target,
+        &base.target.openwrt,
+        &variant.target.openwrt,
     );
-    same("ARCH", &base.arch, &variant.arch);
+    same("ARCH", &base.target.arch, &variant.target.arch);
     same(
         "kernel version",
-        &base.kernel_version,
-        &variant.kernel_version,
+        &base.kernel_source.version,
+        &variant.kernel_source.version,
     );
-    match (&base.kernel_source_sha256, &variant.kernel_source_sha256) {
+    match (&base.kernel_source.sha256, &variant.kernel_source.sha256) {
         (Some(x), Some(y)) => {
             if x != y {
                 same(
                     "kernel source sha256",
-                    &format!("{x} ({})", base.kernel_source),
-                    &format!("{y} ({})", variant.kernel_source),
+                    &format!("{x} ({})", base.kernel_source.origin),
+                    &format!("{y} ({})", variant.kernel_source.origin),
                 );
             }
         }
@@ -698,7 +693,7 @@ pub fn mismatches(
             "kernel source",
             &format!(
                 "{}{}",
-                base.kernel_source,
+                base.kernel_source.origin,
                 x.as_ref().map_or(" (a tree)".to_string(), |s| format!(
                     " (sha256 {})",
                     short(s)
@@ -706,7 +701,7 @@ pub fn mismatches(
             ),
             &format!(
                 "{}{}",
-                variant.kernel_source,
+                variant.kernel_source.origin,
                 y.as_ref().map_or(" (a tree)".to_string(), |s| format!(
                     " (sha256 {})",
                     short(s)
@@ -716,14 +711,8 @@ pub fn mismatches(
     }
     same("compiler", &base.compiler, &variant.compiler);
 
-    let kconfig_of = |name: &str| -> Vec<String> {
-        variants
-            .iter()
-            .find(|x| x.name == name)
-            .map_or(Vec::new(), |x| x.kconfig.clone())
-    };
     if base.config_sha256 != variant.config_sha256 {
-        let (kb, kv) = (kconfig_of(b), kconfig_of(v));
+        let (kb, kv) = (&base.variant.kconfig, &variant.variant.kconfig);
         if kb.is_empty() && kv.is_empty() {
             problems.push(format!(
                 ".config: {b} has sha256 {}, {v} has {}, and neither variant adds kconfig lines in variants.toml",
@@ -751,21 +740,8 @@ pub fn mismatches(
             .map(|p| (p.name.clone(), p.sha256.clone()))
             .collect()
     };
-    let own_patches = |name: &str| -> Vec<String> {
-        variants
-            .iter()
-            .find(|x| x.name == name)
-            .map_or(Vec::new(), |x| {
-                x.patches
-                    .iter()
-                    .map(|p| {
-                        p.strip_prefix(patches_dir)
-                            .unwrap_or(p)
-                            .to_string_lossy()
-                            .into_owned()
-                    })
-                    .collect()
-            })
+    let own_patches = |r: &BuildResult| -> Vec<String> {
+        r.variant.patches.iter().map(|p| p.name.clone()).collect()
     };
     let (pb, pv) = (patches_of(base), patches_of(variant));
     for (name, sha) in &pb {
@@ -779,14 +755,14 @@ pub fn mismatches(
                 short(other)
             )),
             Some(_) => {}
-            None if !own_patches(b).contains(name) => problems.push(format!(
+            None if !own_patches(base).contains(name) => problems.push(format!(
                 "patch {name}: applied to {b} only, and variants.toml does not list it for {b}"
             )),
             None => {}
         }
     }
     for name in pv.keys() {
-        if !is_flags_patch(name) && !pb.contains_key(name) && !own_patches(v).contains(name) {
+        if !is_flags_patch(name) && !pb.contains_key(name) && !own_patches(variant).contains(name) {
             problems.push(format!(
                 "patch {name}: applied to {v} only, and variants.toml does not list it for {v}"
             ));

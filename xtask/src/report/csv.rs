@@ -65,10 +65,10 @@ pub fn render(report: &Report, style: &Style) -> String {
         for c in &t.comparisons {
             let prefix = [
                 t.name.as_str(),
-                t.base.openwrt_target.as_str(),
-                t.base.soc.as_str(),
+                t.base.target.openwrt.as_str(),
+                t.base.target.soc.as_str(),
                 report.base.as_str(),
-                c.variant.variant.as_str(),
+                c.variant.variant.name.as_str(),
             ];
             let mut emit = |kind: &str, item: &str, rest: [String; 4]| {
                 let mut values: Vec<&str> = prefix.to_vec();

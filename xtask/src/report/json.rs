@@ -259,11 +259,11 @@ fn build(report: &Report, r: &BuildResult, dir: &std::path::Path) -> JsonBuild {
         os, o2, effective, ..
     } = r.kbuild_cflags.clone();
     JsonBuild {
-        variant: r.variant.clone(),
+        variant: r.variant.name.clone(),
         results_dir: report.display_path(dir),
-        kernel_version: r.kernel_version.clone(),
-        kernel_source: r.kernel_source.clone(),
-        kernel_source_sha256: r.kernel_source_sha256.clone(),
+        kernel_version: r.kernel_source.version.clone(),
+        kernel_source: r.kernel_source.origin.clone(),
+        kernel_source_sha256: r.kernel_source.sha256.clone(),
         compiler: r.compiler.clone(),
         kbuild_cflags: JsonCflags { os, o2, effective },
         config_sha256: r.config_sha256.clone(),
@@ -342,9 +342,9 @@ fn comparison(report: &Report, c: &Comparison, style: &Style) -> JsonComparison 
 fn target(report: &Report, t: &TargetReport, style: &Style) -> JsonTarget {
     JsonTarget {
         target: t.name.clone(),
-        openwrt_target: t.base.openwrt_target.clone(),
-        soc: t.base.soc.clone(),
-        arch: t.base.arch.clone(),
+        openwrt_target: t.base.target.openwrt.clone(),
+        soc: t.base.target.soc.clone(),
+        arch: t.base.target.arch.clone(),
         base: build(report, &t.base, &t.base_dir),
         comparisons: t
             .comparisons

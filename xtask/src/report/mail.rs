@@ -28,7 +28,7 @@ use super::Style;
 use crate::results::BuildResult;
 
 fn toolchain_line(r: &BuildResult) -> String {
-    format!("Linux {}, {}", r.kernel_version, r.compiler)
+    format!("Linux {}, {}", r.kernel_source.version, r.compiler)
 }
 
 fn effective_flags(r: &BuildResult) -> &str {
@@ -41,10 +41,13 @@ fn effective_flags(r: &BuildResult) -> &str {
 
 /// (variant, flags) for the base and each variant of `t`.
 fn flags_of(t: &TargetReport) -> Vec<(String, String)> {
-    let mut v = vec![(t.base.variant.clone(), effective_flags(&t.base).to_string())];
+    let mut v = vec![(
+        t.base.variant.name.clone(),
+        effective_flags(&t.base).to_string(),
+    )];
     for c in &t.comparisons {
         v.push((
-            c.variant.variant.clone(),
+            c.variant.variant.name.clone(),
             effective_flags(&c.variant).to_string(),
         ));
     }
@@ -65,8 +68,8 @@ pub fn render(report: &Report, style: &Style) -> String {
     let mut variants: Vec<&str> = Vec::new();
     for t in &report.targets {
         for c in &t.comparisons {
-            if !variants.contains(&c.variant.variant.as_str()) {
-                variants.push(&c.variant.variant);
+            if !variants.contains(&c.variant.variant.name.as_str()) {
+                variants.push(&c.variant.variant.name);
             }
         }
     }

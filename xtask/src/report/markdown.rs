@@ -39,14 +39,14 @@ pub fn render(report: &Report, style: &Style) -> String {
         let _ = writeln!(
             out,
             "Linux {}, {}\n",
-            t.base.kernel_version, t.base.compiler
+            t.base.kernel_source.version, t.base.compiler
         );
         for c in &t.comparisons {
             for w in &c.warnings {
                 let _ = writeln!(
                     out,
                     "> **Warning:** compared anyway (`--allow-mismatch`), {} → {}: {w}\n",
-                    report.base, c.variant.variant
+                    report.base, c.variant.variant.name
                 );
             }
             for n in &c.notes {
@@ -55,7 +55,7 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
         let _ = write!(out, "| | {} |", report.base);
         for c in &t.comparisons {
-            let _ = write!(out, " {} | change |", c.variant.variant);
+            let _ = write!(out, " {} | change |", c.variant.variant.name);
         }
         out.push_str("\n|:--|--:|");
         for _ in &t.comparisons {
@@ -126,7 +126,7 @@ pub fn render(report: &Report, style: &Style) -> String {
                     out,
                     "\n<details><summary>Symbols {} → {} (bloat-o-meter{mode}{})</summary>\n\n```\n{}```\n\n</details>",
                     report.base,
-                    c.variant.variant,
+                    c.variant.variant.name,
                     if diff.options.fold_clones {
                         ", compiler clones folded"
                     } else {

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::results::write_atomically;
+use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
 pub use compare::{Change, Report, Request, SymbolOptions};
@@ -138,7 +138,7 @@ pub fn run(
     }
     match output {
         Some(path) => {
-            write_atomically(path, text.as_bytes())?;
+            write_atomic(path, text.as_bytes())?;
             eprintln!("wrote {}", path.display());
         }
         None => {

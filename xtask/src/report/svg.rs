@@ -75,8 +75,8 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
     let mut variants: Vec<String> = Vec::new();
     for t in &report.targets {
         for c in &t.comparisons {
-            if !variants.contains(&c.variant.variant) {
-                variants.push(c.variant.variant.clone());
+            if !variants.contains(&c.variant.variant.name) {
+                variants.push(c.variant.variant.name.clone());
             }
         }
     }
@@ -100,7 +100,7 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
                         bars.push(Bar {
                             label: format!("{name}  {} → {}", a.change.before, a.change.after),
                             change: a.change,
-                            variant: vi(&c.variant.variant),
+                            variant: vi(&c.variant.variant.name),
                         });
                     }
                 }
@@ -116,7 +116,7 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
                     bars.push(Bar {
                         label: format!("vmlinux {name}  {} → {}{hex}", ch.before, ch.after),
                         change: ch,
-                        variant: vi(&c.variant.variant),
+                        variant: vi(&c.variant.variant.name),
                     });
                 }
             }
@@ -131,7 +131,7 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
                 c.warnings.iter().map(move |w| {
                     format!(
                         "WARNING ({}, {} → {}, --allow-mismatch): {w}",
-                        t.name, report.base, c.variant.variant
+                        t.name, report.base, c.variant.variant.name
                     )
                 })
             })

@@ -18,7 +18,10 @@ use super::Style;
 /// The heading of a target: `SOC (openwrt/target)`, from `result.json`'s
 /// `soc` and `openwrt_target`.
 pub fn heading(target: &TargetReport) -> String {
-    format!("{} ({})", target.base.soc, target.base.openwrt_target)
+    format!(
+        "{} ({})",
+        target.base.target.soc, target.base.target.openwrt
+    )
 }
 
 /// The text binutils `size` (Berkeley format, decimal radix) prints for
@@ -82,7 +85,7 @@ pub fn warning_lines(report: &Report, c: &Comparison) -> String {
         let _ = writeln!(
             out,
             "WARNING: compared anyway (--allow-mismatch), {} → {}: {w}",
-            report.base, c.variant.variant
+            report.base, c.variant.variant.name
         );
     }
     for n in &c.notes {
@@ -135,7 +138,7 @@ pub fn target_body(
     }
     for c in &target.comparisons {
         if headings == VariantHeadings::Always || target.comparisons.len() > 1 {
-            let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant);
+            let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant.name);
         }
         out.push_str(&change_lines(c, style));
     }

@@ -5,7 +5,6 @@
 //! interrupted or failed build, never a complete one.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -14,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::measure::sections::SectionSizes;
 
 /// The version of the `result.json` layout; bumped on incompatible changes.
-pub const SCHEMA: u32 = 1;
+/// Schema 2 made results self-describing (the resolved target and variant,
+/// the source identity and the build key are recorded, so reports never
+/// re-read `targets/` or `variants.toml`).
+pub const SCHEMA: u32 = 2;
 
 /// File name of the record in each results directory.
 pub const FILE_NAME: &str = "result.json";
@@ -28,12 +30,13 @@ pub struct ArtifactRecord {
     pub sha256: String,
 }
 
-/// One applied patch, in application order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A named file and its digest: an applied patch (in application order), a
+/// variant's own patch, or a kconfig fragment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PatchRecord {
-    /// Path relative to `patches/` (or the generated patch's name).
+    /// Path relative to `patches/` or `targets/` (or the generated patch's name).
     pub name: String,
-    /// sha256 of the bytes applied, lowercase hex.
+    /// sha256 of the bytes, lowercase hex.
     pub sha256: String,
 }
 
@@ -51,50 +54,123 @@ pub struct Cflags {
     pub compile_command: String,
 }
 
-/// Everything recorded about one build. Sizes are in bytes, times are
-/// RFC 3339 UTC, durations in seconds.
+/// The target as it was resolved when the build ran: every field of
+/// `targets/<name>.toml`, with each kconfig fragment's sha256.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TargetRecord {
+    /// Target name (`targets/<name>.toml`), used in results paths.
+    pub name: String,
+    /// OpenWrt's `target/subtarget`, e.g. `ramips/mt7621`.
+    pub openwrt: String,
+    /// Other names `--target` accepted (`ar71xx`).
+    pub aliases: Vec<String>,
+    /// SoC or board for report headings.
+    pub soc: String,
+    /// One line describing the CPU.
+    pub cpu: String,
+    /// Kernel `ARCH=`.
+    pub arch: String,
+    /// `CROSS_COMPILE=` prefix.
+    pub cross_compile: String,
+    /// Kernel series the target asked for (`6.12`).
+    pub kernel: String,
+    /// Whether `--target all` included it.
+    pub in_all: bool,
+    /// The `make` config target the `.config` started from (`allnoconfig`).
+    pub kconfig_base: String,
+    /// Fragments merged on top, in order, relative to `targets/`.
+    pub kconfig_fragments: Vec<PatchRecord>,
+    /// `make` goals besides `vmlinux`.
+    pub make_targets: Vec<String>,
+    /// Artifact file names measured, in the target file's order.
+    pub artifacts: Vec<String>,
+    /// `mkimage` parameters when a uImage is made: load address, entry
+    /// symbol and image name.
+    pub uimage: Option<UImageRecord>,
+}
+
+/// `mkimage -a LOAD -e ENTRY -n NAME` as the target declared it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct UImageRecord {
+    /// Load address, e.g. `0x80001000`.
+    pub load_address: String,
+    /// ELF symbol whose address is the entry point.
+    pub entry_symbol: String,
+    /// Image name in the header.
+    pub name: String,
+}
+
+/// The variant as it was when the build ran (`patches/variants.toml`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct VariantRecord {
+    /// Variant name, used in results paths.
+    pub name: String,
+    /// One line for reports.
+    pub description: String,
+    /// KBUILD_CFLAGS of the `-Os` branch.
+    pub os_flags: String,
+    /// KBUILD_CFLAGS of the `-O2` branch.
+    pub o2_flags: String,
+    /// The variant's own patches (relative to `patches/`), in order, with sha256.
+    pub patches: Vec<PatchRecord>,
+    /// The variant's own kconfig lines.
+    pub kconfig: Vec<String>,
+}
+
+/// Where the kernel source came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SourceRecord {
+    /// Full kernel version from the top Makefile, e.g. `6.12.117`.
+    pub version: String,
+    /// The tarball or tree the source came from.
+    pub origin: String,
+    /// sha256 of the tarball; `None` for an unpacked tree.
+    pub sha256: Option<String>,
+}
+
+/// Everything recorded about one build (`result.json`, schema 2). Sizes are
+/// in bytes, times RFC 3339 UTC, durations in seconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuildResult {
     /// [`SCHEMA`].
     pub schema: u32,
-    /// Target name (`targets/<name>.toml`).
-    pub target: String,
-    /// OpenWrt `target/subtarget`.
-    pub openwrt_target: String,
-    /// SoC or board for report headings.
-    pub soc: String,
-    /// Kernel ARCH.
-    pub arch: String,
-    /// Variant name.
-    pub variant: String,
-    /// Variant description.
-    pub variant_description: String,
+    /// sha256 over every input that can change the output bytes
+    /// (`crate::build::plan::BuildKey` lists them), lowercase hex.
+    pub build_key: String,
+    /// The resolved target.
+    pub target: TargetRecord,
+    /// The variant.
+    pub variant: VariantRecord,
     /// Which build backend produced this (`kernel-tree`).
     pub backend: String,
-    /// Full kernel version, e.g. `6.12.117`.
-    pub kernel_version: String,
-    /// The tarball or tree the source came from.
-    pub kernel_source: String,
-    /// sha256 of the source tarball; `None` for a tree.
-    pub kernel_source_sha256: Option<String>,
+    /// The kernel source.
+    pub kernel_source: SourceRecord,
     /// First line of `<cross>gcc --version`.
     pub compiler: String,
     /// The flags.
     pub kbuild_cflags: Cflags,
+    /// Every applied patch, in order, with sha256 (the series, the generated
+    /// 201 patch, the variant's patches).
+    pub patches: Vec<PatchRecord>,
+    /// sha256 of the final `.config`.
+    pub config_sha256: String,
     /// Artifact file name → size and digest.
     pub artifacts: BTreeMap<String, ArtifactRecord>,
     /// vmlinux's text/data/bss as binutils `size` reports them.
     pub vmlinux_sections: SectionSizes,
-    /// The applied patches, in order.
-    pub patches: Vec<PatchRecord>,
-    /// sha256 of the final `.config`.
-    pub config_sha256: String,
     /// When the build started.
     pub started: String,
     /// When the build finished.
     pub finished: String,
     /// Wall time of the build in seconds.
     pub duration_seconds: f64,
+}
+
+/// Just the schema number, read before the rest so an old file gets a
+/// message saying how to rebuild rather than a serde error.
+#[derive(Deserialize)]
+struct SchemaOnly {
+    schema: Option<u32>,
 }
 
 impl BuildResult {
@@ -107,71 +183,39 @@ impl BuildResult {
                 file.display()
             )
         })?;
-        let result: BuildResult = serde_json::from_str(&text).with_context(|| {
+        let schema = serde_json::from_str::<SchemaOnly>(&text)
+            .with_context(|| format!("{}: not a result.json (invalid JSON)", file.display()))?
+            .schema;
+        if schema != Some(SCHEMA) {
+            let found = schema.map_or("no schema".to_string(), |s| format!("schema {s}"));
+            anyhow::bail!(
+                "{}: {found}, but this xtask reads schema {SCHEMA} (results that record \
+                 their own target, variant and build key); rebuild it with \
+                 `cargo xtask build --target {} --variant {}`",
+                file.display(),
+                dir.parent()
+                    .and_then(|p| p.file_name())
+                    .map_or("T".into(), |n| n.to_string_lossy()),
+                dir.file_name().map_or("V".into(), |n| n.to_string_lossy()),
+            );
+        }
+        serde_json::from_str(&text).with_context(|| {
             format!(
-                "{}: not a result.json this version can read",
+                "{}: not a result.json this version can read; rebuild it with `cargo xtask build`",
                 file.display()
             )
-        })?;
-        anyhow::ensure!(
-            result.schema == SCHEMA,
-            "{}: schema {} (this xtask reads {SCHEMA}); rebuild it",
-            file.display(),
-            result.schema
-        );
-        Ok(result)
+        })
     }
 
     /// Writes `dir/result.json` atomically.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let mut json = serde_json::to_string_pretty(self)?;
         json.push('\n');
-        write_atomically(&dir.join(FILE_NAME), json.as_bytes())
+        crate::util::fs::write_atomic(&dir.join(FILE_NAME), json.as_bytes())
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory,
-/// synced and renamed over `path`: readers see the old file or the new one,
-/// never a truncated one.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no parent directory", path.display()))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    // tempfile creates 0600; results are ordinary files others may read.
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .with_context(|| format!("setting the mode of {}", path.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
 }
 
 /// Now, as RFC 3339 UTC with second precision.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temporary() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("result.json");
-        write_atomically(&file, b"one").unwrap();
-        write_atomically(&file, b"two").unwrap();
-        assert_eq!(std::fs::read(&file).unwrap(), b"two");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o644);
-    }
 }

@@ -1,1 +1,159 @@
+//! File-system operations every stage shares: the one atomic write, the one
+//! tree copy, and cleanup of what interrupted runs leave.
 
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use xshell::{cmd, Shell};
+
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// (created if missing), renamed over `path`: readers see the old
+/// file or the new one, never a truncated one, and a hard-linked old file is
+/// left alone. The new file keeps the old one's permissions, or gets 0644.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".xtask-tmp-")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let permissions = match std::fs::metadata(path) {
+        Ok(meta) => meta.permissions(),
+        Err(_) => {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::Permissions::from_mode(0o644)
+        }
+    };
+    std::fs::set_permissions(tmp.path(), permissions)
+        .with_context(|| format!("setting the mode of {}", tmp.path().display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("renaming a temporary file to {}", path.display()))?;
+    Ok(())
+}
+
+/// How [`copy_tree`] copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyKind {
+    /// `cp -al`, falling back to `cp -a` across file systems: for trees
+    /// only ever changed by rename (the patch engine's trees).
+    HardLinks,
+    /// `cp -a`: for trees people edit by hand.
+    Full,
+}
+
+/// Copies the tree `from` to `dest` (which must not exist) through the
+/// staging name `<dest>.copying`, renamed into place when complete, so an
+/// interrupted copy never looks like a tree.
+pub fn copy_tree(sh: &Shell, from: &Path, dest: &Path, kind: CopyKind) -> Result<()> {
+    let parent = dest
+        .parent()
+        .with_context(|| format!("{} has no parent directory", dest.display()))?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let mut staging_name = dest.file_name().unwrap_or_default().to_os_string();
+    staging_name.push(".copying");
+    let staging = parent.join(staging_name);
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing {}", staging.display()))?;
+    }
+    let linked = kind == CopyKind::HardLinks
+        && cmd!(sh, "cp -al {from} {staging}")
+            .quiet()
+            .ignore_stderr()
+            .run()
+            .is_ok();
+    if !linked {
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging)
+                .with_context(|| format!("removing {}", staging.display()))?;
+        }
+        cmd!(sh, "cp -a {from} {staging}")
+            .quiet()
+            .run()
+            .with_context(|| format!("copying {} to {}", from.display(), staging.display()))?;
+    }
+    std::fs::rename(&staging, dest)
+        .with_context(|| format!("moving {} to {}", staging.display(), dest.display()))
+}
+
+/// Hard-links `from` to `to` (creating `to`'s directory), copying when
+/// linking is not possible (another file system).
+pub fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// Removes empty directories from `start` upwards, stopping at `root`
+/// (never removed), outside `root`, or at the first one that is not empty.
+pub fn remove_empty_parents(root: &Path, start: Option<&Path>) {
+    let mut dir = start;
+    while let Some(d) = dir {
+        if d == root || !d.starts_with(root) || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Removes `<dir>/<prefix>*` directories an interrupted run left behind
+/// (Ctrl-C during patching or unpacking).
+pub fn remove_stale_staging(dir: &Path, prefix: &str) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with(prefix) && entry.path().is_dir() {
+            std::fs::remove_dir_all(entry.path()).with_context(|| {
+                format!(
+                    "removing {}, left by an interrupted run",
+                    entry.path().display()
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("result.json");
+        write_atomic(&file, b"one").unwrap();
+        write_atomic(&file, b"two").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn atomic_write_keeps_the_old_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("script");
+        std::fs::write(&file, b"old").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_atomic(&file, b"new").unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+}

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use xtask::measure::sections::SectionSizes;
-use xtask::results::{ArtifactRecord, BuildResult, Cflags, PatchRecord};
+use xtask::results::{
+    ArtifactRecord, BuildResult, Cflags, PatchRecord, SourceRecord, VariantRecord,
+};
 use xtask::util::layout::Layout;
 
 /// A symbol for [`elf32`]: name, size in bytes, nm letter (`T`, `t`, `D`,
@@ -282,14 +284,30 @@ impl Fixture {
         artifacts: &[(&str, u64)],
         sections: (u64, u64, u64),
     ) -> BuildResult {
-        let (openwrt, soc, arch, cc) = match target {
-            "bcm53xx" => (
-                "bcm53xx/generic",
-                "BCM47094",
-                "arm",
-                "arm-linux-gnueabi-gcc",
-            ),
-            _ => ("ath79/generic", "QCA9558", "mips", "mips-linux-gnu-gcc"),
+        let layout = self.layout();
+        let cc = match target {
+            "bcm53xx" => "arm-linux-gnueabi-gcc",
+            _ => "mips-linux-gnu-gcc",
+        };
+        let target_record = xtask::build::plan::target_record(
+            &xtask::inputs::targets::Target::load(
+                &layout.targets_dir().join(format!("{target}.toml")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let variants =
+            xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
+        let variant_record = match variants.iter().find(|v| v.name == variant) {
+            Some(v) => xtask::build::plan::variant_record(v, &layout.patches_dir()).unwrap(),
+            None => VariantRecord {
+                name: variant.to_string(),
+                description: String::new(),
+                os_flags: String::new(),
+                o2_flags: String::new(),
+                patches: Vec::new(),
+                kconfig: Vec::new(),
+            },
         };
         let reorder = if variant == "no-reorder-blocks" {
             ""
@@ -327,16 +345,15 @@ impl Fixture {
         );
         BuildResult {
             schema: xtask::results::SCHEMA,
-            target: target.to_string(),
-            openwrt_target: openwrt.to_string(),
-            soc: soc.to_string(),
-            arch: arch.to_string(),
-            variant: variant.to_string(),
-            variant_description: String::new(),
+            build_key: "f".repeat(64),
+            target: target_record,
+            variant: variant_record,
             backend: "kernel-tree".to_string(),
-            kernel_version: "6.12.117".to_string(),
-            kernel_source: "/usr/src/linux-source-6.12.tar.xz".to_string(),
-            kernel_source_sha256: Some(SOURCE_SHA.to_string()),
+            kernel_source: SourceRecord {
+                version: "6.12.117".to_string(),
+                origin: "/usr/src/linux-source-6.12.tar.xz".to_string(),
+                sha256: Some(SOURCE_SHA.to_string()),
+            },
             compiler: format!("{cc} (Debian 12.2.0-14) 12.2.0"),
             kbuild_cflags: Cflags {
                 os: format!("-Os{reorder} -fno-tree-ch"),
@@ -361,7 +378,7 @@ impl Fixture {
     /// Writes `result` (with a vmlinux of its sections and `symbols`) into
     /// its results directory; the recorded vmlinux size is the file's.
     pub fn write(&self, mut result: BuildResult, symbols: &[Sym]) -> PathBuf {
-        let dir = self.results_dir(&result.target, &result.variant);
+        let dir = self.results_dir(&result.target.name, &result.variant.name);
         std::fs::create_dir_all(&dir).unwrap();
         let s = result.vmlinux_sections;
         let elf = elf32(s.text as u32, s.data as u32, s.bss as u32, symbols);

@@ -14,23 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::error::ApplyError;
 
-/// Why `rel` may not be used as a path inside the tree, if it may not.
-pub(crate) fn unsafe_reason(rel: &Path) -> Option<&'static str> {
-    if rel.as_os_str().is_empty() {
-        return Some("empty file name");
-    }
-    for c in rel.components() {
-        match c {
-            Component::RootDir | Component::Prefix(_) => return Some("absolute path"),
-            Component::ParentDir => return Some("contains '..'"),
-            Component::CurDir | Component::Normal(_) => {}
-        }
-    }
-    if rel.components().all(|c| c == Component::CurDir) {
-        return Some("names the tree itself");
-    }
-    None
-}
+pub(crate) use crate::util::path::unsafe_reason;
 
 fn io_err(path: &Path, error: io::Error) -> ApplyError {
     ApplyError::Io {

@@ -20,13 +20,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::inputs::kernel_source::sha256_bytes;
 use crate::patches::engine::{
     apply_patch, check_patch, parse_patch, render_rejects, strip_components, write_rejects,
     ApplyError, ApplyOptions, ApplyReport, Patch,
 };
+use crate::util::fs::{link_or_copy, remove_empty_parents, write_atomic};
+use crate::util::hash::sha256_bytes;
+use crate::util::path::check_relative;
 use refresh::{read_optional, FileSides};
-use state::{check_relative, link_or_copy, remove_empty_parents, write_atomic, FileEntry, State};
+use state::{FileEntry, State};
 
 /// A patch series applied (partly) to one tree.
 #[derive(Debug, Clone)]

@@ -17,8 +17,9 @@
 //! pristine tree, is kept intact); copies where linking fails.
 
 use std::io::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
+use crate::util::fs::write_atomic;
 use anyhow::{bail, Context, Result};
 
 /// Name of the state directory at the top of the tree.
@@ -151,73 +152,5 @@ impl State {
         } else {
             write_atomic(&file, text.as_bytes())
         }
-    }
-}
-
-/// Checks that `rel` is a plain relative path (no `..`, not absolute, no
-/// newline), so it can be joined to the tree and the state directory.
-pub fn check_relative(rel: &Path) -> Result<()> {
-    if rel.as_os_str().is_empty() || rel.to_string_lossy().contains('\n') {
-        bail!("refusing file name {:?}", rel);
-    }
-    for c in rel.components() {
-        if !matches!(c, Component::Normal(_) | Component::CurDir) {
-            bail!(
-                "refusing file name {} (absolute or with '..')",
-                rel.display()
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory
-/// renamed over it (creating the directory), so readers never see half a file
-/// and a hard-linked old file is left alone.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".xtask-tmp-")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(tmp.path(), meta.permissions())
-            .with_context(|| format!("setting permissions of {}", tmp.path().display()))?;
-    } else {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-            .with_context(|| format!("setting permissions of {}", tmp.path().display()))?;
-    }
-    tmp.persist(path)
-        .with_context(|| format!("renaming a temporary file to {}", path.display()))?;
-    Ok(())
-}
-
-/// Hard-links `from` to `to` (creating `to`'s directory), copying when
-/// linking is not possible (another file system).
-pub fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
-    if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    if std::fs::hard_link(from, to).is_ok() {
-        return Ok(());
-    }
-    std::fs::copy(from, to)
-        .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
-    Ok(())
-}
-
-/// Removes `dir`'s empty directories from `start` upwards, stopping at
-/// `root` (never removed) or at the first directory that is not empty.
-pub fn remove_empty_parents(root: &Path, start: Option<&Path>) {
-    let mut dir = start;
-    while let Some(d) = dir {
-        if d == root || !d.starts_with(root) || std::fs::remove_dir(d).is_err() {
-            break;
-        }
-        dir = d.parent();
     }
 }

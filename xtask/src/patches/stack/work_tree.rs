@@ -15,12 +15,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use xshell::{cmd, Shell};
+use anyhow::Result;
+use xshell::Shell;
 
 use crate::inputs::kernel_source::{self, pristine_tree};
 use crate::inputs::targets::Target;
 use crate::patches::series;
+use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::layout::Layout;
 
 /// The series directories for `target` (or generic only) and `kver`.
@@ -79,50 +80,6 @@ pub fn ensure_copy(
     }
     let input = kernel_source::resolve_input(kernel_src, kver)?;
     let pristine = pristine_tree(sh, layout, &input)?;
-    copy_into_place(sh, &pristine.dir, dest, CopyKind::Full)
-}
-
-/// How [`copy_into_place`] copies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CopyKind {
-    /// `cp -al`, falling back to `cp -a` across file systems: for trees
-    /// only the engine writes (by rename).
-    HardLinks,
-    /// `cp -a`: for trees people edit.
-    Full,
-}
-
-/// `cp -al FROM DEST` into a staging name renamed into place, falling back
-/// to `cp -a` across file systems. Only for trees nobody edits by hand.
-pub fn link_copy(sh: &Shell, from: &Path, dest: &Path) -> Result<()> {
-    copy_into_place(sh, from, dest, CopyKind::HardLinks)
-}
-
-fn copy_into_place(sh: &Shell, from: &Path, dest: &Path, kind: CopyKind) -> Result<()> {
-    let parent = dest.parent().context("working tree has no parent")?;
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let staging = parent.join(".linux-copy");
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .with_context(|| format!("removing {}", staging.display()))?;
-    }
-    eprintln!("copying {} to {}", from.display(), dest.display());
-    let linked = kind == CopyKind::HardLinks
-        && cmd!(sh, "cp -al {from} {staging}")
-            .quiet()
-            .ignore_stderr()
-            .run()
-            .is_ok();
-    if !linked {
-        if staging.exists() {
-            std::fs::remove_dir_all(&staging)
-                .with_context(|| format!("removing {}", staging.display()))?;
-        }
-        cmd!(sh, "cp -a {from} {staging}")
-            .quiet()
-            .run()
-            .with_context(|| format!("copying {} to {}", from.display(), staging.display()))?;
-    }
-    std::fs::rename(&staging, dest)
-        .with_context(|| format!("moving {} to {}", staging.display(), dest.display()))
+    eprintln!("copying {} to {}", pristine.dir.display(), dest.display());
+    copy_tree(sh, &pristine.dir, dest, CopyKind::Full)
 }

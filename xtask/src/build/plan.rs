@@ -1,0 +1,246 @@
+//! The plan, made before anything builds: the jobs (targets × variants),
+//! what each one is built from, and its build key.
+//!
+//! The **build key** is the sha256 of [`KeyMaterial`] serialised as JSON:
+//! every input that can change the bytes of the artifacts, and nothing
+//! else (names, descriptions, report headings and times are left out):
+//!
+//! * the backend and [`RECIPE_VERSION`] (how the workbench drives kbuild
+//!   and makes images: the fixed `KBUILD_BUILD_*` values, `objcopy` flags,
+//!   LZMA parameters, `mkimage` call);
+//! * from the target: ARCH, CROSS_COMPILE, kernel series, kconfig base,
+//!   each fragment's name and sha256, the `make` goals, the artifacts and
+//!   the uImage parameters;
+//! * from the variant: both KBUILD_CFLAGS branches, its kconfig lines, its
+//!   patches' sha256;
+//! * the kernel source: the tarball's sha256, or for an unpacked tree its
+//!   path and version (edits in a tree are not seen: such jobs are never
+//!   reported up to date);
+//! * the compiler's `--version` line;
+//! * every patch of the series, in order, with its sha256 (the generated
+//!   `201-extra_optimization.patch` included).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use xshell::Shell;
+
+use super::{Backend, Job};
+use crate::inputs::targets::Target;
+use crate::inputs::variants::Variant;
+use crate::results::{
+    BuildResult, PatchRecord, SourceRecord, TargetRecord, UImageRecord, VariantRecord,
+};
+use crate::util::hash::{sha256_bytes, sha256_file};
+use crate::util::layout::Layout;
+
+/// Bumped whenever the workbench changes how it turns the same inputs into
+/// bytes (kbuild environment, image recipes), so old results stop being
+/// "up to date".
+pub const RECIPE_VERSION: u32 = 1;
+
+/// What a backend resolves for one job before building: where the source
+/// comes from, which compiler, and the series that will be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInputs {
+    /// The kernel source.
+    pub source: SourceRecord,
+    /// First line of `<cross>gcc --version`.
+    pub compiler: String,
+    /// The series in application order, with sha256.
+    pub patches: Vec<PatchRecord>,
+}
+
+/// One job with everything recorded about it and its build key.
+#[derive(Debug, Clone)]
+pub struct PlannedJob {
+    /// The job.
+    pub job: Job,
+    /// The target as resolved now.
+    pub target: TargetRecord,
+    /// The variant as resolved now.
+    pub variant: VariantRecord,
+    /// Source, compiler and series.
+    pub inputs: JobInputs,
+    /// sha256 of [`KeyMaterial`], lowercase hex.
+    pub key: String,
+}
+
+impl PlannedJob {
+    /// Whether `result` was built from exactly these inputs. Never for an
+    /// unpacked tree, whose edits the key cannot see.
+    pub fn is_up_to_date(&self, result: &BuildResult) -> bool {
+        self.inputs.source.sha256.is_some() && result.build_key == self.key
+    }
+}
+
+/// Every input that can change the output bytes (see the module docs).
+#[derive(Debug, Serialize)]
+pub struct KeyMaterial<'a> {
+    backend: &'a str,
+    recipe_version: u32,
+    arch: &'a str,
+    cross_compile: &'a str,
+    kernel: &'a str,
+    kconfig_base: &'a str,
+    kconfig_fragments: &'a [PatchRecord],
+    make_targets: &'a [String],
+    artifacts: &'a [String],
+    uimage: &'a Option<UImageRecord>,
+    os_flags: &'a str,
+    o2_flags: &'a str,
+    variant_kconfig: &'a [String],
+    variant_patches: &'a [PatchRecord],
+    source_version: &'a str,
+    source: &'a str,
+    compiler: &'a str,
+    series: &'a [PatchRecord],
+}
+
+/// Every (target, variant) pair, targets outermost, in the order given.
+pub fn jobs(targets: &[Target], variants: &[Variant]) -> Vec<Job> {
+    targets
+        .iter()
+        .flat_map(|t| {
+            variants.iter().map(|v| Job {
+                target: t.clone(),
+                variant: v.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Checks every job ([`Backend::preflight`]), then resolves each one's
+/// inputs and build key. Nothing is built.
+pub fn plan(
+    sh: &Shell,
+    layout: &Layout,
+    backend: &dyn Backend,
+    jobs: &[Job],
+) -> Result<Vec<PlannedJob>> {
+    backend.preflight(sh, jobs)?;
+    jobs.iter()
+        .map(|job| {
+            let target = target_record(&job.target)?;
+            let variant = variant_record(&job.variant, &layout.patches_dir())?;
+            let inputs = backend
+                .inputs(sh, job)
+                .with_context(|| format!("planning {}", job.label()))?;
+            let key = build_key(backend.name(), &target, &variant, &inputs);
+            Ok(PlannedJob {
+                job: job.clone(),
+                target,
+                variant,
+                inputs,
+                key,
+            })
+        })
+        .collect()
+}
+
+/// sha256 (lowercase hex) of the [`KeyMaterial`] of these records.
+pub fn build_key(
+    backend: &str,
+    target: &TargetRecord,
+    variant: &VariantRecord,
+    inputs: &JobInputs,
+) -> String {
+    let material = KeyMaterial {
+        backend,
+        recipe_version: RECIPE_VERSION,
+        arch: &target.arch,
+        cross_compile: &target.cross_compile,
+        kernel: &target.kernel,
+        kconfig_base: &target.kconfig_base,
+        kconfig_fragments: &target.kconfig_fragments,
+        make_targets: &target.make_targets,
+        artifacts: &target.artifacts,
+        uimage: &target.uimage,
+        os_flags: &variant.os_flags,
+        o2_flags: &variant.o2_flags,
+        variant_kconfig: &variant.kconfig,
+        variant_patches: &variant.patches,
+        source_version: &inputs.source.version,
+        source: inputs
+            .source
+            .sha256
+            .as_deref()
+            .unwrap_or(&inputs.source.origin),
+        compiler: &inputs.compiler,
+        series: &inputs.patches,
+    };
+    let json = serde_json::to_vec(&material).expect("key material serialises");
+    sha256_bytes(&json)
+}
+
+/// The target as recorded in `result.json`: every field, fragments with
+/// their sha256 (errors name a fragment that cannot be read).
+pub fn target_record(target: &Target) -> Result<TargetRecord> {
+    let fragments = target
+        .kconfig
+        .fragments
+        .iter()
+        .zip(target.fragment_paths())
+        .map(|(name, path)| {
+            Ok(PatchRecord {
+                name: name.clone(),
+                sha256: sha256_file(&path)
+                    .with_context(|| format!("fragment of {}", target.file.display()))?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(TargetRecord {
+        name: target.name.clone(),
+        openwrt: target.openwrt.clone(),
+        aliases: target.aliases.clone(),
+        soc: target.soc.clone(),
+        cpu: target.cpu.clone(),
+        arch: target.arch.clone(),
+        cross_compile: target.cross_compile.clone(),
+        kernel: target.kernel.clone(),
+        in_all: target.in_all,
+        kconfig_base: target.kconfig.base.clone(),
+        kconfig_fragments: fragments,
+        make_targets: target.make_targets.clone(),
+        artifacts: target
+            .artifacts
+            .iter()
+            .map(|a| a.file_name().to_string())
+            .collect(),
+        uimage: target.uimage.as_ref().map(|u| UImageRecord {
+            load_address: u.load_address.clone(),
+            entry_symbol: u.entry_symbol.clone(),
+            name: u.name.clone(),
+        }),
+    })
+}
+
+/// The variant as recorded in `result.json`: its own patches named relative
+/// to `patches_dir`, with sha256.
+pub fn variant_record(variant: &Variant, patches_dir: &Path) -> Result<VariantRecord> {
+    let patches = variant
+        .patches
+        .iter()
+        .map(|path| {
+            let name = path
+                .strip_prefix(patches_dir)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            Ok(PatchRecord {
+                name,
+                sha256: sha256_file(path)
+                    .with_context(|| format!("patch of variant {}", variant.name))?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(VariantRecord {
+        name: variant.name.clone(),
+        description: variant.description.clone(),
+        os_flags: variant.os_flags.clone(),
+        o2_flags: variant.o2_flags.clone(),
+        patches,
+        kconfig: variant.kconfig.clone(),
+    })
+}
