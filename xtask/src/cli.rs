@@ -3,6 +3,14 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use xtask::build;
+use xtask::measure::bloat;
+use xtask::patches::bench::BenchOptions;
+use xtask::patches::rebase::Action;
+use xtask::patches::stack::commands::{
+    ChangedFiles, Output, RebaseRequest, SeriesOptions, SyncOptions, Until,
+};
+use xtask::report;
 
 /// Workbench for OpenWrt kernel developers: build router kernels per
 /// compiler-flag or patch variant and compare what they do to the images.
@@ -25,7 +33,7 @@ pub enum Command {
     /// Work on the kernel patch series: push, pop, status, refresh (quilt's
     /// form, as OpenWrt writes it), rebase onto a new kernel, import/export.
     #[command(subcommand)]
-    Patches(xtask::patches::stack::commands::PatchesCommand),
+    Patches(PatchesCommand),
     /// Install (as root) or print the Debian packages the targets need.
     Setup(SetupArgs),
     /// Compare variant builds against a base build, target by target, from
@@ -52,8 +60,8 @@ pub struct BuildArgs {
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
-    #[arg(long, short = 'j', value_name = "N")]
-    pub jobs: Option<usize>,
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
     /// Kernel source: a tarball or an unpacked tree (never modified).
     /// Default: Debian's /usr/src/linux-source-<kver>.tar.xz for each target.
     #[arg(long, value_name = "PATH")]
@@ -65,6 +73,38 @@ pub struct BuildArgs {
     /// job's build key ("up to date").
     #[arg(long)]
     pub force: bool,
+    /// Print the plan (each job, its build key, whether it is up to date)
+    /// and build nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl BuildArgs {
+    /// The library's request.
+    pub fn request(self) -> build::command::BuildRequest {
+        build::command::BuildRequest {
+            targets: self.targets,
+            variants: self.variants,
+            jobs: self.jobs.map_or_else(default_jobs, usize::from),
+            kernel_src: self.kernel_src,
+            verbose: self.verbose,
+            rebuild: if self.force {
+                build::Rebuild::Always
+            } else {
+                build::Rebuild::IfChanged
+            },
+            mode: if self.dry_run {
+                build::command::Mode::DryRun
+            } else {
+                build::command::Mode::Build
+            },
+        }
+    }
+}
+
+/// `-j` default: the number of CPUs.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[derive(Debug, Subcommand)]
@@ -98,6 +138,17 @@ pub struct SetupArgs {
     pub print_only: bool,
 }
 
+impl SetupArgs {
+    /// The library's request.
+    pub fn request(self) -> xtask::host::setup::SetupRequest {
+        xtask::host::setup::SetupRequest {
+            targets: self.targets,
+            tests: self.tests,
+            print_only: self.print_only,
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct SizeReportArgs {
     /// Target: a file name in targets/ (bcm53xx), OpenWrt's target/subtarget
@@ -113,9 +164,9 @@ pub struct SizeReportArgs {
     /// with results for the target, other than the base.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
+    /// Output format: text, mail, markdown, json, csv or svg.
+    #[arg(long, default_value = "text", value_name = "FORMAT")]
+    pub format: report::Format,
     /// Write the report to FILE (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -130,8 +181,8 @@ pub struct SizeReportArgs {
     /// With --symbols: bloat-o-meter's -c (functions, data, RO data
     /// tables), -d (data only) or -t (functions only); default: one table
     /// of everything.
-    #[arg(long, value_enum, value_name = "MODE", requires = "symbols")]
-    pub bloat_mode: Option<BloatMode>,
+    #[arg(long, value_name = "MODE", requires = "symbols")]
+    pub bloat_mode: Option<bloat::Mode>,
     /// Write percentages with a decimal comma (+1,68%); CSV then uses `;`
     /// between fields.
     #[arg(long)]
@@ -143,65 +194,18 @@ pub struct SizeReportArgs {
     pub allow_mismatch: bool,
 }
 
-/// `--format` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    /// `zImage size: 1840424 → 1871328 (+1.68%)` lines, as posted in PRs.
-    Text,
-    /// A commit-message / mailing-list body with kernel, compiler and flags.
-    Mail,
-    /// GitHub Markdown, one table per target.
-    Markdown,
-    /// Every number, machine-readable.
-    Json,
-    /// Every number, one row per value.
-    Csv,
-    /// A bar chart of the percent changes.
-    Svg,
-}
-
-/// `--bloat-mode` values (bloat-o-meter's flags without the dash).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BloatMode {
-    /// `-c`: functions, data and read-only data in separate tables.
-    C,
-    /// `-d`: data only.
-    D,
-    /// `-t`: functions only.
-    T,
-}
-
 impl SizeReportArgs {
     /// The library's request.
     pub fn request(&self) -> xtask::report::Request {
-        use xtask::measure::bloat::Mode;
         xtask::report::Request {
             targets: self.targets.clone(),
             base: self.base.clone(),
             variants: self.variants.clone(),
             symbols: self.symbols.then_some(xtask::report::SymbolOptions {
-                mode: match self.bloat_mode {
-                    None => Mode::All,
-                    Some(BloatMode::C) => Mode::Categorized,
-                    Some(BloatMode::D) => Mode::Data,
-                    Some(BloatMode::T) => Mode::Text,
-                },
+                mode: self.bloat_mode.unwrap_or_default(),
                 fold_clones: self.fold_clones,
             }),
             allow_mismatch: self.allow_mismatch,
-        }
-    }
-
-    /// The library's format.
-    pub fn format(&self) -> xtask::report::Format {
-        use xtask::report::Format;
-        match self.format {
-            ReportFormat::Text => Format::Text,
-            ReportFormat::Mail => Format::Mail,
-            ReportFormat::Markdown => Format::Markdown,
-            ReportFormat::Json => Format::Json,
-            ReportFormat::Csv => Format::Csv,
-            ReportFormat::Svg => Format::Svg,
         }
     }
 
@@ -209,6 +213,229 @@ impl SizeReportArgs {
     pub fn style(&self) -> xtask::report::Style {
         xtask::report::Style {
             decimal_comma: self.decimal_comma,
+        }
+    }
+}
+
+/// The `patches` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PatchesCommand {
+    /// Apply the next patch (or all, or up to NAME) to the working tree.
+    Push {
+        #[command(flatten)]
+        series: SeriesArgs,
+        /// Push every patch.
+        #[arg(long, short = 'a')]
+        all: bool,
+        /// Push up to and including this patch (path under patches/ or file name).
+        name: Option<String>,
+    },
+    /// Remove the top patch (or all, or down to NAME, which stays applied).
+    Pop {
+        #[command(flatten)]
+        series: SeriesArgs,
+        /// Pop every patch.
+        #[arg(long, short = 'a')]
+        all: bool,
+        /// Pop even when files changed since the push or last refresh.
+        #[arg(long, short = 'f')]
+        force: bool,
+        /// Pop until this patch is on top.
+        name: Option<String>,
+    },
+    /// List the series: `+` applied, `=` top, blank unapplied.
+    Status {
+        #[command(flatten)]
+        series: SeriesArgs,
+    },
+    /// Regenerate an applied patch (default: the top) from the tree in OpenWrt's quilt form.
+    Refresh {
+        #[command(flatten)]
+        series: SeriesArgs,
+        /// The patch to refresh.
+        name: Option<String>,
+    },
+    /// Move the series from one kernel version to another, classifying every patch.
+    Rebase(RebaseArgs),
+    /// Copy an OpenWrt checkout's kernel patches into patches/.
+    Import(SyncArgs),
+    /// Copy patches/ back into an OpenWrt checkout.
+    Export(SyncArgs),
+    /// Time pushing a generated series of real-sized patches with this engine,
+    /// a GNU patch loop and quilt push -a on identical copies of a kernel tree.
+    Bench(BenchArgs),
+}
+
+/// `push`/`pop` extent from `-a` and NAME.
+pub fn until(all: bool, name: Option<String>) -> Until {
+    match (name, all) {
+        (Some(n), _) => Until::Named(n),
+        (None, true) => Until::All,
+        (None, false) => Until::Next,
+    }
+}
+
+/// `pop -f`.
+pub fn changed_files(force: bool) -> ChangedFiles {
+    if force {
+        ChangedFiles::Discard
+    } else {
+        ChangedFiles::Refuse
+    }
+}
+
+/// Which series and tree.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SeriesArgs {
+    /// Target (its patches-<kver> follow the generic ones); default: generic only.
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+    /// Kernel series; default: the target's, else 6.12.
+    #[arg(long)]
+    pub kver: Option<String>,
+    /// Work on this tree (it is modified; state in DIR/.xtask-pc). Default:
+    /// target/xtask/work/<target|generic>-<kver>/linux, copied from the kernel source.
+    #[arg(long, value_name = "DIR")]
+    pub tree: Option<PathBuf>,
+    /// Kernel source for the default working tree (tarball or tree, never modified).
+    #[arg(long, value_name = "PATH")]
+    pub kernel_src: Option<PathBuf>,
+    /// Maximum fuzz when pushing (GNU patch's default: 2).
+    #[arg(long, default_value_t = 2)]
+    pub fuzz: usize,
+}
+
+impl SeriesArgs {
+    /// The library's options.
+    pub fn options(self) -> SeriesOptions {
+        SeriesOptions {
+            target: self.target,
+            kver: self.kver,
+            tree: self.tree,
+            kernel_src: self.kernel_src,
+            fuzz: self.fuzz,
+        }
+    }
+}
+
+/// `patches rebase`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RebaseArgs {
+    /// Old kernel series, e.g. 6.6.
+    #[arg(long)]
+    pub from: String,
+    /// New kernel series, e.g. 6.12.
+    #[arg(long)]
+    pub to: String,
+    /// New kernel source (tarball or tree); default Debian's linux-source-<to>.
+    #[arg(long, value_name = "PATH")]
+    pub kernel_src: Option<PathBuf>,
+    /// Target whose patches-<kver> are rebased after the generic ones.
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+    /// Maximum fuzz.
+    #[arg(long, default_value_t = 2)]
+    pub fuzz: usize,
+    /// Classify every patch without stopping at conflicts.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Refresh the fixed conflicting patch and go on.
+    #[arg(long = "continue", conflicts_with_all = ["skip", "abort"])]
+    pub continue_: bool,
+    /// Drop the conflicting patch and go on.
+    #[arg(long, conflicts_with = "abort")]
+    pub skip: bool,
+    /// Restore patches/ to the state before the rebase.
+    #[arg(long)]
+    pub abort: bool,
+}
+
+impl RebaseArgs {
+    /// The library's request.
+    pub fn request(self) -> RebaseRequest {
+        RebaseRequest {
+            from: self.from,
+            to: self.to,
+            kernel_src: self.kernel_src,
+            target: self.target,
+            fuzz: self.fuzz,
+            keep_going: self.keep_going,
+            output: if self.json {
+                Output::Json
+            } else {
+                Output::Table
+            },
+            action: if self.continue_ {
+                Action::Continue
+            } else if self.skip {
+                Action::Skip
+            } else if self.abort {
+                Action::Abort
+            } else {
+                Action::Start
+            },
+        }
+    }
+}
+
+/// `patches import|export`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SyncArgs {
+    /// The OpenWrt checkout.
+    #[arg(long, value_name = "PATH")]
+    pub openwrt: PathBuf,
+    /// Kernel series, e.g. 6.6.
+    #[arg(long)]
+    pub kernel: String,
+    /// Only these targets' patches-<kver> (default: every target in targets/). Repeatable.
+    #[arg(long = "target", short = 't')]
+    pub targets: Vec<String>,
+}
+
+impl SyncArgs {
+    /// The library's options.
+    pub fn options(self) -> SyncOptions {
+        SyncOptions {
+            openwrt: self.openwrt,
+            kernel: self.kernel,
+            targets: self.targets,
+        }
+    }
+}
+
+/// `patches bench` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// An unpacked kernel tree (never written; copied with hard links).
+    /// Default: the unpacked linux-source-6.12 under target/xtask/pristine/.
+    #[arg(long, value_name = "DIR")]
+    pub kernel_src: Option<PathBuf>,
+    /// Patches in the series.
+    #[arg(long, default_value_t = 300)]
+    pub patches: usize,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Skip the quilt run.
+    #[arg(long)]
+    pub no_quilt: bool,
+    /// Skip the rebase run.
+    #[arg(long)]
+    pub no_rebase: bool,
+}
+
+impl BenchArgs {
+    /// The library's options.
+    pub fn options(self) -> BenchOptions {
+        BenchOptions {
+            kernel_src: self.kernel_src,
+            patches: self.patches,
+            seed: self.seed,
+            no_quilt: self.no_quilt,
+            no_rebase: self.no_rebase,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `cargo xtask`: a thin command line over the `xtask` library.
+//! `cargo xtask`: a thin command line over the `xtask` library. Every
+//! clap type is in [`cli`]; each match arm here is one library call.
 
 mod cli;
 
@@ -6,12 +7,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use xshell::Shell;
 
-use cli::{Cli, Command, FlagsCommand};
-use xtask::build::{self, kbuild::KernelTree, BuildOptions};
-use xtask::host::{selftest, setup};
-use xtask::inputs::{kernel_source, targets, variants};
-use xtask::patches::extra_optimization;
+use cli::{changed_files, until, Cli, Command, FlagsCommand, PatchesCommand};
+use xtask::patches::openwrt_sync::Direction;
+use xtask::patches::stack::commands as stack;
 use xtask::util::layout::Layout;
+use xtask::{build, host, inputs, patches, report};
 
 fn main() {
     if let Err(e) = run(Cli::parse()) {
@@ -24,112 +24,52 @@ fn run(cli: Cli) -> Result<()> {
     let layout = Layout::from_manifest_dir();
     let sh = Shell::new().context("creating a shell")?;
     match cli.command {
-        Command::Build(args) => {
-            let all_targets = targets::load_all(&layout.targets_dir())?;
-            let chosen = targets::select(&all_targets, &args.targets)?;
-            let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-            let names = if args.variants.is_empty() {
-                vec![variants::BASELINE.to_string()]
-            } else {
-                args.variants
-            };
-            let chosen_variants = variants::select(&all_variants, &names)?;
-            let jobs = build::plan::jobs(&chosen, &chosen_variants);
-            let options = BuildOptions {
-                jobs: args
-                    .jobs
-                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-                verbose: args.verbose,
-                rebuild: if args.force {
-                    build::Rebuild::Always
-                } else {
-                    build::Rebuild::IfChanged
-                },
-            };
-            let backend = KernelTree::new(layout.clone(), args.kernel_src);
-            let plan = build::plan::plan(&sh, &layout, &backend, &jobs)?;
-            let outcomes = build::run(&sh, &layout, &backend, &plan, options)?;
-            println!(
-                "{} job(s) done; results in {}",
-                outcomes.len(),
-                layout.results_root().display()
-            );
-        }
+        Command::Build(args) => build::command::run(&sh, &layout, &args.request()),
         Command::Flags(FlagsCommand::Set {
             variant,
             kernel_src,
-        }) => {
-            let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-            let variant = variants::select(&all, &[variant])?.remove(0);
-            for (kver, dir) in extra_optimization::pending_dirs(&layout.patches_dir())? {
-                let makefile = kernel_source::top_makefile_for_series(&sh, &kver, &kernel_src)?;
-                let changed = extra_optimization::write_patch(&dir, &makefile, &variant)?;
-                println!(
-                    "{}: {}",
-                    dir.join(extra_optimization::PATCH_NAME).display(),
-                    if changed { "rewritten" } else { "unchanged" }
-                );
-            }
-        }
+        }) => patches::extra_optimization::set_command(&sh, &layout, &variant, &kernel_src),
         Command::Flags(FlagsCommand::List) => {
-            for v in variants::load(&layout.variants_file(), &layout.patches_dir())? {
-                println!("{}: {}", v.name, v.description);
-                println!("    -Os branch: {}", v.os_flags);
-                println!("    -O2 branch: {}", v.o2_flags);
-                for p in &v.patches {
-                    println!("    patch: {}", p.display());
-                }
-                for k in &v.kconfig {
-                    println!("    kconfig: {k}");
-                }
-            }
+            inputs::variants::print_list(&layout.variants_file(), &layout.patches_dir())
         }
-        Command::Targets => {
-            for t in targets::load_all(&layout.targets_dir())? {
-                let mut names = vec![t.openwrt.clone()];
-                names.extend(t.aliases.iter().cloned());
-                println!(
-                    "{:<16} {:<10} {:<4} {:<20} {}{}",
-                    t.name,
-                    t.soc,
-                    t.arch,
-                    t.cross_compile,
-                    names.join(", "),
-                    if t.in_all { "" } else { "  (not in `all`)" }
-                );
+        Command::Targets => inputs::targets::print_list(&layout.targets_dir()),
+        Command::Setup(args) => host::setup::command(&sh, &layout, &args.request()),
+        Command::Patches(command) => match command {
+            PatchesCommand::Push { series, all, name } => {
+                stack::push(&sh, &layout, &series.options(), until(all, name))
             }
-        }
-        Command::Setup(args) => {
-            let all_targets = targets::load_all(&layout.targets_dir())?;
-            let chosen = if args.targets.is_empty() {
-                all_targets
-            } else {
-                targets::select(&all_targets, &args.targets)?
-            };
-            let mut packages = setup::packages(&chosen);
-            if args.tests {
-                packages.extend(selftest::TEST_PACKAGES.iter().map(|p| p.to_string()));
-                packages.sort();
-                packages.dedup();
+            PatchesCommand::Pop {
+                series,
+                all,
+                force,
+                name,
+            } => stack::pop(
+                &sh,
+                &layout,
+                &series.options(),
+                until(all, name),
+                changed_files(force),
+            ),
+            PatchesCommand::Status { series } => stack::status(&sh, &layout, &series.options()),
+            PatchesCommand::Refresh { series, name } => {
+                stack::refresh(&sh, &layout, &series.options(), name.as_deref())
             }
-            if args.print_only {
-                println!(
-                    "apt-get install -y --no-install-recommends --no-upgrade {}",
-                    packages.join(" ")
-                );
-            } else if setup::install(&sh, &packages)? {
-                println!("installed: {}", packages.join(" "));
+            PatchesCommand::Rebase(args) => stack::rebase(&sh, &layout, &args.request()),
+            PatchesCommand::Import(args) => {
+                stack::sync(&layout, &args.options(), Direction::Import)
             }
-        }
-        Command::Patches(command) => xtask::patches::stack::commands::run(&sh, &layout, command)?,
-        Command::Test { jobs } => selftest::run(&sh, jobs)?,
-        Command::SizeReport(args) => xtask::report::run(
+            PatchesCommand::Export(args) => {
+                stack::sync(&layout, &args.options(), Direction::Export)
+            }
+            PatchesCommand::Bench(args) => patches::bench::run(&sh, &layout, &args.options()),
+        },
+        Command::Test { jobs } => host::selftest::run(&sh, jobs),
+        Command::SizeReport(args) => report::run(
             &layout,
             &args.request(),
-            args.format(),
+            args.format,
             &args.style(),
             args.output.as_deref(),
-        )?,
+        ),
     }
-    Ok(())
 }

@@ -7,6 +7,7 @@
 //! (running `make` in an OpenWrt tree) fits the same trait.
 
 pub mod artifacts;
+pub mod command;
 pub mod kbuild;
 pub mod plan;
 pub mod progress;

@@ -57,6 +57,50 @@ pub fn install(sh: &Shell, packages: &[String]) -> Result<bool> {
     Ok(true)
 }
 
+/// Which packages `cargo xtask setup` installs, and how.
+#[derive(Debug, Clone, Default)]
+pub struct SetupRequest {
+    /// Only the packages these targets need (`--target` spellings); empty: every target.
+    pub targets: Vec<String>,
+    /// Also the reference tools the tests compare against ([`crate::host::selftest::TEST_PACKAGES`]).
+    pub tests: bool,
+    /// Print the `apt-get` command instead of running it.
+    pub print_only: bool,
+}
+
+/// `cargo xtask setup`: installs (as root) or prints what `request` needs.
+pub fn command(
+    sh: &Shell,
+    layout: &crate::util::layout::Layout,
+    request: &SetupRequest,
+) -> Result<()> {
+    let all_targets = crate::inputs::targets::load_all(&layout.targets_dir())?;
+    let chosen = if request.targets.is_empty() {
+        all_targets
+    } else {
+        crate::inputs::targets::select(&all_targets, &request.targets)?
+    };
+    let mut packages = packages(&chosen);
+    if request.tests {
+        packages.extend(
+            crate::host::selftest::TEST_PACKAGES
+                .iter()
+                .map(|p| p.to_string()),
+        );
+        packages.sort();
+        packages.dedup();
+    }
+    if request.print_only {
+        println!(
+            "apt-get install -y --no-install-recommends --no-upgrade {}",
+            packages.join(" ")
+        );
+    } else if install(sh, &packages)? {
+        println!("installed: {}", packages.join(" "));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

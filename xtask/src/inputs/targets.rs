@@ -199,6 +199,25 @@ impl Target {
     }
 }
 
+/// `cargo xtask targets`: one line per target: name, SoC, ARCH, cross
+/// prefix, and every spelling `--target` accepts.
+pub fn print_list(targets_dir: &Path) -> Result<()> {
+    for t in load_all(targets_dir)? {
+        let mut names = vec![t.openwrt.clone()];
+        names.extend(t.aliases.iter().cloned());
+        println!(
+            "{:<16} {:<10} {:<4} {:<20} {}{}",
+            t.name,
+            t.soc,
+            t.arch,
+            t.cross_compile,
+            names.join(", "),
+            if t.in_all { "" } else { "  (not in `all`)" }
+        );
+    }
+    Ok(())
+}
+
 /// Every target in `targets/`, sorted by name.
 pub fn load_all(targets_dir: &Path) -> Result<Vec<Target>> {
     let mut targets = Vec::new();

@@ -66,6 +66,23 @@ impl Variant {
     }
 }
 
+/// `cargo xtask flags list`: each variant with its flags, patches and
+/// kconfig lines.
+pub fn print_list(file: &Path, patches_dir: &Path) -> Result<()> {
+    for v in load(file, patches_dir)? {
+        println!("{}: {}", v.name, v.description);
+        println!("    -Os branch: {}", v.os_flags);
+        println!("    -O2 branch: {}", v.o2_flags);
+        for p in &v.patches {
+            println!("    patch: {}", p.display());
+        }
+        for k in &v.kconfig {
+            println!("    kconfig: {k}");
+        }
+    }
+    Ok(())
+}
+
 /// Reads `variants.toml`; patch paths are resolved against `patches_dir`.
 ///
 /// Errors name the file and the variant: an unknown key, a missing

@@ -49,6 +49,18 @@ pub enum Mode {
     Text,
 }
 
+impl std::str::FromStr for Mode {
+    type Err = anyhow::Error;
+
+    /// bloat-o-meter's flag letter without the dash: `c`, `d` or `t`.
+    fn from_str(s: &str) -> anyhow::Result<Mode> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.flag().is_some_and(|f| &f[1..] == s))
+            .ok_or_else(|| anyhow::anyhow!("unknown bloat-o-meter mode {s:?}; use c, d or t"))
+    }
+}
+
 impl Mode {
     /// Every mode, in the order bloat-o-meter's flags are documented.
     pub const ALL: [Mode; 4] = [Mode::All, Mode::Categorized, Mode::Data, Mode::Text];

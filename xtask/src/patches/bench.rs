@@ -28,23 +28,18 @@ use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
 /// `patches bench` options.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
     /// An unpacked kernel tree (never written; copied with hard links).
-    /// Default: the unpacked linux-source-6.12 under target/xtask/pristine/.
-    #[arg(long, value_name = "DIR")]
+    /// `None`: the unpacked linux-source-6.12 under target/xtask/pristine/.
     pub kernel_src: Option<PathBuf>,
     /// Patches in the series.
-    #[arg(long, default_value_t = 300)]
     pub patches: usize,
     /// Seed of the generator.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Skip the quilt run.
-    #[arg(long)]
     pub no_quilt: bool,
     /// Skip the rebase run.
-    #[arg(long)]
     pub no_rebase: bool,
 }
 
@@ -181,7 +176,7 @@ fn secs(d: Duration) -> f64 {
 ///
 /// Errors: no kernel tree, a push failing in any of the three tools, trees
 /// that differ (the `diff -r` output is in the error), quilt/patch missing.
-pub fn run(sh: &Shell, layout: &Layout, args: &BenchArgs) -> Result<()> {
+pub fn run(sh: &Shell, layout: &Layout, args: &BenchOptions) -> Result<()> {
     let src = match &args.kernel_src {
         Some(p) => p.clone(),
         None => default_tree(layout)?,

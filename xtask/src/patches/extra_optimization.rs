@@ -112,6 +112,31 @@ pub fn patch_text(header: &str, makefile: &str, variant: &Variant) -> Result<Str
     ))
 }
 
+/// `cargo xtask flags set VARIANT`: rewrites every series'
+/// `201-extra_optimization.patch` with `variant`'s flags, generated against
+/// that series' top-level Makefile (from the first of `kernel_src` in the
+/// series, else Debian's tarball), printing what changed.
+pub fn set_command(
+    sh: &xshell::Shell,
+    layout: &crate::util::layout::Layout,
+    variant: &str,
+    kernel_src: &[PathBuf],
+) -> Result<()> {
+    use crate::inputs::{kernel_source, variants};
+    let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let variant = variants::select(&all, &[variant.to_string()])?.remove(0);
+    for (kver, dir) in pending_dirs(&layout.patches_dir())? {
+        let makefile = kernel_source::top_makefile_for_series(sh, &kver, kernel_src)?;
+        let changed = write_patch(&dir, &makefile, &variant)?;
+        println!(
+            "{}: {}",
+            dir.join(PATCH_NAME).display(),
+            if changed { "rewritten" } else { "unchanged" }
+        );
+    }
+    Ok(())
+}
+
 /// Every `patches/generic/pending-<kver>/` directory, with its kernel series.
 pub fn pending_dirs(patches_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let generic = patches_dir.join("generic");

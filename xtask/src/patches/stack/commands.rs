@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use clap::Subcommand;
 use xshell::Shell;
 
 use super::{work_tree, Refreshed, Stack};
@@ -14,122 +13,81 @@ use crate::patches::openwrt_sync::{self, Direction};
 use crate::patches::rebase::{self, Action, RebaseOptions};
 use crate::util::layout::Layout;
 
-/// The `patches` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum PatchesCommand {
-    /// Apply the next patch (or all, or up to NAME) to the working tree.
-    Push {
-        #[command(flatten)]
-        series: SeriesArgs,
-        /// Push every patch.
-        #[arg(long, short = 'a')]
-        all: bool,
-        /// Push up to and including this patch (path under patches/ or file name).
-        name: Option<String>,
-    },
-    /// Remove the top patch (or all, or down to NAME, which stays applied).
-    Pop {
-        #[command(flatten)]
-        series: SeriesArgs,
-        /// Pop every patch.
-        #[arg(long, short = 'a')]
-        all: bool,
-        /// Pop even when files changed since the push or last refresh.
-        #[arg(long, short = 'f')]
-        force: bool,
-        /// Pop until this patch is on top.
-        name: Option<String>,
-    },
-    /// List the series: `+` applied, `=` top, blank unapplied.
-    Status {
-        #[command(flatten)]
-        series: SeriesArgs,
-    },
-    /// Regenerate an applied patch (default: the top) from the tree in OpenWrt's quilt form.
-    Refresh {
-        #[command(flatten)]
-        series: SeriesArgs,
-        /// The patch to refresh.
-        name: Option<String>,
-    },
-    /// Move the series from one kernel version to another, classifying every patch.
-    Rebase(RebaseArgs),
-    /// Copy an OpenWrt checkout's kernel patches into patches/.
-    Import(SyncArgs),
-    /// Copy patches/ back into an OpenWrt checkout.
-    Export(SyncArgs),
-    /// Time pushing a generated series of real-sized patches with this engine,
-    /// a GNU patch loop and quilt push -a on identical copies of a kernel tree.
-    Bench(crate::patches::bench::BenchArgs),
-}
-
-/// Which series and tree.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SeriesArgs {
-    /// Target (its patches-<kver> follow the generic ones); default: generic only.
-    #[arg(long, short = 't')]
+/// Which series and tree a stack command works on.
+#[derive(Debug, Clone, Default)]
+pub struct SeriesOptions {
+    /// Target (its `patches-<kver>` follow the generic ones); `None`: generic only.
     pub target: Option<String>,
-    /// Kernel series; default: the target's, else 6.12.
-    #[arg(long)]
+    /// Kernel series; `None`: the target's, else 6.12.
     pub kver: Option<String>,
-    /// Work on this tree (it is modified; state in DIR/.xtask-pc). Default:
-    /// target/xtask/work/<target|generic>-<kver>/linux, copied from the kernel source.
-    #[arg(long, value_name = "DIR")]
+    /// The tree to work on (modified; state in `DIR/.xtask-pc`); `None`:
+    /// `target/xtask/work/<target|generic>-<kver>/linux`, copied from the source.
     pub tree: Option<PathBuf>,
-    /// Kernel source for the default working tree (tarball or tree, never modified).
-    #[arg(long, value_name = "PATH")]
+    /// Kernel source for the default work tree (tarball or tree, never modified).
     pub kernel_src: Option<PathBuf>,
     /// Maximum fuzz when pushing (GNU patch's default: 2).
-    #[arg(long, default_value_t = 2)]
     pub fuzz: usize,
 }
 
-/// `patches rebase`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RebaseArgs {
-    /// Old kernel series, e.g. 6.6.
-    #[arg(long)]
+/// How far `push` or `pop` goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Until {
+    /// One patch.
+    Next,
+    /// Every patch (`-a`).
+    All,
+    /// Up to and including this patch (push), or until it is on top (pop):
+    /// a path under `patches/` or a unique file name.
+    Named(String),
+}
+
+/// What `pop` does with files changed since the push or last refresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangedFiles {
+    /// Refuse to pop (quilt's default).
+    Refuse,
+    /// Pop anyway, losing the changes (`-f`).
+    Discard,
+}
+
+/// How `rebase` prints its summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// A table per patch.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// `patches rebase`: what to rebase and which step to take.
+#[derive(Debug, Clone)]
+pub struct RebaseRequest {
+    /// Old kernel series, e.g. `6.6`.
     pub from: String,
-    /// New kernel series, e.g. 6.12.
-    #[arg(long)]
+    /// New kernel series, e.g. `6.12`.
     pub to: String,
-    /// New kernel source (tarball or tree); default Debian's linux-source-<to>.
-    #[arg(long, value_name = "PATH")]
+    /// New kernel source (tarball or tree); `None`: Debian's linux-source-<to>.
     pub kernel_src: Option<PathBuf>,
-    /// Target whose patches-<kver> are rebased after the generic ones.
-    #[arg(long, short = 't')]
+    /// Target whose `patches-<kver>` are rebased after the generic ones.
     pub target: Option<String>,
     /// Maximum fuzz.
-    #[arg(long, default_value_t = 2)]
     pub fuzz: usize,
     /// Classify every patch without stopping at conflicts.
-    #[arg(long)]
     pub keep_going: bool,
-    /// Print the summary as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Refresh the fixed conflicting patch and go on.
-    #[arg(long = "continue", conflicts_with_all = ["skip", "abort"])]
-    pub continue_: bool,
-    /// Drop the conflicting patch and go on.
-    #[arg(long, conflicts_with = "abort")]
-    pub skip: bool,
-    /// Restore patches/ to the state before the rebase.
-    #[arg(long)]
-    pub abort: bool,
+    /// Table or JSON.
+    pub output: Output,
+    /// Start, continue, skip or abort.
+    pub action: Action,
 }
 
-/// `patches import|export`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SyncArgs {
+/// `patches import|export`: which checkout, kernel series and targets.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
     /// The OpenWrt checkout.
-    #[arg(long, value_name = "PATH")]
     pub openwrt: PathBuf,
-    /// Kernel series, e.g. 6.6.
-    #[arg(long)]
+    /// Kernel series, e.g. `6.6`.
     pub kernel: String,
-    /// Only these targets' patches-<kver> (default: every target in targets/). Repeatable.
-    #[arg(long = "target", short = 't')]
+    /// Only these targets' `patches-<kver>` (empty: every target in `targets/`).
     pub targets: Vec<String>,
 }
 
@@ -143,7 +101,7 @@ fn one_target(layout: &Layout, name: Option<&str>) -> Result<Option<Target>> {
     Ok(Some(chosen.remove(0)))
 }
 
-fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesArgs) -> Result<Stack> {
+fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesOptions) -> Result<Stack> {
     let target = one_target(layout, args.target.as_deref())?;
     let kver = args
         .kver
@@ -192,141 +150,163 @@ fn resolve(stack: &Stack, name: &str) -> Result<String> {
     }
 }
 
-/// Runs one `patches` subcommand.
+/// `patches push`: applies patches to the work tree, printing GNU patch's
+/// messages for each.
 ///
-/// Errors: whatever the step reports (a failed push names the patch, file,
-/// hunk and line and leaves the tree as it was).
-pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
-    match command {
-        PatchesCommand::Push { series, all, name } => {
-            let stack = open_stack(sh, layout, &series)?;
-            let until = name.map(|n| resolve(&stack, &n)).transpose()?;
-            if let Some(u) = &until {
-                if stack.applied()?.contains(u) {
-                    println!("{u} is already applied");
-                    return Ok(());
-                }
-            }
-            let mut pushed = 0;
-            loop {
-                let Some((name, report)) = stack.push_next()? else {
-                    if pushed == 0 {
-                        println!("all patches are applied");
-                    }
-                    break;
-                };
-                pushed += 1;
-                println!("Applying patch {name}");
-                print!("{}", report.render());
-                if !all && until.as_ref().is_none_or(|u| *u == name) {
-                    break;
-                }
-            }
-            println!(
-                "Now at patch {}",
-                stack.applied()?.last().map_or("(none)", |s| s)
-            );
+/// Errors: a failed push names the patch, file, hunk and line and leaves
+/// the tree as it was.
+pub fn push(sh: &Shell, layout: &Layout, series: &SeriesOptions, until: Until) -> Result<()> {
+    let stack = open_stack(sh, layout, series)?;
+    let named = match &until {
+        Until::Named(n) => Some(resolve(&stack, n)?),
+        Until::Next | Until::All => None,
+    };
+    if let Some(u) = &named {
+        if stack.applied()?.contains(u) {
+            println!("{u} is already applied");
+            return Ok(());
         }
-        PatchesCommand::Pop {
-            series,
-            all,
-            force,
-            name,
-        } => {
-            let stack = open_stack(sh, layout, &series)?;
-            let until = name.map(|n| resolve(&stack, &n)).transpose()?;
-            if let Some(u) = &until {
-                if !stack.applied()?.contains(u) {
-                    bail!("{u} is not applied");
-                }
+    }
+    let mut pushed = 0;
+    loop {
+        let Some((name, report)) = stack.push_next()? else {
+            if pushed == 0 {
+                println!("all patches are applied");
             }
-            let mut popped = 0;
-            loop {
-                if until.is_some() && stack.applied()?.last() == until.as_ref() {
-                    break;
-                }
-                let Some(name) = stack.pop(force)? else {
-                    if popped == 0 {
-                        println!("no patch is applied");
-                    }
-                    break;
-                };
-                popped += 1;
-                println!("Removed patch {name}");
-                if !all && until.is_none() {
-                    break;
-                }
-            }
-            match stack.applied()?.last() {
-                Some(top) => println!("Now at patch {top}"),
-                None => println!("No patches applied"),
-            }
+            break;
+        };
+        pushed += 1;
+        println!("Applying patch {name}");
+        print!("{}", report.render());
+        let done = match &named {
+            Some(u) => *u == name,
+            None => until == Until::Next,
+        };
+        if done {
+            break;
         }
-        PatchesCommand::Status { series } => {
-            let stack = open_stack(sh, layout, &series)?;
-            let applied = stack.applied()?;
-            println!("tree: {}", stack.tree().display());
-            for name in &stack.series {
-                let mark = match applied.iter().position(|a| a == name) {
-                    Some(i) if i + 1 == applied.len() => '=',
-                    Some(_) => '+',
-                    None => ' ',
-                };
-                println!("{mark} {name}");
-            }
-            for name in applied.iter().filter(|a| !stack.series.contains(a)) {
-                println!("! {name} (applied, no longer in the series)");
-            }
+    }
+    println!(
+        "Now at patch {}",
+        stack.applied()?.last().map_or("(none)", |s| s)
+    );
+    Ok(())
+}
+
+/// `patches pop`: restores the pre-images of the top patch (or more).
+///
+/// Errors: a file changed since the push or last refresh (unless
+/// [`ChangedFiles::Discard`]), or a named patch that is not applied.
+pub fn pop(
+    sh: &Shell,
+    layout: &Layout,
+    series: &SeriesOptions,
+    until: Until,
+    changed: ChangedFiles,
+) -> Result<()> {
+    let stack = open_stack(sh, layout, series)?;
+    let named = match &until {
+        Until::Named(n) => Some(resolve(&stack, n)?),
+        Until::Next | Until::All => None,
+    };
+    if let Some(u) = &named {
+        if !stack.applied()?.contains(u) {
+            bail!("{u} is not applied");
         }
-        PatchesCommand::Refresh { series, name } => {
-            let stack = open_stack(sh, layout, &series)?;
-            let name = name.map(|n| resolve(&stack, &n)).transpose()?;
-            let (name, how) = stack.refresh(name.as_deref())?;
-            match how {
-                Refreshed::Rewritten => println!("Refreshed patch {name}"),
-                Refreshed::Unchanged => println!("Patch {name} is unchanged"),
-            }
+    }
+    let mut popped = 0;
+    loop {
+        if named.is_some() && stack.applied()?.last() == named.as_ref() {
+            break;
         }
-        PatchesCommand::Rebase(args) => {
-            let opts = RebaseOptions {
-                from: args.from.clone(),
-                to: args.to.clone(),
-                target: one_target(layout, args.target.as_deref())?,
-                kernel_src: args.kernel_src.clone(),
-                fuzz: args.fuzz,
-                keep_going: args.keep_going,
-            };
-            let action = if args.continue_ {
-                Action::Continue
-            } else if args.skip {
-                Action::Skip
-            } else if args.abort {
-                Action::Abort
-            } else {
-                Action::Start
-            };
-            let outcome = rebase::run(sh, layout, &opts, action)?;
-            if action == Action::Abort {
-                println!("rebase aborted; patches/ restored");
-                return Ok(());
+        let Some(name) = stack.pop(changed == ChangedFiles::Discard)? else {
+            if popped == 0 {
+                println!("no patch is applied");
             }
-            if args.json {
-                println!("{}", rebase::json(&outcome.state, &outcome.tree));
-            } else {
-                print!("{}", rebase::table(&outcome.state, &outcome.tree));
-            }
-            if let Some(name) = &outcome.state.stopped_at {
-                bail!("rebase stopped at conflicting patch {name}");
-            }
+            break;
+        };
+        popped += 1;
+        println!("Removed patch {name}");
+        if until == Until::Next {
+            break;
         }
-        PatchesCommand::Import(args) => sync(layout, &args, Direction::Import)?,
-        PatchesCommand::Export(args) => sync(layout, &args, Direction::Export)?,
-        PatchesCommand::Bench(args) => crate::patches::bench::run(sh, layout, &args)?,
+    }
+    match stack.applied()?.last() {
+        Some(top) => println!("Now at patch {top}"),
+        None => println!("No patches applied"),
     }
     Ok(())
 }
 
-fn sync(layout: &Layout, args: &SyncArgs, direction: Direction) -> Result<()> {
+/// `patches status`: the series with `+` applied, `=` top, blank unapplied,
+/// `!` applied but no longer in the series.
+pub fn status(sh: &Shell, layout: &Layout, series: &SeriesOptions) -> Result<()> {
+    let stack = open_stack(sh, layout, series)?;
+    let applied = stack.applied()?;
+    println!("tree: {}", stack.tree().display());
+    for name in &stack.series {
+        let mark = match applied.iter().position(|a| a == name) {
+            Some(i) if i + 1 == applied.len() => '=',
+            Some(_) => '+',
+            None => ' ',
+        };
+        println!("{mark} {name}");
+    }
+    for name in applied.iter().filter(|a| !stack.series.contains(a)) {
+        println!("! {name} (applied, no longer in the series)");
+    }
+    Ok(())
+}
+
+/// `patches refresh`: rewrites an applied patch (default: the top) from the
+/// tree in OpenWrt's quilt form.
+pub fn refresh(
+    sh: &Shell,
+    layout: &Layout,
+    series: &SeriesOptions,
+    name: Option<&str>,
+) -> Result<()> {
+    let stack = open_stack(sh, layout, series)?;
+    let name = name.map(|n| resolve(&stack, n)).transpose()?;
+    let (name, how) = stack.refresh(name.as_deref())?;
+    match how {
+        Refreshed::Rewritten => println!("Refreshed patch {name}"),
+        Refreshed::Unchanged => println!("Patch {name} is unchanged"),
+    }
+    Ok(())
+}
+
+/// `patches rebase`: one step of moving the series to a new kernel; prints
+/// the classification of every patch.
+///
+/// Errors when the rebase stops at a conflicting patch (naming it).
+pub fn rebase(sh: &Shell, layout: &Layout, request: &RebaseRequest) -> Result<()> {
+    let opts = RebaseOptions {
+        from: request.from.clone(),
+        to: request.to.clone(),
+        target: one_target(layout, request.target.as_deref())?,
+        kernel_src: request.kernel_src.clone(),
+        fuzz: request.fuzz,
+        keep_going: request.keep_going,
+    };
+    let outcome = rebase::run(sh, layout, &opts, request.action)?;
+    if request.action == Action::Abort {
+        println!("rebase aborted; patches/ restored");
+        return Ok(());
+    }
+    match request.output {
+        Output::Json => println!("{}", rebase::json(&outcome.state, &outcome.tree)),
+        Output::Table => print!("{}", rebase::table(&outcome.state, &outcome.tree)),
+    }
+    if let Some(name) = &outcome.state.stopped_at {
+        bail!("rebase stopped at conflicting patch {name}");
+    }
+    Ok(())
+}
+
+/// `patches import` / `patches export`: copies the kernel patches between
+/// `patches/` and an OpenWrt checkout, printing counts per directory.
+pub fn sync(layout: &Layout, args: &SyncOptions, direction: Direction) -> Result<()> {
     let all = targets::load_all(&layout.targets_dir())?;
     let chosen = if args.targets.is_empty() {
         all

@@ -1,0 +1,102 @@
+//! `cargo xtask build`: from the command line's names to a plan, then
+//! either the plan printed (`--dry-run`) or the builds.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use xshell::Shell;
+
+use super::kbuild::KernelTree;
+use super::plan::{self, PlannedJob};
+use super::{BuildOptions, Rebuild};
+use crate::inputs::{targets, variants};
+use crate::util::layout::Layout;
+
+/// Whether `build` builds or only prints the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Build every job that is not up to date.
+    #[default]
+    Build,
+    /// Print each job, its build key and whether a result with that key
+    /// exists; build nothing.
+    DryRun,
+}
+
+/// What `cargo xtask build` was asked for.
+#[derive(Debug, Clone)]
+pub struct BuildRequest {
+    /// `--target` spellings (file name, OpenWrt name, alias, `all`).
+    pub targets: Vec<String>,
+    /// Variant names; empty: `baseline`.
+    pub variants: Vec<String>,
+    /// `make -j`; at least 1.
+    pub jobs: usize,
+    /// `--kernel-src`: a tarball or an unpacked tree.
+    pub kernel_src: Option<PathBuf>,
+    /// Stream make's output.
+    pub verbose: bool,
+    /// Skip up-to-date jobs, or not (`--force`).
+    pub rebuild: Rebuild,
+    /// Build, or print the plan.
+    pub mode: Mode,
+}
+
+/// Runs `request`: selects targets × variants, checks and plans every job,
+/// then builds (or prints the plan for [`Mode::DryRun`]).
+///
+/// Errors: unknown target or variant names (with the known ones), anything
+/// preflight finds (each problem listed), the first failing build.
+pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
+    let all_targets = targets::load_all(&layout.targets_dir())?;
+    let chosen = targets::select(&all_targets, &request.targets)?;
+    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let names = if request.variants.is_empty() {
+        vec![variants::BASELINE.to_string()]
+    } else {
+        request.variants.clone()
+    };
+    let chosen_variants = variants::select(&all_variants, &names)?;
+    let jobs = plan::jobs(&chosen, &chosen_variants);
+    let backend = KernelTree::new(layout.clone(), request.kernel_src.clone());
+    let plan = plan::plan(sh, layout, &backend, &jobs)?;
+    if request.mode == Mode::DryRun {
+        print!("{}", describe_plan(layout, &plan));
+        return Ok(());
+    }
+    let options = BuildOptions {
+        jobs: request.jobs,
+        verbose: request.verbose,
+        rebuild: request.rebuild,
+    };
+    let outcomes = super::run(sh, layout, &backend, &plan, options)
+        .context("nothing after the failed job was built")?;
+    println!(
+        "{} job(s) done; results in {}",
+        outcomes.len(),
+        layout.results_root().display()
+    );
+    Ok(())
+}
+
+/// The plan as `--dry-run` prints it: one line per job, `target/variant`,
+/// the build key, and `up to date`, `build (no result)`, `build (inputs
+/// changed)` or `build (tree source: always rebuilt)`.
+pub fn describe_plan(layout: &Layout, plan: &[PlannedJob]) -> String {
+    let mut out = String::new();
+    for planned in plan {
+        let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
+        let status = match crate::results::BuildResult::read(&dir) {
+            _ if planned.inputs.source.sha256.is_none() => "build (tree source: always rebuilt)",
+            Ok(r) if planned.is_up_to_date(&r) => "up to date",
+            Ok(_) => "build (inputs changed)",
+            Err(_) => "build (no result)",
+        };
+        out.push_str(&format!(
+            "{:<32} {}  {status}\n",
+            planned.job.label(),
+            planned.key
+        ));
+    }
+    out
+}
