@@ -21,6 +21,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Parses the process's arguments, exiting with clap's message on an error.
+pub fn parse() -> Cli {
+    Cli::parse()
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Build kernel images for targets × variants into target/xtask/results/<target>/<variant>/.

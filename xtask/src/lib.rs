@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! Library behind `cargo xtask`: everything an OpenWrt kernel developer needs to
 //! answer "what does this compiler flag or kernel patch do to my router?".
 //!

@@ -1,10 +1,9 @@
 //! `cargo xtask`: a thin command line over the `xtask` library. Every
-//! clap type is in [`cli`]; each match arm here is one library call.
+//! command-line type is in [`cli`]; each match arm here is one library call.
 
 mod cli;
 
 use anyhow::{Context, Result};
-use clap::Parser;
 use xshell::Shell;
 
 use cli::{changed_files, until, Cli, Command, FlagsCommand, PatchesCommand};
@@ -14,7 +13,7 @@ use xtask::util::layout::Layout;
 use xtask::{build, host, inputs, patches, report};
 
 fn main() {
-    if let Err(e) = run(Cli::parse()) {
+    if let Err(e) = run(cli::parse()) {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }

@@ -135,7 +135,7 @@ pub struct BuildResult {
     /// [`SCHEMA`].
     pub schema: u32,
     /// sha256 over every input that can change the output bytes
-    /// (`crate::build::plan::BuildKey` lists them), lowercase hex.
+    /// (listed in the docs of `build::plan`), lowercase hex.
     pub build_key: String,
     /// The resolved target.
     pub target: TargetRecord,
