@@ -244,3 +244,131 @@ pub fn variant_record(variant: &Variant, patches_dir: &Path) -> Result<VariantRe
         kconfig: variant.kconfig.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records() -> (TargetRecord, VariantRecord, JobInputs) {
+        let target = TargetRecord {
+            name: "t".into(),
+            openwrt: "x/y".into(),
+            aliases: vec![],
+            soc: "SoC".into(),
+            cpu: "CPU".into(),
+            arch: "arm".into(),
+            cross_compile: "arm-linux-gnueabi-".into(),
+            kernel: "6.12".into(),
+            in_all: true,
+            kconfig_base: "allnoconfig".into(),
+            kconfig_fragments: vec![PatchRecord {
+                name: "kconfig/a.config".into(),
+                sha256: "1".repeat(64),
+            }],
+            make_targets: vec!["zImage".into()],
+            artifacts: vec!["zImage".into()],
+            uimage: None,
+        };
+        let variant = VariantRecord {
+            name: "v".into(),
+            description: "d".into(),
+            os_flags: "-Os".into(),
+            o2_flags: "-O2".into(),
+            patches: vec![],
+            kconfig: vec![],
+        };
+        let inputs = JobInputs {
+            source: SourceRecord {
+                version: "6.12.117".into(),
+                origin: "/usr/src/linux-source-6.12.tar.xz".into(),
+                sha256: Some("2".repeat(64)),
+            },
+            compiler: "gcc 12".into(),
+            patches: vec![PatchRecord {
+                name: "generic/pending-6.12/201-extra_optimization.patch".into(),
+                sha256: "3".repeat(64),
+            }],
+        };
+        (target, variant, inputs)
+    }
+
+    #[test]
+    fn the_key_follows_the_bytes_not_the_names() {
+        let (t, v, i) = records();
+        let key = build_key("kernel-tree", &t, &v, &i);
+        assert_eq!(key.len(), 64);
+
+        // Presentation only: same key.
+        let (mut t2, mut v2, mut i2) = (t.clone(), v.clone(), i.clone());
+        t2.name = "other".into();
+        t2.soc = "other".into();
+        t2.aliases = vec!["alias".into()];
+        v2.name = "other".into();
+        v2.description = "other".into();
+        i2.source.origin = "/elsewhere/linux.tar.xz".into();
+        assert_eq!(build_key("kernel-tree", &t2, &v2, &i2), key);
+
+        // Every input of the bytes: a new key.
+        let mut changed = Vec::new();
+        let mut c = |f: &dyn Fn(&mut TargetRecord, &mut VariantRecord, &mut JobInputs)| {
+            let (mut t, mut v, mut i) = (t.clone(), v.clone(), i.clone());
+            f(&mut t, &mut v, &mut i);
+            changed.push(build_key("kernel-tree", &t, &v, &i));
+        };
+        c(&|t, _, _| t.arch = "mips".into());
+        c(&|t, _, _| t.cross_compile = "mips-linux-gnu-".into());
+        c(&|t, _, _| t.kconfig_base = "tinyconfig".into());
+        c(&|t, _, _| t.kconfig_fragments[0].sha256 = "4".repeat(64));
+        c(&|t, _, _| t.make_targets.clear());
+        c(&|t, _, _| t.artifacts.push("vmlinux".into()));
+        c(&|_, v, _| v.os_flags = "-Os -fno-tree-ch".into());
+        c(&|_, v, _| v.o2_flags = "-O3".into());
+        c(&|_, v, _| v.kconfig.push("CONFIG_SMP=y".into()));
+        c(&|_, _, i| i.source.sha256 = Some("5".repeat(64)));
+        c(&|_, _, i| i.compiler = "gcc 13".into());
+        c(&|_, _, i| i.patches[0].sha256 = "6".repeat(64));
+        for (n, k) in changed.iter().enumerate() {
+            assert_ne!(*k, key, "change #{n} did not change the key");
+        }
+        assert_ne!(build_key("other-backend", &t, &v, &i), key);
+    }
+
+    #[test]
+    fn a_tree_source_is_never_up_to_date() {
+        let (target, variant, mut inputs) = records();
+        inputs.source.sha256 = None;
+        let key = build_key("kernel-tree", &target, &variant, &inputs);
+        let planned = PlannedJob {
+            job: Job {
+                target: crate::inputs::targets::Target::load(
+                    &crate::util::layout::Layout::from_manifest_dir()
+                        .targets_dir()
+                        .join("arm-tiny.toml"),
+                )
+                .unwrap(),
+                variant: crate::inputs::variants::load(
+                    &crate::util::layout::Layout::from_manifest_dir().variants_file(),
+                    &crate::util::layout::Layout::from_manifest_dir().patches_dir(),
+                )
+                .unwrap()
+                .remove(0),
+            },
+            target,
+            variant,
+            inputs,
+            key: key.clone(),
+        };
+        let result: BuildResult = serde_json::from_value(serde_json::json!({
+            "schema": 2, "build_key": key,
+            "target": planned.target, "variant": planned.variant,
+            "backend": "kernel-tree", "kernel_source": planned.inputs.source,
+            "compiler": "gcc 12",
+            "kbuild_cflags": {"os": "", "o2": "", "effective": "os", "compile_command": ""},
+            "patches": [], "config_sha256": "", "artifacts": {},
+            "vmlinux_sections": {"text": 0, "data": 0, "bss": 0},
+            "started": "", "finished": "", "duration_seconds": 0.0
+        }))
+        .unwrap();
+        assert!(!planned.is_up_to_date(&result));
+    }
+}

@@ -219,3 +219,38 @@ impl BuildResult {
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_1_result_says_how_to_rebuild() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("bcm53xx/baseline");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(FILE_NAME),
+            r#"{"schema": 1, "target": "bcm53xx", "variant": "baseline"}"#,
+        )
+        .unwrap();
+        let err = format!("{:#}", BuildResult::read(&dir).unwrap_err());
+        assert!(err.contains("schema 1"), "{err}");
+        assert!(
+            err.contains("cargo xtask build --target bcm53xx --variant baseline"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&dir.join(FILE_NAME).display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_result_without_schema_is_named_too() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join(FILE_NAME), "{}").unwrap();
+        let err = format!("{:#}", BuildResult::read(root.path()).unwrap_err());
+        assert!(err.contains("no schema"), "{err}");
+    }
+}
