@@ -171,12 +171,25 @@ impl Backend for KernelTree {
         let build = self.layout.build_dir(&job.target.name, &job.variant.name);
         reset_build_dir_for(&build, &tree.dir)?;
 
+        // A build from an empty directory compiles every object: the count
+        // of the last such build of this target is the progress estimate.
+        let fresh = !build.join("vmlinux").exists();
         let config = configure(self, sh, job, &tree.dir, &build, log, options)?;
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
         let jobs = format!("-j{}", options.jobs);
         let make = self.make(sh, job, &tree.dir, &build).arg(jobs).args(&goals);
-        run_logged(Command::from(make), &label, log, options.verbose)?;
+        let expected = if fresh {
+            previous_object_count(&self.layout, job)
+        } else {
+            None
+        };
+        let objects = run_logged(Command::from(make), &label, log, options.verbose, expected)?;
+        if fresh {
+            let file = build.join(OBJECT_COUNT_FILE);
+            std::fs::write(&file, format!("{objects}\n"))
+                .with_context(|| format!("writing {}", file.display()))?;
+        }
 
         let cflags = cflags_in_effect(job, &build, &config)?;
         let zimage = build
@@ -193,6 +206,30 @@ impl Backend for KernelTree {
             config_sha256: crate::util::hash::sha256_bytes(config.as_bytes()),
         })
     }
+}
+
+/// Where a build directory keeps the number of objects its last full build
+/// compiled.
+const OBJECT_COUNT_FILE: &str = ".xtask-objects";
+
+/// Objects the last full build of `job` compiled, else those of another
+/// variant of the same target (about the same configuration).
+fn previous_object_count(layout: &Layout, job: &Job) -> Option<u64> {
+    let own = layout.build_dir(&job.target.name, &job.variant.name);
+    let read = |dir: &Path| -> Option<u64> {
+        std::fs::read_to_string(dir.join(OBJECT_COUNT_FILE))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    read(&own).or_else(|| {
+        let target_dir = own.parent()?;
+        std::fs::read_dir(target_dir)
+            .ok()?
+            .flatten()
+            .find_map(|e| read(&e.path()))
+    })
 }
 
 /// A build directory remembers its source tree; when the tree changes
@@ -225,7 +262,7 @@ fn configure(
     let label = format!("{} (configuring)", job.label());
     let base = &job.target.kconfig.base;
     let make = backend.make(sh, job, src, build).arg(base);
-    run_logged(Command::from(make), &label, log, options.verbose)?;
+    run_logged(Command::from(make), &label, log, options.verbose, None)?;
     let config_file = build.join(".config");
     let base_config = std::fs::read_to_string(&config_file)
         .with_context(|| format!("reading {} after `make {base}`", config_file.display()))?;
@@ -241,7 +278,7 @@ fn configure(
         .make(sh, job, src, build)
         .arg(format!("KCONFIG_ALLCONFIG={}", merged.display()))
         .arg("alldefconfig");
-    run_logged(Command::from(make), &label, log, options.verbose)?;
+    run_logged(Command::from(make), &label, log, options.verbose, None)?;
     kconfig::ensure_applied(&config_file, &settings).with_context(|| {
         format!(
             "configuring {} from {}",

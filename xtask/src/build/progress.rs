@@ -1,6 +1,7 @@
 //! Running `make` with its output kept in a log and shown as progress:
-//! objects compiled (kbuild's `  CC`/`  AS` lines) and elapsed time, or
-//! every line with `-v`.
+//! objects compiled (kbuild's `  CC`/`  AS` lines), elapsed time and, when
+//! the number of objects to expect is known (from the previous build of the
+//! same target), an estimate of the time left; or every line with `-v`.
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -33,13 +34,40 @@ struct Shared {
     last_plain: Instant,
 }
 
+/// The progress message: objects compiled, and with `expected` objects
+/// known, `n/m objects, about T left` where T assumes the remaining objects
+/// take as long on average as those compiled so far (none before the
+/// first object; never below zero when a build compiles more than
+/// expected).
+pub fn progress_message(objects: u64, expected: Option<u64>, elapsed: Duration) -> String {
+    match expected {
+        Some(m) if m > 0 && objects > 0 => {
+            let left = m.saturating_sub(objects);
+            let secs = elapsed.as_secs_f64() * left as f64 / objects as f64;
+            format!(
+                "{objects}/{m} objects compiled, about {} left",
+                humantime::format_duration(Duration::from_secs(secs.round() as u64))
+            )
+        }
+        Some(m) if m > 0 => format!("{objects}/{m} objects compiled"),
+        _ => format!("{objects} objects compiled"),
+    }
+}
+
 /// Runs `command`, appending its stdout and stderr to `log`, showing
-/// `label`, the number of objects compiled and the elapsed time (or every
-/// line when `verbose`).
+/// `label`, the number of objects compiled, the elapsed time and, with
+/// `expected_objects`, the time left ([`progress_message`]); or every line
+/// when `verbose`. Returns the number of objects compiled.
 ///
 /// A non-zero exit is an error quoting the last lines of output and naming
 /// the log file.
-pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) -> Result<()> {
+pub fn run_logged(
+    mut command: Command,
+    label: &str,
+    log: &Path,
+    verbose: bool,
+    expected_objects: Option<u64>,
+) -> Result<u64> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -89,15 +117,13 @@ pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) 
                     let _ = writeln!(s.log, "{line}");
                     if is_object_line(&line) {
                         s.objects += 1;
-                        bar.set_message(format!("{} objects compiled", s.objects));
+                        let message =
+                            progress_message(s.objects, expected_objects, started.elapsed());
                         if plain && s.last_plain.elapsed() >= PLAIN_PROGRESS_EVERY {
                             s.last_plain = Instant::now();
-                            eprintln!(
-                                "{label}: {} objects compiled, {} s",
-                                s.objects,
-                                started.elapsed().as_secs()
-                            );
+                            eprintln!("{label}: {message}, {} s", started.elapsed().as_secs());
                         }
+                        bar.set_message(message);
                     }
                     if s.tail.len() == TAIL_LINES {
                         s.tail.pop_front();
@@ -130,7 +156,7 @@ pub fn run_logged(mut command: Command, label: &str, log: &Path, verbose: bool) 
             log.display()
         );
     }
-    Ok(())
+    Ok(s.objects)
 }
 
 #[cfg(test)]
@@ -143,11 +169,31 @@ mod tests {
         let log = dir.path().join("build.log");
         let sh = xshell::Shell::new().unwrap();
         let ok: Command = xshell::cmd!(sh, "printf '  CC      a.o\\n  LD      x\\n'").into();
-        run_logged(ok, "t", &log, false).unwrap();
+        assert_eq!(run_logged(ok, "t", &log, false, None).unwrap(), 1);
         let text = std::fs::read_to_string(&log).unwrap();
         assert_eq!(text.lines().filter(|l| is_object_line(l)).count(), 1);
         let fail: Command = xshell::cmd!(sh, "sh -c 'echo boom >&2; exit 3'").into();
-        let err = run_logged(fail, "t", &log, false).unwrap_err().to_string();
+        let err = run_logged(fail, "t", &log, false, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("boom") && err.contains("build.log"), "{err}");
+    }
+
+    #[test]
+    fn the_estimate_scales_the_time_per_object() {
+        let d = Duration::from_secs;
+        assert_eq!(progress_message(0, None, d(5)), "0 objects compiled");
+        assert_eq!(
+            progress_message(0, Some(100), d(5)),
+            "0/100 objects compiled"
+        );
+        assert_eq!(
+            progress_message(25, Some(100), d(60)),
+            "25/100 objects compiled, about 3m left"
+        );
+        assert_eq!(
+            progress_message(120, Some(100), d(60)),
+            "120/100 objects compiled, about 0s left"
+        );
     }
 }
