@@ -129,3 +129,42 @@ fn lzma_image_unpacks_to_the_raw_kernel() {
         assert_eq!(out.stdout, std::fs::read(dir.join("vmlinux.bin")).unwrap());
     }
 }
+
+#[test]
+fn a_second_build_of_the_same_inputs_is_up_to_date() {
+    let Some(results) = results() else { return };
+    let sh = Shell::new().unwrap();
+    let bin = env!("CARGO_BIN_EXE_xtask");
+    let [a, b] = E2E_VARIANTS;
+    let started = std::time::Instant::now();
+    let out = cmd!(
+        sh,
+        "{bin} build --target arm-tiny --variant {a} --variant {b} --dry-run"
+    )
+    .read()
+    .unwrap();
+    for (_, r) in &results {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("arm-tiny/{} ", r.variant.name)))
+            .unwrap_or_else(|| panic!("no plan line for {}:\n{out}", r.variant.name));
+        assert!(
+            line.contains(&r.build_key),
+            "{line}\nrecorded {}",
+            r.build_key
+        );
+        assert!(line.ends_with("up to date"), "{line}");
+    }
+    // The real command skips both and says so, without running make.
+    let log = cmd!(
+        sh,
+        "{bin} build --target arm-tiny --variant {a} --variant {b}"
+    )
+    .read_stderr()
+    .unwrap();
+    assert_eq!(log.matches(": up to date").count(), 2, "{log}");
+    eprintln!(
+        "plan and skip took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -72,6 +72,8 @@ pub struct TargetRecord {
     pub arch: String,
     /// `CROSS_COMPILE=` prefix.
     pub cross_compile: String,
+    /// Debian package of the cross compiler.
+    pub compiler_package: String,
     /// Kernel series the target asked for (`6.12`).
     pub kernel: String,
     /// Whether `--target all` included it.
