@@ -16,7 +16,8 @@ pub const E2E_TARGET: &str = "arm-tiny";
 pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 
 /// Debian packages the tests need beyond `cargo xtask setup`'s: the
-/// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter) and
+/// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter,
+/// python3-scipy for the statistics) and
 /// the 6.1 source the flag patch is checked against.
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
@@ -24,6 +25,7 @@ pub const TEST_PACKAGES: &[&str] = &[
     "quilt",
     "git",
     "python3",
+    "python3-scipy",
     "linux-source-6.1",
 ];
 

@@ -4,4 +4,5 @@
 
 pub mod bloat;
 pub mod sections;
+pub mod stats;
 pub mod symbols;
