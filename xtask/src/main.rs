@@ -9,7 +9,7 @@ use xshell::Shell;
 use cli::{Cli, Command, FlagsCommand};
 use xtask::build::{self, kbuild::KernelTree, BuildOptions};
 use xtask::host::{selftest, setup};
-use xtask::inputs::{kernel_source, targets, variants};
+use xtask::inputs::{targets, variants};
 use xtask::patches::extra_optimization;
 use xtask::util::layout::Layout;
 
@@ -59,16 +59,11 @@ fn run(cli: Cli) -> Result<()> {
             variant,
             kernel_src,
         }) => {
-            let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-            let variant = variants::select(&all, &[variant])?.remove(0);
-            for (kver, dir) in extra_optimization::pending_dirs(&layout.patches_dir())? {
-                let makefile = kernel_source::top_makefile_for_series(&sh, &kver, &kernel_src)?;
-                let changed = extra_optimization::write_patch(&dir, &makefile, &variant)?;
-                println!(
-                    "{}: {}",
-                    dir.join(extra_optimization::PATCH_NAME).display(),
-                    if changed { "rewritten" } else { "unchanged" }
-                );
+            for (file, changed) in
+                extra_optimization::set_flags(&sh, &layout, &variant, &kernel_src)?
+            {
+                let status = if changed { "rewritten" } else { "unchanged" };
+                println!("{}: {status}", file.display());
             }
         }
         Command::Flags(FlagsCommand::List) => {
