@@ -199,17 +199,40 @@ fn single_top_dir(cache: &Path) -> Result<PathBuf> {
 /// unpacking: from the first of `candidates` (tarballs or trees) whose
 /// version is in that series, else from Debian's tarball for it.
 ///
-/// Errors when none is available, with the `apt-get install` fix.
+/// Errors when none is available, with the exact `apt-get install
+/// linux-source-<kver>` (`cargo xtask setup` installs only the series the
+/// targets build, which need not be every series with patches) and the
+/// version of each candidate that did not match.
 pub fn top_makefile_for_series(sh: &Shell, kver: &str, candidates: &[PathBuf]) -> Result<String> {
+    let mut others = Vec::new();
     for candidate in candidates {
         let text = top_makefile(sh, candidate)?;
-        if version_from_makefile(&text).is_some_and(|v| series_of(&v) == kver) {
+        let version = version_from_makefile(&text);
+        if version.as_deref().is_some_and(|v| series_of(v) == kver) {
             return Ok(text);
         }
+        others.push(format!(
+            "{} is Linux {}",
+            candidate.display(),
+            version.as_deref().unwrap_or("(unknown version)")
+        ));
     }
-    match resolve_input(None, kver)? {
-        SourceInput::Tarball(path) | SourceInput::Tree(path) => top_makefile(sh, &path),
+    let tarball = default_tarball(kver);
+    if !tarball.is_file() {
+        let others = if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (--kernel-src {})", others.join(", "))
+        };
+        bail!(
+            "the top-level Makefile of Linux {kver} is needed, but {} is missing{others}: \
+             install it with `apt-get install {}`, or pass --kernel-src PATH (a Linux {kver} \
+             tarball or tree)",
+            tarball.display(),
+            debian_package(kver)
+        );
     }
+    top_makefile(sh, &tarball)
 }
 
 /// The top-level Makefile of a tree, or of a tarball (extracted alone with
@@ -277,6 +300,26 @@ mod tests {
     fn missing_default_tarball_names_the_package() {
         let err = resolve_input(None, "9.99").unwrap_err().to_string();
         assert!(err.contains("apt-get install linux-source-9.99"), "{err}");
+    }
+
+    /// `flags set` needs every series' Makefile; `cargo xtask setup` does
+    /// not install a series no target builds, so the message names the
+    /// package, not setup.
+    #[test]
+    fn missing_series_source_names_the_exact_apt_get_install() {
+        let sh = Shell::new().unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tree.path().join("Makefile"),
+            "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 3\n",
+        )
+        .unwrap();
+        let err = top_makefile_for_series(&sh, "9.99", &[tree.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`apt-get install linux-source-9.99`"), "{err}");
+        assert!(!err.contains("cargo xtask setup"), "{err}");
+        assert!(err.contains("is Linux 6.12.3"), "{err}");
     }
 
     #[test]
