@@ -37,7 +37,7 @@ pub enum Command {
     /// `cargo test --workspace`.
     Test {
         /// Parallel make jobs for the end-to-end build; default: number of CPUs.
-        #[arg(long, short = 'j', value_name = "N")]
+        #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         jobs: Option<usize>,
     },
 }
@@ -52,7 +52,7 @@ pub struct BuildArgs {
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
-    #[arg(long, short = 'j', value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
     /// Kernel source: a tarball or an unpacked tree (never modified).
     /// Default: Debian's /usr/src/linux-source-<kver>.tar.xz for each target.
