@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use xshell::{cmd, Shell};
 
+use crate::inputs::targets::Target;
 use crate::util::layout::Layout;
 
 /// Where the kernel source comes from.
@@ -193,6 +194,46 @@ fn single_top_dir(cache: &Path) -> Result<PathBuf> {
             cache.display()
         ),
     }
+}
+
+/// The kernel version (`6.12.117`) of `input`, from its top-level Makefile;
+/// a tarball is not unpacked (see [`top_makefile`]).
+pub fn input_version(sh: &Shell, input: &SourceInput) -> Result<String> {
+    let (SourceInput::Tarball(path) | SourceInput::Tree(path)) = input;
+    let text = top_makefile(sh, path)?;
+    version_from_makefile(&text).with_context(|| {
+        format!(
+            "{}: the top-level Makefile has no VERSION/PATCHLEVEL/SUBLEVEL lines; is this a kernel source?",
+            path.display()
+        )
+    })
+}
+
+/// Errors unless Linux `version` (from `input`) is in the series
+/// `target` says it builds (`kernel = "6.12"`): another series would be
+/// built with other patches into the target's results directory, replacing
+/// its results under the same name. The message names the source, its
+/// version, the target file's `kernel =` and the fixes.
+pub fn ensure_series(input: &SourceInput, version: &str, target: &Target) -> Result<()> {
+    let series = series_of(version);
+    if series == target.kernel {
+        return Ok(());
+    }
+    let (SourceInput::Tarball(path) | SourceInput::Tree(path)) = input;
+    bail!(
+        "kernel source {} is Linux {version}, but {} says kernel = \"{}\"; its results would \
+         replace target {}'s Linux {} results. Pass --kernel-src with a Linux {} tarball or tree \
+         (or leave it out for {}), or, to measure Linux {series}, set kernel = \"{series}\" in \
+         {} (or in a copy of it under another name)",
+        path.display(),
+        target.file.display(),
+        target.kernel,
+        target.name,
+        target.kernel,
+        target.kernel,
+        default_tarball(&target.kernel).display(),
+        target.file.display(),
+    )
 }
 
 /// The top-level Makefile of kernel series `kver` (`6.12`), read without
