@@ -29,3 +29,21 @@ fn zero_jobs_is_refused_while_parsing() {
         assert!(!stderr.contains("Usage: make"), "{args:?}: {stderr}");
     }
 }
+
+/// `size-report -o` into a missing directory used to create it silently
+/// (a typo in the path went unnoticed); now it is an error naming the
+/// directory, and nothing is created.
+#[test]
+fn report_output_into_a_missing_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-dir");
+    let file = missing.join("report.txt");
+    let out = xtask(&["size-report", "-o", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("directory {} does not exist", missing.display())),
+        "{stderr}"
+    );
+    assert!(!missing.exists(), "the directory was created");
+}
