@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use xshell::Shell;
 use xtask::inputs::variants::Variant;
 use xtask::patches::extra_optimization;
+use xtask::patches::openwrt_sync::{self, Direction};
 use xtask::util::layout::Layout;
 
 const MAKEFILE: &str = "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 3\nEXTRAVERSION =\n\nifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE\nKBUILD_CFLAGS += -O2\nelse ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE\nKBUILD_CFLAGS += -Os\nendif\n";
@@ -141,5 +142,37 @@ fn writing_a_patch_refuses_hostile_flags() {
             "{os:?}"
         );
         assert_eq!(snapshot(layout.root()), before, "{os:?}");
+    }
+}
+
+/// A 201 patch edited by hand is not exported to OpenWrt (nor imported
+/// from it) when the flags it adds are not plain compiler options.
+#[test]
+fn export_and_import_refuse_a_hand_edited_flags_patch() {
+    let hostile = "Subject: x\n---\n--- a/Makefile\n+++ b/Makefile\n@@ -7 +7 @@\n-KBUILD_CFLAGS += -O2\n+KBUILD_CFLAGS += -O2; touch pwned $(EXTRA_OPTIMIZATION)\n";
+    for direction in [Direction::Export, Direction::Import] {
+        let (dir, layout, _tree) = project("os = \"-Os\"");
+        let openwrt = dir.path().join("openwrt");
+        let generic = openwrt.join("target/linux/generic");
+        write(&generic.join("pending-6.12/100-other.patch"), "x");
+        let ours = layout.patches_dir().join("generic/pending-6.12");
+        let from = match direction {
+            Direction::Export => ours.clone(),
+            Direction::Import => generic.join("pending-6.12"),
+        };
+        write(&from.join(extra_optimization::PATCH_NAME), hostile);
+        write(&ours.join("150-ours.patch"), "y");
+        let before = snapshot(dir.path());
+        let err = openwrt_sync::sync(&openwrt, &layout.patches_dir(), &[], "6.12", direction)
+            .unwrap_err();
+        let err = format!("{err:#}");
+        let file = from.join(extra_optimization::PATCH_NAME);
+        assert!(err.contains(&format!("{}:7:", file.display())), "{err}");
+        assert!(err.contains("';' (semicolon"), "{err}");
+        assert_eq!(
+            snapshot(dir.path()),
+            before,
+            "{direction:?} wrote something"
+        );
     }
 }

@@ -126,6 +126,32 @@ pub fn patch_text(header: &str, makefile: &str, variant: &Variant) -> Result<Str
     ))
 }
 
+/// Checks the flags a `201-extra_optimization.patch` adds (its
+/// `+KBUILD_CFLAGS += … $(EXTRA_OPTIMIZATION)` lines) with
+/// [`cflags::validate`], for a patch written by hand or imported rather
+/// than generated. `file` names the patch in errors, with the line.
+pub fn check_patch_flags(file: &Path, text: &str) -> Result<()> {
+    for (number, line) in text.split('\n').enumerate() {
+        let Some(rest) = line.strip_prefix("+KBUILD_CFLAGS") else {
+            continue;
+        };
+        let Some(flags) = rest.trim_start().strip_prefix("+=") else {
+            continue;
+        };
+        let flags = flags.trim_end_matches('\r').trim_end();
+        let flags = flags.strip_suffix("$(EXTRA_OPTIMIZATION)").unwrap_or(flags);
+        cflags::validate(flags).with_context(|| {
+            format!(
+                "{}:{}: refusing a flag this patch adds to KBUILD_CFLAGS; \
+                 regenerate it with `cargo xtask flags set VARIANT`",
+                file.display(),
+                number + 1
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Every `patches/generic/pending-<kver>/` directory, with its kernel series.
 pub fn pending_dirs(patches_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let generic = patches_dir.join("generic");
