@@ -50,7 +50,7 @@ pub enum Command {
     /// `cargo test --workspace`.
     Test {
         /// Parallel make jobs for the end-to-end build; default: number of CPUs.
-        #[arg(long, short = 'j', value_name = "N")]
+        #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         jobs: Option<usize>,
     },
 }
@@ -65,8 +65,8 @@ pub struct BuildArgs {
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
-    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub jobs: Option<u16>,
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub jobs: Option<usize>,
     /// Kernel source: a tarball or an unpacked tree (never modified).
     /// Default: Debian's /usr/src/linux-source-<kver>.tar.xz for each target.
     #[arg(long, value_name = "PATH")]
@@ -90,7 +90,7 @@ impl BuildArgs {
         build::command::BuildRequest {
             targets: self.targets,
             variants: self.variants,
-            jobs: self.jobs.map_or_else(default_jobs, usize::from),
+            jobs: self.jobs.unwrap_or_else(default_jobs),
             kernel_src: self.kernel_src,
             verbose: self.verbose,
             rebuild: if self.force {

@@ -625,6 +625,8 @@ fn symbols_with_folded_clones() {
 fn output_file_is_written_atomically() {
     let f = two_targets();
     let out = f.root().join("reports/size.md");
+    // A missing directory is an error (tests/cli_refusals.rs); make it.
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     report::run(
         &f.layout(),
         &request(&["bcm53xx"], &[]),

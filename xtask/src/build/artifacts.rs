@@ -3,12 +3,15 @@
 //!
 //! * `vmlinux.bin`: `objcopy -O binary` with OpenWrt's `OBJCOPY_STRIP`
 //!   (include/kernel-defaults.mk).
-//! * `vmlinux.lzma`: OpenWrt's `Build/lzma` (`lzma e -d20 -lc1 -lp2 -pb2`,
-//!   LZMA SDK). We encode with liblzma in the same "alone" format and with
-//!   the same parameters (1 MiB dictionary, lc=1 lp=2 pb=2, normal mode,
-//!   nice length 128, bt4 match finder); liblzma writes an end marker and an
-//!   unknown-size header where the SDK writes the size, so files can differ
-//!   from OpenWrt's by a few bytes, equally for every variant.
+//! * `vmlinux.lzma`: OpenWrt's `Build/lzma` (include/image-commands.mk):
+//!   `lzma e -lc1 -lp2 -pb2`, the LZMA SDK 4.65 encoder of OpenWrt's
+//!   tools/lzma. Without `-d` (only a few device recipes pass one) the SDK's
+//!   defaults apply: 8 MiB dictionary (`-d23`), normal mode (`-a1`), 128
+//!   fast bytes (`-fb128`), bt4 match finder. We encode with liblzma in the
+//!   same "alone" format with those parameters ([`OPENWRT_LZMA`], recorded
+//!   in result.json); liblzma writes an end marker and an unknown-size
+//!   header where the SDK writes the size, so files can differ from
+//!   OpenWrt's by a few bytes, equally for every variant.
 //! * `uImage`: `mkimage -A <arch> -O linux -T kernel -C lzma` around
 //!   `vmlinux.lzma` (u-boot-tools), with `SOURCE_DATE_EPOCH=0` so that
 //!   identical kernels give identical images.
@@ -22,7 +25,7 @@ use object::{Object, ObjectSymbol};
 use xshell::{cmd, Shell};
 
 use crate::inputs::targets::{Artifact, Target};
-use crate::results::ArtifactRecord;
+use crate::results::{ArtifactRecord, LzmaRecord};
 use crate::util::hash::sha256_file;
 
 /// Sections OpenWrt strips when making the raw kernel binary.
@@ -42,14 +45,35 @@ pub const OBJCOPY_STRIP: &[&str] = &[
     "-S",
 ];
 
-/// Compresses `input` as OpenWrt's `Build/lzma` does (see the module docs).
+/// OpenWrt's `Build/lzma` parameters: `-lc1 -lp2 -pb2` and LZMA SDK
+/// 4.65's default dictionary, 2^23 bytes (8 MiB).
+pub const OPENWRT_LZMA: LzmaRecord = LzmaRecord {
+    lc: 1,
+    lp: 2,
+    pb: 2,
+    dict_size: 8 << 20,
+};
+
+/// The LZMA parameters `target`'s artifacts are made with, when it makes
+/// `vmlinux.lzma` or a uImage (whose payload it is); otherwise `None`.
+pub fn lzma_parameters(target: &Target) -> Option<LzmaRecord> {
+    target
+        .artifacts
+        .iter()
+        .any(|a| matches!(a, Artifact::VmlinuxLzma | Artifact::UImage))
+        .then_some(OPENWRT_LZMA)
+}
+
+/// Compresses `input` as OpenWrt's `Build/lzma` does (see the module docs):
+/// LZMA alone format with [`OPENWRT_LZMA`].
 pub fn lzma_openwrt(input: &[u8]) -> Result<Vec<u8>> {
+    let p = OPENWRT_LZMA;
     let mut options = LzmaOptions::new_preset(6).context("liblzma preset 6")?;
     options
-        .dict_size(1 << 20)
-        .literal_context_bits(1)
-        .literal_position_bits(2)
-        .position_bits(2)
+        .dict_size(p.dict_size)
+        .literal_context_bits(p.lc)
+        .literal_position_bits(p.lp)
+        .position_bits(p.pb)
         .mode(Mode::Normal)
         .nice_len(128)
         .match_finder(MatchFinder::BinaryTree4);
@@ -215,7 +239,7 @@ mod tests {
         assert_eq!(packed[0], (2 * 5 + 2) * 9 + 1);
         assert_eq!(
             u32::from_le_bytes(packed[1..5].try_into().unwrap()),
-            1 << 20
+            8 << 20
         );
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("x.lzma");
@@ -223,5 +247,48 @@ mod tests {
         let out = cmd!(sh, "xz --format=lzma -dc {file}").output().unwrap();
         assert!(out.status.success());
         assert_eq!(out.stdout, input);
+    }
+
+    /// Our encoder against an independent one with OpenWrt's parameters:
+    /// Python's `lzma` module (FORMAT_ALONE, LZMA1 lc=1 lp=2 pb=2, 8 MiB
+    /// dictionary; its other settings are liblzma preset 6's, nice length
+    /// 64 where we use the SDK's 128). The input is 3 MiB of this test's own
+    /// binary, twice: the copy 3 MiB back is found only with a dictionary
+    /// larger than 3 MiB, so a 1 MiB dictionary is about twice as big.
+    /// Sizes must agree within 0.5 %.
+    #[test]
+    fn lzma_size_matches_python_lzma_alone_with_openwrt_dictionary() {
+        const BLOCK: usize = 3 << 20;
+        let exe = std::env::current_exe().unwrap();
+        let mut input = std::fs::read(&exe).unwrap();
+        assert!(input.len() >= BLOCK, "{} is too small", exe.display());
+        input.truncate(BLOCK);
+        input.extend_from_within(..);
+        let ours = lzma_openwrt(&input).unwrap().len();
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("input.bin");
+        std::fs::write(&file, &input).unwrap();
+        let script = "import lzma, sys\n\
+            data = open(sys.argv[1], 'rb').read()\n\
+            f = [{'id': lzma.FILTER_LZMA1, 'lc': 1, 'lp': 2, 'pb': 2, 'dict_size': 8 << 20}]\n\
+            print(len(lzma.compress(data, format=lzma.FORMAT_ALONE, filters=f)))\n";
+        let sh = Shell::new().unwrap();
+        let python: usize = cmd!(sh, "python3 -c {script} {file}")
+            .quiet()
+            .read()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let diff = (ours as f64 - python as f64) * 100.0 / python as f64;
+        eprintln!(
+            "input {} bytes: ours {ours} bytes, python lzma {python} bytes ({diff:+.3} %)",
+            input.len()
+        );
+        assert!(
+            diff.abs() <= 0.5,
+            "ours {ours}, python {python}: {diff:+.3} %"
+        );
     }
 }

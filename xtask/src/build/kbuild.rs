@@ -59,17 +59,8 @@ impl KernelTree {
     fn series(&self, sh: &Shell, job: &Job) -> Result<(PristineTree, Vec<SeriesPatch>)> {
         let input = self.input_for(job)?;
         let pristine = kernel_source::pristine_tree(sh, &self.layout, &input)?;
+        kernel_source::ensure_series(&input, &pristine.version, &job.target)?;
         let kver = kernel_source::series_of(&pristine.version);
-        if kver != job.target.kernel {
-            eprintln!(
-                "note: {}: the source is Linux {} but {} says kernel = \"{}\"; \
-                 building {kver} with the patches of {kver}, into the same results directory",
-                job.label(),
-                pristine.version,
-                job.target.file.display(),
-                job.target.kernel
-            );
-        }
         let makefile_path = pristine.dir.join("Makefile");
         let makefile = std::fs::read_to_string(&makefile_path)
             .with_context(|| format!("reading {}", makefile_path.display()))?;
@@ -109,12 +100,23 @@ impl Backend for KernelTree {
 
     fn preflight(&self, sh: &Shell, jobs: &[Job]) -> Result<()> {
         let targets: Vec<_> = jobs.iter().map(|j| j.target.clone()).collect();
-        toolchain::check_host_tools(&targets)?;
         let mut problems = Vec::new();
+        if let Err(e) = toolchain::check_host_tools(&targets) {
+            problems.push(format!("{e:#}"));
+        }
         let mut compilers = BTreeMap::new();
+        // Each source's version, read from its Makefile without unpacking.
+        let mut versions: Vec<(SourceInput, String)> = Vec::new();
         for job in jobs {
-            if let Err(e) = self.input_for(job) {
-                problems.push(format!("{e:#}"));
+            match self.input_for(job) {
+                Err(e) => problems.push(format!("{e:#}")),
+                Ok(input) => {
+                    let checked = version_of(sh, &input, &mut versions)
+                        .and_then(|v| kernel_source::ensure_series(&input, &v, &job.target));
+                    if let Err(e) = checked {
+                        problems.push(format!("{e:#}"));
+                    }
+                }
             }
             let cc = job.target.cc();
             if !compilers.contains_key(&cc) {
@@ -230,6 +232,20 @@ fn previous_object_count(layout: &Layout, job: &Job) -> Option<u64> {
             .flatten()
             .find_map(|e| read(&e.path()))
     })
+}
+
+/// `input`'s kernel version, read from its Makefile once per source.
+fn version_of(
+    sh: &Shell,
+    input: &SourceInput,
+    versions: &mut Vec<(SourceInput, String)>,
+) -> Result<String> {
+    if let Some((_, version)) = versions.iter().find(|(known, _)| known == input) {
+        return Ok(version.clone());
+    }
+    let version = kernel_source::input_version(sh, input)?;
+    versions.push((input.clone(), version.clone()));
+    Ok(version)
 }
 
 /// A build directory remembers its source tree; when the tree changes

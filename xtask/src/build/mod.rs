@@ -191,6 +191,7 @@ fn build_one(
         patches: built.patches,
         config_sha256: built.config_sha256,
         artifacts,
+        lzma: artifacts::lzma_parameters(&job.target),
         vmlinux_sections,
         started,
         finished: results::now_rfc3339(),

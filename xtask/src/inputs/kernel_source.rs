@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use xshell::{cmd, Shell};
 
+use crate::inputs::targets::Target;
 use crate::util::layout::Layout;
 
 /// Where the kernel source comes from.
@@ -195,21 +196,84 @@ fn single_top_dir(cache: &Path) -> Result<PathBuf> {
     }
 }
 
+/// The kernel version (`6.12.117`) of `input`, from its top-level Makefile;
+/// a tarball is not unpacked (see [`top_makefile`]).
+pub fn input_version(sh: &Shell, input: &SourceInput) -> Result<String> {
+    let (SourceInput::Tarball(path) | SourceInput::Tree(path)) = input;
+    let text = top_makefile(sh, path)?;
+    version_from_makefile(&text).with_context(|| {
+        format!(
+            "{}: the top-level Makefile has no VERSION/PATCHLEVEL/SUBLEVEL lines; is this a kernel source?",
+            path.display()
+        )
+    })
+}
+
+/// Errors unless Linux `version` (from `input`) is in the series
+/// `target` says it builds (`kernel = "6.12"`): another series would be
+/// built with other patches into the target's results directory, replacing
+/// its results under the same name. The message names the source, its
+/// version, the target file's `kernel =` and the fixes.
+pub fn ensure_series(input: &SourceInput, version: &str, target: &Target) -> Result<()> {
+    let series = series_of(version);
+    if series == target.kernel {
+        return Ok(());
+    }
+    let (SourceInput::Tarball(path) | SourceInput::Tree(path)) = input;
+    bail!(
+        "kernel source {} is Linux {version}, but {} says kernel = \"{}\"; its results would \
+         replace target {}'s Linux {} results. Pass --kernel-src with a Linux {} tarball or tree \
+         (or leave it out for {}), or, to measure Linux {series}, set kernel = \"{series}\" in \
+         {} (or in a copy of it under another name)",
+        path.display(),
+        target.file.display(),
+        target.kernel,
+        target.name,
+        target.kernel,
+        target.kernel,
+        default_tarball(&target.kernel).display(),
+        target.file.display(),
+    )
+}
+
 /// The top-level Makefile of kernel series `kver` (`6.12`), read without
 /// unpacking: from the first of `candidates` (tarballs or trees) whose
 /// version is in that series, else from Debian's tarball for it.
 ///
-/// Errors when none is available, with the `apt-get install` fix.
+/// Errors when none is available, with the exact `apt-get install
+/// linux-source-<kver>` (`cargo xtask setup` installs only the series the
+/// targets build, which need not be every series with patches) and the
+/// version of each candidate that did not match.
 pub fn top_makefile_for_series(sh: &Shell, kver: &str, candidates: &[PathBuf]) -> Result<String> {
+    let mut others = Vec::new();
     for candidate in candidates {
         let text = top_makefile(sh, candidate)?;
-        if version_from_makefile(&text).is_some_and(|v| series_of(&v) == kver) {
+        let version = version_from_makefile(&text);
+        if version.as_deref().is_some_and(|v| series_of(v) == kver) {
             return Ok(text);
         }
+        others.push(format!(
+            "{} is Linux {}",
+            candidate.display(),
+            version.as_deref().unwrap_or("(unknown version)")
+        ));
     }
-    match resolve_input(None, kver)? {
-        SourceInput::Tarball(path) | SourceInput::Tree(path) => top_makefile(sh, &path),
+    let tarball = default_tarball(kver);
+    if !tarball.is_file() {
+        let others = if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (--kernel-src {})", others.join(", "))
+        };
+        bail!(
+            "the top-level Makefile of Linux {kver} is needed, but {} is missing{others}: \
+             install it with `apt-get install {}`, or pass --kernel-src PATH (a Linux {kver} \
+             tarball or tree)",
+            tarball.display(),
+            debian_package(kver)
+        );
     }
+    top_makefile(sh, &tarball)
 }
 
 /// The top-level Makefile of a tree, or of a tarball (extracted alone with
@@ -277,6 +341,26 @@ mod tests {
     fn missing_default_tarball_names_the_package() {
         let err = resolve_input(None, "9.99").unwrap_err().to_string();
         assert!(err.contains("apt-get install linux-source-9.99"), "{err}");
+    }
+
+    /// `flags set` needs every series' Makefile; `cargo xtask setup` does
+    /// not install a series no target builds, so the message names the
+    /// package, not setup.
+    #[test]
+    fn missing_series_source_names_the_exact_apt_get_install() {
+        let sh = Shell::new().unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tree.path().join("Makefile"),
+            "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 3\n",
+        )
+        .unwrap();
+        let err = top_makefile_for_series(&sh, "9.99", &[tree.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`apt-get install linux-source-9.99`"), "{err}");
+        assert!(!err.contains("cargo xtask setup"), "{err}");
+        assert!(err.contains("is Linux 6.12.3"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What the user declares: targets (`targets/*.toml`), variants
 //! (`patches/variants.toml`), kconfig fragments, and the kernel source.
 
+pub mod cflags;
 pub mod kconfig;
 pub mod kernel_source;
 pub mod targets;

@@ -25,7 +25,7 @@ pub enum Artifact {
     #[serde(rename = "vmlinux.bin")]
     VmlinuxBin,
     /// `vmlinux.bin` compressed as OpenWrt's `Build/lzma` does
-    /// (LZMA "alone" format, lc=1 lp=2 pb=2, 1 MiB dictionary).
+    /// (LZMA "alone" format, lc=1 lp=2 pb=2, 8 MiB dictionary: the LZMA SDK default).
     #[serde(rename = "vmlinux.lzma")]
     VmlinuxLzma,
     /// The kernel's own self-decompressing ARM image, `arch/arm/boot/zImage`.

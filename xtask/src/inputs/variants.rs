@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use crate::inputs::cflags;
+
 /// The name of the variant whose flags others inherit.
 pub const BASELINE: &str = "baseline";
 
@@ -87,7 +89,9 @@ pub fn print_list(file: &Path, patches_dir: &Path) -> Result<()> {
 ///
 /// Errors name the file and the variant: an unknown key, a missing
 /// `baseline` when another variant omits its flags, a patch that does not
-/// exist, a kconfig line that is not `CONFIG_X=…` or `# CONFIG_X is not set`.
+/// exist, a kconfig line that is not `CONFIG_X=…` or `# CONFIG_X is not set`,
+/// and an `os`/`o2` flag that [`crate::inputs::cflags::validate`] refuses
+/// (then also the line and column of the offending character).
 pub fn load(file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -97,6 +101,7 @@ pub fn load(file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
 fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
     let raw: VariantsFile = toml_edit::de::from_str(text)
         .with_context(|| format!("{}: not a valid variants file", file.display()))?;
+    check_flags(text, file, &raw)?;
     let baseline = raw.variants.get(BASELINE);
     let mut variants = Vec::new();
     for (name, v) in &raw.variants {
@@ -142,6 +147,56 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
         });
     }
     Ok(variants)
+}
+
+/// Every variant's own `os` and `o2` values through
+/// [`cflags::validate`]; the error is located with toml_edit's spans.
+fn check_flags(text: &str, file: &Path, raw: &VariantsFile) -> Result<()> {
+    for (name, v) in &raw.variants {
+        for (key, value) in [("os", &v.os), ("o2", &v.o2)] {
+            let Some(value) = value else { continue };
+            if let Err(problem) = cflags::validate(value) {
+                let at = flag_location(text, name, key, value, problem.offset).map_or(
+                    String::new(),
+                    |(line, column)| match column {
+                        Some(column) => format!(":{line}:{column}"),
+                        None => format!(":{line}"),
+                    },
+                );
+                bail!(
+                    "{}{at}: variant {name:?}, key {key}: {problem}",
+                    file.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where in `text` the character at byte `offset` of variant `name`'s
+/// `key` value is: 1-based line and, when the value is written without
+/// escapes on one line, 1-based column (in characters). `None` when the
+/// document cannot be parsed with spans (serde parsed it already, so
+/// this does not happen).
+fn flag_location(
+    text: &str,
+    name: &str,
+    key: &str,
+    value: &str,
+    offset: usize,
+) -> Option<(usize, Option<usize>)> {
+    let doc = toml_edit::Document::parse(text).ok()?;
+    let span = doc.as_item().get("variants")?.get(name)?.get(key)?.span()?;
+    let raw = text.get(span.clone())?;
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+    // `"-Os ..."` or `'-Os ...'` with the value verbatim between the quotes.
+    let verbatim = raw.len() == value.len() + 2 && &raw[1..raw.len() - 1] == value;
+    if !verbatim || value[..offset].contains('\n') {
+        return Some((line_of(span.start), None));
+    }
+    let at = span.start + 1 + offset;
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    Some((line_of(at), Some(text[line_start..at].chars().count() + 1)))
 }
 
 /// Picks variants by name, in the order given; an unknown name is an error
@@ -204,5 +259,48 @@ kconfig = ["SMP=y"]
         let more = ok.iter().find(|v| v.name == "more-config").unwrap();
         assert_eq!(more.os_flags, "-Os -fno-tree-ch");
         assert_eq!(more.all_flags(), vec!["-Os", "-fno-tree-ch", "-O2"]);
+    }
+
+    /// Hostile flags are refused when variants.toml is loaded, with the
+    /// file, the line (and column when written verbatim) and the character.
+    #[test]
+    fn hostile_flags_name_file_line_and_character() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                r#"os = "-Os -DX=`touch$${IFS}pwned`""#,
+                ":6:15:",
+                "'`' (backtick",
+            ),
+            (
+                r#"os = "-Os -DX=$(shell touch pwned)""#,
+                ":6:15:",
+                "'$' (dollar sign",
+            ),
+            (r#"o2 = "-O2 -DX=$$HOME""#, ":6:15:", "'$' (dollar sign"),
+            (r#"os = "-Os\n-fno-tree-ch""#, ":6:", "'\\n' (newline"),
+            (
+                "os = \"\"\"\n-Os\n-fno-tree-ch\"\"\"",
+                ":6:",
+                "'\\n' (newline",
+            ),
+            (r#"os = "-Os; touch pwned""#, ":6:10:", "';' (semicolon"),
+            (r#"os = '-Os #-fno-tree-ch'"#, ":6:11:", "'#' (hash"),
+        ];
+        for &(line, at, character) in cases {
+            let text = format!(
+                "# comment\n[variants.baseline]\nos = \"-Os\"\no2 = \"-O2\"\n[variants.evil]\n{line}\n"
+            );
+            let err = parse(&text, Path::new("patches/variants.toml"), Path::new("/x"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!(
+                    "patches/variants.toml{at} variant \"evil\", key o"
+                )),
+                "{line}: {err}"
+            );
+            assert!(err.contains(character), "{line}: {err}");
+            assert!(err.contains("Remove the character"), "{line}: {err}");
+        }
     }
 }

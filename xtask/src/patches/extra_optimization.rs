@@ -16,9 +16,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use xshell::Shell;
 
-use crate::inputs::variants::Variant;
+use crate::inputs::cflags;
+use crate::inputs::kernel_source;
+use crate::inputs::variants::{self, Variant};
 use crate::patches::diff;
+use crate::util::layout::Layout;
 
 /// The patch's file name in every `patches/generic/pending-<kver>/`.
 pub const PATCH_NAME: &str = "201-extra_optimization.patch";
@@ -37,10 +41,20 @@ Signed-off-by: Felix Fietkau <nbd@nbd.name>
 
 /// The Makefile with the variant's flags on the `-O2` and `-Os` lines.
 ///
-/// Errors when the optimisation block (`ifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE`
+/// Errors when a flag is not one plain compiler option
+/// ([`cflags::validate`]: nothing reaches the Makefile that make or the
+/// shell would interpret), or when the optimisation block (`ifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE`
 /// followed by `KBUILD_CFLAGS += -O2`, `else ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE`
 /// followed by `KBUILD_CFLAGS += -Os`) is not found, naming what is missing.
 pub fn rewrite_makefile(makefile: &str, variant: &Variant) -> Result<String> {
+    for (branch, flags) in [("os", &variant.os_flags), ("o2", &variant.o2_flags)] {
+        cflags::validate(flags).with_context(|| {
+            format!(
+                "variant {:?}: refusing to write its {branch} flags into {PATCH_NAME}",
+                variant.name
+            )
+        })?;
+    }
     let mut out = String::with_capacity(makefile.len() + 128);
     let mut branch: Option<&str> = None;
     let mut done = (false, false);
@@ -113,26 +127,43 @@ pub fn patch_text(header: &str, makefile: &str, variant: &Variant) -> Result<Str
 }
 
 /// `cargo xtask flags set VARIANT`: rewrites every series'
-/// `201-extra_optimization.patch` with `variant`'s flags, generated against
-/// that series' top-level Makefile (from the first of `kernel_src` in the
-/// series, else Debian's tarball), printing what changed.
+/// `201-extra_optimization.patch` with `variant`'s flags ([`set_flags`]),
+/// printing what changed.
 pub fn set_command(
-    sh: &xshell::Shell,
-    layout: &crate::util::layout::Layout,
+    sh: &Shell,
+    layout: &Layout,
     variant: &str,
     kernel_src: &[PathBuf],
 ) -> Result<()> {
-    use crate::inputs::{kernel_source, variants};
-    let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-    let variant = variants::select(&all, &[variant.to_string()])?.remove(0);
-    for (kver, dir) in pending_dirs(&layout.patches_dir())? {
-        let makefile = kernel_source::top_makefile_for_series(sh, &kver, kernel_src)?;
-        let changed = write_patch(&dir, &makefile, &variant)?;
-        println!(
-            "{}: {}",
-            dir.join(PATCH_NAME).display(),
-            if changed { "rewritten" } else { "unchanged" }
-        );
+    for (file, changed) in set_flags(sh, layout, variant, kernel_src)? {
+        let status = if changed { "rewritten" } else { "unchanged" };
+        println!("{}: {status}", file.display());
+    }
+    Ok(())
+}
+
+/// Checks the flags a `201-extra_optimization.patch` adds (its
+/// `+KBUILD_CFLAGS += … $(EXTRA_OPTIMIZATION)` lines) with
+/// [`cflags::validate`], for a patch written by hand or imported rather
+/// than generated. `file` names the patch in errors, with the line.
+pub fn check_patch_flags(file: &Path, text: &str) -> Result<()> {
+    for (number, line) in text.split('\n').enumerate() {
+        let Some(rest) = line.strip_prefix("+KBUILD_CFLAGS") else {
+            continue;
+        };
+        let Some(flags) = rest.trim_start().strip_prefix("+=") else {
+            continue;
+        };
+        let flags = flags.trim_end_matches('\r').trim_end();
+        let flags = flags.strip_suffix("$(EXTRA_OPTIMIZATION)").unwrap_or(flags);
+        cflags::validate(flags).with_context(|| {
+            format!(
+                "{}:{}: refusing a flag this patch adds to KBUILD_CFLAGS; \
+                 regenerate it with `cargo xtask flags set VARIANT`",
+                file.display(),
+                number + 1
+            )
+        })?;
     }
     Ok(())
 }
@@ -156,10 +187,21 @@ pub fn pending_dirs(patches_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(dirs)
 }
 
-/// Writes the variant's patch into `dir`, keeping an existing header; the
-/// file is replaced atomically and left alone when its bytes are unchanged.
-/// Returns whether it changed.
-pub fn write_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<bool> {
+/// The variant's patch for one `pending-<kver>/` directory, generated but
+/// not written yet.
+#[derive(Debug, Clone)]
+pub struct PatchUpdate {
+    /// `patches/generic/pending-<kver>/201-extra_optimization.patch`.
+    pub file: PathBuf,
+    /// The new text (the existing header kept).
+    pub text: String,
+    /// Whether `text` differs from the file's bytes (or the file is missing).
+    pub changed: bool,
+}
+
+/// Generates the variant's patch for `dir`, keeping an existing header;
+/// nothing is written.
+pub fn generate_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<PatchUpdate> {
     let file = dir.join(PATCH_NAME);
     let old = match std::fs::read_to_string(&file) {
         Ok(text) => Some(text),
@@ -169,11 +211,54 @@ pub fn write_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<bool
     let header = old.as_deref().map(patch_header).unwrap_or(DEFAULT_HEADER);
     let text = patch_text(header, makefile, variant)
         .with_context(|| format!("generating {}", file.display()))?;
-    if old.as_deref() == Some(text.as_str()) {
-        return Ok(false);
+    let changed = old.as_deref() != Some(text.as_str());
+    Ok(PatchUpdate {
+        file,
+        text,
+        changed,
+    })
+}
+
+/// Writes the variant's patch into `dir`, keeping an existing header; the
+/// file is replaced atomically and left alone when its bytes are unchanged.
+/// Returns whether it changed.
+pub fn write_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<bool> {
+    let update = generate_patch(dir, makefile, variant)?;
+    if update.changed {
+        crate::util::fs::write_atomic(&update.file, update.text.as_bytes())?;
     }
-    crate::util::fs::write_atomic(&file, text.as_bytes())?;
-    Ok(true)
+    Ok(update.changed)
+}
+
+/// `cargo xtask flags set VARIANT`: rewrites the patch in every
+/// `patches/generic/pending-<kver>/` of `layout` with the variant's flags,
+/// each against its series' top-level Makefile (from `kernel_src`, tarballs
+/// or trees, else Debian's tarball). Returns each patch file and whether it
+/// changed.
+///
+/// All-or-nothing: variants.toml is loaded (which validates every flag,
+/// naming the file and line) and every patch is generated before the first
+/// is written, so a hostile flag, a missing kernel source or a Makefile
+/// without the optimisation block leaves every patch as it was.
+pub fn set_flags(
+    sh: &Shell,
+    layout: &Layout,
+    variant: &str,
+    kernel_src: &[PathBuf],
+) -> Result<Vec<(PathBuf, bool)>> {
+    let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let variant = variants::select(&all, &[variant.to_string()])?.remove(0);
+    let mut updates = Vec::new();
+    for (kver, dir) in pending_dirs(&layout.patches_dir())? {
+        let makefile = kernel_source::top_makefile_for_series(sh, &kver, kernel_src)?;
+        updates.push(generate_patch(&dir, &makefile, &variant)?);
+    }
+    for update in &updates {
+        if update.changed {
+            crate::util::fs::write_atomic(&update.file, update.text.as_bytes())?;
+        }
+    }
+    Ok(updates.into_iter().map(|u| (u.file, u.changed)).collect())
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::inputs::targets::Target;
-use crate::patches::series;
+use crate::patches::{extra_optimization, series};
 use crate::util::fs::write_atomic;
 
 /// Which way to copy.
@@ -89,8 +89,18 @@ pub fn sync(
             openwrt.display()
         );
     }
+    let pairs = directory_pairs(openwrt, patches_dir, targets, kver);
+    // Flags that make or the shell would interpret never cross, either way.
+    for flags_patch in pairs.iter().map(|(ow, ours)| match direction {
+        Direction::Import => ow.join(extra_optimization::PATCH_NAME),
+        Direction::Export => ours.join(extra_optimization::PATCH_NAME),
+    }) {
+        if let Ok(text) = std::fs::read_to_string(&flags_patch) {
+            extra_optimization::check_patch_flags(&flags_patch, &text)?;
+        }
+    }
     let mut out = Vec::new();
-    for (ow, ours) in directory_pairs(openwrt, patches_dir, targets, kver) {
+    for (ow, ours) in pairs {
         let (from, to) = match direction {
             Direction::Import => (ow, ours),
             Direction::Export => (ours, ow),

@@ -131,6 +131,13 @@ pub fn run(
     if format == Format::Svg && request.symbols.is_some() {
         bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
     }
+    let dir = output
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+        let (out, dir) = (output.unwrap_or(dir).display(), dir.display());
+        bail!("--output {out}: directory {dir} does not exist; create it (mkdir -p {dir}) or write elsewhere");
+    }
     let report = compare::load(layout, request)?;
     let text = render(&report, format, style)?;
     for s in &report.skipped {

@@ -30,6 +30,20 @@ pub struct ArtifactRecord {
     pub sha256: String,
 }
 
+/// The LZMA parameters an LZMA artifact (`vmlinux.lzma`, the uImage's
+/// payload) was made with, as in the `.lzma` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LzmaRecord {
+    /// Literal context bits (`lzma e -lc`).
+    pub lc: u32,
+    /// Literal position bits (`-lp`).
+    pub lp: u32,
+    /// Position bits (`-pb`).
+    pub pb: u32,
+    /// Dictionary size in bytes (`-d` is its log2).
+    pub dict_size: u32,
+}
+
 /// A named file and its digest: an applied patch (in application order), a
 /// variant's own patch, or a kconfig fragment.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -158,6 +172,11 @@ pub struct BuildResult {
     pub config_sha256: String,
     /// Artifact file name → size and digest.
     pub artifacts: BTreeMap<String, ArtifactRecord>,
+    /// The LZMA parameters of `vmlinux.lzma` and the uImage's payload;
+    /// `None` when the target makes neither, and in results written before
+    /// the parameters were recorded (those used a 1 MiB dictionary).
+    #[serde(default)]
+    pub lzma: Option<LzmaRecord>,
     /// vmlinux's text/data/bss as binutils `size` reports them.
     pub vmlinux_sections: SectionSizes,
     /// When the build started.

@@ -362,6 +362,7 @@ impl Fixture {
                 compile_command: format!("{cc} -c -o init/main.o init/main.c"),
             },
             artifacts: records,
+            lzma: None,
             vmlinux_sections: SectionSizes {
                 text: sections.0,
                 data: sections.1,

@@ -1,0 +1,178 @@
+//! Variant flags never reach a Makefile or kbuild's shell unchecked:
+//! `flags set` refuses hostile flags before writing anything, and so does
+//! every function that writes flags into 201-extra_optimization.patch.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use xshell::Shell;
+use xtask::inputs::variants::Variant;
+use xtask::patches::extra_optimization;
+use xtask::patches::openwrt_sync::{self, Direction};
+use xtask::util::layout::Layout;
+
+const MAKEFILE: &str = "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 3\nEXTRAVERSION =\n\nifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE\nKBUILD_CFLAGS += -O2\nelse ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE\nKBUILD_CFLAGS += -Os\nendif\n";
+
+const OLD_PATCH: &str = "Subject: committed\n---\n--- a/Makefile\n+++ b/Makefile\n@@ -7 +7 @@\n-KBUILD_CFLAGS += -O2\n+KBUILD_CFLAGS += -O2 -fno-tree-ch $(EXTRA_OPTIMIZATION)\n";
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+/// A project whose variants.toml has `evil_line` as variant "evil"'s
+/// line 6, a committed 201 patch for 6.12, and a 6.12 kernel tree.
+fn project(evil_line: &str) -> (tempfile::TempDir, Layout, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path());
+    write(
+        &layout.variants_file(),
+        &format!(
+            "# variants\n[variants.baseline]\nos = \"-Os -fno-tree-ch\"\no2 = \"-O2 -fno-tree-ch\"\n[variants.evil]\n{evil_line}\n"
+        ),
+    );
+    write(
+        &layout
+            .patches_dir()
+            .join("generic/pending-6.12")
+            .join(extra_optimization::PATCH_NAME),
+        OLD_PATCH,
+    );
+    let tree = dir.path().join("linux-6.12.3");
+    write(&tree.join("Makefile"), MAKEFILE);
+    (dir, layout, tree)
+}
+
+#[test]
+fn flags_set_refuses_hostile_flags_before_writing_anything() {
+    let cases: &[(&str, &str, &str)] = &[
+        (r#"os = "-Os -DX=`touch$${IFS}pwned`""#, ":6:15:", "'`'"),
+        (r#"os = "-Os -DX=$(shell touch pwned)""#, ":6:15:", "'$'"),
+        (r#"o2 = "-O2 -DX=$$HOME""#, ":6:15:", "'$'"),
+        (r#"os = "-Os\n-fno-tree-ch""#, ":6:", "'\\n'"),
+        (r#"os = "-Os; touch pwned""#, ":6:10:", "';'"),
+        (r#"os = "-Os #-fno-tree-ch""#, ":6:11:", "'#'"),
+    ];
+    let sh = Shell::new().unwrap();
+    for &(line, at, character) in cases {
+        let (_dir, layout, tree) = project(line);
+        let before = snapshot(layout.root());
+        // Asking for a harmless variant is refused too: the file is loaded
+        // (and checked) as a whole.
+        for variant in ["evil", "baseline"] {
+            let err =
+                extra_optimization::set_flags(&sh, &layout, variant, std::slice::from_ref(&tree))
+                    .unwrap_err();
+            let err = format!("{err:#}");
+            let file = layout.variants_file().display().to_string();
+            assert!(err.contains(&format!("{file}{at}")), "{line}: {err}");
+            assert!(err.contains(character), "{line}: {err}");
+            assert!(err.contains("one compiler option"), "{line}: {err}");
+            assert_eq!(
+                snapshot(layout.root()),
+                before,
+                "{line}: something was written"
+            );
+        }
+    }
+}
+
+#[test]
+fn flags_set_writes_nothing_when_one_series_has_no_source() {
+    let (_dir, layout, tree) = project("os = \"-Os\"");
+    // No Debian tarball, no --kernel-src for this series.
+    std::fs::create_dir_all(layout.patches_dir().join("generic/pending-9.99")).unwrap();
+    let before = snapshot(layout.root());
+    let sh = Shell::new().unwrap();
+    let err = extra_optimization::set_flags(&sh, &layout, "baseline", std::slice::from_ref(&tree))
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("apt-get install linux-source-9.99"),
+        "{err:#}"
+    );
+    assert_eq!(
+        snapshot(layout.root()),
+        before,
+        "pending-6.12 was rewritten"
+    );
+
+    std::fs::remove_dir(layout.patches_dir().join("generic/pending-9.99")).unwrap();
+    let written = extra_optimization::set_flags(&sh, &layout, "baseline", &[tree]).unwrap();
+    assert_eq!(written.len(), 1);
+    assert!(written[0].1, "the committed patch had other flags");
+}
+
+/// A variant made in code (not from variants.toml) is checked by the
+/// writer itself: the generated Makefile never gets a second line.
+#[test]
+fn writing_a_patch_refuses_hostile_flags() {
+    let (_dir, layout, _tree) = project("os = \"-Os\"");
+    let pending = layout.patches_dir().join("generic/pending-6.12");
+    let before = snapshot(layout.root());
+    for os in [
+        "-Os\n-include /etc/passwd",
+        "-Os -DX=`id`",
+        "-Os $(shell id)",
+        "-Os ; id",
+    ] {
+        let variant = Variant {
+            name: "made-in-code".into(),
+            description: String::new(),
+            os_flags: os.into(),
+            o2_flags: "-O2".into(),
+            patches: vec![],
+            kconfig: vec![],
+        };
+        let err = extra_optimization::write_patch(&pending, MAKEFILE, &variant).unwrap_err();
+        let err = format!("{err:#}");
+        assert!(err.contains("\"made-in-code\""), "{os:?}: {err}");
+        assert!(err.contains("os flags"), "{os:?}: {err}");
+        assert!(
+            extra_optimization::patch_text("", MAKEFILE, &variant).is_err(),
+            "{os:?}"
+        );
+        assert_eq!(snapshot(layout.root()), before, "{os:?}");
+    }
+}
+
+/// A 201 patch edited by hand is not exported to OpenWrt (nor imported
+/// from it) when the flags it adds are not plain compiler options.
+#[test]
+fn export_and_import_refuse_a_hand_edited_flags_patch() {
+    let hostile = "Subject: x\n---\n--- a/Makefile\n+++ b/Makefile\n@@ -7 +7 @@\n-KBUILD_CFLAGS += -O2\n+KBUILD_CFLAGS += -O2; touch pwned $(EXTRA_OPTIMIZATION)\n";
+    for direction in [Direction::Export, Direction::Import] {
+        let (dir, layout, _tree) = project("os = \"-Os\"");
+        let openwrt = dir.path().join("openwrt");
+        let generic = openwrt.join("target/linux/generic");
+        write(&generic.join("pending-6.12/100-other.patch"), "x");
+        let ours = layout.patches_dir().join("generic/pending-6.12");
+        let from = match direction {
+            Direction::Export => ours.clone(),
+            Direction::Import => generic.join("pending-6.12"),
+        };
+        write(&from.join(extra_optimization::PATCH_NAME), hostile);
+        write(&ours.join("150-ours.patch"), "y");
+        let before = snapshot(dir.path());
+        let err = openwrt_sync::sync(&openwrt, &layout.patches_dir(), &[], "6.12", direction)
+            .unwrap_err();
+        let err = format!("{err:#}");
+        let file = from.join(extra_optimization::PATCH_NAME);
+        assert!(err.contains(&format!("{}:7:", file.display())), "{err}");
+        assert!(err.contains("';' (semicolon"), "{err}");
+        assert_eq!(
+            snapshot(dir.path()),
+            before,
+            "{direction:?} wrote something"
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! Checks of the source tree itself, in the style of rust-analyzer's
+//! `xtask/src/tidy.rs`: file sizes, where clap may appear, documented
+//! public items, and which pipeline stage may import which.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Longest source file, in lines.
+const MAX_LINES: usize = 600;
+
+/// Which top-level modules of `src/` each stage may import (`crate::X`).
+/// Data flows one way: inputs → patches → build → results → measure →
+/// report; `util` is below everything.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("util", &[]),
+    ("inputs", &["util"]),
+    ("measure", &["util"]),
+    ("results", &["measure", "util"]),
+    ("patches", &["inputs", "results", "util"]),
+    (
+        "build",
+        &["inputs", "patches", "measure", "results", "util"],
+    ),
+    ("report", &["patches", "measure", "results", "util"]),
+    ("host", &["inputs", "build", "results", "util"]),
+];
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .map(|e| e.into_path())
+        .collect();
+    files.sort();
+    files
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let mut long = Vec::new();
+    for sub in ["src", "tests", "benches"] {
+        for file in rust_files(&crate_dir().join(sub)) {
+            let lines = read(&file).lines().count();
+            if lines > MAX_LINES {
+                long.push(format!("{} has {lines} lines", file.display()));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these files below {MAX_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn clap_only_in_cli_rs() {
+    let src = crate_dir().join("src");
+    let offenders: Vec<String> = rust_files(&src)
+        .into_iter()
+        .filter(|f| f != &src.join("cli.rs"))
+        .filter(|f| read(f).contains("clap"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "clap types belong in src/cli.rs, which hands the library plain options; found in:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn every_public_item_is_documented() {
+    // rustc checks it: the library denies missing docs.
+    let lib = read(&crate_dir().join("src/lib.rs"));
+    assert!(
+        lib.lines().any(|l| l.trim() == "#![deny(missing_docs)]"),
+        "src/lib.rs must keep #![deny(missing_docs)]"
+    );
+}
+
+/// `crate::X` imports of each stage folder (or `X.rs`) of `src/`.
+fn stage_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = crate_dir().join("src");
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).unwrap();
+        let stage = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        if matches!(stage.as_str(), "lib" | "main" | "cli") {
+            continue;
+        }
+        let text = read(&file);
+        let used = imports.entry(stage.clone()).or_default();
+        for (i, _) in text.match_indices("crate::") {
+            let before = text[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = &text[i + "crate::".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != stage {
+                used.insert(name);
+            }
+        }
+    }
+    imports
+}
+
+#[test]
+fn stages_import_only_earlier_stages() {
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut problems = Vec::new();
+    for (stage, used) in stage_imports() {
+        let Some(ok) = allowed.get(stage.as_str()) else {
+            problems.push(format!(
+                "src/{stage}: a stage the tidy test does not know; add it to ALLOWED"
+            ));
+            continue;
+        };
+        for u in used {
+            if !ok.contains(&u.as_str()) {
+                problems.push(format!("src/{stage} imports crate::{u}"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "imports against the pipeline's direction (report must never read inputs):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_allowed_imports_have_no_cycle() {
+    let graph: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    fn visit<'a>(n: &'a str, graph: &BTreeMap<&'a str, &'a [&'a str]>, path: &mut Vec<&'a str>) {
+        assert!(!path.contains(&n), "import cycle: {path:?} -> {n}");
+        path.push(n);
+        for m in graph.get(n).copied().unwrap_or(&[]) {
+            visit(m, graph, path);
+        }
+        path.pop();
+    }
+    for n in graph.keys() {
+        visit(n, &graph, &mut Vec::new());
+    }
+}
