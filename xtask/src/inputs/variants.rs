@@ -105,6 +105,7 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
     let baseline = raw.variants.get(BASELINE);
     let mut variants = Vec::new();
     for (name, v) in &raw.variants {
+        check_name(name).with_context(|| format!("{}: [variants.{name:?}]", file.display()))?;
         let inherited = |own: &Option<String>, pick: fn(&RawVariant) -> &Option<String>| {
             own.clone()
                 .or_else(|| baseline.and_then(|b| pick(b).clone()))
@@ -119,6 +120,13 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
         let o2_flags = inherited(&v.o2, |b| &b.o2)?;
         let mut patches = Vec::new();
         for p in &v.patches {
+            if let Some(why) = crate::util::path::unsafe_reason(Path::new(p)) {
+                bail!(
+                    "{}: variant {name:?} lists patch {p:?} ({why}); name a file under {} by its relative path",
+                    file.display(),
+                    patches_dir.display()
+                );
+            }
             let path = patches_dir.join(p);
             if !path.is_file() {
                 bail!(
@@ -130,6 +138,16 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
             patches.push(path);
         }
         for line in &v.kconfig {
+            if let Some(c) = line
+                .chars()
+                .find(|c| matches!(c, '$' | '`' | '\n' | '\r' | '\0'))
+            {
+                bail!(
+                    "{}: variant {name:?} has kconfig line {line:?} with {c:?}, which make or the shell would expand from .config; \
+                     put such settings in a fragment under targets/kconfig/ after checking them",
+                    file.display()
+                );
+            }
             if crate::inputs::kconfig::parse_line(line).is_none() {
                 bail!(
                     "{}: variant {name:?} has kconfig line {line:?}; write CONFIG_FOO=y or \"# CONFIG_FOO is not set\"",
@@ -147,6 +165,23 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
         });
     }
     Ok(variants)
+}
+
+/// A variant name becomes a directory name (`results/<target>/<variant>/`,
+/// removed and rebuilt by `build`): letters, digits, `.`, `_` and `-`, not
+/// starting with `.` or `-`.
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !ok {
+        bail!(
+            "variant name {name:?} is not a plain directory name; use letters, digits, '.', '_' and '-' (not first)"
+        );
+    }
+    Ok(())
 }
 
 /// Every variant's own `os` and `o2` values through
@@ -222,6 +257,34 @@ pub fn select(all: &[Variant], names: &[String]) -> Result<Vec<Variant>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_patches_and_kconfig_lines_that_would_escape_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("variants.toml");
+        let base = "[variants.baseline]\ndescription = \"b\"\nos = \"-Os\"\no2 = \"-O2\"\n";
+        for (extra, needle) in [
+            ("[variants.\"../x\"]\ndescription = \"\"\n", "not a plain directory name"),
+            ("[variants.\".hidden\"]\ndescription = \"\"\n", "not a plain directory name"),
+            (
+                "[variants.p]\ndescription = \"\"\npatches = [\"../../etc/passwd\"]\n",
+                "contains '..'",
+            ),
+            (
+                "[variants.p]\ndescription = \"\"\npatches = [\"/etc/passwd\"]\n",
+                "absolute path",
+            ),
+            (
+                "[variants.k]\ndescription = \"\"\nkconfig = [\"CONFIG_CMDLINE=\\\"$(shell touch x)\\\"\"]\n",
+                "which make or the shell would expand",
+            ),
+        ] {
+            let text = format!("{base}{extra}");
+            let err = format!("{:#}", parse(&text, &file, dir.path()).unwrap_err());
+            assert!(err.contains(needle), "{text}\n{err}");
+            assert!(err.contains("variants.toml"), "{err}");
+        }
+    }
 
     #[test]
     fn project_variants_have_the_rfc_flags() {
