@@ -20,7 +20,7 @@ fn request(targets: &[&str], variants: &[&str]) -> Request {
 }
 
 fn error(f: &Fixture, req: &Request) -> String {
-    match report::compare::load(&f.layout(), req) {
+    match report::load(&f.layout(), req) {
         Ok(_) => panic!("expected an error for {req:?}"),
         Err(e) => format!("{e:#}"),
     }
@@ -143,7 +143,7 @@ fn unknown_target_and_variant_equal_to_base() {
 fn all_skips_targets_without_results_and_says_so() {
     let f = Fixture::new();
     f.standard("bcm53xx");
-    let report = report::compare::load(&f.layout(), &request(&["all"], &[])).unwrap();
+    let report = report::load(&f.layout(), &request(&["all"], &[])).unwrap();
     assert_eq!(report.targets.len(), 1);
     assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
     assert_has(
@@ -225,7 +225,7 @@ fn config_mismatch_unless_the_variant_sets_kconfig() {
     let mut r = f.result("bcm53xx", "no-swap", &[("zImage", 1)], (1, 1, 1));
     r.config_sha256 = "d".repeat(64);
     f.write(r, BASE_SYMBOLS);
-    let report = report::compare::load(&f.layout(), &request(&["bcm53xx"], &["no-swap"])).unwrap();
+    let report = report::load(&f.layout(), &request(&["bcm53xx"], &["no-swap"])).unwrap();
     let c = &report.targets[0].comparisons[0];
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     assert_eq!(
@@ -239,7 +239,7 @@ fn allow_mismatch_puts_the_warning_in_every_format() {
     let f = pair_with(|r| r.kernel_source.version = "6.12.110".to_string());
     let mut req = request(&["bcm53xx"], &[]);
     req.allow_mismatch = true;
-    let report = report::compare::load(&f.layout(), &req).unwrap();
+    let report = report::load(&f.layout(), &req).unwrap();
     for format in Format::ALL {
         let out = report::render(&report, format, &Style::default()).unwrap();
         // The SVG wraps long warnings over several <text> elements, so

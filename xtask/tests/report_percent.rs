@@ -2,8 +2,7 @@
 //! exact decimal rounding (half away from zero), the sign of tiny changes,
 //! and the decimal comma.
 
-use xtask::report::compare::format_percent;
-use xtask::report::Change;
+use xtask::report::{format_percent, Change};
 
 #[test]
 fn sign_and_two_decimals() {

@@ -17,7 +17,7 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{Change, Report};
+use super::model::{Change, Report};
 use super::Style;
 
 /// The header line's column names.

@@ -28,7 +28,7 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::compare::{Change, Comparison, Report, TargetReport};
+use super::model::{Change, Comparison, Report, TargetReport};
 use super::Style;
 use crate::measure::bloat::{BloatDiff, Mode};
 use crate::results::{BuildResult, Cflags, PatchRecord};

@@ -20,7 +20,7 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{Change, Report};
+use super::model::{Change, Report};
 use super::text::heading;
 use super::Style;
 

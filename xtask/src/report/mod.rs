@@ -1,19 +1,23 @@
 //! `cargo xtask size-report`: compare variant builds against a base build,
 //! target by target, in the forms developers post and tools read.
 //!
-//! * [`compare`]: load `result.json` files and vmlinux, check that base and
-//!   variant are comparable, compute every change ([`compare::Report`]).
+//! * [`load`]: choose targets and variants and read their `result.json`
+//!   files and vmlinux.
+//! * [`checks`]: whether a base and a variant are comparable.
+//! * [`model`]: the [`Report`] and the arithmetic of every change.
 //! * One renderer per [`Format`]: [`text`], [`mail`], [`markdown`],
 //!   [`json`], [`csv`], [`svg`].
 //!
 //! Sizes are bytes throughout; percentages are `(after - before) * 100 /
-//! before` ([`compare::format_percent`] for the printed form).
+//! before` ([`model::format_percent`] for the printed form).
 
-pub mod compare;
+pub mod checks;
 pub mod csv;
 pub mod json;
+pub mod load;
 pub mod mail;
 pub mod markdown;
+pub mod model;
 pub mod svg;
 pub mod text;
 
@@ -25,7 +29,8 @@ use anyhow::{bail, Context, Result};
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
-pub use compare::{Change, Report, Request, SymbolOptions};
+pub use load::{load, Request, SymbolOptions};
+pub use model::{format_percent, Change, Report};
 
 /// Output format of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -131,7 +136,7 @@ pub fn run(
     if format == Format::Svg && request.symbols.is_some() {
         bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
     }
-    let report = compare::load(layout, request)?;
+    let report = load::load(layout, request)?;
     let text = render(&report, format, style)?;
     for s in &report.skipped {
         eprintln!("note: {s}");

@@ -16,7 +16,7 @@
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use super::compare::{Change, Report};
+use super::model::{Change, Report};
 use super::text::heading;
 use super::Style;
 

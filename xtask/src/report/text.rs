@@ -4,7 +4,7 @@
 //! Per target: a heading `SOC (openwrt/target):`, then per variant a line
 //! `base → variant:` followed by one line per artifact in the form
 //! `zImage size: 1840424 → 1871328 (+1.68%)` (bytes; percent from
-//! [`format_percent`](super::compare::format_percent)), the vmlinux
+//! [`format_percent`](super::model::format_percent)), the vmlinux
 //! sections as `vmlinux text: … → … (…)` lines, then binutils `size`'s own
 //! Berkeley table for the base and every variant vmlinux, and with
 //! `--symbols` the bloat-o-meter text of each pair. Warnings from
@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{Comparison, Report, TargetReport};
+use super::model::{Comparison, Report, TargetReport};
 use super::Style;
 
 /// The heading of a target: `SOC (openwrt/target)`, from `result.json`'s

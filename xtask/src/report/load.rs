@@ -1,5 +1,5 @@
-//! Loading results, checking that a base and a variant can be compared, and
-//! computing what changed.
+//! Loading what a report compares: choosing targets and variants, reading
+//! their `result.json` files and vmlinux, and building the [`Report`].
 //!
 //! Everything here reads what `cargo xtask build` wrote under
 //! `target/xtask/results/<target>/<variant>/` ([`crate::util::layout::Layout`]):
@@ -7,186 +7,24 @@
 //! itself, which is checked (recorded size, ELF, recorded sections) and, with
 //! `--symbols`, read for its symbol table.
 //!
-//! # Which builds are comparable
-//!
-//! A base and a variant of one target must share everything the variant is
-//! not about ([`mismatches`]):
-//!
-//! * OpenWrt target and ARCH (a target file edited between the builds);
-//! * kernel version, and the kernel source: the tarball's sha256, or, for an
-//!   unpacked tree (no sha256 recorded), its path;
-//! * the compiler (first line of `gcc --version`);
-//! * the final `.config` (sha256). A variant with `kconfig` lines in
-//!   `patches/variants.toml` changes the config on purpose, so when the base
-//!   or the variant defines kconfig lines a config difference is expected
-//!   and only noted;
-//! * the patches both builds applied under the same name (same sha256),
-//!   except the generated `201-extra_optimization.patch`, which carries the
-//!   variant's flags. A patch applied to only one side must be one of that
-//!   side's `patches` in `variants.toml`.
-//!
-//! A difference is an error naming both values and the `cargo xtask build`
-//! command that rebuilds both; with `allow_mismatch` the report is made
-//! anyway and every difference is printed in it as a warning.
+//! A base and a variant that are not comparable ([`super::checks`]) are an
+//! error naming both values and the `cargo xtask build` command that
+//! rebuilds both; with `allow_mismatch` the report is made anyway and every
+//! difference is printed in it as a warning.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use super::checks::mismatches;
+use super::model::{ArtifactChange, Change, Comparison, Report, SectionsChange, TargetReport};
 use crate::inputs::targets::{self, Target};
 use crate::inputs::variants::{self, Variant};
-use crate::measure::bloat::{self, BloatDiff};
+use crate::measure::bloat;
 use crate::measure::sections;
 use crate::measure::symbols;
 use crate::results::{self, BuildResult};
 use crate::util::layout::Layout;
-
-/// A size before and after, in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Change {
-    /// Size in the base build, bytes.
-    pub before: u64,
-    /// Size in the variant build, bytes.
-    pub after: u64,
-}
-
-impl Change {
-    /// `after - before`, in bytes (negative when the variant is smaller).
-    pub fn delta(&self) -> i64 {
-        (self.after as i128 - self.before as i128) as i64
-    }
-
-    /// `(after - before) * 100 / before`, in percent; `None` when `before`
-    /// is 0 and `after` is not (no meaningful percentage), `Some(0.0)` when
-    /// both are 0.
-    pub fn percent(&self) -> Option<f64> {
-        match (self.before, self.after) {
-            (0, 0) => Some(0.0),
-            (0, _) => None,
-            (b, _) => Some(self.delta() as f64 * 100.0 / b as f64),
-        }
-    }
-
-    /// [`format_percent`] of this change.
-    pub fn percent_text(&self, decimal_comma: bool) -> String {
-        format_percent(self.before, self.after, decimal_comma)
-    }
-}
-
-/// The percent change from `before` to `after` bytes as developers post it:
-/// sign always shown, two decimals, `%` appended — `+1.68%`, `-0.37%`.
-///
-/// Computed exactly in integers (`|after - before| * 10000 / before`
-/// hundredths of a percent), rounded half away from zero, so the printed
-/// digits are the decimal rounding of the true ratio (C's `%+.2f` rounds
-/// the nearest binary double instead and can differ on exact ties such as
-/// 0.125%). The sign is the sign of the byte change: a change too small to
-/// show prints `+0.00%` or `-0.00%`, which tells growth from shrinkage; no
-/// change prints `+0.00%` (as `%+.2f` prints 0.0). When `before` is 0 and
-/// `after` is not, there is no percentage and the text is `n/a`.
-/// `decimal_comma` writes the decimal separator as `,` (`+1,68%`).
-pub fn format_percent(before: u64, after: u64, decimal_comma: bool) -> String {
-    if before == 0 {
-        return if after == 0 {
-            with_separator("+0.00%".to_string(), decimal_comma)
-        } else {
-            "n/a".to_string()
-        };
-    }
-    let delta = after as i128 - before as i128;
-    let sign = if delta < 0 { '-' } else { '+' };
-    let magnitude = delta.unsigned_abs();
-    let before = before as u128;
-    // floor(magnitude * 10000 / before + 1/2): hundredths of a percent.
-    let hundredths = (magnitude * 20_000 + before) / (2 * before);
-    with_separator(
-        format!("{sign}{}.{:02}%", hundredths / 100, hundredths % 100),
-        decimal_comma,
-    )
-}
-
-fn with_separator(text: String, decimal_comma: bool) -> String {
-    if decimal_comma {
-        text.replace('.', ",")
-    } else {
-        text
-    }
-}
-
-/// vmlinux's sections before and after, as binutils `size` (Berkeley
-/// format) counts them; all in bytes. `hex` is `dec` printed in hex.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SectionsChange {
-    /// Code and read-only data.
-    pub text: Change,
-    /// Writable initialised data.
-    pub data: Change,
-    /// Zero-initialised data.
-    pub bss: Change,
-    /// text + data + bss.
-    pub dec: Change,
-}
-
-impl SectionsChange {
-    /// The four numeric rows, labelled as `size` labels its columns:
-    /// `text`, `data`, `bss`, `dec`.
-    pub fn rows(&self) -> [(&'static str, Change); 4] {
-        [
-            ("text", self.text),
-            ("data", self.data),
-            ("bss", self.bss),
-            ("dec", self.dec),
-        ]
-    }
-}
-
-/// One artifact's size before and after.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArtifactChange {
-    /// File name as in `result.json` (`zImage`, `vmlinux`, `vmlinux.lzma`, …).
-    pub name: String,
-    /// Its size, bytes.
-    pub change: Change,
-}
-
-/// One base → variant comparison of one target.
-#[derive(Debug, Clone)]
-pub struct Comparison {
-    /// The variant's `result.json`.
-    pub variant: BuildResult,
-    /// The variant's results directory.
-    pub dir: PathBuf,
-    /// Artifacts present in both builds, in the target file's `artifacts`
-    /// order (then any others by name).
-    pub artifacts: Vec<ArtifactChange>,
-    /// Artifacts only one side has: (name, variant that has it).
-    pub unpaired_artifacts: Vec<(String, String)>,
-    /// vmlinux sections.
-    pub sections: SectionsChange,
-    /// Differences that make the builds not comparable, reported because
-    /// `allow_mismatch` was set (otherwise loading fails). Each is a
-    /// sentence naming both values.
-    pub warnings: Vec<String>,
-    /// Expected differences worth a line (a config changed by the
-    /// variant's kconfig lines).
-    pub notes: Vec<String>,
-    /// The symbol diff base vmlinux → variant vmlinux, when requested.
-    pub symbols: Option<BloatDiff>,
-}
-
-/// All comparisons of one target against its base build.
-#[derive(Debug, Clone)]
-pub struct TargetReport {
-    /// Target name (`targets/<name>.toml`, results directory).
-    pub name: String,
-    /// The base build's `result.json`.
-    pub base: BuildResult,
-    /// The base build's results directory.
-    pub base_dir: PathBuf,
-    /// One per variant, in the order asked for (default: by name).
-    pub comparisons: Vec<Comparison>,
-}
 
 /// What `--symbols` asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -214,32 +52,6 @@ pub struct Request {
     pub symbols: Option<SymbolOptions>,
     /// Compare builds that differ in more than the variant, with warnings.
     pub allow_mismatch: bool,
-}
-
-/// Everything a report shows.
-#[derive(Debug, Clone)]
-pub struct Report {
-    /// The base variant's name.
-    pub base: String,
-    /// Workspace root; results paths are shown relative to it.
-    pub root: PathBuf,
-    /// One per target, in the order asked for (`all`: by name).
-    pub targets: Vec<TargetReport>,
-    /// Under `all`: targets or variants left out for lack of results, each a
-    /// sentence with the command that builds them.
-    pub skipped: Vec<String>,
-    /// Whether (and how) symbol diffs were computed.
-    pub symbols: Option<SymbolOptions>,
-}
-
-impl Report {
-    /// `path` relative to the workspace root when it is inside it.
-    pub fn display_path(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .display()
-            .to_string()
-    }
 }
 
 /// The command that builds `variants` of `target`.
@@ -285,7 +97,7 @@ fn built_variants(layout: &Layout, target: &str) -> Result<Vec<String>> {
 /// that makes them); a `result.json` that is unreadable or lies in another
 /// target's or variant's directory; a vmlinux that is missing, truncated
 /// (not the recorded size), not ELF, or whose sections are not the recorded
-/// ones; builds that are not comparable (see the module docs) unless
+/// ones; builds that are not comparable ([`super::checks`]) unless
 /// `request.allow_mismatch`.
 pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
     let all_targets = targets::load_all(&layout.targets_dir())?;
@@ -648,125 +460,4 @@ fn artifact_changes(
         }
     }
     (changes, unpaired)
-}
-
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
-}
-
-/// Differences between `base` and `variant` other than what the variant
-/// is about: (problems, notes). See the module docs for the rules; each
-/// side's own kconfig lines and patches are those its `result.json`
-/// recorded when it was built.
-pub fn mismatches(base: &BuildResult, variant: &BuildResult) -> (Vec<String>, Vec<String>) {
-    let (b, v) = (&base.variant.name, &variant.variant.name);
-    let mut problems = Vec::new();
-    let mut notes = Vec::new();
-    let mut same = |what: &str, x: &str, y: &str| {
-        if x != y {
-            problems.push(format!("{what}: {b} has {x}, {v} has {y}"));
-        }
-    };
-    same("target", &base.target.name, &variant.target.name);
-    same(
-        "OpenWrt target",
-        &base.target.openwrt,
-        &variant.target.openwrt,
-    );
-    same("ARCH", &base.target.arch, &variant.target.arch);
-    same(
-        "kernel version",
-        &base.kernel_source.version,
-        &variant.kernel_source.version,
-    );
-    match (&base.kernel_source.sha256, &variant.kernel_source.sha256) {
-        (Some(x), Some(y)) => {
-            if x != y {
-                same(
-                    "kernel source sha256",
-                    &format!("{x} ({})", base.kernel_source.origin),
-                    &format!("{y} ({})", variant.kernel_source.origin),
-                );
-            }
-        }
-        (x, y) => same(
-            "kernel source",
-            &format!(
-                "{}{}",
-                base.kernel_source.origin,
-                x.as_ref().map_or(" (a tree)".to_string(), |s| format!(
-                    " (sha256 {})",
-                    short(s)
-                ))
-            ),
-            &format!(
-                "{}{}",
-                variant.kernel_source.origin,
-                y.as_ref().map_or(" (a tree)".to_string(), |s| format!(
-                    " (sha256 {})",
-                    short(s)
-                ))
-            ),
-        ),
-    }
-    same("compiler", &base.compiler, &variant.compiler);
-
-    if base.config_sha256 != variant.config_sha256 {
-        let (kb, kv) = (&base.variant.kconfig, &variant.variant.kconfig);
-        if kb.is_empty() && kv.is_empty() {
-            problems.push(format!(
-                ".config: {b} has sha256 {}, {v} has {}, and neither variant adds kconfig lines in variants.toml",
-                short(&base.config_sha256),
-                short(&variant.config_sha256)
-            ));
-        } else {
-            let mut who = Vec::new();
-            if !kb.is_empty() {
-                who.push(format!("{b} sets {}", kb.join(", ")));
-            }
-            if !kv.is_empty() {
-                who.push(format!("{v} sets {}", kv.join(", ")));
-            }
-            notes.push(format!(".config differs as intended: {}", who.join("; ")));
-        }
-    }
-
-    let is_flags_patch = |name: &str| {
-        name.rsplit('/').next() == Some(crate::patches::extra_optimization::PATCH_NAME)
-    };
-    let patches_of = |r: &BuildResult| -> BTreeMap<String, String> {
-        r.patches
-            .iter()
-            .map(|p| (p.name.clone(), p.sha256.clone()))
-            .collect()
-    };
-    let own_patches = |r: &BuildResult| -> Vec<String> {
-        r.variant.patches.iter().map(|p| p.name.clone()).collect()
-    };
-    let (pb, pv) = (patches_of(base), patches_of(variant));
-    for (name, sha) in &pb {
-        if is_flags_patch(name) {
-            continue;
-        }
-        match pv.get(name) {
-            Some(other) if other != sha => problems.push(format!(
-                "patch {name}: {b} applied sha256 {}, {v} applied {}",
-                short(sha),
-                short(other)
-            )),
-            Some(_) => {}
-            None if !own_patches(base).contains(name) => problems.push(format!(
-                "patch {name}: applied to {b} only, and variants.toml does not list it for {b}"
-            )),
-            None => {}
-        }
-    }
-    for name in pv.keys() {
-        if !is_flags_patch(name) && !pb.contains_key(name) && !own_patches(variant).contains(name) {
-            problems.push(format!(
-                "patch {name}: applied to {v} only, and variants.toml does not list it for {v}"
-            ));
-        }
-    }
-    (problems, notes)
 }
