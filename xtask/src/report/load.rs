@@ -7,6 +7,13 @@
 //! itself, which is checked (recorded size, ELF, recorded sections) and, with
 //! `--symbols`, read for its symbol table.
 //!
+//! Only results are read, never `targets/` or `patches/variants.toml`: a
+//! report shows what was built, even after those files changed. A target is
+//! known by its results directory; `--target` also accepts the OpenWrt
+//! `target/subtarget` and the aliases its results record, artifacts are
+//! listed in the recorded target's order, and the recorded `in_all` decides
+//! whether `all` mentions a target that has none of the asked-for results.
+//!
 //! A base and a variant that are not comparable ([`super::checks`]) are an
 //! error naming both values and the `cargo xtask build` command that
 //! rebuilds both; with `allow_mismatch` the report is made anyway and every
@@ -14,16 +21,15 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
 
 use super::checks::mismatches;
 use super::model::{ArtifactChange, Change, Comparison, Report, SectionsChange, TargetReport};
-use crate::inputs::targets::{self, Target};
-use crate::inputs::variants::{self, Variant};
 use crate::measure::bloat;
 use crate::measure::sections;
 use crate::measure::symbols;
-use crate::results::{self, BuildResult};
+use crate::results::{self, BuildResult, TargetRecord};
 use crate::util::layout::Layout;
 
 /// What `--symbols` asked for.
@@ -38,10 +44,11 @@ pub struct SymbolOptions {
 /// Which results to compare.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// `--target` spellings (name, OpenWrt `target/subtarget`, alias, or
-    /// `all`); empty means `all`. `all` is every target in `targets/` that
-    /// has results to compare (tiny profiles included: a report reads what
-    /// was built rather than deciding what should have been).
+    /// `--target` spellings (results directory name, or the OpenWrt
+    /// `target/subtarget` or an alias its results record, or `all`); empty
+    /// means `all`. `all` is every target with a results directory (tiny
+    /// profiles included: a report reads what was built rather than
+    /// deciding what should have been).
     pub targets: Vec<String>,
     /// The base variant, normally `baseline`.
     pub base: String,
@@ -69,19 +76,18 @@ fn has_result(dir: &Path) -> bool {
     dir.join(results::FILE_NAME).is_file()
 }
 
-/// Variants with a `result.json` for `target`, by name.
-fn built_variants(layout: &Layout, target: &str) -> Result<Vec<String>> {
-    let dir = layout.results_root().join(target);
+/// Names of the subdirectories of `dir` (none when it does not exist), by
+/// name; hidden ones are left out.
+fn subdirectories(dir: &Path) -> Result<Vec<String>> {
     let mut names = Vec::new();
     if !dir.is_dir() {
         return Ok(names);
     }
-    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = entry
-            .with_context(|| format!("reading {}", dir.display()))?
-            .path();
-        if has_result(&path) {
-            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+    let read = |e: std::io::Error| anyhow!(e).context(format!("reading {}", dir.display()));
+    for entry in std::fs::read_dir(dir).map_err(read)? {
+        let path = entry.map_err(read)?.path();
+        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+            if path.is_dir() && !name.starts_with('.') {
                 names.push(name.to_string());
             }
         }
@@ -90,22 +96,153 @@ fn built_variants(layout: &Layout, target: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// Just the recorded target of a `result.json`.
+#[derive(Deserialize)]
+struct TargetOnly {
+    target: TargetRecord,
+}
+
+/// The target recorded in `dir/result.json`, when it is readable; a broken
+/// file is reported when (and only if) the build is compared.
+fn recorded_target(dir: &Path) -> Option<TargetRecord> {
+    let text = std::fs::read_to_string(dir.join(results::FILE_NAME)).ok()?;
+    serde_json::from_str::<TargetOnly>(&text)
+        .ok()
+        .map(|t| t.target)
+}
+
+/// A target known from its results directory.
+#[derive(Debug, Clone)]
+struct Known {
+    /// The directory's name, which is the target's name.
+    name: String,
+    /// Variants with a `result.json`, by name.
+    built: Vec<String>,
+    /// The target as its results recorded it (the base's record when the
+    /// base is built); `None` when no `result.json` is readable.
+    record: Option<TargetRecord>,
+}
+
+impl Known {
+    /// Whether `spelling` is this target's OpenWrt `target/subtarget` or
+    /// one of its aliases.
+    fn is_called(&self, spelling: &str) -> bool {
+        self.record
+            .as_ref()
+            .is_some_and(|r| r.openwrt == spelling || r.aliases.iter().any(|a| a == spelling))
+    }
+
+    /// `ath79 (ath79/generic, ar71xx)`: the name and what else `--target`
+    /// accepts for it.
+    fn describe(&self) -> String {
+        match &self.record {
+            Some(r) => {
+                let mut other = vec![r.openwrt.as_str()];
+                other.extend(r.aliases.iter().map(String::as_str));
+                format!("{} ({})", self.name, other.join(", "))
+            }
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// Every target with a results directory, by name.
+fn known_targets(layout: &Layout, base: &str) -> Result<Vec<Known>> {
+    let root = layout.results_root();
+    let mut known = Vec::new();
+    for name in subdirectories(&root)? {
+        let built: Vec<String> = subdirectories(&root.join(&name))?
+            .into_iter()
+            .filter(|v| has_result(&layout.results_dir(&name, v)))
+            .collect();
+        let base_first = built
+            .iter()
+            .filter(|v| *v == base)
+            .chain(built.iter().filter(|v| *v != base));
+        let record = base_first
+            .filter_map(|v| recorded_target(&layout.results_dir(&name, v)))
+            .find(|r| r.name == name);
+        known.push(Known {
+            name,
+            built,
+            record,
+        });
+    }
+    Ok(known)
+}
+
+/// The target `spelling` names: a results directory's name first, else
+/// the OpenWrt target or an alias a target's results record.
+fn resolve<'a>(known: &'a [Known], spelling: &str) -> Option<&'a Known> {
+    known
+        .iter()
+        .find(|k| k.name == spelling)
+        .or_else(|| known.iter().find(|k| k.is_called(spelling)))
+}
+
+/// ` (variants with results: a, b)`, or nothing when there are none.
+fn variants_hint(variants: &[&str]) -> String {
+    if variants.is_empty() {
+        String::new()
+    } else {
+        format!(" (variants with results: {})", variants.join(", "))
+    }
+}
+
+fn unknown_target(
+    layout: &Layout,
+    request: &Request,
+    spelling: &str,
+    known: &[Known],
+) -> anyhow::Error {
+    let mut needed = vec![request.base.as_str()];
+    needed.extend(request.variants.iter().map(String::as_str));
+    let missing = if spelling.contains('/') {
+        String::new()
+    } else {
+        format!(
+            "no results for {spelling}/{}: {} does not exist, and ",
+            request.base,
+            layout
+                .results_dir(spelling, &request.base)
+                .join(results::FILE_NAME)
+                .display()
+        )
+    };
+    let listing = if known.is_empty() {
+        format!(
+            "no target has results yet in {}",
+            layout.results_root().display()
+        )
+    } else {
+        let names: Vec<String> = known.iter().map(Known::describe).collect();
+        format!("targets with results: {}", names.join(", "))
+    };
+    anyhow!(
+        "unknown target {spelling:?}: {missing}no results record it as their target, OpenWrt target or alias ({listing}); if targets/ defines it, build it first with `{}`",
+        build_command(spelling, &needed)
+    )
+}
+
+/// How a target came to be in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// Named with `--target`: missing results are an error.
+    ByName,
+    /// Under `all`: missing results are a note in `skipped`.
+    ByAll,
+}
+
 /// Loads and checks the results `request` names and computes every change.
 ///
 /// Errors (each naming the files or values involved and the fix): an
-/// unknown target; missing results (with the `cargo xtask build` command
-/// that makes them); a `result.json` that is unreadable or lies in another
-/// target's or variant's directory; a vmlinux that is missing, truncated
-/// (not the recorded size), not ELF, or whose sections are not the recorded
-/// ones; builds that are not comparable ([`super::checks`]) unless
-/// `request.allow_mismatch`.
+/// unknown target (listing the targets that have results); missing results
+/// (with the `cargo xtask build` command that makes them); a `result.json`
+/// that is unreadable or lies in another target's or variant's directory; a
+/// vmlinux that is missing, truncated (not the recorded size), not ELF, or
+/// whose sections are not the recorded ones; builds that are not comparable
+/// ([`super::checks`]) unless `request.allow_mismatch`.
 pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
-    let all_targets = targets::load_all(&layout.targets_dir())?;
-    let variants = if layout.variants_file().is_file() {
-        variants::load(&layout.variants_file(), &layout.patches_dir())?
-    } else {
-        Vec::new()
-    };
     for v in &request.variants {
         if *v == request.base {
             bail!(
@@ -114,26 +251,33 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
             );
         }
     }
+    let known = known_targets(layout, &request.base)?;
+    let mut all_variants: Vec<&str> = known
+        .iter()
+        .flat_map(|k| k.built.iter().map(String::as_str))
+        .collect();
+    all_variants.sort();
+    all_variants.dedup();
     let spellings: Vec<String> = if request.targets.is_empty() {
         vec!["all".to_string()]
     } else {
         request.targets.clone()
     };
 
-    // (target, whether it was asked for by name)
-    let mut chosen: Vec<(Target, bool)> = Vec::new();
+    let mut chosen: Vec<(&Known, Asked)> = Vec::new();
     for spelling in &spellings {
         if spelling == "all" {
-            for t in &all_targets {
-                if !chosen.iter().any(|(c, _)| c.name == t.name) {
-                    chosen.push((t.clone(), false));
+            for k in &known {
+                if !chosen.iter().any(|(c, _)| c.name == k.name) {
+                    chosen.push((k, Asked::ByAll));
                 }
             }
         } else {
-            let t = targets::select(&all_targets, std::slice::from_ref(spelling))?.remove(0);
-            match chosen.iter_mut().find(|(c, _)| c.name == t.name) {
-                Some(entry) => entry.1 = true,
-                None => chosen.push((t, true)),
+            let k = resolve(&known, spelling)
+                .ok_or_else(|| unknown_target(layout, request, spelling, &known))?;
+            match chosen.iter_mut().find(|(c, _)| c.name == k.name) {
+                Some(entry) => entry.1 = Asked::ByName,
+                None => chosen.push((k, Asked::ByName)),
             }
         }
     }
@@ -145,8 +289,8 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         skipped: Vec::new(),
         symbols: request.symbols,
     };
-    for (target, named) in &chosen {
-        if let Some(t) = load_target(layout, request, target, *named, &variants, &mut report)? {
+    for (target, asked) in chosen {
+        if let Some(t) = load_target(layout, request, target, asked, &all_variants, &mut report)? {
             report.targets.push(t);
         }
     }
@@ -168,13 +312,13 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
 fn load_target(
     layout: &Layout,
     request: &Request,
-    target: &Target,
-    named: bool,
-    variants: &[Variant],
+    target: &Known,
+    asked: Asked,
+    all_variants: &[&str],
     report: &mut Report,
 ) -> Result<Option<TargetReport>> {
     let base_dir = layout.results_dir(&target.name, &request.base);
-    let built = built_variants(layout, &target.name)?;
+    let built = &target.built;
     let missing_base = !has_result(&base_dir);
     let wanted: Vec<String> = if request.variants.is_empty() {
         built
@@ -189,56 +333,67 @@ fn load_target(
         .into_iter()
         .partition(|v| has_result(&layout.results_dir(&target.name, v)));
 
-    if named {
-        if missing_base {
-            bail!(
-                "{}",
-                missing_message(layout, target, &request.base, variants)
-            );
-        }
-        if let Some(v) = absent.first() {
-            bail!("{}", missing_message(layout, target, v, variants));
-        }
-        if present.is_empty() {
-            bail!(
-                "{}: only {} has results, nothing to compare it with; build a variant with `{}`{}",
-                target.name,
-                request.base,
-                build_command(&target.name, &["<VARIANT>"]),
-                known_variants(variants)
-            );
-        }
-    } else {
-        if missing_base || present.is_empty() {
-            if !built.is_empty() || target.in_all {
-                // Only what is missing: the base if absent, and the variants.
-                let mut needed: Vec<&str> = Vec::new();
-                if missing_base {
-                    needed.push(&request.base);
-                }
-                needed.extend(present.iter().chain(&absent).map(String::as_str));
-                if present.is_empty() && absent.is_empty() {
-                    needed.push("<VARIANT>");
-                }
-                report.skipped.push(format!(
-                    "{}: not compared, no {} results yet (`{}`)",
+    match asked {
+        Asked::ByName => {
+            if missing_base {
+                bail!(
+                    "{}",
+                    missing_message(layout, &target.name, &request.base, all_variants)
+                );
+            }
+            if let Some(v) = absent.first() {
+                bail!("{}", missing_message(layout, &target.name, v, all_variants));
+            }
+            if present.is_empty() {
+                let others: Vec<&str> = all_variants
+                    .iter()
+                    .copied()
+                    .filter(|v| *v != request.base)
+                    .collect();
+                bail!(
+                    "{}: only {} has results, nothing to compare it with; build a variant with `{}`{}",
                     target.name,
+                    request.base,
+                    build_command(&target.name, &["<VARIANT>"]),
+                    variants_hint(&others)
+                );
+            }
+        }
+        Asked::ByAll => {
+            if missing_base || present.is_empty() {
+                // A target none of whose results were asked for is news
+                // only when `all` builds it (tiny profiles are not).
+                let in_all = target.record.as_ref().is_none_or(|r| r.in_all);
+                if in_all || !missing_base || !present.is_empty() {
+                    // Only what is missing: the base if absent, and the variants.
+                    let mut needed: Vec<&str> = Vec::new();
                     if missing_base {
-                        request.base.as_str()
-                    } else {
-                        "variant"
-                    },
-                    build_command(&target.name, &needed)
+                        needed.push(&request.base);
+                    }
+                    needed.extend(present.iter().chain(&absent).map(String::as_str));
+                    if present.is_empty() && absent.is_empty() {
+                        needed.push("<VARIANT>");
+                    }
+                    report.skipped.push(format!(
+                        "{}: not compared, no {} results yet (`{}`)",
+                        target.name,
+                        if missing_base {
+                            request.base.as_str()
+                        } else {
+                            "variant"
+                        },
+                        build_command(&target.name, &needed)
+                    ));
+                }
+                return Ok(None);
+            }
+            for v in &absent {
+                report.skipped.push(format!(
+                    "{}/{v}: not compared, no results yet (`{}`)",
+                    target.name,
+                    build_command(&target.name, &[v])
                 ));
             }
-            return Ok(None);
-        }
-        for v in &absent {
-            report.skipped.push(format!(
-                "{}/{v}: not compared, no results yet (`{}`)",
-                target.name,
-                build_command(&target.name, &[v])
-            ));
         }
     }
 
@@ -283,7 +438,7 @@ fn load_target(
             }
             _ => None,
         };
-        let (artifacts, unpaired_artifacts) = artifact_changes(target, &base, &variant);
+        let (artifacts, unpaired_artifacts) = artifact_changes(&base, &variant);
         let sections = SectionsChange {
             text: Change {
                 before: base.vmlinux_sections.text,
@@ -321,22 +476,8 @@ fn load_target(
     }))
 }
 
-fn known_variants(variants: &[Variant]) -> String {
-    if variants.is_empty() {
-        String::new()
-    } else {
-        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-        format!(" (variants.toml defines: {})", names.join(", "))
-    }
-}
-
-fn missing_message(
-    layout: &Layout,
-    target: &Target,
-    variant: &str,
-    variants: &[Variant],
-) -> String {
-    let dir = layout.results_dir(&target.name, variant);
+fn missing_message(layout: &Layout, target: &str, variant: &str, all_variants: &[&str]) -> String {
+    let dir = layout.results_dir(target, variant);
     let state = if dir.join("build.log").is_file() {
         format!(
             "{} has a build.log but no {}: the build failed, was interrupted, or is still running",
@@ -346,18 +487,17 @@ fn missing_message(
     } else {
         format!("{} does not exist", dir.join(results::FILE_NAME).display())
     };
-    let unknown = if !variants.is_empty() && !variants.iter().any(|v| v.name == variant) {
-        format!(
-            "; {variant:?} is not in variants.toml{}",
-            known_variants(variants)
-        )
-    } else {
+    let unknown = if all_variants.contains(&variant) {
         String::new()
+    } else {
+        format!(
+            "; no target has results for {variant:?}{}",
+            variants_hint(all_variants)
+        )
     };
     format!(
-        "no results for {}/{variant}: {state}; build them with `{}`{unknown}",
-        target.name,
-        build_command(&target.name, &[variant])
+        "no results for {target}/{variant}: {state}; build them with `{}`{unknown}",
+        build_command(target, &[variant])
     )
 }
 
@@ -427,18 +567,24 @@ fn read_vmlinux_symbols(dir: &Path, target: &str, variant: &str) -> Result<symbo
         .with_context(|| format!("rebuild it with `{}`", build_command(target, &[variant])))
 }
 
+/// The artifacts both builds have, in the recorded target's `artifacts`
+/// order (then any others by name), and those only one has as (file name,
+/// variant that has it).
 fn artifact_changes(
-    target: &Target,
     base: &BuildResult,
     variant: &BuildResult,
 ) -> (Vec<ArtifactChange>, Vec<(String, String)>) {
-    let mut names: Vec<String> = target
+    let mut names: Vec<String> = Vec::new();
+    let ordered = base
+        .target
         .artifacts
         .iter()
-        .map(|a| a.file_name().to_string())
-        .filter(|n| base.artifacts.contains_key(n) || variant.artifacts.contains_key(n))
-        .collect();
-    for n in base.artifacts.keys().chain(variant.artifacts.keys()) {
+        .chain(&variant.target.artifacts);
+    let present = base.artifacts.keys().chain(variant.artifacts.keys());
+    for n in ordered
+        .filter(|n| base.artifacts.contains_key(*n) || variant.artifacts.contains_key(*n))
+        .chain(present)
+    {
         if !names.contains(n) {
             names.push(n.clone());
         }

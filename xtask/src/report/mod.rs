@@ -2,7 +2,7 @@
 //! target by target, in the forms developers post and tools read.
 //!
 //! * [`load`]: choose targets and variants and read their `result.json`
-//!   files and vmlinux.
+//!   files and vmlinux (never `targets/` or `variants.toml`).
 //! * [`checks`]: whether a base and a variant are comparable.
 //! * [`model`]: the [`Report`] and the arithmetic of every change.
 //! * One renderer per [`Format`]: [`text`], [`mail`], [`markdown`],

@@ -126,8 +126,8 @@ pub struct Comparison {
     pub variant: BuildResult,
     /// The variant's results directory.
     pub dir: PathBuf,
-    /// Artifacts present in both builds, in the target file's `artifacts`
-    /// order (then any others by name).
+    /// Artifacts present in both builds, in the recorded target's
+    /// `artifacts` order (then any others by name).
     pub artifacts: Vec<ArtifactChange>,
     /// Artifacts only one side has: (name, variant that has it).
     pub unpaired_artifacts: Vec<(String, String)>,
@@ -147,7 +147,7 @@ pub struct Comparison {
 /// All comparisons of one target against its base build.
 #[derive(Debug, Clone)]
 pub struct TargetReport {
-    /// Target name (`targets/<name>.toml`, results directory).
+    /// Target name (its results directory under `target/xtask/results/`).
     pub name: String,
     /// The base build's `result.json`.
     pub base: BuildResult,
