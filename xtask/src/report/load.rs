@@ -25,7 +25,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 
 use super::checks::mismatches;
-use super::model::{ArtifactChange, Change, Comparison, Report, SectionsChange, TargetReport};
+use super::model::{Comparison, Report, TargetReport};
+use super::sizes;
 use crate::measure::bloat;
 use crate::measure::sections;
 use crate::measure::symbols;
@@ -438,31 +439,12 @@ fn load_target(
             }
             _ => None,
         };
-        let (artifacts, unpaired_artifacts) = artifact_changes(&base, &variant);
-        let sections = SectionsChange {
-            text: Change {
-                before: base.vmlinux_sections.text,
-                after: variant.vmlinux_sections.text,
-            },
-            data: Change {
-                before: base.vmlinux_sections.data,
-                after: variant.vmlinux_sections.data,
-            },
-            bss: Change {
-                before: base.vmlinux_sections.bss,
-                after: variant.vmlinux_sections.bss,
-            },
-            dec: Change {
-                before: base.vmlinux_sections.dec(),
-                after: variant.vmlinux_sections.dec(),
-            },
-        };
+        let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
         comparisons.push(Comparison {
             variant,
             dir,
-            artifacts,
+            families: vec![sizes],
             unpaired_artifacts,
-            sections,
             warnings: problems,
             notes,
             symbols,
@@ -565,45 +547,4 @@ fn read_vmlinux_symbols(dir: &Path, target: &str, variant: &str) -> Result<symbo
     }
     symbols::read_symbols(&vmlinux)
         .with_context(|| format!("rebuild it with `{}`", build_command(target, &[variant])))
-}
-
-/// The artifacts both builds have, in the recorded target's `artifacts`
-/// order (then any others by name), and those only one has as (file name,
-/// variant that has it).
-fn artifact_changes(
-    base: &BuildResult,
-    variant: &BuildResult,
-) -> (Vec<ArtifactChange>, Vec<(String, String)>) {
-    let mut names: Vec<String> = Vec::new();
-    let ordered = base
-        .target
-        .artifacts
-        .iter()
-        .chain(&variant.target.artifacts);
-    let present = base.artifacts.keys().chain(variant.artifacts.keys());
-    for n in ordered
-        .filter(|n| base.artifacts.contains_key(*n) || variant.artifacts.contains_key(*n))
-        .chain(present)
-    {
-        if !names.contains(n) {
-            names.push(n.clone());
-        }
-    }
-    let mut changes = Vec::new();
-    let mut unpaired = Vec::new();
-    for name in names {
-        match (base.artifacts.get(&name), variant.artifacts.get(&name)) {
-            (Some(b), Some(v)) => changes.push(ArtifactChange {
-                name,
-                change: Change {
-                    before: b.size,
-                    after: v.size,
-                },
-            }),
-            (Some(_), None) => unpaired.push((name, base.variant.name.clone())),
-            (None, Some(_)) => unpaired.push((name, variant.variant.name.clone())),
-            (None, None) => {}
-        }
-    }
-    (changes, unpaired)
 }

@@ -4,9 +4,12 @@
 //! * [`load`]: choose targets and variants and read their `result.json`
 //!   files and vmlinux (never `targets/` or `variants.toml`).
 //! * [`checks`]: whether a base and a variant are comparable.
-//! * [`model`]: the [`Report`] and the arithmetic of every change.
+//! * [`model`]: the [`Report`]: per target and variant, metric families
+//!   (sizes, and whatever else gets measured) and their arithmetic;
+//!   [`sizes`] makes the size family of two results.
 //! * One renderer per [`Format`]: [`text`], [`mail`], [`markdown`],
-//!   [`json`], [`csv`], [`svg`].
+//!   [`json`], [`csv`], [`svg`]; each walks the model's families and
+//!   metrics, so a new family needs no renderer change.
 //!
 //! Sizes are bytes throughout; percentages are `(after - before) * 100 /
 //! before` ([`model::format_percent`] for the printed form).
@@ -18,6 +21,7 @@ pub mod load;
 pub mod mail;
 pub mod markdown;
 pub mod model;
+pub mod sizes;
 pub mod svg;
 pub mod text;
 
@@ -30,7 +34,7 @@ use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
 pub use load::{load, Request, SymbolOptions};
-pub use model::{format_percent, Change, Report};
+pub use model::{format_percent, Change, Decimal, Report};
 
 /// Output format of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,6 +107,17 @@ pub struct Style {
     pub decimal_comma: bool,
 }
 
+impl Style {
+    /// The decimal separator [`Style::decimal_comma`] asks for.
+    pub fn decimal(&self) -> Decimal {
+        if self.decimal_comma {
+            Decimal::Comma
+        } else {
+            Decimal::Point
+        }
+    }
+}
+
 /// Renders `report` in `format`.
 ///
 /// Errors only for SVG with symbol diffs, which a chart cannot show.
@@ -157,3 +172,6 @@ pub fn run(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,15 +1,48 @@
-//! The report model: what was compared and the arithmetic of every change.
+//! The report model: what was compared and every number a renderer shows.
 //!
 //! A [`Report`] holds one [`TargetReport`] per target, each with one
-//! [`Comparison`] per variant: artifact sizes and vmlinux sections before
-//! and after, in bytes ([`Change`]), and the printed percent
-//! ([`format_percent`]).
+//! [`Comparison`] per variant. A comparison's numbers are grouped in
+//! metric [`Family`]s: a family has a name (`size`), a unit (`bytes`) and
+//! [`Metric`]s, each a measured thing (`zImage`, `vmlinux text`) with
+//! [`Samples`] for the base and for the variant. Sizes are one family
+//! ([`super::sizes`]: one whole-number sample per side);
+//! a runtime lab adds e.g. a `throughput` family (Mbit/s, N samples per
+//! side). Renderers walk families and metrics ([`TargetReport::rows`] for
+//! tables), so a new family needs no renderer change.
+//!
+//! The arithmetic: a metric's value on each side is the [`mean`] of its
+//! samples ([`stddev`] for the spread); its change is `after - before` and
+//! `(after - before) * 100 / before` percent. One whole-number sample per
+//! side is computed exactly in integers ([`Change`], [`format_percent`]).
 
 use std::path::{Path, PathBuf};
 
-use super::load::SymbolOptions;
+use serde::Serialize;
+
 use crate::measure::bloat::BloatDiff;
 use crate::results::BuildResult;
+
+use super::load::SymbolOptions;
+
+/// The decimal separator of printed numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Decimal {
+    /// `1.68` (C locale).
+    #[default]
+    Point,
+    /// `1,68` (most of continental Europe).
+    Comma,
+}
+
+impl Decimal {
+    /// `text` with each `.` written as this separator.
+    pub fn apply(self, text: String) -> String {
+        match self {
+            Decimal::Point => text,
+            Decimal::Comma => text.replace('.', ","),
+        }
+    }
+}
 
 /// A size before and after, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +71,8 @@ impl Change {
     }
 
     /// [`format_percent`] of this change.
-    pub fn percent_text(&self, decimal_comma: bool) -> String {
-        format_percent(self.before, self.after, decimal_comma)
+    pub fn percent_text(&self, decimal: Decimal) -> String {
+        format_percent(self.before, self.after, decimal)
     }
 }
 
@@ -54,11 +87,11 @@ impl Change {
 /// show prints `+0.00%` or `-0.00%`, which tells growth from shrinkage; no
 /// change prints `+0.00%` (as `%+.2f` prints 0.0). When `before` is 0 and
 /// `after` is not, there is no percentage and the text is `n/a`.
-/// `decimal_comma` writes the decimal separator as `,` (`+1,68%`).
-pub fn format_percent(before: u64, after: u64, decimal_comma: bool) -> String {
+/// [`Decimal::Comma`] writes the decimal separator as `,` (`+1,68%`).
+pub fn format_percent(before: u64, after: u64, decimal: Decimal) -> String {
     if before == 0 {
         return if after == 0 {
-            with_separator("+0.00%".to_string(), decimal_comma)
+            decimal.apply("+0.00%".to_string())
         } else {
             "n/a".to_string()
         };
@@ -69,54 +102,316 @@ pub fn format_percent(before: u64, after: u64, decimal_comma: bool) -> String {
     let before = before as u128;
     // floor(magnitude * 10000 / before + 1/2): hundredths of a percent.
     let hundredths = (magnitude * 20_000 + before) / (2 * before);
-    with_separator(
-        format!("{sign}{}.{:02}%", hundredths / 100, hundredths % 100),
-        decimal_comma,
-    )
+    decimal.apply(format!(
+        "{sign}{}.{:02}%",
+        hundredths / 100,
+        hundredths % 100
+    ))
 }
 
-fn with_separator(text: String, decimal_comma: bool) -> String {
-    if decimal_comma {
-        text.replace('.', ",")
+/// The arithmetic mean of `values`; `None` when there are none.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        None
     } else {
-        text
+        Some(values.iter().sum::<f64>() / values.len() as f64)
     }
 }
 
-/// vmlinux's sections before and after, as binutils `size` (Berkeley
-/// format) counts them; all in bytes. `hex` is `dec` printed in hex.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SectionsChange {
-    /// Code and read-only data.
-    pub text: Change,
-    /// Writable initialised data.
-    pub data: Change,
-    /// Zero-initialised data.
-    pub bss: Change,
-    /// text + data + bss.
-    pub dec: Change,
+/// The sample standard deviation of `values` (Bessel's `n - 1`), in their
+/// unit; `None` for fewer than two values.
+pub fn stddev(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let m = mean(values)?;
+    let squares: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
+    Some((squares / (values.len() - 1) as f64).sqrt())
 }
 
-impl SectionsChange {
-    /// The four numeric rows, labelled as `size` labels its columns:
-    /// `text`, `data`, `bss`, `dec`.
-    pub fn rows(&self) -> [(&'static str, Change); 4] {
-        [
-            ("text", self.text),
-            ("data", self.data),
-            ("bss", self.bss),
-            ("dec", self.dec),
-        ]
+/// The measurements of one metric on one side (base or variant), in the
+/// family's unit. Serialised as a JSON array of numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Samples {
+    /// Exact whole numbers (bytes, counts).
+    Whole(Vec<u64>),
+    /// Measured real numbers (Mbit/s, seconds).
+    Real(Vec<f64>),
+}
+
+impl Samples {
+    /// How many samples there are.
+    pub fn len(&self) -> usize {
+        match self {
+            Samples::Whole(v) => v.len(),
+            Samples::Real(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none (never, for a [`Metric`]'s samples).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The samples as floats.
+    pub fn values(&self) -> Vec<f64> {
+        match self {
+            Samples::Whole(v) => v.iter().map(|&x| x as f64).collect(),
+            Samples::Real(v) => v.clone(),
+        }
+    }
+
+    /// The one sample, when it is the only one and a whole number.
+    pub fn single_whole(&self) -> Option<u64> {
+        match self {
+            Samples::Whole(v) if v.len() == 1 => Some(v[0]),
+            _ => None,
+        }
+    }
+
+    /// [`mean`] of the samples (0 for none, which a [`Metric`] never has).
+    pub fn mean(&self) -> f64 {
+        mean(&self.values()).unwrap_or(0.0)
+    }
+
+    /// [`stddev`] of the samples; `None` for fewer than two.
+    pub fn stddev(&self) -> Option<f64> {
+        stddev(&self.values())
     }
 }
 
-/// One artifact's size before and after.
+/// A number a renderer prints: exact for one whole-number sample per side,
+/// otherwise a mean. Serialised as a JSON number.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Number {
+    /// A whole number (a size in bytes).
+    Whole(u64),
+    /// A signed whole number (a size change in bytes).
+    Signed(i64),
+    /// A real number (a mean, or its change).
+    Real(f64),
+}
+
+impl Number {
+    /// The number as people read it: whole numbers in full, reals with
+    /// two decimals; `decimal` chooses the separator.
+    pub fn text(self, decimal: Decimal) -> String {
+        match self {
+            Number::Whole(v) => v.to_string(),
+            Number::Signed(v) => v.to_string(),
+            Number::Real(v) => decimal.apply(format!("{v:.2}")),
+        }
+    }
+
+    /// [`Number::text`] with the sign always shown (`+30904`, `-1.50`).
+    pub fn signed_text(self, decimal: Decimal) -> String {
+        match self {
+            Number::Whole(v) => format!("+{v}"),
+            Number::Signed(v) => format!("{v:+}"),
+            Number::Real(v) => decimal.apply(format!("{v:+.2}")),
+        }
+    }
+
+    /// The number for machines: shortest exact form (`-0.798703553652043`),
+    /// `decimal` choosing the separator.
+    pub fn machine_text(self, decimal: Decimal) -> String {
+        match self {
+            Number::Whole(v) => v.to_string(),
+            Number::Signed(v) => v.to_string(),
+            Number::Real(v) => decimal.apply(v.to_string()),
+        }
+    }
+}
+
+/// A companion row some metrics get: the value again in lowercase hex, as
+/// binutils `size` prints `dec` (`hex`). Only for whole-number metrics.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArtifactChange {
-    /// File name as in `result.json` (`zImage`, `vmlinux`, `vmlinux.lzma`, …).
+pub struct HexRow {
+    /// Item name of the row (CSV `item`, JSON key): `hex`.
+    pub item: String,
+    /// Label of the row in tables: `vmlinux hex`.
+    pub label: String,
+}
+
+/// One measured thing compared between base and variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    /// Group within the family; CSV's `kind` column (`artifact`, `section`).
+    pub kind: String,
+    /// The thing measured within its kind; CSV's `item` column (`zImage`,
+    /// `text`, `tcp-download`).
+    pub item: String,
+    /// Row label in tables (markdown, SVG): `zImage`, `vmlinux text`.
+    pub label: String,
+    /// Label in sentences (text, mail): `zImage size`, `vmlinux text`.
+    pub phrase: String,
+    /// The value in hex in a row of its own, for `dec`.
+    pub hex: Option<HexRow>,
+    base: Samples,
+    variant: Samples,
+}
+
+impl Metric {
+    /// A metric of `kind`/`item`, labelled `label` in tables and `phrase`
+    /// in sentences, with the base's and the variant's samples (in the
+    /// family's unit).
+    ///
+    /// Errors when either side has no sample (a metric compares values).
+    pub fn new(
+        kind: &str,
+        item: &str,
+        label: &str,
+        phrase: &str,
+        base: Samples,
+        variant: Samples,
+    ) -> anyhow::Result<Metric> {
+        if base.is_empty() || variant.is_empty() {
+            anyhow::bail!(
+                "metric {kind} {item}: {} base and {} variant samples; a metric needs at least one on each side (leave it out instead)",
+                base.len(),
+                variant.len()
+            );
+        }
+        Ok(Metric {
+            kind: kind.to_string(),
+            item: item.to_string(),
+            label: label.to_string(),
+            phrase: phrase.to_string(),
+            hex: None,
+            base,
+            variant,
+        })
+    }
+
+    /// A metric with one whole-number sample per side (a size in bytes):
+    /// `change.before` for the base, `change.after` for the variant.
+    pub fn whole(kind: &str, item: &str, label: &str, phrase: &str, change: Change) -> Metric {
+        Metric {
+            kind: kind.to_string(),
+            item: item.to_string(),
+            label: label.to_string(),
+            phrase: phrase.to_string(),
+            hex: None,
+            base: Samples::Whole(vec![change.before]),
+            variant: Samples::Whole(vec![change.after]),
+        }
+    }
+
+    /// The base build's samples (at least one).
+    pub fn base(&self) -> &Samples {
+        &self.base
+    }
+
+    /// The variant build's samples (at least one).
+    pub fn variant(&self) -> &Samples {
+        &self.variant
+    }
+
+    /// The exact change when each side is one whole-number sample (sizes).
+    pub fn exact(&self) -> Option<Change> {
+        Some(Change {
+            before: self.base.single_whole()?,
+            after: self.variant.single_whole()?,
+        })
+    }
+
+    /// The base's value: the sample, or the mean of several.
+    pub fn before(&self) -> Number {
+        match self.exact() {
+            Some(c) => Number::Whole(c.before),
+            None => Number::Real(self.base.mean()),
+        }
+    }
+
+    /// The variant's value: the sample, or the mean of several.
+    pub fn after(&self) -> Number {
+        match self.exact() {
+            Some(c) => Number::Whole(c.after),
+            None => Number::Real(self.variant.mean()),
+        }
+    }
+
+    /// `after - before`, in the family's unit.
+    pub fn delta(&self) -> Number {
+        match self.exact() {
+            Some(c) => Number::Signed(c.delta()),
+            None => Number::Real(self.variant.mean() - self.base.mean()),
+        }
+    }
+
+    /// `(after - before) * 100 / before` in percent; `None` when `before`
+    /// is 0 and `after` is not, `Some(0.0)` when both are 0.
+    pub fn percent(&self) -> Option<f64> {
+        if let Some(c) = self.exact() {
+            return c.percent();
+        }
+        let (b, a) = (self.base.mean(), self.variant.mean());
+        if b == 0.0 {
+            (a == 0.0).then_some(0.0)
+        } else {
+            Some((a - b) * 100.0 / b)
+        }
+    }
+
+    /// The percent change as printed: `+1.68%` ([`format_percent`], exact)
+    /// for one whole sample per side, otherwise the mean's change rounded
+    /// to two decimals; `n/a` without a percentage.
+    pub fn percent_text(&self, decimal: Decimal) -> String {
+        if let Some(c) = self.exact() {
+            return c.percent_text(decimal);
+        }
+        match self.percent() {
+            Some(p) => decimal.apply(format!("{p:+.2}%")),
+            None => "n/a".to_string(),
+        }
+    }
+
+    /// How many samples the values average, when more than one:
+    /// `mean of 3 samples` or `mean of 3 → 5 samples`.
+    pub fn sample_note(&self) -> Option<String> {
+        let (b, v) = (self.base.len(), self.variant.len());
+        match (b, v) {
+            (1, 1) => None,
+            _ if b == v => Some(format!("mean of {b} samples")),
+            _ => Some(format!("mean of {b} → {v} samples")),
+        }
+    }
+}
+
+/// Whether renderers print a family's unit next to its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitLabel {
+    /// Not printed: the unit is the format's documented default (bytes).
+    Implied,
+    /// Printed after the values (`941.33 → 950.00 Mbit/s`) and in labels.
+    Shown,
+}
+
+/// A group of metrics measured the same way, in one unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// Family name: `size` ([`super::sizes::FAMILY`]), `throughput`, …
     pub name: String,
-    /// Its size, bytes.
-    pub change: Change,
+    /// Unit of every sample: `bytes`, `Mbit/s`, …
+    pub unit: String,
+    /// Whether the unit is printed.
+    pub unit_label: UnitLabel,
+    /// The metrics, in the order reports list them.
+    pub metrics: Vec<Metric>,
+}
+
+impl Family {
+    /// A family `name` in `unit` without metrics yet.
+    pub fn new(name: &str, unit: &str, unit_label: UnitLabel) -> Family {
+        Family {
+            name: name.to_string(),
+            unit: unit.to_string(),
+            unit_label,
+            metrics: Vec::new(),
+        }
+    }
 }
 
 /// One base → variant comparison of one target.
@@ -126,13 +421,10 @@ pub struct Comparison {
     pub variant: BuildResult,
     /// The variant's results directory.
     pub dir: PathBuf,
-    /// Artifacts present in both builds, in the recorded target's
-    /// `artifacts` order (then any others by name).
-    pub artifacts: Vec<ArtifactChange>,
-    /// Artifacts only one side has: (name, variant that has it).
+    /// The numbers compared, by family; sizes ([`super::sizes`]) first.
+    pub families: Vec<Family>,
+    /// Artifacts only one side has: (file name, variant that has it).
     pub unpaired_artifacts: Vec<(String, String)>,
-    /// vmlinux sections.
-    pub sections: SectionsChange,
     /// Differences that make the builds not comparable, reported because
     /// `allow_mismatch` was set (otherwise loading fails). Each is a
     /// sentence naming both values.
@@ -142,6 +434,26 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// The symbol diff base vmlinux → variant vmlinux, when requested.
     pub symbols: Option<BloatDiff>,
+}
+
+impl Comparison {
+    /// The family called `name`, if this comparison has it.
+    pub fn family(&self, name: &str) -> Option<&Family> {
+        self.families.iter().find(|f| f.name == name)
+    }
+}
+
+/// One table row of a target: a metric as the first comparison that has
+/// it describes it (its base samples are every comparison's), and the same
+/// metric in each comparison, `None` where a comparison lacks it.
+#[derive(Debug, Clone)]
+pub struct Row<'a> {
+    /// The metric's family.
+    pub family: &'a Family,
+    /// The metric where first seen: label, base value.
+    pub metric: &'a Metric,
+    /// One per comparison, in order.
+    pub cells: Vec<Option<&'a Metric>>,
 }
 
 /// All comparisons of one target against its base build.
@@ -155,6 +467,66 @@ pub struct TargetReport {
     pub base_dir: PathBuf,
     /// One per variant, in the order asked for (default: by name).
     pub comparisons: Vec<Comparison>,
+}
+
+impl TargetReport {
+    /// Every metric of any comparison once, as table rows: families in
+    /// first-seen order, within a family the kinds in first-seen order,
+    /// within a kind the items in first-seen order.
+    pub fn rows(&self) -> Vec<Row<'_>> {
+        let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+        let mut families: Vec<&str> = Vec::new();
+        for c in &self.comparisons {
+            for f in &c.families {
+                if !families.contains(&f.name.as_str()) {
+                    families.push(&f.name);
+                }
+            }
+        }
+        for family in families {
+            let mut kinds: Vec<&str> = Vec::new();
+            for f in self.comparisons.iter().filter_map(|c| c.family(family)) {
+                for m in &f.metrics {
+                    if !kinds.contains(&m.kind.as_str()) {
+                        kinds.push(&m.kind);
+                    }
+                }
+            }
+            for kind in kinds {
+                for f in self.comparisons.iter().filter_map(|c| c.family(family)) {
+                    for m in f.metrics.iter().filter(|m| m.kind == kind) {
+                        if !keys.contains(&(family, kind, m.item.as_str())) {
+                            keys.push((family, kind, &m.item));
+                        }
+                    }
+                }
+            }
+        }
+        fn find<'c>(
+            c: &'c Comparison,
+            (family, kind, item): (&str, &str, &str),
+        ) -> Option<(&'c Family, &'c Metric)> {
+            let f = c.family(family)?;
+            let m = f
+                .metrics
+                .iter()
+                .find(|m| m.kind == kind && m.item == item)?;
+            Some((f, m))
+        }
+        let mut rows = Vec::new();
+        for key in keys {
+            let cells: Vec<Option<(&Family, &Metric)>> =
+                self.comparisons.iter().map(|c| find(c, key)).collect();
+            if let Some((family, metric)) = cells.iter().flatten().next().copied() {
+                rows.push(Row {
+                    family,
+                    metric,
+                    cells: cells.iter().map(|c| c.map(|(_, m)| m)).collect(),
+                });
+            }
+        }
+        rows
+    }
 }
 
 /// Everything a report shows.
