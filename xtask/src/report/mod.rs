@@ -1,7 +1,7 @@
 //! `cargo xtask size-report`: compare variant builds against a base build,
 //! target by target, in the forms developers post and tools read.
 //!
-//! * [`load`]: choose targets and variants and read their `result.json`
+//! * [`load`](mod@load): choose targets and variants and read their `result.json`
 //!   files and vmlinux (never `targets/` or `variants.toml`).
 //! * [`checks`]: whether a base and a variant are comparable.
 //! * [`model`]: the [`Report`]: per target and variant, metric families
