@@ -99,6 +99,8 @@ compiler_package = "gcc-mips-linux-gnu"
 kernel = "6.6"
 in_all = false
 artifacts = ["uImage", "vmlinux.lzma", "vmlinux"]
+[uimage]
+load_address = "0x80060000"
 [kconfig]
 base = "allnoconfig"
 "#,
