@@ -20,7 +20,7 @@ fn request(targets: &[&str], variants: &[&str]) -> Request {
 }
 
 fn error(f: &Fixture, req: &Request) -> String {
-    match report::compare::load(&f.layout(), req) {
+    match report::load(&f.layout(), req) {
         Ok(_) => panic!("expected an error for {req:?}"),
         Err(e) => format!("{e:#}"),
     }
@@ -83,12 +83,14 @@ fn missing_variant_names_the_command_and_known_variants() {
             "`cargo xtask build --target bcm53xx --variant no-swap`",
         ],
     );
+    // Reports read results only, so the hint lists the variants that have
+    // results rather than those variants.toml defines.
     let e = error(&f, &request(&["bcm53xx"], &["typo"]));
     assert_has(
         &e,
         &[
-            "\"typo\" is not in variants.toml",
-            "baseline, deinline, no-reorder-blocks, no-swap",
+            "no target has results for \"typo\"",
+            "variants with results: baseline, no-reorder-blocks",
         ],
     );
 }
@@ -129,9 +131,14 @@ fn only_the_base_built() {
 fn unknown_target_and_variant_equal_to_base() {
     let f = Fixture::new();
     f.standard("bcm53xx");
+    // The targets with results are listed (ath79 and its alias ar71xx have
+    // none here, and targets/ is not read).
     assert_has(
         &error(&f, &request(&["bcm63xx"], &[])),
-        &["unknown target \"bcm63xx\"", "ar71xx"],
+        &[
+            "unknown target \"bcm63xx\"",
+            "targets with results: bcm53xx (bcm53xx/generic)",
+        ],
     );
     assert_has(
         &error(&f, &request(&["bcm53xx"], &["baseline"])),
@@ -143,16 +150,64 @@ fn unknown_target_and_variant_equal_to_base() {
 fn all_skips_targets_without_results_and_says_so() {
     let f = Fixture::new();
     f.standard("bcm53xx");
-    let report = report::compare::load(&f.layout(), &request(&["all"], &[])).unwrap();
+    // ath79 has a variant built but no base.
+    let variant = f.result(
+        "ath79",
+        "no-reorder-blocks",
+        &[("uImage", 1000)],
+        (100, 10, 1),
+    );
+    f.write(variant, &[]);
+    let report = report::load(&f.layout(), &request(&["all"], &[])).unwrap();
     assert_eq!(report.targets.len(), 1);
     assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
     assert_has(
         &report.skipped[0],
         &[
             "ath79",
-            "cargo xtask build --target ath79 --variant baseline --variant <VARIANT>",
+            "cargo xtask build --target ath79 --variant baseline --variant no-reorder-blocks",
         ],
     );
+}
+
+/// `all` knows targets by their results: one without any is not mentioned,
+/// and one with only other variants' results is mentioned only when its
+/// results record `in_all` (a tiny profile built for something else is not
+/// news).
+#[test]
+fn all_mentions_targets_without_asked_results_when_in_all() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let report = report::load(&f.layout(), &request(&["all"], &[])).unwrap();
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+
+    let mut other = f.result("ath79", "no-swap", &[("uImage", 1000)], (100, 10, 1));
+    other.target.in_all = false;
+    f.write(other.clone(), &[]);
+    let req = request(&["all"], &["no-reorder-blocks"]);
+    let report = report::load(&f.layout(), &req).unwrap();
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+
+    other.target.in_all = true;
+    f.write(other, &[]);
+    let report = report::load(&f.layout(), &req).unwrap();
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert_has(
+        &report.skipped[0],
+        &["ath79: not compared, no baseline results yet (`cargo xtask build --target ath79 --variant baseline --variant no-reorder-blocks`)"],
+    );
+}
+
+/// `--target` accepts the OpenWrt target and the aliases the results
+/// record.
+#[test]
+fn targets_resolve_through_recorded_names() {
+    let f = Fixture::new();
+    f.standard("ath79");
+    for spelling in ["ath79", "ath79/generic", "ar71xx"] {
+        let report = report::load(&f.layout(), &request(&[spelling], &[])).unwrap();
+        assert_eq!(report.targets[0].name, "ath79", "{spelling}");
+    }
 }
 
 #[test]
@@ -225,7 +280,7 @@ fn config_mismatch_unless_the_variant_sets_kconfig() {
     let mut r = f.result("bcm53xx", "no-swap", &[("zImage", 1)], (1, 1, 1));
     r.config_sha256 = "d".repeat(64);
     f.write(r, BASE_SYMBOLS);
-    let report = report::compare::load(&f.layout(), &request(&["bcm53xx"], &["no-swap"])).unwrap();
+    let report = report::load(&f.layout(), &request(&["bcm53xx"], &["no-swap"])).unwrap();
     let c = &report.targets[0].comparisons[0];
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     assert_eq!(
@@ -239,7 +294,7 @@ fn allow_mismatch_puts_the_warning_in_every_format() {
     let f = pair_with(|r| r.kernel_source.version = "6.12.110".to_string());
     let mut req = request(&["bcm53xx"], &[]);
     req.allow_mismatch = true;
-    let report = report::compare::load(&f.layout(), &req).unwrap();
+    let report = report::load(&f.layout(), &req).unwrap();
     for format in Format::ALL {
         let out = report::render(&report, format, &Style::default()).unwrap();
         // The SVG wraps long warnings over several <text> elements, so
@@ -332,4 +387,23 @@ fn symbols_have_no_svg_form() {
     req.symbols = Some(SymbolOptions::default());
     let e = report::run(&f.layout(), &req, Format::Svg, &Style::default(), None).unwrap_err();
     assert_has(&format!("{e:#}"), &["--symbols has no SVG form"]);
+}
+
+#[test]
+fn another_lzma_dictionary_is_a_mismatch() {
+    let f = pair_with(|r| {
+        r.lzma = Some(xtask::results::LzmaRecord {
+            lc: 1,
+            lp: 2,
+            pb: 2,
+            dict_size: 1 << 20,
+        })
+    });
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &[
+            "LZMA parameters: baseline has not recorded (a 1 MiB dictionary), no-reorder-blocks has lc1 lp2 pb2, 1048576-byte dictionary",
+            "--allow-mismatch",
+        ],
+    );
 }

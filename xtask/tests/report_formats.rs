@@ -21,7 +21,7 @@ fn request(targets: &[&str], variants: &[&str]) -> Request {
 }
 
 fn render(fixture: &Fixture, request: &Request, format: Format, style: Style) -> String {
-    let report = report::compare::load(&fixture.layout(), request).expect("loading the report");
+    let report = report::load(&fixture.layout(), request).expect("loading the report");
     report::render(&report, format, &style).expect("rendering")
 }
 

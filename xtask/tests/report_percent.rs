@@ -2,8 +2,7 @@
 //! exact decimal rounding (half away from zero), the sign of tiny changes,
 //! and the decimal comma.
 
-use xtask::report::compare::format_percent;
-use xtask::report::Change;
+use xtask::report::{format_percent, Change, Decimal};
 
 #[test]
 fn sign_and_two_decimals() {
@@ -42,7 +41,7 @@ fn sign_and_two_decimals() {
     ];
     for &(before, after, want) in cases {
         assert_eq!(
-            format_percent(before, after, false),
+            format_percent(before, after, Decimal::Point),
             want,
             "{before} → {after}"
         );
@@ -51,9 +50,15 @@ fn sign_and_two_decimals() {
 
 #[test]
 fn decimal_comma() {
-    assert_eq!(format_percent(1_840_424, 1_871_328, true), "+1,68%");
-    assert_eq!(format_percent(10_000_000, 9_999_999, true), "-0,00%");
-    assert_eq!(format_percent(0, 5, true), "n/a");
+    assert_eq!(
+        format_percent(1_840_424, 1_871_328, Decimal::Comma),
+        "+1,68%"
+    );
+    assert_eq!(
+        format_percent(10_000_000, 9_999_999, Decimal::Comma),
+        "-0,00%"
+    );
+    assert_eq!(format_percent(0, 5, Decimal::Comma), "n/a");
 }
 
 #[test]
@@ -64,7 +69,7 @@ fn change_numbers() {
     };
     assert_eq!(c.delta(), -1);
     assert_eq!(c.percent(), Some(-0.125));
-    assert_eq!(c.percent_text(false), "-0.13%");
+    assert_eq!(c.percent_text(Decimal::Point), "-0.13%");
     let new = Change {
         before: 0,
         after: 7,
@@ -90,7 +95,7 @@ fn agrees_with_exact_reference() {
     for before in [1u64, 3, 7, 400, 799, 800, 1000, 4096, 65_535, 1_840_424] {
         for after in (before.saturating_sub(50))..(before + 50) {
             assert_eq!(
-                format_percent(before, after, false),
+                format_percent(before, after, Decimal::Point),
                 reference(before, after)
             );
         }

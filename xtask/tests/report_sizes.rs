@@ -76,7 +76,7 @@ fn sections_block_equals_size_on_fixtures() {
     }
     let f = report_fixture::Fixture::new();
     f.standard("bcm53xx");
-    let report = report::compare::load(&f.layout(), &request("bcm53xx")).unwrap();
+    let report = report::load(&f.layout(), &request("bcm53xx")).unwrap();
     let ours = text::size_block(&report, &report.targets[0]);
     assert_eq!(ours, binutils_size(f.root(), "bcm53xx"));
     // The text format carries the block verbatim.
@@ -100,7 +100,7 @@ fn sections_block_equals_size_on_real_arm_tiny() {
     {
         return;
     }
-    let report = report::compare::load(&layout, &request("arm-tiny")).unwrap();
+    let report = report::load(&layout, &request("arm-tiny")).unwrap();
     let t = &report.targets[0];
     let ours = text::size_block(&report, t);
     assert_eq!(ours, binutils_size(layout.root(), "arm-tiny"));
@@ -114,7 +114,7 @@ fn sections_block_equals_size_on_real_arm_tiny() {
         mode: Mode::Text,
         fold_clones: false,
     });
-    let report = report::compare::load(&layout, &req).unwrap();
+    let report = report::load(&layout, &req).unwrap();
     let c = &report.targets[0].comparisons[0];
     let diff = c.symbols.as_ref().expect("symbol diff");
     assert_eq!(diff.tables.len(), 1);
@@ -147,7 +147,7 @@ fn sections_block_equals_size_on_every_real_target() {
             );
             continue;
         }
-        let report = report::compare::load(&layout, &request(&t.name)).unwrap();
+        let report = report::load(&layout, &request(&t.name)).unwrap();
         let ours = text::size_block(&report, &report.targets[0]);
         let sh = Shell::new().unwrap();
         sh.change_dir(layout.root());

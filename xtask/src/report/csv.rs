@@ -4,6 +4,12 @@
 //!
 //! Columns: `target,openwrt_target,soc,base,variant,kind,item,before,after,delta,percent`.
 //!
+//! One row per metric of every family ([`super::model::Family`]): `kind`
+//! and `item` are the metric's, before/after are its values in the family's
+//! unit (the mean when a side has several samples), delta is after -
+//! before, percent the unrounded percent change (empty when undefined).
+//! For sizes:
+//!
 //! | kind | item | before/after/delta | percent |
 //! |---|---|---|---|
 //! | `artifact` | file name | bytes | unrounded percent change, empty when undefined |
@@ -13,11 +19,12 @@
 //! | `symbols-total` | `<table>` | bytes (bloat-o-meter `Total`) | bloat-o-meter's `chg` |
 //! | `warning`, `note` | the message | empty | empty |
 //!
-//! With `--decimal-comma` the separator is `;` and percentages use `,`.
+//! With `--decimal-comma` the separator is `;` and percentages (and means)
+//! use `,`.
 
 use std::fmt::Write as _;
 
-use super::compare::{Change, Report};
+use super::model::{Metric, Report};
 use super::Style;
 
 /// The header line's column names.
@@ -44,12 +51,9 @@ fn field(value: &str, sep: char) -> String {
 }
 
 fn percent(p: Option<f64>, style: &Style) -> String {
-    let text = p.map_or(String::new(), |p| p.to_string());
-    if style.decimal_comma {
-        text.replace('.', ",")
-    } else {
-        text
-    }
+    style
+        .decimal()
+        .apply(p.map_or(String::new(), |p| p.to_string()))
 }
 
 /// Renders the report as CSV with a header line.
@@ -77,12 +81,13 @@ pub fn render(report: &Report, style: &Style) -> String {
                 values.extend(rest.iter().map(String::as_str));
                 row(&values);
             };
-            let numbers = |ch: &Change| {
+            let d = style.decimal();
+            let numbers = |m: &Metric| {
                 [
-                    ch.before.to_string(),
-                    ch.after.to_string(),
-                    ch.delta().to_string(),
-                    percent(ch.percent(), style),
+                    m.before().machine_text(d),
+                    m.after().machine_text(d),
+                    m.delta().machine_text(d),
+                    percent(m.percent(), style),
                 ]
             };
             let empty = || [String::new(), String::new(), String::new(), String::new()];
@@ -92,22 +97,23 @@ pub fn render(report: &Report, style: &Style) -> String {
             for n in &c.notes {
                 emit("note", n, empty());
             }
-            for a in &c.artifacts {
-                emit("artifact", &a.name, numbers(&a.change));
+            for family in &c.families {
+                for m in &family.metrics {
+                    emit(&m.kind, &m.item, numbers(m));
+                    if let (Some(hex), Some(change)) = (&m.hex, m.exact()) {
+                        emit(
+                            &m.kind,
+                            &hex.item,
+                            [
+                                format!("{:x}", change.before),
+                                format!("{:x}", change.after),
+                                String::new(),
+                                String::new(),
+                            ],
+                        );
+                    }
+                }
             }
-            for (name, ch) in c.sections.rows() {
-                emit("section", name, numbers(&ch));
-            }
-            emit(
-                "section",
-                "hex",
-                [
-                    format!("{:x}", c.sections.dec.before),
-                    format!("{:x}", c.sections.dec.after),
-                    String::new(),
-                    String::new(),
-                ],
-            );
             for (name, only) in &c.unpaired_artifacts {
                 emit("note", &format!("{name}: only {only} has it"), empty());
             }

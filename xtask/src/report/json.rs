@@ -12,9 +12,17 @@
 //!           "unpaired_artifacts": [ { "name", "only_in" } ],
 //!           "sections": { "text": Change, "data", "bss", "dec",
 //!                         "hex": { "before": "bb374", "after": "baa8c" } },
-//!           "symbols": null | { "tables": [ Table ] } } ] } ],
+//!           "symbols": null | { "tables": [ Table ] },
+//!           "metrics": [ Metric ] } ] } ],      (only when there are any)
 //!   "skipped": [ "…" ] }
 //! ```
+//!
+//! Sizes (the `size` family's artifacts and vmlinux sections) fill
+//! `artifacts` and `sections`, as they always have; every other metric is
+//! listed in `metrics`
+//! ([`JsonMetric`]: family, unit, kind, item, label, the samples of each
+//! side, their means, delta, percent and standard deviations), which is
+//! left out when empty so that size-only reports keep their layout.
 //!
 //! `Change` is `before`, `after` (bytes), `delta` (bytes, signed), `percent`
 //! (`(after - before) * 100 / before` as a float, `null` when undefined) and
@@ -28,7 +36,8 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::compare::{Change, Comparison, Report, TargetReport};
+use super::model::{Change, Comparison, Family, Metric, Number, Report, Samples, TargetReport};
+use super::sizes::{self, ARTIFACT_KIND, SECTION_KIND};
 use super::Style;
 use crate::measure::bloat::{BloatDiff, Mode};
 use crate::results::{BuildResult, Cflags, PatchRecord};
@@ -185,10 +194,47 @@ pub struct JsonComparison {
     pub artifacts: Vec<JsonArtifact>,
     /// Artifacts only one side has.
     pub unpaired_artifacts: Vec<JsonUnpaired>,
-    /// vmlinux sections.
-    pub sections: JsonSections,
+    /// vmlinux sections; left out only when the results have none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sections: Option<JsonSections>,
     /// bloat-o-meter tables, with `--symbols`.
     pub symbols: Option<JsonSymbols>,
+    /// Metrics of every family other than sizes; left out when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<JsonMetric>,
+}
+
+/// One metric of a family other than sizes.
+#[derive(Debug, Serialize)]
+pub struct JsonMetric {
+    /// Family name (`throughput`).
+    pub family: String,
+    /// Unit of every number below except `percent` (`Mbit/s`).
+    pub unit: String,
+    /// Group within the family.
+    pub kind: String,
+    /// What was measured.
+    pub item: String,
+    /// Row label.
+    pub label: String,
+    /// The base's samples, in `unit`.
+    pub base_samples: Samples,
+    /// The variant's samples, in `unit`.
+    pub variant_samples: Samples,
+    /// The base's value (mean of its samples).
+    pub before: Number,
+    /// The variant's value (mean of its samples).
+    pub after: Number,
+    /// `after - before`.
+    pub delta: Number,
+    /// Percent change, unrounded; `null` when `before` is 0 and `after` not.
+    pub percent: Option<f64>,
+    /// The rounded text, e.g. `+0.92%`.
+    pub percent_text: String,
+    /// Sample standard deviation of the base's samples; `null` for one.
+    pub base_stddev: Option<f64>,
+    /// Sample standard deviation of the variant's samples; `null` for one.
+    pub variant_stddev: Option<f64>,
 }
 
 /// A symbol diff.
@@ -250,8 +296,53 @@ fn change(c: &Change, style: &Style) -> JsonChange {
         after: c.after,
         delta: c.delta(),
         percent: c.percent(),
-        percent_text: c.percent_text(style.decimal_comma),
+        percent_text: c.percent_text(style.decimal()),
     }
+}
+
+fn metric(family: &Family, m: &Metric, style: &Style) -> JsonMetric {
+    JsonMetric {
+        family: family.name.clone(),
+        unit: family.unit.clone(),
+        kind: m.kind.clone(),
+        item: m.item.clone(),
+        label: m.label.clone(),
+        base_samples: m.base().clone(),
+        variant_samples: m.variant().clone(),
+        before: m.before(),
+        after: m.after(),
+        delta: m.delta(),
+        percent: m.percent(),
+        percent_text: m.percent_text(style.decimal()),
+        base_stddev: m.base().stddev(),
+        variant_stddev: m.variant().stddev(),
+    }
+}
+
+/// The section items the `sections` object holds.
+const SECTIONS: [&str; 4] = ["text", "data", "bss", "dec"];
+
+/// The size family's `sections` object: `text`, `data`, `bss`, `dec` and
+/// `dec` in hex; `None` unless all four are there.
+fn sections(family: &Family, style: &Style) -> Option<JsonSections> {
+    let get = |item: &str| {
+        family
+            .metrics
+            .iter()
+            .find(|m| m.kind == SECTION_KIND && m.item == item)
+            .and_then(Metric::exact)
+    };
+    let (text, data, bss, dec) = (get("text")?, get("data")?, get("bss")?, get("dec")?);
+    Some(JsonSections {
+        text: change(&text, style),
+        data: change(&data, style),
+        bss: change(&bss, style),
+        dec: change(&dec, style),
+        hex: JsonHex {
+            before: format!("{:x}", dec.before),
+            after: format!("{:x}", dec.after),
+        },
+    })
 }
 
 fn build(report: &Report, r: &BuildResult, dir: &std::path::Path) -> JsonBuild {
@@ -305,18 +396,33 @@ fn symbols(diff: &BloatDiff) -> JsonSymbols {
 }
 
 fn comparison(report: &Report, c: &Comparison, style: &Style) -> JsonComparison {
+    let mut artifacts = Vec::new();
+    let mut section_changes = None;
+    let mut metrics = Vec::new();
+    for family in &c.families {
+        let is_sizes = family.name == sizes::FAMILY;
+        if is_sizes {
+            section_changes = sections(family, style);
+        }
+        for m in &family.metrics {
+            match (m.kind.as_str(), m.exact()) {
+                (ARTIFACT_KIND, Some(exact)) if is_sizes => artifacts.push(JsonArtifact {
+                    name: m.item.clone(),
+                    change: change(&exact, style),
+                }),
+                (SECTION_KIND, Some(_))
+                    if is_sizes
+                        && section_changes.is_some()
+                        && SECTIONS.contains(&m.item.as_str()) => {}
+                _ => metrics.push(metric(family, m, style)),
+            }
+        }
+    }
     JsonComparison {
         variant: build(report, &c.variant, &c.dir),
         warnings: c.warnings.clone(),
         notes: c.notes.clone(),
-        artifacts: c
-            .artifacts
-            .iter()
-            .map(|a| JsonArtifact {
-                name: a.name.clone(),
-                change: change(&a.change, style),
-            })
-            .collect(),
+        artifacts,
         unpaired_artifacts: c
             .unpaired_artifacts
             .iter()
@@ -325,17 +431,9 @@ fn comparison(report: &Report, c: &Comparison, style: &Style) -> JsonComparison 
                 only_in: only_in.clone(),
             })
             .collect(),
-        sections: JsonSections {
-            text: change(&c.sections.text, style),
-            data: change(&c.sections.data, style),
-            bss: change(&c.sections.bss, style),
-            dec: change(&c.sections.dec, style),
-            hex: JsonHex {
-                before: format!("{:x}", c.sections.dec.before),
-                after: format!("{:x}", c.sections.dec.after),
-            },
-        },
+        sections: section_changes,
         symbols: c.symbols.as_ref().map(symbols),
+        metrics,
     }
 }
 

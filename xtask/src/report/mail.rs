@@ -22,7 +22,7 @@
 
 use std::fmt::Write as _;
 
-use super::compare::{Report, TargetReport};
+use super::model::{Report, TargetReport};
 use super::text::{heading, target_body, VariantHeadings};
 use super::Style;
 use crate::results::BuildResult;

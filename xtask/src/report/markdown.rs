@@ -12,20 +12,24 @@
 //! | vmlinux hex | bb374 | baa8c | |
 //! ```
 //!
-//! Rows: each artifact (bytes), then vmlinux `text`, `data`, `bss`, `dec`
-//! (bytes) and `hex` (dec in hex, as `size` prints it). Columns: the base,
-//! then per variant its value and the change in bytes and percent.
+//! Rows: every metric of every family ([`super::model::TargetReport::rows`]);
+//! for sizes each artifact (bytes), then vmlinux `text`, `data`, `bss`, `dec`
+//! (bytes) and `hex` (dec in hex, as `size` prints it). A family whose unit
+//! is shown has it in the row label (`tcp (Mbit/s)`); means of several
+//! samples are shown with two decimals. Columns: the base, then per variant
+//! its value and the change (in the unit, and in percent).
 //! Warnings are quoted above the table; symbol diffs follow it in
 //! collapsible `<details>` blocks.
 
 use std::fmt::Write as _;
 
-use super::compare::{Change, Report};
+use super::model::{Metric, Report, UnitLabel};
 use super::text::heading;
 use super::Style;
 
-fn change_cell(c: &Change, style: &Style) -> String {
-    format!("{:+} ({})", c.delta(), c.percent_text(style.decimal_comma))
+fn change_cell(m: &Metric, style: &Style) -> String {
+    let d = style.decimal();
+    format!("{} ({})", m.delta().signed_text(d), m.percent_text(d))
 }
 
 /// Renders the report as Markdown.
@@ -63,56 +67,35 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
         out.push('\n');
 
-        // Artifact rows: the union in the first comparison's order.
-        let mut names: Vec<&str> = Vec::new();
-        for c in &t.comparisons {
-            for a in &c.artifacts {
-                if !names.contains(&a.name.as_str()) {
-                    names.push(&a.name);
-                }
-            }
-        }
-        for name in names {
-            let before = t.base.artifacts.get(name).map(|a| a.size);
-            let _ = write!(
-                out,
-                "| {name} | {} |",
-                before.map_or("–".to_string(), |b| b.to_string())
-            );
-            for c in &t.comparisons {
-                match c.artifacts.iter().find(|a| a.name == name) {
-                    Some(a) => {
-                        let _ = write!(
-                            out,
-                            " {} | {} |",
-                            a.change.after,
-                            change_cell(&a.change, style)
-                        );
+        let d = style.decimal();
+        for row in t.rows() {
+            let label = match row.family.unit_label {
+                UnitLabel::Implied => row.metric.label.clone(),
+                UnitLabel::Shown => format!("{} ({})", row.metric.label, row.family.unit),
+            };
+            let _ = write!(out, "| {label} | {} |", row.metric.before().text(d));
+            for cell in &row.cells {
+                match cell {
+                    Some(m) => {
+                        let _ = write!(out, " {} | {} |", m.after().text(d), change_cell(m, style));
                     }
                     None => out.push_str(" – | |"),
                 }
             }
             out.push('\n');
-        }
-        let sections: Vec<_> = t.comparisons.iter().map(|c| c.sections.rows()).collect();
-        for row in 0..4 {
-            let (name, first) = sections[0][row];
-            let _ = write!(out, "| vmlinux {name} | {} |", first.before);
-            for s in &sections {
-                let _ = write!(
-                    out,
-                    " {} | {} |",
-                    s[row].1.after,
-                    change_cell(&s[row].1, style)
-                );
+            if let (Some(hex), Some(change)) = (&row.metric.hex, row.metric.exact()) {
+                let _ = write!(out, "| {} | {:x} |", hex.label, change.before);
+                for cell in &row.cells {
+                    match cell.and_then(Metric::exact) {
+                        Some(c) => {
+                            let _ = write!(out, " {:x} | |", c.after);
+                        }
+                        None => out.push_str(" – | |"),
+                    }
+                }
+                out.push('\n');
             }
-            out.push('\n');
         }
-        let _ = write!(out, "| vmlinux hex | {:x} |", t.base.vmlinux_sections.dec());
-        for c in &t.comparisons {
-            let _ = write!(out, " {:x} | |", c.variant.vmlinux_sections.dec());
-        }
-        out.push('\n');
         for c in &t.comparisons {
             for (name, only) in &c.unpaired_artifacts {
                 let _ = writeln!(out, "\n{name}: only {only} has it.");

@@ -1,19 +1,27 @@
 //! `cargo xtask size-report`: compare variant builds against a base build,
 //! target by target, in the forms developers post and tools read.
 //!
-//! * [`compare`]: load `result.json` files and vmlinux, check that base and
-//!   variant are comparable, compute every change ([`compare::Report`]).
+//! * [`load`](mod@load): choose targets and variants and read their `result.json`
+//!   files and vmlinux (never `targets/` or `variants.toml`).
+//! * [`checks`]: whether a base and a variant are comparable.
+//! * [`model`]: the [`Report`]: per target and variant, metric families
+//!   (sizes, and whatever else gets measured) and their arithmetic;
+//!   [`sizes`] makes the size family of two results.
 //! * One renderer per [`Format`]: [`text`], [`mail`], [`markdown`],
-//!   [`json`], [`csv`], [`svg`].
+//!   [`json`], [`csv`], [`svg`]; each walks the model's families and
+//!   metrics, so a new family needs no renderer change.
 //!
 //! Sizes are bytes throughout; percentages are `(after - before) * 100 /
-//! before` ([`compare::format_percent`] for the printed form).
+//! before` ([`model::format_percent`] for the printed form).
 
-pub mod compare;
+pub mod checks;
 pub mod csv;
 pub mod json;
+pub mod load;
 pub mod mail;
 pub mod markdown;
+pub mod model;
+pub mod sizes;
 pub mod svg;
 pub mod text;
 
@@ -25,7 +33,8 @@ use anyhow::{bail, Context, Result};
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
-pub use compare::{Change, Report, Request, SymbolOptions};
+pub use load::{load, Request, SymbolOptions};
+pub use model::{format_percent, Change, Decimal, Report};
 
 /// Output format of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,6 +107,17 @@ pub struct Style {
     pub decimal_comma: bool,
 }
 
+impl Style {
+    /// The decimal separator [`Style::decimal_comma`] asks for.
+    pub fn decimal(&self) -> Decimal {
+        if self.decimal_comma {
+            Decimal::Comma
+        } else {
+            Decimal::Point
+        }
+    }
+}
+
 /// Renders `report` in `format`.
 ///
 /// Errors only for SVG with symbol diffs, which a chart cannot show.
@@ -138,7 +158,7 @@ pub fn run(
         let (out, dir) = (output.unwrap_or(dir).display(), dir.display());
         bail!("--output {out}: directory {dir} does not exist; create it (mkdir -p {dir}) or write elsewhere");
     }
-    let report = compare::load(layout, request)?;
+    let report = load::load(layout, request)?;
     let text = render(&report, format, style)?;
     for s in &report.skipped {
         eprintln!("note: {s}");
@@ -159,3 +179,6 @@ pub fn run(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,11 +4,13 @@
 //! built-in size estimate, so nothing needs fontconfig or FreeType).
 //!
 //! One horizontal-bar panel per target, titled `SOC (openwrt/target)`. One
-//! bar per artifact and variant, then per vmlinux section (`text`, `data`,
-//! `bss`, `dec`); the bar's length is the percent change against the base
+//! bar per metric ([`super::model::TargetReport::rows`]) and variant: for
+//! sizes per artifact, then per vmlinux section (`text`, `data`, `bss`,
+//! `dec`); the bar's length is the percent change against the base
 //! (`(after - before) * 100 / before`), printed at its end, and the row's
-//! label gives the sizes before → after in bytes (for `dec` also in hex, as
-//! `size` prints it). Bars are coloured by variant, with a legend when more
+//! label gives the values before → after (sizes in bytes, `dec` also in
+//! hex as `size` prints it; other families with their unit, means of
+//! several samples with two decimals). Bars are coloured by variant, with a legend when more
 //! than one variant is compared. `--allow-mismatch` warnings are printed in
 //! red under the title. All panels share one x scale. Canvas: 960 px wide, 26 px per bar plus about 110 px
 //! per panel.
@@ -16,8 +18,8 @@
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use super::compare::{Change, Report};
-use super::text::heading;
+use super::model::{Metric, Report};
+use super::text::{heading, unit_suffix};
 use super::Style;
 
 /// Canvas width in pixels.
@@ -36,9 +38,9 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(0x8c, 0x56, 0x4b),
 ];
 
-struct Bar {
+struct Bar<'a> {
     label: String,
-    change: Change,
+    metric: &'a Metric,
     variant: usize,
 }
 
@@ -80,42 +82,29 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
             }
         }
     }
-    let panels: Vec<(String, Vec<Bar>)> = report
+    let panels: Vec<(String, Vec<Bar<'_>>)> = report
         .targets
         .iter()
         .map(|t| {
             let mut bars = Vec::new();
             let vi = |name: &str| variants.iter().position(|v| v == name).unwrap_or(0);
-            let mut names: Vec<&str> = Vec::new();
-            for c in &t.comparisons {
-                for a in &c.artifacts {
-                    if !names.contains(&a.name.as_str()) {
-                        names.push(&a.name);
-                    }
-                }
-            }
-            for name in names {
-                for c in &t.comparisons {
-                    if let Some(a) = c.artifacts.iter().find(|a| a.name == name) {
-                        bars.push(Bar {
-                            label: format!("{name}  {} → {}", a.change.before, a.change.after),
-                            change: a.change,
-                            variant: vi(&c.variant.variant.name),
-                        });
-                    }
-                }
-            }
-            for row in 0..4 {
-                for c in &t.comparisons {
-                    let (name, ch) = c.sections.rows()[row];
-                    let hex = if name == "dec" {
-                        format!(" (0x{:x} → 0x{:x})", ch.before, ch.after)
-                    } else {
-                        String::new()
+            let d = style.decimal();
+            for row in t.rows() {
+                for (c, cell) in t.comparisons.iter().zip(&row.cells) {
+                    let Some(m) = *cell else { continue };
+                    let hex = match (&m.hex, m.exact()) {
+                        (Some(_), Some(ch)) => format!(" (0x{:x} → 0x{:x})", ch.before, ch.after),
+                        _ => String::new(),
                     };
                     bars.push(Bar {
-                        label: format!("vmlinux {name}  {} → {}{hex}", ch.before, ch.after),
-                        change: ch,
+                        label: format!(
+                            "{}  {} → {}{}{hex}",
+                            m.label,
+                            m.before().text(d),
+                            m.after().text(d),
+                            unit_suffix(row.family)
+                        ),
+                        metric: m,
                         variant: vi(&c.variant.variant.name),
                     });
                 }
@@ -179,7 +168,7 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
         // beyond the longest bar.
         let largest = panels
             .iter()
-            .flat_map(|(_, bars)| bars.iter().filter_map(|b| b.change.percent()))
+            .flat_map(|(_, bars)| bars.iter().filter_map(|b| b.metric.percent()))
             .fold(0.0f64, |m, p| m.max(p.abs()));
         let limit = if largest == 0.0 { 1.0 } else { largest * 1.45 };
         let areas = root.split_by_breakpoints::<u32, u32, _, _>([], breaks);
@@ -197,7 +186,7 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
 fn draw_panel(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     title: &str,
-    bars: &[Bar],
+    bars: &[Bar<'_>],
     variants: &[String],
     limit: f64,
     style: &Style,
@@ -247,7 +236,7 @@ fn draw_panel(
                     .filter(|(_, b)| b.variant == vi)
                     .map(|(i, b)| {
                         let row = n - 1 - i;
-                        let p = b.change.percent().unwrap_or(0.0);
+                        let p = b.metric.percent().unwrap_or(0.0);
                         let mut bar = Rectangle::new(
                             [
                                 (0.0, SegmentValue::Exact(row)),
@@ -271,8 +260,8 @@ fn draw_panel(
     chart
         .draw_series(bars.iter().enumerate().map(|(i, b)| {
             let row = n - 1 - i;
-            let p = b.change.percent().unwrap_or(0.0);
-            let text = b.change.percent_text(style.decimal_comma);
+            let p = b.metric.percent().unwrap_or(0.0);
+            let text = b.metric.percent_text(style.decimal());
             let offset = limit * 0.02;
             let (x, anchor) = if p < 0.0 {
                 (p - offset, plotters::style::text_anchor::HPos::Right)

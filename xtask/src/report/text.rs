@@ -2,17 +2,20 @@
 //! and forum threads.
 //!
 //! Per target: a heading `SOC (openwrt/target):`, then per variant a line
-//! `base → variant:` followed by one line per artifact in the form
-//! `zImage size: 1840424 → 1871328 (+1.68%)` (bytes; percent from
-//! [`format_percent`](super::compare::format_percent)), the vmlinux
-//! sections as `vmlinux text: … → … (…)` lines, then binutils `size`'s own
-//! Berkeley table for the base and every variant vmlinux, and with
-//! `--symbols` the bloat-o-meter text of each pair. Warnings from
-//! `--allow-mismatch` come right under the heading.
+//! `base → variant:` followed by one line per metric of every family
+//! ([`super::model::Family`]) in the form `phrase: before → after (percent)`:
+//! for sizes `zImage size: 1840424 → 1871328 (+1.68%)` per artifact and
+//! `vmlinux text: … → … (…)` per section (bytes; percent from
+//! [`format_percent`](super::model::format_percent)); a family whose unit is
+//! shown prints it after the values, and means of several samples say so
+//! (`tcp throughput: 941.33 → 950.00 Mbit/s (+0.92%, mean of 3 samples)`).
+//! Then binutils `size`'s own Berkeley table for the base and every variant
+//! vmlinux, and with `--symbols` the bloat-o-meter text of each pair.
+//! Warnings from `--allow-mismatch` come right under the heading.
 
 use std::fmt::Write as _;
 
-use super::compare::{Comparison, Report, TargetReport};
+use super::model::{Comparison, Family, Metric, Report, TargetReport, UnitLabel};
 use super::Style;
 
 /// The heading of a target: `SOC (openwrt/target)`, from `result.json`'s
@@ -49,28 +52,38 @@ pub fn size_block(report: &Report, target: &TargetReport) -> String {
     out
 }
 
-/// The `name: before → after (±x.xx%)` lines of one comparison: artifacts
-/// (`zImage size: …`) then vmlinux sections (`vmlinux text: …`).
+/// ` widgets` after a value of `family` when its unit is shown, else nothing.
+pub fn unit_suffix(family: &Family) -> String {
+    match family.unit_label {
+        UnitLabel::Implied => String::new(),
+        UnitLabel::Shown => format!(" {}", family.unit),
+    }
+}
+
+/// `phrase: before → after[ unit] (percent[, mean of N samples])`, one
+/// metric in a sentence, newline-terminated.
+pub fn metric_line(family: &Family, m: &Metric, style: &Style) -> String {
+    let d = style.decimal();
+    let note = m.sample_note().map_or(String::new(), |n| format!(", {n}"));
+    format!(
+        "{}: {} → {}{} ({}{note})\n",
+        m.phrase,
+        m.before().text(d),
+        m.after().text(d),
+        unit_suffix(family),
+        m.percent_text(d)
+    )
+}
+
+/// The metric lines of one comparison, family by family (sizes: artifacts
+/// as `zImage size: …`, then vmlinux sections as `vmlinux text: …`), then
+/// the artifacts only one side has.
 pub fn change_lines(c: &Comparison, style: &Style) -> String {
     let mut out = String::new();
-    for a in &c.artifacts {
-        let _ = writeln!(
-            out,
-            "{} size: {} → {} ({})",
-            a.name,
-            a.change.before,
-            a.change.after,
-            a.change.percent_text(style.decimal_comma)
-        );
-    }
-    for (name, ch) in c.sections.rows() {
-        let _ = writeln!(
-            out,
-            "vmlinux {name}: {} → {} ({})",
-            ch.before,
-            ch.after,
-            ch.percent_text(style.decimal_comma)
-        );
+    for family in &c.families {
+        for m in &family.metrics {
+            out.push_str(&metric_line(family, m, style));
+        }
     }
     for (name, only) in &c.unpaired_artifacts {
         let _ = writeln!(out, "{name}: only {only} has it");

@@ -1,0 +1,550 @@
+//! Loading what a report compares: choosing targets and variants, reading
+//! their `result.json` files and vmlinux, and building the [`Report`].
+//!
+//! Everything here reads what `cargo xtask build` wrote under
+//! `target/xtask/results/<target>/<variant>/` ([`crate::util::layout::Layout`]):
+//! `result.json` ([`BuildResult`]) for sizes and provenance, and `vmlinux`
+//! itself, which is checked (recorded size, ELF, recorded sections) and, with
+//! `--symbols`, read for its symbol table.
+//!
+//! Only results are read, never `targets/` or `patches/variants.toml`: a
+//! report shows what was built, even after those files changed. A target is
+//! known by its results directory; `--target` also accepts the OpenWrt
+//! `target/subtarget` and the aliases its results record, artifacts are
+//! listed in the recorded target's order, and the recorded `in_all` decides
+//! whether `all` mentions a target that has none of the asked-for results.
+//!
+//! A base and a variant that are not comparable ([`super::checks`]) are an
+//! error naming both values and the `cargo xtask build` command that
+//! rebuilds both; with `allow_mismatch` the report is made anyway and every
+//! difference is printed in it as a warning.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+
+use super::checks::mismatches;
+use super::model::{Comparison, Report, TargetReport};
+use super::sizes;
+use crate::measure::bloat;
+use crate::measure::sections;
+use crate::measure::symbols;
+use crate::results::{self, BuildResult, TargetRecord};
+use crate::util::layout::Layout;
+
+/// What `--symbols` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SymbolOptions {
+    /// bloat-o-meter's mode (`-c`, `-d`, `-t` or none).
+    pub mode: bloat::Mode,
+    /// Fold `.isra.0`/`.constprop.0`/`.part.0`… clones into their base name.
+    pub fold_clones: bool,
+}
+
+/// Which results to compare.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `--target` spellings (results directory name, or the OpenWrt
+    /// `target/subtarget` or an alias its results record, or `all`); empty
+    /// means `all`. `all` is every target with a results directory (tiny
+    /// profiles included: a report reads what was built rather than
+    /// deciding what should have been).
+    pub targets: Vec<String>,
+    /// The base variant, normally `baseline`.
+    pub base: String,
+    /// Variants to compare against the base; empty means every variant with
+    /// a `result.json` for the target, other than the base, by name.
+    pub variants: Vec<String>,
+    /// Compute symbol diffs of the vmlinux pairs.
+    pub symbols: Option<SymbolOptions>,
+    /// Compare builds that differ in more than the variant, with warnings.
+    pub allow_mismatch: bool,
+}
+
+/// The command that builds `variants` of `target`.
+pub fn build_command(target: &str, variants: &[&str]) -> String {
+    let mut cmd = format!("cargo xtask build --target {target}");
+    for v in variants {
+        cmd.push_str(" --variant ");
+        cmd.push_str(v);
+    }
+    cmd
+}
+
+/// Whether `dir` holds a finished build (`result.json`).
+fn has_result(dir: &Path) -> bool {
+    dir.join(results::FILE_NAME).is_file()
+}
+
+/// Names of the subdirectories of `dir` (none when it does not exist), by
+/// name; hidden ones are left out.
+fn subdirectories(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    if !dir.is_dir() {
+        return Ok(names);
+    }
+    let read = |e: std::io::Error| anyhow!(e).context(format!("reading {}", dir.display()));
+    for entry in std::fs::read_dir(dir).map_err(read)? {
+        let path = entry.map_err(read)?.path();
+        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+            if path.is_dir() && !name.starts_with('.') {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Just the recorded target of a `result.json`.
+#[derive(Deserialize)]
+struct TargetOnly {
+    target: TargetRecord,
+}
+
+/// The target recorded in `dir/result.json`, when it is readable; a broken
+/// file is reported when (and only if) the build is compared.
+fn recorded_target(dir: &Path) -> Option<TargetRecord> {
+    let text = std::fs::read_to_string(dir.join(results::FILE_NAME)).ok()?;
+    serde_json::from_str::<TargetOnly>(&text)
+        .ok()
+        .map(|t| t.target)
+}
+
+/// A target known from its results directory.
+#[derive(Debug, Clone)]
+struct Known {
+    /// The directory's name, which is the target's name.
+    name: String,
+    /// Variants with a `result.json`, by name.
+    built: Vec<String>,
+    /// The target as its results recorded it (the base's record when the
+    /// base is built); `None` when no `result.json` is readable.
+    record: Option<TargetRecord>,
+}
+
+impl Known {
+    /// Whether `spelling` is this target's OpenWrt `target/subtarget` or
+    /// one of its aliases.
+    fn is_called(&self, spelling: &str) -> bool {
+        self.record
+            .as_ref()
+            .is_some_and(|r| r.openwrt == spelling || r.aliases.iter().any(|a| a == spelling))
+    }
+
+    /// `ath79 (ath79/generic, ar71xx)`: the name and what else `--target`
+    /// accepts for it.
+    fn describe(&self) -> String {
+        match &self.record {
+            Some(r) => {
+                let mut other = vec![r.openwrt.as_str()];
+                other.extend(r.aliases.iter().map(String::as_str));
+                format!("{} ({})", self.name, other.join(", "))
+            }
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// Every target with a results directory, by name.
+fn known_targets(layout: &Layout, base: &str) -> Result<Vec<Known>> {
+    let root = layout.results_root();
+    let mut known = Vec::new();
+    for name in subdirectories(&root)? {
+        let built: Vec<String> = subdirectories(&root.join(&name))?
+            .into_iter()
+            .filter(|v| has_result(&layout.results_dir(&name, v)))
+            .collect();
+        let base_first = built
+            .iter()
+            .filter(|v| *v == base)
+            .chain(built.iter().filter(|v| *v != base));
+        let record = base_first
+            .filter_map(|v| recorded_target(&layout.results_dir(&name, v)))
+            .find(|r| r.name == name);
+        known.push(Known {
+            name,
+            built,
+            record,
+        });
+    }
+    Ok(known)
+}
+
+/// The target `spelling` names: a results directory's name first, else
+/// the OpenWrt target or an alias a target's results record.
+fn resolve<'a>(known: &'a [Known], spelling: &str) -> Option<&'a Known> {
+    known
+        .iter()
+        .find(|k| k.name == spelling)
+        .or_else(|| known.iter().find(|k| k.is_called(spelling)))
+}
+
+/// ` (variants with results: a, b)`, or nothing when there are none.
+fn variants_hint(variants: &[&str]) -> String {
+    if variants.is_empty() {
+        String::new()
+    } else {
+        format!(" (variants with results: {})", variants.join(", "))
+    }
+}
+
+fn unknown_target(
+    layout: &Layout,
+    request: &Request,
+    spelling: &str,
+    known: &[Known],
+) -> anyhow::Error {
+    let mut needed = vec![request.base.as_str()];
+    needed.extend(request.variants.iter().map(String::as_str));
+    let missing = if spelling.contains('/') {
+        String::new()
+    } else {
+        format!(
+            "no results for {spelling}/{}: {} does not exist, and ",
+            request.base,
+            layout
+                .results_dir(spelling, &request.base)
+                .join(results::FILE_NAME)
+                .display()
+        )
+    };
+    let listing = if known.is_empty() {
+        format!(
+            "no target has results yet in {}",
+            layout.results_root().display()
+        )
+    } else {
+        let names: Vec<String> = known.iter().map(Known::describe).collect();
+        format!("targets with results: {}", names.join(", "))
+    };
+    anyhow!(
+        "unknown target {spelling:?}: {missing}no results record it as their target, OpenWrt target or alias ({listing}); if targets/ defines it, build it first with `{}`",
+        build_command(spelling, &needed)
+    )
+}
+
+/// How a target came to be in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// Named with `--target`: missing results are an error.
+    ByName,
+    /// Under `all`: missing results are a note in `skipped`.
+    ByAll,
+}
+
+/// Loads and checks the results `request` names and computes every change.
+///
+/// Errors (each naming the files or values involved and the fix): an
+/// unknown target (listing the targets that have results); missing results
+/// (with the `cargo xtask build` command that makes them); a `result.json`
+/// that is unreadable or lies in another target's or variant's directory; a
+/// vmlinux that is missing, truncated (not the recorded size), not ELF, or
+/// whose sections are not the recorded ones; builds that are not comparable
+/// ([`super::checks`]) unless `request.allow_mismatch`.
+pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
+    for v in &request.variants {
+        if *v == request.base {
+            bail!(
+                "--variant {v} is also the base (--base {}); compare it against another variant",
+                request.base
+            );
+        }
+    }
+    let known = known_targets(layout, &request.base)?;
+    let mut all_variants: Vec<&str> = known
+        .iter()
+        .flat_map(|k| k.built.iter().map(String::as_str))
+        .collect();
+    all_variants.sort();
+    all_variants.dedup();
+    let spellings: Vec<String> = if request.targets.is_empty() {
+        vec!["all".to_string()]
+    } else {
+        request.targets.clone()
+    };
+
+    let mut chosen: Vec<(&Known, Asked)> = Vec::new();
+    for spelling in &spellings {
+        if spelling == "all" {
+            for k in &known {
+                if !chosen.iter().any(|(c, _)| c.name == k.name) {
+                    chosen.push((k, Asked::ByAll));
+                }
+            }
+        } else {
+            let k = resolve(&known, spelling)
+                .ok_or_else(|| unknown_target(layout, request, spelling, &known))?;
+            match chosen.iter_mut().find(|(c, _)| c.name == k.name) {
+                Some(entry) => entry.1 = Asked::ByName,
+                None => chosen.push((k, Asked::ByName)),
+            }
+        }
+    }
+
+    let mut report = Report {
+        base: request.base.clone(),
+        root: layout.root().to_path_buf(),
+        targets: Vec::new(),
+        skipped: Vec::new(),
+        symbols: request.symbols,
+    };
+    for (target, asked) in chosen {
+        if let Some(t) = load_target(layout, request, target, asked, &all_variants, &mut report)? {
+            report.targets.push(t);
+        }
+    }
+    if report.targets.is_empty() {
+        let mut names = vec![request.base.as_str()];
+        names.extend(request.variants.iter().map(String::as_str));
+        if request.variants.is_empty() {
+            names.push("<VARIANT>");
+        }
+        bail!(
+            "no results to compare in {}: build a base and a variant first, e.g. `{}`",
+            layout.results_root().display(),
+            build_command("all", &names)
+        );
+    }
+    Ok(report)
+}
+
+fn load_target(
+    layout: &Layout,
+    request: &Request,
+    target: &Known,
+    asked: Asked,
+    all_variants: &[&str],
+    report: &mut Report,
+) -> Result<Option<TargetReport>> {
+    let base_dir = layout.results_dir(&target.name, &request.base);
+    let built = &target.built;
+    let missing_base = !has_result(&base_dir);
+    let wanted: Vec<String> = if request.variants.is_empty() {
+        built
+            .iter()
+            .filter(|v| **v != request.base)
+            .cloned()
+            .collect()
+    } else {
+        request.variants.clone()
+    };
+    let (present, absent): (Vec<String>, Vec<String>) = wanted
+        .into_iter()
+        .partition(|v| has_result(&layout.results_dir(&target.name, v)));
+
+    match asked {
+        Asked::ByName => {
+            if missing_base {
+                bail!(
+                    "{}",
+                    missing_message(layout, &target.name, &request.base, all_variants)
+                );
+            }
+            if let Some(v) = absent.first() {
+                bail!("{}", missing_message(layout, &target.name, v, all_variants));
+            }
+            if present.is_empty() {
+                let others: Vec<&str> = all_variants
+                    .iter()
+                    .copied()
+                    .filter(|v| *v != request.base)
+                    .collect();
+                bail!(
+                    "{}: only {} has results, nothing to compare it with; build a variant with `{}`{}",
+                    target.name,
+                    request.base,
+                    build_command(&target.name, &["<VARIANT>"]),
+                    variants_hint(&others)
+                );
+            }
+        }
+        Asked::ByAll => {
+            if missing_base || present.is_empty() {
+                // A target none of whose results were asked for is news
+                // only when `all` builds it (tiny profiles are not).
+                let in_all = target.record.as_ref().is_none_or(|r| r.in_all);
+                if in_all || !missing_base || !present.is_empty() {
+                    // Only what is missing: the base if absent, and the variants.
+                    let mut needed: Vec<&str> = Vec::new();
+                    if missing_base {
+                        needed.push(&request.base);
+                    }
+                    needed.extend(present.iter().chain(&absent).map(String::as_str));
+                    if present.is_empty() && absent.is_empty() {
+                        needed.push("<VARIANT>");
+                    }
+                    report.skipped.push(format!(
+                        "{}: not compared, no {} results yet (`{}`)",
+                        target.name,
+                        if missing_base {
+                            request.base.as_str()
+                        } else {
+                            "variant"
+                        },
+                        build_command(&target.name, &needed)
+                    ));
+                }
+                return Ok(None);
+            }
+            for v in &absent {
+                report.skipped.push(format!(
+                    "{}/{v}: not compared, no results yet (`{}`)",
+                    target.name,
+                    build_command(&target.name, &[v])
+                ));
+            }
+        }
+    }
+
+    let base = read_checked(&base_dir, &target.name, &request.base)?;
+    let base_symbols = match request.symbols {
+        Some(_) => Some(read_vmlinux_symbols(
+            &base_dir,
+            &target.name,
+            &request.base,
+        )?),
+        None => None,
+    };
+    let mut comparisons = Vec::new();
+    for v in &present {
+        let dir = layout.results_dir(&target.name, v);
+        let variant = read_checked(&dir, &target.name, v)?;
+        let (problems, notes) = mismatches(&base, &variant);
+        if !problems.is_empty() && !request.allow_mismatch {
+            bail!(
+                "{}: {} and {v} were not built from the same inputs, so their sizes are not comparable:\n{}\nrebuild both with `{}`, or pass --allow-mismatch to compare anyway (the report then carries these as warnings)",
+                target.name,
+                request.base,
+                problems
+                    .iter()
+                    .map(|p| format!("  - {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                build_command(&target.name, &[&request.base, v])
+            );
+        }
+        let symbols = match (request.symbols, &base_symbols) {
+            (Some(opts), Some(old)) => {
+                let new = read_vmlinux_symbols(&dir, &target.name, v)?;
+                Some(bloat::diff_with(
+                    &old.symbols,
+                    &new.symbols,
+                    opts.mode,
+                    bloat::Options {
+                        fold_clones: opts.fold_clones,
+                    },
+                ))
+            }
+            _ => None,
+        };
+        let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
+        comparisons.push(Comparison {
+            variant,
+            dir,
+            families: vec![sizes],
+            unpaired_artifacts,
+            warnings: problems,
+            notes,
+            symbols,
+        });
+    }
+    Ok(Some(TargetReport {
+        name: target.name.clone(),
+        base,
+        base_dir,
+        comparisons,
+    }))
+}
+
+fn missing_message(layout: &Layout, target: &str, variant: &str, all_variants: &[&str]) -> String {
+    let dir = layout.results_dir(target, variant);
+    let state = if dir.join("build.log").is_file() {
+        format!(
+            "{} has a build.log but no {}: the build failed, was interrupted, or is still running",
+            dir.display(),
+            results::FILE_NAME
+        )
+    } else {
+        format!("{} does not exist", dir.join(results::FILE_NAME).display())
+    };
+    let unknown = if all_variants.contains(&variant) {
+        String::new()
+    } else {
+        format!(
+            "; no target has results for {variant:?}{}",
+            variants_hint(all_variants)
+        )
+    };
+    format!(
+        "no results for {target}/{variant}: {state}; build them with `{}`{unknown}",
+        build_command(target, &[variant])
+    )
+}
+
+/// Reads `dir/result.json` and checks that it belongs in `dir` and that
+/// `dir/vmlinux` is the file it describes.
+fn read_checked(dir: &Path, target: &str, variant: &str) -> Result<BuildResult> {
+    let result = BuildResult::read(dir)?;
+    let file = dir.join(results::FILE_NAME);
+    if result.target.name != target || result.variant.name != variant {
+        bail!(
+            "{} records target {:?} variant {:?} but lies in the directory for {target}/{variant}; rebuild with `{}`",
+            file.display(),
+            result.target.name,
+            result.variant.name,
+            build_command(target, &[variant])
+        );
+    }
+    if let Some(recorded) = result.artifacts.get("vmlinux") {
+        let vmlinux = dir.join("vmlinux");
+        let rebuild = build_command(target, &[variant]);
+        let len = std::fs::metadata(&vmlinux)
+            .with_context(|| {
+                format!(
+                    "{} is listed in {} but cannot be read; rebuild with `{rebuild}`",
+                    vmlinux.display(),
+                    file.display()
+                )
+            })?
+            .len();
+        if len != recorded.size {
+            bail!(
+                "{} is {len} bytes but {} records {} bytes: the file is truncated or was replaced; rebuild with `{rebuild}`",
+                vmlinux.display(),
+                file.display(),
+                recorded.size
+            );
+        }
+        let sections = sections::berkeley_sizes(&vmlinux)
+            .with_context(|| format!("rebuild it with `{rebuild}`"))?;
+        if sections != result.vmlinux_sections {
+            bail!(
+                "{}: sections are text {} data {} bss {} but {} records text {} data {} bss {}: the file was replaced; rebuild with `{rebuild}`",
+                vmlinux.display(),
+                sections.text,
+                sections.data,
+                sections.bss,
+                file.display(),
+                result.vmlinux_sections.text,
+                result.vmlinux_sections.data,
+                result.vmlinux_sections.bss
+            );
+        }
+    }
+    Ok(result)
+}
+
+fn read_vmlinux_symbols(dir: &Path, target: &str, variant: &str) -> Result<symbols::SymbolTable> {
+    let vmlinux = dir.join("vmlinux");
+    if !vmlinux.is_file() {
+        bail!(
+            "--symbols needs {}, which does not exist; rebuild with `{}`",
+            vmlinux.display(),
+            build_command(target, &[variant])
+        );
+    }
+    symbols::read_symbols(&vmlinux)
+        .with_context(|| format!("rebuild it with `{}`", build_command(target, &[variant])))
+}

@@ -1,0 +1,231 @@
+//! Unit tests of the model's arithmetic, and that renderers walk the
+//! model: a family no renderer knows of appears in every format.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::model::{
+    mean, stddev, Change, Comparison, Decimal, Family, Metric, Number, Report, Samples,
+    TargetReport, UnitLabel,
+};
+use super::{render, Format, Style};
+use crate::measure::sections::SectionSizes;
+use crate::results::{
+    ArtifactRecord, BuildResult, Cflags, SourceRecord, TargetRecord, VariantRecord, SCHEMA,
+};
+
+fn result(variant: &str, zimage: u64) -> BuildResult {
+    let artifacts = BTreeMap::from([(
+        "zImage".to_string(),
+        ArtifactRecord {
+            size: zimage,
+            sha256: "0".repeat(64),
+        },
+    )]);
+    BuildResult {
+        schema: SCHEMA,
+        build_key: "f".repeat(64),
+        target: TargetRecord {
+            name: "bcm53xx".to_string(),
+            openwrt: "bcm53xx/generic".to_string(),
+            aliases: Vec::new(),
+            soc: "BCM47094".to_string(),
+            cpu: "ARM Cortex-A9".to_string(),
+            arch: "arm".to_string(),
+            cross_compile: "arm-linux-gnueabi-".to_string(),
+            compiler_package: "gcc-arm-linux-gnueabi".to_string(),
+            kernel: "6.12".to_string(),
+            in_all: true,
+            kconfig_base: "multi_v7_defconfig".to_string(),
+            kconfig_fragments: Vec::new(),
+            make_targets: vec!["zImage".to_string()],
+            artifacts: vec!["zImage".to_string()],
+            uimage: None,
+        },
+        variant: VariantRecord {
+            name: variant.to_string(),
+            description: String::new(),
+            os_flags: "-Os".to_string(),
+            o2_flags: "-O2".to_string(),
+            patches: Vec::new(),
+            kconfig: Vec::new(),
+        },
+        backend: "kernel-tree".to_string(),
+        kernel_source: SourceRecord {
+            version: "6.12.117".to_string(),
+            origin: "linux-6.12.117.tar.xz".to_string(),
+            sha256: None,
+        },
+        compiler: "arm-linux-gnueabi-gcc 12.2.0".to_string(),
+        kbuild_cflags: Cflags {
+            os: "-Os".to_string(),
+            o2: "-O2".to_string(),
+            effective: "os".to_string(),
+            compile_command: String::new(),
+        },
+        patches: Vec::new(),
+        config_sha256: "c".repeat(64),
+        artifacts,
+        lzma: None,
+        vmlinux_sections: SectionSizes {
+            text: 1000,
+            data: 100,
+            bss: 10,
+        },
+        started: String::new(),
+        finished: String::new(),
+        duration_seconds: 1.0,
+    }
+}
+
+/// A size report of one comparison plus a made-up family: `gizmo`, 3
+/// samples per side, means 110 → 121 widgets (+10.00%).
+fn report_with_made_up_family() -> Report {
+    let root = PathBuf::from("/ws");
+    let (base, variant) = (result("baseline", 4000), result("other", 4100));
+    let (sizes, unpaired) = super::sizes::family(&base, &variant);
+    let mut made_up = Family::new("made-up", "widgets", UnitLabel::Shown);
+    made_up.metrics.push(
+        Metric::new(
+            "made-up",
+            "gizmo",
+            "gizmo",
+            "gizmo output",
+            Samples::Real(vec![100.0, 110.0, 120.0]),
+            Samples::Real(vec![120.0, 121.0, 122.0]),
+        )
+        .unwrap(),
+    );
+    Report {
+        base: "baseline".to_string(),
+        root: root.clone(),
+        targets: vec![TargetReport {
+            name: "bcm53xx".to_string(),
+            base,
+            base_dir: root.join("results/bcm53xx/baseline"),
+            comparisons: vec![Comparison {
+                variant,
+                dir: root.join("results/bcm53xx/other"),
+                families: vec![sizes, made_up],
+                unpaired_artifacts: unpaired,
+                warnings: Vec::new(),
+                notes: Vec::new(),
+                symbols: None,
+            }],
+        }],
+        skipped: Vec::new(),
+        symbols: None,
+    }
+}
+
+#[test]
+fn every_format_renders_a_family_it_does_not_know() {
+    let report = report_with_made_up_family();
+    for format in Format::ALL {
+        let out = render(&report, format, &Style::default()).unwrap();
+        assert!(out.contains("gizmo"), "{format}: no metric name\n{out}");
+        // The sizes are still there.
+        assert!(out.contains("zImage"), "{format}: no sizes\n{out}");
+        match format {
+            // Means 110 and 121 are exact, so the percent is exactly 10.
+            Format::Csv => assert!(
+                out.contains("\nbcm53xx,bcm53xx/generic,BCM47094,baseline,other,made-up,gizmo,110,121,11,10\n"),
+                "{format}\n{out}"
+            ),
+            Format::Json => {
+                let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                let m = &v["targets"][0]["comparisons"][0]["metrics"][0];
+                assert_eq!(m["family"], "made-up", "{out}");
+                assert_eq!(m["unit"], "widgets", "{out}");
+                assert_eq!(m["base_samples"].as_array().unwrap().len(), 3);
+                assert_eq!(m["before"], 110.0);
+                assert_eq!(m["after"], 121.0);
+                assert_eq!(m["percent_text"], "+10.00%");
+                assert_eq!(m["base_stddev"], 10.0);
+                assert_eq!(m["variant_stddev"], 1.0);
+            }
+            _ => {
+                for part in ["110.00", "121.00", "+10.00%"] {
+                    assert!(out.contains(part), "{format}: {part} missing\n{out}");
+                }
+            }
+        }
+    }
+    let text = render(&report, Format::Text, &Style::default()).unwrap();
+    assert!(
+        text.contains("gizmo output: 110.00 → 121.00 widgets (+10.00%, mean of 3 samples)\n"),
+        "{text}"
+    );
+    let markdown = render(&report, Format::Markdown, &Style::default()).unwrap();
+    assert!(
+        markdown.contains("| gizmo (widgets) | 110.00 | 121.00 | +11.00 (+10.00%) |\n"),
+        "{markdown}"
+    );
+    let comma = render(
+        &report,
+        Format::Text,
+        &Style {
+            decimal_comma: true,
+        },
+    )
+    .unwrap();
+    assert!(
+        comma.contains("110,00 → 121,00 widgets (+10,00%"),
+        "{comma}"
+    );
+}
+
+#[test]
+fn mean_and_stddev() {
+    assert_eq!(mean(&[]), None);
+    assert_eq!(mean(&[2.0, 4.0, 9.0]), Some(5.0));
+    assert_eq!(stddev(&[3.0]), None);
+    // 2, 4, 4, 4, 5, 5, 7, 9: sample variance 32/7.
+    let sd = stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+    assert!((sd - (32.0f64 / 7.0).sqrt()).abs() < 1e-12, "{sd}");
+}
+
+#[test]
+fn sampled_metric_arithmetic() {
+    let m = Metric::new(
+        "throughput",
+        "tcp",
+        "tcp",
+        "tcp throughput",
+        Samples::Real(vec![900.0, 940.0, 980.0]),
+        Samples::Real(vec![950.0, 950.0]),
+    )
+    .unwrap();
+    assert_eq!(m.before(), Number::Real(940.0));
+    assert_eq!(m.after(), Number::Real(950.0));
+    assert_eq!(m.delta().signed_text(Decimal::Comma), "+10,00");
+    assert_eq!(m.percent_text(Decimal::Point), "+1.06%");
+    assert_eq!(m.sample_note().unwrap(), "mean of 3 → 2 samples");
+    assert_eq!(m.base().stddev(), Some(40.0));
+    let none = Metric::new(
+        "k",
+        "i",
+        "l",
+        "p",
+        Samples::Real(vec![]),
+        Samples::Whole(vec![1]),
+    );
+    assert!(none.unwrap_err().to_string().contains("at least one"));
+}
+
+#[test]
+fn whole_single_samples_are_exact() {
+    let m = Metric::whole(
+        "artifact",
+        "zImage",
+        "zImage",
+        "zImage size",
+        Change {
+            before: 800,
+            after: 801,
+        },
+    );
+    assert_eq!(m.percent_text(Decimal::Point), "+0.13%");
+    assert_eq!(m.delta(), Number::Signed(1));
+    assert_eq!(m.sample_note(), None);
+}
