@@ -15,6 +15,37 @@ use xtask::results::{
 };
 use xtask::util::layout::Layout;
 
+/// A size-report request for `targets` (empty: all) and `variants`
+/// (empty: every built one) against `baseline`, without symbols.
+pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
+    xtask::report::Request {
+        targets: targets.iter().map(|s| s.to_string()).collect(),
+        base: "baseline".to_string(),
+        variants: variants.iter().map(|s| s.to_string()).collect(),
+        symbols: None,
+        allow_mismatch: false,
+    }
+}
+
+/// Loads and renders `request` over `fixture`'s results.
+pub fn render(
+    fixture: &Fixture,
+    request: &xtask::report::Request,
+    format: xtask::report::Format,
+    style: xtask::report::Style,
+) -> String {
+    let report = xtask::report::load(&fixture.layout(), request).expect("loading the report");
+    xtask::report::render(&report, format, &style).expect("rendering")
+}
+
+/// Two targets (bcm53xx, ath79), the standard pair each.
+pub fn two_targets() -> Fixture {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    f.standard("ath79");
+    f
+}
+
 /// A symbol for [`elf32`]: name, size in bytes, nm letter (`T`, `t`, `D`,
 /// `d`, `B`, `b`).
 pub type Sym = (&'static str, u32, char);
