@@ -13,6 +13,7 @@ use crate::patches::engine::ApplyOptions;
 use crate::patches::openwrt_sync::{self, Direction};
 use crate::patches::rebase::{self, Action, RebaseOptions};
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// The `patches` subcommands.
 #[derive(Debug, Subcommand)]
@@ -82,6 +83,12 @@ pub struct SeriesArgs {
     /// Maximum fuzz when pushing (GNU patch's default: 2).
     #[arg(long, default_value_t = 2)]
     pub fuzz: usize,
+    /// Take the series from DIR instead of the workspace's patches/.
+    #[arg(long, value_name = "DIR")]
+    pub patches_dir: Option<PathBuf>,
+    /// Fail at once, naming the pid, when another command holds the tree's lock.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 /// `patches rebase`.
@@ -143,14 +150,18 @@ fn one_target(layout: &Layout, name: Option<&str>) -> Result<Option<Target>> {
     Ok(Some(chosen.remove(0)))
 }
 
-fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesArgs) -> Result<Stack> {
+/// The stack `args` name, locked, with an interrupted operation recovered.
+fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesArgs) -> Result<(Stack, Lock)> {
     let target = one_target(layout, args.target.as_deref())?;
     let kver = args
         .kver
         .clone()
         .or_else(|| target.as_ref().map(|t| t.kernel.clone()))
         .unwrap_or_else(|| "6.12".to_string());
-    let patches_dir = layout.patches_dir();
+    let patches_dir = args
+        .patches_dir
+        .clone()
+        .unwrap_or_else(|| layout.patches_dir());
     let dirs = work_tree::directories(&patches_dir, target.as_ref(), &kver);
     let series = work_tree::series_names(&patches_dir, &dirs)?;
     let work = match &args.tree {
@@ -164,7 +175,7 @@ fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesArgs) -> Result<Stack> {
     if !work.is_dir() {
         bail!("--tree {}: no such directory", work.display());
     }
-    Ok(Stack::new(
+    let stack = Stack::new(
         &work,
         &patches_dir,
         series,
@@ -172,7 +183,10 @@ fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesArgs) -> Result<Stack> {
             strip: 1,
             fuzz: args.fuzz,
         },
-    ))
+    );
+    let wait = if args.no_wait { Wait::No } else { Wait::Yes };
+    let lock = stack.begin_command(wait)?;
+    Ok((stack, lock))
 }
 
 /// `NAME` as given (a full name under patches/ or a unique file name) → series name.
@@ -199,7 +213,7 @@ fn resolve(stack: &Stack, name: &str) -> Result<String> {
 pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
     match command {
         PatchesCommand::Push { series, all, name } => {
-            let stack = open_stack(sh, layout, &series)?;
+            let (stack, _lock) = open_stack(sh, layout, &series)?;
             let until = name.map(|n| resolve(&stack, &n)).transpose()?;
             if let Some(u) = &until {
                 if stack.applied()?.contains(u) {
@@ -233,7 +247,7 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
             force,
             name,
         } => {
-            let stack = open_stack(sh, layout, &series)?;
+            let (stack, _lock) = open_stack(sh, layout, &series)?;
             let until = name.map(|n| resolve(&stack, &n)).transpose()?;
             if let Some(u) = &until {
                 if !stack.applied()?.contains(u) {
@@ -263,7 +277,7 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
             }
         }
         PatchesCommand::Status { series } => {
-            let stack = open_stack(sh, layout, &series)?;
+            let (stack, _lock) = open_stack(sh, layout, &series)?;
             let applied = stack.applied()?;
             println!("tree: {}", stack.tree().display());
             for name in &stack.series {
@@ -279,7 +293,7 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
             }
         }
         PatchesCommand::Refresh { series, name } => {
-            let stack = open_stack(sh, layout, &series)?;
+            let (stack, _lock) = open_stack(sh, layout, &series)?;
             let name = name.map(|n| resolve(&stack, &n)).transpose()?;
             let (name, how) = stack.refresh(name.as_deref())?;
             match how {
