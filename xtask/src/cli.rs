@@ -65,6 +65,10 @@ pub struct BuildArgs {
     /// job's build key ("up to date").
     #[arg(long)]
     pub force: bool,
+    /// Fail at once, naming the pid, when another run is building the same
+    /// target and variant (default: wait for it).
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ use xtask::host::{selftest, setup};
 use xtask::inputs::{kernel_source, targets, variants};
 use xtask::patches::extra_optimization;
 use xtask::util::layout::Layout;
+use xtask::util::lock::Wait;
 
 fn main() {
     if let Err(e) = run(Cli::parse()) {
@@ -45,6 +46,7 @@ fn run(cli: Cli) -> Result<()> {
                 } else {
                     build::Rebuild::IfChanged
                 },
+                wait: if args.no_wait { Wait::No } else { Wait::Yes },
             };
             let backend = KernelTree::new(layout.clone(), args.kernel_src);
             let plan = build::plan::plan(&sh, &layout, &backend, &jobs)?;

@@ -19,8 +19,9 @@ use crate::inputs::kernel_source::PristineTree;
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
 use crate::patches::series::SeriesPatch;
 use crate::results::PatchRecord;
-use crate::util::fs::{copy_tree, remove_stale_staging, CopyKind};
+use crate::util::fs::{copy_tree, remove_stale_staging, CopyKind, StagingDir};
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// A ready, patched source tree.
 #[derive(Debug, Clone)]
@@ -60,11 +61,18 @@ pub fn prepare(
         return Ok(PatchedTree { dir, patches });
     }
     std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    // One run makes a given tree at a time; the second finds it made.
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let _lock = Lock::acquire(
+        &layout.patched_src_lock(&name),
+        &format!("the patched tree {}", dir.display()),
+        Wait::Yes,
+    )?;
+    if dir.is_dir() && !is_user_tree {
+        return Ok(PatchedTree { dir, patches });
+    }
     remove_stale_staging(&root, ".staging-")?;
-    let staging = tempfile::Builder::new()
-        .prefix(".staging-")
-        .tempdir_in(&root)
-        .with_context(|| format!("creating a staging directory in {}", root.display()))?;
+    let staging = StagingDir::new(&root, ".staging-")?;
     let tree = staging.path().join("linux");
     copy_tree(sh, &pristine.dir, &tree, CopyKind::HardLinks)?;
     let options = ApplyOptions { strip: 1, fuzz: 0 };

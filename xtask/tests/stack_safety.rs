@@ -1,9 +1,14 @@
-//! `kill -9` of the real binary during `patches push -a` and `pop -a`, at
-//! random moments, on a generated tree (40 files) and series (30 patches
-//! that change, create and delete files, several per file). After every
-//! kill, `patches status` must recover by itself, and the tree must be
-//! exactly the tree with the first k patches applied (k as the state says,
-//! the reference made by GNU `patch`), and the next command must work.
+//! The patch stack under abuse, with the real binary on a generated tree
+//! (40 files) and series (30 patches that change, create and delete files,
+//! several per file):
+//!
+//! * `kill -9` during `patches push -a` and `pop -a`, at random moments:
+//!   after every kill, `patches status` must recover by itself, the tree
+//!   must be exactly the tree with the first k patches applied (k as the
+//!   state says, the reference made by GNU `patch`), and the next command
+//!   must work;
+//! * two commands on one tree: the second waits for the first's lock
+//!   (saying whose), or fails at once with `--no-wait`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +16,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use xshell::{cmd, Shell};
+use xtask::patches::engine::ApplyOptions;
+use xtask::patches::stack::Stack;
+use xtask::util::lock::Wait;
 
 const BIN: &str = env!("CARGO_BIN_EXE_xtask");
 const FILES: usize = 40;
@@ -359,4 +367,71 @@ fn pop_force_drops_a_patch_whose_saved_files_are_gone() {
     );
     run(&f, &["pop", "-a", "--force"]);
     assert!(applied(&f).is_empty());
+}
+
+/// `--no-wait` fails at once naming the holder's pid; without it the
+/// command waits, says for whom, and runs when the lock is released.
+#[test]
+fn a_second_command_waits_for_the_tree_lock() {
+    let f = fixture(17);
+    let stack = Stack::new(
+        &f.tree,
+        &f.patches,
+        Vec::new(),
+        ApplyOptions { strip: 1, fuzz: 2 },
+    );
+    let held = stack.lock(Wait::No).unwrap();
+    let out = xtask(&f, &["push", "-a", "--no-wait"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", std::process::id())),
+        "{err}"
+    );
+    assert!(err.contains(".xtask-pc/lock"), "{err}");
+    assert!(applied(&f).is_empty());
+
+    let waiting = xtask(&f, &["push", "-a"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(applied(&f).is_empty(), "pushed while the tree was locked");
+    drop(held);
+    let out = waiting.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "waiting for pid {}, which holds",
+            std::process::id()
+        )),
+        "{err}"
+    );
+    assert_eq!(check_consistent(&f, "after waiting"), PATCHES);
+}
+
+/// Two `push -a` started together on one tree: one pushes, the other
+/// waits and then finds everything applied; the stack is whole.
+#[test]
+fn two_pushes_on_one_tree_leave_a_whole_stack() {
+    let f = fixture(19);
+    for round in 0..3 {
+        let children: Vec<_> = (0..2)
+            .map(|_| {
+                xtask(&f, &["push", "-a"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().unwrap().success(), "round {round}");
+        }
+        assert_eq!(check_consistent(&f, "two pushes"), PATCHES);
+        run(&f, &["pop", "-a"]);
+        assert_eq!(check_consistent(&f, "pop"), 0);
+    }
 }
