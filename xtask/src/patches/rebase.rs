@@ -18,6 +18,10 @@
 //! State: `target/xtask/rebase/<target|generic>-<from>-to-<to>/` with
 //! `state.json`, `start/` (the `<to>` directories as they were), `rejects/`
 //! and `linux/` (the work tree, a [`crate::patches::stack::Stack`]).
+//! `start/` and `state.json` are written before anything in `patches/`
+//! changes, so `--abort` restores `patches/` from any point of a rebase,
+//! one killed while copying its work tree included. A rebase holds the
+//! lock `<dir>.lock` while it runs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +37,7 @@ use crate::patches::engine::{
 use crate::patches::stack::{reject_report, work_tree, Refreshed, Stack};
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// How a patch fared on the new kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -152,12 +157,35 @@ pub struct Outcome {
     pub tree: PathBuf,
 }
 
-/// Runs one rebase step (`action`).
+/// Runs one rebase step (`action`), waiting for another run of the same
+/// rebase to finish first ([`run_waiting`] with [`Wait::Yes`]).
 ///
-/// Errors: a rebase already in progress on `Start`, none on the others;
-/// a patch that does not parse (the rebase stays resumable); I/O.
+/// Errors: as [`run_waiting`].
 pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) -> Result<Outcome> {
+    run_waiting(sh, layout, opts, action, Wait::Yes)
+}
+
+/// Runs one rebase step (`action`), holding the rebase's lock
+/// (`<rebase dir>.lock`; `wait` says what to do when another run holds it).
+///
+/// Errors: the lock is held and `wait` is [`Wait::No`]; a rebase already
+/// in progress on `Start`, none on the others; a patch that does not parse
+/// (the rebase stays resumable); I/O.
+pub fn run_waiting(
+    sh: &Shell,
+    layout: &Layout,
+    opts: &RebaseOptions,
+    action: Action,
+    wait: Wait,
+) -> Result<Outcome> {
     let dir = rebase_dir(layout, opts.target.as_ref(), &opts.from, &opts.to);
+    let mut lock_name = dir.file_name().unwrap_or_default().to_os_string();
+    lock_name.push(".lock");
+    let _lock = Lock::acquire(
+        &dir.with_file_name(lock_name),
+        &format!("the rebase {}", dir.display()),
+        wait,
+    )?;
     let state_file = dir.join("state.json");
     let work = dir.join("linux");
     let patches_dir = layout.patches_dir();
@@ -169,7 +197,7 @@ pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) ->
                     state_file.display()
                 );
             }
-            start(sh, layout, opts, &dir)?
+            start(sh, layout, opts, &dir, &state_file)?
         }
         _ => {
             let text = std::fs::read_to_string(&state_file).with_context(|| {
@@ -203,6 +231,13 @@ pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) ->
             return Ok(Outcome { state, tree: work });
         }
         Action::Continue | Action::Skip => {
+            if !work.is_dir() {
+                bail!(
+                    "the rebase was interrupted before its work tree {} was ready; \
+                     run `cargo xtask patches rebase --abort` (it restores patches/), then start again",
+                    work.display()
+                );
+            }
             let name = state
                 .stopped_at
                 .clone()
@@ -255,8 +290,17 @@ fn save(file: &Path, state: &RebaseState) -> Result<()> {
     write_atomic(file, text.as_bytes())
 }
 
-/// Snapshot of the new directories, the copy of the old series, the work tree.
-fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Result<RebaseState> {
+/// Snapshot of the new directories, the copy of the old series, the work
+/// tree. The state (with the snapshot `--abort` restores from) is written
+/// before `patches/` is touched, so a rebase killed at any point after can
+/// be aborted.
+fn start(
+    sh: &Shell,
+    layout: &Layout,
+    opts: &RebaseOptions,
+    dir: &Path,
+    state_file: &Path,
+) -> Result<RebaseState> {
     let patches_dir = layout.patches_dir();
     let old_dirs = work_tree::directories(&patches_dir, opts.target.as_ref(), &opts.from);
     let new_dirs = work_tree::directories(&patches_dir, opts.target.as_ref(), &opts.to);
@@ -273,6 +317,19 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
         }
         dirs.push((d.clone(), existed));
     }
+    let mut state = RebaseState {
+        from: opts.from.clone(),
+        to: opts.to.clone(),
+        target: opts.target.as_ref().map(|t| t.name.clone()),
+        fuzz: opts.fuzz,
+        keep_going: opts.keep_going,
+        dirs,
+        pending: Vec::new(),
+        results: Vec::new(),
+        stopped_at: None,
+        kept_existing: Vec::new(),
+    };
+    save(state_file, &state)?;
     let mut kept_existing = Vec::new();
     for (old, new) in old_dirs.iter().zip(&new_dirs) {
         for file in crate::patches::series::patch_files(old)? {
@@ -290,7 +347,9 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
             write_atomic(&dest, &bytes)?;
         }
     }
-    let pending = work_tree::series_names(&patches_dir, &new_dirs)?;
+    state.pending = work_tree::series_names(&patches_dir, &new_dirs)?;
+    state.kept_existing = kept_existing;
+    save(state_file, &state)?;
     work_tree::ensure_copy(
         sh,
         layout,
@@ -298,18 +357,7 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
         &opts.to,
         &dir.join("linux"),
     )?;
-    Ok(RebaseState {
-        from: opts.from.clone(),
-        to: opts.to.clone(),
-        target: opts.target.as_ref().map(|t| t.name.clone()),
-        fuzz: opts.fuzz,
-        keep_going: opts.keep_going,
-        dirs,
-        pending,
-        results: Vec::new(),
-        stopped_at: None,
-        kept_existing,
-    })
+    Ok(state)
 }
 
 fn rel_name(patches_dir: &Path, p: &Path) -> String {

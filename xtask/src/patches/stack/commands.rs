@@ -124,6 +124,9 @@ pub struct RebaseArgs {
     /// Restore patches/ to the state before the rebase.
     #[arg(long)]
     pub abort: bool,
+    /// Fail at once, naming the pid, when another rebase of the series runs.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 /// `patches import|export`.
@@ -319,7 +322,8 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
             } else {
                 Action::Start
             };
-            let outcome = rebase::run(sh, layout, &opts, action)?;
+            let wait = if args.no_wait { Wait::No } else { Wait::Yes };
+            let outcome = rebase::run_waiting(sh, layout, &opts, action, wait)?;
             if action == Action::Abort {
                 println!("rebase aborted; patches/ restored");
                 return Ok(());
