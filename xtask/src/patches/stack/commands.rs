@@ -10,7 +10,7 @@ use xshell::Shell;
 use super::{work_tree, Refreshed, Stack};
 use crate::inputs::targets::{self, Target};
 use crate::patches::engine::ApplyOptions;
-use crate::patches::openwrt_sync::{self, Direction};
+use crate::patches::openwrt_sync::{self, Direction, Prune, SyncOptions, Write};
 use crate::patches::rebase::{self, Action, RebaseOptions};
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
@@ -141,6 +141,12 @@ pub struct SyncArgs {
     /// Only these targets' patches-<kver> (default: every target in targets/). Repeatable.
     #[arg(long = "target", short = 't')]
     pub targets: Vec<String>,
+    /// Also remove *.patch files that only the destination has (default: keep and list them).
+    #[arg(long)]
+    pub prune: bool,
+    /// Print the plan (add / change / remove / keep per file) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 fn one_target(layout: &Layout, name: Option<&str>) -> Result<Option<Target>> {
@@ -351,23 +357,27 @@ fn sync(layout: &Layout, args: &SyncArgs, direction: Direction) -> Result<()> {
     } else {
         targets::select(&all, &args.targets)?
     };
+    let options = SyncOptions {
+        prune: if args.prune {
+            Prune::Remove
+        } else {
+            Prune::Keep
+        },
+        write: if args.dry_run {
+            Write::DryRun
+        } else {
+            Write::Apply
+        },
+    };
     let done = openwrt_sync::sync(
         &args.openwrt,
         &layout.patches_dir(),
         &chosen,
         &args.kernel,
         direction,
+        options,
     )
     .with_context(|| format!("{direction:?} with {}", args.openwrt.display()))?;
-    for d in done {
-        println!(
-            "{}: {} added, {} changed, {} removed, {} unchanged",
-            d.dir.display(),
-            d.added,
-            d.changed,
-            d.removed,
-            d.unchanged
-        );
-    }
+    print!("{}", openwrt_sync::render(&done, options));
     Ok(())
 }
