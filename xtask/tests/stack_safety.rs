@@ -2,7 +2,9 @@
 //! (40 files) and series (30 patches that change, create and delete files,
 //! several per file):
 //!
-//! * `kill -9` during `patches push -a` and `pop -a`, at random moments:
+//! * `kill -9` during `patches push -a`, `pop -a` and `refresh`, at random
+//!   moments (a refresh rewrites the top patch in quilt's form, which
+//!   applies as the original does):
 //!   after every kill, `patches status` must recover by itself, the tree
 //!   must be exactly the tree with the first k patches applied (k as the
 //!   state says, the reference made by GNU `patch`), and the next command
@@ -239,7 +241,7 @@ fn check_consistent(f: &Fixture, context: &str) -> usize {
 }
 
 #[test]
-fn killed_push_and_pop_are_recovered() {
+fn killed_push_pop_and_refresh_are_recovered() {
     let f = fixture(7);
     // One clean run each way, timed, to spread the kills over a whole run.
     let clock = Instant::now();
@@ -250,7 +252,12 @@ fn killed_push_and_pop_are_recovered() {
     run(&f, &["pop", "-a"]);
     let pop_time = clock.elapsed();
     assert_eq!(check_consistent(&f, "clean pop -a"), 0);
-    eprintln!("clean push -a: {push_time:?}, pop -a: {pop_time:?}");
+    run(&f, &["push", &f.series[0]]);
+    let clock = Instant::now();
+    run(&f, &["refresh"]);
+    let refresh_time = clock.elapsed();
+    run(&f, &["pop", "-a"]);
+    eprintln!("clean push -a: {push_time:?}, pop -a: {pop_time:?}, refresh: {refresh_time:?}");
 
     let mut rng = Rng(0x5eed);
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -261,12 +268,19 @@ fn killed_push_and_pop_are_recovered() {
             break;
         }
         let k = applied(&f).len();
-        let (op, full) = if k == PATCHES || (k > 0 && rng.below(3) == 0) {
+        let (op, full) = if k > 0 && rng.below(6) == 0 {
+            // The top patch, in quilt's form: the tree does not change.
+            ("refresh", refresh_time)
+        } else if k == PATCHES || (k > 0 && rng.below(3) == 0) {
             ("pop", pop_time)
         } else {
             ("push", push_time)
         };
-        let mut child = xtask(&f, &[op, "-a"])
+        let args: &[&str] = match op {
+            "refresh" => &["refresh"],
+            _ => &[op, "-a"],
+        };
+        let mut child = xtask(&f, args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -278,8 +292,8 @@ fn killed_push_and_pop_are_recovered() {
         let status = child.wait().unwrap();
         if finished {
             *counts.entry("finished before the kill").or_default() += 1;
-            assert!(status.success(), "round {round}: {op} -a failed");
-            check_consistent(&f, &format!("round {round}: {op} -a, finished"));
+            assert!(status.success(), "round {round}: {op} failed");
+            check_consistent(&f, &format!("round {round}: {op}, finished"));
             continue;
         }
         kills += 1;
@@ -290,12 +304,14 @@ fn killed_push_and_pop_are_recovered() {
             "killed after a push was recorded, journal closed"
         } else if status_out.contains("finished the interrupted pop") {
             "killed mid-pop, finished"
+        } else if status_out.contains("finished the interrupted refresh") {
+            "killed mid-refresh, finished"
         } else {
             assert!(!status_out.contains("recovered"), "{status_out}");
             "killed between transactions"
         };
         *counts.entry(what).or_default() += 1;
-        check_consistent(&f, &format!("round {round}: {op} -a killed, then status"));
+        check_consistent(&f, &format!("round {round}: {op} killed, then status"));
     }
     // The next commands work: everything on, everything off.
     run(&f, &["push", "-a"]);
