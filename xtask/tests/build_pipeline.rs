@@ -337,3 +337,32 @@ fn two_builds_of_one_job_take_turns_or_fail_with_no_wait() {
     assert!(a.2 && b.2, "a run lost its results directory: {runs:?}");
     assert!(a.1 <= b.0 || b.1 <= a.0, "the builds overlapped: {runs:?}");
 }
+
+#[test]
+fn a_patched_tree_in_use_is_not_replaced() {
+    let (_dir, layout, target, variant) = project();
+    // A user's tree: its patched copy is made anew for every build.
+    let user = PristineTree {
+        tarball_sha256: None,
+        ..pristine(&layout)
+    };
+    let series =
+        series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
+    let tree = patched_source::prepare(&Shell::new().unwrap(), &layout, &user, &series).unwrap();
+    let in_use = patched_source::lock_for_use(&layout, &tree, Wait::No).unwrap();
+    // Stands for the state of a running make in the tree.
+    let marker = tree.dir.join(".in-use");
+    write(&marker, "make is running");
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let clock = Instant::now();
+            patched_source::prepare(&Shell::new().unwrap(), &layout, &user, &series).unwrap();
+            clock.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(marker.is_file(), "the tree was replaced while in use");
+        drop(in_use);
+        assert!(other.join().unwrap() >= Duration::from_millis(400));
+    });
+    assert!(!marker.exists(), "made anew once free");
+}

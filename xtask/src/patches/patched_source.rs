@@ -8,6 +8,10 @@
 //!
 //! Trees are cached under `target/xtask/src/<version>-<key>/`, where the key
 //! is the sha256 of the source's identity and every patch's name and bytes.
+//! A tree is made under an exclusive lock ([`Layout::patched_src_lock`]);
+//! builds hold it shared while they use the tree ([`lock_for_use`]), so a
+//! tree made from a user's source tree, which is made anew for each build,
+//! is never replaced under a running `make`.
 
 use std::path::PathBuf;
 
@@ -30,6 +34,19 @@ pub struct PatchedTree {
     pub dir: PathBuf,
     /// The applied patches, in order, with their digests.
     pub patches: Vec<PatchRecord>,
+}
+
+/// Holds `tree` for use (shared with other builds): until the guard is
+/// dropped, [`prepare`] in another run waits instead of replacing it.
+///
+/// Errors: with [`Wait::No`], a run is making the tree; I/O.
+pub fn lock_for_use(layout: &Layout, tree: &PatchedTree, wait: Wait) -> Result<Lock> {
+    let name = tree.dir.file_name().unwrap_or_default().to_string_lossy();
+    Lock::acquire_shared(
+        &layout.patched_src_lock(&name),
+        &format!("the patched tree {}", tree.dir.display()),
+        wait,
+    )
 }
 
 /// Returns the patched tree for `series` on `pristine`, creating it if needed.

@@ -27,6 +27,13 @@ pub enum Wait {
     No,
 }
 
+/// Whether other holders may share a lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sharing {
+    Exclusive,
+    Shared,
+}
+
 /// A held lock; released when dropped (or when the process ends).
 #[derive(Debug)]
 pub struct Lock {
@@ -41,6 +48,19 @@ impl Lock {
     /// Errors: with [`Wait::No`], the lock is held ("pid N holds LOCKFILE");
     /// I/O errors naming the file.
     pub fn acquire(path: &Path, what: &str, wait: Wait) -> Result<Lock> {
+        Lock::take(path, what, wait, Sharing::Exclusive)
+    }
+
+    /// Takes `path` as a shared lock: any number of shared holders, but
+    /// none while an exclusive one holds it (a tree in use by builds, which
+    /// only its maker replaces).
+    ///
+    /// Errors: as [`Lock::acquire`].
+    pub fn acquire_shared(path: &Path, what: &str, wait: Wait) -> Result<Lock> {
+        Lock::take(path, what, wait, Sharing::Shared)
+    }
+
+    fn take(path: &Path, what: &str, wait: Wait, sharing: Sharing) -> Result<Lock> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
@@ -51,7 +71,17 @@ impl Lock {
             .truncate(false)
             .open(path)
             .with_context(|| format!("opening the lock file {}", path.display()))?;
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        let (now, blocking) = match sharing {
+            Sharing::Exclusive => (
+                FlockOperation::NonBlockingLockExclusive,
+                FlockOperation::LockExclusive,
+            ),
+            Sharing::Shared => (
+                FlockOperation::NonBlockingLockShared,
+                FlockOperation::LockShared,
+            ),
+        };
+        match flock(&file, now) {
             Ok(()) => {}
             Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
                 let holder = holder_of(path);
@@ -64,7 +94,7 @@ impl Lock {
                     ),
                     Wait::Yes => {
                         eprintln!("waiting for {holder}, which holds {}", path.display());
-                        flock(&file, FlockOperation::LockExclusive)
+                        flock(&file, blocking)
                             .with_context(|| format!("waiting for the lock {}", path.display()))?;
                     }
                 }
@@ -157,6 +187,11 @@ mod tests {
         assert!(Lock::try_acquire(&path).unwrap().is_none());
         drop(first);
         assert!(Lock::try_acquire(&path).unwrap().is_some());
+        Lock::acquire(&path, "the thing", Wait::No).unwrap();
+        let a = Lock::acquire_shared(&path, "the thing", Wait::No).unwrap();
+        let b = Lock::acquire_shared(&path, "the thing", Wait::No).unwrap();
+        assert!(Lock::acquire(&path, "the thing", Wait::No).is_err());
+        drop((a, b));
         Lock::acquire(&path, "the thing", Wait::No).unwrap();
     }
 }
