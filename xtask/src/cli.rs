@@ -6,11 +6,13 @@ use clap::{Parser, Subcommand};
 use xtask::build;
 use xtask::measure::bloat;
 use xtask::patches::bench::BenchOptions;
+use xtask::patches::openwrt_sync::{Prune, SyncOptions, Write};
 use xtask::patches::rebase::Action;
 use xtask::patches::stack::commands::{
-    ChangedFiles, Output, RebaseRequest, SeriesOptions, SyncOptions, Until,
+    ChangedFiles, Output, RebaseRequest, SeriesOptions, SyncRequest, Until,
 };
 use xtask::report;
+use xtask::util::lock::Wait;
 
 /// Workbench for OpenWrt kernel developers: build router kernels per
 /// compiler-flag or patch variant and compare what they do to the images.
@@ -82,6 +84,10 @@ pub struct BuildArgs {
     /// and build nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Fail at once, naming the pid, when another run is building the same
+    /// target and variant (default: wait for it).
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 impl BuildArgs {
@@ -98,12 +104,22 @@ impl BuildArgs {
             } else {
                 build::Rebuild::IfChanged
             },
+            wait: wait(self.no_wait),
             mode: if self.dry_run {
                 build::command::Mode::DryRun
             } else {
                 build::command::Mode::Build
             },
         }
+    }
+}
+
+/// `--no-wait` as the library's [`Wait`].
+pub fn wait(no_wait: bool) -> Wait {
+    if no_wait {
+        Wait::No
+    } else {
+        Wait::Yes
     }
 }
 
@@ -308,6 +324,12 @@ pub struct SeriesArgs {
     /// Maximum fuzz when pushing (GNU patch's default: 2).
     #[arg(long, default_value_t = 2)]
     pub fuzz: usize,
+    /// Take the series from DIR instead of the workspace's patches/.
+    #[arg(long, value_name = "DIR")]
+    pub patches_dir: Option<PathBuf>,
+    /// Fail at once, naming the pid, when another command holds the tree's lock.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 impl SeriesArgs {
@@ -319,6 +341,8 @@ impl SeriesArgs {
             tree: self.tree,
             kernel_src: self.kernel_src,
             fuzz: self.fuzz,
+            patches_dir: self.patches_dir,
+            wait: wait(self.no_wait),
         }
     }
 }
@@ -356,6 +380,9 @@ pub struct RebaseArgs {
     /// Restore patches/ to the state before the rebase.
     #[arg(long)]
     pub abort: bool,
+    /// Fail at once, naming the pid, when another rebase holds the lock.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 impl RebaseArgs {
@@ -382,6 +409,7 @@ impl RebaseArgs {
             } else {
                 Action::Start
             },
+            wait: wait(self.no_wait),
         }
     }
 }
@@ -398,15 +426,33 @@ pub struct SyncArgs {
     /// Only these targets' patches-<kver> (default: every target in targets/). Repeatable.
     #[arg(long = "target", short = 't')]
     pub targets: Vec<String>,
+    /// Also remove the patches only the destination has (default: keep and list them).
+    #[arg(long)]
+    pub prune: bool,
+    /// Print the plan (add / change / remove / keep per file) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 impl SyncArgs {
     /// The library's options.
-    pub fn options(self) -> SyncOptions {
-        SyncOptions {
+    pub fn options(self) -> SyncRequest {
+        SyncRequest {
             openwrt: self.openwrt,
             kernel: self.kernel,
             targets: self.targets,
+            options: SyncOptions {
+                prune: if self.prune {
+                    Prune::Remove
+                } else {
+                    Prune::Keep
+                },
+                write: if self.dry_run {
+                    Write::DryRun
+                } else {
+                    Write::Apply
+                },
+            },
         }
     }
 }

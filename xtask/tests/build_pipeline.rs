@@ -3,6 +3,7 @@
 //! surviving a failed build.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use xshell::Shell;
 use xtask::build::plan::JobInputs;
@@ -12,7 +13,9 @@ use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
 use xtask::patches::{patched_source, series};
 use xtask::results::{self, SourceRecord};
+use xtask::util::fs::{remove_stale_staging, StagingDir};
 use xtask::util::layout::Layout;
+use xtask::util::lock::Wait;
 
 const MAKEFILE: &str = "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n\nifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE\nKBUILD_CFLAGS += -O2\nelse ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE\nKBUILD_CFLAGS += -Os\nendif\n";
 
@@ -201,6 +204,7 @@ fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
         jobs: 1,
         verbose: false,
         rebuild: Rebuild::Always,
+        wait: Wait::Yes,
     };
     let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
     let err = build::run(&sh, &layout, &FailingBackend, &plan, options).unwrap_err();
@@ -223,4 +227,142 @@ fn staging_left_by_an_interrupted_run_is_removed() {
         .patched_src_dir()
         .join(".staging-interrupted")
         .exists());
+}
+
+#[test]
+fn staging_of_a_live_run_is_kept() {
+    let (_dir, layout, target, variant) = project();
+    // Being created by a live process (its pid in the name, no owner file yet).
+    let mut owner = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let live = layout
+        .patched_src_dir()
+        .join(format!(".staging-{}-abcdef", owner.id()));
+    write(&live.join("linux/a.c"), "being patched");
+    // Held by its owner's lock (this process).
+    let held = StagingDir::new(&layout.patched_src_dir(), ".staging-").unwrap();
+    let sh = Shell::new().unwrap();
+    let series =
+        series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
+    patched_source::prepare(&sh, &layout, &pristine(&layout), &series).unwrap();
+    assert!(
+        live.join("linux/a.c").is_file(),
+        "a live run's staging was removed"
+    );
+    assert!(held.path().is_dir());
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    remove_stale_staging(&layout.patched_src_dir(), ".staging-").unwrap();
+    assert!(!live.exists(), "the staging of a dead run was kept");
+    assert!(held.path().is_dir());
+}
+
+/// A backend whose "make" takes a while and checks, at the end, that its
+/// results directory still has its own log (another run of the same job
+/// used to delete it).
+struct SlowBackend {
+    runs: std::sync::Mutex<Vec<(Instant, Instant, bool)>>,
+}
+
+impl Backend for SlowBackend {
+    fn name(&self) -> &'static str {
+        "slow"
+    }
+    fn preflight(&self, _: &Shell, _: &[Job]) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn inputs(&self, sh: &Shell, job: &Job) -> anyhow::Result<JobInputs> {
+        FailingBackend.inputs(sh, job)
+    }
+    fn build(&self, _: &Shell, _: &Job, _: BuildOptions, log: &Path) -> anyhow::Result<Built> {
+        let start = Instant::now();
+        let mine = format!("run started at {start:?}\n");
+        std::fs::write(log, &mine)?;
+        std::thread::sleep(Duration::from_millis(600));
+        let intact = std::fs::read_to_string(log).ok() == Some(mine);
+        self.runs
+            .lock()
+            .unwrap()
+            .push((start, Instant::now(), intact));
+        anyhow::bail!("make failed")
+    }
+}
+
+fn run_slow(layout: &Layout, backend: &SlowBackend, job: &Job, wait: Wait) -> String {
+    let sh = Shell::new().unwrap();
+    let options = BuildOptions {
+        jobs: 1,
+        verbose: false,
+        rebuild: Rebuild::Always,
+        wait,
+    };
+    let plan = build::plan::plan(&sh, layout, backend, std::slice::from_ref(job)).unwrap();
+    format!(
+        "{:#}",
+        build::run(&sh, layout, backend, &plan, options).unwrap_err()
+    )
+}
+
+#[test]
+fn two_builds_of_one_job_take_turns_or_fail_with_no_wait() {
+    let (_dir, layout, target, variant) = project();
+    let job = Job { target, variant };
+    let backend = SlowBackend {
+        runs: std::sync::Mutex::new(Vec::new()),
+    };
+    let no_wait = std::thread::scope(|s| {
+        let first = s.spawn(|| run_slow(&layout, &backend, &job, Wait::Yes));
+        std::thread::sleep(Duration::from_millis(200));
+        let clock = Instant::now();
+        let refused = run_slow(&layout, &backend, &job, Wait::No);
+        assert!(
+            clock.elapsed() < Duration::from_millis(300),
+            "--no-wait waited"
+        );
+        let second = s.spawn(|| run_slow(&layout, &backend, &job, Wait::Yes));
+        assert!(first.join().unwrap().contains("make failed"));
+        assert!(second.join().unwrap().contains("make failed"));
+        refused
+    });
+    assert!(
+        no_wait.contains(&format!("pid {}", std::process::id())),
+        "{no_wait}"
+    );
+    assert!(no_wait.contains("results"), "{no_wait}");
+    let runs = backend.runs.lock().unwrap();
+    assert_eq!(runs.len(), 2, "the --no-wait run must not build");
+    let (a, b) = (runs[0], runs[1]);
+    assert!(a.2 && b.2, "a run lost its results directory: {runs:?}");
+    assert!(a.1 <= b.0 || b.1 <= a.0, "the builds overlapped: {runs:?}");
+}
+
+#[test]
+fn a_patched_tree_in_use_is_not_replaced() {
+    let (_dir, layout, target, variant) = project();
+    // A user's tree: its patched copy is made anew for every build.
+    let user = PristineTree {
+        tarball_sha256: None,
+        ..pristine(&layout)
+    };
+    let series =
+        series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
+    let tree = patched_source::prepare(&Shell::new().unwrap(), &layout, &user, &series).unwrap();
+    let in_use = patched_source::lock_for_use(&layout, &tree, Wait::No).unwrap();
+    // Stands for the state of a running make in the tree.
+    let marker = tree.dir.join(".in-use");
+    write(&marker, "make is running");
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let clock = Instant::now();
+            patched_source::prepare(&Shell::new().unwrap(), &layout, &user, &series).unwrap();
+            clock.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(marker.is_file(), "the tree was replaced while in use");
+        drop(in_use);
+        assert!(other.join().unwrap() >= Duration::from_millis(400));
+    });
+    assert!(!marker.exists(), "made anew once free");
 }

@@ -163,8 +163,15 @@ fn export_and_import_refuse_a_hand_edited_flags_patch() {
         write(&from.join(extra_optimization::PATCH_NAME), hostile);
         write(&ours.join("150-ours.patch"), "y");
         let before = snapshot(dir.path());
-        let err = openwrt_sync::sync(&openwrt, &layout.patches_dir(), &[], "6.12", direction)
-            .unwrap_err();
+        let err = openwrt_sync::sync(
+            &openwrt,
+            &layout.patches_dir(),
+            &[],
+            "6.12",
+            direction,
+            Default::default(),
+        )
+        .unwrap_err();
         let err = format!("{err:#}");
         let file = from.join(extra_optimization::PATCH_NAME);
         assert!(err.contains(&format!("{}:7:", file.display())), "{err}");

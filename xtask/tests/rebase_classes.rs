@@ -4,7 +4,8 @@
 //! `(offset` → offset, `with fuzz` → fuzz, `Reversed (or previously
 //! applied)` → upstream, `FAILED` → conflict. Then --skip, --continue
 //! (refreshed bytes checked against GNU `diff -u -p`), --abort and
-//! --keep-going.
+//! --keep-going. And a rebase killed while copying its work tree: --abort
+//! restores patches/ exactly.
 
 use std::path::{Path, PathBuf};
 
@@ -264,4 +265,97 @@ fn keep_going_classifies_everything() {
         std::fs::read(out.tree.join("drivers/conflict.c")).unwrap(),
         std::fs::read(fx.newk.join("drivers/conflict.c")).unwrap()
     );
+}
+
+/// The files under `dir`, with their bytes.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| (e.path().to_path_buf(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+const CHILD_ROOT: &str = "XTASK_REBASE_KILL_CHILD_ROOT";
+
+/// The child half of `abort_restores_patches_after_a_kill_while_copying_the_tree`
+/// (does nothing unless that test runs it): starts a rebase of the
+/// fixture at `$XTASK_REBASE_KILL_CHILD_ROOT`, to be killed.
+#[test]
+fn child_starts_a_rebase_to_be_killed() {
+    let Some(root) = std::env::var_os(CHILD_ROOT) else {
+        return;
+    };
+    let root = PathBuf::from(root);
+    let sh = Shell::new().unwrap();
+    let opts = RebaseOptions {
+        from: "6.6".into(),
+        to: "6.12".into(),
+        target: None,
+        kernel_src: Some(root.join("linux-new")),
+        fuzz: 2,
+        keep_going: false,
+    };
+    let _ = rebase::run(&sh, &Layout::new(&root), &opts, Action::Start);
+}
+
+#[test]
+fn abort_restores_patches_after_a_kill_while_copying_the_tree() {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    let fx = fixture();
+    let layout = Layout::new(&fx.root);
+    // A kernel big enough for the copy to take a while.
+    for i in 0..6000 {
+        let f = fx.newk.join(format!("bulk/d{}/f{i}.c", i % 60));
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, format!("int f{i};\n")).unwrap();
+    }
+    std::fs::create_dir_all(new_dir(&fx)).unwrap();
+    let own = "--- /dev/null\n+++ b/drivers/own.c\n@@ -0,0 +1 @@\n+own\n";
+    std::fs::write(new_dir(&fx).join("050-own.patch"), own).unwrap();
+    let patches = fx.root.join("patches");
+    let before = files_under(&patches);
+
+    let rebase_dir = rebase::rebase_dir(&layout, None, "6.6", "6.12");
+    let copying = rebase_dir.join("linux.copying");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_starts_a_rebase_to_be_killed",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ROOT, &fx.root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !copying.exists() && Instant::now() < deadline {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the rebase ended before it copied its tree"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let group = format!("-{}", child.id());
+    let sh = Shell::new().unwrap();
+    cmd!(sh, "kill -9 -- {group}").quiet().run().unwrap();
+    child.wait().unwrap();
+    assert!(copying.exists(), "no copy under way within 60 s");
+    assert!(
+        !rebase_dir.join("linux").exists(),
+        "killed too late: the tree was copied"
+    );
+    assert_ne!(
+        files_under(&patches),
+        before,
+        "the old series should be in the new directory by now"
+    );
+
+    rebase::run(&sh, &layout, &opts(&fx, false), Action::Abort).unwrap();
+    assert_eq!(files_under(&patches), before);
+    assert!(!rebase_dir.exists());
 }

@@ -11,6 +11,7 @@ use super::plan::{self, PlannedJob};
 use super::{BuildOptions, Rebuild};
 use crate::inputs::{targets, variants};
 use crate::util::layout::Layout;
+use crate::util::lock::Wait;
 
 /// Whether `build` builds or only prints the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,6 +39,8 @@ pub struct BuildRequest {
     pub verbose: bool,
     /// Skip up-to-date jobs, or not (`--force`).
     pub rebuild: Rebuild,
+    /// Wait for another run building the same job, or fail (`--no-wait`).
+    pub wait: Wait,
     /// Build, or print the plan.
     pub mode: Mode,
 }
@@ -68,6 +71,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         jobs: request.jobs,
         verbose: request.verbose,
         rebuild: request.rebuild,
+        wait: request.wait,
     };
     let outcomes = super::run(sh, layout, &backend, &plan, options)
         .context("nothing after the failed job was built")?;

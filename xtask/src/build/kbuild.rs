@@ -169,6 +169,7 @@ impl Backend for KernelTree {
         std::fs::write(log, format!("# cargo xtask build {label}\n"))
             .with_context(|| format!("writing {}", log.display()))?;
         let tree = self.source_tree(sh, job)?;
+        let _in_use = patched_source::lock_for_use(&self.layout, &tree, options.wait)?;
 
         let build = self.layout.build_dir(&job.target.name, &job.variant.name);
         reset_build_dir_for(&build, &tree.dir)?;

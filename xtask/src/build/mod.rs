@@ -24,6 +24,7 @@ use crate::inputs::variants::Variant;
 use crate::measure::sections;
 use crate::results::{self, BuildResult, Cflags, PatchRecord};
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 use artifacts::BuildOutputs;
 use plan::{JobInputs, PlannedJob};
 
@@ -52,6 +53,9 @@ pub struct BuildOptions {
     pub verbose: bool,
     /// Skip up-to-date jobs, or not.
     pub rebuild: Rebuild,
+    /// When another run builds the same (target, variant): wait, or fail
+    /// at once (`--no-wait`).
+    pub wait: Wait,
 }
 
 /// What a backend's build produced, before measuring.
@@ -122,6 +126,12 @@ pub fn up_to_date(layout: &Layout, planned: &PlannedJob) -> Option<BuildResult> 
 /// a job whose result already has its build key prints "up to date" and
 /// is skipped. For each job built, the old `result.json` is removed first
 /// and the new one written last. Stops at the first failure.
+///
+/// Each job holds the locks of its results and build directories
+/// ([`Layout::results_lock`], [`Layout::build_lock`]) from the up-to-date
+/// check to its `result.json`: a second run of the same job waits for the
+/// first (then finds it up to date), or with [`Wait::No`] fails naming
+/// the first's pid.
 pub fn run(
     sh: &Shell,
     layout: &Layout,
@@ -131,6 +141,7 @@ pub fn run(
 ) -> Result<Vec<Outcome>> {
     let mut outcomes = Vec::new();
     for planned in plan {
+        let _locks = lock_job(layout, &planned.job, options.wait)?;
         if options.rebuild == Rebuild::IfChanged {
             if let Some(result) = up_to_date(layout, planned) {
                 eprintln!(
@@ -148,6 +159,26 @@ pub fn run(
         outcomes.push(Outcome::Built(result));
     }
     Ok(outcomes)
+}
+
+/// Takes the results lock, then the build lock, of `job` (always in this
+/// order, so two runs cannot deadlock).
+fn lock_job(layout: &Layout, job: &Job, wait: Wait) -> Result<[Lock; 2]> {
+    let (t, v) = (&job.target.name, &job.variant.name);
+    let results = Lock::acquire(
+        &layout.results_lock(t, v),
+        &format!(
+            "the results directory {}",
+            layout.results_dir(t, v).display()
+        ),
+        wait,
+    )?;
+    let build = Lock::acquire(
+        &layout.build_lock(t, v),
+        &format!("the build directory {}", layout.build_dir(t, v).display()),
+        wait,
+    )?;
+    Ok([results, build])
 }
 
 fn build_one(

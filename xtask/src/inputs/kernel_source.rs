@@ -14,7 +14,9 @@ use serde::Deserialize;
 use xshell::{cmd, Shell};
 
 use crate::inputs::targets::Target;
+use crate::util::fs::StagingDir;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// Where the kernel source comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,11 +161,20 @@ pub fn pristine_tree(sh: &Shell, layout: &Layout, input: &SourceInput) -> Result
 fn unpack(sh: &Shell, tarball: &Path, cache: &Path) -> Result<()> {
     let parent = cache.parent().context("pristine cache has no parent")?;
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    // One run unpacks a given tarball at a time; the second finds it unpacked.
+    let _lock = Lock::acquire(
+        &parent.join(format!(
+            ".{}.lock",
+            cache.file_name().unwrap_or_default().to_string_lossy()
+        )),
+        &format!("the unpacked source {}", cache.display()),
+        Wait::Yes,
+    )?;
+    if cache.is_dir() {
+        return Ok(());
+    }
     crate::util::fs::remove_stale_staging(parent, ".unpack-")?;
-    let staging = tempfile::Builder::new()
-        .prefix(".unpack-")
-        .tempdir_in(parent)
-        .with_context(|| format!("creating a staging directory in {}", parent.display()))?;
+    let staging = StagingDir::new(parent, ".unpack-")?;
     eprintln!(
         "unpacking {} (once) into {}",
         tarball.display(),
@@ -173,7 +184,7 @@ fn unpack(sh: &Shell, tarball: &Path, cache: &Path) -> Result<()> {
     cmd!(sh, "tar -xf {tarball} -C {dest}")
         .run()
         .with_context(|| format!("unpacking {}", tarball.display()))?;
-    let staged = staging.keep();
+    let staged = staging.keep()?;
     std::fs::rename(&staged, cache)
         .with_context(|| format!("moving {} to {}", staged.display(), cache.display()))?;
     Ok(())

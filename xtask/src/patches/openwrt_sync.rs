@@ -3,9 +3,12 @@
 //! OpenWrt keeps them in `target/linux/generic/{backport,pending,hack}-<kver>/`
 //! and `target/linux/<target>/patches-<kver>/`; here they live in
 //! `patches/generic/…` and `patches/<target>/patches-<kver>/` (see
-//! [`crate::patches::series`]). Import and export mirror the `*.patch` files of each
-//! directory: files are added or replaced (temporary file + rename), and
-//! `*.patch` files missing from the source are removed; other files are
+//! [`crate::patches::series`]). Import and export copy the `*.patch` files of each
+//! directory: files are added or replaced (temporary file + rename). A
+//! `*.patch` file only in the destination (OpenWrt's own patches, on
+//! export) is kept and listed, and removed only with [`Prune::Remove`]
+//! (`--prune`); [`Write::DryRun`] (`--dry-run`) makes the plan (add /
+//! change / remove / keep per file) and writes nothing. Other files are
 //! left alone.
 
 use std::path::{Path, PathBuf};
@@ -25,19 +28,78 @@ pub enum Direction {
     Export,
 }
 
-/// What mirroring one directory did.
+/// What to do with `*.patch` files only in the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prune {
+    /// Keep them (and list them).
+    #[default]
+    Keep,
+    /// Remove them (`--prune`).
+    Remove,
+}
+
+/// Whether the plan is carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Write {
+    /// Write the destination.
+    #[default]
+    Apply,
+    /// Only make the plan (`--dry-run`).
+    DryRun,
+}
+
+/// How to sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SyncOptions {
+    /// Files only in the destination.
+    pub prune: Prune,
+    /// Write, or only plan.
+    pub write: Write,
+}
+
+/// What happens to one file of the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileAction {
+    /// New in the destination.
+    Add,
+    /// Its bytes are replaced.
+    Change,
+    /// Removed (only in the destination, with [`Prune::Remove`]).
+    Remove,
+    /// Only in the destination and kept ([`Prune::Keep`]).
+    Keep,
+}
+
+impl FileAction {
+    /// The word in the plan.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileAction::Add => "add",
+            FileAction::Change => "change",
+            FileAction::Remove => "remove",
+            FileAction::Keep => "keep",
+        }
+    }
+}
+
+/// What syncing one directory did (or, with [`Write::DryRun`], would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirSync {
     /// Destination directory.
     pub dir: PathBuf,
-    /// Files added, replaced, removed, unchanged.
+    /// Files added.
     pub added: usize,
     /// Files whose bytes changed.
     pub changed: usize,
-    /// `*.patch` files removed (not in the source).
+    /// `*.patch` files removed (not in the source; [`Prune::Remove`]).
     pub removed: usize,
+    /// `*.patch` files not in the source, kept ([`Prune::Keep`]).
+    pub kept: usize,
     /// Files already identical.
     pub unchanged: usize,
+    /// Every file that is (or would be) added, changed, removed or kept,
+    /// in that order of the source's then the destination's listing.
+    pub plan: Vec<(FileAction, PathBuf)>,
 }
 
 /// (OpenWrt directory, project directory) pairs for kernel series `kver`:
@@ -71,8 +133,8 @@ pub fn directory_pairs(
     pairs
 }
 
-/// Mirrors every pair in `direction`; source directories that do not exist
-/// are skipped (nothing to copy, nothing removed).
+/// Copies every pair in `direction` as `options` say; source directories
+/// that do not exist are skipped (nothing to copy, nothing removed).
 ///
 /// Errors: `openwrt` is not an OpenWrt checkout (no `target/linux/generic`),
 /// I/O errors naming the file.
@@ -82,6 +144,7 @@ pub fn sync(
     targets: &[Target],
     kver: &str,
     direction: Direction,
+    options: SyncOptions,
 ) -> Result<Vec<DirSync>> {
     if !openwrt.join("target/linux/generic").is_dir() {
         bail!(
@@ -108,17 +171,22 @@ pub fn sync(
         if !from.is_dir() {
             continue;
         }
-        out.push(mirror(&from, &to)?);
+        out.push(mirror(&from, &to, options)?);
     }
     Ok(out)
 }
 
-/// Makes the `*.patch` files of `to` those of `from`.
-pub fn mirror(from: &Path, to: &Path) -> Result<DirSync> {
+/// Gives `to` the `*.patch` files of `from` (added or replaced); those
+/// only in `to` are kept, or removed with [`Prune::Remove`]. With
+/// [`Write::DryRun`] nothing is written.
+///
+/// Errors: I/O errors naming the file.
+pub fn mirror(from: &Path, to: &Path, options: SyncOptions) -> Result<DirSync> {
     let mut s = DirSync {
         dir: to.to_path_buf(),
         ..DirSync::default()
     };
+    let write = options.write == Write::Apply;
     let sources = series::patch_files(from)?;
     let mut names = Vec::new();
     for src in &sources {
@@ -126,23 +194,90 @@ pub fn mirror(from: &Path, to: &Path) -> Result<DirSync> {
         names.push(name.to_os_string());
         let dest = to.join(name);
         let bytes = std::fs::read(src).with_context(|| format!("reading {}", src.display()))?;
-        match std::fs::read(&dest) {
-            Ok(have) if have == bytes => s.unchanged += 1,
+        let action = match std::fs::read(&dest) {
+            Ok(have) if have == bytes => {
+                s.unchanged += 1;
+                continue;
+            }
             Ok(_) => {
-                write_atomic(&dest, &bytes)?;
                 s.changed += 1;
+                FileAction::Change
             }
-            Err(_) => {
-                write_atomic(&dest, &bytes)?;
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 s.added += 1;
+                FileAction::Add
             }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", dest.display())),
+        };
+        if write {
+            write_atomic(&dest, &bytes)?;
         }
+        s.plan.push((action, dest));
     }
     for old in series::patch_files(to)? {
-        if !names.iter().any(|n| Some(n.as_os_str()) == old.file_name()) {
-            std::fs::remove_file(&old).with_context(|| format!("removing {}", old.display()))?;
-            s.removed += 1;
+        if names.iter().any(|n| Some(n.as_os_str()) == old.file_name()) {
+            continue;
+        }
+        match options.prune {
+            Prune::Keep => {
+                s.kept += 1;
+                s.plan.push((FileAction::Keep, old));
+            }
+            Prune::Remove => {
+                if write {
+                    std::fs::remove_file(&old)
+                        .with_context(|| format!("removing {}", old.display()))?;
+                }
+                s.removed += 1;
+                s.plan.push((FileAction::Remove, old));
+            }
         }
     }
     Ok(s)
+}
+
+/// What a sync prints: with [`Write::DryRun`] the plan, one line per file
+/// (`add`, `change`, `remove`, `keep`), then for every directory the
+/// counts, and a hint at `--prune` for the patches only in the destination.
+pub fn render(done: &[DirSync], options: SyncOptions) -> String {
+    let dry = options.write == Write::DryRun;
+    let (added, changed, removed) = if dry {
+        ("to add", "to change", "to remove")
+    } else {
+        ("added", "changed", "removed")
+    };
+    let mut out = String::new();
+    for d in done {
+        if dry {
+            for (action, file) in &d.plan {
+                out.push_str(&format!("{:<6} {}\n", action.as_str(), file.display()));
+            }
+        }
+        out.push_str(&format!(
+            "{}: {} {added}, {} {changed}, {} {removed}, {} unchanged",
+            d.dir.display(),
+            d.added,
+            d.changed,
+            d.removed,
+            d.unchanged
+        ));
+        if d.kept > 0 {
+            out.push_str(&format!(
+                ", {} kept (not in the source; --prune removes them)",
+                d.kept
+            ));
+            if !dry {
+                out.push_str(":\n");
+                for (_, file) in d.plan.iter().filter(|(a, _)| *a == FileAction::Keep) {
+                    out.push_str(&format!("  {}\n", file.display()));
+                }
+                continue;
+            }
+        }
+        out.push('\n');
+    }
+    if dry {
+        out.push_str("dry run: nothing was written\n");
+    }
+    out
 }

@@ -8,6 +8,10 @@
 //!
 //! Trees are cached under `target/xtask/src/<version>-<key>/`, where the key
 //! is the sha256 of the source's identity and every patch's name and bytes.
+//! A tree is made under an exclusive lock ([`Layout::patched_src_lock`]);
+//! builds hold it shared while they use the tree ([`lock_for_use`]), so a
+//! tree made from a user's source tree, which is made anew for each build,
+//! is never replaced under a running `make`.
 
 use std::path::PathBuf;
 
@@ -19,8 +23,9 @@ use crate::inputs::kernel_source::PristineTree;
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
 use crate::patches::series::SeriesPatch;
 use crate::results::PatchRecord;
-use crate::util::fs::{copy_tree, remove_stale_staging, CopyKind};
+use crate::util::fs::{copy_tree, remove_stale_staging, CopyKind, StagingDir};
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// A ready, patched source tree.
 #[derive(Debug, Clone)]
@@ -29,6 +34,19 @@ pub struct PatchedTree {
     pub dir: PathBuf,
     /// The applied patches, in order, with their digests.
     pub patches: Vec<PatchRecord>,
+}
+
+/// Holds `tree` for use (shared with other builds): until the guard is
+/// dropped, [`prepare`] in another run waits instead of replacing it.
+///
+/// Errors: with [`Wait::No`], a run is making the tree; I/O.
+pub fn lock_for_use(layout: &Layout, tree: &PatchedTree, wait: Wait) -> Result<Lock> {
+    let name = tree.dir.file_name().unwrap_or_default().to_string_lossy();
+    Lock::acquire_shared(
+        &layout.patched_src_lock(&name),
+        &format!("the patched tree {}", tree.dir.display()),
+        wait,
+    )
 }
 
 /// Returns the patched tree for `series` on `pristine`, creating it if needed.
@@ -60,11 +78,18 @@ pub fn prepare(
         return Ok(PatchedTree { dir, patches });
     }
     std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    // One run makes a given tree at a time; the second finds it made.
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let _lock = Lock::acquire(
+        &layout.patched_src_lock(&name),
+        &format!("the patched tree {}", dir.display()),
+        Wait::Yes,
+    )?;
+    if dir.is_dir() && !is_user_tree {
+        return Ok(PatchedTree { dir, patches });
+    }
     remove_stale_staging(&root, ".staging-")?;
-    let staging = tempfile::Builder::new()
-        .prefix(".staging-")
-        .tempdir_in(&root)
-        .with_context(|| format!("creating a staging directory in {}", root.display()))?;
+    let staging = StagingDir::new(&root, ".staging-")?;
     let tree = staging.path().join("linux");
     copy_tree(sh, &pristine.dir, &tree, CopyKind::HardLinks)?;
     let options = ApplyOptions { strip: 1, fuzz: 0 };

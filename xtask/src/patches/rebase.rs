@@ -18,8 +18,11 @@
 //! State: `target/xtask/rebase/<target|generic>-<from>-to-<to>/` with
 //! `state.json`, `start/` (the `<to>` directories as they were), `rejects/`
 //! and `linux/` (the work tree, a [`crate::patches::stack::Stack`]).
+//! `start/` and `state.json` are written before anything in `patches/`
+//! changes, so `--abort` restores `patches/` from any point of a rebase,
+//! one killed while copying its work tree included. A rebase holds the
+//! lock `<dir>.lock` while it runs.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -33,6 +36,10 @@ use crate::patches::engine::{
 use crate::patches::stack::{reject_report, work_tree, Refreshed, Stack};
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
+
+mod summary;
+pub use summary::{counts, json, table};
 
 /// How a patch fared on the new kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -152,12 +159,35 @@ pub struct Outcome {
     pub tree: PathBuf,
 }
 
-/// Runs one rebase step (`action`).
+/// Runs one rebase step (`action`), waiting for another run of the same
+/// rebase to finish first ([`run_waiting`] with [`Wait::Yes`]).
 ///
-/// Errors: a rebase already in progress on `Start`, none on the others;
-/// a patch that does not parse (the rebase stays resumable); I/O.
+/// Errors: as [`run_waiting`].
 pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) -> Result<Outcome> {
+    run_waiting(sh, layout, opts, action, Wait::Yes)
+}
+
+/// Runs one rebase step (`action`), holding the rebase's lock
+/// (`<rebase dir>.lock`; `wait` says what to do when another run holds it).
+///
+/// Errors: the lock is held and `wait` is [`Wait::No`]; a rebase already
+/// in progress on `Start`, none on the others; a patch that does not parse
+/// (the rebase stays resumable); I/O.
+pub fn run_waiting(
+    sh: &Shell,
+    layout: &Layout,
+    opts: &RebaseOptions,
+    action: Action,
+    wait: Wait,
+) -> Result<Outcome> {
     let dir = rebase_dir(layout, opts.target.as_ref(), &opts.from, &opts.to);
+    let mut lock_name = dir.file_name().unwrap_or_default().to_os_string();
+    lock_name.push(".lock");
+    let _lock = Lock::acquire(
+        &dir.with_file_name(lock_name),
+        &format!("the rebase {}", dir.display()),
+        wait,
+    )?;
     let state_file = dir.join("state.json");
     let work = dir.join("linux");
     let patches_dir = layout.patches_dir();
@@ -169,7 +199,17 @@ pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) ->
                     state_file.display()
                 );
             }
-            start(sh, layout, opts, &dir)?
+            start(sh, layout, opts, &dir, &state_file).map_err(|e| {
+                if state_file.exists() {
+                    e.context(format!(
+                        "the rebase stopped while starting; `cargo xtask patches rebase --abort` \
+                         restores patches/ from {}",
+                        dir.join("start").display()
+                    ))
+                } else {
+                    e
+                }
+            })?
         }
         _ => {
             let text = std::fs::read_to_string(&state_file).with_context(|| {
@@ -203,6 +243,13 @@ pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) ->
             return Ok(Outcome { state, tree: work });
         }
         Action::Continue | Action::Skip => {
+            if !work.is_dir() {
+                bail!(
+                    "the rebase was interrupted before its work tree {} was ready; \
+                     run `cargo xtask patches rebase --abort` (it restores patches/), then start again",
+                    work.display()
+                );
+            }
             let name = state
                 .stopped_at
                 .clone()
@@ -255,8 +302,17 @@ fn save(file: &Path, state: &RebaseState) -> Result<()> {
     write_atomic(file, text.as_bytes())
 }
 
-/// Snapshot of the new directories, the copy of the old series, the work tree.
-fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Result<RebaseState> {
+/// Snapshot of the new directories, the copy of the old series, the work
+/// tree. The state (with the snapshot `--abort` restores from) is written
+/// before `patches/` is touched, so a rebase killed at any point after can
+/// be aborted.
+fn start(
+    sh: &Shell,
+    layout: &Layout,
+    opts: &RebaseOptions,
+    dir: &Path,
+    state_file: &Path,
+) -> Result<RebaseState> {
     let patches_dir = layout.patches_dir();
     let old_dirs = work_tree::directories(&patches_dir, opts.target.as_ref(), &opts.from);
     let new_dirs = work_tree::directories(&patches_dir, opts.target.as_ref(), &opts.to);
@@ -273,6 +329,19 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
         }
         dirs.push((d.clone(), existed));
     }
+    let mut state = RebaseState {
+        from: opts.from.clone(),
+        to: opts.to.clone(),
+        target: opts.target.as_ref().map(|t| t.name.clone()),
+        fuzz: opts.fuzz,
+        keep_going: opts.keep_going,
+        dirs,
+        pending: Vec::new(),
+        results: Vec::new(),
+        stopped_at: None,
+        kept_existing: Vec::new(),
+    };
+    save(state_file, &state)?;
     let mut kept_existing = Vec::new();
     for (old, new) in old_dirs.iter().zip(&new_dirs) {
         for file in crate::patches::series::patch_files(old)? {
@@ -290,7 +359,9 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
             write_atomic(&dest, &bytes)?;
         }
     }
-    let pending = work_tree::series_names(&patches_dir, &new_dirs)?;
+    state.pending = work_tree::series_names(&patches_dir, &new_dirs)?;
+    state.kept_existing = kept_existing;
+    save(state_file, &state)?;
     work_tree::ensure_copy(
         sh,
         layout,
@@ -298,18 +369,7 @@ fn start(sh: &Shell, layout: &Layout, opts: &RebaseOptions, dir: &Path) -> Resul
         &opts.to,
         &dir.join("linux"),
     )?;
-    Ok(RebaseState {
-        from: opts.from.clone(),
-        to: opts.to.clone(),
-        target: opts.target.as_ref().map(|t| t.name.clone()),
-        fuzz: opts.fuzz,
-        keep_going: opts.keep_going,
-        dirs,
-        pending,
-        results: Vec::new(),
-        stopped_at: None,
-        kept_existing,
-    })
+    Ok(state)
 }
 
 fn rel_name(patches_dir: &Path, p: &Path) -> String {
@@ -457,100 +517,4 @@ fn step(
             .collect();
     }
     Ok(result)
-}
-
-/// Counts per class, every class present (zeros included).
-pub fn counts(state: &RebaseState) -> BTreeMap<Class, usize> {
-    let mut c: BTreeMap<Class, usize> = [
-        Class::Clean,
-        Class::Offset,
-        Class::Fuzz,
-        Class::Upstream,
-        Class::Conflict,
-    ]
-    .into_iter()
-    .map(|k| (k, 0))
-    .collect();
-    for r in &state.results {
-        *c.entry(r.class).or_default() += 1;
-    }
-    c
-}
-
-/// The summary table: counts per class, then one line per patch.
-pub fn table(state: &RebaseState, tree: &Path) -> String {
-    let mut s = format!(
-        "rebase {} → {}{}\n",
-        state.from,
-        state.to,
-        state
-            .target
-            .as_ref()
-            .map(|t| format!(" ({t})"))
-            .unwrap_or_default()
-    );
-    for (class, n) in counts(state) {
-        s.push_str(&format!("  {:<9} {n:>5}\n", class.as_str()));
-    }
-    s.push_str(&format!("  {:<9} {:>5}\n", "pending", state.pending.len()));
-    let width = state
-        .results
-        .iter()
-        .map(|r| r.name.len())
-        .max()
-        .unwrap_or(10);
-    for r in &state.results {
-        let mut flags = Vec::new();
-        if r.refreshed {
-            flags.push("refreshed".to_string());
-        }
-        if r.removed {
-            flags.push("removed".to_string());
-        }
-        if !r.rejects.is_empty() {
-            flags.push(format!("rejects: {}", r.rejects.join(", ")));
-        }
-        if !r.note.is_empty() {
-            flags.push(r.note.clone());
-        }
-        s.push_str(&format!(
-            "{:<width$}  {:<8}  {}\n",
-            r.name,
-            r.class.as_str(),
-            flags.join("; ")
-        ));
-    }
-    for k in &state.kept_existing {
-        s.push_str(&format!(
-            "{k}: already in the new directory and different; kept the new one\n"
-        ));
-    }
-    if let Some(name) = &state.stopped_at {
-        s.push_str(&format!(
-            "stopped at {name}: fix the files in {} (see the .rej files), then \
-             `cargo xtask patches rebase --continue` (or --skip, --abort)\n",
-            tree.display()
-        ));
-    }
-    s
-}
-
-/// The same as JSON: `{from, to, target, tree, stopped_at, counts, patches, pending, kept_existing}`.
-pub fn json(state: &RebaseState, tree: &Path) -> String {
-    let counts: BTreeMap<&str, usize> = counts(state)
-        .into_iter()
-        .map(|(k, v)| (k.as_str(), v))
-        .collect();
-    let v = serde_json::json!({
-        "from": state.from,
-        "to": state.to,
-        "target": state.target,
-        "tree": tree,
-        "stopped_at": state.stopped_at,
-        "counts": counts,
-        "patches": state.results,
-        "pending": state.pending,
-        "kept_existing": state.kept_existing,
-    });
-    serde_json::to_string_pretty(&v).unwrap_or_default()
 }

@@ -1,11 +1,14 @@
 //! File-system operations every stage shares: the one atomic write, the one
-//! tree copy, and cleanup of what interrupted runs leave.
+//! tree copy, staging directories owned by their process, and cleanup of
+//! what interrupted runs leave.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
+
+use crate::util::lock::{process_alive, Lock, Wait};
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
 /// (created if missing), renamed over `path`: readers see the old
@@ -108,24 +111,92 @@ pub fn remove_empty_parents(root: &Path, start: Option<&Path>) {
     }
 }
 
+/// The file in a staging directory that its owner holds locked
+/// ([`crate::util::lock`]), with its pid.
+pub const STAGING_OWNER: &str = ".xtask-owner";
+
+/// A staging directory `<parent>/<prefix><pid>-<random>` owned by this
+/// process: it holds the lock on its [`STAGING_OWNER`] file until dropped
+/// (the directory is removed then) or [`StagingDir::keep`], so that
+/// [`remove_stale_staging`] in another process leaves it alone.
+#[derive(Debug)]
+pub struct StagingDir {
+    dir: tempfile::TempDir,
+    owner: Lock,
+}
+
+impl StagingDir {
+    /// Creates the directory and takes its owner lock.
+    ///
+    /// Errors: I/O, naming `parent`.
+    pub fn new(parent: &Path, prefix: &str) -> Result<StagingDir> {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{prefix}{}-", std::process::id()))
+            .tempdir_in(parent)
+            .with_context(|| format!("creating a staging directory in {}", parent.display()))?;
+        let owner = Lock::acquire(
+            &dir.path().join(STAGING_OWNER),
+            &format!("the staging directory {}", dir.path().display()),
+            Wait::No,
+        )?;
+        Ok(StagingDir { dir, owner })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Keeps the directory (to be renamed into place) without its owner
+    /// file; the caller renames it at once (until then its name still
+    /// carries this live process's pid).
+    ///
+    /// Errors: I/O removing the owner file.
+    pub fn keep(self) -> Result<std::path::PathBuf> {
+        let StagingDir { dir, owner } = self;
+        std::fs::remove_file(owner.path())
+            .with_context(|| format!("removing {}", owner.path().display()))?;
+        Ok(dir.keep())
+    }
+}
+
 /// Removes `<dir>/<prefix>*` directories an interrupted run left behind
-/// (Ctrl-C during patching or unpacking).
+/// (Ctrl-C or kill during patching or unpacking), and only those: a
+/// staging directory whose [`STAGING_OWNER`] lock is held, or without one
+/// whose name carries the pid of a live process (being created, or being
+/// renamed into place), belongs to a run in progress and is kept.
 pub fn remove_stale_staging(dir: &Path, prefix: &str) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        if name.to_string_lossy().starts_with(prefix) && entry.path().is_dir() {
-            std::fs::remove_dir_all(entry.path()).with_context(|| {
-                format!(
-                    "removing {}, left by an interrupted run",
-                    entry.path().display()
-                )
-            })?;
+        let name = name.to_string_lossy();
+        let Some(rest) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        let path = entry.path();
+        if !path.is_dir() || staging_in_use(&path, rest)? {
+            continue;
         }
+        std::fs::remove_dir_all(&path)
+            .with_context(|| format!("removing {}, left by an interrupted run", path.display()))?;
     }
     Ok(())
+}
+
+/// Whether the staging directory `path` (`rest`: its name after the
+/// prefix) belongs to a live run.
+fn staging_in_use(path: &Path, rest: &str) -> Result<bool> {
+    let owner = path.join(STAGING_OWNER);
+    if owner.exists() {
+        // Taken only if nobody holds it; dropped at once.
+        return Ok(Lock::try_acquire(&owner)?.is_none());
+    }
+    let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+    Ok(pid.is_some_and(process_alive))
 }
 
 #[cfg(test)]
@@ -143,6 +214,31 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn only_staging_of_dead_owners_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = StagingDir::new(dir.path(), ".staging-").unwrap();
+        // Left by a run that is gone: its lock is free.
+        let dead = dir.path().join(".staging-1-dead");
+        std::fs::create_dir_all(&dead).unwrap();
+        std::fs::write(dead.join(STAGING_OWNER), "1\n").unwrap();
+        // Being created by a live process (this one): no owner file yet.
+        let starting = dir
+            .path()
+            .join(format!(".staging-{}-new", std::process::id()));
+        std::fs::create_dir_all(&starting).unwrap();
+        // An old-style name without a pid.
+        let old = dir.path().join(".staging-interrupted");
+        std::fs::create_dir_all(&old).unwrap();
+        remove_stale_staging(dir.path(), ".staging-").unwrap();
+        assert!(mine.path().is_dir());
+        assert!(starting.is_dir());
+        assert!(!dead.exists());
+        assert!(!old.exists());
+        let kept = mine.keep().unwrap();
+        assert!(!kept.join(STAGING_OWNER).exists());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!   src/<kver>-<series-hash>/                       hard-linked copy, patched
 //!   build/<target>/<variant>/                       make O= directory
 //!   results/<target>/<variant>/                     artifacts, build.log, result.json
+//!   locks/{build,results}/<target>/<variant>.lock   who builds into them (flock)
+//!   locks/src/<kver>-<series-hash>.lock             who makes that patched tree
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -81,5 +83,33 @@ impl Layout {
     /// Results of one (target, variant): artifacts, `build.log`, `result.json`.
     pub fn results_dir(&self, target: &str, variant: &str) -> PathBuf {
         self.results_root().join(target).join(variant)
+    }
+
+    /// The lock file of [`Layout::build_dir`] (kept outside it: the
+    /// directory is emptied by a build).
+    pub fn build_lock(&self, target: &str, variant: &str) -> PathBuf {
+        self.locks_dir()
+            .join("build")
+            .join(target)
+            .join(format!("{variant}.lock"))
+    }
+
+    /// The lock file of [`Layout::results_dir`] (kept outside it, so that
+    /// results directories hold only results).
+    pub fn results_lock(&self, target: &str, variant: &str) -> PathBuf {
+        self.locks_dir()
+            .join("results")
+            .join(target)
+            .join(format!("{variant}.lock"))
+    }
+
+    /// The lock file of the patched tree `src/<name>` while it is made.
+    pub fn patched_src_lock(&self, name: &str) -> PathBuf {
+        self.locks_dir().join("src").join(format!("{name}.lock"))
+    }
+
+    /// `target/xtask/locks/`.
+    fn locks_dir(&self) -> PathBuf {
+        self.work_dir().join("locks")
     }
 }

@@ -9,9 +9,10 @@ use xshell::Shell;
 use super::{work_tree, Refreshed, Stack};
 use crate::inputs::targets::{self, Target};
 use crate::patches::engine::ApplyOptions;
-use crate::patches::openwrt_sync::{self, Direction};
+use crate::patches::openwrt_sync::{self, Direction, SyncOptions};
 use crate::patches::rebase::{self, Action, RebaseOptions};
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// Which series and tree a stack command works on.
 #[derive(Debug, Clone, Default)]
@@ -27,6 +28,10 @@ pub struct SeriesOptions {
     pub kernel_src: Option<PathBuf>,
     /// Maximum fuzz when pushing (GNU patch's default: 2).
     pub fuzz: usize,
+    /// The series' directory; `None`: the workspace's `patches/`.
+    pub patches_dir: Option<PathBuf>,
+    /// Whether to wait for another command holding the tree's lock.
+    pub wait: Wait,
 }
 
 /// How far `push` or `pop` goes.
@@ -78,17 +83,22 @@ pub struct RebaseRequest {
     pub output: Output,
     /// Start, continue, skip or abort.
     pub action: Action,
+    /// Whether to wait for another rebase of the same series.
+    pub wait: Wait,
 }
 
-/// `patches import|export`: which checkout, kernel series and targets.
+/// `patches import|export`: which checkout, kernel series and targets, and
+/// how ([`SyncOptions`]: prune or keep, write or only plan).
 #[derive(Debug, Clone)]
-pub struct SyncOptions {
+pub struct SyncRequest {
     /// The OpenWrt checkout.
     pub openwrt: PathBuf,
     /// Kernel series, e.g. `6.6`.
     pub kernel: String,
     /// Only these targets' `patches-<kver>` (empty: every target in `targets/`).
     pub targets: Vec<String>,
+    /// Remove what only the destination has, and write or only plan.
+    pub options: SyncOptions,
 }
 
 fn one_target(layout: &Layout, name: Option<&str>) -> Result<Option<Target>> {
@@ -101,14 +111,18 @@ fn one_target(layout: &Layout, name: Option<&str>) -> Result<Option<Target>> {
     Ok(Some(chosen.remove(0)))
 }
 
-fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesOptions) -> Result<Stack> {
+/// The stack `args` name, locked, with an interrupted operation recovered.
+fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesOptions) -> Result<(Stack, Lock)> {
     let target = one_target(layout, args.target.as_deref())?;
     let kver = args
         .kver
         .clone()
         .or_else(|| target.as_ref().map(|t| t.kernel.clone()))
         .unwrap_or_else(|| "6.12".to_string());
-    let patches_dir = layout.patches_dir();
+    let patches_dir = args
+        .patches_dir
+        .clone()
+        .unwrap_or_else(|| layout.patches_dir());
     let dirs = work_tree::directories(&patches_dir, target.as_ref(), &kver);
     let series = work_tree::series_names(&patches_dir, &dirs)?;
     let work = match &args.tree {
@@ -122,7 +136,7 @@ fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesOptions) -> Result<Stack
     if !work.is_dir() {
         bail!("--tree {}: no such directory", work.display());
     }
-    Ok(Stack::new(
+    let stack = Stack::new(
         &work,
         &patches_dir,
         series,
@@ -130,7 +144,9 @@ fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesOptions) -> Result<Stack
             strip: 1,
             fuzz: args.fuzz,
         },
-    ))
+    );
+    let lock = stack.begin_command(args.wait)?;
+    Ok((stack, lock))
 }
 
 /// `NAME` as given (a full name under patches/ or a unique file name) → series name.
@@ -156,7 +172,7 @@ fn resolve(stack: &Stack, name: &str) -> Result<String> {
 /// Errors: a failed push names the patch, file, hunk and line and leaves
 /// the tree as it was.
 pub fn push(sh: &Shell, layout: &Layout, series: &SeriesOptions, until: Until) -> Result<()> {
-    let stack = open_stack(sh, layout, series)?;
+    let (stack, _lock) = open_stack(sh, layout, series)?;
     let named = match &until {
         Until::Named(n) => Some(resolve(&stack, n)?),
         Until::Next | Until::All => None,
@@ -204,7 +220,7 @@ pub fn pop(
     until: Until,
     changed: ChangedFiles,
 ) -> Result<()> {
-    let stack = open_stack(sh, layout, series)?;
+    let (stack, _lock) = open_stack(sh, layout, series)?;
     let named = match &until {
         Until::Named(n) => Some(resolve(&stack, n)?),
         Until::Next | Until::All => None,
@@ -241,7 +257,7 @@ pub fn pop(
 /// `patches status`: the series with `+` applied, `=` top, blank unapplied,
 /// `!` applied but no longer in the series.
 pub fn status(sh: &Shell, layout: &Layout, series: &SeriesOptions) -> Result<()> {
-    let stack = open_stack(sh, layout, series)?;
+    let (stack, _lock) = open_stack(sh, layout, series)?;
     let applied = stack.applied()?;
     println!("tree: {}", stack.tree().display());
     for name in &stack.series {
@@ -266,7 +282,7 @@ pub fn refresh(
     series: &SeriesOptions,
     name: Option<&str>,
 ) -> Result<()> {
-    let stack = open_stack(sh, layout, series)?;
+    let (stack, _lock) = open_stack(sh, layout, series)?;
     let name = name.map(|n| resolve(&stack, n)).transpose()?;
     let (name, how) = stack.refresh(name.as_deref())?;
     match how {
@@ -289,7 +305,7 @@ pub fn rebase(sh: &Shell, layout: &Layout, request: &RebaseRequest) -> Result<()
         fuzz: request.fuzz,
         keep_going: request.keep_going,
     };
-    let outcome = rebase::run(sh, layout, &opts, request.action)?;
+    let outcome = rebase::run_waiting(sh, layout, &opts, request.action, request.wait)?;
     if request.action == Action::Abort {
         println!("rebase aborted; patches/ restored");
         return Ok(());
@@ -306,7 +322,7 @@ pub fn rebase(sh: &Shell, layout: &Layout, request: &RebaseRequest) -> Result<()
 
 /// `patches import` / `patches export`: copies the kernel patches between
 /// `patches/` and an OpenWrt checkout, printing counts per directory.
-pub fn sync(layout: &Layout, args: &SyncOptions, direction: Direction) -> Result<()> {
+pub fn sync(layout: &Layout, args: &SyncRequest, direction: Direction) -> Result<()> {
     let all = targets::load_all(&layout.targets_dir())?;
     let chosen = if args.targets.is_empty() {
         all
@@ -319,17 +335,9 @@ pub fn sync(layout: &Layout, args: &SyncOptions, direction: Direction) -> Result
         &chosen,
         &args.kernel,
         direction,
+        args.options,
     )
     .with_context(|| format!("{direction:?} with {}", args.openwrt.display()))?;
-    for d in done {
-        println!(
-            "{}: {} added, {} changed, {} removed, {} unchanged",
-            d.dir.display(),
-            d.added,
-            d.changed,
-            d.removed,
-            d.unchanged
-        );
-    }
+    print!("{}", openwrt_sync::render(&done, args.options));
     Ok(())
 }

@@ -6,11 +6,18 @@
 //! lists the series with the applied ones marked. The state lives in the
 //! tree's top directory ([`state`]), as quilt's `.pc/` does.
 //!
-//! Submodules: [`state`] (the `.xtask-pc` format), [`refresh`] (quilt's
+//! Push, pop and refresh are transactions: each records its intent in a
+//! write-ahead [`journal`] before touching the tree, and the next operation
+//! finishes or undoes one that was interrupted (`kill -9` included).
+//! Commands that change a tree hold its lock ([`Stack::lock`]).
+//!
+//! Submodules: [`state`] (the `.xtask-pc` format), [`journal`] (the
+//! write-ahead journal and recovery), [`refresh`] (quilt's
 //! patch form), [`work_tree`] (finding the series and the working tree),
 //! [`commands`] (the `cargo xtask patches` subcommands).
 
 pub mod commands;
+pub mod journal;
 pub mod refresh;
 pub mod state;
 pub mod work_tree;
@@ -26,7 +33,9 @@ use crate::patches::engine::{
 };
 use crate::util::fs::{link_or_copy, remove_empty_parents, write_atomic};
 use crate::util::hash::sha256_bytes;
+use crate::util::lock::{Lock, Wait};
 use crate::util::path::check_relative;
+use journal::Op;
 use refresh::{read_optional, FileSides};
 use state::{FileEntry, State};
 
@@ -84,6 +93,33 @@ impl Stack {
         &self.state.tree
     }
 
+    /// Takes the tree's lock (`.xtask-pc/lock`), for as long as the
+    /// returned guard lives: a second command on the same tree waits (or,
+    /// with [`Wait::No`], fails naming the holder's pid).
+    ///
+    /// Errors: the lock is held and `wait` is [`Wait::No`]; I/O.
+    pub fn lock(&self, wait: Wait) -> Result<Lock> {
+        Lock::acquire(
+            &self.state.dir.join("lock"),
+            &format!("the work tree {}", self.tree().display()),
+            wait,
+        )
+    }
+
+    /// What every `patches` command that reads or changes the tree does
+    /// first: takes its lock ([`Stack::lock`]) and recovers an operation
+    /// that was interrupted ([`Stack::recover`]), saying on stdout what it
+    /// recovered. The tree stays locked while the guard lives.
+    ///
+    /// Errors: as [`Stack::lock`] and [`Stack::recover`].
+    pub fn begin_command(&self, wait: Wait) -> Result<Lock> {
+        let lock = self.lock(wait)?;
+        if let Some(r) = self.recover()? {
+            println!("recovered: {r}");
+        }
+        Ok(lock)
+    }
+
     /// Applied patches, bottom first.
     pub fn applied(&self) -> Result<Vec<String>> {
         self.state.applied()
@@ -117,6 +153,7 @@ impl Stack {
     /// Errors: the patch does not parse or apply (the tree is unchanged:
     /// the engine is all-or-nothing and the saved pre-images are dropped).
     pub fn push_next(&self) -> Result<Option<(String, ApplyReport)>> {
+        self.settle()?;
         let Some(name) = self.next()? else {
             return Ok(None);
         };
@@ -208,15 +245,19 @@ impl Stack {
     ///
     /// Errors: the engine's (the tree and state are as before).
     pub fn push_patch(&self, name: &str, patch: &Patch) -> Result<ApplyReport> {
+        self.settle()?;
         let files = self.touched(patch)?;
         let entries = self.save(name, &files)?;
+        journal::begin(&self.state, Op::Push, name, &entries)?;
         match apply_patch(self.tree(), patch, &self.options) {
             Ok(report) => {
                 self.record(name, entries)?;
+                journal::end(&self.state)?;
                 Ok(report)
             }
             Err(e) => {
-                self.drop_state(name);
+                self.undo_push(name, &entries)?;
+                journal::end(&self.state)?;
                 Err(anyhow!(e))
             }
         }
@@ -228,6 +269,7 @@ impl Stack {
     ///
     /// Errors: refusals and I/O errors from the engine.
     pub fn push_forced(&self, name: &str, patch: &Patch) -> Result<ForcedPush> {
+        self.settle()?;
         let report = match check_patch(self.tree(), patch, &self.options) {
             Ok(r) => r,
             Err(ApplyError::Failed(r)) | Err(ApplyError::Reversed { report: r, .. }) => r,
@@ -236,6 +278,7 @@ impl Stack {
         let report = reject_report(patch, report);
         let files = self.touched(patch)?;
         let entries = self.save(name, &files)?;
+        journal::begin(&self.state, Op::Push, name, &entries)?;
         let mut partial = Patch {
             description: patch.description.clone(),
             files: Vec::new(),
@@ -265,7 +308,8 @@ impl Stack {
         }
         if !partial.files.is_empty() {
             if let Err(e) = apply_patch(self.tree(), &partial, &self.options) {
-                self.drop_state(name);
+                self.undo_push(name, &entries)?;
+                journal::end(&self.state)?;
                 return Err(anyhow!(e)).context("applying the hunks that apply");
             }
         }
@@ -273,6 +317,7 @@ impl Stack {
             .map_err(|e| anyhow!(e))
             .context("writing .rej files")?;
         self.record(name, entries)?;
+        journal::end(&self.state)?;
         Ok(ForcedPush {
             report,
             rejects,
@@ -293,13 +338,51 @@ impl Stack {
     ///
     /// Errors: without `force`, a file whose content is no longer what the
     /// push (or the last refresh) left, as quilt's "Patch does not remove
-    /// cleanly (refresh it or enforce with -f)"; nothing is changed then.
+    /// cleanly (refresh it or enforce with -f)", or missing saved state;
+    /// nothing is changed then. With `force` it pops anyway, leaving files
+    /// whose pre-image is missing as they are.
     pub fn pop(&self, force: bool) -> Result<Option<String>> {
-        let mut applied = self.applied()?;
+        self.settle()?;
+        let applied = self.applied()?;
         let Some(name) = applied.last().cloned() else {
             return Ok(None);
         };
-        let entries = self.state.files(&name)?;
+        let entries = match (self.state.files(&name), force) {
+            (Ok(entries), _) => entries,
+            (Err(e), true) => {
+                eprintln!(
+                    "warning: {e:#}; --force: taking {name} off the stack, its files stay as they are"
+                );
+                Vec::new()
+            }
+            (Err(e), false) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "{name}: its saved state is damaged; `pop --force` takes it off the \
+                         stack and leaves its files as they are"
+                    )
+                })
+            }
+        };
+        for (i, e) in entries.iter().enumerate() {
+            let backup = self.state.backup(&name, i);
+            if e.existed && !backup.exists() {
+                match force {
+                    true => eprintln!(
+                        "warning: {name}: the pre-image of {} ({}) is missing; \
+                         --force: the file stays as it is",
+                        e.path.display(),
+                        backup.display()
+                    ),
+                    false => bail!(
+                        "{name}: the pre-image of {} ({}) is missing; `pop --force` pops \
+                         the patch and leaves that file as it is",
+                        e.path.display(),
+                        backup.display()
+                    ),
+                }
+            }
+        }
         if !force {
             for e in &entries {
                 let path = self.tree().join(&e.path);
@@ -314,26 +397,9 @@ impl Stack {
                 }
             }
         }
-        for (i, e) in entries.iter().enumerate() {
-            let path = self.tree().join(&e.path);
-            if e.existed {
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .with_context(|| format!("creating {}", dir.display()))?;
-                }
-                let backup = self.state.backup(&name, i);
-                std::fs::rename(&backup, &path).with_context(|| {
-                    format!("restoring {} from {}", path.display(), backup.display())
-                })?;
-            } else if std::fs::symlink_metadata(&path).is_ok() {
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("removing {}", path.display()))?;
-                remove_empty_parents(self.tree(), path.parent());
-            }
-        }
-        self.drop_state(&name);
-        applied.pop();
-        self.state.set_applied(&applied)?;
+        journal::begin(&self.state, Op::Pop, &name, &entries)?;
+        self.finish_pop(&name, &entries, applied)?;
+        journal::end(&self.state)?;
         Ok(Some(name))
     }
 
@@ -400,11 +466,26 @@ impl Stack {
     ///
     /// Errors: nothing applied, `name` not applied, a binary file, I/O.
     pub fn refresh(&self, name: Option<&str>) -> Result<(String, Refreshed)> {
+        self.settle()?;
         let applied = self.applied()?;
         let name = match name {
             Some(n) => n.to_string(),
             None => applied.last().cloned().context("no patch is applied")?,
         };
+        if !applied.contains(&name) {
+            bail!("{name} is not applied");
+        }
+        journal::begin(&self.state, Op::Refresh, &name, &[])?;
+        let outcome = self.refresh_unjournaled(&name)?;
+        journal::end(&self.state)?;
+        Ok((name, outcome))
+    }
+
+    /// The body of [`Stack::refresh`]: rewrites the patch file, then the
+    /// manifest. Run again by recovery when interrupted (it does not change
+    /// the tree or the pre-images it reads).
+    fn refresh_unjournaled(&self, name: &str) -> Result<Refreshed> {
+        let name = name.to_string();
         let (bytes, entries) = self.regenerate(&name)?;
         let file = self.patch_file(&name);
         let existing =
@@ -416,7 +497,7 @@ impl Stack {
             Refreshed::Rewritten
         };
         self.state.set_files(&name, &entries, false)?;
-        Ok((name, outcome))
+        Ok(outcome)
     }
 }
 

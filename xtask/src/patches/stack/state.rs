@@ -8,6 +8,9 @@
 //!                            "<existed 0|1> <sha256 after the patch, or -> <path>"
 //!   <name>/<index>.orig      pre-image of the manifest's file number <index>
 //!                            (0-based), when it existed
+//!   journal                  the push, pop or refresh under way, if any
+//!                            (see [`super::journal`])
+//!   lock                     the tree's lock, with the holder's pid
 //! ```
 //!
 //! `<name>` is the patch's path relative to `patches/` (it has slashes, so

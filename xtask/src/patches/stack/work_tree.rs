@@ -23,6 +23,7 @@ use crate::inputs::targets::Target;
 use crate::patches::series;
 use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// The series directories for `target` (or generic only) and `kver`.
 pub fn directories(patches_dir: &Path, target: Option<&Target>, kver: &str) -> Vec<PathBuf> {
@@ -65,7 +66,9 @@ pub fn work_tree(layout: &Layout, label: &str) -> PathBuf {
 
 /// Makes `dest` a full copy of the kernel source for series `kver`
 /// (`kernel_src`: a tarball or tree; default Debian's tarball, unpacked once
-/// into the pristine cache), unless `dest` exists already.
+/// into the pristine cache), unless `dest` exists already. The copy is made
+/// under the lock `<dest>.lock`, so two commands never copy at once (the
+/// second waits, then finds the copy made).
 ///
 /// Errors: no kernel source (with the `apt-get install` fix), copy failures.
 pub fn ensure_copy(
@@ -75,6 +78,16 @@ pub fn ensure_copy(
     kver: &str,
     dest: &Path,
 ) -> Result<()> {
+    if dest.is_dir() {
+        return Ok(());
+    }
+    let mut lock_name = dest.file_name().unwrap_or_default().to_os_string();
+    lock_name.push(".lock");
+    let _lock = Lock::acquire(
+        &dest.with_file_name(lock_name),
+        &format!("the copy {}", dest.display()),
+        Wait::Yes,
+    )?;
     if dest.is_dir() {
         return Ok(());
     }

@@ -1,0 +1,197 @@
+//! Advisory locks (`flock(2)`) on work trees, build and results
+//! directories, and ownership of staging directories.
+//!
+//! A lock is a file (`LOCKFILE`) holding the pid of the process that holds
+//! it. The kernel drops a `flock` when its holder exits, however it exits
+//! (`kill -9` included), so a lock is never stale; the pid is only for
+//! messages: a second run prints "waiting for pid N, which holds LOCKFILE"
+//! and waits, or fails at once with [`Wait::No`] (`--no-wait`).
+//!
+//! Locks are per open file: two threads of one process that each take the
+//! lock exclude each other as two processes do.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rustix::fs::{flock, FlockOperation};
+
+/// What to do when another process holds the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wait {
+    /// Wait for it, saying which pid holds it.
+    #[default]
+    Yes,
+    /// Fail at once, naming the pid (`--no-wait`).
+    No,
+}
+
+/// Whether other holders may share a lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sharing {
+    Exclusive,
+    Shared,
+}
+
+/// A held lock; released when dropped (or when the process ends).
+#[derive(Debug)]
+pub struct Lock {
+    file: File,
+    path: PathBuf,
+}
+
+impl Lock {
+    /// Takes the exclusive lock `path` (created with its directory if
+    /// missing) for `what` (a phrase for messages: "the work tree /x").
+    ///
+    /// Errors: with [`Wait::No`], the lock is held ("pid N holds LOCKFILE");
+    /// I/O errors naming the file.
+    pub fn acquire(path: &Path, what: &str, wait: Wait) -> Result<Lock> {
+        Lock::take(path, what, wait, Sharing::Exclusive)
+    }
+
+    /// Takes `path` as a shared lock: any number of shared holders, but
+    /// none while an exclusive one holds it (a tree in use by builds, which
+    /// only its maker replaces).
+    ///
+    /// Errors: as [`Lock::acquire`].
+    pub fn acquire_shared(path: &Path, what: &str, wait: Wait) -> Result<Lock> {
+        Lock::take(path, what, wait, Sharing::Shared)
+    }
+
+    fn take(path: &Path, what: &str, wait: Wait, sharing: Sharing) -> Result<Lock> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("opening the lock file {}", path.display()))?;
+        let (now, blocking) = match sharing {
+            Sharing::Exclusive => (
+                FlockOperation::NonBlockingLockExclusive,
+                FlockOperation::LockExclusive,
+            ),
+            Sharing::Shared => (
+                FlockOperation::NonBlockingLockShared,
+                FlockOperation::LockShared,
+            ),
+        };
+        match flock(&file, now) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
+                let holder = holder_of(path);
+                match wait {
+                    Wait::No => bail!(
+                        "{what} is in use: {} holds {}; wait for it to finish \
+                         or run again without --no-wait",
+                        holder,
+                        path.display()
+                    ),
+                    Wait::Yes => {
+                        eprintln!("waiting for {holder}, which holds {}", path.display());
+                        flock(&file, blocking)
+                            .with_context(|| format!("waiting for the lock {}", path.display()))?;
+                    }
+                }
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+        let mut lock = Lock {
+            file,
+            path: path.to_path_buf(),
+        };
+        lock.write_pid()?;
+        Ok(lock)
+    }
+
+    /// Takes the lock `path` only if it is free: `None` when another open
+    /// file (another process, or another `Lock` in this one) holds it.
+    ///
+    /// Errors: I/O errors naming the file.
+    pub fn try_acquire(path: &Path) -> Result<Option<Lock>> {
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(e).with_context(|| format!("opening the lock file {}", path.display()))
+            }
+        };
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Some(Lock {
+                file,
+                path: path.to_path_buf(),
+            })),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("locking {}", path.display())),
+        }
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_pid(&mut self) -> Result<()> {
+        let pid = format!("{}\n", std::process::id());
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.seek(SeekFrom::Start(0)).map(drop))
+            .and_then(|()| self.file.write_all(pid.as_bytes()))
+            .with_context(|| format!("writing the pid into {}", self.path.display()))
+    }
+}
+
+/// "pid N" as the lock file `path` records it, or "another process" when it
+/// records none (the holder has not written it yet).
+pub fn holder_of(path: &Path) -> String {
+    let mut text = String::new();
+    let _ = File::open(path).and_then(|mut f| f.read_to_string(&mut text));
+    match text.trim().parse::<u32>() {
+        Ok(pid) => format!("pid {pid}"),
+        Err(_) => "another process".to_string(),
+    }
+}
+
+/// Whether process `pid` exists (Linux: `/proc/<pid>`).
+pub fn process_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_fails_naming_the_pid_then_succeeds_after_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/x.lock");
+        let first = Lock::acquire(&path, "the thing", Wait::Yes).unwrap();
+        let err = Lock::acquire(&path, "the thing", Wait::No).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
+        assert!(msg.contains("x.lock"), "{msg}");
+        assert!(Lock::try_acquire(&path).unwrap().is_none());
+        drop(first);
+        assert!(Lock::try_acquire(&path).unwrap().is_some());
+        Lock::acquire(&path, "the thing", Wait::No).unwrap();
+        let a = Lock::acquire_shared(&path, "the thing", Wait::No).unwrap();
+        let b = Lock::acquire_shared(&path, "the thing", Wait::No).unwrap();
+        assert!(Lock::acquire(&path, "the thing", Wait::No).is_err());
+        drop((a, b));
+        Lock::acquire(&path, "the thing", Wait::No).unwrap();
+    }
+}
