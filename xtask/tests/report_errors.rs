@@ -5,19 +5,9 @@
 #[path = "common/report_fixture.rs"]
 mod report_fixture;
 
-use report_fixture::{Fixture, BASE_SYMBOLS};
+use report_fixture::{request, Fixture, BASE_SYMBOLS};
 use xtask::report::{self, Format, Request, Style, SymbolOptions};
 use xtask::results::BuildResult;
-
-fn request(targets: &[&str], variants: &[&str]) -> Request {
-    Request {
-        targets: targets.iter().map(|s| s.to_string()).collect(),
-        base: "baseline".to_string(),
-        variants: variants.iter().map(|s| s.to_string()).collect(),
-        symbols: None,
-        allow_mismatch: false,
-    }
-}
 
 fn error(f: &Fixture, req: &Request) -> String {
     match report::load(&f.layout(), req) {

@@ -5,19 +5,9 @@
 #[path = "common/report_fixture.rs"]
 mod report_fixture;
 
-use report_fixture::{Fixture, BASE_SYMBOLS};
+use report_fixture::{request, Fixture, BASE_SYMBOLS};
 use xtask::measure::bloat::Mode;
-use xtask::report::{self, Format, Request, Style, SymbolOptions};
-
-fn request(targets: &[&str], variants: &[&str]) -> Request {
-    Request {
-        targets: targets.iter().map(|s| s.to_string()).collect(),
-        base: "baseline".to_string(),
-        variants: variants.iter().map(|s| s.to_string()).collect(),
-        symbols: None,
-        allow_mismatch: false,
-    }
-}
+use xtask::report::{self, Format, Style, SymbolOptions};
 
 /// Both targets with baseline and no-reorder-blocks; bcm53xx also with
 /// no-swap (its kconfig line changes the config) and deinline (its own
