@@ -63,7 +63,9 @@ impl Default for ApplyOptions {
 /// Hunks are located as GNU patch 2.7 locates them (see `locate`): at the
 /// expected line plus the offset of the file's earlier hunks, then +1, −1,
 /// +2, −2 … over the whole file, every position at fuzz 0 before any at
-/// fuzz 1, never before the end of the previous hunk.
+/// fuzz 1, never at or before the last line the previous hunk of the file
+/// consumed (GNU 2.7.6 `last_frozen_line`), so repeated identical hunks go
+/// to successive sites, not all to the first.
 ///
 /// Files are never opened for writing: new content is written to a temporary
 /// file in the same directory and renamed over the old name (breaking any

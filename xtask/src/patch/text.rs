@@ -139,8 +139,10 @@ pub(crate) fn apply_hunks(
                 };
             }
         }
-        let failed = |out_offset: isize| {
-            let line = hunk.first() as isize + out_offset;
+        // GNU prints the line where the hunk was found, or where it was
+        // expected, shifted by what the earlier hunks added or removed.
+        let failed = |at: Option<isize>| {
+            let line = at.unwrap_or(hunk.first() as isize) + out_offset;
             HunkOutcome::Failed {
                 line,
                 out_offset,
@@ -148,19 +150,23 @@ pub(crate) fn apply_hunks(
             }
         };
         let Some((at, fuzz)) = found else {
-            outcomes.push(failed(out_offset));
+            outcomes.push(failed(None));
             continue;
         };
+        // GNU's locate_hunk moves in_offset to every place it finds, even
+        // when the hunk then cannot be written there.
+        in_offset = at - hunk.first() as isize;
         if at == 1 && creating && !input.is_empty() {
-            outcomes.push(failed(out_offset));
+            outcomes.push(failed(Some(at)));
             continue;
         }
         let printed = at + out_offset;
         if !apply_one(&mut out, hunk, at) {
-            outcomes.push(failed(out_offset));
+            // "misordered hunks! output would be garbled": the hunk's first
+            // change lies before a line an earlier hunk consumed.
+            outcomes.push(failed(Some(at)));
             continue;
         }
-        in_offset = at - hunk.first() as isize;
         out_offset += hunk.new_lines().len() as isize - old.len() as isize;
         outcomes.push(HunkOutcome::Applied {
             line: printed.max(0) as usize,

@@ -360,3 +360,56 @@ pub fn edit(rng: &mut Rng, lines: &[String], min: usize, spread: usize) -> Vec<S
     }
     v
 }
+
+/// One change for [`hunks_patch`]: at 0-based old line `at`, delete `del`
+/// lines and insert `ins` there.
+#[derive(Clone, Debug)]
+pub struct Edit {
+    pub at: usize,
+    pub del: usize,
+    pub ins: Vec<String>,
+}
+
+/// A unified diff of `name` (`a/NAME`, `b/NAME`) with one hunk per edit,
+/// in the given order, each with up to `context` lines of context on each
+/// side taken from `old`. Unlike `diff`, hunks may repeat (the same edit
+/// twice gives two identical hunks) and their context may overlap, as in
+/// hand-made or concatenated patches. New-side starts count the lines the
+/// earlier edits added or removed.
+pub fn hunks_patch(name: &str, old: &[String], edits: &[Edit], context: usize) -> Vec<u8> {
+    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    let mut delta: isize = 0;
+    for e in edits {
+        let at = e.at.min(old.len());
+        let del = e.del.min(old.len() - at);
+        let before = at.saturating_sub(context);
+        let after = (at + del + context).min(old.len());
+        let old_count = after - before;
+        let new_count = old_count - del + e.ins.len();
+        let range = |start: usize, count: usize| match count {
+            0 => format!("{},0", start - 1),
+            1 => format!("{start}"),
+            n => format!("{start},{n}"),
+        };
+        let new_start = (before as isize + 1 + delta).max(1) as usize;
+        out += &format!(
+            "@@ -{} +{} @@\n",
+            range(before + 1, old_count),
+            range(new_start, new_count)
+        );
+        for l in &old[before..at] {
+            out += &format!(" {l}\n");
+        }
+        for l in &old[at..at + del] {
+            out += &format!("-{l}\n");
+        }
+        for l in &e.ins {
+            out += &format!("+{l}\n");
+        }
+        for l in &old[at + del..after] {
+            out += &format!(" {l}\n");
+        }
+        delta += e.ins.len() as isize - del as isize;
+    }
+    out.into_bytes()
+}
