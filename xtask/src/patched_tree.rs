@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use xshell::{cmd, Shell};
 
 use crate::kernel_src::{sha256_bytes, PristineTree};
-use crate::patch::{apply_patch, parse_patch, ApplyOptions};
+use crate::patch::{apply_patch_forced, parse_patch, ApplyOptions};
 use crate::paths::Layout;
 use crate::results::PatchRecord;
 use crate::series::SeriesPatch;
@@ -31,6 +31,12 @@ pub struct PatchedTree {
 }
 
 /// Returns the patched tree for `series` on `pristine`, creating it if needed.
+///
+/// Each patch is applied as OpenWrt's `scripts/patch-kernel.sh` and quilt
+/// run GNU patch, with `-f` (never skipped as "Reversed (or previously
+/// applied)"; see [`apply_patch_forced`]), `-p1` and no fuzz. A patch that
+/// also applies in reverse gets a warning on stderr naming it; an empty
+/// (0-byte) patch applies as nothing, as quilt pushes it.
 ///
 /// Errors name the patch, file, hunk and line that failed (from the patch
 /// engine) and say the tree was left untouched.
@@ -76,7 +82,10 @@ pub fn prepare(
     for patch in series {
         let parsed =
             parse_patch(&patch.bytes).map_err(|e| anyhow!("patches/{}: {e}", patch.name))?;
-        apply_patch(&tree, &parsed, &options).map_err(|e| {
+        if patch.bytes.is_empty() {
+            eprintln!("note: patches/{} is empty; applied as nothing", patch.name);
+        }
+        let report = apply_patch_forced(&tree, &parsed, &options).map_err(|e| {
             anyhow!(
                 "patches/{}: {e}\nThe series stopped here; no patched tree was kept. \
                  Refresh the patch against Linux {} (or remove it from the series).",
@@ -84,6 +93,9 @@ pub fn prepare(
                 pristine.version
             )
         })?;
+        if let Some(w) = report.reverse_warning(&format!("patches/{}", patch.name)) {
+            eprintln!("{w}");
+        }
     }
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing old {}", dir.display()))?;

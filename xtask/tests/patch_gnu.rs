@@ -516,3 +516,116 @@ fn repeated_overlapping_and_insert_only_hunks() {
         "{applied} of {cases} applied"
     );
 }
+
+/// `patch -f`, as quilt's push and OpenWrt's patch-kernel.sh run it:
+/// already applied and reversed patches, creations of existing files and
+/// deletions of missing ones, random targets; and a hunk that matches
+/// backwards exactly but forwards only with fuzz (GNU without `-f` calls
+/// that patch reversed; with `-f` it applies). Same verdicts, hunk
+/// messages and trees as GNU patch -f; never "reversed".
+#[test]
+fn forced_like_quilt() {
+    let (mut cases, mut applied_reversible) = (0, 0);
+    let mut count = |(applied, _, report): (bool, Gnu, xtask::patch::ApplyReport)| {
+        cases += 1;
+        applied_reversible += usize::from(applied && report.applies_in_reverse);
+    };
+    for seed in 0..40 {
+        let mut rng = Rng(14000 + seed);
+        let a = source_text(&mut rng, 20, 40);
+        let b = edit(&mut rng, &a, 1, 4);
+        let p = gnu_diff("file.c", &join(&a), &join(&b));
+        if p.is_empty() {
+            continue;
+        }
+        let fuzz = rng.below(3);
+        count(differential_forced(
+            &format!("applied {seed}"),
+            &[f("file.c", join(&b))],
+            &p,
+            1,
+            fuzz,
+        ));
+        let t = edit(&mut rng, &a, 0, 5);
+        count(differential_forced(
+            &format!("mix {seed}"),
+            &[f("file.c", join(&t))],
+            &p,
+            1,
+            fuzz,
+        ));
+    }
+    for seed in 0..10 {
+        let mut rng = Rng(15000 + seed);
+        let keep = source_text(&mut rng, 10, 0);
+        let a = vec![
+            f("keep.c", join(&keep)),
+            f("old/gone.c", b"x\ny\n".to_vec()),
+        ];
+        let b = vec![
+            f("keep.c", join(&edit(&mut rng, &keep, 2, 0))),
+            f("new/born.c", b"born\n".to_vec()),
+        ];
+        let p = gnu_diff_trees(&a, &b);
+        count(differential_forced(
+            &format!("create/delete again {seed}"),
+            &b,
+            &p,
+            1,
+            0,
+        ));
+    }
+    // Two similar blocks; the patch was made where block B read like A.
+    let block = |first: &str, last: &str| -> Vec<String> {
+        [first, "two();", "three();", "four();", "five();", last]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for seed in 0..20 {
+        let mut rng = Rng(16000 + seed);
+        let filler: Vec<String> = (0..rng.below(10))
+            .map(|k| format!("filler_{k}();"))
+            .collect();
+        let a_block = block("one();", "six();");
+        let mut a_done = a_block.clone();
+        a_done.insert(3, "X();".into());
+        let tree = [
+            filler.clone(),
+            a_done,
+            filler.clone(),
+            block("ONE();", "SIX();"),
+        ]
+        .concat();
+        // After "three();" of the second block.
+        let edit = Edit {
+            at: filler.len() * 2 + 6 + 3,
+            del: 0,
+            ins: vec!["X();".into()],
+        };
+        let base = [filler.clone(), a_block.clone(), filler, a_block].concat();
+        let p = hunks_patch("f.c", &base, &[edit], 3);
+        let (applied, gnu, report) = differential_forced(
+            &format!("blocks {seed}"),
+            &[f("f.c", join(&tree))],
+            &p,
+            1,
+            2,
+        );
+        assert!(
+            applied && gnu.stdout.contains("with fuzz 1"),
+            "{}",
+            gnu.stdout
+        );
+        assert!(
+            report.applies_in_reverse,
+            "block case {seed}: no reverse hint"
+        );
+        cases += 1;
+        applied_reversible += 1;
+    }
+    assert!(
+        cases >= 100 && applied_reversible >= 20,
+        "{cases} {applied_reversible}"
+    );
+}

@@ -265,3 +265,56 @@ fn keep_going_classifies_everything() {
         std::fs::read(fx.newk.join("drivers/conflict.c")).unwrap()
     );
 }
+
+/// A patch whose hunk matches the new kernel backwards exactly (the change
+/// is there) and forwards only with fuzz, at another site: `patches push`
+/// applies it as quilt does (`patch -f`, with a warning), but the rebase
+/// still calls it upstream, as GNU patch without `-f` does.
+#[test]
+fn reversed_looking_patch_is_upstream_though_push_would_apply_it() {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let block = |first: &str, last: &str| {
+        format!("{first}\n\ttwo();\n\tthree();\n\tfour();\n\tfive();\n{last}\n")
+    };
+    let old = block("\tone();", "\tsix();") + "}\n" + &block("\tone();", "\tsix();");
+    let new = block("\tone();", "\tsix();")
+        + "}\n"
+        + &block("\tone();", "\tsix();").replace("\tthree();\n", "\tthree();\n\tX();\n");
+    let old_dir = root.join("patches/generic/pending-6.6");
+    std::fs::create_dir_all(&old_dir).unwrap();
+    let patch = "Subject: add X\n\n".to_string() + &gnu_diff(&sh, root, "drivers/x.c", &old, &new);
+    std::fs::write(old_dir.join("100-x.patch"), &patch).unwrap();
+    // The new kernel has X in the second block and changed the first one's ends.
+    let newk = root.join("linux-new");
+    std::fs::create_dir_all(newk.join("drivers")).unwrap();
+    std::fs::write(
+        newk.join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n",
+    )
+    .unwrap();
+    std::fs::write(newk.join("Kbuild"), "obj-y += drivers/\n").unwrap();
+    let kernel = block("\tONE();", "\tSIX();")
+        + "}\n"
+        + &block("\tone();", "\tsix();").replace("\tthree();\n", "\tthree();\n\tX();\n");
+    std::fs::write(newk.join("drivers/x.c"), &kernel).unwrap();
+    let fx = Fx {
+        _dir: tempfile::tempdir().unwrap(),
+        root: root.to_path_buf(),
+        newk: newk.clone(),
+    };
+    let gnu = gnu_class(&sh, &newk, &old_dir.join("100-x.patch"));
+    assert_eq!(gnu, Class::Upstream);
+    let forced = cmd!(
+        sh,
+        "patch -p1 -f --dry-run -d {newk} -i {old_dir}/100-x.patch"
+    )
+    .ignore_status()
+    .read()
+    .unwrap();
+    assert!(forced.contains("with fuzz 1"), "{forced}");
+    let layout = Layout::new(root);
+    let out = rebase::run(&sh, &layout, &opts(&fx, false), Action::Start).unwrap();
+    assert_eq!(out.state.results[0].class, Class::Upstream);
+}

@@ -379,3 +379,105 @@ proptest! {
         prop_assert_eq!(how, Refreshed::Unchanged);
     }
 }
+
+/// quilt pushes with `patch -f`: a patch whose hunk matches backwards
+/// exactly (at a site an earlier patch made look like it) but forwards only
+/// with fuzz is applied, not refused as reversed; an empty (0-byte) patch
+/// "appears to be empty; applied". The tree after `push -a` and `pop -a`
+/// must equal quilt's, and the forced patch carries the reverse hint.
+#[test]
+fn forced_push_and_empty_patch_like_quilt() {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let block = |first: &str, last: &str| {
+        format!("{first}\n\ttwo();\n\tthree();\n\tfour();\n\tfive();\n{last}\n")
+    };
+    let filler = "\tfiller();\n".repeat(4);
+    let base = block("\tone();", "\tsix();") + &filler + &block("\tONE();", "\tSIX();");
+    let with_a = base.replacen("\tthree();\n", "\tthree();\n\tX();\n", 1);
+    // Made against a tree where the second block read like the first.
+    let like_a = block("\tone();", "\tsix();") + &filler + &block("\tone();", "\tsix();");
+    let like_a_done = block("\tone();", "\tsix();")
+        + &filler
+        + &block("\tone();", "\tsix();").replace("\tthree();\n", "\tthree();\n\tX();\n");
+    let last_old = with_a.clone();
+    let last_new = with_a.replacen("\tfiller();\n", "\tfiller_changed();\n", 1);
+    let patches = [
+        (
+            "100-a.patch",
+            gnu_diff(&sh, root, "drivers/f.c", Some(&base), Some(&with_a), 3),
+        ),
+        (
+            "110-b.patch",
+            gnu_diff(
+                &sh,
+                root,
+                "drivers/f.c",
+                Some(&like_a),
+                Some(&like_a_done),
+                3,
+            ),
+        ),
+        ("120-empty.patch", String::new()),
+        (
+            "130-c.patch",
+            gnu_diff(
+                &sh,
+                root,
+                "drivers/f.c",
+                Some(&last_old),
+                Some(&last_new),
+                3,
+            ),
+        ),
+    ];
+    let pdir = root.join("patches/generic/pending-6.12");
+    std::fs::create_dir_all(&pdir).unwrap();
+    let mut names = Vec::new();
+    for (name, text) in &patches {
+        std::fs::write(pdir.join(name), text).unwrap();
+        names.push(format!("generic/pending-6.12/{name}"));
+    }
+    let series: String = names.iter().map(|n| format!("{n}\n")).collect();
+    std::fs::write(root.join("patches/series"), series).unwrap();
+    let (qt, ot) = (root.join("q"), root.join("o"));
+    for t in [&qt, &ot] {
+        std::fs::create_dir_all(t.join("drivers")).unwrap();
+        std::fs::write(t.join("drivers/f.c"), &base).unwrap();
+    }
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let patches_dir = root.join("patches");
+
+    let out = quilt(&sh, &qt, &patches_dir, &home, &["push", "-a"]);
+    assert!(
+        out.contains("Now at patch generic/pending-6.12/130-c.patch"),
+        "{out}"
+    );
+    assert!(
+        out.contains("120-empty.patch appears to be empty; applied"),
+        "{out}"
+    );
+    let s = Stack::new(&ot, &patches_dir, names.clone(), ApplyOptions::default());
+    let mut reports = Vec::new();
+    while let Some((name, report)) = s.push_next().unwrap() {
+        reports.push((name, report));
+    }
+    assert_eq!(snapshot(&qt), snapshot(&ot), "trees after push -a");
+    let hints: Vec<bool> = reports.iter().map(|(_, r)| r.applies_in_reverse).collect();
+    assert_eq!(hints, [false, true, false, false]);
+    assert!(reports[2].1.files.is_empty());
+    let warning = reports[1].1.reverse_warning(&reports[1].0).unwrap();
+    assert!(
+        warning.contains("110-b.patch") && warning.contains("patches rebase"),
+        "{warning}"
+    );
+    quilt(&sh, &qt, &patches_dir, &home, &["pop", "-a"]);
+    while s.pop(false).unwrap().is_some() {}
+    assert_eq!(snapshot(&qt), snapshot(&ot), "trees after pop -a");
+    assert_eq!(
+        std::fs::read_to_string(ot.join("drivers/f.c")).unwrap(),
+        base
+    );
+}

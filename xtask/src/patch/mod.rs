@@ -9,6 +9,7 @@
 //! * [`check_patch`], [`reverse_applies`], [`apply_patch_reverse`]: dry
 //!   runs and `-R`; a patch that only applies the other way round is
 //!   reported as [`ApplyError::Reversed`].
+//! * [`apply_patch_forced`]: `patch -f`, as quilt and OpenWrt apply series.
 //! * [`render_rejects`]/[`write_rejects`]: `.rej` files, on request.
 //!
 //! Submodules: `parse` (patch text → model), `locate` (where a hunk goes),
@@ -83,7 +84,27 @@ pub fn apply_patch(
     patch: &Patch,
     opts: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply::run(tree, patch, opts, false, true)
+    apply::run(tree, patch, opts, false, true, false)
+}
+
+/// [`apply_patch`] as `patch -f` applies, which is how quilt's `push` and
+/// OpenWrt's `scripts/patch-kernel.sh` run GNU patch: hunks are only tried
+/// forwards, so a patch is never skipped as "Reversed (or previously
+/// applied)"; a file whose hunks do not match fails like any other
+/// ([`ApplyError::Failed`], never [`ApplyError::Reversed`]). A hunk that
+/// matches backwards at fuzz 0 but forwards only with fuzz 1 or 2 applies
+/// (without `-f`, GNU would have called the patch reversed).
+///
+/// When the patch applies, [`ApplyReport::applies_in_reverse`] says whether
+/// it would also have applied the other way round, exactly, to the tree as
+/// it was (a hint that it is already there); checking that costs a second
+/// pass only when the first hunk of the first file matches backwards.
+pub fn apply_patch_forced(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply::run(tree, patch, opts, false, true, true)
 }
 
 /// [`apply_patch`] of the reversed patch (`patch -R`). A patch that applies
@@ -93,7 +114,7 @@ pub fn apply_patch_reverse(
     patch: &Patch,
     opts: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply::run(tree, patch, opts, true, true)
+    apply::run(tree, patch, opts, true, true, false)
 }
 
 /// [`apply_patch`] without writing anything (`patch --dry-run`): the report,
@@ -103,7 +124,16 @@ pub fn check_patch(
     patch: &Patch,
     opts: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply::run(tree, patch, opts, false, false)
+    apply::run(tree, patch, opts, false, false, false)
+}
+
+/// [`apply_patch_forced`] without writing anything (`patch -f --dry-run`).
+pub fn check_patch_forced(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply::run(tree, patch, opts, false, false, true)
 }
 
 /// Whether every hunk of every file of `patch` applies in reverse to `tree`,

@@ -104,10 +104,19 @@ fn err<T>(line: usize, kind: ParseErrorKind) -> Result<T, ParseError> {
 /// starting with a tab is a context line whose leading space was eaten;
 /// `\ No newline at end of file` removes the `\n` of the line before it.
 ///
+/// An empty (0-byte) input is a patch with no files: GNU patch does nothing
+/// and succeeds, quilt pushes it ("appears to be empty; applied").
+///
 /// Errors ([`ParseError`], with the 1-based patch line): no diff at all,
 /// ed scripts / normal / context diffs, malformed headers, body lines that do
 /// not match the `@@` counts, a patch that ends inside a hunk.
 pub fn parse_patch(bytes: &[u8]) -> Result<Patch, ParseError> {
+    if bytes.is_empty() {
+        return Ok(Patch {
+            description: Vec::new(),
+            files: Vec::new(),
+        });
+    }
     let lines = split_lines(bytes);
     let Some(start) = (0..lines.len()).find(|&i| is_file_header(&lines, i)) else {
         return Err(no_diff_error(&lines));

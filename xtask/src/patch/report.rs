@@ -86,12 +86,30 @@ impl FileReport {
 pub struct ApplyReport {
     /// One entry per file diff, in patch order.
     pub files: Vec<FileReport>,
+    /// Set only by [`super::apply_patch_forced`]: the patch applied, and it
+    /// would also have applied the other way round, exactly (fuzz 0), to
+    /// the tree as it was: it may already be in the tree (upstream, or a
+    /// duplicate of an earlier patch). GNU `patch -f` says nothing about
+    /// it; callers warn.
+    pub applies_in_reverse: bool,
 }
 
 impl ApplyReport {
     /// True when every file diff succeeded.
     pub fn succeeded(&self) -> bool {
         self.files.iter().all(FileReport::succeeded)
+    }
+
+    /// The warning for a patch `name` that applied but would also have
+    /// applied in reverse ([`ApplyReport::applies_in_reverse`]), naming it;
+    /// `None` otherwise.
+    pub fn reverse_warning(&self, name: &str) -> Option<String> {
+        self.applies_in_reverse.then(|| {
+            format!(
+                "warning: {name} also applies in reverse: already upstream? \
+                 see `cargo xtask patches rebase`"
+            )
+        })
     }
 
     /// GNU patch's messages for this report, one per line, as

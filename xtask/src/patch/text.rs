@@ -13,6 +13,25 @@ pub(crate) struct TextResult {
     /// The first hunk matched backwards before it matched forwards: the
     /// file looks reversed or already patched; nothing else was tried.
     pub looks_reversed: bool,
+    /// [`Reversal::Probe`] only: the first hunk, reversed, matches the
+    /// input exactly (fuzz 0) somewhere.
+    pub first_hunk_reverses: bool,
+}
+
+/// What to do about a file that looks reversed (GNU patch's "Reversed (or
+/// previously applied) patch detected!").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reversal {
+    /// As GNU patch without `-f`: at each fuzz level where the first hunk
+    /// does not match forwards, try it backwards; a match there stops the
+    /// file with [`TextResult::looks_reversed`].
+    Detect,
+    /// As `patch -f`: hunks are only tried forwards. Also record in
+    /// [`TextResult::first_hunk_reverses`] whether the first hunk matches
+    /// backwards at fuzz 0 (a cheap hint that the patch may already be in).
+    Probe,
+    /// Hunks are only tried forwards; nothing else.
+    Ignore,
 }
 
 impl TextResult {
@@ -92,17 +111,25 @@ fn canonical(lines: &[HunkLine]) -> Vec<&HunkLine> {
 /// `creating` is GNU's "the old side says the file does not exist": a hunk
 /// that lands on line 1 of a non-empty file then fails (the file already exists).
 ///
-/// With `detect_reversed`, the first hunk is also tried backwards at each
-/// fuzz level where it does not match forwards, before the next level, as
-/// GNU patch does; a backwards match ends the file with `looks_reversed`.
+/// `reversal` says whether the first hunk is also tried backwards (see
+/// [`Reversal`]).
 pub(crate) fn apply_hunks(
     input: &[u8],
     hunks: &[Hunk],
     max_fuzz: usize,
     creating: bool,
-    detect_reversed: bool,
+    reversal: Reversal,
 ) -> TextResult {
     let lines = split_lines(input);
+    let first_hunk_reverses = reversal == Reversal::Probe
+        && hunks.first().is_some_and(|h| {
+            let win = Window {
+                input_len: lines.len() as isize,
+                frozen: 0,
+                offset: 0,
+            };
+            reverse_matches(&lines, h, &win, 0)
+        });
     let mut out = Out {
         input: &lines,
         bytes: Vec::with_capacity(input.len() + 256),
@@ -131,11 +158,15 @@ pub(crate) fn apply_hunks(
                 found = Some((w, fuzz));
                 break;
             }
-            if detect_reversed && outcomes.is_empty() && reverse_matches(&lines, hunk, &win, fuzz) {
+            if reversal == Reversal::Detect
+                && outcomes.is_empty()
+                && reverse_matches(&lines, hunk, &win, fuzz)
+            {
                 return TextResult {
                     output: Vec::new(),
                     hunks: Vec::new(),
                     looks_reversed: true,
+                    first_hunk_reverses: false,
                 };
             }
         }
@@ -179,6 +210,7 @@ pub(crate) fn apply_hunks(
         output: out.bytes,
         hunks: outcomes,
         looks_reversed: false,
+        first_hunk_reverses,
     }
 }
 

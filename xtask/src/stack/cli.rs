@@ -218,6 +218,12 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
                 pushed += 1;
                 println!("Applying patch {name}");
                 print!("{}", report.render());
+                if report.files.is_empty() {
+                    println!("Patch {name} appears to be empty; applied");
+                }
+                if let Some(w) = report.reverse_warning(&name) {
+                    eprintln!("{w}");
+                }
                 if !all && until.as_ref().is_none_or(|u| *u == name) {
                     break;
                 }

@@ -23,8 +23,8 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::kernel_src::sha256_bytes;
 use crate::patch::{
-    apply_patch, check_patch, parse_patch, render_rejects, strip_components, write_rejects,
-    ApplyError, ApplyOptions, ApplyReport, Patch,
+    apply_patch_forced, check_patch_forced, parse_patch, render_rejects, strip_components,
+    write_rejects, ApplyError, ApplyOptions, ApplyReport, Patch,
 };
 use refresh::{read_optional, FileSides};
 use state::{check_relative, link_or_copy, remove_empty_parents, write_atomic, FileEntry, State};
@@ -112,6 +112,9 @@ impl Stack {
     }
 
     /// Pushes the next patch of the series; `None` when all are applied.
+    /// As quilt: applied as `patch -f` ([`Stack::push_patch`]); an empty
+    /// (0-byte) patch file is pushed as a patch touching nothing (quilt:
+    /// "Patch X appears to be empty; applied"; its report has no files).
     ///
     /// Errors: the patch does not parse or apply (the tree is unchanged:
     /// the engine is all-or-nothing and the saved pre-images are dropped).
@@ -205,11 +208,18 @@ impl Stack {
     /// Pushes `patch` as `name` (not necessarily from the series file):
     /// pre-images saved, patch applied all-or-nothing, state recorded.
     ///
+    /// Applied as quilt's `push` runs GNU patch, with `-f`
+    /// ([`apply_patch_forced`]): a patch is never refused as "Reversed (or
+    /// previously applied)"; one that also applies in reverse has
+    /// [`ApplyReport::applies_in_reverse`] set (see
+    /// [`ApplyReport::reverse_warning`]). `patches rebase` still classifies
+    /// such patches (it checks without `-f` first).
+    ///
     /// Errors: the engine's (the tree and state are as before).
     pub fn push_patch(&self, name: &str, patch: &Patch) -> Result<ApplyReport> {
         let files = self.touched(patch)?;
         let entries = self.save(name, &files)?;
-        match apply_patch(self.tree(), patch, &self.options) {
+        match apply_patch_forced(self.tree(), patch, &self.options) {
             Ok(report) => {
                 self.record(name, entries)?;
                 Ok(report)
@@ -221,13 +231,14 @@ impl Stack {
         }
     }
 
-    /// quilt's `push -f`: applies the hunks of `patch` that apply, writes
-    /// `FILE.rej` for the others into the tree, and records the patch as
-    /// applied so that the user can fix the tree and refresh it.
+    /// quilt's `push -f`: applies the hunks of `patch` that apply (GNU
+    /// `patch -f`: forwards only), writes `FILE.rej` for the others into
+    /// the tree, and records the patch as applied so that the user can fix
+    /// the tree and refresh it.
     ///
     /// Errors: refusals and I/O errors from the engine.
     pub fn push_forced(&self, name: &str, patch: &Patch) -> Result<ForcedPush> {
-        let report = match check_patch(self.tree(), patch, &self.options) {
+        let report = match check_patch_forced(self.tree(), patch, &self.options) {
             Ok(r) => r,
             Err(ApplyError::Failed(r)) | Err(ApplyError::Reversed { report: r, .. }) => r,
             Err(e) => return Err(anyhow!(e)),
@@ -263,7 +274,7 @@ impl Stack {
             }
         }
         if !partial.files.is_empty() {
-            if let Err(e) = apply_patch(self.tree(), &partial, &self.options) {
+            if let Err(e) = apply_patch_forced(self.tree(), &partial, &self.options) {
                 self.drop_state(name);
                 return Err(anyhow!(e)).context("applying the hunks that apply");
             }

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::patch::{self, ApplyError, ApplyOptions, ApplyReport, FileOp, HunkOutcome};
+use xtask::patch::{self, ApplyError, ApplyOptions, ApplyReport, FileOp, FileProblem, HunkOutcome};
 
 /// A file to put in a tree: relative path, content, permission bits.
 #[derive(Clone, Debug)]
@@ -162,6 +162,15 @@ impl Gnu {
 
 /// `patch -pN --batch --forward --verbose --fuzz F` in `dir` (no backups, no rejects).
 pub fn run_gnu(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu {
+    run_gnu_mode(dir, patch_bytes, strip, fuzz, "--forward")
+}
+
+/// `patch -pN -f --verbose --fuzz F` in `dir`, as quilt and OpenWrt run it.
+pub fn run_gnu_forced(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu {
+    run_gnu_mode(dir, patch_bytes, strip, fuzz, "--force")
+}
+
+fn run_gnu_mode(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize, mode: &str) -> Gnu {
     let pfile = tempfile::NamedTempFile::new().unwrap();
     fs::write(pfile.path(), patch_bytes).unwrap();
     let p = pfile.path();
@@ -170,7 +179,7 @@ pub fn run_gnu(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu
     let (strip_arg, fuzz_arg) = (format!("-p{strip}"), fuzz.to_string());
     let out = cmd!(
         sh,
-        "patch {strip_arg} --batch --forward --verbose --fuzz {fuzz_arg} --no-backup-if-mismatch --reject-file=- -i {p}"
+        "patch {strip_arg} --batch {mode} --verbose --fuzz {fuzz_arg} --no-backup-if-mismatch --reject-file=- -i {p}"
     )
     .ignore_status()
     .quiet()
@@ -182,10 +191,15 @@ pub fn run_gnu(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu
     }
 }
 
-/// Our report in GNU's `--verbose` wording: every hunk gets a line.
+/// Our report in GNU's `--verbose` wording: every hunk gets a line. A file
+/// that is not there to patch gets none (GNU: "can't find file to patch").
 pub fn our_lines(report: &ApplyReport) -> Vec<String> {
     let mut v = Vec::new();
-    for f in &report.files {
+    for f in report
+        .files
+        .iter()
+        .filter(|f| f.problem != Some(FileProblem::Missing))
+    {
         let mut s = format!("patching file {}", f.path.display());
         match (&f.source, f.op) {
             (Some(src), FileOp::Rename) => s += &format!(" (renamed from {})", src.display()),
@@ -286,6 +300,69 @@ pub fn differential_with(
         Err(e) => panic!("unexpected error {e}: {}", ctx()),
     };
     (verdict, gnu)
+}
+
+/// As [`differential`], but GNU runs with `-f` (quilt's and OpenWrt's
+/// mode) and the engine with [`patch::apply_patch_forced`]: both must
+/// apply, or both fail with the same hunk messages (never "reversed"),
+/// with the same resulting tree. Returns whether it applied, GNU's output
+/// and our report.
+pub fn differential_forced(
+    name: &str,
+    files: &[F],
+    patch_bytes: &[u8],
+    strip: usize,
+    fuzz: usize,
+) -> (bool, Gnu, ApplyReport) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (gdir, odir) = (tmp.path().join("gnu"), tmp.path().join("ours"));
+    fs::create_dir_all(&gdir).unwrap();
+    fs::create_dir_all(&odir).unwrap();
+    write_tree(&gdir, files);
+    write_tree(&odir, files);
+    let before = read_tree(&odir);
+    let gnu = run_gnu_forced(&gdir, patch_bytes, strip, fuzz);
+    let ctx = || {
+        format!(
+            "case {name} (-f, fuzz {fuzz})\n--- patch ---\n{}\n--- GNU (status {}) ---\n{}",
+            String::from_utf8_lossy(patch_bytes),
+            gnu.status,
+            gnu.stdout
+        )
+    };
+    assert!(gnu.status <= 1, "GNU patch trouble: {}", ctx());
+    let parsed = patch::parse_patch(patch_bytes).unwrap_or_else(|e| panic!("{e}\n{}", ctx()));
+    let opts = ApplyOptions { strip, fuzz };
+    match patch::apply_patch_forced(&odir, &parsed, &opts) {
+        Ok(report) => {
+            assert_eq!(gnu.status, 0, "we applied, GNU did not: {}", ctx());
+            assert_eq!(
+                our_lines(&report),
+                gnu.lines(),
+                "messages differ: {}",
+                ctx()
+            );
+            assert_eq!(
+                read_tree(&odir),
+                read_tree(&gdir),
+                "trees differ: {}",
+                ctx()
+            );
+            (true, gnu, report)
+        }
+        Err(ApplyError::Failed(report)) => {
+            assert_eq!(gnu.status, 1, "we failed, GNU did not: {}", ctx());
+            assert_eq!(
+                our_lines(&report),
+                gnu.lines(),
+                "messages differ: {}",
+                ctx()
+            );
+            assert_eq!(read_tree(&odir), before, "tree changed: {}", ctx());
+            (false, gnu, report)
+        }
+        Err(e) => panic!("unexpected error {e}: {}", ctx()),
+    }
 }
 
 /// [`differential_with`] where both engines get the same patch.
