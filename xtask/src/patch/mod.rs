@@ -12,7 +12,8 @@
 //! * [`apply_patch_forced`]: `patch -f`, as quilt and OpenWrt apply series.
 //! * [`render_rejects`]/[`write_rejects`]: `.rej` files, on request.
 //!
-//! Submodules: `parse` (patch text → model), `locate` (where a hunk goes),
+//! Submodules: `parse` (patch text → model), `headers` (file headers,
+//! git extended headers), `locate` (where a hunk goes),
 //! `text` (hunks applied to one file's bytes), `apply` (the tree, all or
 //! nothing), `fsops` (safe writes into hard-linked trees), `report`,
 //! `reject`, `error`.
@@ -20,6 +21,7 @@
 mod apply;
 mod error;
 mod fsops;
+mod headers;
 mod locate;
 mod model;
 mod parse;
