@@ -34,8 +34,9 @@ pub struct PatchedTree {
 ///
 /// Each patch is applied as OpenWrt's `scripts/patch-kernel.sh` and quilt
 /// run GNU patch, with `-f` (never skipped as "Reversed (or previously
-/// applied)"; see [`apply_patch_forced`]), `-p1` and no fuzz. A patch that
-/// also applies in reverse gets a warning on stderr naming it; an empty
+/// applied)"; see [`apply_patch_forced`]), `-p1` and no fuzz. Warnings
+/// (a patch that also applies in reverse, parse warnings such as hunk lines
+/// past the header's counts) go to stderr naming the patch; an empty
 /// (0-byte) patch applies as nothing, as quilt pushes it.
 ///
 /// Errors name the patch, file, hunk and line that failed (from the patch
@@ -93,7 +94,7 @@ pub fn prepare(
                 pristine.version
             )
         })?;
-        if let Some(w) = report.reverse_warning(&format!("patches/{}", patch.name)) {
+        for w in report.warnings(&format!("patches/{}", patch.name)) {
             eprintln!("{w}");
         }
     }

@@ -134,19 +134,20 @@ fn ed_scripts_and_garbage_are_parse_errors() {
 fn malformed_patches_name_the_line() {
     let good = gnu_diff("f", b"1\n2\n3\n4\n5\n6\n7\n", b"1\n2\n3\nX\n5\n6\n7\n");
     let text = String::from_utf8(good.clone()).unwrap();
-    // Header says one more old/new line than the body has: the body runs
-    // into end of file.
-    let longer = text.replace("@@ -1,7 +1,7 @@", "@@ -1,8 +1,8 @@");
+    // Header says four more old/new lines than the body has: the body runs
+    // into end of file (GNU takes up to three for stripped blank lines).
+    let longer = text.replace("@@ -1,7 +1,7 @@", "@@ -1,11 +1,11 @@");
     let e = parse_patch(longer.as_bytes()).unwrap_err();
     assert_eq!(e.line, text.lines().count() + 1, "{e}");
     assert!(
         matches!(e.kind, ParseErrorKind::UnexpectedEnd { hunk_line: 3 }),
         "{e}"
     );
-    // Header says fewer lines than the body has.
+    // Header says fewer lines than the body has: GNU ends the hunk at the
+    // counts; the warning names the first ignored line.
     let shorter = text.replace("@@ -1,7 +1,7 @@", "@@ -1,6 +1,6 @@");
-    let e = parse_patch(shorter.as_bytes()).unwrap_err();
-    assert_eq!(e.line, text.lines().count(), "{e}");
+    let w = &parse_patch(shorter.as_bytes()).unwrap().warnings[0];
+    assert_eq!(w.line, text.lines().count(), "{w}");
     // Truncated in the middle of the hunk.
     let cut: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
     let e = parse_patch(cut.as_bytes()).unwrap_err();
@@ -158,12 +159,12 @@ fn malformed_patches_name_the_line() {
     // apply_patch_file names the patch file and the line.
     let tmp = tempfile::tempdir().unwrap();
     let pf = tmp.path().join("bad.patch");
-    fs::write(&pf, &shorter).unwrap();
+    fs::write(&pf, &longer).unwrap();
     let e = apply_patch_file(tmp.path(), &pf, &P1)
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("bad.patch") && e.contains(&format!(":{}:", text.lines().count())),
+        e.contains("bad.patch") && e.contains(&format!(":{}:", text.lines().count() + 1)),
         "{e}"
     );
 }

@@ -468,7 +468,7 @@ fn forced_push_and_empty_patch_like_quilt() {
     let hints: Vec<bool> = reports.iter().map(|(_, r)| r.applies_in_reverse).collect();
     assert_eq!(hints, [false, true, false, false]);
     assert!(reports[2].1.files.is_empty());
-    let warning = reports[1].1.reverse_warning(&reports[1].0).unwrap();
+    let warning = reports[1].1.warnings(&reports[1].0).join("\n");
     assert!(
         warning.contains("110-b.patch") && warning.contains("patches rebase"),
         "{warning}"
@@ -480,4 +480,68 @@ fn forced_push_and_empty_patch_like_quilt() {
         std::fs::read_to_string(ot.join("drivers/f.c")).unwrap(),
         base
     );
+}
+
+/// A context diff (`diff -c`) in the series: pushed as quilt pushes it,
+/// and refreshed as quilt refreshes it, which writes it back as a unified
+/// diff under the same description.
+#[test]
+fn context_diff_patch_pushes_and_refreshes_like_quilt() {
+    let sh = Shell::new().unwrap();
+    for seed in 1..=4u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mut rng = Rng(seed * 31);
+        let old = source(&mut rng, 40, "f");
+        let new = edit(&mut rng, &old, "p");
+        let (a, b) = (root.join("diff-old"), root.join("diff-new"));
+        std::fs::write(&a, &old).unwrap();
+        std::fs::write(&b, &new).unwrap();
+        let (la, lb) = ("a/drivers/f.c", "b/drivers/f.c");
+        let ctx = cmd!(sh, "diff -c -p --label {la} --label {lb} {a} {b}")
+            .ignore_status()
+            .read()
+            .unwrap()
+            + "\n";
+        let patch = format!("Subject: [PATCH] context diff {seed}\n\n---\n{ctx}");
+        let patches = root.join("patches");
+        std::fs::create_dir_all(&patches).unwrap();
+        std::fs::write(patches.join("100-ctx.patch"), &patch).unwrap();
+        std::fs::write(patches.join("series"), "100-ctx.patch\n").unwrap();
+        let (qt, ot) = (root.join("q"), root.join("o"));
+        for t in [&qt, &ot] {
+            std::fs::create_dir_all(t.join("drivers")).unwrap();
+            std::fs::write(t.join("drivers/f.c"), &old).unwrap();
+        }
+        let (qp, op) = (root.join("qp"), root.join("op"));
+        copy_tree(&patches, &qp);
+        copy_tree(&patches, &op);
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let out = quilt(&sh, &qt, &qp, &home, &["push", "-a"]);
+        assert!(out.contains("Now at patch 100-ctx.patch"), "{out}");
+        let s = Stack::new(
+            &ot,
+            &op,
+            vec!["100-ctx.patch".into()],
+            ApplyOptions::default(),
+        );
+        s.push_next().unwrap().unwrap();
+        assert_eq!(
+            snapshot(&qt),
+            snapshot(&ot),
+            "seed {seed}: trees after push"
+        );
+        quilt(&sh, &qt, &qp, &home, REFRESH);
+        assert_eq!(s.refresh(None).unwrap().1, Refreshed::Rewritten);
+        let (q, o) = (
+            std::fs::read_to_string(qp.join("100-ctx.patch")).unwrap(),
+            std::fs::read_to_string(op.join("100-ctx.patch")).unwrap(),
+        );
+        assert_eq!(q, o, "seed {seed}: refreshed");
+        assert!(
+            o.contains("\n--- a/drivers/f.c\n+++ b/drivers/f.c\n@@ "),
+            "{o}"
+        );
+    }
 }

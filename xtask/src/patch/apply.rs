@@ -345,6 +345,7 @@ pub(crate) fn run(
         view,
         first_hunk_reverses,
     } = plan(tree, patch, opts, reversal)?;
+    report.parse_warnings = patch.warnings.clone();
     if !report.succeeded() {
         if !force {
             let other = patch.reversed();

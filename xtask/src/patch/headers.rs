@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use super::model::{FileName, FileOp, FilePatch, Hunk};
-use super::parse::{chomp, err, parse_hunks, ParseError, ParseErrorKind};
+use super::parse::{chomp, err, parse_hunks, ParseError, ParseErrorKind, Warnings};
 
 /// Parses the name part of a `--- `/`+++ ` line (GNU `fetchname`): a C-quoted
 /// name, or the text up to the first tab (or, with no tab, the first space);
@@ -143,7 +143,11 @@ fn path_name(bytes: Vec<u8>) -> FileName {
 }
 
 /// One `diff --git` file diff starting at index `i`; returns it and the index after it.
-pub(super) fn parse_git_file(lines: &[&[u8]], i: usize) -> Result<(FilePatch, usize), ParseError> {
+pub(super) fn parse_git_file(
+    lines: &[&[u8]],
+    i: usize,
+    warnings: &mut Warnings<'_>,
+) -> Result<(FilePatch, usize), ParseError> {
     let (a, b) = parse_git_names(&lines[i][b"diff --git ".len()..], i + 1)?;
     let mut old = Some(path_name(a));
     let mut new = Some(path_name(b));
@@ -207,7 +211,7 @@ pub(super) fn parse_git_file(lines: &[&[u8]], i: usize) -> Result<(FilePatch, us
             new = n;
         }
         let strip_cr = lines[j + 1].ends_with(b"\r\n");
-        let (h, next) = parse_hunks(lines, j + 2, strip_cr)?;
+        let (h, next) = parse_hunks(lines, j + 2, strip_cr, warnings)?;
         hunks = h;
         j = next;
     }

@@ -19,6 +19,7 @@
 //! `reject`, `error`.
 
 mod apply;
+mod context;
 mod error;
 mod fsops;
 mod headers;
@@ -35,7 +36,7 @@ use anyhow::Context as _;
 
 pub use error::ApplyError;
 pub use model::{FileName, FileOp, FilePatch, Hunk, HunkLine, LineKind, Patch};
-pub use parse::{parse_patch, ParseError, ParseErrorKind};
+pub use parse::{parse_patch, ParseError, ParseErrorKind, ParseWarning, ParseWarningKind};
 pub use reject::{render_rejects, write_rejects};
 pub use report::{hunk_message, ApplyReport, FileProblem, FileReport, HunkOutcome};
 

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::model::FileOp;
+use super::parse::ParseWarning;
 
 /// The outcome of one hunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +93,9 @@ pub struct ApplyReport {
     /// duplicate of an earlier patch). GNU `patch -f` says nothing about
     /// it; callers warn.
     pub applies_in_reverse: bool,
+    /// The parsed patch's [`super::Patch::warnings`]: what was applied as
+    /// GNU patch reads it but looks unintended.
+    pub parse_warnings: Vec<ParseWarning>,
 }
 
 impl ApplyReport {
@@ -100,16 +104,26 @@ impl ApplyReport {
         self.files.iter().all(FileReport::succeeded)
     }
 
-    /// The warning for a patch `name` that applied but would also have
-    /// applied in reverse ([`ApplyReport::applies_in_reverse`]), naming it;
-    /// `None` otherwise.
-    pub fn reverse_warning(&self, name: &str) -> Option<String> {
-        self.applies_in_reverse.then(|| {
-            format!(
+    /// What to warn about for patch `name`, one line each, naming the
+    /// patch, the file (`-p` stripped) and the patch line: every parse
+    /// warning, then, if [`ApplyReport::applies_in_reverse`], that the patch
+    /// may already be in the tree.
+    pub fn warnings(&self, name: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .parse_warnings
+            .iter()
+            .map(|w| match self.files.iter().find(|f| f.index == w.file) {
+                Some(f) => format!("warning: {name}: {}: {w}", f.path.display()),
+                None => format!("warning: {name}: {w}"),
+            })
+            .collect();
+        if self.applies_in_reverse {
+            out.push(format!(
                 "warning: {name} also applies in reverse: already upstream? \
                  see `cargo xtask patches rebase`"
-            )
-        })
+            ));
+        }
+        out
     }
 
     /// GNU patch's messages for this report, one per line, as

@@ -221,7 +221,7 @@ pub fn run(sh: &Shell, layout: &Layout, command: PatchesCommand) -> Result<()> {
                 if report.files.is_empty() {
                     println!("Patch {name} appears to be empty; applied");
                 }
-                if let Some(w) = report.reverse_warning(&name) {
+                for w in report.warnings(&name) {
                     eprintln!("{w}");
                 }
                 if !all && until.as_ref().is_none_or(|u| *u == name) {

@@ -212,7 +212,7 @@ impl Stack {
     /// ([`apply_patch_forced`]): a patch is never refused as "Reversed (or
     /// previously applied)"; one that also applies in reverse has
     /// [`ApplyReport::applies_in_reverse`] set (see
-    /// [`ApplyReport::reverse_warning`]). `patches rebase` still classifies
+    /// [`ApplyReport::warnings`]). `patches rebase` still classifies
     /// such patches (it checks without `-f` first).
     ///
     /// Errors: the engine's (the tree and state are as before).
@@ -249,6 +249,7 @@ impl Stack {
         let mut partial = Patch {
             description: patch.description.clone(),
             files: Vec::new(),
+            warnings: Vec::new(),
         };
         let mut reject_text = Vec::new();
         for fr in &report.files {
