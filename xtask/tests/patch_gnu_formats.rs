@@ -352,3 +352,89 @@ fn forced_like_quilt() {
         "{cases} {applied_reversible}"
     );
 }
+
+/// Files skipped as missing (to patch, or to delete) or as already
+/// applied are reported in GNU patch's words ("can't find file to patch",
+/// "Skipping patch", "N out of N hunks ignored"), next to files that apply
+/// and files with failed hunks, as `patch --batch --forward` prints them
+/// (less its "text leading up to this" excerpt).
+#[test]
+fn skipped_files_in_gnu_words() {
+    let mut rng = Rng(24000);
+    let have = source_text(&mut rng, 20, 0);
+    let rev = source_text(&mut rng, 20, 0);
+    let fail = source_text(&mut rng, 20, 0);
+    let rev_done = edit(&mut rng, &rev, 2, 0);
+    let mut patch = Vec::new();
+    patch.extend(gnu_diff(
+        "have.c",
+        &join(&have),
+        &join(&edit(&mut rng, &have, 2, 0)),
+    ));
+    let missing = source_text(&mut rng, 20, 0);
+    patch.extend(gnu_diff(
+        "nope.c",
+        &join(&missing),
+        &join(&edit(&mut rng, &missing, 3, 0)),
+    ));
+    patch.extend(b"--- a/gone.c\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-x\n-y\n");
+    patch.extend(gnu_diff("rev.c", &join(&rev), &join(&rev_done)));
+    patch.extend(gnu_diff(
+        "fail.c",
+        &join(&fail),
+        &join(&edit(&mut rng, &fail, 1, 0)),
+    ));
+    let mut fail_target = fail.clone();
+    for l in fail_target.iter_mut() {
+        *l = format!("{l} /* moved on */");
+    }
+    let files = [
+        f("have.c", join(&have)),
+        f("rev.c", join(&rev_done)),
+        f("fail.c", join(&fail_target)),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(tmp.path(), &files);
+    let pfile = tmp.path().join("p.patch");
+    fs::write(&pfile, &patch).unwrap();
+    let sh = Shell::new().unwrap();
+    sh.change_dir(tmp.path());
+    let out = cmd!(
+        sh,
+        "patch -p1 --batch --forward --no-backup-if-mismatch --reject-file=- -i p.patch"
+    )
+    .ignore_status()
+    .read()
+    .unwrap();
+    let gnu: Vec<String> = out
+        .lines()
+        .filter(|l| {
+            !l.starts_with("The text leading up")
+                && !l.starts_with('|')
+                && !l.starts_with("--------")
+        })
+        .map(|l| l.split(" -- saving rejects").next().unwrap().to_string())
+        .collect();
+    let odir = tempfile::tempdir().unwrap();
+    write_tree(odir.path(), &files);
+    let parsed = parse_patch(&patch).unwrap();
+    let opts = xtask::patch::ApplyOptions { strip: 1, fuzz: 2 };
+    let Err(xtask::patch::ApplyError::Failed(report)) =
+        xtask::patch::apply_patch(odir.path(), &parsed, &opts)
+    else {
+        panic!("must fail");
+    };
+    let ours: Vec<String> = report.render().lines().map(str::to_string).collect();
+    assert_eq!(ours, gnu);
+    for words in [
+        "can't find file to patch at input line",
+        "No file to patch.  Skipping patch.",
+        "which does not exist!  Skipping patch.",
+        "Reversed (or previously applied) patch detected!  Skipping patch.",
+        "2 out of 2 hunks ignored",
+        "Hunk #1 FAILED at",
+    ] {
+        assert!(ours.iter().any(|l| l.contains(words)), "{words}: {ours:#?}");
+    }
+    assert!(!ours.iter().any(|l| l.contains("FAILED at 0")), "{ours:?}");
+}

@@ -318,3 +318,66 @@ fn reversed_looking_patch_is_upstream_though_push_would_apply_it() {
     let out = rebase::run(&sh, &layout, &opts(&fx, false), Action::Start).unwrap();
     assert_eq!(out.state.results[0].class, Class::Upstream);
 }
+
+/// A conflict because a file the patch changes is gone from the new
+/// kernel: the note says so in GNU patch's words, per file, never
+/// "Hunk #1 FAILED at 0".
+#[test]
+fn conflict_note_names_missing_files_in_gnu_words() {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let old_dir = root.join("patches/generic/pending-6.6");
+    std::fs::create_dir_all(&old_dir).unwrap();
+    let kept = lines("kept", 20).concat();
+    let gone = lines("gone", 20).concat();
+    let patch = gnu_diff(
+        &sh,
+        root,
+        "drivers/kept.c",
+        &kept,
+        &kept.replace("kept_stmt_5", "x"),
+    ) + &gnu_diff(
+        &sh,
+        root,
+        "drivers/gone.c",
+        &gone,
+        &gone.replace("gone_stmt_5", "x"),
+    );
+    std::fs::write(old_dir.join("100-two.patch"), &patch).unwrap();
+    let newk = root.join("linux-new");
+    std::fs::create_dir_all(newk.join("drivers")).unwrap();
+    std::fs::write(
+        newk.join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n",
+    )
+    .unwrap();
+    std::fs::write(newk.join("Kbuild"), "obj-y += drivers/\n").unwrap();
+    std::fs::write(newk.join("drivers/kept.c"), &kept).unwrap();
+    let gnu = cmd!(
+        sh,
+        "patch -p1 -N --batch --dry-run -d {newk} -i {old_dir}/100-two.patch"
+    )
+    .ignore_status()
+    .read()
+    .unwrap();
+    let fx = Fx {
+        _dir: tempfile::tempdir().unwrap(),
+        root: root.to_path_buf(),
+        newk,
+    };
+    let layout = Layout::new(root);
+    let out = rebase::run(&sh, &layout, &opts(&fx, true), Action::Start).unwrap();
+    let r = &out.state.results[0];
+    assert_eq!(r.class, Class::Conflict);
+    for words in [
+        "can't find file to patch at input line",
+        "No file to patch.  Skipping patch.",
+        "1 out of 1 hunk ignored",
+    ] {
+        assert!(gnu.contains(words), "GNU: {gnu}");
+        assert!(r.note.contains(words), "{}", r.note);
+    }
+    assert!(r.note.starts_with("drivers/gone.c: "), "{}", r.note);
+    assert!(!r.note.contains("FAILED"), "{}", r.note);
+}

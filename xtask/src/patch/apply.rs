@@ -254,6 +254,9 @@ fn apply_file(
         op,
         hunks: Vec::new(),
         problem: None,
+        hunk_count: fp.hunks.len(),
+        line: fp.hunks.first().map_or(fp.line, |h| h.line),
+        symlink: false,
     };
     let input = match &source {
         Some(s) => view.get(s)?,

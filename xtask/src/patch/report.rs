@@ -69,16 +69,99 @@ pub struct FileReport {
     pub source: Option<PathBuf>,
     /// What the file diff does.
     pub op: FileOp,
-    /// One outcome per hunk, in patch order.
+    /// One outcome per hunk, in patch order (none when the file was skipped).
     pub hunks: Vec<HunkOutcome>,
     /// A file-level failure, if any.
     pub problem: Option<FileProblem>,
+    /// Hunks in the file diff (what GNU counts as "ignored" when it skips it).
+    pub hunk_count: usize,
+    /// The patch line GNU names for this file ("can't find file to patch at
+    /// input line N"): its first hunk's `@@` line, else its header line.
+    pub line: usize,
+    /// The file diff creates a symbolic link (git mode 120000); GNU says
+    /// "patching symbolic link".
+    pub symlink: bool,
 }
 
 impl FileReport {
     /// True when every hunk applied and there is no file-level problem.
     pub fn succeeded(&self) -> bool {
         self.problem.is_none() && self.hunks.iter().all(HunkOutcome::applied)
+    }
+
+    /// GNU patch's messages for this file, one per line, as `patch
+    /// --batch --forward` prints them (without `-- saving rejects` notes and
+    /// without the "text leading up to this" excerpt). A file skipped as
+    /// missing or reversed gets GNU's words for that and "N out of N hunks
+    /// ignored", never per-hunk lines.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let path = self.path.display();
+        let ignored = |s: &mut String| {
+            let n = self.hunk_count;
+            if n > 0 {
+                let _ = writeln!(s, "{n} out of {n} hunk{} ignored", plural(n));
+            }
+        };
+        if self.problem == Some(FileProblem::Missing) {
+            if self.op == FileOp::Delete {
+                let _ = writeln!(s, "The next patch would delete the file {path},");
+                let _ = writeln!(s, "which does not exist!  Skipping patch.");
+            } else {
+                let _ = writeln!(s, "can't find file to patch at input line {}", self.line);
+                let _ = writeln!(s, "Perhaps you used the wrong -p or --strip option?");
+                let _ = writeln!(s, "No file to patch.  Skipping patch.");
+            }
+            ignored(&mut s);
+            return s;
+        }
+        let kind = if self.symlink {
+            "symbolic link"
+        } else {
+            "file"
+        };
+        let _ = write!(s, "patching {kind} {path}");
+        match (&self.source, self.op) {
+            (Some(src), FileOp::Rename) => {
+                let _ = write!(s, " (renamed from {})", src.display());
+            }
+            (Some(src), FileOp::Copy) => {
+                let _ = write!(s, " (copied from {})", src.display());
+            }
+            _ => {}
+        }
+        s.push('\n');
+        if self.problem == Some(FileProblem::LooksReversed) {
+            let _ = writeln!(
+                s,
+                "Reversed (or previously applied) patch detected!  Skipping patch."
+            );
+            ignored(&mut s);
+            return s;
+        }
+        for (i, h) in self.hunks.iter().enumerate() {
+            if let Some(msg) = hunk_message(i + 1, h) {
+                s.push_str(&msg);
+                s.push('\n');
+            }
+        }
+        if self.problem == Some(FileProblem::NotDeleted) {
+            let _ = writeln!(s, "Not deleting file {path} as content differs from patch");
+        }
+        let failed = self.hunks.iter().filter(|h| !h.applied()).count();
+        if failed > 0 {
+            let n = self.hunks.len();
+            let _ = writeln!(s, "{failed} out of {n} hunk{} FAILED", plural(n));
+        }
+        s
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
@@ -127,60 +210,13 @@ impl ApplyReport {
     }
 
     /// GNU patch's messages for this report, one per line, as
-    /// `patch --batch` prints them (without `-- saving rejects` notes):
-    /// `patching file X`, `Hunk #N succeeded at L with fuzz F (offset O lines).`
-    /// (only for hunks that needed fuzz or an offset), `Hunk #N FAILED at L.`,
-    /// `K out of N hunks FAILED`.
+    /// `patch --batch --forward` prints them: [`FileReport::render`] of
+    /// every file diff in patch order (`patching file X`, `Hunk #N
+    /// succeeded at L with fuzz F (offset O lines).` for hunks that needed
+    /// fuzz or an offset, `Hunk #N FAILED at L.`, `K out of N hunks
+    /// FAILED`, and GNU's words for skipped files).
     pub fn render(&self) -> String {
-        let mut s = String::new();
-        for f in &self.files {
-            let _ = write!(s, "patching file {}", f.path.display());
-            match (&f.source, f.op) {
-                (Some(src), FileOp::Rename) => {
-                    let _ = write!(s, " (renamed from {})", src.display());
-                }
-                (Some(src), FileOp::Copy) => {
-                    let _ = write!(s, " (copied from {})", src.display());
-                }
-                _ => {}
-            }
-            s.push('\n');
-            match f.problem {
-                Some(FileProblem::Missing) => {
-                    let _ = writeln!(s, "can't find file to patch");
-                }
-                Some(FileProblem::LooksReversed) => {
-                    let _ = writeln!(
-                        s,
-                        "Reversed (or previously applied) patch detected!  Skipping patch."
-                    );
-                }
-                _ => {}
-            }
-            for (i, h) in f.hunks.iter().enumerate() {
-                if let Some(msg) = hunk_message(i + 1, h) {
-                    s.push_str(&msg);
-                    s.push('\n');
-                }
-            }
-            if f.problem == Some(FileProblem::NotDeleted) {
-                let _ = writeln!(
-                    s,
-                    "Not deleting file {} as content differs from patch",
-                    f.path.display()
-                );
-            }
-            let failed = f.hunks.iter().filter(|h| !h.applied()).count();
-            if failed > 0 {
-                let n = f.hunks.len();
-                let _ = writeln!(
-                    s,
-                    "{failed} out of {n} hunk{} FAILED",
-                    if n == 1 { "" } else { "s" }
-                );
-            }
-        }
-        s
+        self.files.iter().map(FileReport::render).collect()
     }
 }
 
