@@ -336,3 +336,67 @@ fn rejects_match_gnu() {
     }
     assert!(compared >= 5, "only {compared} reject files compared");
 }
+
+fn git_symlink_patch(path: &str, target: &str) -> Vec<u8> {
+    format!(
+        "diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+    )
+    .into_bytes()
+}
+
+/// git symbolic links are created only when their target resolves inside
+/// the tree: absolute targets, targets above the tree or reached through
+/// a symbolic link, a file turned into a link and other file types
+/// (gitlinks) are refused with nothing written, naming the file and the
+/// patch line; a push names the patch too. Before, each of these became
+/// a regular file with mode 000.
+#[test]
+fn git_symlinks_outside_the_tree_are_refused() {
+    let files = [f("x", "a\n"), f("sub/y", "b\n")];
+    for (path, target) in [
+        ("abs", "/etc/passwd"),
+        ("up", "../outside"),
+        ("sub/up2", "../../outside"),
+        ("deep/up3", "../sub/../../x"),
+        ("via", "linkdir/f"),
+    ] {
+        let mut p = simple_patch("x");
+        p.extend(git_symlink_patch(path, target));
+        let e = refused(&files, &p, P1, |root| {
+            fs::create_dir_all(root.join("outside-dir")).unwrap();
+            symlink(root.join("outside-dir"), root.join("tree/linkdir")).unwrap();
+        });
+        assert!(
+            e.contains(path) && e.contains("patch line 8"),
+            "{path}: {e}"
+        );
+        assert!(e.contains("symbolic link to"), "{path}: {e}");
+    }
+    let to_link = b"diff --git a/x b/x\nold mode 100644\nnew mode 120000\n";
+    let e = refused(&files, to_link, P1, |_| {});
+    assert!(
+        e.contains("x: refusing it: turns a file into a symbolic link"),
+        "{e}"
+    );
+    let gitlink = b"diff --git a/mod b/mod\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/mod\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n";
+    let e = refused(&files, gitlink, P1, |_| {});
+    assert!(e.contains("mode 160000"), "{e}");
+    // Through the stack: the error names the patch.
+    let tmp = tempfile::tempdir().unwrap();
+    let (tree, patches) = (tmp.path().join("tree"), tmp.path().join("patches"));
+    fs::create_dir_all(&tree).unwrap();
+    fs::create_dir_all(&patches).unwrap();
+    write_tree(&tree, &files);
+    fs::write(
+        patches.join("100-link.patch"),
+        git_symlink_patch("l", "../../etc"),
+    )
+    .unwrap();
+    let s = xtask::stack::Stack::new(&tree, &patches, vec!["100-link.patch".into()], P1);
+    let e = format!("{:#}", s.push_next().unwrap_err());
+    assert!(
+        e.contains("100-link.patch") && e.contains("l: refusing it"),
+        "{e}"
+    );
+    assert!(!tree.join("l").exists() && s.applied().unwrap().is_empty());
+}

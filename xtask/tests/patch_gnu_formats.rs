@@ -438,3 +438,54 @@ fn skipped_files_in_gnu_words() {
     }
     assert!(!ours.iter().any(|l| l.contains("FAILED at 0")), "{ours:?}");
 }
+
+/// git diffs that create symbolic links (`new file mode 120000`) whose
+/// targets stay inside the tree: next to the link, up and down
+/// directories, not (yet) existing, created by the same patch. GNU patch
+/// creates the links ("patching symbolic link"); so do we.
+#[test]
+fn git_symlinks_inside_the_tree() {
+    let links: &[(&str, &str)] = &[
+        ("same", "target.txt"),
+        ("sub/link", "../target.txt"),
+        ("deep/a/b/up", "../../../sub/../target.txt"),
+        ("dangling", "not-yet.txt"),
+        ("new/dir/l", "file.c"),
+        ("./dot", "./target.txt"),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    let sh = Shell::new().unwrap();
+    sh.change_dir(&repo);
+    let q = ["-c", "user.name=t", "-c", "user.email=t@example.org"];
+    cmd!(sh, "git init -q .").run().unwrap();
+    let before = [f("target.txt", "x\n"), f("keep.c", "a\nb\nc\n")];
+    write_tree(&repo, &before);
+    cmd!(sh, "git {q...} add -A").run().unwrap();
+    cmd!(sh, "git {q...} commit -q -m before").run().unwrap();
+    write_tree(
+        &repo,
+        &[f("new/dir/file.c", "new\n"), f("keep.c", "a\nB\nc\n")],
+    );
+    for (link, to) in links {
+        let p = repo.join(link);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(to, &p).unwrap();
+    }
+    cmd!(sh, "git {q...} add -A").run().unwrap();
+    let p = cmd!(sh, "git diff --cached").output().unwrap().stdout;
+    assert_eq!(
+        String::from_utf8_lossy(&p)
+            .matches("new file mode 120000")
+            .count(),
+        6
+    );
+    let (v, gnu) = differential("git symlinks", &before, &p, 1, 0);
+    assert_eq!(v, Verdict::Applied);
+    assert!(
+        gnu.stdout.contains("patching symbolic link sub/link"),
+        "{}",
+        gnu.stdout
+    );
+}

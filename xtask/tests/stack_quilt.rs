@@ -545,3 +545,39 @@ fn context_diff_patch_pushes_and_refreshes_like_quilt() {
         );
     }
 }
+
+/// A patch that creates a git symbolic link pushes (the link is made) and
+/// pops (it is removed); refreshing it is refused, naming the link, rather
+/// than silently dropping the link from the patch.
+#[test]
+fn symlink_patch_pushes_pops_and_is_not_refreshed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tree, patches) = (dir.path().join("t"), dir.path().join("p"));
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::create_dir_all(&patches).unwrap();
+    std::fs::write(tree.join("sub/target.txt"), "x\n").unwrap();
+    let patch = "Subject: link\n\ndiff --git a/sub/l b/sub/l\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/sub/l\n@@ -0,0 +1 @@\n+target.txt\n\\ No newline at end of file\n";
+    std::fs::write(patches.join("100-link.patch"), patch).unwrap();
+    let before = snapshot(&tree);
+    let s = Stack::new(
+        &tree,
+        &patches,
+        vec!["100-link.patch".into()],
+        ApplyOptions::default(),
+    );
+    let (_, report) = s.push_next().unwrap().unwrap();
+    assert!(report.files[0].symlink);
+    assert_eq!(
+        std::fs::read_link(tree.join("sub/l")).unwrap(),
+        PathBuf::from("target.txt")
+    );
+    let e = format!("{:#}", s.refresh(None).unwrap_err());
+    assert!(e.contains("sub/l is a symbolic link"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(patches.join("100-link.patch")).unwrap(),
+        patch
+    );
+    s.pop(false).unwrap();
+    assert!(std::fs::symlink_metadata(tree.join("sub/l")).is_err());
+    assert_eq!(snapshot(&tree), before);
+}

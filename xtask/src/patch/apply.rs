@@ -15,8 +15,15 @@ use super::report::{ApplyReport, FileProblem, FileReport};
 use super::text::{apply_hunks, Reversal};
 use super::ApplyOptions;
 
-/// A file's content and permission bits (`None`: the umask default for a new file).
+/// A file's content and permission bits (`None`: the umask default for a
+/// new file). A symbolic link to be created is its target and
+/// `S_IFLNK | 0o777`.
 type Content = (Vec<u8>, Option<u32>);
+
+/// File type bits of an `st_mode`, and the two types git diffs carry.
+const S_IFMT: u32 = 0o170000;
+const S_IFREG: u32 = 0o100000;
+const S_IFLNK: u32 = 0o120000;
 
 /// The tree as the patch sees it: the disk plus the patch's changes so far.
 struct View<'t> {
@@ -258,6 +265,29 @@ fn apply_file(
         line: fp.hunks.first().map_or(fp.line, |h| h.line),
         symlink: false,
     };
+    // git modes: regular files (100644, 100755), symbolic links (120000,
+    // only created here); anything else (gitlinks) is refused.
+    let file_type = |m: Option<u32>| m.map(|m| m & S_IFMT).filter(|&t| t != 0);
+    let refuse = |why: String| ApplyError::SpecialFile {
+        path: target.clone(),
+        patch_line: fp.line,
+        why,
+    };
+    match file_type(fp.new_mode) {
+        None | Some(S_IFREG) => {}
+        Some(S_IFLNK) if op == FileOp::Create => report.symlink = true,
+        Some(S_IFLNK) => {
+            return Err(refuse(
+                "turns a file into a symbolic link; only creating links is supported".into(),
+            ))
+        }
+        Some(_) => {
+            return Err(refuse(format!(
+                "mode {:o} is neither a regular file nor a symbolic link",
+                fp.new_mode.unwrap_or(0)
+            )))
+        }
+    }
     let input = match &source {
         Some(s) => view.get(s)?,
         None => view.get(&target)?,
@@ -284,7 +314,18 @@ fn apply_file(
     if !res.all_applied() {
         return Ok((report, reverses));
     }
-    let mode = fp.new_mode.map(|m| m & 0o777).or(mode);
+    let mode = if report.symlink {
+        // git writes the link's target as its only line, without newline.
+        if let Some(why) = fsops::symlink_target_problem(view.tree, &target, &res.output) {
+            return Err(refuse(format!(
+                "symbolic link to {:?}: {why}",
+                String::from_utf8_lossy(&res.output)
+            )));
+        }
+        Some(S_IFLNK | 0o777)
+    } else {
+        fp.new_mode.map(|m| m & 0o777).or(mode)
+    };
     match op {
         FileOp::Delete => {
             if res.output.is_empty() {

@@ -77,11 +77,17 @@ impl Default for ApplyOptions {
 /// git's `new mode`/`new file mode`. A deletion unlinks the file and then its
 /// parent directories while they are empty, as GNU patch does.
 ///
+/// A git diff creating a symbolic link (`new file mode 120000`, the target
+/// as its one line) creates the link, as GNU patch does, when the target
+/// is relative and resolves inside the tree without passing a symbolic
+/// link.
+///
 /// Errors: [`ApplyError::Failed`] (with the per-hunk report),
 /// [`ApplyError::Reversed`] when every hunk applies the other way round
 /// (reversed or already applied), and refusals with nothing written:
 /// absolute or `..` names, a symbolic link anywhere on a path inside the tree,
-/// binary diffs.
+/// binary diffs, links whose target leaves the tree, files turned into links
+/// and other non-regular file types ([`ApplyError::SpecialFile`]).
 pub fn apply_patch(
     tree: &Path,
     patch: &Patch,

@@ -384,6 +384,13 @@ impl Stack {
                 Some(_) => None,
                 None => {
                     let p = self.tree().join(&e.path);
+                    if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                        bail!(
+                            "{name}: {} is a symbolic link; refresh writes quilt's form, which \
+                             cannot hold links: edit the patch by hand",
+                            e.path.display()
+                        );
+                    }
                     let now =
                         read_optional(&p).with_context(|| format!("reading {}", p.display()))?;
                     e.after = now.as_deref().map(sha256_bytes);
@@ -409,7 +416,9 @@ impl Stack {
     /// (contents and mtime) when they are equal, as quilt 0.66 refresh does
     /// ("Patch … is unchanged").
     ///
-    /// Errors: nothing applied, `name` not applied, a binary file, I/O.
+    /// Errors: nothing applied, `name` not applied, a binary file, a
+    /// symbolic link in the tree among the patch's files (it would silently
+    /// drop out of the patch), I/O.
     pub fn refresh(&self, name: Option<&str>) -> Result<(String, Refreshed)> {
         let applied = self.applied()?;
         let name = match name {

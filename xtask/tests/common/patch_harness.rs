@@ -136,13 +136,14 @@ pub struct Gnu {
 }
 
 impl Gnu {
-    /// `patching file` and `Hunk #` lines, as `--verbose` prints them for
+    /// `patching file` (or `symbolic link`) and `Hunk #` lines, as `--verbose` prints them for
     /// every hunk (ignored hunks of skipped patches left out).
     pub fn lines(&self) -> Vec<String> {
         self.stdout
             .lines()
             .filter(|l| {
                 l.starts_with("patching file")
+                    || l.starts_with("patching symbolic link")
                     || (l.starts_with("Hunk #") && !l.contains(" ignored "))
             })
             .map(str::to_string)
@@ -200,7 +201,8 @@ pub fn our_lines(report: &ApplyReport) -> Vec<String> {
         .iter()
         .filter(|f| f.problem != Some(FileProblem::Missing))
     {
-        let mut s = format!("patching file {}", f.path.display());
+        let kind = if f.symlink { "symbolic link" } else { "file" };
+        let mut s = format!("patching {kind} {}", f.path.display());
         match (&f.source, f.op) {
             (Some(src), FileOp::Rename) => s += &format!(" (renamed from {})", src.display()),
             (Some(src), FileOp::Copy) => s += &format!(" (copied from {})", src.display()),
