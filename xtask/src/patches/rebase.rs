@@ -500,12 +500,7 @@ fn step(
     }
     let saved = dir.join("rejects").join(format!("{name}.rej"));
     write_atomic(&saved, &text)?;
-    result.note = report
-        .render()
-        .lines()
-        .filter(|l| l.contains("FAILED") || l.contains("can't find"))
-        .collect::<Vec<_>>()
-        .join(" ");
+    result.note = conflict_note(&report);
     if state.keep_going {
         result.rejects.push(saved.to_string_lossy().into_owned());
     } else {
@@ -517,4 +512,25 @@ fn step(
             .collect();
     }
     Ok(result)
+}
+
+/// The note of a conflicting patch: per file that did not apply, its path
+/// and GNU patch's words (`Hunk #2 FAILED at 120.`, `can't find file to
+/// patch at input line 14`, `Reversed (or previously applied) patch
+/// detected!  Skipping patch.`, `1 out of 1 hunk ignored`), `; ` between files.
+fn conflict_note(report: &crate::patches::engine::ApplyReport) -> String {
+    report
+        .files
+        .iter()
+        .filter(|f| !f.succeeded())
+        .map(|f| {
+            let text = f.render();
+            let words: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.starts_with("patching ") && !l.starts_with("Perhaps "))
+                .collect();
+            format!("{}: {}", f.path.display(), words.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

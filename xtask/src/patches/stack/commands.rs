@@ -194,6 +194,12 @@ pub fn push(sh: &Shell, layout: &Layout, series: &SeriesOptions, until: Until) -
         pushed += 1;
         println!("Applying patch {name}");
         print!("{}", report.render());
+        if report.files.is_empty() {
+            println!("Patch {name} appears to be empty; applied");
+        }
+        for w in report.warnings(&name) {
+            eprintln!("{w}");
+        }
         let done = match &named {
             Some(u) => *u == name,
             None => until == Until::Next,
