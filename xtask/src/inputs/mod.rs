@@ -3,5 +3,6 @@
 
 pub mod kconfig;
 pub mod kernel_source;
+pub mod openwrt;
 pub mod targets;
 pub mod variants;
