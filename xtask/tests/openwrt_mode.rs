@@ -362,3 +362,74 @@ fn workbench_targets_map_to_openwrt_targets() {
         .to_string();
     assert!(err.contains("ramips/mt7621"), "{err}");
 }
+
+/// The quoted text of `echo "…" >> $(LINUX_DIR)/<file>` lines of
+/// include/kernel-defaults.mk, in order.
+fn echoed_into(kernel_defaults: &str, file: &str) -> String {
+    let mut out = String::new();
+    for line in kernel_defaults.lines().map(str::trim) {
+        if line.starts_with("echo ") && line.ends_with(&format!("$(LINUX_DIR)/{file}")) {
+            let quote = line[5..].chars().next().unwrap();
+            let body = &line[6..];
+            out.push_str(&body[..body.rfind(quote).unwrap()]);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn kernel_dot_config_is_kernel_defaults_mk_s_steps() {
+    let Some(fx) = Fixture::unpack() else { return };
+    let sh = Shell::new().unwrap();
+    let checkout = Checkout::open(&fx.root).unwrap();
+    let defaults = std::fs::read_to_string(fx.root.join("include/kernel-defaults.mk")).unwrap();
+    let awk_line = defaults
+        .lines()
+        .find(|l| l.trim_start().starts_with("awk '"))
+        .unwrap();
+    let awk_program = awk_line.split('\'').nth(1).unwrap().to_string();
+    let target_echoes = echoed_into(&defaults, ".config.target");
+    let set_echoes = echoed_into(&defaults, ".config.set");
+    assert_eq!(target_echoes.lines().count(), 3, "{target_echoes}");
+    assert_eq!(set_echoes.lines().count(), 3, "{set_echoes}");
+    let scratch = fx.dir();
+    let kconfig_pl = fx.root.join("scripts/kconfig.pl");
+    std::fs::write(
+        fx.root.join(".config"),
+        "CONFIG_TARGET_ramips=y\nCONFIG_KERNEL_SWAP=y\n# CONFIG_KERNEL_KALLSYMS is not set\n\
+         #\tCONFIG_KERNEL_DEBUG_FS is not set\nCONFIG_KERNEL_CGROUPS=y\nCONFIG_KERNELVERSION=x\n",
+    )
+    .unwrap();
+    for spelling in ["ramips/mt7621", "ath79/generic", "bcm53xx/generic"] {
+        let target = OpenwrtTarget::resolve(&checkout, spelling).unwrap();
+        let kver = checkout.kernel_versions(&target.board).unwrap().default;
+        let files = kconfig::config_files(&checkout, &target, &kver);
+        let args = kconfig::kconfig_pl_args(&files);
+        let mut dot_target = cmd!(sh, "perl {kconfig_pl} {args...}").read().unwrap() + "\n";
+        let top = fx.root.join(".config");
+        dot_target += &cmd!(sh, "awk {awk_program} {top}").read().unwrap();
+        dot_target += "\n";
+        dot_target += &target_echoes;
+        let (t, o) = (
+            scratch.join(".config.target"),
+            scratch.join(".config.override"),
+        );
+        std::fs::write(&t, &dot_target).unwrap();
+        std::fs::write(&o, "").unwrap();
+        let set = cmd!(sh, "perl {kconfig_pl} m+ + {t} /dev/null {o}")
+            .read()
+            .unwrap();
+        let mut want = String::new();
+        for line in set.lines().filter(|l| !l.contains("INITRAMFS")) {
+            want.push_str(line);
+            want.push('\n');
+        }
+        want += &set_echoes;
+        let got = kconfig::kernel_dot_config(&checkout, &files).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{spelling}");
+        assert!(
+            want.contains("CONFIG_SWAP=y\n") && want.contains("CONFIG_KALLSYMS_UNCOMPRESSED=y\n")
+        );
+    }
+}

@@ -143,11 +143,20 @@ fn parse_line(line: &[u8]) -> Line<'_> {
 /// lines are collected in `warnings` as `file:line: text`.
 pub fn load(file: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    Ok(load_bytes(&bytes, &file.display().to_string(), warnings))
+}
+
+/// [`load`] of text already read; `origin` names it in warnings.
+fn load_bytes(
+    bytes: &[u8],
+    origin: &str,
+    warnings: &mut Vec<String>,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut values = BTreeMap::new();
-    let text = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
     if bytes.is_empty() {
-        return Ok(values);
+        return values;
     }
+    let text = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         match parse_line(line) {
             Line::Set(name, value) => {
@@ -158,14 +167,13 @@ pub fn load(file: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<Vec<u8>,
             }
             Line::Skip => {}
             Line::Garbage => warnings.push(format!(
-                "{}:{}: can't parse line: {}",
-                file.display(),
+                "{origin}:{}: can't parse line: {}",
                 i + 1,
                 String::from_utf8_lossy(line)
             )),
         }
     }
-    Ok(values)
+    values
 }
 
 /// Merges `files` in order as `kconfig.pl + + f1 f2 f3` does (`config_add`
@@ -177,6 +185,85 @@ pub fn merge_files(files: &[PathBuf]) -> Result<MergedConfig> {
         merged.values.extend(values);
     }
     Ok(merged)
+}
+
+/// Lines include/kernel-defaults.mk (`Kernel/Configure/Default`) appends
+/// to `.config.target` after the merged files.
+const CONFIGURE_APPEND: &str = "# CONFIG_KALLSYMS_EXTRA_PASS is not set\n\
+                                # CONFIG_KALLSYMS_ALL is not set\n\
+                                CONFIG_KALLSYMS_UNCOMPRESSED=y\n";
+
+/// Lines `Kernel/SetNoInitramfs` (include/kernel-defaults.mk) appends after
+/// removing every line that mentions `INITRAMFS`.
+const NO_INITRAMFS_APPEND: &str = "CONFIG_INITRAMFS_SOURCE=\"\"\n\
+                                   # CONFIG_INITRAMFS_FORCE is not set\n\
+                                   # CONFIG_INITRAMFS_PRESERVE_MTIME is not set\n";
+
+/// The `.config` OpenWrt writes into the kernel tree for `files`
+/// (include/kernel-defaults.mk `Kernel/Configure/Default`, without an initramfs):
+///
+/// 1. `.config.target`: the merged files ([`merge_files`]), then the
+///    `CONFIG_KERNEL_*` lines of the checkout's `.config` renamed to
+///    `CONFIG_*` (its `awk` rule; none without a `.config`), then
+///    `# CONFIG_KALLSYMS_EXTRA_PASS is not set`,
+///    `# CONFIG_KALLSYMS_ALL is not set`, `CONFIG_KALLSYMS_UNCOMPRESSED=y`;
+/// 2. `.config.set`: `kconfig.pl 'm+' '+' .config.target /dev/null
+///    .config.override`, i.e. `.config.target` re-read (a later line wins)
+///    and sorted. The override comes from the packages selected in the
+///    checkout (`package-metadata.pl kconfig`, which needs `tmp/.packageinfo`)
+///    and is taken as empty here;
+/// 3. `Kernel/SetNoInitramfs`: lines mentioning `INITRAMFS` removed,
+///    `CONFIG_INITRAMFS_SOURCE=""` and two "is not set" lines appended.
+pub fn kernel_dot_config(checkout: &Checkout, files: &[PathBuf]) -> Result<Vec<u8>> {
+    let mut target = merge_files(files)?.render();
+    let top = checkout.root().join(".config");
+    if top.is_file() {
+        let text = std::fs::read(&top).with_context(|| format!("reading {}", top.display()))?;
+        for line in text.split(|&b| b == b'\n') {
+            if let Some(renamed) = kernel_option_line(line) {
+                target.extend_from_slice(&renamed);
+                target.push(b'\n');
+            }
+        }
+    }
+    target.extend_from_slice(CONFIGURE_APPEND.as_bytes());
+    let mut warnings = Vec::new();
+    let mut set = MergedConfig {
+        values: load_bytes(&target, "<.config.target>", &mut warnings),
+        warnings,
+    }
+    .render();
+    set = set
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| !l.windows(9).any(|w| w == b"INITRAMFS"))
+        .flatten()
+        .copied()
+        .collect();
+    set.extend_from_slice(NO_INITRAMFS_APPEND.as_bytes());
+    Ok(set)
+}
+
+/// The awk rule of `Kernel/Configure/Default`:
+/// `/^(#[[:space:]]+)?CONFIG_KERNEL/{sub("CONFIG_KERNEL_","CONFIG_");print}`.
+fn kernel_option_line(line: &[u8]) -> Option<Vec<u8>> {
+    let rest = match line.strip_prefix(b"#") {
+        Some(r) => {
+            let trimmed = r.trim_ascii_start();
+            if trimmed.len() == r.len() {
+                return None;
+            }
+            trimmed
+        }
+        None => line,
+    };
+    if !rest.starts_with(b"CONFIG_KERNEL") {
+        return None;
+    }
+    let at = line.windows(14).position(|w| w == b"CONFIG_KERNEL_");
+    Some(match at {
+        Some(i) => [&line[..i], b"CONFIG_".as_slice(), &line[i + 14..]].concat(),
+        None => line.to_vec(),
+    })
 }
 
 /// `cargo xtask config show --openwrt PATH --target T [--kernel KVER]`:
