@@ -80,6 +80,12 @@ pub struct BuildArgs {
     /// and build nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// OpenWrt mode: configure, patch and flag each target as this OpenWrt
+    /// checkout does (its config-<kver> files, its patch series classified
+    /// on the source's point release, its KCFLAGS); results replace the
+    /// default mode's for the same target and variant.
+    #[arg(long, value_name = "PATH")]
+    pub openwrt: Option<PathBuf>,
 }
 
 impl BuildArgs {
@@ -101,6 +107,7 @@ impl BuildArgs {
             } else {
                 build::command::Mode::Build
             },
+            openwrt: self.openwrt,
         }
     }
 }

@@ -18,13 +18,19 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use xshell::{cmd, Shell};
 
+use crate::inputs::kernel_source::PristineTree;
 use crate::inputs::openwrt::series::{self, SeriesEntry};
 use crate::inputs::openwrt::{Checkout, OpenwrtTarget};
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions, ApplyReport, Patch};
 use crate::patches::rebase::{self, Class};
-use crate::util::fs::{copy_tree, CopyKind};
+use crate::results::PatchRecord;
+use crate::util::fs::{copy_tree, remove_stale_staging, write_atomic, CopyKind};
+use crate::util::hash::sha256_bytes;
+use crate::util::layout::Layout;
 
 /// How OpenWrt applies its patches: `patch -p1` with GNU patch's default fuzz (2).
 pub const OPENWRT_APPLY: ApplyOptions = ApplyOptions { strip: 1, fuzz: 2 };
@@ -96,7 +102,7 @@ pub fn prepare_tree(sh: &Shell, pristine: &Path, dest: &Path, overlays: &[PathBu
 }
 
 /// One patch's class on the workbench's source.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Classified {
     /// Quilt name (`generic-backport/…`, `generic/…`, `generic-hack/…`, `platform/…`).
     pub name: String,
@@ -109,7 +115,7 @@ pub struct Classified {
 }
 
 /// Every patch of a series with its class, in order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Classification {
     /// One per patch of the series.
     pub patches: Vec<Classified>,
@@ -234,4 +240,114 @@ pub fn apply_kept(
         applied += 1;
     }
     Ok(applied)
+}
+
+/// A kernel tree with OpenWrt's overlays and the patches that apply,
+/// cached under `target/xtask/src/openwrt-<version>-<key>/linux/` with
+/// `classification.json` next to it.
+#[derive(Debug, Clone)]
+pub struct PreparedTree {
+    /// The patched tree.
+    pub dir: PathBuf,
+    /// sha256 (hex) of the source identity, the overlay files and every
+    /// patch of the series (names and bytes).
+    pub key: String,
+    /// Every patch's class.
+    pub classification: Classification,
+    /// The applied patches, in order, named `openwrt/<quilt name>`, with sha256.
+    pub applied: Vec<PatchRecord>,
+}
+
+/// Returns the OpenWrt-patched tree of `series` on `pristine`, creating it
+/// on first use: overlays copied, every patch classified, the applying
+/// ones applied ([`classify_series`], GNU's fuzz 2). A user's tree
+/// (`--kernel-src DIR`) is prepared again each time, as its edits are not
+/// seen by the key.
+pub fn prepare_cached(
+    sh: &Shell,
+    layout: &Layout,
+    pristine: &PristineTree,
+    series: &OpenwrtSeries,
+) -> Result<PreparedTree> {
+    let mut key = Sha256::new();
+    match &pristine.tarball_sha256 {
+        Some(sum) => key.update(sum.as_bytes()),
+        None => key.update(pristine.dir.to_string_lossy().as_bytes()),
+    }
+    for (rel, src) in series::overlay_files(&series.overlays)? {
+        let bytes = match std::fs::read_link(&src) {
+            Ok(target) => target.to_string_lossy().into_owned().into_bytes(),
+            Err(_) => std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?,
+        };
+        key.update(b"\0overlay\0");
+        key.update(rel.to_string_lossy().as_bytes());
+        key.update(sha256_bytes(&bytes).as_bytes());
+    }
+    let mut records = Vec::new();
+    for entry in &series.entries {
+        let bytes = read_patch(sh, entry)?;
+        let record = PatchRecord {
+            name: format!("openwrt/{}", entry.name),
+            sha256: sha256_bytes(&bytes),
+        };
+        key.update(b"\0patch\0");
+        key.update(record.name.as_bytes());
+        key.update(record.sha256.as_bytes());
+        records.push(record);
+    }
+    let key = hex::encode(key.finalize());
+    let root = layout.patched_src_dir();
+    let dir = root.join(format!("openwrt-{}-{}", pristine.version, &key[..16]));
+    let json = dir.join("classification.json");
+    let done = |classification: Classification| {
+        let applied = records
+            .iter()
+            .zip(&series.entries)
+            .filter(|(_, e)| classification.is_kept(&e.name))
+            .map(|(r, _)| r.clone())
+            .collect();
+        PreparedTree {
+            dir: dir.join("linux"),
+            key: key.clone(),
+            classification,
+            applied,
+        }
+    };
+    if pristine.tarball_sha256.is_some() && json.is_file() {
+        let text = std::fs::read_to_string(&json)
+            .with_context(|| format!("reading {}", json.display()))?;
+        let classification: Classification = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}: not a classification; remove {}",
+                json.display(),
+                dir.display()
+            )
+        })?;
+        return Ok(done(classification));
+    }
+    std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    remove_stale_staging(&root, ".staging-")?;
+    let staging = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&root)
+        .with_context(|| format!("creating a staging directory in {}", root.display()))?;
+    let tree = staging.path().join("linux");
+    eprintln!(
+        "OpenWrt {} (Linux {}): classifying {} patches on {} (once)",
+        series.target,
+        series.kernel,
+        series.entries.len(),
+        pristine.version
+    );
+    prepare_tree(sh, &pristine.dir, &tree, &series.overlays)?;
+    let classification = classify_series(sh, &tree, series, &OPENWRT_APPLY)?;
+    let text = serde_json::to_string_pretty(&classification).context("serialising the classes")?;
+    write_atomic(&staging.path().join("classification.json"), text.as_bytes())?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing old {}", dir.display()))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir)
+        .with_context(|| format!("moving {} to {}", staged.display(), dir.display()))?;
+    Ok(done(classification))
 }

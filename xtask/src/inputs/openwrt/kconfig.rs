@@ -272,7 +272,8 @@ fn kernel_option_line(line: &[u8]) -> Option<Vec<u8>> {
 /// `scripts/kconfig.pl` prints; the files merged and any warnings go to stderr.
 pub fn show(openwrt: &Path, targets_dir: &Path, target: &str, kernel: Option<&str>) -> Result<()> {
     let checkout = Checkout::open(openwrt)?;
-    let selection = select(&checkout, targets_dir, target, kernel)?;
+    let selection = select(&checkout, targets_dir, target, kernel)
+        .context("pass --kernel with a version the OpenWrt target has")?;
     let files = config_files(&checkout, &selection.target, &selection.kernel);
     anyhow::ensure!(
         !files.is_empty(),

@@ -289,8 +289,7 @@ pub fn select(
     };
     if !versions.all().contains(&kernel) {
         bail!(
-            "OpenWrt target {target} builds Linux {} (KERNEL_PATCHVER{}), not {kernel}; \
-             pass --kernel with one of those",
+            "OpenWrt target {target} builds Linux {} (KERNEL_PATCHVER{}), not {kernel}",
             versions.all().join(" or "),
             if versions.testing.is_some() {
                 ", KERNEL_TESTING_PATCHVER"
