@@ -1,8 +1,9 @@
 //! (c) The point-release gap: OpenWrt's 6.12 series for ramips/mt7621
 //! (made for 6.12.40) on Debian's 6.12 source (6.12.117). Every patch gets
 //! a class from the rebase classifier on a hard-linked copy of the
-//! pristine tree with OpenWrt's overlays; then, on a fresh copy, every
-//! patch that is neither upstream nor a conflict applies in order.
+//! pristine tree with OpenWrt's overlays (as the OpenWrt backend prepares
+//! it, cached); then, on a fresh copy, every patch that is neither
+//! upstream nor a conflict applies in order.
 
 mod openwrt_fixture;
 
@@ -36,15 +37,27 @@ fn mt7621_series_is_classified_and_the_kept_patches_apply_to_debian_6_12() {
     let series = OpenwrtSeries::load(&checkout, &target, "6.12").unwrap();
     assert!(!series.overlays.is_empty());
 
-    std::fs::create_dir_all(layout.work_dir()).unwrap();
-    let work = tempfile::tempdir_in(layout.work_dir()).unwrap();
-    let tree = work.path().join("classify");
-    openwrt_series::prepare_tree(&sh, &pristine.dir, &tree, &series.overlays).unwrap();
-    let classes = openwrt_series::classify_series(&sh, &tree, &series, &OPENWRT_APPLY).unwrap();
+    // Classified once per source and series, cached under target/xtask/src/.
+    let prepared = openwrt_series::prepare_cached(&sh, &layout, &pristine, &series).unwrap();
+    let again = openwrt_series::prepare_cached(&sh, &layout, &pristine, &series).unwrap();
+    assert_eq!(again.key, prepared.key);
+    assert_eq!(
+        again.classification.patches,
+        prepared.classification.patches
+    );
+    let classes = prepared.classification;
     assert_eq!(classes.patches.len(), series.entries.len());
     for (p, e) in classes.patches.iter().zip(&series.entries) {
         assert_eq!(p.name, e.name, "classification out of series order");
     }
+    assert_eq!(
+        prepared.applied.len(),
+        classes
+            .patches
+            .iter()
+            .filter(|p| classes.is_kept(&p.name))
+            .count()
+    );
     let counts = classes.counts();
     eprintln!(
         "ramips/mt7621 on Linux {}: {} patches: {}",
@@ -64,6 +77,8 @@ fn mt7621_series_is_classified_and_the_kept_patches_apply_to_debian_6_12() {
         classes.summary()
     );
 
+    std::fs::create_dir_all(layout.work_dir()).unwrap();
+    let work = tempfile::tempdir_in(layout.work_dir()).unwrap();
     let fresh = work.path().join("apply");
     openwrt_series::prepare_tree(&sh, &pristine.dir, &fresh, &series.overlays).unwrap();
     let applied =
