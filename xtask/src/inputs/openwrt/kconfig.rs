@@ -294,13 +294,15 @@ pub fn show(openwrt: &Path, targets_dir: &Path, target: &str, kernel: Option<&st
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let flags = super::flags::kernel_flags(&checkout, &selection.target)?;
-    eprintln!(
-        "# KCFLAGS={:?} (EXTRA_OPTIMIZATION from {}, KERNEL_CFLAGS from {})",
-        flags.kcflags_string(),
-        flags.extra_optimization.origin,
-        flags.kernel_cflags.origin
-    );
+    match super::flags::kernel_flags(&checkout, &selection.target) {
+        Ok(flags) => eprintln!(
+            "# KCFLAGS={:?} (EXTRA_OPTIMIZATION from {}, KERNEL_CFLAGS from {})",
+            flags.kcflags_string(),
+            flags.extra_optimization.origin,
+            flags.kernel_cflags.origin
+        ),
+        Err(e) => eprintln!("warning: OpenWrt's KCFLAGS unknown: {e:#}"),
+    }
     for w in &merged.warnings {
         eprintln!("warning: {w}");
     }
