@@ -12,6 +12,9 @@
 //! lines → `make olddefconfig` → `make vmlinux <make_targets>` with
 //! OpenWrt's `KCFLAGS` ([`flags::kernel_flags`]).
 //!
+//! Each results directory also gets `openwrt-patches.json`: every OpenWrt
+//! patch with its class (dropped and left-out ones included).
+//!
 //! Results go to the same `target/xtask/results/<target>/<variant>/` as
 //! the kernel-tree backend's (the backend is recorded in `result.json` and
 //! is part of the build key), so `size-report` compares OpenWrt-mode
@@ -255,6 +258,7 @@ impl Backend for OpenwrtBackend {
         std::fs::write(log, format!("# cargo xtask build --openwrt {label}\n"))
             .with_context(|| format!("writing {}", log.display()))?;
         let r = self.resolve(sh, job)?;
+        write_classification(&r, &log.with_file_name(CLASSIFICATION_FILE))?;
         let tree = self.source_tree(sh, &r)?;
         let kcflags = r.kcflags.kcflags_string();
         let build = self.layout.build_dir(&job.target.name, &job.variant.name);
@@ -322,6 +326,31 @@ impl Backend for OpenwrtBackend {
             config_sha256: sha256_bytes(final_config.as_bytes()),
         })
     }
+}
+
+/// Written next to `result.json`: every OpenWrt patch with its class on
+/// this source, so the dropped (`upstream`) and left-out (`conflict`)
+/// patches of a build are on record.
+pub const CLASSIFICATION_FILE: &str = "openwrt-patches.json";
+
+fn write_classification(r: &Resolved, file: &Path) -> Result<()> {
+    let counts: std::collections::BTreeMap<&str, usize> = r
+        .openwrt
+        .classification
+        .counts()
+        .into_iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    let json = serde_json::json!({
+        "openwrt_target": r.selection.target.to_string(),
+        "kernel": r.selection.kernel,
+        "source_version": r.pristine.version,
+        "kcflags": r.kcflags.kcflags,
+        "counts": counts,
+        "patches": r.openwrt.classification.patches,
+    });
+    let text = serde_json::to_string_pretty(&json).context("serialising the classes")?;
+    crate::util::fs::write_atomic(file, text.as_bytes())
 }
 
 /// The variant's flags (the branch the `.config` selects) and OpenWrt's
