@@ -10,7 +10,8 @@
 //! and its own patches → `.config` as OpenWrt's `Kernel/Configure/Default`
 //! writes it ([`kconfig::kernel_dot_config`]) plus the variant's kconfig
 //! lines → `make olddefconfig` → `make vmlinux <make_targets>` with
-//! OpenWrt's `KCFLAGS` ([`flags::kernel_flags`]).
+//! OpenWrt's `KCFLAGS` ([`flags::kernel_flags`]), in the tree as OpenWrt
+//! builds (a full copy per job in `target/xtask/build/<target>/<variant>/linux/`).
 //!
 //! Each results directory also gets `openwrt-patches.json`: every OpenWrt
 //! patch with its class (dropped and left-out ones included).
@@ -40,6 +41,7 @@ use crate::patches::patched_source::{self, PatchedTree};
 use crate::patches::rebase::Class;
 use crate::patches::series::SeriesPatch;
 use crate::results::{Cflags, PatchRecord, SourceRecord};
+use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::hash::sha256_bytes;
 use crate::util::layout::Layout;
 
@@ -177,18 +179,12 @@ impl OpenwrtBackend {
         all
     }
 
-    fn make<'a>(
-        &self,
-        sh: &'a Shell,
-        job: &Job,
-        src: &Path,
-        build: &Path,
-        kcflags: &str,
-    ) -> xshell::Cmd<'a> {
+    /// `make` in the tree itself, as OpenWrt builds (no `O=`).
+    fn make<'a>(&self, sh: &'a Shell, job: &Job, tree: &Path, kcflags: &str) -> xshell::Cmd<'a> {
         let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
         let mut make = cmd!(
             sh,
-            "make -C {src} O={build} ARCH={arch} CROSS_COMPILE={cross} KCFLAGS={kcflags}"
+            "make -C {tree} ARCH={arch} CROSS_COMPILE={cross} KCFLAGS={kcflags}"
         );
         for (k, v) in REPRODUCIBLE_ENV {
             make = make.env(k, v);
@@ -261,15 +257,24 @@ impl Backend for OpenwrtBackend {
         write_classification(&r, &log.with_file_name(CLASSIFICATION_FILE))?;
         let tree = self.source_tree(sh, &r)?;
         let kcflags = r.kcflags.kcflags_string();
-        let build = self.layout.build_dir(&job.target.name, &job.variant.name);
-        let marker = build.join(".xtask-source");
+        // OpenWrt builds in the source tree, and some of its patches rely on
+        // it (530-jffs2_make_lzma_available.patch: `-Iinclude/linux`, relative
+        // to the build directory): each job builds in its own full copy of
+        // the patched tree (not hard links: an in-tree build may write to
+        // files of the tree).
+        let build_dir = self.layout.build_dir(&job.target.name, &job.variant.name);
+        let build = build_dir.join("linux");
+        let marker = build_dir.join(".xtask-source");
         let want = tree.dir.display().to_string();
-        if std::fs::read_to_string(&marker).unwrap_or_default() != want && build.exists() {
-            std::fs::remove_dir_all(&build)
-                .with_context(|| format!("emptying {}", build.display()))?;
+        if std::fs::read_to_string(&marker).unwrap_or_default() != want || !build.is_dir() {
+            if build_dir.exists() {
+                std::fs::remove_dir_all(&build_dir)
+                    .with_context(|| format!("emptying {}", build_dir.display()))?;
+            }
+            copy_tree(sh, &tree.dir, &build, CopyKind::Full)?;
+            std::fs::write(&marker, &want)
+                .with_context(|| format!("writing {}", marker.display()))?;
         }
-        std::fs::create_dir_all(&build).with_context(|| format!("creating {}", build.display()))?;
-        std::fs::write(&marker, &want).with_context(|| format!("writing {}", marker.display()))?;
 
         // OpenWrt's .config, the variant's lines after it (a later line wins).
         let settings = fragments::read_fragments(
@@ -286,9 +291,7 @@ impl Backend for OpenwrtBackend {
         std::fs::write(&config_file, &config)
             .with_context(|| format!("writing {}", config_file.display()))?;
         let configuring = format!("{label} (configuring)");
-        let make = self
-            .make(sh, job, &tree.dir, &build, &kcflags)
-            .arg("olddefconfig");
+        let make = self.make(sh, job, &build, &kcflags).arg("olddefconfig");
         run_logged(Command::from(make), &configuring, log, options.verbose)?;
         fragments::ensure_applied(&config_file, &settings).with_context(|| {
             format!("configuring {label} from OpenWrt's {}", r.selection.target)
@@ -299,7 +302,7 @@ impl Backend for OpenwrtBackend {
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
         let make = self
-            .make(sh, job, &tree.dir, &build, &kcflags)
+            .make(sh, job, &build, &kcflags)
             .arg(format!("-j{}", options.jobs))
             .args(&goals);
         run_logged(Command::from(make), &label, log, options.verbose)?;
