@@ -7,8 +7,9 @@ use anyhow::{Context, Result};
 use xshell::Shell;
 
 use super::kbuild::KernelTree;
+use super::openwrt::OpenwrtBackend;
 use super::plan::{self, PlannedJob};
-use super::{BuildOptions, Rebuild};
+use super::{Backend, BuildOptions, Rebuild};
 use crate::inputs::{targets, variants};
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
@@ -43,6 +44,9 @@ pub struct BuildRequest {
     pub wait: Wait,
     /// Build, or print the plan.
     pub mode: Mode,
+    /// `--openwrt PATH`: configure, patch and flag each target as this
+    /// OpenWrt checkout does ([`super::openwrt::OpenwrtBackend`]).
+    pub openwrt: Option<PathBuf>,
 }
 
 /// Runs `request`: selects targets × variants, checks and plans every job,
@@ -61,8 +65,16 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
     };
     let chosen_variants = variants::select(&all_variants, &names)?;
     let jobs = plan::jobs(&chosen, &chosen_variants);
-    let backend = KernelTree::new(layout.clone(), request.kernel_src.clone());
-    let plan = plan::plan(sh, layout, &backend, &jobs)?;
+    let backend: Box<dyn Backend> = match &request.openwrt {
+        Some(checkout) => Box::new(OpenwrtBackend::new(
+            layout.clone(),
+            checkout,
+            request.kernel_src.clone(),
+        )?),
+        None => Box::new(KernelTree::new(layout.clone(), request.kernel_src.clone())),
+    };
+    let backend = backend.as_ref();
+    let plan = plan::plan(sh, layout, backend, &jobs)?;
     if request.mode == Mode::DryRun {
         print!("{}", describe_plan(layout, &plan));
         return Ok(());
@@ -73,7 +85,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         rebuild: request.rebuild,
         wait: request.wait,
     };
-    let outcomes = super::run(sh, layout, &backend, &plan, options)
+    let outcomes = super::run(sh, layout, backend, &plan, options)
         .context("nothing after the failed job was built")?;
     println!(
         "{} job(s) done; results in {}",
