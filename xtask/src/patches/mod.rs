@@ -13,7 +13,7 @@
 //! * [`openwrt_sync`]: copy patches between `patches/` and an OpenWrt checkout.
 //! * [`openwrt_series`]: OpenWrt mode: an OpenWrt checkout's series classified
 //!   and applied on the workbench's kernel source.
-//! * [`bench`]: push against GNU patch and quilt.
+//! * [`bench`](mod@bench): push against GNU patch and quilt.
 
 pub mod bench;
 pub mod diff;

@@ -9,7 +9,7 @@
 //!   `CONFIG_KERNEL_CFLAGS` (include/kernel.mk, config/Config-devel.in).
 //!
 //! This module only reads the checkout; applying patches is
-//! [`crate::patches::openwrt_series`].
+//! `patches::openwrt_series`.
 
 pub mod flags;
 pub mod kconfig;

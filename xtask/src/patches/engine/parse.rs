@@ -169,7 +169,7 @@ pub(super) fn err<T>(line: usize, kind: ParseErrorKind) -> Result<T, ParseError>
 /// 3 lines (on both sides) before its last hunk is complete gets those
 /// lines as blank context. The last two come with a [`ParseWarning`] in
 /// [`Patch::warnings`]. Context diffs become the same hunks as unified
-/// ones ([`super::context`]).
+/// ones (`context.rs`).
 ///
 /// An empty (0-byte) input is a patch with no files: GNU patch does nothing
 /// and succeeds, quilt pushes it ("appears to be empty; applied").

@@ -71,7 +71,7 @@ pub struct RebaseRequest {
     pub from: String,
     /// New kernel series, e.g. `6.12`.
     pub to: String,
-    /// New kernel source (tarball or tree); `None`: Debian's linux-source-<to>.
+    /// New kernel source (tarball or tree); `None`: Debian's `linux-source-<to>`.
     pub kernel_src: Option<PathBuf>,
     /// Target whose `patches-<kver>` are rebased after the generic ones.
     pub target: Option<String>,
