@@ -85,8 +85,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         rebuild: request.rebuild,
         wait: request.wait,
     };
-    let outcomes = super::run(sh, layout, backend, &plan, options)
-        .context("nothing after the failed job was built")?;
+    let outcomes = super::run(sh, layout, backend, &plan, options)?;
     println!(
         "{} job(s) done; results in {}",
         outcomes.len(),
