@@ -397,3 +397,20 @@ fn another_lzma_dictionary_is_a_mismatch() {
         ],
     );
 }
+
+#[test]
+fn an_interrupted_base_is_named_when_nothing_else_can_be_compared() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let base = f.results_dir("bcm53xx", "baseline");
+    std::fs::remove_file(base.join("result.json")).unwrap();
+    std::fs::write(base.join("build.log"), "make: interrupted\n").unwrap();
+    let err = error(&f, &request(&[], &[]));
+    assert_has(
+        &err,
+        &[
+            "bcm53xx: not compared, no baseline results yet",
+            "cargo xtask build --target bcm53xx --variant baseline --variant no-reorder-blocks",
+        ],
+    );
+}

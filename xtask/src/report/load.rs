@@ -301,6 +301,13 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         if request.variants.is_empty() {
             names.push("<VARIANT>");
         }
+        if !report.skipped.is_empty() {
+            bail!(
+                "no results to compare in {}:\n- {}",
+                layout.results_root().display(),
+                report.skipped.join("\n- ")
+            );
+        }
         bail!(
             "no results to compare in {}: build a base and a variant first, e.g. `{}`",
             layout.results_root().display(),
