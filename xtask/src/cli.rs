@@ -88,6 +88,13 @@ pub struct BuildArgs {
     /// target and variant (default: wait for it).
     #[arg(long)]
     pub no_wait: bool,
+    /// Compile without ccache (default: through ccache, cached in
+    /// target/xtask/ccache/; the bytes are the same either way).
+    #[arg(long)]
+    pub no_ccache: bool,
+    /// Largest size of the ccache cache (ccache's units: 500M, 5G, 2Gi).
+    #[arg(long, value_name = "SIZE", default_value = build::ccache::DEFAULT_SIZE, value_parser = build::ccache::parse_size)]
+    pub ccache_size: u64,
 }
 
 impl BuildArgs {
@@ -109,6 +116,13 @@ impl BuildArgs {
                 build::command::Mode::DryRun
             } else {
                 build::command::Mode::Build
+            },
+            ccache: if self.no_ccache {
+                build::ccache::Ccache::Off
+            } else {
+                build::ccache::Ccache::On {
+                    max_bytes: self.ccache_size,
+                }
             },
         }
     }

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::ccache::Ccache;
 use super::kbuild::KernelTree;
 use super::plan::{self, PlannedJob};
-use super::{BuildOptions, Rebuild};
+use super::{toolchain, BuildOptions, Rebuild};
 use crate::inputs::{targets, variants};
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
@@ -43,6 +44,8 @@ pub struct BuildRequest {
     pub wait: Wait,
     /// Build, or print the plan.
     pub mode: Mode,
+    /// Compile through ccache (default), or not (`--no-ccache`).
+    pub ccache: Ccache,
 }
 
 /// Runs `request`: selects targets × variants, checks and plans every job,
@@ -61,6 +64,15 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
     };
     let chosen_variants = variants::select(&all_variants, &names)?;
     let jobs = plan::jobs(&chosen, &chosen_variants);
+    if request.ccache != Ccache::Off
+        && request.mode == Mode::Build
+        && toolchain::find_in_path("ccache").is_none()
+    {
+        anyhow::bail!(
+            "nothing was built: ccache is not installed; run `apt-get install ccache` \
+             (or `cargo xtask setup`), or build with --no-ccache"
+        );
+    }
     let backend = KernelTree::new(layout.clone(), request.kernel_src.clone());
     let plan = plan::plan(sh, layout, &backend, &jobs)?;
     if request.mode == Mode::DryRun {
@@ -72,6 +84,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         verbose: request.verbose,
         rebuild: request.rebuild,
         wait: request.wait,
+        ccache: request.ccache,
     };
     let outcomes = super::run(sh, layout, &backend, &plan, options)
         .context("nothing after the failed job was built")?;

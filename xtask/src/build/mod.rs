@@ -7,6 +7,7 @@
 //! (running `make` in an OpenWrt tree) fits the same trait.
 
 pub mod artifacts;
+pub mod ccache;
 pub mod command;
 pub mod kbuild;
 pub mod plan;
@@ -56,6 +57,8 @@ pub struct BuildOptions {
     /// When another run builds the same (target, variant): wait, or fail
     /// at once (`--no-wait`).
     pub wait: Wait,
+    /// Compile through ccache (the default), or not (`--no-ccache`).
+    pub ccache: ccache::Ccache,
 }
 
 /// What a backend's build produced, before measuring.
@@ -69,6 +72,8 @@ pub struct Built {
     pub patches: Vec<PatchRecord>,
     /// sha256 of the final `.config`.
     pub config_sha256: String,
+    /// ccache's hits and misses, when the build used it.
+    pub ccache: Option<results::CcacheStats>,
 }
 
 /// A way to build kernels.
@@ -227,20 +232,26 @@ fn build_one(
         started,
         finished: results::now_rfc3339(),
         duration_seconds: (clock.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        ccache: built.ccache,
     };
     result.write(&dir)?;
     Ok(result)
 }
 
-/// One line per finished build: sizes of every artifact and the wall time.
+/// One line per finished build: sizes of every artifact, the wall time and
+/// ccache's hits and misses.
 pub fn summary_line(result: &BuildResult) -> String {
     let sizes: Vec<String> = result
         .artifacts
         .iter()
         .map(|(name, a)| format!("{name} {}", a.size))
         .collect();
+    let cache = match result.ccache {
+        Some(c) => format!("; ccache {} hits, {} misses", c.hits, c.misses),
+        None => "; no ccache".to_string(),
+    };
     format!(
-        "{}/{}: {} bytes; vmlinux text {} data {} bss {}; {:.0} s",
+        "{}/{}: {} bytes; vmlinux text {} data {} bss {}; {:.0} s{cache}",
         result.target.name,
         result.variant.name,
         sizes.join(", "),
