@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use xshell::Shell;
 
 use super::ccache::Ccache;
@@ -32,7 +32,7 @@ pub struct BuildRequest {
     pub targets: Vec<String>,
     /// Variant names; empty: `baseline`.
     pub variants: Vec<String>,
-    /// `make -j`; at least 1.
+    /// The `-j` budget all jobs share; at least 1.
     pub jobs: usize,
     /// `--kernel-src`: a tarball or an unpacked tree.
     pub kernel_src: Option<PathBuf>,
@@ -85,9 +85,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         rebuild: request.rebuild,
         wait: request.wait,
         ccache: request.ccache,
+        control: super::progress::RunControl::default(),
     };
-    let outcomes = super::run(sh, layout, &backend, &plan, options)
-        .context("nothing after the failed job was built")?;
+    let outcomes = super::run(sh, layout, &backend, &plan, options)?;
     println!(
         "{} job(s) done; results in {}",
         outcomes.len(),

@@ -89,7 +89,7 @@ impl KernelTree {
         job: &Job,
         src: &Path,
         build: &Path,
-        options: BuildOptions,
+        options: &BuildOptions,
     ) -> xshell::Cmd<'a> {
         let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
         let mut make = cmd!(
@@ -196,13 +196,13 @@ impl Backend for KernelTree {
         // A build from an empty directory compiles every object: the count
         // of the last such build of this target is the progress estimate.
         let fresh = !build.join("vmlinux").exists();
-        let config = configure(self, sh, job, &tree.dir, &build, log, options)?;
+        let config = configure(self, sh, job, &tree.dir, &build, log, &options)?;
         ccache::reset_stats(&build)?;
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
         let jobs = format!("-j{}", options.jobs);
         let make = self
-            .make(sh, job, &tree.dir, &build, options)
+            .make(sh, job, &tree.dir, &build, &options)
             .arg(jobs)
             .args(&goals);
         let expected = if fresh {
@@ -210,7 +210,14 @@ impl Backend for KernelTree {
         } else {
             None
         };
-        let objects = run_logged(Command::from(make), &label, log, options.verbose, expected)?;
+        let objects = run_logged(
+            Command::from(make),
+            &label,
+            log,
+            options.verbose,
+            expected,
+            &options.control,
+        )?;
         if fresh {
             let file = build.join(OBJECT_COUNT_FILE);
             std::fs::write(&file, format!("{objects}\n"))
@@ -298,12 +305,19 @@ fn configure(
     src: &Path,
     build: &Path,
     log: &Path,
-    options: BuildOptions,
+    options: &BuildOptions,
 ) -> Result<String> {
     let label = format!("{} (configuring)", job.label());
     let base = &job.target.kconfig.base;
     let make = backend.make(sh, job, src, build, options).arg(base);
-    run_logged(Command::from(make), &label, log, options.verbose, None)?;
+    run_logged(
+        Command::from(make),
+        &label,
+        log,
+        options.verbose,
+        None,
+        &options.control,
+    )?;
     let config_file = build.join(".config");
     let base_config = std::fs::read_to_string(&config_file)
         .with_context(|| format!("reading {} after `make {base}`", config_file.display()))?;
@@ -319,7 +333,14 @@ fn configure(
         .make(sh, job, src, build, options)
         .arg(format!("KCONFIG_ALLCONFIG={}", merged.display()))
         .arg("alldefconfig");
-    run_logged(Command::from(make), &label, log, options.verbose, None)?;
+    run_logged(
+        Command::from(make),
+        &label,
+        log,
+        options.verbose,
+        None,
+        &options.control,
+    )?;
     kconfig::ensure_applied(&config_file, &settings).with_context(|| {
         format!(
             "configuring {} from {}",

@@ -12,6 +12,7 @@ pub mod command;
 pub mod kbuild;
 pub mod plan;
 pub mod progress;
+pub mod scheduler;
 pub mod toolchain;
 
 use std::path::Path;
@@ -46,9 +47,10 @@ impl Job {
 }
 
 /// How builds run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BuildOptions {
-    /// `make -j`.
+    /// The `-j` budget: [`run`] shares it among the jobs running side by
+    /// side, and a backend's build gets its own share here (`make -jN`).
     pub jobs: usize,
     /// Stream make's output instead of showing a progress line.
     pub verbose: bool,
@@ -59,6 +61,8 @@ pub struct BuildOptions {
     pub wait: Wait,
     /// Compile through ccache (the default), or not (`--no-ccache`).
     pub ccache: ccache::Ccache,
+    /// The progress lines and the stop signal the jobs of one run share.
+    pub control: progress::RunControl,
 }
 
 /// What a backend's build produced, before measuring.
@@ -76,8 +80,8 @@ pub struct Built {
     pub ccache: Option<results::CcacheStats>,
 }
 
-/// A way to build kernels.
-pub trait Backend {
+/// A way to build kernels. `Sync`: jobs run side by side on threads.
+pub trait Backend: Sync {
     /// Recorded in `result.json` and the build key (`kernel-tree`).
     fn name(&self) -> &'static str;
     /// Checks everything `jobs` need (compilers, flags, sources, host
@@ -126,11 +130,13 @@ pub fn up_to_date(layout: &Layout, planned: &PlannedJob) -> Option<BuildResult> 
         .filter(|r| planned.is_up_to_date(r))
 }
 
-/// Builds every planned job in order, writing
+/// Builds every planned job, side by side within the `-j` budget
+/// ([`scheduler::run`] has the details), writing
 /// `target/xtask/results/<target>/<variant>/`; with [`Rebuild::IfChanged`]
 /// a job whose result already has its build key prints "up to date" and
 /// is skipped. For each job built, the old `result.json` is removed first
-/// and the new one written last. Stops at the first failure.
+/// and the new one written last. The first failure stops the other jobs;
+/// results of jobs that finished are kept. Outcomes are in plan order.
 ///
 /// Each job holds the locks of its results and build directories
 /// ([`Layout::results_lock`], [`Layout::build_lock`]) from the up-to-date
@@ -144,26 +150,31 @@ pub fn run(
     plan: &[PlannedJob],
     options: BuildOptions,
 ) -> Result<Vec<Outcome>> {
-    let mut outcomes = Vec::new();
-    for planned in plan {
-        let _locks = lock_job(layout, &planned.job, options.wait)?;
-        if options.rebuild == Rebuild::IfChanged {
-            if let Some(result) = up_to_date(layout, planned) {
-                eprintln!(
-                    "{}: up to date ({})",
-                    planned.job.label(),
-                    &planned.key[..16]
-                );
-                outcomes.push(Outcome::UpToDate(result));
-                continue;
-            }
+    scheduler::run(sh, layout, backend, plan, options)
+}
+
+/// One job: its locks, the up-to-date check, then the build.
+fn run_job(
+    sh: &Shell,
+    layout: &Layout,
+    backend: &dyn Backend,
+    planned: &PlannedJob,
+    options: &BuildOptions,
+) -> Result<Outcome> {
+    let _locks = lock_job(layout, &planned.job, options.wait)?;
+    if options.rebuild == Rebuild::IfChanged {
+        if let Some(result) = up_to_date(layout, planned) {
+            options.control.println(&format!(
+                "{}: up to date ({})",
+                planned.job.label(),
+                &planned.key[..16]
+            ));
+            return Ok(Outcome::UpToDate(result));
         }
-        let result = build_one(sh, layout, backend, planned, options)
-            .with_context(|| format!("building {}", planned.job.label()))?;
-        eprintln!("{}", summary_line(&result));
-        outcomes.push(Outcome::Built(result));
     }
-    Ok(outcomes)
+    let result = build_one(sh, layout, backend, planned, options.clone())?;
+    options.control.println(&summary_line(&result));
+    Ok(Outcome::Built(result))
 }
 
 /// Takes the results lock, then the build lock, of `job` (always in this
