@@ -47,6 +47,10 @@ pub enum Command {
     /// the results `build` wrote: artifact sizes, vmlinux sections (as
     /// binutils `size`), optionally bloat-o-meter symbol diffs.
     SizeReport(SizeReportArgs),
+    /// Results as files for CI fan-out: export one job's results as a tar,
+    /// merge tars from many jobs into target/xtask/results/.
+    #[command(subcommand)]
+    Results(ResultsCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.
@@ -140,6 +144,31 @@ pub fn wait(no_wait: bool) -> Wait {
 /// `-j` default: the number of CPUs.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// Write target/xtask/results/<target>/<variant>/ (result.json,
+    /// artifacts, build.log) of every target × variant as one tar.
+    Export {
+        /// Target directory name in target/xtask/results/. Repeatable.
+        #[arg(long = "target", short = 't', required = true, value_name = "TARGET")]
+        targets: Vec<String>,
+        /// Variant. Repeatable; default: baseline.
+        #[arg(long = "variant", value_name = "NAME", default_value = "baseline")]
+        variants: Vec<String>,
+        /// The tar to write.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Unpack tars made by `results export` into target/xtask/results/,
+    /// refusing unreadable results, paths that escape, and results of one
+    /// target built from different inputs (nothing is written then).
+    Merge {
+        /// The tars.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

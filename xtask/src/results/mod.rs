@@ -4,6 +4,8 @@
 //! is in place: a results directory without `result.json` is an
 //! interrupted or failed build, never a complete one.
 
+pub mod archive;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
