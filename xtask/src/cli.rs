@@ -70,7 +70,8 @@ pub struct BuildArgs {
     /// Variant from patches/variants.toml. Repeatable; default: baseline.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Parallel make jobs (make -jN); default: number of CPUs.
+    /// Parallel compile jobs for the whole run: jobs build side by side, each
+    /// make with its share of N (the shares add up to N); default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
     /// Kernel source: a tarball or an unpacked tree (never modified).
@@ -99,6 +100,10 @@ pub struct BuildArgs {
     /// Largest size of the ccache cache (ccache's units: 500M, 5G, 2Gi).
     #[arg(long, value_name = "SIZE", default_value = build::ccache::DEFAULT_SIZE, value_parser = build::ccache::parse_size)]
     pub ccache_size: u64,
+    /// Compile on distcc hosts (DISTCC_HOSTS syntax, plain mode, no local
+    /// fallback), e.g. "10.0.0.2/8 10.0.0.3/8"; raise -j to the remote slots.
+    #[arg(long, value_name = "HOSTS", value_parser = build::distcc::parse_hosts)]
+    pub distcc: Option<build::distcc::Distcc>,
 }
 
 impl BuildArgs {
@@ -128,6 +133,7 @@ impl BuildArgs {
                     max_bytes: self.ccache_size,
                 }
             },
+            distcc: self.distcc.unwrap_or_default(),
         }
     }
 }

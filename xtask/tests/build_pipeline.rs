@@ -206,6 +206,7 @@ fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
         rebuild: Rebuild::Always,
         wait: Wait::Yes,
         ccache: xtask::build::ccache::Ccache::Off,
+        distcc: Default::default(),
         control: Default::default(),
     };
     let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
@@ -300,6 +301,7 @@ fn run_slow(layout: &Layout, backend: &SlowBackend, job: &Job, wait: Wait) -> St
         rebuild: Rebuild::Always,
         wait,
         ccache: xtask::build::ccache::Ccache::Off,
+        distcc: Default::default(),
         control: Default::default(),
     };
     let plan = build::plan::plan(&sh, layout, backend, std::slice::from_ref(job)).unwrap();

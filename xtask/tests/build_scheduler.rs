@@ -144,6 +144,7 @@ fn options(jobs: usize) -> BuildOptions {
         rebuild: Rebuild::Always,
         wait: Wait::Yes,
         ccache: Ccache::Off,
+        distcc: Default::default(),
         control: RunControl::default(),
     }
 }

@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use xshell::Shell;
 
 use super::ccache::Ccache;
+use super::distcc::Distcc;
 use super::kbuild::KernelTree;
 use super::plan::{self, PlannedJob};
 use super::{toolchain, BuildOptions, Rebuild};
@@ -46,6 +47,8 @@ pub struct BuildRequest {
     pub mode: Mode,
     /// Compile through ccache (default), or not (`--no-ccache`).
     pub ccache: Ccache,
+    /// Compile on distcc hosts (`--distcc HOSTS`), or here (default).
+    pub distcc: Distcc,
 }
 
 /// Runs `request`: selects targets × variants, checks and plans every job,
@@ -73,6 +76,18 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
              (or `cargo xtask setup`), or build with --no-ccache"
         );
     }
+    if request.distcc != Distcc::Off
+        && request.mode == Mode::Build
+        && toolchain::find_in_path("distcc").is_none()
+    {
+        anyhow::bail!("nothing was built: --distcc needs distcc; run `apt-get install distcc`");
+    }
+    if request.distcc != Distcc::Off {
+        // distcc makes its lock and state directories, not their parent.
+        let dir = super::distcc::state_dir(layout);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating {}; is target/xtask writable?", dir.display()))?;
+    }
     let backend = KernelTree::new(layout.clone(), request.kernel_src.clone());
     let plan = plan::plan(sh, layout, &backend, &jobs)?;
     if request.mode == Mode::DryRun {
@@ -85,6 +100,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         rebuild: request.rebuild,
         wait: request.wait,
         ccache: request.ccache,
+        distcc: request.distcc.clone(),
         control: super::progress::RunControl::default(),
     };
     let outcomes = super::run(sh, layout, &backend, &plan, options)?;

@@ -18,7 +18,7 @@ use super::plan::JobInputs;
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
-use crate::build::{ccache, toolchain};
+use crate::build::{ccache, distcc, toolchain};
 use crate::inputs::kconfig;
 use crate::inputs::kernel_source::{self, PristineTree, SourceInput};
 use crate::patches::patched_source::PatchedTree;
@@ -99,9 +99,13 @@ impl KernelTree {
         for (k, v) in REPRODUCIBLE_ENV {
             make = make.env(k, v);
         }
-        if let Some((cc, env)) =
-            ccache::make_setup(&self.layout, options.ccache, &job.target.cc(), build)
-        {
+        if let Some((cc, env)) = distcc::compiler_setup(
+            &self.layout,
+            options.ccache,
+            &options.distcc,
+            &job.target.cc(),
+            build,
+        ) {
             make = make.arg(cc);
             for (k, v) in env {
                 make = make.env(k, v);

@@ -9,6 +9,7 @@
 pub mod artifacts;
 pub mod ccache;
 pub mod command;
+pub mod distcc;
 pub mod kbuild;
 pub mod plan;
 pub mod progress;
@@ -61,6 +62,8 @@ pub struct BuildOptions {
     pub wait: Wait,
     /// Compile through ccache (the default), or not (`--no-ccache`).
     pub ccache: ccache::Ccache,
+    /// Compile on distcc hosts (`--distcc`), or here.
+    pub distcc: distcc::Distcc,
     /// The progress lines and the stop signal the jobs of one run share.
     pub control: progress::RunControl,
 }

@@ -142,7 +142,9 @@ fn unpack(sh: &Shell, archive: &Path, into: &Path) -> Result<Vec<Incoming>> {
                 archive.display()
             )
         })?;
-    let names = cmd!(sh, "tar --list --absolute-names --file {archive}").quiet().read()?;
+    let names = cmd!(sh, "tar --list --absolute-names --file {archive}")
+        .quiet()
+        .read()?;
     for (line, name) in listing.lines().zip(names.lines()) {
         let kind = line.chars().next().unwrap_or('?');
         check_member(name, kind).map_err(refuse)?;
