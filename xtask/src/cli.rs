@@ -43,6 +43,9 @@ pub enum Command {
     Patches(PatchesCommand),
     /// Install (as root) or print the Debian packages the targets need.
     Setup(SetupArgs),
+    /// Kernel configs as OpenWrt assembles them.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Compare variant builds against a base build, target by target, from
     /// the results `build` wrote: artifact sizes, vmlinux sections (as
     /// binutils `size`), optionally bloat-o-meter symbol diffs.
@@ -104,6 +107,12 @@ pub struct BuildArgs {
     /// fallback), e.g. "10.0.0.2/8 10.0.0.3/8"; raise -j to the remote slots.
     #[arg(long, value_name = "HOSTS", value_parser = build::distcc::parse_hosts)]
     pub distcc: Option<build::distcc::Distcc>,
+    /// OpenWrt mode: configure, patch and flag each target as this OpenWrt
+    /// checkout does (its config-<kver> files, its patch series classified
+    /// on the source's point release, its KCFLAGS); results replace the
+    /// default mode's for the same target and variant.
+    #[arg(long, value_name = "PATH")]
+    pub openwrt: Option<PathBuf>,
 }
 
 impl BuildArgs {
@@ -134,6 +143,7 @@ impl BuildArgs {
                 }
             },
             distcc: self.distcc.unwrap_or_default(),
+            openwrt: self.openwrt,
         }
     }
 }
@@ -192,6 +202,31 @@ pub enum FlagsCommand {
     },
     /// List the variants and their flags.
     List,
+}
+
+/// The `config` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the kernel config OpenWrt merges for a target before
+    /// `make olddefconfig` (generic, target, subtarget config-<kver>, as
+    /// scripts/kconfig.pl prints it); the files merged go to stderr.
+    Show(ConfigShowArgs),
+}
+
+/// `config show`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConfigShowArgs {
+    /// The OpenWrt checkout.
+    #[arg(long, value_name = "PATH")]
+    pub openwrt: PathBuf,
+    /// A target from targets/ (mapped through its `openwrt = "…"`), or any
+    /// OpenWrt target/subtarget of the checkout (ramips/mt7620).
+    #[arg(long, short = 't', value_name = "TARGET")]
+    pub target: String,
+    /// Kernel series; default: the target file's `kernel` when OpenWrt has
+    /// it for the target, else the target's KERNEL_PATCHVER.
+    #[arg(long, value_name = "KVER")]
+    pub kernel: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -6,7 +6,9 @@ mod cli;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use cli::{changed_files, until, Cli, Command, FlagsCommand, PatchesCommand, ResultsCommand};
+use cli::{
+    changed_files, until, Cli, Command, ConfigCommand, FlagsCommand, PatchesCommand, ResultsCommand,
+};
 use xtask::patches::openwrt_sync::Direction;
 use xtask::patches::stack::commands as stack;
 use xtask::util::layout::Layout;
@@ -33,6 +35,12 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Targets => inputs::targets::print_list(&layout.targets_dir()),
         Command::Setup(args) => host::setup::command(&sh, &layout, &args.request()),
+        Command::Config(ConfigCommand::Show(args)) => inputs::openwrt::kconfig::show(
+            &args.openwrt,
+            &layout.targets_dir(),
+            &args.target,
+            args.kernel.as_deref(),
+        ),
         Command::Patches(command) => match command {
             PatchesCommand::Push { series, all, name } => {
                 stack::push(&sh, &layout, &series.options(), until(all, name))

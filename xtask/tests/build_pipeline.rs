@@ -372,3 +372,49 @@ fn a_patched_tree_in_use_is_not_replaced() {
     });
     assert!(!marker.exists(), "made anew once free");
 }
+
+/// The series is applied as OpenWrt's patch-kernel.sh applies it, `patch
+/// -p1 -f` (here with no fuzz, as the build runs): a patch whose first
+/// site already has the change goes to the next matching site instead of
+/// stopping the build as "reversed", and an empty (0-byte) patch applies as
+/// nothing. The patched tree must equal what GNU patch makes of the same
+/// series on a copy of the pristine tree.
+#[test]
+fn series_applies_as_patch_f_does() {
+    let (_dir, layout, target, variant) = project();
+    let block = "\tone();\n\ttwo();\n\tthree();\n\tfour();\n\tfive();\n\tsix();\n";
+    let upstream = block.replace("\tthree();\n", "\tthree();\n\tX();\n");
+    write(
+        &layout.root().join("linux/b.c"),
+        &(upstream + "}\n" + block),
+    );
+    let p = layout.patches_dir().join("generic/pending-6.12");
+    write(
+        &p.join("100-x.patch"),
+        "--- a/b.c\n+++ b/b.c\n@@ -1,6 +1,7 @@\n \tone();\n \ttwo();\n \tthree();\n+\tX();\n \tfour();\n \tfive();\n \tsix();\n",
+    );
+    write(&p.join("110-empty.patch"), "");
+    write(&p.join("120-a.patch"), &patch_a("three", "THREE"));
+    let sh = Shell::new().unwrap();
+    let series =
+        series::collect(&layout.patches_dir(), &target, &variant, "6.12", MAKEFILE).unwrap();
+    let tree = patched_source::prepare(&sh, &layout, &pristine(&layout), &series).unwrap();
+    let gnu = layout.root().join("gnu");
+    let linux = layout.root().join("linux");
+    xshell::cmd!(sh, "cp -a {linux} {gnu}").run().unwrap();
+    for patch in &series {
+        let file = layout.root().join("one.patch");
+        std::fs::write(&file, &patch.bytes).unwrap();
+        xshell::cmd!(sh, "patch -d {gnu} -p1 -f -F0 -s -i {file}")
+            .run()
+            .unwrap();
+    }
+    for name in ["a.c", "b.c", "Makefile"] {
+        assert_eq!(
+            std::fs::read_to_string(tree.dir.join(name)).unwrap(),
+            std::fs::read_to_string(gnu.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    assert_eq!(tree.patches.len(), 4);
+}

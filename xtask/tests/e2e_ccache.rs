@@ -63,6 +63,7 @@ fn a_build_without_ccache_has_the_same_bytes() {
         mode: Mode::Build,
         ccache: Ccache::Off,
         distcc: Default::default(),
+        openwrt: None,
     };
     command::run(&Shell::new().unwrap(), &other, &request).unwrap();
     let fresh_dir = other.results_dir(E2E_TARGET, variant);

@@ -153,6 +153,7 @@ fn a_distcc_build_compiles_remotely_with_the_same_bytes() {
         mode: Mode::Build,
         ccache: Ccache::default(),
         distcc: Distcc::Hosts(format!("{LOOPBACK}:{}/{slots}", daemon.port)),
+        openwrt: None,
     };
     let built = command::run(&Shell::new().unwrap(), &other, &request);
     let log = std::fs::read_to_string(&daemon.log).unwrap();

@@ -134,19 +134,20 @@ fn ed_scripts_and_garbage_are_parse_errors() {
 fn malformed_patches_name_the_line() {
     let good = gnu_diff("f", b"1\n2\n3\n4\n5\n6\n7\n", b"1\n2\n3\nX\n5\n6\n7\n");
     let text = String::from_utf8(good.clone()).unwrap();
-    // Header says one more old/new line than the body has: the body runs
-    // into end of file.
-    let longer = text.replace("@@ -1,7 +1,7 @@", "@@ -1,8 +1,8 @@");
+    // Header says four more old/new lines than the body has: the body runs
+    // into end of file (GNU takes up to three for stripped blank lines).
+    let longer = text.replace("@@ -1,7 +1,7 @@", "@@ -1,11 +1,11 @@");
     let e = parse_patch(longer.as_bytes()).unwrap_err();
     assert_eq!(e.line, text.lines().count() + 1, "{e}");
     assert!(
         matches!(e.kind, ParseErrorKind::UnexpectedEnd { hunk_line: 3 }),
         "{e}"
     );
-    // Header says fewer lines than the body has.
+    // Header says fewer lines than the body has: GNU ends the hunk at the
+    // counts; the warning names the first ignored line.
     let shorter = text.replace("@@ -1,7 +1,7 @@", "@@ -1,6 +1,6 @@");
-    let e = parse_patch(shorter.as_bytes()).unwrap_err();
-    assert_eq!(e.line, text.lines().count(), "{e}");
+    let w = &parse_patch(shorter.as_bytes()).unwrap().warnings[0];
+    assert_eq!(w.line, text.lines().count(), "{w}");
     // Truncated in the middle of the hunk.
     let cut: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
     let e = parse_patch(cut.as_bytes()).unwrap_err();
@@ -158,12 +159,12 @@ fn malformed_patches_name_the_line() {
     // apply_patch_file names the patch file and the line.
     let tmp = tempfile::tempdir().unwrap();
     let pf = tmp.path().join("bad.patch");
-    fs::write(&pf, &shorter).unwrap();
+    fs::write(&pf, &longer).unwrap();
     let e = apply_patch_file(tmp.path(), &pf, &P1)
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("bad.patch") && e.contains(&format!(":{}:", text.lines().count())),
+        e.contains("bad.patch") && e.contains(&format!(":{}:", text.lines().count() + 1)),
         "{e}"
     );
 }
@@ -334,4 +335,68 @@ fn rejects_match_gnu() {
         compared += 1;
     }
     assert!(compared >= 5, "only {compared} reject files compared");
+}
+
+fn git_symlink_patch(path: &str, target: &str) -> Vec<u8> {
+    format!(
+        "diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+    )
+    .into_bytes()
+}
+
+/// git symbolic links are created only when their target resolves inside
+/// the tree: absolute targets, targets above the tree or reached through
+/// a symbolic link, a file turned into a link and other file types
+/// (gitlinks) are refused with nothing written, naming the file and the
+/// patch line; a push names the patch too. Before, each of these became
+/// a regular file with mode 000.
+#[test]
+fn git_symlinks_outside_the_tree_are_refused() {
+    let files = [f("x", "a\n"), f("sub/y", "b\n")];
+    for (path, target) in [
+        ("abs", "/etc/passwd"),
+        ("up", "../outside"),
+        ("sub/up2", "../../outside"),
+        ("deep/up3", "../sub/../../x"),
+        ("via", "linkdir/f"),
+    ] {
+        let mut p = simple_patch("x");
+        p.extend(git_symlink_patch(path, target));
+        let e = refused(&files, &p, P1, |root| {
+            fs::create_dir_all(root.join("outside-dir")).unwrap();
+            symlink(root.join("outside-dir"), root.join("tree/linkdir")).unwrap();
+        });
+        assert!(
+            e.contains(path) && e.contains("patch line 8"),
+            "{path}: {e}"
+        );
+        assert!(e.contains("symbolic link to"), "{path}: {e}");
+    }
+    let to_link = b"diff --git a/x b/x\nold mode 100644\nnew mode 120000\n";
+    let e = refused(&files, to_link, P1, |_| {});
+    assert!(
+        e.contains("x: refusing it: turns a file into a symbolic link"),
+        "{e}"
+    );
+    let gitlink = b"diff --git a/mod b/mod\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/mod\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n";
+    let e = refused(&files, gitlink, P1, |_| {});
+    assert!(e.contains("mode 160000"), "{e}");
+    // Through the stack: the error names the patch.
+    let tmp = tempfile::tempdir().unwrap();
+    let (tree, patches) = (tmp.path().join("tree"), tmp.path().join("patches"));
+    fs::create_dir_all(&tree).unwrap();
+    fs::create_dir_all(&patches).unwrap();
+    write_tree(&tree, &files);
+    fs::write(
+        patches.join("100-link.patch"),
+        git_symlink_patch("l", "../../etc"),
+    )
+    .unwrap();
+    let s = xtask::patches::stack::Stack::new(&tree, &patches, vec!["100-link.patch".into()], P1);
+    let e = format!("{:#}", s.push_next().unwrap_err());
+    assert!(
+        e.contains("100-link.patch") && e.contains("l: refusing it"),
+        "{e}"
+    );
+    assert!(!tree.join("l").exists() && s.applied().unwrap().is_empty());
 }

@@ -335,3 +335,184 @@ fn random_mixes() {
         );
     }
 }
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+/// Two identical hunks that each insert `X` after `c` (3 lines of
+/// context), on one `a`..`f` block and on two blocks 20 lines apart: where
+/// the second hunk goes (or whether it fails) is GNU patch 2.7.6's call.
+#[test]
+fn identical_hunks_small_cases() {
+    let block = words("a b c d e f");
+    let edit = Edit {
+        at: 3,
+        del: 0,
+        ins: vec!["X".into()],
+    };
+    let p = hunks_patch("f", &block, &[edit.clone(), edit], 3);
+    let filler: Vec<String> = (1..=20).map(|i| format!("z{i}")).collect();
+    let two_blocks = [block.clone(), filler.clone(), block.clone()].concat();
+    let filler_first = [filler, block.clone()].concat();
+    for (name, text) in [
+        ("one block", &block),
+        ("two blocks", &two_blocks),
+        ("filler first", &filler_first),
+    ] {
+        for fuzz in 0..=2 {
+            differential(name, &[f("f", join(text))], &p, 1, fuzz);
+        }
+    }
+}
+
+/// A block repeated a few times (struct initializers of one driver), and a
+/// patch that adds the same member to several of them, as OpenWrt's
+/// 781-06 realtek patch does; the target has lines added, removed or
+/// changed anywhere, so the identical hunks have to search. Each hunk must
+/// land where GNU patch puts it (or fail where it fails): never back on a
+/// site an earlier hunk of the file already patched.
+#[test]
+fn repeated_blocks_with_identical_hunks() {
+    let block = |i: usize, odd: bool| -> Vec<String> {
+        vec![
+            "\t{".into(),
+            format!("\t\tPHY_ID_MATCH_EXACT(0x001cc{i:03x}),"),
+            "\t\t.get_features   = rtl822x_get_features,".into(),
+            "\t\t.config_aneg    = rtl822x_config_aneg,".into(),
+            "\t\t.config_init    = rtl822xb_config_init,".into(),
+            "\t\t.read_status    = rtl822xb_read_status,".into(),
+            "\t\t.suspend        = genphy_suspend,".into(),
+            if odd {
+                "\t\t.resume         = rtlgen_resume_c45,".into()
+            } else {
+                "\t\t.resume         = rtlgen_resume,".into()
+            },
+            "\t},".into(),
+        ]
+    };
+    let (mut cases, mut failed, mut offset) = (0, 0, 0);
+    for seed in 0..120 {
+        let mut rng = Rng(12000 + seed);
+        let mut a: Vec<String> = (0..rng.below(20)).map(|k| format!("head_{k}();")).collect();
+        for b in 0..2 + rng.below(4) {
+            // Often the same PHY id, so whole blocks repeat.
+            a.extend(block(if rng.chance(50) { 0 } else { b }, rng.chance(20)));
+            for k in 0..rng.below(4) {
+                a.push(format!("mid_{b}_{k}();"));
+            }
+        }
+        let mut b = a.clone();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i].contains(".config_init") && rng.chance(80) {
+                b.insert(
+                    i + 1,
+                    "\t\t.get_rate_matching = rtl822xb_get_rate_matching,".into(),
+                );
+                i += 1;
+            }
+            i += 1;
+        }
+        let p = gnu_diff("realtek.c", &join(&a), &join(&b));
+        if p.is_empty() {
+            continue;
+        }
+        let mut t = a.clone();
+        for _ in 0..rng.below(4) {
+            let at = rng.below(t.len());
+            match rng.below(3) {
+                0 => {
+                    let n = (1 + rng.below(12)).min(t.len() - at);
+                    t.drain(at..at + n);
+                }
+                1 => {
+                    for k in 0..1 + rng.below(12) {
+                        t.insert(at, format!("upstream_{k}();"));
+                    }
+                }
+                _ => t[at] = "\t\t.changed = upstream,".into(),
+            }
+        }
+        for fuzz in [0, 1, 2] {
+            let (v, gnu) = differential(
+                &format!("repeated blocks {seed}"),
+                &[f("realtek.c", join(&t))],
+                &p,
+                1,
+                fuzz,
+            );
+            cases += 1;
+            failed += usize::from(v == Verdict::Failed);
+            offset += usize::from(gnu.stdout.contains("(offset"));
+        }
+    }
+    assert!(
+        cases >= 300 && failed > 20 && offset > 50,
+        "{cases} {failed} {offset}"
+    );
+}
+
+/// Hand-made patches: hunks that repeat, whose context overlaps the
+/// previous hunk's, insert-only hunks (with and without context), on text
+/// made of few distinct lines so that every hunk matches in many places.
+#[test]
+fn repeated_overlapping_and_insert_only_hunks() {
+    let alphabet = ["a", "b", "c", "}", "", "\treturn 0;"];
+    let (mut cases, mut applied) = (0, 0);
+    for seed in 0..200 {
+        let mut rng = Rng(13000 + seed);
+        let n = 4 + rng.below(40);
+        let old: Vec<String> = (0..n)
+            .map(|_| alphabet[rng.below(alphabet.len())].to_string())
+            .collect();
+        let mut edits: Vec<Edit> = Vec::new();
+        let mut at = 0;
+        for k in 0..1 + rng.below(5) {
+            let repeat = !edits.is_empty() && rng.chance(30);
+            let e = if repeat {
+                edits[edits.len() - 1].clone()
+            } else {
+                // Close to the previous edit, so contexts overlap.
+                at = (at + rng.below(6)).min(n);
+                let del = if rng.chance(50) {
+                    0
+                } else {
+                    rng.below(3).min(n - at)
+                };
+                let ins = if del == 0 || rng.chance(50) {
+                    (0..1 + rng.below(2))
+                        .map(|i| format!("new_{k}_{i}"))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Edit { at, del, ins }
+            };
+            edits.push(e);
+        }
+        let context = rng.below(4);
+        let p = hunks_patch("f", &old, &edits, context);
+        let mut target = old.clone();
+        if rng.chance(50) {
+            let at = rng.below(target.len() + 1);
+            let extra: Vec<String> = (0..1 + rng.below(8))
+                .map(|_| alphabet[rng.below(alphabet.len())].to_string())
+                .collect();
+            target.splice(at..at, extra);
+        }
+        let (v, _) = differential(
+            &format!("hand-made hunks {seed}"),
+            &[f("f", join(&target))],
+            &p,
+            1,
+            rng.below(3),
+        );
+        cases += 1;
+        applied += usize::from(v == Verdict::Applied);
+    }
+    assert!(
+        applied > 40 && applied < cases,
+        "{applied} of {cases} applied"
+    );
+}

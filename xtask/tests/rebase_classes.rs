@@ -359,3 +359,119 @@ fn abort_restores_patches_after_a_kill_while_copying_the_tree() {
     assert_eq!(files_under(&patches), before);
     assert!(!rebase_dir.exists());
 }
+
+/// A patch whose hunk matches the new kernel backwards exactly (the change
+/// is there) and forwards only with fuzz, at another site: `patches push`
+/// applies it as quilt does (`patch -f`, with a warning), but the rebase
+/// still calls it upstream, as GNU patch without `-f` does.
+#[test]
+fn reversed_looking_patch_is_upstream_though_push_would_apply_it() {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let block = |first: &str, last: &str| {
+        format!("{first}\n\ttwo();\n\tthree();\n\tfour();\n\tfive();\n{last}\n")
+    };
+    let old = block("\tone();", "\tsix();") + "}\n" + &block("\tone();", "\tsix();");
+    let new = block("\tone();", "\tsix();")
+        + "}\n"
+        + &block("\tone();", "\tsix();").replace("\tthree();\n", "\tthree();\n\tX();\n");
+    let old_dir = root.join("patches/generic/pending-6.6");
+    std::fs::create_dir_all(&old_dir).unwrap();
+    let patch = "Subject: add X\n\n".to_string() + &gnu_diff(&sh, root, "drivers/x.c", &old, &new);
+    std::fs::write(old_dir.join("100-x.patch"), &patch).unwrap();
+    // The new kernel has X in the second block and changed the first one's ends.
+    let newk = root.join("linux-new");
+    std::fs::create_dir_all(newk.join("drivers")).unwrap();
+    std::fs::write(
+        newk.join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n",
+    )
+    .unwrap();
+    std::fs::write(newk.join("Kbuild"), "obj-y += drivers/\n").unwrap();
+    let kernel = block("\tONE();", "\tSIX();")
+        + "}\n"
+        + &block("\tone();", "\tsix();").replace("\tthree();\n", "\tthree();\n\tX();\n");
+    std::fs::write(newk.join("drivers/x.c"), &kernel).unwrap();
+    let fx = Fx {
+        _dir: tempfile::tempdir().unwrap(),
+        root: root.to_path_buf(),
+        newk: newk.clone(),
+    };
+    let gnu = gnu_class(&sh, &newk, &old_dir.join("100-x.patch"));
+    assert_eq!(gnu, Class::Upstream);
+    let forced = cmd!(
+        sh,
+        "patch -p1 -f --dry-run -d {newk} -i {old_dir}/100-x.patch"
+    )
+    .ignore_status()
+    .read()
+    .unwrap();
+    assert!(forced.contains("with fuzz 1"), "{forced}");
+    let layout = Layout::new(root);
+    let out = rebase::run(&sh, &layout, &opts(&fx, false), Action::Start).unwrap();
+    assert_eq!(out.state.results[0].class, Class::Upstream);
+}
+
+/// A conflict because a file the patch changes is gone from the new
+/// kernel: the note says so in GNU patch's words, per file, never
+/// "Hunk #1 FAILED at 0".
+#[test]
+fn conflict_note_names_missing_files_in_gnu_words() {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let old_dir = root.join("patches/generic/pending-6.6");
+    std::fs::create_dir_all(&old_dir).unwrap();
+    let kept = lines("kept", 20).concat();
+    let gone = lines("gone", 20).concat();
+    let patch = gnu_diff(
+        &sh,
+        root,
+        "drivers/kept.c",
+        &kept,
+        &kept.replace("kept_stmt_5", "x"),
+    ) + &gnu_diff(
+        &sh,
+        root,
+        "drivers/gone.c",
+        &gone,
+        &gone.replace("gone_stmt_5", "x"),
+    );
+    std::fs::write(old_dir.join("100-two.patch"), &patch).unwrap();
+    let newk = root.join("linux-new");
+    std::fs::create_dir_all(newk.join("drivers")).unwrap();
+    std::fs::write(
+        newk.join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION =\n",
+    )
+    .unwrap();
+    std::fs::write(newk.join("Kbuild"), "obj-y += drivers/\n").unwrap();
+    std::fs::write(newk.join("drivers/kept.c"), &kept).unwrap();
+    let gnu = cmd!(
+        sh,
+        "patch -p1 -N --batch --dry-run -d {newk} -i {old_dir}/100-two.patch"
+    )
+    .ignore_status()
+    .read()
+    .unwrap();
+    let fx = Fx {
+        _dir: tempfile::tempdir().unwrap(),
+        root: root.to_path_buf(),
+        newk,
+    };
+    let layout = Layout::new(root);
+    let out = rebase::run(&sh, &layout, &opts(&fx, true), Action::Start).unwrap();
+    let r = &out.state.results[0];
+    assert_eq!(r.class, Class::Conflict);
+    for words in [
+        "can't find file to patch at input line",
+        "No file to patch.  Skipping patch.",
+        "1 out of 1 hunk ignored",
+    ] {
+        assert!(gnu.contains(words), "GNU: {gnu}");
+        assert!(r.note.contains(words), "{}", r.note);
+    }
+    assert!(r.note.starts_with("drivers/gone.c: "), "{}", r.note);
+    assert!(!r.note.contains("FAILED"), "{}", r.note);
+}

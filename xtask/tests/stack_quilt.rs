@@ -379,3 +379,205 @@ proptest! {
         prop_assert_eq!(how, Refreshed::Unchanged);
     }
 }
+
+/// quilt pushes with `patch -f`: a patch whose hunk matches backwards
+/// exactly (at a site an earlier patch made look like it) but forwards only
+/// with fuzz is applied, not refused as reversed; an empty (0-byte) patch
+/// "appears to be empty; applied". The tree after `push -a` and `pop -a`
+/// must equal quilt's, and the forced patch carries the reverse hint.
+#[test]
+fn forced_push_and_empty_patch_like_quilt() {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let block = |first: &str, last: &str| {
+        format!("{first}\n\ttwo();\n\tthree();\n\tfour();\n\tfive();\n{last}\n")
+    };
+    let filler = "\tfiller();\n".repeat(4);
+    let base = block("\tone();", "\tsix();") + &filler + &block("\tONE();", "\tSIX();");
+    let with_a = base.replacen("\tthree();\n", "\tthree();\n\tX();\n", 1);
+    // Made against a tree where the second block read like the first.
+    let like_a = block("\tone();", "\tsix();") + &filler + &block("\tone();", "\tsix();");
+    let like_a_done = block("\tone();", "\tsix();")
+        + &filler
+        + &block("\tone();", "\tsix();").replace("\tthree();\n", "\tthree();\n\tX();\n");
+    let last_old = with_a.clone();
+    let last_new = with_a.replacen("\tfiller();\n", "\tfiller_changed();\n", 1);
+    let patches = [
+        (
+            "100-a.patch",
+            gnu_diff(&sh, root, "drivers/f.c", Some(&base), Some(&with_a), 3),
+        ),
+        (
+            "110-b.patch",
+            gnu_diff(
+                &sh,
+                root,
+                "drivers/f.c",
+                Some(&like_a),
+                Some(&like_a_done),
+                3,
+            ),
+        ),
+        ("120-empty.patch", String::new()),
+        (
+            "130-c.patch",
+            gnu_diff(
+                &sh,
+                root,
+                "drivers/f.c",
+                Some(&last_old),
+                Some(&last_new),
+                3,
+            ),
+        ),
+    ];
+    let pdir = root.join("patches/generic/pending-6.12");
+    std::fs::create_dir_all(&pdir).unwrap();
+    let mut names = Vec::new();
+    for (name, text) in &patches {
+        std::fs::write(pdir.join(name), text).unwrap();
+        names.push(format!("generic/pending-6.12/{name}"));
+    }
+    let series: String = names.iter().map(|n| format!("{n}\n")).collect();
+    std::fs::write(root.join("patches/series"), series).unwrap();
+    let (qt, ot) = (root.join("q"), root.join("o"));
+    for t in [&qt, &ot] {
+        std::fs::create_dir_all(t.join("drivers")).unwrap();
+        std::fs::write(t.join("drivers/f.c"), &base).unwrap();
+    }
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let patches_dir = root.join("patches");
+
+    let out = quilt(&sh, &qt, &patches_dir, &home, &["push", "-a"]);
+    assert!(
+        out.contains("Now at patch generic/pending-6.12/130-c.patch"),
+        "{out}"
+    );
+    assert!(
+        out.contains("120-empty.patch appears to be empty; applied"),
+        "{out}"
+    );
+    let s = Stack::new(&ot, &patches_dir, names.clone(), ApplyOptions::default());
+    let mut reports = Vec::new();
+    while let Some((name, report)) = s.push_next().unwrap() {
+        reports.push((name, report));
+    }
+    assert_eq!(snapshot(&qt), snapshot(&ot), "trees after push -a");
+    let hints: Vec<bool> = reports.iter().map(|(_, r)| r.applies_in_reverse).collect();
+    assert_eq!(hints, [false, true, false, false]);
+    assert!(reports[2].1.files.is_empty());
+    let warning = reports[1].1.warnings(&reports[1].0).join("\n");
+    assert!(
+        warning.contains("110-b.patch") && warning.contains("patches rebase"),
+        "{warning}"
+    );
+    quilt(&sh, &qt, &patches_dir, &home, &["pop", "-a"]);
+    while s.pop(false).unwrap().is_some() {}
+    assert_eq!(snapshot(&qt), snapshot(&ot), "trees after pop -a");
+    assert_eq!(
+        std::fs::read_to_string(ot.join("drivers/f.c")).unwrap(),
+        base
+    );
+}
+
+/// A context diff (`diff -c`) in the series: pushed as quilt pushes it,
+/// and refreshed as quilt refreshes it, which writes it back as a unified
+/// diff under the same description.
+#[test]
+fn context_diff_patch_pushes_and_refreshes_like_quilt() {
+    let sh = Shell::new().unwrap();
+    for seed in 1..=4u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mut rng = Rng(seed * 31);
+        let old = source(&mut rng, 40, "f");
+        let new = edit(&mut rng, &old, "p");
+        let (a, b) = (root.join("diff-old"), root.join("diff-new"));
+        std::fs::write(&a, &old).unwrap();
+        std::fs::write(&b, &new).unwrap();
+        let (la, lb) = ("a/drivers/f.c", "b/drivers/f.c");
+        let ctx = cmd!(sh, "diff -c -p --label {la} --label {lb} {a} {b}")
+            .ignore_status()
+            .read()
+            .unwrap()
+            + "\n";
+        let patch = format!("Subject: [PATCH] context diff {seed}\n\n---\n{ctx}");
+        let patches = root.join("patches");
+        std::fs::create_dir_all(&patches).unwrap();
+        std::fs::write(patches.join("100-ctx.patch"), &patch).unwrap();
+        std::fs::write(patches.join("series"), "100-ctx.patch\n").unwrap();
+        let (qt, ot) = (root.join("q"), root.join("o"));
+        for t in [&qt, &ot] {
+            std::fs::create_dir_all(t.join("drivers")).unwrap();
+            std::fs::write(t.join("drivers/f.c"), &old).unwrap();
+        }
+        let (qp, op) = (root.join("qp"), root.join("op"));
+        copy_tree(&patches, &qp);
+        copy_tree(&patches, &op);
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let out = quilt(&sh, &qt, &qp, &home, &["push", "-a"]);
+        assert!(out.contains("Now at patch 100-ctx.patch"), "{out}");
+        let s = Stack::new(
+            &ot,
+            &op,
+            vec!["100-ctx.patch".into()],
+            ApplyOptions::default(),
+        );
+        s.push_next().unwrap().unwrap();
+        assert_eq!(
+            snapshot(&qt),
+            snapshot(&ot),
+            "seed {seed}: trees after push"
+        );
+        quilt(&sh, &qt, &qp, &home, REFRESH);
+        assert_eq!(s.refresh(None).unwrap().1, Refreshed::Rewritten);
+        let (q, o) = (
+            std::fs::read_to_string(qp.join("100-ctx.patch")).unwrap(),
+            std::fs::read_to_string(op.join("100-ctx.patch")).unwrap(),
+        );
+        assert_eq!(q, o, "seed {seed}: refreshed");
+        assert!(
+            o.contains("\n--- a/drivers/f.c\n+++ b/drivers/f.c\n@@ "),
+            "{o}"
+        );
+    }
+}
+
+/// A patch that creates a git symbolic link pushes (the link is made) and
+/// pops (it is removed); refreshing it is refused, naming the link, rather
+/// than silently dropping the link from the patch.
+#[test]
+fn symlink_patch_pushes_pops_and_is_not_refreshed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tree, patches) = (dir.path().join("t"), dir.path().join("p"));
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::create_dir_all(&patches).unwrap();
+    std::fs::write(tree.join("sub/target.txt"), "x\n").unwrap();
+    let patch = "Subject: link\n\ndiff --git a/sub/l b/sub/l\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/sub/l\n@@ -0,0 +1 @@\n+target.txt\n\\ No newline at end of file\n";
+    std::fs::write(patches.join("100-link.patch"), patch).unwrap();
+    let before = snapshot(&tree);
+    let s = Stack::new(
+        &tree,
+        &patches,
+        vec!["100-link.patch".into()],
+        ApplyOptions::default(),
+    );
+    let (_, report) = s.push_next().unwrap().unwrap();
+    assert!(report.files[0].symlink);
+    assert_eq!(
+        std::fs::read_link(tree.join("sub/l")).unwrap(),
+        PathBuf::from("target.txt")
+    );
+    let e = format!("{:#}", s.refresh(None).unwrap_err());
+    assert!(e.contains("sub/l is a symbolic link"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(patches.join("100-link.patch")).unwrap(),
+        patch
+    );
+    s.pop(false).unwrap();
+    assert!(std::fs::symlink_metadata(tree.join("sub/l")).is_err());
+    assert_eq!(snapshot(&tree), before);
+}

@@ -9,8 +9,9 @@ use xshell::Shell;
 use super::ccache::Ccache;
 use super::distcc::Distcc;
 use super::kbuild::KernelTree;
+use super::openwrt::OpenwrtBackend;
 use super::plan::{self, PlannedJob};
-use super::{toolchain, BuildOptions, Rebuild};
+use super::{toolchain, Backend, BuildOptions, Rebuild};
 use crate::inputs::{targets, variants};
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
@@ -49,6 +50,9 @@ pub struct BuildRequest {
     pub ccache: Ccache,
     /// Compile on distcc hosts (`--distcc HOSTS`), or here (default).
     pub distcc: Distcc,
+    /// `--openwrt PATH`: configure, patch and flag each target as this
+    /// OpenWrt checkout does ([`super::openwrt::OpenwrtBackend`]).
+    pub openwrt: Option<PathBuf>,
 }
 
 /// Runs `request`: selects targets × variants, checks and plans every job,
@@ -88,8 +92,16 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating {}; is target/xtask writable?", dir.display()))?;
     }
-    let backend = KernelTree::new(layout.clone(), request.kernel_src.clone());
-    let plan = plan::plan(sh, layout, &backend, &jobs)?;
+    let backend: Box<dyn Backend> = match &request.openwrt {
+        Some(checkout) => Box::new(OpenwrtBackend::new(
+            layout.clone(),
+            checkout,
+            request.kernel_src.clone(),
+        )?),
+        None => Box::new(KernelTree::new(layout.clone(), request.kernel_src.clone())),
+    };
+    let backend = backend.as_ref();
+    let plan = plan::plan(sh, layout, backend, &jobs)?;
     if request.mode == Mode::DryRun {
         print!("{}", describe_plan(layout, &plan));
         return Ok(());
@@ -103,7 +115,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         distcc: request.distcc.clone(),
         control: super::progress::RunControl::default(),
     };
-    let outcomes = super::run(sh, layout, &backend, &plan, options)?;
+    let outcomes = super::run(sh, layout, backend, &plan, options)?;
     println!(
         "{} job(s) done; results in {}",
         outcomes.len(),

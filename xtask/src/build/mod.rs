@@ -2,15 +2,16 @@
 //! then artifacts, measurements and `result.json`.
 //!
 //! A [`Backend`] turns one [`Job`] into a finished kernel build
-//! ([`Built`]). Today there is [`kbuild::KernelTree`], which configures
-//! and runs `make` on a patched kernel tree; an OpenWrt-buildroot backend
-//! (running `make` in an OpenWrt tree) fits the same trait.
+//! ([`Built`]). [`kbuild::KernelTree`] configures and runs `make` on a
+//! patched kernel tree; [`openwrt::OpenwrtBackend`] (`--openwrt PATH`) does
+//! the same with an OpenWrt checkout's config, patches and KCFLAGS.
 
 pub mod artifacts;
 pub mod ccache;
 pub mod command;
 pub mod distcc;
 pub mod kbuild;
+pub mod openwrt;
 pub mod plan;
 pub mod progress;
 pub mod scheduler;

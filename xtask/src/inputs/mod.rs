@@ -4,5 +4,6 @@
 pub mod cflags;
 pub mod kconfig;
 pub mod kernel_source;
+pub mod openwrt;
 pub mod targets;
 pub mod variants;

@@ -2,7 +2,7 @@
 //! optimisation flags, generated for a variant against a kernel's real
 //! top-level Makefile so that its hunk header is always right.
 //!
-//! OpenWrt's patch (target/linux/generic/pending-<kver>/) changes the two
+//! OpenWrt's patch (`target/linux/generic/pending-<kver>/`) changes the two
 //! lines of the Makefile's optimisation block:
 //!
 //! ```text

@@ -11,12 +11,15 @@
 //! * [`stack`]: push/pop/refresh/status over an editable work tree.
 //! * [`rebase`]: move the series to a new kernel, classifying each patch.
 //! * [`openwrt_sync`]: copy patches between `patches/` and an OpenWrt checkout.
-//! * [`bench`]: push against GNU patch and quilt.
+//! * [`openwrt_series`]: OpenWrt mode: an OpenWrt checkout's series classified
+//!   and applied on the workbench's kernel source.
+//! * [`bench`](mod@bench): push against GNU patch and quilt.
 
 pub mod bench;
 pub mod diff;
 pub mod engine;
 pub mod extra_optimization;
+pub mod openwrt_series;
 pub mod openwrt_sync;
 pub mod patched_source;
 pub mod rebase;

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use xshell::Shell;
 
 use crate::inputs::kernel_source::PristineTree;
-use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
+use crate::patches::engine::{apply_patch_forced, parse_patch, ApplyOptions};
 use crate::patches::series::SeriesPatch;
 use crate::results::PatchRecord;
 use crate::util::fs::{copy_tree, remove_stale_staging, CopyKind, StagingDir};
@@ -50,6 +50,13 @@ pub fn lock_for_use(layout: &Layout, tree: &PatchedTree, wait: Wait) -> Result<L
 }
 
 /// Returns the patched tree for `series` on `pristine`, creating it if needed.
+///
+/// Each patch is applied as OpenWrt's `scripts/patch-kernel.sh` and quilt
+/// run GNU patch, with `-f` (never skipped as "Reversed (or previously
+/// applied)"; see [`apply_patch_forced`]), `-p1` and no fuzz. Warnings
+/// (a patch that also applies in reverse, parse warnings such as hunk lines
+/// past the header's counts) go to stderr naming the patch; an empty
+/// (0-byte) patch applies as nothing, as quilt pushes it.
 ///
 /// Errors name the patch, file, hunk and line that failed (from the patch
 /// engine) and say the tree was left untouched.
@@ -96,7 +103,10 @@ pub fn prepare(
     for patch in series {
         let parsed =
             parse_patch(&patch.bytes).map_err(|e| anyhow!("patches/{}: {e}", patch.name))?;
-        apply_patch(&tree, &parsed, &options).map_err(|e| {
+        if patch.bytes.is_empty() {
+            eprintln!("note: patches/{} is empty; applied as nothing", patch.name);
+        }
+        let report = apply_patch_forced(&tree, &parsed, &options).map_err(|e| {
             anyhow!(
                 "patches/{}: {e}\nThe series stopped here; no patched tree was kept. \
                  Refresh the patch against Linux {} (or remove it from the series).",
@@ -104,6 +114,9 @@ pub fn prepare(
                 pristine.version
             )
         })?;
+        for w in report.warnings(&format!("patches/{}", patch.name)) {
+            eprintln!("{w}");
+        }
     }
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing old {}", dir.display()))?;

@@ -31,7 +31,8 @@ use xshell::Shell;
 
 use crate::inputs::targets::Target;
 use crate::patches::engine::{
-    check_patch, parse_patch, reverse_applies, ApplyError, ApplyOptions, HunkOutcome,
+    check_patch, parse_patch, reverse_applies, ApplyError, ApplyOptions, ApplyReport, HunkOutcome,
+    Patch,
 };
 use crate::patches::stack::{reject_report, work_tree, Refreshed, Stack};
 use crate::util::fs::write_atomic;
@@ -417,6 +418,49 @@ fn abort(dir: &Path, patches_dir: &Path, state: &RebaseState) -> Result<()> {
     std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))
 }
 
+/// The rebase's classifier: how `patch` fares on `tree`, which is not
+/// changed. `clean`, `offset` or `fuzz` (the largest of any hunk) with the
+/// report of the dry run when it applies; `upstream` (empty report) when
+/// it applies in reverse; `conflict` with the failed report otherwise.
+///
+/// Errors: refusals of the engine (unsafe names, symbolic links, binary
+/// diffs) and I/O errors.
+pub fn classify(tree: &Path, patch: &Patch, opts: &ApplyOptions) -> Result<(Class, ApplyReport)> {
+    let failed = match check_patch(tree, patch, opts) {
+        Ok(report) => {
+            let mut fuzz = 0;
+            let mut offset = false;
+            for h in report.files.iter().flat_map(|f| &f.hunks) {
+                if let HunkOutcome::Applied {
+                    fuzz: f, offset: o, ..
+                } = *h
+                {
+                    fuzz = fuzz.max(f);
+                    offset |= o != 0;
+                }
+            }
+            let class = if fuzz > 0 {
+                Class::Fuzz
+            } else if offset {
+                Class::Offset
+            } else {
+                Class::Clean
+            };
+            return Ok((class, report));
+        }
+        Err(ApplyError::Reversed { .. }) => return Ok((Class::Upstream, ApplyReport::default())),
+        Err(ApplyError::Failed(report)) => report,
+        Err(e) => return Err(anyhow!(e)),
+    };
+    if reverse_applies(tree, patch, opts)
+        .map_err(|e| anyhow!(e))
+        .context("checking whether it applies in reverse")?
+    {
+        return Ok((Class::Upstream, ApplyReport::default()));
+    }
+    Ok((Class::Conflict, failed))
+}
+
 /// Classifies and pushes one patch.
 fn step(
     stack: &Stack,
@@ -436,51 +480,26 @@ fn step(
         rejects: Vec::new(),
         note: String::new(),
     };
-    let failed = match check_patch(stack.tree(), &patch, &stack.options) {
-        Ok(report) => {
-            let mut fuzz = 0;
-            let mut offset = false;
-            for h in report.files.iter().flat_map(|f| &f.hunks) {
-                if let HunkOutcome::Applied {
-                    fuzz: f, offset: o, ..
-                } = *h
-                {
-                    fuzz = fuzz.max(f);
-                    offset |= o != 0;
-                }
-            }
-            result.class = if fuzz > 0 {
-                Class::Fuzz
-            } else if offset {
-                Class::Offset
-            } else {
-                Class::Clean
-            };
-            result.note = report
-                .render()
-                .lines()
-                .filter(|l| l.starts_with("Hunk"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            stack
-                .push_patch(name, &patch)
-                .with_context(|| format!("pushing {name}"))?;
-            if result.class != Class::Clean {
-                let (_, how) = stack.refresh(Some(name))?;
-                result.refreshed = how == Refreshed::Rewritten;
-            }
-            return Ok(result);
+    let (class, report) = classify(stack.tree(), &patch, &stack.options)
+        .with_context(|| format!("checking {name}"))?;
+    result.class = class;
+    if matches!(class, Class::Clean | Class::Offset | Class::Fuzz) {
+        result.note = report
+            .render()
+            .lines()
+            .filter(|l| l.starts_with("Hunk"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        stack
+            .push_patch(name, &patch)
+            .with_context(|| format!("pushing {name}"))?;
+        if result.class != Class::Clean {
+            let (_, how) = stack.refresh(Some(name))?;
+            result.refreshed = how == Refreshed::Rewritten;
         }
-        Err(ApplyError::Reversed { .. }) => None,
-        Err(ApplyError::Failed(report)) => Some(report),
-        Err(e) => return Err(anyhow!(e)).with_context(|| format!("checking {name}")),
-    };
-    let upstream = match &failed {
-        None => true,
-        Some(_) => reverse_applies(stack.tree(), &patch, &stack.options)
-            .map_err(|e| anyhow!(e))
-            .with_context(|| format!("reverse-checking {name}"))?,
-    };
+        return Ok(result);
+    }
+    let upstream = class == Class::Upstream;
     if upstream {
         result.class = Class::Upstream;
         result.removed = true;
@@ -489,7 +508,7 @@ fn step(
         return Ok(result);
     }
     result.class = Class::Conflict;
-    let report = reject_report(&patch, failed.unwrap_or_default());
+    let report = reject_report(&patch, report);
     let mut text = Vec::new();
     for fr in &report.files {
         text.extend_from_slice(&crate::patches::engine::render_rejects(
@@ -500,12 +519,7 @@ fn step(
     }
     let saved = dir.join("rejects").join(format!("{name}.rej"));
     write_atomic(&saved, &text)?;
-    result.note = report
-        .render()
-        .lines()
-        .filter(|l| l.contains("FAILED") || l.contains("can't find"))
-        .collect::<Vec<_>>()
-        .join(" ");
+    result.note = conflict_note(&report);
     if state.keep_going {
         result.rejects.push(saved.to_string_lossy().into_owned());
     } else {
@@ -517,4 +531,25 @@ fn step(
             .collect();
     }
     Ok(result)
+}
+
+/// The note of a conflicting patch: per file that did not apply, its path
+/// and GNU patch's words (`Hunk #2 FAILED at 120.`, `can't find file to
+/// patch at input line 14`, `Reversed (or previously applied) patch
+/// detected!  Skipping patch.`, `1 out of 1 hunk ignored`), `; ` between files.
+fn conflict_note(report: &crate::patches::engine::ApplyReport) -> String {
+    report
+        .files
+        .iter()
+        .filter(|f| !f.succeeded())
+        .map(|f| {
+            let text = f.render();
+            let words: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.starts_with("patching ") && !l.starts_with("Perhaps "))
+                .collect();
+            format!("{}: {}", f.path.display(), words.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

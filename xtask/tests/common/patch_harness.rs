@@ -8,7 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::patches::engine::{self, ApplyError, ApplyOptions, ApplyReport, FileOp, HunkOutcome};
+use xtask::patches::engine::{
+    self, ApplyError, ApplyOptions, ApplyReport, FileOp, FileProblem, HunkOutcome,
+};
 
 /// A file to put in a tree: relative path, content, permission bits.
 #[derive(Clone, Debug)]
@@ -136,13 +138,14 @@ pub struct Gnu {
 }
 
 impl Gnu {
-    /// `patching file` and `Hunk #` lines, as `--verbose` prints them for
+    /// `patching file` (or `symbolic link`) and `Hunk #` lines, as `--verbose` prints them for
     /// every hunk (ignored hunks of skipped patches left out).
     pub fn lines(&self) -> Vec<String> {
         self.stdout
             .lines()
             .filter(|l| {
                 l.starts_with("patching file")
+                    || l.starts_with("patching symbolic link")
                     || (l.starts_with("Hunk #") && !l.contains(" ignored "))
             })
             .map(str::to_string)
@@ -162,6 +165,15 @@ impl Gnu {
 
 /// `patch -pN --batch --forward --verbose --fuzz F` in `dir` (no backups, no rejects).
 pub fn run_gnu(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu {
+    run_gnu_mode(dir, patch_bytes, strip, fuzz, "--forward")
+}
+
+/// `patch -pN -f --verbose --fuzz F` in `dir`, as quilt and OpenWrt run it.
+pub fn run_gnu_forced(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu {
+    run_gnu_mode(dir, patch_bytes, strip, fuzz, "--force")
+}
+
+fn run_gnu_mode(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize, mode: &str) -> Gnu {
     let pfile = tempfile::NamedTempFile::new().unwrap();
     fs::write(pfile.path(), patch_bytes).unwrap();
     let p = pfile.path();
@@ -170,7 +182,7 @@ pub fn run_gnu(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu
     let (strip_arg, fuzz_arg) = (format!("-p{strip}"), fuzz.to_string());
     let out = cmd!(
         sh,
-        "patch {strip_arg} --batch --forward --verbose --fuzz {fuzz_arg} --no-backup-if-mismatch --reject-file=- -i {p}"
+        "patch {strip_arg} --batch {mode} --verbose --fuzz {fuzz_arg} --no-backup-if-mismatch --reject-file=- -i {p}"
     )
     .ignore_status()
     .quiet()
@@ -182,11 +194,17 @@ pub fn run_gnu(dir: &Path, patch_bytes: &[u8], strip: usize, fuzz: usize) -> Gnu
     }
 }
 
-/// Our report in GNU's `--verbose` wording: every hunk gets a line.
+/// Our report in GNU's `--verbose` wording: every hunk gets a line. A file
+/// that is not there to patch gets none (GNU: "can't find file to patch").
 pub fn our_lines(report: &ApplyReport) -> Vec<String> {
     let mut v = Vec::new();
-    for f in &report.files {
-        let mut s = format!("patching file {}", f.path.display());
+    for f in report
+        .files
+        .iter()
+        .filter(|f| f.problem != Some(FileProblem::Missing))
+    {
+        let kind = if f.symlink { "symbolic link" } else { "file" };
+        let mut s = format!("patching {kind} {}", f.path.display());
         match (&f.source, f.op) {
             (Some(src), FileOp::Rename) => s += &format!(" (renamed from {})", src.display()),
             (Some(src), FileOp::Copy) => s += &format!(" (copied from {})", src.display()),
@@ -268,7 +286,15 @@ pub fn differential_with(
             Verdict::Applied
         }
         Err(ApplyError::Reversed { .. }) => {
-            assert!(gnu.reversed(), "we say reversed, GNU does not: {}", ctx());
+            // Known difference, the other way round: a patch whose first
+            // hunk applies forwards but a later one fails, while the whole
+            // patch applies backwards, is "reversed" to us and failed
+            // hunks (status 1) to GNU. Both refuse it.
+            assert!(
+                gnu.reversed() || gnu.status == 1,
+                "we say reversed, GNU applied: {}",
+                ctx()
+            );
             assert_eq!(read_tree(&odir), before, "tree changed: {}", ctx());
             Verdict::Reversed
         }
@@ -286,6 +312,69 @@ pub fn differential_with(
         Err(e) => panic!("unexpected error {e}: {}", ctx()),
     };
     (verdict, gnu)
+}
+
+/// As [`differential`], but GNU runs with `-f` (quilt's and OpenWrt's
+/// mode) and the engine with [`patch::apply_patch_forced`]: both must
+/// apply, or both fail with the same hunk messages (never "reversed"),
+/// with the same resulting tree. Returns whether it applied, GNU's output
+/// and our report.
+pub fn differential_forced(
+    name: &str,
+    files: &[F],
+    patch_bytes: &[u8],
+    strip: usize,
+    fuzz: usize,
+) -> (bool, Gnu, ApplyReport) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (gdir, odir) = (tmp.path().join("gnu"), tmp.path().join("ours"));
+    fs::create_dir_all(&gdir).unwrap();
+    fs::create_dir_all(&odir).unwrap();
+    write_tree(&gdir, files);
+    write_tree(&odir, files);
+    let before = read_tree(&odir);
+    let gnu = run_gnu_forced(&gdir, patch_bytes, strip, fuzz);
+    let ctx = || {
+        format!(
+            "case {name} (-f, fuzz {fuzz})\n--- patch ---\n{}\n--- GNU (status {}) ---\n{}",
+            String::from_utf8_lossy(patch_bytes),
+            gnu.status,
+            gnu.stdout
+        )
+    };
+    assert!(gnu.status <= 1, "GNU patch trouble: {}", ctx());
+    let parsed = engine::parse_patch(patch_bytes).unwrap_or_else(|e| panic!("{e}\n{}", ctx()));
+    let opts = ApplyOptions { strip, fuzz };
+    match engine::apply_patch_forced(&odir, &parsed, &opts) {
+        Ok(report) => {
+            assert_eq!(gnu.status, 0, "we applied, GNU did not: {}", ctx());
+            assert_eq!(
+                our_lines(&report),
+                gnu.lines(),
+                "messages differ: {}",
+                ctx()
+            );
+            assert_eq!(
+                read_tree(&odir),
+                read_tree(&gdir),
+                "trees differ: {}",
+                ctx()
+            );
+            (true, gnu, report)
+        }
+        Err(ApplyError::Failed(report)) => {
+            assert_eq!(gnu.status, 1, "we failed, GNU did not: {}", ctx());
+            assert_eq!(
+                our_lines(&report),
+                gnu.lines(),
+                "messages differ: {}",
+                ctx()
+            );
+            assert_eq!(read_tree(&odir), before, "tree changed: {}", ctx());
+            (false, gnu, report)
+        }
+        Err(e) => panic!("unexpected error {e}: {}", ctx()),
+    }
 }
 
 /// [`differential_with`] where both engines get the same patch.
@@ -359,4 +448,57 @@ pub fn edit(rng: &mut Rng, lines: &[String], min: usize, spread: usize) -> Vec<S
         }
     }
     v
+}
+
+/// One change for [`hunks_patch`]: at 0-based old line `at`, delete `del`
+/// lines and insert `ins` there.
+#[derive(Clone, Debug)]
+pub struct Edit {
+    pub at: usize,
+    pub del: usize,
+    pub ins: Vec<String>,
+}
+
+/// A unified diff of `name` (`a/NAME`, `b/NAME`) with one hunk per edit,
+/// in the given order, each with up to `context` lines of context on each
+/// side taken from `old`. Unlike `diff`, hunks may repeat (the same edit
+/// twice gives two identical hunks) and their context may overlap, as in
+/// hand-made or concatenated patches. New-side starts count the lines the
+/// earlier edits added or removed.
+pub fn hunks_patch(name: &str, old: &[String], edits: &[Edit], context: usize) -> Vec<u8> {
+    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    let mut delta: isize = 0;
+    for e in edits {
+        let at = e.at.min(old.len());
+        let del = e.del.min(old.len() - at);
+        let before = at.saturating_sub(context);
+        let after = (at + del + context).min(old.len());
+        let old_count = after - before;
+        let new_count = old_count - del + e.ins.len();
+        let range = |start: usize, count: usize| match count {
+            0 => format!("{},0", start - 1),
+            1 => format!("{start}"),
+            n => format!("{start},{n}"),
+        };
+        let new_start = (before as isize + 1 + delta).max(1) as usize;
+        out += &format!(
+            "@@ -{} +{} @@\n",
+            range(before + 1, old_count),
+            range(new_start, new_count)
+        );
+        for l in &old[before..at] {
+            out += &format!(" {l}\n");
+        }
+        for l in &old[at..at + del] {
+            out += &format!("-{l}\n");
+        }
+        for l in &e.ins {
+            out += &format!("+{l}\n");
+        }
+        for l in &old[at + del..after] {
+            out += &format!(" {l}\n");
+        }
+        delta += e.ins.len() as isize - del as isize;
+    }
+    out.into_bytes()
 }

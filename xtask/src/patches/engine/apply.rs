@@ -12,11 +12,18 @@ use super::error::ApplyError;
 use super::fsops::{self, Staging};
 use super::model::{FileName, FileOp, FilePatch, Patch};
 use super::report::{ApplyReport, FileProblem, FileReport};
-use super::text::apply_hunks;
+use super::text::{apply_hunks, Reversal};
 use super::ApplyOptions;
 
-/// A file's content and permission bits (`None`: the umask default for a new file).
+/// A file's content and permission bits (`None`: the umask default for a
+/// new file). A symbolic link to be created is its target and
+/// `S_IFLNK | 0o777`.
 type Content = (Vec<u8>, Option<u32>);
+
+/// File type bits of an `st_mode`, and the two types git diffs carry.
+const S_IFMT: u32 = 0o170000;
+const S_IFREG: u32 = 0o100000;
+const S_IFLNK: u32 = 0o120000;
 
 /// The tree as the patch sees it: the disk plus the patch's changes so far.
 struct View<'t> {
@@ -145,19 +152,32 @@ fn best_name(names: &[PathBuf]) -> Option<PathBuf> {
         .cloned()
 }
 
+/// What [`plan`] worked out: the report, the tree with the changes, and
+/// for [`Reversal::Probe`] whether the first file diff's first hunk
+/// matches backwards (`None` when that is not a necessary condition for
+/// the whole patch applying in reverse: the first file diff is not a plain
+/// modification with hunks).
+struct Plan<'t> {
+    report: ApplyReport,
+    view: View<'t>,
+    first_hunk_reverses: Option<bool>,
+}
+
 /// Applies `patch` in memory. Hard errors (unsafe names, symlinks, binary
 /// diffs, I/O) end it at once; content mismatches are recorded in the report.
 ///
-/// `detect_reversed`: try each file's first hunk backwards too (GNU's
-/// "Reversed (or previously applied) patch detected!" check).
+/// `reversal`: whether each file's first hunk is tried backwards too (GNU's
+/// "Reversed (or previously applied) patch detected!" check, which `-f`
+/// turns off).
 fn plan<'t>(
     tree: &'t Path,
     patch: &Patch,
     opts: &ApplyOptions,
-    detect_reversed: bool,
-) -> Result<(ApplyReport, View<'t>), ApplyError> {
+    reversal: Reversal,
+) -> Result<Plan<'t>, ApplyError> {
     let mut view = View::new(tree);
     let mut report = ApplyReport::default();
+    let mut first_hunk_reverses = None;
     for (index, fp) in patch.files.iter().enumerate() {
         let old = target_name(&fp.old, fp, opts.strip)?;
         let new = target_name(&fp.new, fp, opts.strip)?;
@@ -175,10 +195,17 @@ fn plan<'t>(
                 patch_line: fp.line,
             });
         }
-        let file = apply_file(&mut view, index, fp, (old, new, any), opts, detect_reversed)?;
+        let (file, reverses) = apply_file(&mut view, index, fp, (old, new, any), opts, reversal)?;
+        if index == 0 && file.op == FileOp::Modify && !fp.hunks.is_empty() {
+            first_hunk_reverses = Some(reverses);
+        }
         report.files.push(file);
     }
-    Ok((report, view))
+    Ok(Plan {
+        report,
+        view,
+        first_hunk_reverses,
+    })
 }
 
 fn apply_file(
@@ -187,8 +214,8 @@ fn apply_file(
     fp: &FilePatch,
     (old, new, any): (Option<PathBuf>, Option<PathBuf>, PathBuf),
     opts: &ApplyOptions,
-    detect_reversed: bool,
-) -> Result<FileReport, ApplyError> {
+    reversal: Reversal,
+) -> Result<(FileReport, bool), ApplyError> {
     let mut op = fp.op;
     if matches!(op, FileOp::Rename | FileOp::Copy | FileOp::Uncopy)
         && (old.is_none() || new.is_none())
@@ -234,7 +261,33 @@ fn apply_file(
         op,
         hunks: Vec::new(),
         problem: None,
+        hunk_count: fp.hunks.len(),
+        line: fp.hunks.first().map_or(fp.line, |h| h.line),
+        symlink: false,
     };
+    // git modes: regular files (100644, 100755), symbolic links (120000,
+    // only created here); anything else (gitlinks) is refused.
+    let file_type = |m: Option<u32>| m.map(|m| m & S_IFMT).filter(|&t| t != 0);
+    let refuse = |why: String| ApplyError::SpecialFile {
+        path: target.clone(),
+        patch_line: fp.line,
+        why,
+    };
+    match file_type(fp.new_mode) {
+        None | Some(S_IFREG) => {}
+        Some(S_IFLNK) if op == FileOp::Create => report.symlink = true,
+        Some(S_IFLNK) => {
+            return Err(refuse(
+                "turns a file into a symbolic link; only creating links is supported".into(),
+            ))
+        }
+        Some(_) => {
+            return Err(refuse(format!(
+                "mode {:o} is neither a regular file nor a symbolic link",
+                fp.new_mode.unwrap_or(0)
+            )))
+        }
+    }
     let input = match &source {
         Some(s) => view.get(s)?,
         None => view.get(&target)?,
@@ -243,27 +296,36 @@ fn apply_file(
     let (input, mode) = match input {
         Some((data, mode)) => (data, mode),
         None if op == FileOp::Create || (op == FileOp::Modify && can_create) => (Vec::new(), None),
+        // `patch -f` on a deletion of a missing file: "Applying it anyway"
+        // to an empty file, where its hunks fail.
+        None if op == FileOp::Delete && reversal != Reversal::Detect => (Vec::new(), None),
         None => {
             report.problem = Some(FileProblem::Missing);
-            return Ok(report);
+            return Ok((report, false));
         }
     };
-    let res = apply_hunks(
-        &input,
-        &fp.hunks,
-        opts.fuzz,
-        op == FileOp::Create,
-        detect_reversed,
-    );
+    let res = apply_hunks(&input, &fp.hunks, opts.fuzz, op == FileOp::Create, reversal);
+    let reverses = res.first_hunk_reverses;
     if res.looks_reversed {
         report.problem = Some(FileProblem::LooksReversed);
-        return Ok(report);
+        return Ok((report, reverses));
     }
     report.hunks = res.hunks.clone();
     if !res.all_applied() {
-        return Ok(report);
+        return Ok((report, reverses));
     }
-    let mode = fp.new_mode.map(|m| m & 0o777).or(mode);
+    let mode = if report.symlink {
+        // git writes the link's target as its only line, without newline.
+        if let Some(why) = fsops::symlink_target_problem(view.tree, &target, &res.output) {
+            return Err(refuse(format!(
+                "symbolic link to {:?}: {why}",
+                String::from_utf8_lossy(&res.output)
+            )));
+        }
+        Some(S_IFLNK | 0o777)
+    } else {
+        fp.new_mode.map(|m| m & 0o777).or(mode)
+    };
     match op {
         FileOp::Delete => {
             if res.output.is_empty() {
@@ -291,16 +353,24 @@ fn apply_file(
             view.set(&target, Some((res.output, mode)))?;
         }
     }
-    Ok(report)
+    Ok((report, reverses))
 }
 
-/// Applies `patch` (or its reverse), detecting a patch that goes the other way.
+/// Applies `patch` (or its reverse, `-R`).
+///
+/// Without `force`, as GNU patch without `-f`: a file whose first hunk
+/// matches backwards first is skipped, and a failed patch that applies
+/// entirely the other way round is [`ApplyError::Reversed`]. With `force`
+/// (`-f`), hunks are only tried in the requested direction; a success that
+/// would also apply the other way round exactly (fuzz 0) to the tree as it
+/// was is flagged in [`ApplyReport::applies_in_reverse`].
 pub(crate) fn run(
     tree: &Path,
     patch: &Patch,
     opts: &ApplyOptions,
     reverse: bool,
     write: bool,
+    force: bool,
 ) -> Result<ApplyReport, ApplyError> {
     let reversed;
     let patch = if reverse {
@@ -309,15 +379,33 @@ pub(crate) fn run(
     } else {
         patch
     };
-    let (report, view) = plan(tree, patch, opts, true)?;
+    let reversal = if force {
+        Reversal::Probe
+    } else {
+        Reversal::Detect
+    };
+    let Plan {
+        mut report,
+        view,
+        first_hunk_reverses,
+    } = plan(tree, patch, opts, reversal)?;
+    report.parse_warnings = patch.warnings.clone();
     if !report.succeeded() {
-        let other = patch.reversed();
-        if let Ok((back, _)) = plan(tree, &other, opts, false) {
-            if back.succeeded() && !other.files.is_empty() {
-                return Err(ApplyError::Reversed { report, reverse });
+        if !force {
+            let other = patch.reversed();
+            if let Ok(back) = plan(tree, &other, opts, Reversal::Ignore) {
+                if back.report.succeeded() && !other.files.is_empty() {
+                    return Err(ApplyError::Reversed { report, reverse });
+                }
             }
         }
         return Err(ApplyError::Failed(report));
+    }
+    if force && first_hunk_reverses != Some(false) && !patch.files.is_empty() {
+        // The cheap necessary condition holds (or does not apply): check
+        // the whole patch backwards, exactly, before anything is written.
+        let exact = ApplyOptions { fuzz: 0, ..*opts };
+        report.applies_in_reverse = applies(tree, patch, &exact, true)?;
     }
     if write {
         view.commit()?;
@@ -338,5 +426,5 @@ pub(crate) fn applies(
     } else {
         patch.clone()
     };
-    Ok(plan(tree, &p, opts, false)?.0.succeeded())
+    Ok(plan(tree, &p, opts, Reversal::Ignore)?.report.succeeded())
 }

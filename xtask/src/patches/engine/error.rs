@@ -50,6 +50,19 @@ pub enum ApplyError {
         /// 1-based patch line of the file diff's header.
         patch_line: usize,
     },
+    /// A git file diff that is not for a regular file and is refused: a
+    /// symbolic link (mode 120000) whose target is absolute, leads outside
+    /// the tree or through a symbolic link, or a diff that turns a file into
+    /// a link (only creating links is supported), or another file type
+    /// (gitlinks, mode 160000).
+    SpecialFile {
+        /// The target path after stripping.
+        path: PathBuf,
+        /// 1-based patch line of the file diff's header.
+        patch_line: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// Reading or writing the tree failed; the tree is left as it was if the
     /// failure happened before any file was replaced.
     Io {
@@ -128,6 +141,15 @@ impl fmt::Display for ApplyError {
             ApplyError::Binary { path, patch_line } => write!(
                 f,
                 "{}: binary diffs are not supported (patch line {patch_line})",
+                path.display()
+            ),
+            ApplyError::SpecialFile {
+                path,
+                patch_line,
+                why,
+            } => write!(
+                f,
+                "{}: refusing it: {why} (patch line {patch_line})",
                 path.display()
             ),
             ApplyError::Io { path, error } => write!(f, "{}: {error}", path.display()),

@@ -8,6 +8,7 @@
 
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +16,44 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::error::ApplyError;
 
 pub(crate) use crate::util::path::unsafe_reason;
+
+/// Why a symbolic link `tree/rel` pointing to `target` may not be created,
+/// if it may not: the target must be a relative path that, resolved from
+/// the link's directory without following links, stays inside the tree,
+/// and no existing component of the resolved path may be a symbolic link.
+pub(crate) fn symlink_target_problem(
+    tree: &Path,
+    rel: &Path,
+    target: &[u8],
+) -> Option<&'static str> {
+    if target.is_empty() || target.contains(&0) || target.contains(&b'\n') {
+        return Some("not a usable link target");
+    }
+    let target = Path::new(std::ffi::OsStr::from_bytes(target));
+    let mut resolved: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in rel.parent().into_iter().flat_map(Path::components) {
+        if let Component::Normal(n) = c {
+            resolved.push(n);
+        }
+    }
+    for c in target.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => return Some("the target is absolute"),
+            Component::ParentDir => {
+                if resolved.pop().is_none() {
+                    return Some("the target is outside the tree");
+                }
+            }
+            Component::CurDir => {}
+            Component::Normal(n) => resolved.push(n),
+        }
+    }
+    let inside: PathBuf = resolved.iter().collect();
+    match check_no_symlink(tree, &inside) {
+        Ok(()) => None,
+        Err(_) => Some("the target is reached through a symbolic link"),
+    }
+}
 
 fn io_err(path: &Path, error: io::Error) -> ApplyError {
     ApplyError::Io {
@@ -74,7 +113,8 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 impl Staging {
     /// Writes `data` to a new temporary file next to `tree/rel`, with
     /// permission bits `mode` (or the umask default for `None`), creating
-    /// missing parent directories.
+    /// missing parent directories. A `mode` of type symbolic link
+    /// (`0o120000`) makes the temporary a symbolic link to `data` instead.
     pub fn stage(
         &mut self,
         tree: &Path,
@@ -93,6 +133,19 @@ impl Staging {
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let tmp = dir.join(format!(".{base}.xtask-patch.{}.{n}", std::process::id()));
+            if mode.is_some_and(|m| m & 0o170000 == 0o120000) {
+                let link_to = std::ffi::OsStr::from_bytes(data);
+                match std::os::unix::fs::symlink(link_to, &tmp) {
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(io_err(&tmp, e)),
+                    Ok(()) => {}
+                }
+                self.staged.push(Staged {
+                    tmp,
+                    target: target.clone(),
+                });
+                return Ok(());
+            }
             let file = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)

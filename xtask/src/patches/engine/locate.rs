@@ -4,8 +4,17 @@
 //! Positions are 1-based input line numbers, as GNU prints them. The search
 //! starts at the hunk's own line plus the offset accumulated by the earlier
 //! hunks of the same file, then tries +1, −1, +2, −2 … within the allowed
-//! window (not before the end of the previous hunk, not past the end of the
-//! file). The caller tries every position at fuzz 0 before any at fuzz 1.
+//! window, not past the end of the file and not before the line after the
+//! last one the previous hunk consumed (GNU `last_frozen_line`: its last
+//! deleted line, or the line before its last insertion). The caller tries
+//! every position at fuzz 0 before any at fuzz 1.
+//!
+//! The window start is GNU patch 2.7.6's (commit "Don't allow hunks to
+//! overlap", 2017): `min_where = last_frozen_line + 1`. Patch 2.7.5 and
+//! earlier let the window reach back over the new hunk's leading context
+//! (`last_frozen_line + 1 - prefix_context`), so a hunk could land on the
+//! site the previous hunk had just patched: three identical hunks meant
+//! for three similar struct initializers all went into the first one.
 
 /// A hunk's old side, as the search sees it.
 pub(crate) struct Pattern<'a> {
@@ -63,7 +72,8 @@ pub(crate) fn locate(
     let mut top = fuzz - (context - pat.prefix);
     let bottom = fuzz - (context - pat.suffix);
     let last_start = n - (len - bottom) + 1;
-    let first_start = win.frozen + 1 - (pat.prefix - top);
+    // GNU 2.7.6 `min_where`: never at or before a line already consumed.
+    let first_start = win.frozen + 1;
     let ahead = last_start - guess;
     let mut behind = guess - first_start;
     let widest = ahead.max(behind);

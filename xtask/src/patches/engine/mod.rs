@@ -9,16 +9,20 @@
 //! * [`check_patch`], [`reverse_applies`], [`apply_patch_reverse`]: dry
 //!   runs and `-R`; a patch that only applies the other way round is
 //!   reported as [`ApplyError::Reversed`].
+//! * [`apply_patch_forced`]: `patch -f`, as quilt and OpenWrt apply series.
 //! * [`render_rejects`]/[`write_rejects`]: `.rej` files, on request.
 //!
-//! Submodules: `parse` (patch text → model), `locate` (where a hunk goes),
+//! Submodules: `parse` (patch text → model), `headers` (file headers,
+//! git extended headers), `locate` (where a hunk goes),
 //! `text` (hunks applied to one file's bytes), `apply` (the tree, all or
 //! nothing), `fsops` (safe writes into hard-linked trees), `report`,
 //! `reject`, `error`.
 
 mod apply;
+mod context;
 mod error;
 mod fsops;
+mod headers;
 mod locate;
 mod model;
 mod parse;
@@ -32,7 +36,7 @@ use anyhow::Context as _;
 
 pub use error::ApplyError;
 pub use model::{FileName, FileOp, FilePatch, Hunk, HunkLine, LineKind, Patch};
-pub use parse::{parse_patch, ParseError, ParseErrorKind};
+pub use parse::{parse_patch, ParseError, ParseErrorKind, ParseWarning, ParseWarningKind};
 pub use reject::{render_rejects, write_rejects};
 pub use report::{hunk_message, ApplyReport, FileProblem, FileReport, HunkOutcome};
 
@@ -63,7 +67,9 @@ impl Default for ApplyOptions {
 /// Hunks are located as GNU patch 2.7 locates them (see `locate`): at the
 /// expected line plus the offset of the file's earlier hunks, then +1, −1,
 /// +2, −2 … over the whole file, every position at fuzz 0 before any at
-/// fuzz 1, never before the end of the previous hunk.
+/// fuzz 1, never at or before the last line the previous hunk of the file
+/// consumed (GNU 2.7.6 `last_frozen_line`), so repeated identical hunks go
+/// to successive sites, not all to the first.
 ///
 /// Files are never opened for writing: new content is written to a temporary
 /// file in the same directory and renamed over the old name (breaking any
@@ -71,17 +77,43 @@ impl Default for ApplyOptions {
 /// git's `new mode`/`new file mode`. A deletion unlinks the file and then its
 /// parent directories while they are empty, as GNU patch does.
 ///
+/// A git diff creating a symbolic link (`new file mode 120000`, the target
+/// as its one line) creates the link, as GNU patch does, when the target
+/// is relative and resolves inside the tree without passing a symbolic
+/// link.
+///
 /// Errors: [`ApplyError::Failed`] (with the per-hunk report),
 /// [`ApplyError::Reversed`] when every hunk applies the other way round
 /// (reversed or already applied), and refusals with nothing written:
 /// absolute or `..` names, a symbolic link anywhere on a path inside the tree,
-/// binary diffs.
+/// binary diffs, links whose target leaves the tree, files turned into links
+/// and other non-regular file types ([`ApplyError::SpecialFile`]).
 pub fn apply_patch(
     tree: &Path,
     patch: &Patch,
     opts: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply::run(tree, patch, opts, false, true)
+    apply::run(tree, patch, opts, false, true, false)
+}
+
+/// [`apply_patch`] as `patch -f` applies, which is how quilt's `push` and
+/// OpenWrt's `scripts/patch-kernel.sh` run GNU patch: hunks are only tried
+/// forwards, so a patch is never skipped as "Reversed (or previously
+/// applied)"; a file whose hunks do not match fails like any other
+/// ([`ApplyError::Failed`], never [`ApplyError::Reversed`]). A hunk that
+/// matches backwards at fuzz 0 but forwards only with fuzz 1 or 2 applies
+/// (without `-f`, GNU would have called the patch reversed).
+///
+/// When the patch applies, [`ApplyReport::applies_in_reverse`] says whether
+/// it would also have applied the other way round, exactly, to the tree as
+/// it was (a hint that it is already there); checking that costs a second
+/// pass only when the first hunk of the first file matches backwards.
+pub fn apply_patch_forced(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply::run(tree, patch, opts, false, true, true)
 }
 
 /// [`apply_patch`] of the reversed patch (`patch -R`). A patch that applies
@@ -91,7 +123,7 @@ pub fn apply_patch_reverse(
     patch: &Patch,
     opts: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply::run(tree, patch, opts, true, true)
+    apply::run(tree, patch, opts, true, true, false)
 }
 
 /// [`apply_patch`] without writing anything (`patch --dry-run`): the report,
@@ -101,7 +133,16 @@ pub fn check_patch(
     patch: &Patch,
     opts: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply::run(tree, patch, opts, false, false)
+    apply::run(tree, patch, opts, false, false, false)
+}
+
+/// [`apply_patch_forced`] without writing anything (`patch -f --dry-run`).
+pub fn check_patch_forced(
+    tree: &Path,
+    patch: &Patch,
+    opts: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply::run(tree, patch, opts, false, false, true)
 }
 
 /// Whether every hunk of every file of `patch` applies in reverse to `tree`,

@@ -1,7 +1,9 @@
 //! The parsed form of a patch: files, hunks and lines, as GNU patch 2.7
-//! reads a unified diff (pch.c, `another_hunk`).
+//! reads a unified or context diff (pch.c, `another_hunk`).
 
 use std::path::PathBuf;
+
+use super::parse::ParseWarning;
 
 /// One patch file: the free-form description, then one entry per file diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,6 +13,10 @@ pub struct Patch {
     pub description: Vec<u8>,
     /// The file diffs in patch order.
     pub files: Vec<FilePatch>,
+    /// What was parsed as GNU patch parses it but looks unintended (hunk
+    /// lines past a header's counts, blank lines missing at the end), in
+    /// patch order.
+    pub warnings: Vec<ParseWarning>,
 }
 
 /// What a file diff does to the tree.
@@ -224,6 +230,7 @@ impl Patch {
         Patch {
             description: self.description.clone(),
             files: self.files.iter().map(FilePatch::reversed).collect(),
+            warnings: self.warnings.clone(),
         }
     }
 }

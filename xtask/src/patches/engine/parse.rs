@@ -1,14 +1,19 @@
-//! Parsing unified diffs (plain and `diff --git`), after GNU patch 2.7's
+//! Parsing patches: unified diffs (plain and `diff --git`) and context diffs
+//! (`diff -c`, in [`super::context`]), after GNU patch 2.7's
 //! `intuit_diff_type` and `another_hunk` (pch.c), with two deliberate
 //! differences: the description before the first file header is never
-//! looked at, and hunk line counts that disagree with the body are errors
-//! rather than "trailing garbage".
+//! looked at, and an `@@` hunk that follows ignored trailing garbage is an
+//! error instead of being ignored with it.
+//!
+//! What GNU patch accepts but the author probably did not mean (a hunk
+//! body longer than its header counts, blank lines missing at the end of
+//! the file) is parsed as GNU does, with a [`ParseWarning`].
 
 use std::fmt;
-use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
-use super::model::{FileName, FileOp, FilePatch, Hunk, HunkLine, LineKind, Patch};
+use super::context;
+use super::headers::{parse_git_file, parse_header_name, plain_op};
+use super::model::{FilePatch, Hunk, HunkLine, LineKind, Patch};
 
 /// Why a patch could not be parsed, with the 1-based patch line it was noticed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +31,7 @@ pub enum ParseErrorKind {
     /// No `diff --git` or `---`/`+++`/`@@` file header anywhere
     /// (GNU: "Only garbage was found in the patch input.").
     NoDiff,
-    /// An ed script, a normal diff or a context diff: only unified diffs are applied.
+    /// An ed script or a normal diff: only unified and context diffs are applied.
     Unsupported(&'static str),
     /// A header line that does not parse (`@@` ranges, git names, modes).
     BadHeader(String),
@@ -35,9 +40,13 @@ pub enum ParseErrorKind {
         /// 1-based line of the hunk's `@@` line.
         hunk_line: usize,
     },
-    /// A hunk body line that starts with none of ` `, `-`, `+`, `\`.
+    /// A hunk body line that starts with none of ` `, `-`, `+`, `\` (in a
+    /// context diff: `  `, `- `, `+ `, `! `).
     BadHunkLine,
-    /// More (or fewer) body lines than the `@@` header counts for one side.
+    /// A body line for a side whose `@@` header count is already used up
+    /// (a `-` line when the old side is complete, ...); in a context diff,
+    /// sides whose lines do not pair up (GNU: "replacement text or line
+    /// numbers mangled", "context mangled").
     CountMismatch {
         /// 1-based line of the hunk's `@@` line.
         hunk_line: usize,
@@ -86,7 +95,58 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-fn err<T>(line: usize, kind: ParseErrorKind) -> Result<T, ParseError> {
+/// Something GNU patch accepts that the patch's author probably did not
+/// mean, with the 1-based patch line it was noticed at. The patch is parsed
+/// as GNU patch 2.7 parses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseWarning {
+    /// 1-based patch line (one past the last line for a patch that ends early).
+    pub line: usize,
+    /// Index in [`Patch::files`] of the file diff the hunk belongs to.
+    pub file: usize,
+    /// 1-based patch line of the hunk's `@@` (or `***************`) line.
+    pub hunk_line: usize,
+    /// What was accepted.
+    pub kind: ParseWarningKind,
+}
+
+/// The kinds of [`ParseWarning`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseWarningKind {
+    /// The body goes on with hunk lines after the line counts of the `@@`
+    /// header are used up. GNU patch ends the hunk at the counts and
+    /// ignores everything up to the next file header ("Ignoring the
+    /// trailing garbage").
+    TrailingGarbage,
+    /// The patch ends this many lines (at most 3, the same on both sides)
+    /// before the hunk's counts are used up. GNU patch takes them for blank
+    /// context lines that an editor stripped from the end of the file.
+    ChoppedBlankLines(usize),
+}
+
+impl fmt::Display for ParseWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "patch line {}: ", self.line)?;
+        match self.kind {
+            ParseWarningKind::TrailingGarbage => write!(
+                f,
+                "the hunk at line {} has more lines than its header counts; \
+                 the rest up to the next file header is ignored, as GNU patch ignores it",
+                self.hunk_line
+            ),
+            ParseWarningKind::ChoppedBlankLines(n) => write!(
+                f,
+                "the patch ends {n} line{} short of the end of the hunk at line {}; \
+                 taken as blank context lines, as GNU patch takes them \
+                 (trailing blank lines stripped by an editor?)",
+                if n == 1 { "" } else { "s" },
+                self.hunk_line
+            ),
+        }
+    }
+}
+
+pub(super) fn err<T>(line: usize, kind: ParseErrorKind) -> Result<T, ParseError> {
     Err(ParseError { line, kind })
 }
 
@@ -94,39 +154,68 @@ fn err<T>(line: usize, kind: ParseErrorKind) -> Result<T, ParseError> {
 ///
 /// The description before the first file header is kept verbatim and never
 /// parsed as hunks, even when it contains lines beginning with `@@`, `---`
-/// or `+++ `. A file header is a `diff --git ` line, or a `--- ` line directly
-/// followed by a `+++ ` line and an `@@ -` line. After the first header, text
-/// between file diffs (`Index:`, `diff -u` lines, a mail signature) is skipped
-/// as GNU patch skips it.
+/// or `+++ `. A file header is a `diff --git ` line, a `--- ` line directly
+/// followed by a `+++ ` line and an `@@ -` line, or (context diff) a `*** `
+/// line followed by a `--- ` line and a `********` line. After the first
+/// header, text between file diffs (`Index:`, `diff -u` lines, a mail
+/// signature) is skipped as GNU patch skips it.
 ///
 /// As GNU patch 2.7 does: a patch whose `+++ ` line ends in CRLF has the CR
 /// stripped from every line of that file's hunks; an empty body line or one
 /// starting with a tab is a context line whose leading space was eaten;
-/// `\ No newline at end of file` removes the `\n` of the line before it.
+/// `\ No newline at end of file` removes the `\n` of the line before it; a
+/// hunk ends where its header's counts are used up, and hunk lines after
+/// that are ignored up to the next file header; a patch that ends at most
+/// 3 lines (on both sides) before its last hunk is complete gets those
+/// lines as blank context. The last two come with a [`ParseWarning`] in
+/// [`Patch::warnings`]. Context diffs become the same hunks as unified
+/// ones (`context.rs`).
+///
+/// An empty (0-byte) input is a patch with no files: GNU patch does nothing
+/// and succeeds, quilt pushes it ("appears to be empty; applied").
 ///
 /// Errors ([`ParseError`], with the 1-based patch line): no diff at all,
-/// ed scripts / normal / context diffs, malformed headers, body lines that do
-/// not match the `@@` counts, a patch that ends inside a hunk.
+/// ed scripts and normal diffs, malformed headers and hunk lines, a patch
+/// that ends inside a hunk (more than 3 lines early, or unevenly), an `@@`
+/// hunk in ignored trailing garbage.
 pub fn parse_patch(bytes: &[u8]) -> Result<Patch, ParseError> {
+    if bytes.is_empty() {
+        return Ok(Patch {
+            description: Vec::new(),
+            files: Vec::new(),
+            warnings: Vec::new(),
+        });
+    }
     let lines = split_lines(bytes);
     let Some(start) = (0..lines.len()).find(|&i| is_file_header(&lines, i)) else {
         return Err(no_diff_error(&lines));
     };
     let description_len: usize = lines[..start].iter().map(|l| l.len()).sum();
     let mut files = Vec::new();
+    let mut warnings = Vec::new();
     let mut i = start;
     while i < lines.len() {
         let l = lines[i];
+        let sink = &mut Warnings {
+            list: &mut warnings,
+            file: files.len(),
+        };
+        let context = context::is_file_header(&lines, i);
         if l.starts_with(b"diff --git ") {
-            let (fp, next) = parse_git_file(&lines, i)?;
+            let (fp, next) = parse_git_file(&lines, i, sink)?;
             files.push(fp);
             i = next;
-        } else if l.starts_with(b"--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with(b"+++ "))
+        } else if context
+            || (l.starts_with(b"--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with(b"+++ ")))
         {
             let old = parse_header_name(&lines[i][4..], i + 1)?;
             let new = parse_header_name(&lines[i + 1][4..], i + 2)?;
             let strip_cr = lines[i + 1].ends_with(b"\r\n");
-            let (hunks, next) = parse_hunks(&lines, i + 2, strip_cr)?;
+            let (hunks, next) = if context {
+                context::parse_hunks(&lines, i + 2, strip_cr)?
+            } else {
+                parse_hunks(&lines, i + 2, strip_cr, sink)?
+            };
             if !hunks.is_empty() {
                 let op = plain_op(&old, &new, &hunks);
                 files.push(FilePatch {
@@ -151,7 +240,28 @@ pub fn parse_patch(bytes: &[u8]) -> Result<Patch, ParseError> {
     Ok(Patch {
         description: bytes[..description_len].to_vec(),
         files,
+        warnings,
     })
+}
+
+/// Where hunk parsers put their warnings: the list, and the index the file
+/// diff being parsed will have in [`Patch::files`].
+pub(super) struct Warnings<'a> {
+    /// The patch's warnings so far.
+    pub list: &'a mut Vec<ParseWarning>,
+    /// Index of the current file diff.
+    pub file: usize,
+}
+
+impl Warnings<'_> {
+    fn push(&mut self, line: usize, hunk_line: usize, kind: ParseWarningKind) {
+        self.list.push(ParseWarning {
+            line,
+            file: self.file,
+            hunk_line,
+            kind,
+        });
+    }
 }
 
 /// Lines with their `\n` (the last one may lack it).
@@ -160,29 +270,24 @@ fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
 }
 
 /// The line without its `\n` or `\r\n`.
-fn chomp(line: &[u8]) -> &[u8] {
+pub(super) fn chomp(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 fn is_file_header(lines: &[&[u8]], i: usize) -> bool {
     lines[i].starts_with(b"diff --git ")
+        || context::is_file_header(lines, i)
         || (lines[i].starts_with(b"--- ")
             && lines.get(i + 1).is_some_and(|l| l.starts_with(b"+++ "))
             && lines.get(i + 2).is_some_and(|l| l.starts_with(b"@@ -")))
 }
 
-/// What to report when there is no unified diff: name the format if it is
-/// one GNU patch would have applied (ed script, normal or context diff).
+/// What to report when there is no diff: name the format if it is one GNU
+/// patch would have applied (ed script or normal diff).
 fn no_diff_error(lines: &[&[u8]]) -> ParseError {
     for (i, l) in lines.iter().enumerate() {
         let l = chomp(l);
-        if l.starts_with(b"***************") {
-            return ParseError {
-                line: i + 1,
-                kind: ParseErrorKind::Unsupported("context diffs"),
-            };
-        }
         if is_ed_or_normal_command(l) {
             return ParseError {
                 line: i + 1,
@@ -211,301 +316,20 @@ fn is_ed_or_normal_command(l: &[u8]) -> bool {
     digits(rest) == rest.len()
 }
 
-/// Parses the name part of a `--- `/`+++ ` line (GNU `fetchname`): a C-quoted
-/// name, or the text up to the first tab (or, with no tab, the first space);
-/// what follows is the timestamp. `/dev/null` is `None`.
-fn parse_header_name(rest: &[u8], line: usize) -> Result<Option<FileName>, ParseError> {
-    let rest = chomp(rest);
-    let (name, tail) = if rest.first() == Some(&b'"') {
-        unquote(rest).ok_or_else(|| ParseError {
-            line,
-            kind: ParseErrorKind::BadHeader("unterminated quoted file name".into()),
-        })?
-    } else {
-        let end = rest
-            .iter()
-            .position(|&c| c == b'\t')
-            .or_else(|| rest.iter().position(|&c| c == b' '))
-            .unwrap_or(rest.len());
-        (rest[..end].to_vec(), &rest[end..])
-    };
-    if name.is_empty() {
-        return err(line, ParseErrorKind::BadHeader("empty file name".into()));
-    }
-    if name == b"/dev/null" {
-        return Ok(None);
-    }
-    Ok(Some(FileName {
-        path: PathBuf::from(std::ffi::OsStr::from_bytes(&name)),
-        timestamp: String::from_utf8_lossy(tail).into_owned(),
-    }))
-}
-
-/// Decodes a C-style quoted name as git writes it; returns it and what follows.
-fn unquote(s: &[u8]) -> Option<(Vec<u8>, &[u8])> {
-    let mut out = Vec::new();
-    let mut i = 1;
-    while i < s.len() {
-        match s[i] {
-            b'"' => return Some((out, &s[i + 1..])),
-            b'\\' => {
-                let c = *s.get(i + 1)?;
-                i += 2;
-                match c {
-                    b'0'..=b'7' => {
-                        let mut v = u32::from(c - b'0');
-                        for _ in 0..2 {
-                            match s.get(i) {
-                                Some(d @ b'0'..=b'7') => {
-                                    v = v * 8 + u32::from(d - b'0');
-                                    i += 1;
-                                }
-                                _ => break,
-                            }
-                        }
-                        out.push(v as u8);
-                    }
-                    b'n' => out.push(b'\n'),
-                    b't' => out.push(b'\t'),
-                    b'r' => out.push(b'\r'),
-                    b'a' => out.push(7),
-                    b'b' => out.push(8),
-                    b'f' => out.push(12),
-                    b'v' => out.push(11),
-                    other => out.push(other),
-                }
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    None
-}
-
-/// The two names of a `diff --git a/x b/y` line.
-fn parse_git_names(rest: &[u8], line: usize) -> Result<(Vec<u8>, Vec<u8>), ParseError> {
-    let bad = || ParseError {
-        line,
-        kind: ParseErrorKind::BadHeader("cannot split the names of 'diff --git'".into()),
-    };
-    let rest = chomp(rest);
-    if rest.first() == Some(&b'"') {
-        let (a, tail) = unquote(rest).ok_or_else(bad)?;
-        let tail = tail.strip_prefix(b" ").ok_or_else(bad)?;
-        let b = if tail.first() == Some(&b'"') {
-            unquote(tail).ok_or_else(bad)?.0
-        } else {
-            tail.to_vec()
-        };
-        return Ok((a, b));
-    }
-    if let Some(q) = rest.windows(2).position(|w| w == b" \"") {
-        let b = unquote(&rest[q + 1..]).ok_or_else(bad)?.0;
-        return Ok((rest[..q].to_vec(), b));
-    }
-    // Unquoted: prefer the split where both names agree after their first
-    // component (a/x b/x), as git itself does.
-    let without_first = |n: &[u8]| -> Vec<u8> {
-        match n.iter().position(|&c| c == b'/') {
-            Some(p) => n[p + 1..].to_vec(),
-            None => n.to_vec(),
-        }
-    };
-    let spaces: Vec<usize> = (0..rest.len()).filter(|&i| rest[i] == b' ').collect();
-    for &s in &spaces {
-        let (a, b) = (&rest[..s], &rest[s + 1..]);
-        if without_first(a) == without_first(b) {
-            return Ok((a.to_vec(), b.to_vec()));
-        }
-    }
-    let s = *spaces.first().ok_or_else(bad)?;
-    Ok((rest[..s].to_vec(), rest[s + 1..].to_vec()))
-}
-
-fn parse_mode(rest: &[u8], line: usize) -> Result<u32, ParseError> {
-    let t = chomp(rest);
-    let t = std::str::from_utf8(t).unwrap_or("").trim();
-    u32::from_str_radix(t, 8)
-        .ok()
-        .filter(|_| !t.is_empty() && t.len() <= 6)
-        .ok_or_else(|| ParseError {
-            line,
-            kind: ParseErrorKind::BadHeader(format!("bad file mode {t:?}")),
-        })
-}
-
-fn path_name(bytes: Vec<u8>) -> FileName {
-    FileName {
-        path: PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)),
-        timestamp: String::new(),
-    }
-}
-
-/// One `diff --git` file diff starting at index `i`; returns it and the index after it.
-fn parse_git_file(lines: &[&[u8]], i: usize) -> Result<(FilePatch, usize), ParseError> {
-    let (a, b) = parse_git_names(&lines[i][b"diff --git ".len()..], i + 1)?;
-    let mut old = Some(path_name(a));
-    let mut new = Some(path_name(b));
-    let (mut old_mode, mut new_mode) = (None, None);
-    let (mut created, mut deleted, mut renamed, mut copied) = (false, false, false, false);
-    let mut j = i + 1;
-    while j < lines.len() {
-        let l = lines[j];
-        let ln = j + 1;
-        if let Some(r) = l.strip_prefix(b"old mode ") {
-            old_mode = Some(parse_mode(r, ln)?);
-        } else if let Some(r) = l.strip_prefix(b"new mode ") {
-            new_mode = Some(parse_mode(r, ln)?);
-        } else if let Some(r) = l.strip_prefix(b"deleted file mode ") {
-            old_mode = Some(parse_mode(r, ln)?);
-            deleted = true;
-        } else if let Some(r) = l.strip_prefix(b"new file mode ") {
-            new_mode = Some(parse_mode(r, ln)?);
-            created = true;
-        } else if l.starts_with(b"rename from ") || l.starts_with(b"rename to ") {
-            renamed = true;
-        } else if l.starts_with(b"copy from ") || l.starts_with(b"copy to ") {
-            copied = true;
-        } else if l.starts_with(b"index ")
-            || l.starts_with(b"similarity index ")
-            || l.starts_with(b"dissimilarity index ")
-        {
-            // Hashes and similarity scores: nothing to check against.
-        } else {
-            break;
-        }
-        j += 1;
-    }
-    let mut binary = false;
-    let mut hunks = Vec::new();
-    if j < lines.len() && lines[j].starts_with(b"GIT binary patch") {
-        binary = true;
-        j += 1;
-        while j < lines.len() && !lines[j].starts_with(b"diff --git ") {
-            j += 1;
-        }
-    } else if j < lines.len()
-        && lines[j].starts_with(b"Binary files ")
-        && chomp(lines[j]).ends_with(b" differ")
-    {
-        binary = true;
-        j += 1;
-    } else if j + 1 < lines.len()
-        && lines[j].starts_with(b"--- ")
-        && lines[j + 1].starts_with(b"+++ ")
-    {
-        // The ---/+++ names win; /dev/null there marks a creation or deletion.
-        let o = parse_header_name(&lines[j][4..], j + 1)?;
-        let n = parse_header_name(&lines[j + 1][4..], j + 2)?;
-        created |= o.is_none();
-        deleted |= n.is_none();
-        if o.is_some() {
-            old = o;
-        }
-        if n.is_some() {
-            new = n;
-        }
-        let strip_cr = lines[j + 1].ends_with(b"\r\n");
-        let (h, next) = parse_hunks(lines, j + 2, strip_cr)?;
-        hunks = h;
-        j = next;
-    }
-    let op = if created {
-        old = None;
-        FileOp::Create
-    } else if deleted {
-        new = None;
-        FileOp::Delete
-    } else if renamed {
-        FileOp::Rename
-    } else if copied {
-        FileOp::Copy
-    } else {
-        FileOp::Modify
-    };
-    Ok((
-        FilePatch {
-            line: i + 1,
-            old,
-            new,
-            git: true,
-            op,
-            old_mode,
-            new_mode,
-            binary,
-            hunks,
-        },
-        j,
-    ))
-}
-
-/// Creation/deletion of a plain (non-git) diff, as GNU's `p_says_nonexistent`
-/// decides it: `/dev/null`, or an empty side whose timestamp is the epoch.
-fn plain_op(old: &Option<FileName>, new: &Option<FileName>, hunks: &[Hunk]) -> FileOp {
-    let single_empty = |side_empty: fn(&Hunk) -> bool| hunks.len() == 1 && side_empty(&hunks[0]);
-    let old_gone = match old {
-        None => true,
-        Some(n) => is_epoch(&n.timestamp) && single_empty(|h| h.old_count == 0 && h.old_start == 0),
-    };
-    let new_gone = match new {
-        None => true,
-        Some(n) => is_epoch(&n.timestamp) && single_empty(|h| h.new_count == 0 && h.new_start == 0),
-    };
-    match (old_gone, new_gone) {
-        (true, false) => FileOp::Create,
-        (false, true) => FileOp::Delete,
-        _ => FileOp::Modify,
-    }
-}
-
-/// True for a `diff -u` timestamp (`YYYY-MM-DD HH:MM:SS[.frac] [±HHMM]`) that
-/// denotes second 0 of the Unix epoch, which `diff -N` writes for absent files.
-fn is_epoch(ts: &str) -> bool {
-    let mut parts = ts.split_whitespace();
-    let (Some(date), Some(time)) = (parts.next(), parts.next()) else {
-        return false;
-    };
-    let zone = parts.next().unwrap_or("+0000");
-    let nums = |s: &str, sep: char| -> Option<Vec<i64>> {
-        s.split(sep).map(|p| p.parse::<i64>().ok()).collect()
-    };
-    let Some(d) = nums(date, '-').filter(|d| d.len() == 3) else {
-        return false;
-    };
-    let time = time.split('.').next().unwrap_or("");
-    let Some(t) = nums(time, ':').filter(|t| t.len() == 3) else {
-        return false;
-    };
-    let (sign, z) = match zone.as_bytes().first() {
-        Some(b'+') => (1, &zone[1..]),
-        Some(b'-') => (-1, &zone[1..]),
-        _ => return false,
-    };
-    let Ok(z) = z.parse::<i64>() else {
-        return false;
-    };
-    let zone_secs = sign * ((z / 100) * 3600 + (z % 100) * 60);
-    // Days from 1970-01-01 (civil calendar, H. Hinnant's algorithm).
-    let (y, m, day) = (d[0] - i64::from(d[1] <= 2), d[1], d[2]);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    days * 86400 + t[0] * 3600 + t[1] * 60 + t[2] - zone_secs == 0
-}
-
-/// Parses the `@@` hunks starting at index `i`; returns them and the index after them.
-fn parse_hunks(
+/// Parses the `@@` hunks starting at index `i`; returns them and the index
+/// after them. Hunk lines after a hunk's counts are used up end the file
+/// diff with a [`ParseWarningKind::TrailingGarbage`] warning (the caller
+/// skips them up to the next file header).
+pub(super) fn parse_hunks(
     lines: &[&[u8]],
     mut i: usize,
     strip_cr: bool,
+    warnings: &mut Warnings<'_>,
 ) -> Result<(Vec<Hunk>, usize), ParseError> {
     let mut hunks = Vec::new();
     while i < lines.len() && lines[i].starts_with(b"@@ -") {
-        let (hunk, next) = parse_hunk(lines, i, strip_cr)?;
+        let (hunk, next) = parse_hunk(lines, i, strip_cr, warnings)?;
+        let hunk_line = hunk.line;
         hunks.push(hunk);
         i = next;
         if let Some(l) = lines.get(i) {
@@ -514,12 +338,8 @@ fn parse_hunks(
                 || l.starts_with(b"\\")
                 || (l.starts_with(b"-") && !l.starts_with(b"--"));
             if overrun {
-                return err(
-                    i + 1,
-                    ParseErrorKind::CountMismatch {
-                        hunk_line: hunks.last().map_or(0, |h| h.line),
-                    },
-                );
+                warnings.push(i + 1, hunk_line, ParseWarningKind::TrailingGarbage);
+                break;
             }
         }
     }
@@ -550,7 +370,12 @@ fn parse_range_header(l: &[u8]) -> Option<(usize, usize, usize, usize, Vec<u8>)>
     Some((a, b, c, d, l.to_vec()))
 }
 
-fn parse_hunk(lines: &[&[u8]], i: usize, strip_cr: bool) -> Result<(Hunk, usize), ParseError> {
+fn parse_hunk(
+    lines: &[&[u8]],
+    i: usize,
+    strip_cr: bool,
+    warnings: &mut Warnings<'_>,
+) -> Result<(Hunk, usize), ParseError> {
     let hunk_line = i + 1;
     let (old_start, old_count, new_start, new_count, section) = parse_range_header(lines[i])
         .ok_or_else(|| ParseError {
@@ -562,6 +387,23 @@ fn parse_hunk(lines: &[&[u8]], i: usize, strip_cr: bool) -> Result<(Hunk, usize)
     let mut j = i + 1;
     while old_left > 0 || new_left > 0 {
         let Some(&raw) = lines.get(j) else {
+            // GNU: "assume blank lines got chopped", when at most 3 new-side
+            // lines are missing (and, for the hunk to be well formed, as
+            // many old-side ones).
+            if old_left == new_left && new_left <= 3 {
+                let chopped = new_left;
+                warnings.push(
+                    j + 1,
+                    hunk_line,
+                    ParseWarningKind::ChoppedBlankLines(chopped),
+                );
+                body.extend((0..chopped).map(|_| HunkLine {
+                    kind: LineKind::Context,
+                    text: Vec::new(),
+                    no_newline: false,
+                }));
+                break;
+            }
             return err(j + 1, ParseErrorKind::UnexpectedEnd { hunk_line });
         };
         let raw = cr_stripped(raw, strip_cr);
@@ -615,7 +457,7 @@ fn parse_hunk(lines: &[&[u8]], i: usize, strip_cr: bool) -> Result<(Hunk, usize)
     ))
 }
 
-fn cr_stripped(line: &[u8], strip_cr: bool) -> std::borrow::Cow<'_, [u8]> {
+pub(super) fn cr_stripped(line: &[u8], strip_cr: bool) -> std::borrow::Cow<'_, [u8]> {
     if strip_cr && line.ends_with(b"\r\n") {
         let mut v = line[..line.len() - 2].to_vec();
         v.push(b'\n');
@@ -642,36 +484,46 @@ mod tests {
     }
 
     #[test]
-    fn count_mismatch_names_the_line() {
+    fn counts_end_hunks_as_gnu_ends_them() {
+        // One body line more than the counts: ignored, with a warning.
         let p = b"--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n c\n";
+        let patch = parse_patch(p).unwrap();
+        assert_eq!(patch.files[0].hunks[0].lines.len(), 3);
+        let w = &patch.warnings[0];
+        assert_eq!(
+            (w.line, w.hunk_line, w.kind),
+            (7, 3, ParseWarningKind::TrailingGarbage)
+        );
+        // ... but a hunk in the ignored part is an error.
+        let p = b"--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n c\n@@ -5 +5 @@\n-x\n+y\n";
         let e = parse_patch(p).unwrap_err();
-        assert_eq!(e.line, 7);
+        assert_eq!((e.line, e.kind), (8, ParseErrorKind::HunkWithoutHeader));
+        // The patch ends one line short on both sides: a blank context line.
         let p = b"--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+b\n c\n";
+        let patch = parse_patch(p).unwrap();
+        assert_eq!(patch.files[0].hunks[0].lines.last().unwrap().text, b"");
+        let w = &patch.warnings[0];
+        assert_eq!(
+            (w.line, w.kind),
+            (7, ParseWarningKind::ChoppedBlankLines(1))
+        );
+        // Four lines short, or unevenly short: truncated.
+        let p = b"--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n-a\n+b\n";
         let e = parse_patch(p).unwrap_err();
         assert_eq!(
             (e.line, e.kind),
-            (7, ParseErrorKind::UnexpectedEnd { hunk_line: 3 })
+            (6, ParseErrorKind::UnexpectedEnd { hunk_line: 3 })
+        );
+        let p = b"--- a/f\n+++ b/f\n@@ -1,3 +1 @@\n-a\n";
+        let e = parse_patch(p).unwrap_err();
+        assert_eq!(
+            (e.line, e.kind),
+            (5, ParseErrorKind::UnexpectedEnd { hunk_line: 3 })
         );
     }
 
     #[test]
-    fn epoch_timestamps() {
-        assert!(is_epoch("\t1970-01-01 00:00:00.000000000 +0000"));
-        assert!(is_epoch("\t1970-01-01 01:00:00 +0100"));
-        assert!(!is_epoch("\t2024-01-01 00:00:00 +0000"));
-        assert!(!is_epoch(""));
-    }
-
-    #[test]
-    fn git_names_and_ed_scripts() {
-        assert_eq!(
-            parse_git_names(b"a/x y b/x y\n", 1).unwrap(),
-            (b"a/x y".to_vec(), b"b/x y".to_vec())
-        );
-        assert_eq!(
-            parse_git_names(b"\"a/t\\tb\" \"b/t\\tb\"\n", 1).unwrap(),
-            (b"a/t\tb".to_vec(), b"b/t\tb".to_vec())
-        );
+    fn ed_scripts() {
         let e = parse_patch(b"3a\nnew\n.\n").unwrap_err();
         assert_eq!(
             e.kind,

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::model::FileOp;
+use super::parse::ParseWarning;
 
 /// The outcome of one hunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,16 +69,99 @@ pub struct FileReport {
     pub source: Option<PathBuf>,
     /// What the file diff does.
     pub op: FileOp,
-    /// One outcome per hunk, in patch order.
+    /// One outcome per hunk, in patch order (none when the file was skipped).
     pub hunks: Vec<HunkOutcome>,
     /// A file-level failure, if any.
     pub problem: Option<FileProblem>,
+    /// Hunks in the file diff (what GNU counts as "ignored" when it skips it).
+    pub hunk_count: usize,
+    /// The patch line GNU names for this file ("can't find file to patch at
+    /// input line N"): its first hunk's `@@` line, else its header line.
+    pub line: usize,
+    /// The file diff creates a symbolic link (git mode 120000); GNU says
+    /// "patching symbolic link".
+    pub symlink: bool,
 }
 
 impl FileReport {
     /// True when every hunk applied and there is no file-level problem.
     pub fn succeeded(&self) -> bool {
         self.problem.is_none() && self.hunks.iter().all(HunkOutcome::applied)
+    }
+
+    /// GNU patch's messages for this file, one per line, as `patch
+    /// --batch --forward` prints them (without `-- saving rejects` notes and
+    /// without the "text leading up to this" excerpt). A file skipped as
+    /// missing or reversed gets GNU's words for that and "N out of N hunks
+    /// ignored", never per-hunk lines.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let path = self.path.display();
+        let ignored = |s: &mut String| {
+            let n = self.hunk_count;
+            if n > 0 {
+                let _ = writeln!(s, "{n} out of {n} hunk{} ignored", plural(n));
+            }
+        };
+        if self.problem == Some(FileProblem::Missing) {
+            if self.op == FileOp::Delete {
+                let _ = writeln!(s, "The next patch would delete the file {path},");
+                let _ = writeln!(s, "which does not exist!  Skipping patch.");
+            } else {
+                let _ = writeln!(s, "can't find file to patch at input line {}", self.line);
+                let _ = writeln!(s, "Perhaps you used the wrong -p or --strip option?");
+                let _ = writeln!(s, "No file to patch.  Skipping patch.");
+            }
+            ignored(&mut s);
+            return s;
+        }
+        let kind = if self.symlink {
+            "symbolic link"
+        } else {
+            "file"
+        };
+        let _ = write!(s, "patching {kind} {path}");
+        match (&self.source, self.op) {
+            (Some(src), FileOp::Rename) => {
+                let _ = write!(s, " (renamed from {})", src.display());
+            }
+            (Some(src), FileOp::Copy) => {
+                let _ = write!(s, " (copied from {})", src.display());
+            }
+            _ => {}
+        }
+        s.push('\n');
+        if self.problem == Some(FileProblem::LooksReversed) {
+            let _ = writeln!(
+                s,
+                "Reversed (or previously applied) patch detected!  Skipping patch."
+            );
+            ignored(&mut s);
+            return s;
+        }
+        for (i, h) in self.hunks.iter().enumerate() {
+            if let Some(msg) = hunk_message(i + 1, h) {
+                s.push_str(&msg);
+                s.push('\n');
+            }
+        }
+        if self.problem == Some(FileProblem::NotDeleted) {
+            let _ = writeln!(s, "Not deleting file {path} as content differs from patch");
+        }
+        let failed = self.hunks.iter().filter(|h| !h.applied()).count();
+        if failed > 0 {
+            let n = self.hunks.len();
+            let _ = writeln!(s, "{failed} out of {n} hunk{} FAILED", plural(n));
+        }
+        s
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
@@ -86,6 +170,15 @@ impl FileReport {
 pub struct ApplyReport {
     /// One entry per file diff, in patch order.
     pub files: Vec<FileReport>,
+    /// Set only by [`super::apply_patch_forced`]: the patch applied, and it
+    /// would also have applied the other way round, exactly (fuzz 0), to
+    /// the tree as it was: it may already be in the tree (upstream, or a
+    /// duplicate of an earlier patch). GNU `patch -f` says nothing about
+    /// it; callers warn.
+    pub applies_in_reverse: bool,
+    /// The parsed patch's [`super::Patch::warnings`]: what was applied as
+    /// GNU patch reads it but looks unintended.
+    pub parse_warnings: Vec<ParseWarning>,
 }
 
 impl ApplyReport {
@@ -94,61 +187,36 @@ impl ApplyReport {
         self.files.iter().all(FileReport::succeeded)
     }
 
-    /// GNU patch's messages for this report, one per line, as
-    /// `patch --batch` prints them (without `-- saving rejects` notes):
-    /// `patching file X`, `Hunk #N succeeded at L with fuzz F (offset O lines).`
-    /// (only for hunks that needed fuzz or an offset), `Hunk #N FAILED at L.`,
-    /// `K out of N hunks FAILED`.
-    pub fn render(&self) -> String {
-        let mut s = String::new();
-        for f in &self.files {
-            let _ = write!(s, "patching file {}", f.path.display());
-            match (&f.source, f.op) {
-                (Some(src), FileOp::Rename) => {
-                    let _ = write!(s, " (renamed from {})", src.display());
-                }
-                (Some(src), FileOp::Copy) => {
-                    let _ = write!(s, " (copied from {})", src.display());
-                }
-                _ => {}
-            }
-            s.push('\n');
-            match f.problem {
-                Some(FileProblem::Missing) => {
-                    let _ = writeln!(s, "can't find file to patch");
-                }
-                Some(FileProblem::LooksReversed) => {
-                    let _ = writeln!(
-                        s,
-                        "Reversed (or previously applied) patch detected!  Skipping patch."
-                    );
-                }
-                _ => {}
-            }
-            for (i, h) in f.hunks.iter().enumerate() {
-                if let Some(msg) = hunk_message(i + 1, h) {
-                    s.push_str(&msg);
-                    s.push('\n');
-                }
-            }
-            if f.problem == Some(FileProblem::NotDeleted) {
-                let _ = writeln!(
-                    s,
-                    "Not deleting file {} as content differs from patch",
-                    f.path.display()
-                );
-            }
-            let failed = f.hunks.iter().filter(|h| !h.applied()).count();
-            if failed > 0 {
-                let n = f.hunks.len();
-                let _ = writeln!(
-                    s,
-                    "{failed} out of {n} hunk{} FAILED",
-                    if n == 1 { "" } else { "s" }
-                );
-            }
+    /// What to warn about for patch `name`, one line each, naming the
+    /// patch, the file (`-p` stripped) and the patch line: every parse
+    /// warning, then, if [`ApplyReport::applies_in_reverse`], that the patch
+    /// may already be in the tree.
+    pub fn warnings(&self, name: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .parse_warnings
+            .iter()
+            .map(|w| match self.files.iter().find(|f| f.index == w.file) {
+                Some(f) => format!("warning: {name}: {}: {w}", f.path.display()),
+                None => format!("warning: {name}: {w}"),
+            })
+            .collect();
+        if self.applies_in_reverse {
+            out.push(format!(
+                "warning: {name} also applies in reverse: already upstream? \
+                 see `cargo xtask patches rebase`"
+            ));
         }
-        s
+        out
+    }
+
+    /// GNU patch's messages for this report, one per line, as
+    /// `patch --batch --forward` prints them: [`FileReport::render`] of
+    /// every file diff in patch order (`patching file X`, `Hunk #N
+    /// succeeded at L with fuzz F (offset O lines).` for hunks that needed
+    /// fuzz or an offset, `Hunk #N FAILED at L.`, `K out of N hunks
+    /// FAILED`, and GNU's words for skipped files).
+    pub fn render(&self) -> String {
+        self.files.iter().map(FileReport::render).collect()
     }
 }
 

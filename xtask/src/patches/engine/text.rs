@@ -13,6 +13,25 @@ pub(crate) struct TextResult {
     /// The first hunk matched backwards before it matched forwards: the
     /// file looks reversed or already patched; nothing else was tried.
     pub looks_reversed: bool,
+    /// [`Reversal::Probe`] only: the first hunk, reversed, matches the
+    /// input exactly (fuzz 0) somewhere.
+    pub first_hunk_reverses: bool,
+}
+
+/// What to do about a file that looks reversed (GNU patch's "Reversed (or
+/// previously applied) patch detected!").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reversal {
+    /// As GNU patch without `-f`: at each fuzz level where the first hunk
+    /// does not match forwards, try it backwards; a match there stops the
+    /// file with [`TextResult::looks_reversed`].
+    Detect,
+    /// As `patch -f`: hunks are only tried forwards. Also record in
+    /// [`TextResult::first_hunk_reverses`] whether the first hunk matches
+    /// backwards at fuzz 0 (a cheap hint that the patch may already be in).
+    Probe,
+    /// Hunks are only tried forwards; nothing else.
+    Ignore,
 }
 
 impl TextResult {
@@ -92,17 +111,25 @@ fn canonical(lines: &[HunkLine]) -> Vec<&HunkLine> {
 /// `creating` is GNU's "the old side says the file does not exist": a hunk
 /// that lands on line 1 of a non-empty file then fails (the file already exists).
 ///
-/// With `detect_reversed`, the first hunk is also tried backwards at each
-/// fuzz level where it does not match forwards, before the next level, as
-/// GNU patch does; a backwards match ends the file with `looks_reversed`.
+/// `reversal` says whether the first hunk is also tried backwards (see
+/// [`Reversal`]).
 pub(crate) fn apply_hunks(
     input: &[u8],
     hunks: &[Hunk],
     max_fuzz: usize,
     creating: bool,
-    detect_reversed: bool,
+    reversal: Reversal,
 ) -> TextResult {
     let lines = split_lines(input);
+    let first_hunk_reverses = reversal == Reversal::Probe
+        && hunks.first().is_some_and(|h| {
+            let win = Window {
+                input_len: lines.len() as isize,
+                frozen: 0,
+                offset: 0,
+            };
+            reverse_matches(&lines, h, &win, 0)
+        });
     let mut out = Out {
         input: &lines,
         bytes: Vec::with_capacity(input.len() + 256),
@@ -131,16 +158,22 @@ pub(crate) fn apply_hunks(
                 found = Some((w, fuzz));
                 break;
             }
-            if detect_reversed && outcomes.is_empty() && reverse_matches(&lines, hunk, &win, fuzz) {
+            if reversal == Reversal::Detect
+                && outcomes.is_empty()
+                && reverse_matches(&lines, hunk, &win, fuzz)
+            {
                 return TextResult {
                     output: Vec::new(),
                     hunks: Vec::new(),
                     looks_reversed: true,
+                    first_hunk_reverses: false,
                 };
             }
         }
-        let failed = |out_offset: isize| {
-            let line = hunk.first() as isize + out_offset;
+        // GNU prints the line where the hunk was found, or where it was
+        // expected, shifted by what the earlier hunks added or removed.
+        let failed = |at: Option<isize>| {
+            let line = at.unwrap_or(hunk.first() as isize) + out_offset;
             HunkOutcome::Failed {
                 line,
                 out_offset,
@@ -148,19 +181,23 @@ pub(crate) fn apply_hunks(
             }
         };
         let Some((at, fuzz)) = found else {
-            outcomes.push(failed(out_offset));
+            outcomes.push(failed(None));
             continue;
         };
+        // GNU's locate_hunk moves in_offset to every place it finds, even
+        // when the hunk then cannot be written there.
+        in_offset = at - hunk.first() as isize;
         if at == 1 && creating && !input.is_empty() {
-            outcomes.push(failed(out_offset));
+            outcomes.push(failed(Some(at)));
             continue;
         }
         let printed = at + out_offset;
         if !apply_one(&mut out, hunk, at) {
-            outcomes.push(failed(out_offset));
+            // "misordered hunks! output would be garbled": the hunk's first
+            // change lies before a line an earlier hunk consumed.
+            outcomes.push(failed(Some(at)));
             continue;
         }
-        in_offset = at - hunk.first() as isize;
         out_offset += hunk.new_lines().len() as isize - old.len() as isize;
         outcomes.push(HunkOutcome::Applied {
             line: printed.max(0) as usize,
@@ -173,6 +210,7 @@ pub(crate) fn apply_hunks(
         output: out.bytes,
         hunks: outcomes,
         looks_reversed: false,
+        first_hunk_reverses,
     }
 }
 

@@ -71,7 +71,7 @@ pub struct RebaseRequest {
     pub from: String,
     /// New kernel series, e.g. `6.12`.
     pub to: String,
-    /// New kernel source (tarball or tree); `None`: Debian's linux-source-<to>.
+    /// New kernel source (tarball or tree); `None`: Debian's `linux-source-<to>`.
     pub kernel_src: Option<PathBuf>,
     /// Target whose `patches-<kver>` are rebased after the generic ones.
     pub target: Option<String>,
@@ -194,6 +194,12 @@ pub fn push(sh: &Shell, layout: &Layout, series: &SeriesOptions, until: Until) -
         pushed += 1;
         println!("Applying patch {name}");
         print!("{}", report.render());
+        if report.files.is_empty() {
+            println!("Patch {name} appears to be empty; applied");
+        }
+        for w in report.warnings(&name) {
+            eprintln!("{w}");
+        }
         let done = match &named {
             Some(u) => *u == name,
             None => until == Until::Next,

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::patches::engine::{
-    apply_patch, check_patch, parse_patch, render_rejects, strip_components, write_rejects,
-    ApplyError, ApplyOptions, ApplyReport, Patch,
+    apply_patch_forced, check_patch_forced, parse_patch, render_rejects, strip_components,
+    write_rejects, ApplyError, ApplyOptions, ApplyReport, Patch,
 };
 use crate::util::fs::{link_or_copy, remove_empty_parents, write_atomic};
 use crate::util::hash::sha256_bytes;
@@ -149,6 +149,9 @@ impl Stack {
     }
 
     /// Pushes the next patch of the series; `None` when all are applied.
+    /// As quilt: applied as `patch -f` ([`Stack::push_patch`]); an empty
+    /// (0-byte) patch file is pushed as a patch touching nothing (quilt:
+    /// "Patch X appears to be empty; applied"; its report has no files).
     ///
     /// Errors: the patch does not parse or apply (the tree is unchanged:
     /// the engine is all-or-nothing and the saved pre-images are dropped).
@@ -243,13 +246,20 @@ impl Stack {
     /// Pushes `patch` as `name` (not necessarily from the series file):
     /// pre-images saved, patch applied all-or-nothing, state recorded.
     ///
+    /// Applied as quilt's `push` runs GNU patch, with `-f`
+    /// ([`apply_patch_forced`]): a patch is never refused as "Reversed (or
+    /// previously applied)"; one that also applies in reverse has
+    /// [`ApplyReport::applies_in_reverse`] set (see
+    /// [`ApplyReport::warnings`]). `patches rebase` still classifies
+    /// such patches (it checks without `-f` first).
+    ///
     /// Errors: the engine's (the tree and state are as before).
     pub fn push_patch(&self, name: &str, patch: &Patch) -> Result<ApplyReport> {
         self.settle()?;
         let files = self.touched(patch)?;
         let entries = self.save(name, &files)?;
         journal::begin(&self.state, Op::Push, name, &entries)?;
-        match apply_patch(self.tree(), patch, &self.options) {
+        match apply_patch_forced(self.tree(), patch, &self.options) {
             Ok(report) => {
                 self.record(name, entries)?;
                 journal::end(&self.state)?;
@@ -263,14 +273,15 @@ impl Stack {
         }
     }
 
-    /// quilt's `push -f`: applies the hunks of `patch` that apply, writes
-    /// `FILE.rej` for the others into the tree, and records the patch as
-    /// applied so that the user can fix the tree and refresh it.
+    /// quilt's `push -f`: applies the hunks of `patch` that apply (GNU
+    /// `patch -f`: forwards only), writes `FILE.rej` for the others into
+    /// the tree, and records the patch as applied so that the user can fix
+    /// the tree and refresh it.
     ///
     /// Errors: refusals and I/O errors from the engine.
     pub fn push_forced(&self, name: &str, patch: &Patch) -> Result<ForcedPush> {
         self.settle()?;
-        let report = match check_patch(self.tree(), patch, &self.options) {
+        let report = match check_patch_forced(self.tree(), patch, &self.options) {
             Ok(r) => r,
             Err(ApplyError::Failed(r)) | Err(ApplyError::Reversed { report: r, .. }) => r,
             Err(e) => return Err(anyhow!(e)),
@@ -282,6 +293,7 @@ impl Stack {
         let mut partial = Patch {
             description: patch.description.clone(),
             files: Vec::new(),
+            warnings: Vec::new(),
         };
         let mut reject_text = Vec::new();
         for fr in &report.files {
@@ -307,7 +319,7 @@ impl Stack {
             }
         }
         if !partial.files.is_empty() {
-            if let Err(e) = apply_patch(self.tree(), &partial, &self.options) {
+            if let Err(e) = apply_patch_forced(self.tree(), &partial, &self.options) {
                 self.undo_push(name, &entries)?;
                 journal::end(&self.state)?;
                 return Err(anyhow!(e)).context("applying the hunks that apply");
@@ -439,6 +451,13 @@ impl Stack {
                 Some(_) => None,
                 None => {
                     let p = self.tree().join(&e.path);
+                    if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                        bail!(
+                            "{name}: {} is a symbolic link; refresh writes quilt's form, which \
+                             cannot hold links: edit the patch by hand",
+                            e.path.display()
+                        );
+                    }
                     let now =
                         read_optional(&p).with_context(|| format!("reading {}", p.display()))?;
                     e.after = now.as_deref().map(sha256_bytes);
@@ -464,7 +483,9 @@ impl Stack {
     /// (contents and mtime) when they are equal, as quilt 0.66 refresh does
     /// ("Patch … is unchanged").
     ///
-    /// Errors: nothing applied, `name` not applied, a binary file, I/O.
+    /// Errors: nothing applied, `name` not applied, a binary file, a
+    /// symbolic link in the tree among the patch's files (it would silently
+    /// drop out of the patch), I/O.
     pub fn refresh(&self, name: Option<&str>) -> Result<(String, Refreshed)> {
         self.settle()?;
         let applied = self.applied()?;
@@ -475,28 +496,40 @@ impl Stack {
         if !applied.contains(&name) {
             bail!("{name} is not applied");
         }
+        // Everything that can refuse (a symbolic link, a missing pre-image)
+        // happens before the journal: a refused refresh leaves nothing to
+        // recover.
+        let (bytes, entries) = self.regenerate(&name)?;
         journal::begin(&self.state, Op::Refresh, &name, &[])?;
-        let outcome = self.refresh_unjournaled(&name)?;
+        let outcome = self.write_refreshed(&name, &bytes, &entries)?;
         journal::end(&self.state)?;
         Ok((name, outcome))
     }
 
-    /// The body of [`Stack::refresh`]: rewrites the patch file, then the
-    /// manifest. Run again by recovery when interrupted (it does not change
-    /// the tree or the pre-images it reads).
+    /// The body of [`Stack::refresh`] as recovery runs it again when it was
+    /// interrupted (it does not change the tree or the pre-images it reads).
     fn refresh_unjournaled(&self, name: &str) -> Result<Refreshed> {
-        let name = name.to_string();
-        let (bytes, entries) = self.regenerate(&name)?;
-        let file = self.patch_file(&name);
+        let (bytes, entries) = self.regenerate(name)?;
+        self.write_refreshed(name, &bytes, &entries)
+    }
+
+    /// Rewrites the patch file (unless its bytes are equal), then the manifest.
+    fn write_refreshed(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        entries: &[FileEntry],
+    ) -> Result<Refreshed> {
+        let file = self.patch_file(name);
         let existing =
             read_optional(&file).with_context(|| format!("reading {}", file.display()))?;
-        let outcome = if existing.as_deref() == Some(&bytes[..]) {
+        let outcome = if existing.as_deref() == Some(bytes) {
             Refreshed::Unchanged
         } else {
-            write_atomic(&file, &bytes)?;
+            write_atomic(&file, bytes)?;
             Refreshed::Rewritten
         };
-        self.state.set_files(&name, &entries, false)?;
+        self.state.set_files(name, entries, false)?;
         Ok(outcome)
     }
 }

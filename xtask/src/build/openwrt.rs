@@ -1,0 +1,438 @@
+//! The OpenWrt backend (`cargo xtask build --openwrt PATH`): build each
+//! target as its OpenWrt checkout configures and patches it, from the
+//! workbench's kernel source.
+//!
+//! Per job: source → pristine tree → OpenWrt tree (overlays, then the
+//! target's OpenWrt series, each patch classified on this point release:
+//! upstream ones dropped, conflicts left out and listed;
+//! [`openwrt_series::prepare_cached`]) → the variant's
+//! `201-extra_optimization.patch` (generated against that tree's Makefile)
+//! and its own patches → `.config` as OpenWrt's `Kernel/Configure/Default`
+//! writes it ([`kconfig::kernel_dot_config`]) plus the variant's kconfig
+//! lines → `make olddefconfig` → `make vmlinux <make_targets>` with
+//! OpenWrt's `KCFLAGS` ([`flags::kernel_flags`]), in the tree as OpenWrt
+//! builds (a full copy per job in `target/xtask/build/<target>/<variant>/linux/`).
+//!
+//! Each results directory also gets `openwrt-patches.json`: every OpenWrt
+//! patch with its class (dropped and left-out ones included).
+//!
+//! Results go to the same `target/xtask/results/<target>/<variant>/` as
+//! the kernel-tree backend's (the backend is recorded in `result.json` and
+//! is part of the build key), so `size-report` compares OpenWrt-mode
+//! builds with each other as usual.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use xshell::{cmd, Shell};
+
+use super::plan::JobInputs;
+use super::progress::run_logged;
+use super::{Backend, BuildOptions, Built, Job};
+use crate::build::artifacts::BuildOutputs;
+use crate::build::{ccache, distcc, toolchain};
+use crate::inputs::kconfig as fragments;
+use crate::inputs::kernel_source::{self, PristineTree};
+use crate::inputs::openwrt::{flags, kconfig, select, Checkout, Selection};
+use crate::patches::extra_optimization;
+use crate::patches::openwrt_series::{self, OpenwrtSeries, PreparedTree};
+use crate::patches::patched_source::{self, PatchedTree};
+use crate::patches::rebase::Class;
+use crate::patches::series::SeriesPatch;
+use crate::results::{Cflags, PatchRecord, SourceRecord};
+use crate::util::fs::{copy_tree, CopyKind};
+use crate::util::hash::sha256_bytes;
+use crate::util::layout::Layout;
+
+/// kbuild's reproducible-build variables, as the kernel-tree backend sets them.
+const REPRODUCIBLE_ENV: &[(&str, &str)] = &[
+    ("KBUILD_BUILD_TIMESTAMP", "Thu Jan  1 00:00:00 UTC 1970"),
+    ("KBUILD_BUILD_USER", "xtask"),
+    ("KBUILD_BUILD_HOST", "xtask"),
+    ("KBUILD_BUILD_VERSION", "1"),
+    ("LC_ALL", "C"),
+];
+
+/// Builds kernels as an OpenWrt checkout configures and patches them.
+pub struct OpenwrtBackend {
+    layout: Layout,
+    checkout: Checkout,
+    source_arg: Option<PathBuf>,
+}
+
+/// Everything one job is built from, before the variant's own patches.
+struct Resolved {
+    pristine: PristineTree,
+    selection: Selection,
+    openwrt: PreparedTree,
+    variant_series: Vec<SeriesPatch>,
+    kcflags: flags::KernelFlags,
+    dot_config: Vec<u8>,
+}
+
+impl OpenwrtBackend {
+    /// A backend reading the OpenWrt checkout at `openwrt`, building from
+    /// `source_arg` (`--kernel-src`) or Debian's tarballs.
+    pub fn new(layout: Layout, openwrt: &Path, source_arg: Option<PathBuf>) -> Result<Self> {
+        Ok(OpenwrtBackend {
+            layout,
+            checkout: Checkout::open(openwrt)?,
+            source_arg,
+        })
+    }
+
+    fn resolve(&self, sh: &Shell, job: &Job) -> Result<Resolved> {
+        let input = kernel_source::resolve_input(self.source_arg.as_deref(), &job.target.kernel)?;
+        let pristine = kernel_source::pristine_tree(sh, &self.layout, &input)?;
+        let kver = kernel_source::series_of(&pristine.version);
+        let selection = select(
+            &self.checkout,
+            &self.layout.targets_dir(),
+            &job.target.name,
+            Some(&kver),
+        )
+        .with_context(|| {
+            format!(
+                "the source is Linux {}; pass --kernel-src with a source of a version OpenWrt has",
+                pristine.version
+            )
+        })?;
+        let series = OpenwrtSeries::load(&self.checkout, &selection.target, &kver)?;
+        let openwrt = openwrt_series::prepare_cached(sh, &self.layout, &pristine, &series)?;
+        let makefile_path = openwrt.dir.join("Makefile");
+        let makefile = std::fs::read_to_string(&makefile_path)
+            .with_context(|| format!("reading {}", makefile_path.display()))?;
+        let generated = extra_optimization::patch_text(
+            extra_optimization::DEFAULT_HEADER,
+            &makefile,
+            &job.variant,
+        )
+        .with_context(|| {
+            format!(
+                "generating {} for variant {} against OpenWrt's Makefile",
+                extra_optimization::PATCH_NAME,
+                job.variant.name
+            )
+        })?;
+        let mut variant_series = vec![SeriesPatch {
+            name: format!("openwrt-mode/{}", extra_optimization::PATCH_NAME),
+            bytes: generated.into_bytes(),
+        }];
+        let patches_dir = self.layout.patches_dir();
+        for file in &job.variant.patches {
+            variant_series.push(SeriesPatch {
+                name: file
+                    .strip_prefix(&patches_dir)
+                    .unwrap_or(file)
+                    .display()
+                    .to_string(),
+                bytes: std::fs::read(file)
+                    .with_context(|| format!("reading {}", file.display()))?,
+            });
+        }
+        let files = kconfig::config_files(&self.checkout, &selection.target, &kver);
+        let dot_config = kconfig::kernel_dot_config(&self.checkout, &files)?;
+        let kcflags = flags::kernel_flags(&self.checkout, &selection.target)?;
+        Ok(Resolved {
+            pristine,
+            selection,
+            openwrt,
+            variant_series,
+            kcflags,
+            dot_config,
+        })
+    }
+
+    /// The variant's patches on the OpenWrt tree (cached, created on first use).
+    fn source_tree(&self, sh: &Shell, r: &Resolved) -> Result<PatchedTree> {
+        let base = PristineTree {
+            dir: r.openwrt.dir.clone(),
+            version: r.pristine.version.clone(),
+            tarball_sha256: r
+                .pristine
+                .tarball_sha256
+                .as_ref()
+                .map(|_| r.openwrt.key.clone()),
+            origin: r.pristine.origin.clone(),
+        };
+        patched_source::prepare(sh, &self.layout, &base, &r.variant_series)
+    }
+
+    /// Everything recorded as the job's series, in order: the OpenWrt
+    /// patches applied, the generated flags patch and the variant's
+    /// patches, then the OpenWrt `.config` input and KCFLAGS as
+    /// `openwrt-config:<target>` and `openwrt-kcflags:<flags>` (so that
+    /// they are part of the build key and of `result.json`).
+    fn records(r: &Resolved) -> Vec<PatchRecord> {
+        let mut all = r.openwrt.applied.clone();
+        all.extend(r.variant_series.iter().map(SeriesPatch::record));
+        all.push(PatchRecord {
+            name: format!("openwrt-config:{}", r.selection.target),
+            sha256: sha256_bytes(&r.dot_config),
+        });
+        let kcflags = r.kcflags.kcflags_string();
+        all.push(PatchRecord {
+            name: format!("openwrt-kcflags:{kcflags}"),
+            sha256: sha256_bytes(kcflags.as_bytes()),
+        });
+        all
+    }
+
+    /// `make` in the tree itself, as OpenWrt builds (no `O=`).
+    /// `make` in the tree; with ccache (and distcc) as the kernel-tree
+    /// backend sets them up, the stats log in the tree.
+    fn make<'a>(
+        &self,
+        sh: &'a Shell,
+        job: &Job,
+        tree: &Path,
+        kcflags: &str,
+        options: &BuildOptions,
+    ) -> xshell::Cmd<'a> {
+        let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
+        let mut make = cmd!(
+            sh,
+            "make -C {tree} ARCH={arch} CROSS_COMPILE={cross} KCFLAGS={kcflags}"
+        );
+        for (k, v) in REPRODUCIBLE_ENV {
+            make = make.env(k, v);
+        }
+        if let Some((cc, env)) = distcc::compiler_setup(
+            &self.layout,
+            options.ccache,
+            &options.distcc,
+            &job.target.cc(),
+            tree,
+        ) {
+            make = make.arg(cc);
+            for (k, v) in env {
+                make = make.env(k, v);
+            }
+        }
+        make
+    }
+}
+
+impl Backend for OpenwrtBackend {
+    fn name(&self) -> &'static str {
+        "openwrt"
+    }
+
+    fn preflight(&self, sh: &Shell, jobs: &[Job]) -> Result<()> {
+        let targets: Vec<_> = jobs.iter().map(|j| j.target.clone()).collect();
+        toolchain::check_host_tools(&targets)?;
+        let mut problems = Vec::new();
+        for job in jobs {
+            let checked = (|| -> Result<()> {
+                let r = self.resolve(sh, job)?;
+                let compiler = toolchain::compiler(sh, &job.target)?;
+                let mut wanted = job.variant.all_flags();
+                wanted.extend(r.kcflags.kcflags.iter().map(String::as_str));
+                toolchain::check_flags(sh, &compiler, &wanted)?;
+                let c = &r.openwrt.classification;
+                eprintln!(
+                    "{}: OpenWrt {} on Linux {}: {}",
+                    job.label(),
+                    r.selection.target,
+                    r.pristine.version,
+                    c.summary()
+                );
+                for p in c.of_class(Class::Conflict) {
+                    eprintln!("  left out (conflict): {}", p.name);
+                }
+                self.source_tree(sh, &r)?;
+                Ok(())
+            })();
+            if let Err(e) = checked {
+                problems.push(format!("{}: {e:#}", job.label()));
+            }
+        }
+        if !problems.is_empty() {
+            bail!(
+                "nothing was built; fix these first:\n- {}",
+                problems.join("\n- ")
+            );
+        }
+        Ok(())
+    }
+
+    fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs> {
+        let r = self.resolve(sh, job)?;
+        Ok(JobInputs {
+            source: SourceRecord {
+                version: r.pristine.version.clone(),
+                origin: r.pristine.origin.display().to_string(),
+                sha256: r.pristine.tarball_sha256.clone(),
+            },
+            compiler: toolchain::compiler(sh, &job.target)?.version,
+            patches: Self::records(&r),
+        })
+    }
+
+    fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built> {
+        let label = job.label();
+        std::fs::write(log, format!("# cargo xtask build --openwrt {label}\n"))
+            .with_context(|| format!("writing {}", log.display()))?;
+        let r = self.resolve(sh, job)?;
+        write_classification(&r, &log.with_file_name(CLASSIFICATION_FILE))?;
+        let tree = self.source_tree(sh, &r)?;
+        let kcflags = r.kcflags.kcflags_string();
+        // OpenWrt builds in the source tree, and some of its patches rely on
+        // it (530-jffs2_make_lzma_available.patch: `-Iinclude/linux`, relative
+        // to the build directory): each job builds in its own full copy of
+        // the patched tree (not hard links: an in-tree build may write to
+        // files of the tree).
+        let build_dir = self.layout.build_dir(&job.target.name, &job.variant.name);
+        let build = build_dir.join("linux");
+        let marker = build_dir.join(".xtask-source");
+        let want = tree.dir.display().to_string();
+        if std::fs::read_to_string(&marker).unwrap_or_default() != want || !build.is_dir() {
+            if build_dir.exists() {
+                std::fs::remove_dir_all(&build_dir)
+                    .with_context(|| format!("emptying {}", build_dir.display()))?;
+            }
+            copy_tree(sh, &tree.dir, &build, CopyKind::Full)?;
+            std::fs::write(&marker, &want)
+                .with_context(|| format!("writing {}", marker.display()))?;
+        }
+
+        // OpenWrt's .config, the variant's lines after it (a later line wins).
+        let settings = fragments::read_fragments(
+            &[],
+            &job.variant.kconfig,
+            &format!("variant {}", job.variant.name),
+        )?;
+        let mut config = r.dot_config.clone();
+        for s in &settings {
+            config.extend_from_slice(s.config_line().as_bytes());
+            config.push(b'\n');
+        }
+        let config_file = build.join(".config");
+        std::fs::write(&config_file, &config)
+            .with_context(|| format!("writing {}", config_file.display()))?;
+        let configuring = format!("{label} (configuring)");
+        let make = self
+            .make(sh, job, &build, &kcflags, &options)
+            .arg("olddefconfig");
+        run_logged(
+            Command::from(make),
+            &configuring,
+            log,
+            options.verbose,
+            None,
+            &options.control,
+        )?;
+        fragments::ensure_applied(&config_file, &settings).with_context(|| {
+            format!("configuring {label} from OpenWrt's {}", r.selection.target)
+        })?;
+        let final_config = std::fs::read_to_string(&config_file)
+            .with_context(|| format!("reading {}", config_file.display()))?;
+
+        let mut goals = vec!["vmlinux".to_string()];
+        goals.extend(job.target.make_targets.iter().cloned());
+        ccache::reset_stats(&build)?;
+        let make = self
+            .make(sh, job, &build, &kcflags, &options)
+            .arg(format!("-j{}", options.jobs))
+            .args(&goals);
+        run_logged(
+            Command::from(make),
+            &label,
+            log,
+            options.verbose,
+            None,
+            &options.control,
+        )?;
+
+        let cflags = cflags_in_effect(job, &build, &final_config, &r.kcflags.kcflags)?;
+        let zimage = build
+            .join("arch")
+            .join(&job.target.arch)
+            .join("boot/zImage");
+        let variant_records: Vec<PatchRecord> =
+            r.variant_series.iter().map(SeriesPatch::record).collect();
+        anyhow::ensure!(
+            tree.patches == variant_records,
+            "the variant's patches changed during the build; build again"
+        );
+        let patches = Self::records(&r);
+        Ok(Built {
+            outputs: BuildOutputs {
+                vmlinux: build.join("vmlinux"),
+                zimage: zimage.is_file().then_some(zimage),
+            },
+            cflags,
+            patches,
+            config_sha256: sha256_bytes(final_config.as_bytes()),
+            ccache: ccache::read_stats(options.ccache, &build)?,
+        })
+    }
+}
+
+/// Written next to `result.json`: every OpenWrt patch with its class on
+/// this source, so the dropped (`upstream`) and left-out (`conflict`)
+/// patches of a build are on record.
+pub const CLASSIFICATION_FILE: &str = "openwrt-patches.json";
+
+fn write_classification(r: &Resolved, file: &Path) -> Result<()> {
+    let counts: std::collections::BTreeMap<&str, usize> = r
+        .openwrt
+        .classification
+        .counts()
+        .into_iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    let json = serde_json::json!({
+        "openwrt_target": r.selection.target.to_string(),
+        "kernel": r.selection.kernel,
+        "source_version": r.pristine.version,
+        "kcflags": r.kcflags.kcflags,
+        "counts": counts,
+        "patches": r.openwrt.classification.patches,
+    });
+    let text = serde_json::to_string_pretty(&json).context("serialising the classes")?;
+    crate::util::fs::write_atomic(file, text.as_bytes())
+}
+
+/// The variant's flags (the branch the `.config` selects) and OpenWrt's
+/// KCFLAGS, checked against kbuild's saved command for `init/main.o`.
+fn cflags_in_effect(job: &Job, build: &Path, config: &str, kcflags: &[String]) -> Result<Cflags> {
+    let size = config.lines().any(|l| l == "CONFIG_CC_OPTIMIZE_FOR_SIZE=y");
+    let (effective, flags) = if size {
+        ("os", &job.variant.os_flags)
+    } else {
+        ("o2", &job.variant.o2_flags)
+    };
+    let cmd_file = build.join("init/.main.o.cmd");
+    let text = std::fs::read_to_string(&cmd_file)
+        .with_context(|| format!("reading {}", cmd_file.display()))?;
+    let command = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("savedcmd_init/main.o := ")
+                .or_else(|| l.strip_prefix("cmd_init/main.o := "))
+        })
+        .with_context(|| format!("{}: no saved command for init/main.o", cmd_file.display()))?
+        .to_string();
+    let used: Vec<&str> = command.split_whitespace().collect();
+    let wanted: Vec<&str> = flags.split_whitespace().collect();
+    if !used.windows(wanted.len()).any(|w| w == wanted.as_slice()) {
+        bail!(
+            "the compiler was not called with the variant's flags {flags:?} (see {})",
+            cmd_file.display()
+        );
+    }
+    if let Some(missing) = kcflags.iter().find(|f| !used.contains(&f.as_str())) {
+        bail!(
+            "the compiler was not called with OpenWrt's KCFLAGS flag {missing} (see {})",
+            cmd_file.display()
+        );
+    }
+    Ok(Cflags {
+        os: job.variant.os_flags.clone(),
+        o2: job.variant.o2_flags.clone(),
+        effective: effective.to_string(),
+        compile_command: command,
+    })
+}
