@@ -114,7 +114,7 @@ pub fn progress_message(objects: u64, expected: Option<u64>, elapsed: Duration) 
 /// `expected_objects`, the time left ([`progress_message`]); or every line
 /// when `verbose`. The progress line is one of `control`'s; when `control`
 /// is stopped the command gets SIGTERM (then SIGKILL after
-/// [`TERMINATE_GRACE`]). Returns the number of objects compiled.
+/// 20 s). Returns the number of objects compiled.
 ///
 /// A non-zero exit is an error quoting the last lines of output and naming
 /// the log file; a stop is an error saying so.

@@ -10,7 +10,7 @@
 //! inherited pipe descriptors, which this keeps simpler without.)
 //!
 //! The first job to fail stops the run: queued jobs are not started and
-//! running makes get SIGTERM ([`RunControl::stop`]); the error names the
+//! running makes get SIGTERM ([`super::progress::RunControl::stop`]); the error names the
 //! failed job and lists the stopped ones. Jobs that finished keep their
 //! results.
 
