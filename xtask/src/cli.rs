@@ -73,8 +73,8 @@ pub struct BuildArgs {
     /// Variant from patches/variants.toml. Repeatable; default: baseline.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Parallel compile jobs for the whole run: jobs build side by side, each
-    /// make with its share of N (the shares add up to N); default: number of CPUs.
+    /// Parallel compile jobs for the whole run: jobs build side by side, their
+    /// makes sharing one jobserver of N slots; default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
     /// Kernel source: a tarball or an unpacked tree (never modified).

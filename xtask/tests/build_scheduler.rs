@@ -137,6 +137,111 @@ impl Backend for FakeBackend {
     }
 }
 
+/// Runs a real make (through [`BuildOptions::parallel`]) whose targets
+/// append their start and end times to one log: variant `short` has 2
+/// targets, the others 16, each sleeping 0.6 s.
+struct MakeBackend {
+    dir: std::path::PathBuf,
+}
+
+impl MakeBackend {
+    fn new(dir: &Path) -> MakeBackend {
+        std::fs::write(
+            dir.join("Makefile"),
+            "all: $(addprefix t,$(shell seq 1 $(N)))\n\
+             t%:\n\
+             \t@echo \"$(JOB) start $$(date +%s.%N)\" >> $(LOG); sleep 0.6; echo \"$(JOB) end $$(date +%s.%N)\" >> $(LOG)\n",
+        )
+        .unwrap();
+        MakeBackend {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The most targets running at once, of `job` or (None) of all.
+    fn most_at_once(&self, job: Option<&str>) -> usize {
+        let text = std::fs::read_to_string(self.dir.join("times.log")).unwrap();
+        let mut events: Vec<(f64, i32)> = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let delta = if f[1] == "start" { 1 } else { -1 };
+                (job.is_none() || job == Some(f[0])).then(|| (f[2].parse().unwrap(), delta))
+            })
+            .collect();
+        // Ends before starts at the same instant.
+        events.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let (mut now, mut most) = (0, 0);
+        for (_, d) in events {
+            now += d;
+            most = most.max(now);
+        }
+        most as usize
+    }
+}
+
+impl Backend for MakeBackend {
+    fn name(&self) -> &'static str {
+        "make"
+    }
+    fn preflight(&self, _: &Shell, _: &[Job]) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn inputs(&self, sh: &Shell, job: &Job) -> anyhow::Result<JobInputs> {
+        FakeBackend::new(Duration::ZERO, Duration::ZERO).inputs(sh, job)
+    }
+    fn build(
+        &self,
+        sh: &Shell,
+        job: &Job,
+        options: BuildOptions,
+        log: &Path,
+    ) -> anyhow::Result<Built> {
+        let (dir, name) = (&self.dir, &job.variant.name);
+        let n = if name == "short" { "2" } else { "16" };
+        let times = dir.join("times.log");
+        let make = xshell::cmd!(sh, "make -s -C {dir} JOB={name} N={n} LOG={times}");
+        let make = options.parallel(make);
+        run_logged(
+            make.into(),
+            &job.label(),
+            log,
+            false,
+            None,
+            &options.control,
+        )?;
+        Ok(Built {
+            outputs: BuildOutputs {
+                vmlinux: std::env::current_exe()?,
+                zimage: None,
+            },
+            cflags: Cflags {
+                os: "-Os".into(),
+                o2: "-O2".into(),
+                effective: "os".into(),
+                compile_command: "gcc -Os".into(),
+            },
+            patches: Vec::new(),
+            config_sha256: "1".repeat(64),
+            ccache: None,
+        })
+    }
+}
+
+#[test]
+fn real_makes_share_one_jobserver_and_inherit_freed_slots() {
+    let (dir, layout, jobs) = project(&["short", "long"]);
+    let backend = MakeBackend::new(dir.path());
+    let sh = Shell::new().unwrap();
+    let plan = build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
+    build::run(&sh, &layout, &backend, &plan, options(4)).unwrap();
+    // Never more than the budget, all makes together.
+    assert_eq!(backend.most_at_once(None), 4);
+    // Alone after "short" ended, "long" used the whole budget: its own
+    // share, and the slot "short"'s worker gave back.
+    assert_eq!(backend.most_at_once(Some("long")), 4);
+}
+
 fn options(jobs: usize) -> BuildOptions {
     BuildOptions {
         jobs,

@@ -204,10 +204,8 @@ impl Backend for KernelTree {
         ccache::reset_stats(&build)?;
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
-        let jobs = format!("-j{}", options.jobs);
-        let make = self
-            .make(sh, job, &tree.dir, &build, &options)
-            .arg(jobs)
+        let make = options
+            .parallel(self.make(sh, job, &tree.dir, &build, &options))
             .args(&goals);
         let expected = if fresh {
             previous_object_count(&self.layout, job)

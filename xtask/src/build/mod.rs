@@ -10,6 +10,7 @@ pub mod artifacts;
 pub mod ccache;
 pub mod command;
 pub mod distcc;
+pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;
 pub mod plan;
@@ -67,6 +68,18 @@ pub struct BuildOptions {
     pub distcc: distcc::Distcc,
     /// The progress lines and the stop signal the jobs of one run share.
     pub control: progress::RunControl,
+}
+
+impl BuildOptions {
+    /// `make` with this job's parallelism: a client of the run's
+    /// jobserver (`MAKEFLAGS=-j --jobserver-auth=R,W`, no `-j` argument,
+    /// which would make it start its own), or `-j<jobs>` without one.
+    pub fn parallel<'a>(&self, make: xshell::Cmd<'a>) -> xshell::Cmd<'a> {
+        match self.control.jobserver() {
+            Some(js) => make.env("MAKEFLAGS", js.makeflags()),
+            None => make.arg(format!("-j{}", self.jobs)),
+        }
+    }
 }
 
 /// What a backend's build produced, before measuring.

@@ -332,9 +332,8 @@ impl Backend for OpenwrtBackend {
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
         ccache::reset_stats(&build)?;
-        let make = self
-            .make(sh, job, &build, &kcflags, &options)
-            .arg(format!("-j{}", options.jobs))
+        let make = options
+            .parallel(self.make(sh, job, &build, &kcflags, &options))
             .args(&goals);
         run_logged(
             Command::from(make),

@@ -35,6 +35,7 @@ const POLL_EVERY: Duration = Duration::from_millis(100);
 pub struct RunControl {
     bars: MultiProgress,
     stop: Arc<AtomicBool>,
+    jobserver: Option<Arc<super::jobserver::Jobserver>>,
 }
 
 impl Default for RunControl {
@@ -42,6 +43,7 @@ impl Default for RunControl {
         RunControl {
             bars: MultiProgress::new(),
             stop: Arc::new(AtomicBool::new(false)),
+            jobserver: None,
         }
     }
 }
@@ -63,6 +65,19 @@ impl RunControl {
     /// Whether [`RunControl::stop`] was called.
     pub fn is_stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
+    }
+
+    /// The same control, its makes clients of `jobserver`.
+    pub fn with_jobserver(&self, jobserver: Arc<super::jobserver::Jobserver>) -> RunControl {
+        RunControl {
+            jobserver: Some(jobserver),
+            ..self.clone()
+        }
+    }
+
+    /// The run's jobserver, if the scheduler made one.
+    pub fn jobserver(&self) -> Option<&super::jobserver::Jobserver> {
+        self.jobserver.as_deref()
     }
 
     /// Prints `line` on stderr above the progress lines.

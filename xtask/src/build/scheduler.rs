@@ -2,12 +2,12 @@
 //! `-j` budget.
 //!
 //! With a budget of N and J jobs, `min(N, J)` workers take jobs in plan
-//! order; worker k runs each of its makes with its fixed share of N
-//! (`N / workers`, the first `N % workers` one more), so the `-j` values of
-//! the makes running at any moment never add up to more than N. (A shared
-//! GNU make jobserver would let a job use the share of a worker that has
-//! run out of jobs; Debian 12's make 4.3 only takes a jobserver as
-//! inherited pipe descriptors, which this keeps simpler without.)
+//! order, and every make of the run is a client of one GNU make jobserver
+//! ([`Jobserver`]) with N slots: never more than N compiles run at once,
+//! and a worker that finds the queue empty puts its make's slot in the
+//! pipe, so the makes still running take the slots of those that ended. Each worker also has a fixed share of N
+//! (`N / workers`, the first `N % workers` one more, adding up to N) in
+//! [`BuildOptions::jobs`], for backends that cannot use the jobserver.
 //!
 //! The first job to fail stops the run: queued jobs are not started and
 //! running makes get SIGTERM ([`super::progress::RunControl::stop`]); the error names the
@@ -15,11 +15,12 @@
 //! results.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::jobserver::Jobserver;
 use super::plan::PlannedJob;
 use super::{run_job, Backend, BuildOptions, Outcome};
 use crate::util::layout::Layout;
@@ -59,17 +60,25 @@ pub fn run(
         stopped: Vec::new(),
     });
     let dir = sh.current_dir();
-    let control = options.control.clone();
+    let shares = shares(options.jobs, plan.len());
+    let jobserver = Jobserver::new(options.jobs, shares.len())?;
+    let control = options.control.with_jobserver(Arc::new(jobserver));
     std::thread::scope(|scope| {
-        for share in shares(options.jobs, plan.len()) {
+        for share in shares {
             let (next, board, dir, control) = (&next, &board, &dir, &control);
             let options = BuildOptions {
                 jobs: share,
+                control: control.clone(),
                 ..options.clone()
             };
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(planned) = plan.get(i) else { break };
+                let Some(planned) = plan.get(i) else {
+                    if let Some(js) = control.jobserver() {
+                        js.release_slot();
+                    }
+                    break;
+                };
                 let label = planned.job.label();
                 if control.is_stopped() {
                     lock(board).stopped.push(format!("{label} (not started)"));
