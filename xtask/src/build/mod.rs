@@ -53,7 +53,8 @@ impl Job {
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
     /// The `-j` budget: [`run`] shares it among the jobs running side by
-    /// side, and a backend's build gets its own share here (`make -jN`).
+    /// side through a jobserver; a backend's build gets its worker's fixed
+    /// share here. Backends pass [`BuildOptions::parallel`] to make.
     pub jobs: usize,
     /// Stream make's output instead of showing a progress line.
     pub verbose: bool,
