@@ -47,3 +47,58 @@ fn report_output_into_a_missing_directory_is_refused() {
     );
     assert!(!missing.exists(), "the directory was created");
 }
+
+#[test]
+fn report_output_onto_a_directory_or_under_a_file_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = xtask(&["size-report", "-o", tmp.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is a directory; name the report file"),
+        "{stderr}"
+    );
+    let file = tmp.path().join("plain.txt");
+    std::fs::write(&file, "keep me").unwrap();
+    let under = file.join("x.md");
+    let out = xtask(&["size-report", "-o", under.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("is not a directory"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+}
+
+#[test]
+fn a_kernel_series_that_is_a_path_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("target/linux/generic")).unwrap();
+    for args in [
+        vec![
+            "patches",
+            "export",
+            "--openwrt",
+            tmp.path().to_str().unwrap(),
+            "--kernel",
+            "6.12/../../../x",
+            "--dry-run",
+        ],
+        vec![
+            "patches",
+            "status",
+            "--kver",
+            "../../x",
+            "--tree",
+            tmp.path().to_str().unwrap(),
+        ],
+        vec!["patches", "rebase", "--from", "6.6", "--to", "6.12/../x"],
+    ] {
+        let out = xtask(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("is not a kernel series"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!tmp.path().join("x").exists());
+}

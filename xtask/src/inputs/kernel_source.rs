@@ -329,6 +329,22 @@ fn version_from_makefile(text: &str) -> Option<String> {
     Some(format!("{v}.{p}.{s}{extra}"))
 }
 
+/// Checks that `kver` is a kernel series, `MAJOR.MINOR` in digits (`6.12`):
+/// it becomes part of directory names (`pending-6.12`, `patches-6.12`), so
+/// anything else (a `/`, `..`) is refused, naming `what` (the option or file
+/// it came from).
+pub fn check_series(kver: &str, what: &str) -> Result<()> {
+    let ok = kver.split_once('.').is_some_and(|(major, minor)| {
+        [major, minor]
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+    });
+    if !ok {
+        bail!("{what}: {kver:?} is not a kernel series; write MAJOR.MINOR, e.g. 6.12");
+    }
+    Ok(())
+}
+
 /// The series a full version belongs to: `6.12.117` → `6.12`.
 pub fn series_of(version: &str) -> String {
     version.split('.').take(2).collect::<Vec<_>>().join(".")

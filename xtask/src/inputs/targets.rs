@@ -150,6 +150,9 @@ impl Target {
             .with_context(|| format!("{}: file name is not UTF-8", file.display()))?
             .to_string();
         target.file = file.to_path_buf();
+        target
+            .check_fields()
+            .with_context(|| format!("{}: refusing this target file", file.display()))?;
         if target.artifacts.contains(&Artifact::UImage) && target.uimage.is_none() {
             bail!(
                 "{}: artifacts lists \"uImage\" but there is no [uimage] table; add one with load_address",
@@ -177,6 +180,49 @@ impl Target {
         Ok(target)
     }
 
+    /// Checks every field that reaches make's command line or a path
+    /// ([`check_plain`]), the kernel series, and the fragments' paths.
+    fn check_fields(&self) -> Result<()> {
+        check_plain("the file name", &self.name, "._-")?;
+        check_plain("openwrt", &self.openwrt, "._-/")?;
+        if self.openwrt.split('/').count() != 2 {
+            bail!(
+                "openwrt = {:?}: write OpenWrt's target/subtarget, e.g. \"ramips/mt7621\"",
+                self.openwrt
+            );
+        }
+        for alias in &self.aliases {
+            check_plain("aliases", alias, "._-/")?;
+        }
+        check_plain("arch", &self.arch, "_")?;
+        check_plain("cross_compile", &self.cross_compile, "._-/+")?;
+        check_plain("compiler_package", &self.compiler_package, ".+-")?;
+        crate::inputs::kernel_source::check_series(&self.kernel, "kernel")?;
+        check_plain("kconfig.base", &self.kconfig.base, "._-")?;
+        for fragment in &self.kconfig.fragments {
+            if let Some(why) = crate::util::path::unsafe_reason(Path::new(fragment)) {
+                bail!("kconfig.fragments: {fragment:?} ({why}); name a file under targets/");
+            }
+        }
+        for goal in &self.make_targets {
+            check_plain("make_targets", goal, "._-/")?;
+        }
+        if let Some(u) = &self.uimage {
+            let hex = u.load_address.strip_prefix("0x").unwrap_or("");
+            if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                bail!(
+                    "uimage.load_address = {:?}: write a hex address such as \"0x80001000\"",
+                    u.load_address
+                );
+            }
+            check_plain("uimage.entry_symbol", &u.entry_symbol, "_")?;
+            if u.name.chars().any(char::is_control) {
+                bail!("uimage.name = {:?} contains a control character", u.name);
+            }
+        }
+        Ok(())
+    }
+
     /// Absolute paths of the kconfig fragments, in merge order.
     pub fn fragment_paths(&self) -> Vec<PathBuf> {
         let dir = self.file.parent().unwrap_or(Path::new("."));
@@ -197,6 +243,33 @@ impl Target {
             || spelling == self.openwrt
             || spelling.replace('/', "-") == self.name
     }
+}
+
+/// Checks that `value` (the target file's `field`) is non-empty and made
+/// only of ASCII letters, digits and the characters in `extra`, and does not
+/// start with `-`: every field ends up on make's command line or in a path,
+/// where `$`, `=`, a space or a leading `-` would be make syntax or an
+/// option (`make_targets = ["KCFLAGS=$(shell …)"]`).
+fn check_plain(field: &str, value: &str, extra: &str) -> Result<()> {
+    if value.is_empty() {
+        bail!("{field} is empty");
+    }
+    if value.starts_with('-') {
+        bail!("{field} = {value:?} starts with '-', which make would take as an option");
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || extra.contains(*c)))
+    {
+        bail!(
+            "{field} = {value:?} contains {c:?}; only letters, digits and {extra:?} are allowed \
+             (the value reaches make's command line or a path)"
+        );
+    }
+    if value.split('/').any(|part| part == ".." || part == ".") {
+        bail!("{field} = {value:?} has a '.' or '..' component");
+    }
+    Ok(())
 }
 
 /// `cargo xtask targets`: one line per target: name, SoC, ARCH, cross
@@ -274,6 +347,36 @@ pub fn select(all: &[Target], spellings: &[String]) -> Result<Vec<Target>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_that_reach_make_or_a_path_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = "openwrt = \"x/y\"\nsoc = \"s\"\ncpu = \"c\"\narch = \"arm\"\n\
+                    cross_compile = \"arm-linux-gnueabi-\"\ncompiler_package = \"gcc-arm-linux-gnueabi\"\n\
+                    kernel = \"6.12\"\nmake_targets = [\"zImage\"]\nartifacts = [\"vmlinux\"]\n\
+                    [kconfig]\nbase = \"allnoconfig\"\n";
+        let file = dir.path().join("t.toml");
+        std::fs::write(&file, good).unwrap();
+        Target::load(&file).unwrap();
+        for (from, to, needle) in [
+            (
+                "[\"zImage\"]",
+                "[\"KCFLAGS=$(shell touch x)\"]",
+                "make_targets",
+            ),
+            ("[\"zImage\"]", "[\"-f/tmp/evil.mk\"]", "starts with '-'"),
+            ("\"x/y\"", "\"../../x\"", "openwrt"),
+            ("\"6.12\"", "\"6.12/../../x\"", "not a kernel series"),
+            ("\"arm-linux-gnueabi-\"", "\"$(shell x)-\"", "cross_compile"),
+            ("\"allnoconfig\"", "\"all noconfig\"", "kconfig.base"),
+            ("\"arm\"", "\"arm KBUILD_CFLAGS=x\"", "arch"),
+        ] {
+            std::fs::write(&file, good.replace(from, to)).unwrap();
+            let err = format!("{:#}", Target::load(&file).unwrap_err());
+            assert!(err.contains(needle), "{to}: {err}");
+            assert!(err.contains("t.toml"), "{err}");
+        }
+    }
 
     fn project_targets() -> Vec<Target> {
         load_all(&crate::util::layout::Layout::from_manifest_dir().targets_dir()).unwrap()

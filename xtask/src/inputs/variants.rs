@@ -105,7 +105,16 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
     let baseline = raw.variants.get(BASELINE);
     let mut variants = Vec::new();
     for (name, v) in &raw.variants {
-        check_name(name).with_context(|| format!("{}: [variants.{name:?}]", file.display()))?;
+        // `variants.toml:LINE`, the line of the variant's table or of
+        // `needle` in it, for the errors below.
+        let at = |needle: &str| {
+            format!(
+                "{}:{}",
+                file.display(),
+                variant_line(text, name, needle).map_or(String::new(), |l| l.to_string())
+            )
+        };
+        check_name(name).with_context(|| format!("{}: [variants.{name:?}]", at("")))?;
         let inherited = |own: &Option<String>, pick: fn(&RawVariant) -> &Option<String>| {
             own.clone()
                 .or_else(|| baseline.and_then(|b| pick(b).clone()))
@@ -123,7 +132,7 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
             if let Some(why) = crate::util::path::unsafe_reason(Path::new(p)) {
                 bail!(
                     "{}: variant {name:?} lists patch {p:?} ({why}); name a file under {} by its relative path",
-                    file.display(),
+                    at(p),
                     patches_dir.display()
                 );
             }
@@ -131,7 +140,7 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
             if !path.is_file() {
                 bail!(
                     "{}: variant {name:?} lists patch {p:?}, but {} does not exist",
-                    file.display(),
+                    at(p),
                     path.display()
                 );
             }
@@ -145,13 +154,13 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
                 bail!(
                     "{}: variant {name:?} has kconfig line {line:?} with {c:?}, which make or the shell would expand from .config; \
                      put such settings in a fragment under targets/kconfig/ after checking them",
-                    file.display()
+                    at(line.split('=').next().unwrap_or(line))
                 );
             }
             if crate::inputs::kconfig::parse_line(line).is_none() {
                 bail!(
                     "{}: variant {name:?} has kconfig line {line:?}; write CONFIG_FOO=y or \"# CONFIG_FOO is not set\"",
-                    file.display()
+                    at(line.split('=').next().unwrap_or(line))
                 );
             }
         }
@@ -165,6 +174,33 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
         });
     }
     Ok(variants)
+}
+
+/// The 1-based line of the first line containing `needle` in the table
+/// `[variants.NAME]` (the header's own line when `needle` is empty or not
+/// found there). `None` when the header is not found as written (an inline
+/// or dotted table).
+fn variant_line(text: &str, name: &str, needle: &str) -> Option<usize> {
+    let headers = [
+        format!("[variants.{name}]"),
+        format!("[variants.\"{name}\"]"),
+        format!("[variants.'{name}']"),
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| headers.iter().any(|h| l.trim() == h.as_str()))?;
+    if !needle.is_empty() {
+        for (i, l) in lines.iter().enumerate().skip(start + 1) {
+            if l.trim_start().starts_with('[') {
+                break;
+            }
+            if l.contains(needle) {
+                return Some(i + 1);
+            }
+        }
+    }
+    Some(start + 1)
 }
 
 /// A variant name becomes a directory name (`results/<target>/<variant>/`,
@@ -234,11 +270,17 @@ fn flag_location(
     Some((line_of(at), Some(text[line_start..at].chars().count() + 1)))
 }
 
-/// Picks variants by name, in the order given; an unknown name is an error
-/// listing the known ones.
+/// Picks variants by name, in the order given, each once; an unknown name
+/// is an error listing the known ones.
 pub fn select(all: &[Variant], names: &[String]) -> Result<Vec<Variant>> {
-    names
-        .iter()
+    let mut unique: Vec<&String> = Vec::new();
+    for name in names {
+        if !unique.contains(&name) {
+            unique.push(name);
+        }
+    }
+    unique
+        .into_iter()
         .map(|name| {
             all.iter()
                 .find(|v| &v.name == name)
@@ -282,6 +324,13 @@ mod tests {
             let text = format!("{base}{extra}");
             let err = format!("{:#}", parse(&text, &file, dir.path()).unwrap_err());
             assert!(err.contains(needle), "{text}\n{err}");
+            // Line 5 is the table's header, line 7 the offending value's.
+            let want = if extra.contains("patches") || extra.contains("kconfig") {
+                "variants.toml:7:"
+            } else {
+                "variants.toml:5:"
+            };
+            assert!(err.contains(want), "{text}\n{err}");
             assert!(err.contains("variants.toml"), "{err}");
         }
     }

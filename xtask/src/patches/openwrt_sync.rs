@@ -146,6 +146,7 @@ pub fn sync(
     direction: Direction,
     options: SyncOptions,
 ) -> Result<Vec<DirSync>> {
+    crate::inputs::kernel_source::check_series(kver, "--kernel")?;
     if !openwrt.join("target/linux/generic").is_dir() {
         bail!(
             "{}: not an OpenWrt checkout (no target/linux/generic)",

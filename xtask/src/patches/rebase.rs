@@ -181,6 +181,8 @@ pub fn run_waiting(
     action: Action,
     wait: Wait,
 ) -> Result<Outcome> {
+    crate::inputs::kernel_source::check_series(&opts.from, "--from")?;
+    crate::inputs::kernel_source::check_series(&opts.to, "--to")?;
     let dir = rebase_dir(layout, opts.target.as_ref(), &opts.from, &opts.to);
     let mut lock_name = dir.file_name().unwrap_or_default().to_os_string();
     lock_name.push(".lock");

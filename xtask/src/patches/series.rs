@@ -51,7 +51,9 @@ pub fn directories(patches_dir: &Path, target: &Target, kver: &str) -> Vec<PathB
     ]
 }
 
-/// `*.patch` files of one directory sorted by name; none when it does not exist.
+/// `*.patch` files of one directory sorted by name; none when it does not
+/// exist. A name with a control character (a newline would split the
+/// stack's line-based state) is an error naming the file.
 pub fn patch_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if !dir.is_dir() {
         return Ok(Vec::new());
@@ -60,6 +62,15 @@ pub fn patch_files(dir: &Path) -> Result<Vec<PathBuf>> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry?.path();
         if path.is_file() && path.extension().is_some_and(|e| e == "patch") {
+            // The name is a line of the stack's state files and of reports.
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if name.chars().any(char::is_control) {
+                anyhow::bail!(
+                    "{}: a patch file name with a control character (newline, tab…) \
+                     cannot be in a series; rename it",
+                    path.display()
+                );
+            }
             files.push(path);
         }
     }
@@ -146,4 +157,18 @@ fn relative(base: &Path, path: &Path) -> String {
         .unwrap_or(path)
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_name_with_a_newline_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("010-ok.patch"), "").unwrap();
+        std::fs::write(dir.path().join("020-bad\nname.patch"), "").unwrap();
+        let err = format!("{:#}", patch_files(dir.path()).unwrap_err());
+        assert!(err.contains("control character"), "{err}");
+    }
 }

@@ -155,8 +155,18 @@ pub fn run(
         .and_then(Path::parent)
         .filter(|d| !d.as_os_str().is_empty());
     if let Some(dir) = dir.filter(|d| !d.is_dir()) {
-        let (out, dir) = (output.unwrap_or(dir).display(), dir.display());
-        bail!("--output {out}: directory {dir} does not exist; create it (mkdir -p {dir}) or write elsewhere");
+        let (out, shown) = (output.unwrap_or(dir).display(), dir.display());
+        if dir.exists() {
+            bail!("--output {out}: {shown} is not a directory; write the report elsewhere");
+        }
+        bail!("--output {out}: directory {shown} does not exist; create it (mkdir -p {shown}) or write elsewhere");
+    }
+    if let Some(out) = output.filter(|o| o.is_dir()) {
+        bail!(
+            "--output {}: is a directory; name the report file, e.g. {}",
+            out.display(),
+            out.join(format!("size-report.{}", format.name())).display()
+        );
     }
     let report = load::load(layout, request)?;
     let text = render(&report, format, style)?;

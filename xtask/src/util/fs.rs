@@ -181,8 +181,17 @@ pub fn remove_stale_staging(dir: &Path, prefix: &str) -> Result<()> {
         if !path.is_dir() || staging_in_use(&path, rest)? {
             continue;
         }
-        std::fs::remove_dir_all(&path)
-            .with_context(|| format!("removing {}, left by an interrupted run", path.display()))?;
+        // A killed run's `cp` or `tar` may outlive it and still be writing
+        // there: the directory cannot be emptied yet. It is stale either
+        // way and new staging directories have their own names, so this is
+        // no reason to stop; a later run removes it.
+        if let Err(e) = std::fs::remove_dir_all(&path) {
+            eprintln!(
+                "note: {} was left by an interrupted run and cannot be removed yet ({e}); \
+                 a process it started may still be writing there; a later run removes it",
+                path.display()
+            );
+        }
     }
     Ok(())
 }

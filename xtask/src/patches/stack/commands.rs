@@ -119,6 +119,7 @@ fn open_stack(sh: &Shell, layout: &Layout, args: &SeriesOptions) -> Result<(Stac
         .clone()
         .or_else(|| target.as_ref().map(|t| t.kernel.clone()))
         .unwrap_or_else(|| "6.12".to_string());
+    crate::inputs::kernel_source::check_series(&kver, "--kver")?;
     let patches_dir = args
         .patches_dir
         .clone()
