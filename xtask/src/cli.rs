@@ -50,6 +50,10 @@ pub enum Command {
     /// the results `build` wrote: artifact sizes, vmlinux sections (as
     /// binutils `size`), optionally bloat-o-meter symbol diffs.
     SizeReport(SizeReportArgs),
+    /// Results as files for CI fan-out: export one job's results as a tar,
+    /// merge tars from many jobs into target/xtask/results/.
+    #[command(subcommand)]
+    Results(ResultsCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.
@@ -69,7 +73,8 @@ pub struct BuildArgs {
     /// Variant from patches/variants.toml. Repeatable; default: baseline.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Parallel make jobs (make -jN); default: number of CPUs.
+    /// Parallel compile jobs for the whole run: jobs build side by side, their
+    /// makes sharing one jobserver of N slots; default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
     /// Kernel source: a tarball or an unpacked tree (never modified).
@@ -91,6 +96,17 @@ pub struct BuildArgs {
     /// target and variant (default: wait for it).
     #[arg(long)]
     pub no_wait: bool,
+    /// Compile without ccache (default: through ccache, cached in
+    /// target/xtask/ccache/; the bytes are the same either way).
+    #[arg(long)]
+    pub no_ccache: bool,
+    /// Largest size of the ccache cache (ccache's units: 500M, 5G, 2Gi).
+    #[arg(long, value_name = "SIZE", default_value = build::ccache::DEFAULT_SIZE, value_parser = build::ccache::parse_size)]
+    pub ccache_size: u64,
+    /// Compile on distcc hosts (DISTCC_HOSTS syntax, plain mode, no local
+    /// fallback), e.g. "10.0.0.2/8 10.0.0.3/8"; raise -j to the remote slots.
+    #[arg(long, value_name = "HOSTS", value_parser = build::distcc::parse_hosts)]
+    pub distcc: Option<build::distcc::Distcc>,
     /// OpenWrt mode: configure, patch and flag each target as this OpenWrt
     /// checkout does (its config-<kver> files, its patch series classified
     /// on the source's point release, its KCFLAGS); results replace the
@@ -119,6 +135,14 @@ impl BuildArgs {
             } else {
                 build::command::Mode::Build
             },
+            ccache: if self.no_ccache {
+                build::ccache::Ccache::Off
+            } else {
+                build::ccache::Ccache::On {
+                    max_bytes: self.ccache_size,
+                }
+            },
+            distcc: self.distcc.unwrap_or_default(),
             openwrt: self.openwrt,
         }
     }
@@ -136,6 +160,31 @@ pub fn wait(no_wait: bool) -> Wait {
 /// `-j` default: the number of CPUs.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// Write target/xtask/results/<target>/<variant>/ (result.json,
+    /// artifacts, build.log) of every target × variant as one tar.
+    Export {
+        /// Target directory name in target/xtask/results/. Repeatable.
+        #[arg(long = "target", short = 't', required = true, value_name = "TARGET")]
+        targets: Vec<String>,
+        /// Variant. Repeatable; default: baseline.
+        #[arg(long = "variant", value_name = "NAME", default_value = "baseline")]
+        variants: Vec<String>,
+        /// The tar to write.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Unpack tars made by `results export` into target/xtask/results/,
+    /// refusing unreadable results, paths that escape, and results of one
+    /// target built from different inputs (nothing is written then).
+    Merge {
+        /// The tars.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

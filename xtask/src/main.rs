@@ -6,11 +6,13 @@ mod cli;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use cli::{changed_files, until, Cli, Command, ConfigCommand, FlagsCommand, PatchesCommand};
+use cli::{
+    changed_files, until, Cli, Command, ConfigCommand, FlagsCommand, PatchesCommand, ResultsCommand,
+};
 use xtask::patches::openwrt_sync::Direction;
 use xtask::patches::stack::commands as stack;
 use xtask::util::layout::Layout;
-use xtask::{build, host, inputs, patches, report};
+use xtask::{build, host, inputs, patches, report, results};
 
 fn main() {
     if let Err(e) = run(cli::parse()) {
@@ -68,6 +70,14 @@ fn run(cli: Cli) -> Result<()> {
             }
             PatchesCommand::Bench(args) => patches::bench::run(&sh, &layout, &args.options()),
         },
+        Command::Results(ResultsCommand::Export {
+            targets,
+            variants,
+            output,
+        }) => results::archive::export(&sh, &layout, &targets, &variants, &output),
+        Command::Results(ResultsCommand::Merge { files }) => {
+            results::archive::merge(&sh, &layout, &files)
+        }
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &layout,

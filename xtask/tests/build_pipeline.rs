@@ -205,6 +205,9 @@ fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
         verbose: false,
         rebuild: Rebuild::Always,
         wait: Wait::Yes,
+        ccache: xtask::build::ccache::Ccache::Off,
+        distcc: Default::default(),
+        control: Default::default(),
     };
     let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
     let err = build::run(&sh, &layout, &FailingBackend, &plan, options).unwrap_err();
@@ -297,6 +300,9 @@ fn run_slow(layout: &Layout, backend: &SlowBackend, job: &Job, wait: Wait) -> St
         verbose: false,
         rebuild: Rebuild::Always,
         wait,
+        ccache: xtask::build::ccache::Ccache::Off,
+        distcc: Default::default(),
+        control: Default::default(),
     };
     let plan = build::plan::plan(&sh, layout, backend, std::slice::from_ref(job)).unwrap();
     format!(

@@ -3,13 +3,15 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::ccache::Ccache;
+use super::distcc::Distcc;
 use super::kbuild::KernelTree;
 use super::openwrt::OpenwrtBackend;
 use super::plan::{self, PlannedJob};
-use super::{Backend, BuildOptions, Rebuild};
+use super::{toolchain, Backend, BuildOptions, Rebuild};
 use crate::inputs::{targets, variants};
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
@@ -32,7 +34,7 @@ pub struct BuildRequest {
     pub targets: Vec<String>,
     /// Variant names; empty: `baseline`.
     pub variants: Vec<String>,
-    /// `make -j`; at least 1.
+    /// The `-j` budget all jobs share; at least 1.
     pub jobs: usize,
     /// `--kernel-src`: a tarball or an unpacked tree.
     pub kernel_src: Option<PathBuf>,
@@ -44,6 +46,10 @@ pub struct BuildRequest {
     pub wait: Wait,
     /// Build, or print the plan.
     pub mode: Mode,
+    /// Compile through ccache (default), or not (`--no-ccache`).
+    pub ccache: Ccache,
+    /// Compile on distcc hosts (`--distcc HOSTS`), or here (default).
+    pub distcc: Distcc,
     /// `--openwrt PATH`: configure, patch and flag each target as this
     /// OpenWrt checkout does ([`super::openwrt::OpenwrtBackend`]).
     pub openwrt: Option<PathBuf>,
@@ -65,6 +71,27 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
     };
     let chosen_variants = variants::select(&all_variants, &names)?;
     let jobs = plan::jobs(&chosen, &chosen_variants);
+    if request.ccache != Ccache::Off
+        && request.mode == Mode::Build
+        && toolchain::find_in_path("ccache").is_none()
+    {
+        anyhow::bail!(
+            "nothing was built: ccache is not installed; run `apt-get install ccache` \
+             (or `cargo xtask setup`), or build with --no-ccache"
+        );
+    }
+    if request.distcc != Distcc::Off
+        && request.mode == Mode::Build
+        && toolchain::find_in_path("distcc").is_none()
+    {
+        anyhow::bail!("nothing was built: --distcc needs distcc; run `apt-get install distcc`");
+    }
+    if request.distcc != Distcc::Off {
+        // distcc makes its lock and state directories, not their parent.
+        let dir = super::distcc::state_dir(layout);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating {}; is target/xtask writable?", dir.display()))?;
+    }
     let backend: Box<dyn Backend> = match &request.openwrt {
         Some(checkout) => Box::new(OpenwrtBackend::new(
             layout.clone(),
@@ -84,6 +111,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         verbose: request.verbose,
         rebuild: request.rebuild,
         wait: request.wait,
+        ccache: request.ccache,
+        distcc: request.distcc.clone(),
+        control: super::progress::RunControl::default(),
     };
     let outcomes = super::run(sh, layout, backend, &plan, options)?;
     println!(

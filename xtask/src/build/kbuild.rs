@@ -18,7 +18,7 @@ use super::plan::JobInputs;
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
-use crate::build::toolchain;
+use crate::build::{ccache, distcc, toolchain};
 use crate::inputs::kconfig;
 use crate::inputs::kernel_source::{self, PristineTree, SourceInput};
 use crate::patches::patched_source::PatchedTree;
@@ -80,7 +80,17 @@ impl KernelTree {
         patched_source::prepare(sh, &self.layout, &pristine, &patches)
     }
 
-    fn make<'a>(&self, sh: &'a Shell, job: &Job, src: &Path, build: &Path) -> xshell::Cmd<'a> {
+    /// `make` in `build` for `job`; with ccache on, `CC="ccache <cross>gcc"`
+    /// and ccache's environment (the same for configuring and building, so
+    /// kconfig's view of the compiler does not change between them).
+    fn make<'a>(
+        &self,
+        sh: &'a Shell,
+        job: &Job,
+        src: &Path,
+        build: &Path,
+        options: &BuildOptions,
+    ) -> xshell::Cmd<'a> {
         let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
         let mut make = cmd!(
             sh,
@@ -88,6 +98,18 @@ impl KernelTree {
         );
         for (k, v) in REPRODUCIBLE_ENV {
             make = make.env(k, v);
+        }
+        if let Some((cc, env)) = distcc::compiler_setup(
+            &self.layout,
+            options.ccache,
+            &options.distcc,
+            &job.target.cc(),
+            build,
+        ) {
+            make = make.arg(cc);
+            for (k, v) in env {
+                make = make.env(k, v);
+            }
         }
         make
     }
@@ -104,6 +126,7 @@ impl Backend for KernelTree {
         if let Err(e) = toolchain::check_host_tools(&targets) {
             problems.push(format!("{e:#}"));
         }
+
         let mut compilers = BTreeMap::new();
         // Each source's version, read from its Makefile without unpacking.
         let mut versions: Vec<(SourceInput, String)> = Vec::new();
@@ -177,17 +200,26 @@ impl Backend for KernelTree {
         // A build from an empty directory compiles every object: the count
         // of the last such build of this target is the progress estimate.
         let fresh = !build.join("vmlinux").exists();
-        let config = configure(self, sh, job, &tree.dir, &build, log, options)?;
+        let config = configure(self, sh, job, &tree.dir, &build, log, &options)?;
+        ccache::reset_stats(&build)?;
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
-        let jobs = format!("-j{}", options.jobs);
-        let make = self.make(sh, job, &tree.dir, &build).arg(jobs).args(&goals);
+        let make = options
+            .parallel(self.make(sh, job, &tree.dir, &build, &options))
+            .args(&goals);
         let expected = if fresh {
             previous_object_count(&self.layout, job)
         } else {
             None
         };
-        let objects = run_logged(Command::from(make), &label, log, options.verbose, expected)?;
+        let objects = run_logged(
+            Command::from(make),
+            &label,
+            log,
+            options.verbose,
+            expected,
+            &options.control,
+        )?;
         if fresh {
             let file = build.join(OBJECT_COUNT_FILE);
             std::fs::write(&file, format!("{objects}\n"))
@@ -207,6 +239,7 @@ impl Backend for KernelTree {
             cflags,
             patches: tree.patches,
             config_sha256: crate::util::hash::sha256_bytes(config.as_bytes()),
+            ccache: ccache::read_stats(options.ccache, &build)?,
         })
     }
 }
@@ -274,12 +307,19 @@ fn configure(
     src: &Path,
     build: &Path,
     log: &Path,
-    options: BuildOptions,
+    options: &BuildOptions,
 ) -> Result<String> {
     let label = format!("{} (configuring)", job.label());
     let base = &job.target.kconfig.base;
-    let make = backend.make(sh, job, src, build).arg(base);
-    run_logged(Command::from(make), &label, log, options.verbose, None)?;
+    let make = backend.make(sh, job, src, build, options).arg(base);
+    run_logged(
+        Command::from(make),
+        &label,
+        log,
+        options.verbose,
+        None,
+        &options.control,
+    )?;
     let config_file = build.join(".config");
     let base_config = std::fs::read_to_string(&config_file)
         .with_context(|| format!("reading {} after `make {base}`", config_file.display()))?;
@@ -292,10 +332,17 @@ fn configure(
     std::fs::write(&merged, kconfig::merge(&base_config, &settings))
         .with_context(|| format!("writing {}", merged.display()))?;
     let make = backend
-        .make(sh, job, src, build)
+        .make(sh, job, src, build, options)
         .arg(format!("KCONFIG_ALLCONFIG={}", merged.display()))
         .arg("alldefconfig");
-    run_logged(Command::from(make), &label, log, options.verbose, None)?;
+    run_logged(
+        Command::from(make),
+        &label,
+        log,
+        options.verbose,
+        None,
+        &options.control,
+    )?;
     kconfig::ensure_applied(&config_file, &settings).with_context(|| {
         format!(
             "configuring {} from {}",

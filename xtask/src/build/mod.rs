@@ -7,11 +7,15 @@
 //! the same with an OpenWrt checkout's config, patches and KCFLAGS.
 
 pub mod artifacts;
+pub mod ccache;
 pub mod command;
+pub mod distcc;
+pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;
 pub mod plan;
 pub mod progress;
+pub mod scheduler;
 pub mod toolchain;
 
 use std::path::Path;
@@ -46,9 +50,11 @@ impl Job {
 }
 
 /// How builds run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BuildOptions {
-    /// `make -j`.
+    /// The `-j` budget: [`run`] shares it among the jobs running side by
+    /// side through a jobserver; a backend's build gets its worker's fixed
+    /// share here. Backends pass [`BuildOptions::parallel`] to make.
     pub jobs: usize,
     /// Stream make's output instead of showing a progress line.
     pub verbose: bool,
@@ -57,6 +63,24 @@ pub struct BuildOptions {
     /// When another run builds the same (target, variant): wait, or fail
     /// at once (`--no-wait`).
     pub wait: Wait,
+    /// Compile through ccache (the default), or not (`--no-ccache`).
+    pub ccache: ccache::Ccache,
+    /// Compile on distcc hosts (`--distcc`), or here.
+    pub distcc: distcc::Distcc,
+    /// The progress lines and the stop signal the jobs of one run share.
+    pub control: progress::RunControl,
+}
+
+impl BuildOptions {
+    /// `make` with this job's parallelism: a client of the run's
+    /// jobserver (`MAKEFLAGS=-j --jobserver-auth=R,W`, no `-j` argument,
+    /// which would make it start its own), or `-j<jobs>` without one.
+    pub fn parallel<'a>(&self, make: xshell::Cmd<'a>) -> xshell::Cmd<'a> {
+        match self.control.jobserver() {
+            Some(js) => make.env("MAKEFLAGS", js.makeflags()),
+            None => make.arg(format!("-j{}", self.jobs)),
+        }
+    }
 }
 
 /// What a backend's build produced, before measuring.
@@ -70,10 +94,12 @@ pub struct Built {
     pub patches: Vec<PatchRecord>,
     /// sha256 of the final `.config`.
     pub config_sha256: String,
+    /// ccache's hits and misses, when the build used it.
+    pub ccache: Option<results::CcacheStats>,
 }
 
-/// A way to build kernels.
-pub trait Backend {
+/// A way to build kernels. `Sync`: jobs run side by side on threads.
+pub trait Backend: Sync {
     /// Recorded in `result.json` and the build key (`kernel-tree`).
     fn name(&self) -> &'static str;
     /// Checks everything `jobs` need (compilers, flags, sources, host
@@ -122,11 +148,13 @@ pub fn up_to_date(layout: &Layout, planned: &PlannedJob) -> Option<BuildResult> 
         .filter(|r| planned.is_up_to_date(r))
 }
 
-/// Builds every planned job in order, writing
+/// Builds every planned job, side by side within the `-j` budget
+/// ([`scheduler::run`] has the details), writing
 /// `target/xtask/results/<target>/<variant>/`; with [`Rebuild::IfChanged`]
 /// a job whose result already has its build key prints "up to date" and
 /// is skipped. For each job built, the old `result.json` is removed first
-/// and the new one written last. Stops at the first failure.
+/// and the new one written last. The first failure stops the other jobs;
+/// results of jobs that finished are kept. Outcomes are in plan order.
 ///
 /// Each job holds the locks of its results and build directories
 /// ([`Layout::results_lock`], [`Layout::build_lock`]) from the up-to-date
@@ -140,26 +168,31 @@ pub fn run(
     plan: &[PlannedJob],
     options: BuildOptions,
 ) -> Result<Vec<Outcome>> {
-    let mut outcomes = Vec::new();
-    for planned in plan {
-        let _locks = lock_job(layout, &planned.job, options.wait)?;
-        if options.rebuild == Rebuild::IfChanged {
-            if let Some(result) = up_to_date(layout, planned) {
-                eprintln!(
-                    "{}: up to date ({})",
-                    planned.job.label(),
-                    &planned.key[..16]
-                );
-                outcomes.push(Outcome::UpToDate(result));
-                continue;
-            }
+    scheduler::run(sh, layout, backend, plan, options)
+}
+
+/// One job: its locks, the up-to-date check, then the build.
+fn run_job(
+    sh: &Shell,
+    layout: &Layout,
+    backend: &dyn Backend,
+    planned: &PlannedJob,
+    options: &BuildOptions,
+) -> Result<Outcome> {
+    let _locks = lock_job(layout, &planned.job, options.wait)?;
+    if options.rebuild == Rebuild::IfChanged {
+        if let Some(result) = up_to_date(layout, planned) {
+            options.control.println(&format!(
+                "{}: up to date ({})",
+                planned.job.label(),
+                &planned.key[..16]
+            ));
+            return Ok(Outcome::UpToDate(result));
         }
-        let result = build_one(sh, layout, backend, planned, options)
-            .with_context(|| format!("building {}", planned.job.label()))?;
-        eprintln!("{}", summary_line(&result));
-        outcomes.push(Outcome::Built(result));
     }
-    Ok(outcomes)
+    let result = build_one(sh, layout, backend, planned, options.clone())?;
+    options.control.println(&summary_line(&result));
+    Ok(Outcome::Built(result))
 }
 
 /// Takes the results lock, then the build lock, of `job` (always in this
@@ -228,20 +261,26 @@ fn build_one(
         started,
         finished: results::now_rfc3339(),
         duration_seconds: (clock.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        ccache: built.ccache,
     };
     result.write(&dir)?;
     Ok(result)
 }
 
-/// One line per finished build: sizes of every artifact and the wall time.
+/// One line per finished build: sizes of every artifact, the wall time and
+/// ccache's hits and misses.
 pub fn summary_line(result: &BuildResult) -> String {
     let sizes: Vec<String> = result
         .artifacts
         .iter()
         .map(|(name, a)| format!("{name} {}", a.size))
         .collect();
+    let cache = match result.ccache {
+        Some(c) => format!("; ccache {} hits, {} misses", c.hits, c.misses),
+        None => "; no ccache".to_string(),
+    };
     format!(
-        "{}/{}: {} bytes; vmlinux text {} data {} bss {}; {:.0} s",
+        "{}/{}: {} bytes; vmlinux text {} data {} bss {}; {:.0} s{cache}",
         result.target.name,
         result.variant.name,
         sizes.join(", "),

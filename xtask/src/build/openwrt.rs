@@ -31,7 +31,7 @@ use super::plan::JobInputs;
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
-use crate::build::toolchain;
+use crate::build::{ccache, distcc, toolchain};
 use crate::inputs::kconfig as fragments;
 use crate::inputs::kernel_source::{self, PristineTree};
 use crate::inputs::openwrt::{flags, kconfig, select, Checkout, Selection};
@@ -180,7 +180,16 @@ impl OpenwrtBackend {
     }
 
     /// `make` in the tree itself, as OpenWrt builds (no `O=`).
-    fn make<'a>(&self, sh: &'a Shell, job: &Job, tree: &Path, kcflags: &str) -> xshell::Cmd<'a> {
+    /// `make` in the tree; with ccache (and distcc) as the kernel-tree
+    /// backend sets them up, the stats log in the tree.
+    fn make<'a>(
+        &self,
+        sh: &'a Shell,
+        job: &Job,
+        tree: &Path,
+        kcflags: &str,
+        options: &BuildOptions,
+    ) -> xshell::Cmd<'a> {
         let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
         let mut make = cmd!(
             sh,
@@ -188,6 +197,18 @@ impl OpenwrtBackend {
         );
         for (k, v) in REPRODUCIBLE_ENV {
             make = make.env(k, v);
+        }
+        if let Some((cc, env)) = distcc::compiler_setup(
+            &self.layout,
+            options.ccache,
+            &options.distcc,
+            &job.target.cc(),
+            tree,
+        ) {
+            make = make.arg(cc);
+            for (k, v) in env {
+                make = make.env(k, v);
+            }
         }
         make
     }
@@ -291,13 +312,16 @@ impl Backend for OpenwrtBackend {
         std::fs::write(&config_file, &config)
             .with_context(|| format!("writing {}", config_file.display()))?;
         let configuring = format!("{label} (configuring)");
-        let make = self.make(sh, job, &build, &kcflags).arg("olddefconfig");
+        let make = self
+            .make(sh, job, &build, &kcflags, &options)
+            .arg("olddefconfig");
         run_logged(
             Command::from(make),
             &configuring,
             log,
             options.verbose,
             None,
+            &options.control,
         )?;
         fragments::ensure_applied(&config_file, &settings).with_context(|| {
             format!("configuring {label} from OpenWrt's {}", r.selection.target)
@@ -307,11 +331,18 @@ impl Backend for OpenwrtBackend {
 
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
-        let make = self
-            .make(sh, job, &build, &kcflags)
-            .arg(format!("-j{}", options.jobs))
+        ccache::reset_stats(&build)?;
+        let make = options
+            .parallel(self.make(sh, job, &build, &kcflags, &options))
             .args(&goals);
-        run_logged(Command::from(make), &label, log, options.verbose, None)?;
+        run_logged(
+            Command::from(make),
+            &label,
+            log,
+            options.verbose,
+            None,
+            &options.control,
+        )?;
 
         let cflags = cflags_in_effect(job, &build, &final_config, &r.kcflags.kcflags)?;
         let zimage = build
@@ -333,6 +364,7 @@ impl Backend for OpenwrtBackend {
             cflags,
             patches,
             config_sha256: sha256_bytes(final_config.as_bytes()),
+            ccache: ccache::read_stats(options.ccache, &build)?,
         })
     }
 }

@@ -17,8 +17,9 @@ pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 
 /// Debian packages the tests need beyond `cargo xtask setup`'s: the
 /// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter,
-/// python3-scipy for the statistics) and
-/// the 6.1 source the flag patch is checked against.
+/// python3-scipy for the statistics), distcc (its daemon for the
+/// `--distcc` end-to-end test, on 127.0.0.1) and the 6.1 source the flag
+/// patch is checked against.
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
     "diffutils",
@@ -26,6 +27,7 @@ pub const TEST_PACKAGES: &[&str] = &[
     "git",
     "python3",
     "python3-scipy",
+    "distcc",
     "linux-source-6.1",
 ];
 

@@ -15,6 +15,8 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
     let mut packages: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
     // The kernel's host programs (fixdep, kconfig) need the C library headers.
     packages.push("libc6-dev".to_string());
+    // Builds compile through ccache unless --no-ccache.
+    packages.push("ccache".to_string());
     for target in targets {
         packages.push(target.compiler_package.clone());
         packages.push(kernel_source::debian_package(&target.kernel));
@@ -115,5 +117,6 @@ mod tests {
         }
         assert!(packages.contains(&"linux-source-6.12".to_string()));
         assert!(packages.contains(&"u-boot-tools".to_string()));
+        assert!(packages.contains(&"ccache".to_string()));
     }
 }

@@ -75,6 +75,7 @@ fn result(variant: &str, zimage: u64) -> BuildResult {
         started: String::new(),
         finished: String::new(),
         duration_seconds: 1.0,
+        ccache: None,
     }
 }
 

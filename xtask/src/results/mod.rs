@@ -4,6 +4,8 @@
 //! is in place: a results directory without `result.json` is an
 //! interrupted or failed build, never a complete one.
 
+pub mod archive;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -133,6 +135,16 @@ pub struct VariantRecord {
     pub kconfig: Vec<String>,
 }
 
+/// What ccache did for one build: compiler calls answered from the cache
+/// and calls that compiled (from the build's own `CCACHE_STATSLOG`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CcacheStats {
+    /// Objects taken from the cache (direct and preprocessed hits).
+    pub hits: u64,
+    /// Objects compiled and stored.
+    pub misses: u64,
+}
+
 /// Where the kernel source came from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SourceRecord {
@@ -185,6 +197,10 @@ pub struct BuildResult {
     pub finished: String,
     /// Wall time of the build in seconds.
     pub duration_seconds: f64,
+    /// ccache's hits and misses during the build; `None` when built with
+    /// `--no-ccache` (and in results written before ccache was used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccache: Option<CcacheStats>,
 }
 
 /// Just the schema number, read before the rest so an old file gets a

@@ -404,6 +404,7 @@ impl Fixture {
             started: "2026-11-30T00:17:41Z".to_string(),
             finished: "2026-11-30T00:21:14Z".to_string(),
             duration_seconds: 212.1,
+            ccache: None,
         }
     }
 

@@ -1,0 +1,86 @@
+//! ccache changes how long a build takes, never its bytes: the tiny
+//! profile's baseline, which `cargo xtask test` builds through ccache, is
+//! built again with `--no-ccache` into a scratch workspace (its own build
+//! and results directories; the unpacked and patched sources are shared
+//! through symlinks) and every artifact must have the same sha256, and the
+//! result the same build key. One tiny build: 3–7 minutes on 2 cores.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use xshell::Shell;
+use xtask::build::ccache::Ccache;
+use xtask::build::command::{self, BuildRequest, Mode};
+use xtask::build::Rebuild;
+use xtask::host::selftest::{e2e_results_dir, E2E_TARGET, E2E_VARIANTS};
+use xtask::results::BuildResult;
+use xtask::util::hash::sha256_file;
+use xtask::util::layout::Layout;
+use xtask::util::lock::Wait;
+
+/// A workspace under `target/xtask/` sharing `targets/`, `patches/` and the
+/// unpacked and patched kernel sources with this one.
+fn scratch_workspace(layout: &Layout) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("scratch-no-ccache-")
+        .tempdir_in(layout.work_dir())
+        .unwrap();
+    let work = dir.path().join("target/xtask");
+    std::fs::create_dir_all(&work).unwrap();
+    symlink(layout.targets_dir(), dir.path().join("targets")).unwrap();
+    symlink(layout.patches_dir(), dir.path().join("patches")).unwrap();
+    symlink(layout.pristine_dir(), work.join("pristine")).unwrap();
+    symlink(layout.patched_src_dir(), work.join("src")).unwrap();
+    dir
+}
+
+#[test]
+fn a_build_without_ccache_has_the_same_bytes() {
+    let variant = E2E_VARIANTS[0];
+    let Some(dir) = e2e_results_dir(variant).unwrap() else {
+        return;
+    };
+    let cached = BuildResult::read(&dir).unwrap();
+    let Some(stats) = cached.ccache else {
+        eprintln!(
+            "note: skipping: {} was built with --no-ccache",
+            dir.display()
+        );
+        return;
+    };
+    eprintln!("the shared result: ccache {stats:?}");
+    let layout = Layout::from_manifest_dir();
+    let scratch = scratch_workspace(&layout);
+    let other = Layout::new(scratch.path());
+    let request = BuildRequest {
+        targets: vec![E2E_TARGET.to_string()],
+        variants: vec![variant.to_string()],
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        kernel_src: None,
+        verbose: false,
+        rebuild: Rebuild::Always,
+        wait: Wait::Yes,
+        mode: Mode::Build,
+        ccache: Ccache::Off,
+        distcc: Default::default(),
+        openwrt: None,
+    };
+    command::run(&Shell::new().unwrap(), &other, &request).unwrap();
+    let fresh_dir = other.results_dir(E2E_TARGET, variant);
+    let fresh = BuildResult::read(&fresh_dir).unwrap();
+    assert_eq!(fresh.ccache, None, "--no-ccache recorded ccache stats");
+    assert_eq!(fresh.build_key, cached.build_key, "ccache changed the key");
+    assert_eq!(
+        fresh.artifacts.keys().collect::<Vec<_>>(),
+        cached.artifacts.keys().collect::<Vec<_>>()
+    );
+    for (name, record) in &cached.artifacts {
+        let digest = |d: &Path| sha256_file(&d.join(name)).unwrap();
+        assert_eq!(digest(&dir), record.sha256, "{name}: the shared file");
+        assert_eq!(
+            digest(&fresh_dir),
+            record.sha256,
+            "{name} differs between the ccache and the --no-ccache build"
+        );
+    }
+}
