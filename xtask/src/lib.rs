@@ -14,6 +14,7 @@
 //! * [`toolchain`]: cross compilers and their flag checks.
 //! * [`build`]: build orchestration behind a backend trait.
 //! * [`artifacts`], [`elf_size`], [`results`]: what a build produced, measured.
+//! * [`measure`]: the QEMU router lab (forwarding throughput, CPU time per packet).
 
 pub mod artifacts;
 pub mod bloat;
@@ -22,6 +23,7 @@ pub mod elf_size;
 pub mod flags;
 pub mod kconfig;
 pub mod kernel_src;
+pub mod measure;
 pub mod openwrt_tree;
 pub mod patch;
 pub mod patched_tree;

@@ -128,6 +128,8 @@ pub struct Target {
     pub artifacts: Vec<Artifact>,
     /// Needed when `artifacts` has `uImage`.
     pub uimage: Option<UImageSpec>,
+    /// The QEMU router lab for this target (`cargo xtask lab`), if any.
+    pub lab: Option<crate::measure::lab::LabSpec>,
 }
 
 fn default_true() -> bool {
@@ -173,6 +175,9 @@ impl Target {
                     dir.display()
                 );
             }
+        }
+        if let Some(lab) = &target.lab {
+            lab.validate(file, &target.kconfig.fragments)?;
         }
         Ok(target)
     }
