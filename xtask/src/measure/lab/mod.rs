@@ -5,7 +5,11 @@
 //! network namespaces (`lan` — tap — guest — tap — `wan`, [`topology`]),
 //! and measured with iperf3 through the guest's nftables masquerade.
 
+pub mod cpio;
+pub mod guest;
 pub mod kernel;
+pub mod process;
+pub mod rootfs;
 pub mod spec;
 
 use anyhow::{bail, Result};
