@@ -32,6 +32,11 @@ pub enum Command {
     /// the results `build` wrote: artifact sizes, vmlinux sections (as
     /// binutils `size`), optionally bloat-o-meter symbol diffs.
     SizeReport(SizeReportArgs),
+    /// QEMU router lab: build each variant's router kernel for the target's
+    /// QEMU machine, boot it between two network namespaces and measure
+    /// forwarding through its nftables masquerade (Mbit/s both ways, guest
+    /// CPU ns per forwarded packet), runs interleaved, with an A/A control.
+    Lab(LabArgs),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.
@@ -61,6 +66,63 @@ pub struct BuildArgs {
     /// Stream make's output instead of a progress line.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Target with a [lab] table in targets/<t>.toml (brcm47xx).
+    #[arg(long, short = 't', value_name = "TARGET")]
+    pub target: String,
+    /// Variant from patches/variants.toml. Repeatable; default: baseline.
+    /// The first is the base, run twice as an A/A control.
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+    /// Measured runs per (variant, direction, GRO setting).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub runs: u32,
+    /// Seconds per iperf3 run.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    pub duration: u32,
+    /// GRO settings to measure in the guest.
+    #[arg(long, value_enum, default_value_t = xtask::measure::lab::GroChoice::Both)]
+    pub gro: xtask::measure::lab::GroChoice,
+    /// Leave out the A/A control (the base booted a second time as its own arm).
+    #[arg(long)]
+    pub no_control: bool,
+    /// Only build the lab kernels and the initramfs.
+    #[arg(long)]
+    pub build_only: bool,
+    /// Parallel make jobs (make -jN); default: number of CPUs.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Kernel source: a tarball or an unpacked tree (never modified).
+    #[arg(long, value_name = "PATH")]
+    pub kernel_src: Option<PathBuf>,
+    /// Stream make's output instead of a progress line.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+}
+
+impl LabArgs {
+    /// The library's request.
+    pub fn request(&self) -> xtask::measure::lab::LabRequest {
+        xtask::measure::lab::LabRequest {
+            target: self.target.clone(),
+            variants: self.variants.clone(),
+            runs: self.runs,
+            duration_seconds: self.duration,
+            gro: self.gro,
+            control: !self.no_control,
+            build_only: self.build_only,
+            build: xtask::build::BuildOptions {
+                jobs: self
+                    .jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                verbose: self.verbose,
+            },
+            kernel_src: self.kernel_src.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -122,6 +122,11 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Patches(command) => xtask::stack::cli::run(&sh, &layout, command)?,
+        Command::Lab(args) => {
+            if let Some(dir) = xtask::measure::lab::run(&sh, &layout, &args.request())? {
+                println!("lab results: {}", dir.join("lab.json").display());
+            }
+        }
         Command::Test { jobs } => selftest::run(&sh, jobs)?,
         Command::SizeReport(args) => xtask::report::run(
             &layout,

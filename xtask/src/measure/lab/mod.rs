@@ -5,18 +5,76 @@
 //! network namespaces (`lan` — tap — guest — tap — `wan`, [`topology`]),
 //! and measured with iperf3 through the guest's nftables masquerade.
 
+pub mod console;
 pub mod cpio;
 pub mod guest;
 pub mod kernel;
 pub mod process;
+pub mod qemu;
+pub mod record;
 pub mod rootfs;
+pub mod runner;
+pub mod sample;
+pub mod session;
 pub mod spec;
+pub mod topology;
 
-use anyhow::{bail, Result};
+use std::path::PathBuf;
 
+use anyhow::{bail, Context, Result};
+use xshell::{cmd, Shell};
+
+use crate::build::BuildOptions;
+use crate::paths::Layout;
 use crate::toolchain::find_in_path;
+use crate::{results, targets, variants};
 
 pub use spec::LabSpec;
+
+/// Which GRO settings of the guest's NICs to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroChoice {
+    /// GRO on (the kernel's default).
+    On,
+    /// GRO off.
+    Off,
+    /// Both, each run measured with GRO on and with GRO off.
+    Both,
+}
+
+impl GroChoice {
+    /// The settings, `true` meaning GRO on.
+    pub fn settings(self) -> Vec<bool> {
+        match self {
+            GroChoice::On => vec![true],
+            GroChoice::Off => vec![false],
+            GroChoice::Both => vec![true, false],
+        }
+    }
+}
+
+/// What `cargo xtask lab` was asked to do.
+#[derive(Debug, Clone)]
+pub struct LabRequest {
+    /// `--target` spelling.
+    pub target: String,
+    /// `--variant` names; empty means baseline. The first is the base.
+    pub variants: Vec<String>,
+    /// Measured runs per (arm, direction, GRO setting).
+    pub runs: u32,
+    /// Length of one iperf3 run, in seconds.
+    pub duration_seconds: u32,
+    /// GRO settings to measure.
+    pub gro: GroChoice,
+    /// Whether the base runs a second time as an A/A control arm.
+    pub control: bool,
+    /// Stop after building kernels and the initramfs.
+    pub build_only: bool,
+    /// Build options for the lab kernels.
+    pub build: BuildOptions,
+    /// `--kernel-src`.
+    pub kernel_src: Option<PathBuf>,
+}
 
 /// Host programs the lab runs, with their Debian packages (the target's
 /// QEMU comes from its `[lab]` table).
@@ -55,4 +113,111 @@ pub fn check_host_tools(spec: &LabSpec) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs the lab as `request` says; returns the lab directory (with
+/// `lab.json`), or `None` with `build_only`.
+pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<PathBuf>> {
+    let all_targets = targets::load_all(&layout.targets_dir())?;
+    let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
+    let spec = kernel::spec_of(&target)?.clone();
+    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let names = if request.variants.is_empty() {
+        vec![variants::BASELINE.to_string()]
+    } else {
+        request.variants.clone()
+    };
+    let chosen = variants::select(&all_variants, &names)?;
+    anyhow::ensure!(
+        request.runs >= 1 && request.duration_seconds >= 1,
+        "--runs and --duration must be at least 1"
+    );
+    check_host_tools(&spec)?;
+    process::install_interrupt_handler();
+    let stale = topology::remove_stale()?;
+    if !stale.is_empty() {
+        eprintln!(
+            "lab: removed what an interrupted lab left: {}",
+            stale.join(", ")
+        );
+    }
+    let kernels = kernel::build_all(
+        sh,
+        layout,
+        &target,
+        &chosen,
+        request.build,
+        request.kernel_src.clone(),
+    )?;
+    let initramfs = rootfs::prepare(layout, &spec.guest_arch)?;
+    for k in &kernels {
+        eprintln!("lab: kernel {}: {}", k.variant.name, k.image.display());
+    }
+    eprintln!(
+        "lab: initramfs {} ({} bytes)",
+        initramfs.path.display(),
+        initramfs.size
+    );
+    if request.build_only {
+        return Ok(None);
+    }
+    let qemu_bin = &spec.qemu;
+    let version = cmd!(sh, "{qemu_bin} --version")
+        .quiet()
+        .read()
+        .with_context(|| format!("running {qemu_bin} --version"))?;
+    let started = results::now_rfc3339();
+    let dir = layout
+        .work_dir()
+        .join("lab")
+        .join(&target.name)
+        .join(format!(
+            "{}-{}",
+            started.replace([':', '-'], ""),
+            std::process::id()
+        ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let plan = runner::Plan {
+        runs: request.runs,
+        duration_seconds: request.duration_seconds,
+        gro: request.gro.settings(),
+        directions: record::Direction::BOTH.to_vec(),
+        control: request.control,
+    };
+    let arms = runner::arms(&kernels, plan.control)?;
+    let mut lab = record::LabRecord {
+        schema: record::SCHEMA,
+        status: "running".to_string(),
+        target: target.name.clone(),
+        lab_target: kernel::lab_target(&target)?.name,
+        started,
+        finished: None,
+        settings: record::Settings {
+            runs: plan.runs,
+            duration_seconds: plan.duration_seconds,
+            gro: plan.gro.clone(),
+            directions: plan.directions.clone(),
+            warmup_runs_per_boot: 1,
+            base: chosen[0].name.clone(),
+            control: plan.control,
+        },
+        qemu: record::QemuInfo {
+            binary: spec.qemu.clone(),
+            version: version.lines().next().unwrap_or_default().to_string(),
+            machine: spec.machine.clone(),
+            cpu: spec.cpu.clone(),
+            smp: spec.smp,
+            icount: qemu::ICOUNT.to_string(),
+            append: qemu::kernel_cmdline(&spec),
+        },
+        initramfs: initramfs.clone(),
+        arms: arms.iter().map(|(a, _)| a.clone()).collect(),
+        boots: Vec::new(),
+        runs: Vec::new(),
+    };
+    lab.write(&dir)?;
+    eprintln!("lab: writing {}", dir.join(record::FILE_NAME).display());
+    runner::execute(&spec, &initramfs, &arms, &plan, &mut lab, &dir)
+        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
+    Ok(Some(dir))
 }
