@@ -34,10 +34,15 @@ pub fn install_interrupt_handler() {
 
 /// Fails once SIGINT or SIGTERM arrived.
 pub fn check_interrupted() -> Result<()> {
-    if INTERRUPTED.load(Ordering::SeqCst) {
+    if interrupted() {
         bail!("interrupted (Ctrl-C or SIGTERM); the lab stops and cleans up");
     }
     Ok(())
+}
+
+/// Whether SIGINT or SIGTERM arrived.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// Sleeps one [`POLL`] step, failing when interrupted.

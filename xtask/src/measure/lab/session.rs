@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use super::console::Console;
 use super::guest::{self, FAILED, READY, SAMPLE};
-use super::process::{tick, ChildGuard};
+use super::process::{interrupted, tick, ChildGuard};
 use super::qemu::{self, Boot};
 use super::record::Direction;
 use super::sample::GuestSample;
@@ -85,10 +85,10 @@ impl Guest {
         let started = Instant::now();
         let mut qemu = ChildGuard::spawn(command, "QEMU", qemu_log)?;
         let console = Console::connect(&socket, console_log, &mut qemu, START_TIMEOUT)
-            .with_context(|| qemu_failure(qemu_log))?;
+            .map_err(|e| with_qemu_log(e, qemu_log))?;
         topology
             .attach(START_TIMEOUT)
-            .with_context(|| qemu_failure(qemu_log))?;
+            .map_err(|e| with_qemu_log(e, qemu_log))?;
         let line = console
             .wait_for_line(
                 0,
@@ -97,7 +97,7 @@ impl Guest {
                 BOOT_TIMEOUT,
                 "booting the lab kernel",
             )
-            .with_context(|| qemu_failure(qemu_log))?;
+            .map_err(|e| with_qemu_log(e, qemu_log))?;
         if !line.contains(READY) {
             bail!(
                 "the guest did not become a router: {line}\n{}",
@@ -195,13 +195,17 @@ impl Guest {
             &file("client.stderr"),
         )?;
         let limit = Duration::from_secs(u64::from(seconds) + 30);
-        let status = client.wait(limit).with_context(|| {
-            format!(
-                "the {} run stalled (a NIC that stops moving packets?)\n{}",
-                direction.name(),
-                self.console.tail()
-            )
-        })?;
+        let status = match client.wait(limit) {
+            Ok(status) => status,
+            Err(e) if interrupted() => return Err(e),
+            Err(e) => {
+                return Err(e.context(format!(
+                    "the {} run stalled (a NIC that stops moving packets?)\n{}",
+                    direction.name(),
+                    self.console.tail()
+                )))
+            }
+        };
         let client = read_json(&file("client.json"))?;
         if !status.success() {
             let stderr = std::fs::read_to_string(file("client.stderr")).unwrap_or_default();
@@ -236,10 +240,14 @@ impl Guest {
     }
 }
 
-fn qemu_failure(qemu_log: &Path) -> String {
+/// Adds QEMU's own output to a boot error (not to an interruption).
+fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
+    if interrupted() {
+        return e;
+    }
     let text = std::fs::read_to_string(qemu_log).unwrap_or_default();
-    format!(
-        "QEMU's own output ({}):\n{}",
+    anyhow::anyhow!(
+        "{e:#}\nQEMU's own output ({}):\n{}",
         qemu_log.display(),
         super::process::last_lines(&text, 10)
     )

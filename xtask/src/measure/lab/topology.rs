@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::guest::{GUEST_LAN_IP, GUEST_WAN_IP, LAN_HOST_IP, PREFIX, WAN_HOST_IP};
-use super::process::{last_lines, tick};
+use super::process::{last_lines, tick, POLL};
 
 /// Prefix of every namespace the lab creates.
 pub const NETNS_PREFIX: &str = "xlab-";
@@ -49,16 +49,22 @@ pub struct Topology {
     taps: Vec<String>,
 }
 
-/// Runs `ip`/`ethtool`/… with `args`, failing with its output.
+/// Runs `ip`/`ethtool`/… with `args`, failing with its output (and as
+/// soon as Ctrl-C arrived).
 pub fn tool(program: &str, args: &[&str]) -> Result<String> {
+    run_tool(program, args, true)
+}
+
+/// Like [`tool`], but runs to the end after Ctrl-C: for cleaning up.
+fn cleanup_tool(program: &str, args: &[&str]) -> Result<String> {
+    run_tool(program, args, false)
+}
+
+fn run_tool(program: &str, args: &[&str], interruptible: bool) -> Result<String> {
     let mut cmd = Command::new(program);
     cmd.args(args);
-    let out = run_with_timeout(cmd, STEP_TIMEOUT).with_context(|| {
-        format!(
-            "running {program} {}; is it installed? (`cargo xtask setup`)",
-            args.join(" ")
-        )
-    })?;
+    let out = run_with_timeout(cmd, STEP_TIMEOUT, interruptible)
+        .with_context(|| format!("running {program} {}", args.join(" ")))?;
     if !out.status.success() {
         bail!(
             "`{program} {}` failed ({}): {}",
@@ -70,13 +76,23 @@ pub fn tool(program: &str, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<std::process::Output> {
+fn run_with_timeout(
+    mut cmd: Command,
+    timeout: Duration,
+    interruptible: bool,
+) -> Result<std::process::Output> {
     use std::process::Stdio;
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()?;
+        .spawn()
+        .with_context(|| {
+            format!(
+                "starting {}; is it installed? (`cargo xtask setup`)",
+                cmd.get_program().to_string_lossy()
+            )
+        })?;
     let deadline = Instant::now() + timeout;
     loop {
         if child.try_wait()?.is_some() {
@@ -87,7 +103,11 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Result<std::process:
             let _ = child.wait();
             bail!("timed out after {} s", timeout.as_secs());
         }
-        tick()?;
+        if interruptible {
+            tick()?;
+        } else {
+            std::thread::sleep(POLL);
+        }
     }
 }
 
@@ -179,13 +199,13 @@ impl Topology {
             // In the host's namespace until attach(); afterwards it goes
             // with its namespace.
             if std::path::Path::new("/sys/class/net").join(&tap).exists() {
-                if let Err(e) = tool("ip", &["link", "del", &tap]) {
+                if let Err(e) = cleanup_tool("ip", &["link", "del", &tap]) {
                     eprintln!("warning: removing tap {tap}: {e:#}");
                 }
             }
         }
         for ns in self.created.drain(..) {
-            if let Err(e) = tool("ip", &["netns", "del", &ns]) {
+            if let Err(e) = cleanup_tool("ip", &["netns", "del", &ns]) {
                 eprintln!("warning: removing network namespace {ns}: {e:#}");
             }
         }
@@ -214,7 +234,7 @@ pub fn remove_stale() -> Result<Vec<String>> {
         };
         let id = rest.split('-').next().unwrap_or("");
         if dead(id) {
-            tool("ip", &["netns", "del", name])?;
+            cleanup_tool("ip", &["netns", "del", name])?;
             removed.push(name.to_string());
         }
     }
@@ -228,7 +248,7 @@ pub fn remove_stale() -> Result<Vec<String>> {
             && (rest.ends_with('l') || rest.ends_with('w'))
             && rest[..rest.len() - 1].bytes().all(|b| b.is_ascii_digit());
         if is_lab_tap && dead(&rest[..rest.len() - 1]) {
-            tool("ip", &["link", "del", &name])?;
+            cleanup_tool("ip", &["link", "del", &name])?;
             removed.push(name);
         }
     }
