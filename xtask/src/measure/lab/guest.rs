@@ -101,6 +101,7 @@ for n in lan wan; do
   s=/sys/class/net/$n/statistics
   echo "XL net $n $(cat $s/rx_packets) $(cat $s/tx_packets) $(cat $s/rx_bytes) $(cat $s/tx_bytes) $(cat $s/rx_dropped) $(cat $s/tx_dropped)"
 done
+awk '$NF=="lan"||$NF=="wan"{for(i=2;i<=NF&&$i~/^[0-9]+$/;i++)t+=$i}END{print "XL irq",t+0}' /proc/interrupts
 echo "XL uptime $(cut -d' ' -f1 /proc/uptime)"
 "#
     .to_string()

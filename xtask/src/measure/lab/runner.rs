@@ -208,7 +208,7 @@ pub fn run_line(run: &RunRecord) -> String {
             .map_or("-".to_string(), |m| format!("{} {}", m.value, m.unit))
     };
     format!(
-        "{}{} round {} {} GRO {}: {}, {} ({} packets)",
+        "{}{} round {} {} GRO {}: {}, {} ({} packets, {} per NIC interrupt)",
         run.arm,
         if run.warmup { " (warm-up)" } else { "" },
         run.round,
@@ -216,7 +216,10 @@ pub fn run_line(run: &RunRecord) -> String {
         on_off(run.gro),
         value(THROUGHPUT),
         value(CPU_PER_PACKET),
-        run.guest_work.packets
+        run.guest_work.packets,
+        run.guest_work
+            .packets_per_interrupt
+            .map_or("-".to_string(), |p| format!("{p:.1}"))
     )
 }
 

@@ -46,6 +46,9 @@ pub struct GuestSample {
     pub wan: NicCounters,
     /// Guest uptime in seconds (guest time).
     pub uptime_seconds: f64,
+    /// Interrupts the two NICs raised so far (all CPUs).
+    #[serde(default)]
+    pub nic_interrupts: u64,
 }
 
 impl GuestSample {
@@ -54,6 +57,7 @@ impl GuestSample {
     pub fn parse(text: &str) -> Result<GuestSample> {
         let mut cpu = None;
         let (mut lan, mut wan, mut uptime) = (None, None, None);
+        let mut nic_interrupts = 0;
         for line in text.lines() {
             let mut words = line.split_whitespace();
             if words.next() != Some("XL") {
@@ -92,6 +96,9 @@ impl GuestSample {
                     }
                 }
                 Some("uptime") => uptime = words.next().and_then(|s| s.parse().ok()),
+                Some("irq") => {
+                    nic_interrupts = words.next().and_then(|s| s.parse().ok()).unwrap_or(0)
+                }
                 _ => {}
             }
         }
@@ -104,6 +111,7 @@ impl GuestSample {
                     lan,
                     wan,
                     uptime_seconds,
+                    nic_interrupts,
                 })
             }
             _ => bail!("the guest's sample is incomplete:\n{text}"),
@@ -137,6 +145,12 @@ pub struct GuestWork {
     pub guest_seconds: f64,
     /// Busy time per received packet, in ns; `None` without packets.
     pub ns_per_packet: Option<f64>,
+    /// Packets per NIC interrupt: how much NAPI batched. A diagnostic:
+    /// batching depends on how fast QEMU runs against the packets' arrival
+    /// in host time, and the per-interrupt cost is spread over the batch,
+    /// so ns/packet moves with it between boots.
+    #[serde(default)]
+    pub packets_per_interrupt: Option<f64>,
 }
 
 impl GuestWork {
@@ -146,9 +160,11 @@ impl GuestWork {
         let packets = after.rx_packets().saturating_sub(before.rx_packets());
         let ns_per_packet =
             (packets > 0).then(|| busy_ticks as f64 * (1e9 / USER_HZ as f64) / packets as f64);
+        let interrupts = after.nic_interrupts.saturating_sub(before.nic_interrupts);
         GuestWork {
             busy_ticks,
             packets,
+            packets_per_interrupt: (interrupts > 0).then(|| packets as f64 / interrupts as f64),
             guest_seconds: after.uptime_seconds - before.uptime_seconds,
             ns_per_packet,
         }
@@ -202,9 +218,10 @@ mod tests {
 
     const BEFORE: &str = "XL-BEGIN-3\nXL stat cpu  100 0 50 1000 0 5 45 0 0 0\n\
         XL net lan 10 20 1000 2000 0 0\n[   12.3] some kernel line\n\
-        XL net wan 30 40 3000 4000 0 0\nXL uptime 12.50\n";
+        XL net wan 30 40 3000 4000 0 0\nXL irq 1000\nXL uptime 12.50\n";
     const AFTER: &str = "XL stat cpu  150 0 250 1100 0 5 145 0 0 0\n\
-        XL net lan 5010 20 1000 2000 0 0\nXL net wan 5030 40 3000 4000 0 0\nXL uptime 15.50\n";
+        XL net lan 5010 20 1000 2000 0 0\nXL net wan 5030 40 3000 4000 0 0\nXL irq 3000\n\
+        XL uptime 15.50\n";
 
     #[test]
     fn busy_time_per_packet_from_two_samples() {
@@ -219,6 +236,7 @@ mod tests {
         assert_eq!(w.guest_seconds, 3.0);
         // 350 ticks of 10 ms over 10000 packets.
         assert_eq!(w.ns_per_packet, Some(350_000.0));
+        assert_eq!(w.packets_per_interrupt, Some(5.0));
     }
 
     #[test]
