@@ -22,6 +22,14 @@ use xtask::targets;
 
 const TARGET: &str = "brcm47xx";
 
+/// The tests of this file share the process id the lab names its
+/// namespaces after; one at a time, so each can check nothing is left.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn no_lab_leftovers() {
     let pid = std::process::id();
     let netns = std::process::Command::new("ip")
@@ -33,14 +41,15 @@ fn no_lab_leftovers() {
         !netns.contains(&format!("xlab-{pid}-")),
         "namespaces left: {netns}"
     );
-    for side in ['l', 'w'] {
-        let tap = format!("/sys/class/net/xl{pid}{side}");
-        assert!(!std::path::Path::new(&tap).exists(), "{tap} left");
+    for link in std::fs::read_dir("/sys/class/net").unwrap() {
+        let name = link.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with(&format!("xl{pid}_")), "tap {name} left");
     }
 }
 
 #[test]
 fn malta_router_forwards_through_masquerade() {
+    let _serial = one_at_a_time();
     let layout = Layout::from_manifest_dir();
     let all = targets::load_all(&layout.targets_dir()).unwrap();
     let target = targets::select(&all, &[TARGET.to_string()])
@@ -132,5 +141,41 @@ fn malta_router_forwards_through_masquerade() {
     });
     assert!(translated, "no masqueraded connection in:\n{table}");
     drop(guest);
+    no_lab_leftovers();
+}
+
+#[test]
+fn a_kernel_that_does_not_boot_is_a_clear_error() {
+    let _serial = one_at_a_time();
+    let layout = Layout::from_manifest_dir();
+    let all = targets::load_all(&layout.targets_dir()).unwrap();
+    let target = targets::select(&all, &[TARGET.to_string()])
+        .unwrap()
+        .remove(0);
+    let spec = kernel::spec_of(&target).unwrap();
+    lab::check_host_tools(spec).unwrap();
+    let initramfs = rootfs::prepare(&layout, &spec.guest_arch).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let bogus = scratch.path().join("vmlinux");
+    std::fs::write(&bogus, b"not a kernel").unwrap();
+    let started = Instant::now();
+    let err = Guest::boot(
+        spec,
+        &bogus,
+        &initramfs.path,
+        &scratch.path().join("console.log"),
+        &scratch.path().join("qemu.log"),
+    )
+    .err()
+    .expect("a bogus kernel must not boot");
+    let msg = format!("{err:#}");
+    eprintln!("the error, as users see it:\n{msg}");
+    assert!(msg.contains("QEMU exited"), "{msg}");
+    assert!(msg.contains("QEMU's own output"), "{msg}");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "took {:?}",
+        started.elapsed()
+    );
     no_lab_leftovers();
 }

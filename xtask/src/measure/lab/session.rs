@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::console::Console;
-use super::guest::{self, FAILED, READY, SAMPLE};
+use super::guest::{FAILED, READY, SAMPLE};
 use super::process::{interrupted, tick, ChildGuard};
 use super::qemu::{self, Boot};
 use super::record::Direction;
@@ -65,7 +65,7 @@ impl Guest {
         console_log: &Path,
         qemu_log: &Path,
     ) -> Result<Guest> {
-        let topology = Topology::create(std::process::id())?;
+        let topology = Topology::create()?;
         let socket_dir = tempfile::Builder::new()
             .prefix("xlab-")
             .tempdir()
@@ -87,7 +87,10 @@ impl Guest {
         let console = Console::connect(&socket, console_log, &mut qemu, START_TIMEOUT)
             .map_err(|e| with_qemu_log(e, qemu_log))?;
         topology
-            .attach(START_TIMEOUT)
+            .attach(START_TIMEOUT, || match qemu.try_status()? {
+                Some(status) => bail!("QEMU exited ({status}) before opening its taps"),
+                None => Ok(()),
+            })
             .map_err(|e| with_qemu_log(e, qemu_log))?;
         let line = console
             .wait_for_line(
@@ -232,11 +235,6 @@ impl Guest {
     /// The last console lines.
     pub fn console_tail(&self) -> String {
         self.console.tail()
-    }
-
-    /// The guest's LAN and WAN addresses, for messages.
-    pub fn addresses() -> (&'static str, &'static str) {
-        (guest::GUEST_LAN_IP, guest::GUEST_WAN_IP)
     }
 }
 

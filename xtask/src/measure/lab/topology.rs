@@ -1,6 +1,7 @@
 //! The lab's network: namespace `lan` — tap — guest — tap — namespace
-//! `wan`, named per process (`xlab-<pid>-lan`, tap `xl<pid>l`) so two runs
-//! never collide, and removed when the [`Topology`] is dropped.
+//! `wan`, named per process and boot (`xlab-<pid>-<n>-lan`, tap
+//! `xl<pid>_<n>l`) so two runs never collide, and removed when the
+//! [`Topology`] is dropped.
 //!
 //! The namespaces have no link to the host's network: all lab traffic
 //! stays between them and the guest. The taps are created in the host's
@@ -10,6 +11,7 @@
 //! numbers mean nothing.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -111,21 +113,25 @@ fn run_with_timeout(
     }
 }
 
+static SERIAL: AtomicU32 = AtomicU32::new(0);
+
 impl Topology {
     /// Creates both namespaces (loopback up) and both taps (up, in the
-    /// host's namespace) for process `id`. Whatever was created is removed
-    /// again if a later step fails.
-    pub fn create(id: u32) -> Result<Topology> {
+    /// host's namespace), named after this process and a counter. Whatever
+    /// was created is removed again if a later step fails.
+    pub fn create() -> Result<Topology> {
+        let id = std::process::id();
+        let n = SERIAL.fetch_add(1, Ordering::SeqCst) % 100;
         let mut topo = Topology {
             lan: Side {
-                netns: format!("{NETNS_PREFIX}{id}-lan"),
-                tap: format!("{TAP_PREFIX}{id}l"),
+                netns: format!("{NETNS_PREFIX}{id}-{n}-lan"),
+                tap: format!("{TAP_PREFIX}{id}_{n}l"),
                 host_ip: LAN_HOST_IP,
                 guest_ip: GUEST_LAN_IP,
             },
             wan: Side {
-                netns: format!("{NETNS_PREFIX}{id}-wan"),
-                tap: format!("{TAP_PREFIX}{id}w"),
+                netns: format!("{NETNS_PREFIX}{id}-{n}-wan"),
+                tap: format!("{TAP_PREFIX}{id}_{n}w"),
                 host_ip: WAN_HOST_IP,
                 guest_ip: GUEST_WAN_IP,
             },
@@ -147,12 +153,18 @@ impl Topology {
 
     /// Once QEMU holds both taps (their carrier comes up), moves each into
     /// its namespace, addresses it, turns its offloads off and routes the
-    /// LAN through the guest. Fails after `timeout`.
-    pub fn attach(&self, timeout: Duration) -> Result<()> {
+    /// LAN through the guest. Fails after `timeout`, or as soon as
+    /// `still_running` (QEMU's check) fails.
+    pub fn attach(
+        &self,
+        timeout: Duration,
+        mut still_running: impl FnMut() -> Result<()>,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         for side in [&self.lan, &self.wan] {
             let carrier = format!("/sys/class/net/{}/carrier", side.tap);
             while !std::fs::read_to_string(&carrier).is_ok_and(|s| s.trim() == "1") {
+                still_running()?;
                 if Instant::now() >= deadline {
                     bail!(
                         "QEMU did not open tap {} within {} s",
@@ -241,13 +253,15 @@ pub fn remove_stale() -> Result<Vec<String>> {
     let links = std::fs::read_dir("/sys/class/net").context("reading /sys/class/net")?;
     for link in links {
         let name = link?.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(TAP_PREFIX) else {
+        let Some((pid, rest)) = name
+            .strip_prefix(TAP_PREFIX)
+            .and_then(|r| r.split_once('_'))
+        else {
             continue;
         };
-        let is_lab_tap = rest.len() > 1
-            && (rest.ends_with('l') || rest.ends_with('w'))
+        let is_lab_tap = (rest.ends_with('l') || rest.ends_with('w'))
             && rest[..rest.len() - 1].bytes().all(|b| b.is_ascii_digit());
-        if is_lab_tap && dead(&rest[..rest.len() - 1]) {
+        if is_lab_tap && dead(pid) {
             cleanup_tool("ip", &["link", "del", &name])?;
             removed.push(name);
         }
