@@ -133,6 +133,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         "--runs and --duration must be at least 1"
     );
     check_host_tools(&spec)?;
+    rootfs::check_arch(&spec.guest_arch)
+        .with_context(|| format!("the lab cannot run {} yet", target.name))?;
     process::install_interrupt_handler();
     let stale = topology::remove_stale()?;
     if !stale.is_empty() {

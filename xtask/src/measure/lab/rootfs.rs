@@ -93,14 +93,21 @@ pub fn cache_key(arch: &str) -> String {
     hex::encode(h.finalize())
 }
 
-/// The initramfs for Debian architecture `arch`, from the cache or made now.
-pub fn prepare(layout: &Layout, arch: &str) -> Result<Initramfs> {
+/// Fails when the lab cannot make a userspace for `arch` (`none`: Debian
+/// has no packages for the guest), before any kernel is built.
+pub fn check_arch(arch: &str) -> Result<()> {
     if arch == "none" {
         bail!(
-            "Debian 12 has no packages for this guest (big-endian MIPS); \
-             a static init built with the cross compiler is not written yet"
+            "Debian 12 has no packages for this guest (big-endian MIPS); its userspace \
+             would be a static init built with the cross compiler, which the lab does not have yet"
         );
     }
+    Ok(())
+}
+
+/// The initramfs for Debian architecture `arch`, from the cache or made now.
+pub fn prepare(layout: &Layout, arch: &str) -> Result<Initramfs> {
+    check_arch(arch)?;
     let lab_dir = layout.work_dir().join("lab");
     let key = cache_key(arch);
     let out_dir = lab_dir.join("initramfs");
