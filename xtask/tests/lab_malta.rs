@@ -118,7 +118,7 @@ fn malta_router_forwards_through_masquerade() {
     let scratch = tempfile::tempdir().unwrap();
     let mut guest = Guest::boot(
         spec,
-        &results.join("vmlinux"),
+        (&results.join("vmlinux"), None),
         &initramfs.path,
         &scratch.path().join("console.log"),
         &scratch.path().join("qemu.log"),
@@ -161,7 +161,7 @@ fn a_kernel_that_does_not_boot_is_a_clear_error() {
     let started = Instant::now();
     let err = Guest::boot(
         spec,
-        &bogus,
+        (&bogus, None),
         &initramfs.path,
         &scratch.path().join("console.log"),
         &scratch.path().join("qemu.log"),

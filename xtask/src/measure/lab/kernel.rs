@@ -32,6 +32,8 @@ pub struct LabKernel {
     pub result: BuildResult,
     /// The image QEMU boots (in the results directory).
     pub image: PathBuf,
+    /// The device tree QEMU passes (copied into the results directory).
+    pub dtb: Option<PathBuf>,
 }
 
 /// The target's `[lab]` table, or an error naming the targets that have one.
@@ -65,6 +67,9 @@ pub fn lab_target(target: &Target) -> Result<Target> {
     if spec.kernel_image.ends_with("zImage") {
         lab.make_targets.push("zImage".to_string());
         lab.artifacts.push(Artifact::ZImage);
+    }
+    if let Some(dtb) = &spec.dtb {
+        lab.make_targets.push(dtb.clone());
     }
     lab.soc = format!("QEMU {} ({})", spec.machine, spec.cpu);
     Ok(lab)
@@ -102,18 +107,31 @@ pub fn build_all(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| spec.kernel_image.clone());
-    Ok(unique
-        .into_iter()
-        .zip(results)
-        .map(|(variant, result)| {
-            let image = layout
-                .results_dir(&lab.name, &variant.name)
-                .join(&image_name);
-            LabKernel {
-                variant,
-                result,
-                image,
+    let mut kernels = Vec::new();
+    for (variant, result) in unique.into_iter().zip(results) {
+        let results_dir = layout.results_dir(&lab.name, &variant.name);
+        let dtb = match &spec.dtb {
+            Some(goal) => {
+                let built = layout
+                    .build_dir(&lab.name, &variant.name)
+                    .join("arch")
+                    .join(&lab.arch)
+                    .join("boot/dts")
+                    .join(goal);
+                let kept = results_dir.join(built.file_name().unwrap_or_default());
+                std::fs::copy(&built, &kept).with_context(|| {
+                    format!("copying {} to {}", built.display(), kept.display())
+                })?;
+                Some(kept)
             }
-        })
-        .collect())
+            None => None,
+        };
+        kernels.push(LabKernel {
+            image: results_dir.join(&image_name),
+            dtb,
+            variant,
+            result,
+        });
+    }
+    Ok(kernels)
 }

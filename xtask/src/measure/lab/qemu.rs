@@ -20,6 +20,8 @@ pub struct Boot<'a> {
     pub initramfs: &'a Path,
     /// Unix socket QEMU listens on for the serial console.
     pub console_socket: &'a Path,
+    /// The device tree, if the machine takes one.
+    pub dtb: Option<&'a Path>,
 }
 
 /// The kernel command line.
@@ -50,6 +52,9 @@ pub fn argv(spec: &LabSpec, boot: Boot<'_>, taps: [&str; 2]) -> Vec<String> {
     push(&["-kernel", &boot.kernel.display().to_string()]);
     push(&["-initrd", &boot.initramfs.display().to_string()]);
     push(&["-append", &kernel_cmdline(spec)]);
+    if let Some(dtb) = boot.dtb {
+        push(&["-dtb", &dtb.display().to_string()]);
+    }
     let chardev = format!(
         "socket,id=con,path={},server=on,wait=on",
         boot.console_socket.display()
@@ -96,6 +101,7 @@ qemu_args = ["-vga", "none"]
             kernel: Path::new("/k/vmlinux"),
             initramfs: Path::new("/i.cpio"),
             console_socket: Path::new("/s/console.sock"),
+            dtb: None,
         };
         let a = argv(&malta(), boot, ["xl1l", "xl1w"]).join(" ");
         assert!(a.contains("-M malta -cpu 74Kf -smp 1 -m 256"), "{a}");

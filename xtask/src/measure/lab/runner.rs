@@ -2,7 +2,7 @@
 //! discarded warm-up run per boot, then every (direction, GRO) run; each
 //! run's numbers go into `lab.json` as soon as it ends.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
@@ -38,10 +38,10 @@ pub struct Plan {
 }
 
 /// The arms: the base, its control twin (when asked), the other variants.
-pub fn arms(kernels: &[LabKernel], control: bool) -> Result<Vec<(Arm, PathBuf)>> {
+pub fn arms(kernels: &[LabKernel], control: bool) -> Result<Vec<(Arm, LabKernel)>> {
     let mut arms = Vec::new();
     for (i, k) in kernels.iter().enumerate() {
-        let arm = |name: String, control: bool| -> Result<(Arm, PathBuf)> {
+        let arm = |name: String, control: bool| -> Result<(Arm, LabKernel)> {
             Ok((
                 Arm {
                     name,
@@ -53,7 +53,7 @@ pub fn arms(kernels: &[LabKernel], control: bool) -> Result<Vec<(Arm, PathBuf)>>
                     config_sha256: k.result.config_sha256.clone(),
                     vmlinux_text: k.result.vmlinux_sections.text,
                 },
-                k.image.clone(),
+                k.clone(),
             ))
         };
         arms.push(arm(k.variant.name.clone(), false)?);
@@ -69,7 +69,7 @@ pub fn arms(kernels: &[LabKernel], control: bool) -> Result<Vec<(Arm, PathBuf)>>
 pub fn execute(
     spec: &LabSpec,
     initramfs: &Initramfs,
-    arms: &[(Arm, PathBuf)],
+    arms: &[(Arm, LabKernel)],
     plan: &Plan,
     record: &mut LabRecord,
     dir: &Path,
@@ -87,19 +87,19 @@ pub fn execute(
 fn execute_inner(
     spec: &LabSpec,
     initramfs: &Initramfs,
-    arms: &[(Arm, PathBuf)],
+    arms: &[(Arm, LabKernel)],
     plan: &Plan,
     record: &mut LabRecord,
     dir: &Path,
 ) -> Result<()> {
     let mut index = 0u32;
     for round in 0..plan.runs {
-        for (arm, image) in arms {
+        for (arm, kernel) in arms {
             let tag = format!("r{round}-{}", arm.name.replace('~', "-"));
             let console_log = format!("console-{tag}.log");
             let mut guest = Guest::boot(
                 spec,
-                image,
+                (&kernel.image, kernel.dtb.as_deref()),
                 &initramfs.path,
                 &dir.join(&console_log),
                 &dir.join(format!("qemu-{tag}.log")),

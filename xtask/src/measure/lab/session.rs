@@ -55,12 +55,13 @@ pub struct RunOutput {
 }
 
 impl Guest {
-    /// Creates the network, starts QEMU with `kernel` and `initramfs` and
+    /// Creates the network, starts QEMU with `kernel` (and its device tree)
+    /// and `initramfs` and
     /// waits until `/init` says the router forwards and masquerades. The
     /// console goes to `console_log`, QEMU's own output to `qemu_log`.
     pub fn boot(
         spec: &LabSpec,
-        kernel: &Path,
+        (kernel, dtb): (&Path, Option<&Path>),
         initramfs: &Path,
         console_log: &Path,
         qemu_log: &Path,
@@ -77,6 +78,7 @@ impl Guest {
                 kernel,
                 initramfs,
                 console_socket: &socket,
+                dtb,
             },
             [&topology.lan.tap, &topology.wan.tap],
         );

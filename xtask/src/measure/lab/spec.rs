@@ -52,6 +52,11 @@ pub struct LabSpec {
     /// MIPS, `arch/arm/boot/zImage` on ARM.
     #[serde(default = "default_kernel_image")]
     pub kernel_image: String,
+    /// A device tree the kernel builds and QEMU passes with `-dtb`, as a
+    /// `make` goal under `arch/<arch>/boot/dts/`, e.g.
+    /// `arm/vexpress-v2p-ca9.dtb`; none on Malta.
+    #[serde(default)]
+    pub dtb: Option<String>,
     /// Serial console device in the guest, e.g. `ttyS0` or `ttyAMA0`.
     #[serde(default = "default_console")]
     pub console: String,
