@@ -143,6 +143,9 @@ pub struct BootRecord {
     pub guest_uptime_at_ready: Option<f64>,
     /// Console log file name, in the lab directory.
     pub console_log: String,
+    /// QEMU's command line, program first (taps and socket are per boot).
+    #[serde(default)]
+    pub qemu_argv: Vec<String>,
 }
 
 /// One number with its unit.

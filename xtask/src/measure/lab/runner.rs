@@ -115,6 +115,7 @@ fn execute_inner(
                 boot_seconds: round_to(guest.boot_seconds, 3),
                 guest_uptime_at_ready: guest.uptime_at_ready,
                 console_log,
+                qemu_argv: guest.qemu_argv.clone(),
             });
             let mut schedule = vec![(Direction::LanToWan, plan.gro[0], true)];
             for &direction in &plan.directions {

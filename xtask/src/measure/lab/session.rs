@@ -39,6 +39,8 @@ pub struct Guest {
     pub boot_seconds: f64,
     /// The guest's uptime when it said it was ready.
     pub uptime_at_ready: Option<f64>,
+    /// QEMU's command line (program first).
+    pub qemu_argv: Vec<String>,
 }
 
 /// One iperf3 run's raw results.
@@ -84,6 +86,8 @@ impl Guest {
         );
         let mut command = Command::new(&spec.qemu);
         command.args(&args);
+        let mut qemu_argv = vec![spec.qemu.clone()];
+        qemu_argv.extend(args);
         let started = Instant::now();
         let mut qemu = ChildGuard::spawn(command, "QEMU", qemu_log)?;
         let console = Console::connect(&socket, console_log, &mut qemu, START_TIMEOUT)
@@ -117,6 +121,7 @@ impl Guest {
             _socket_dir: socket_dir,
             boot_seconds: started.elapsed().as_secs_f64(),
             uptime_at_ready,
+            qemu_argv,
         })
     }
 
