@@ -17,7 +17,10 @@
 //!   artifacts (images) and progress.
 //! * [`results`]: `result.json`, what one build produced.
 //! * [`measure`]: measurements of built kernels: vmlinux sections, symbols,
-//!   bloat-o-meter diffs.
+//!   bloat-o-meter diffs, statistics of repeated runs.
+//! * [`lab`]: the runtime lab: each variant's router kernel booted in QEMU
+//!   between two network namespaces, forwarding measured (after `build`,
+//!   whose pipeline makes the lab kernels).
 //! * [`report`]: loading results, comparability checks, the metric model and
 //!   one renderer per format.
 //! * [`util`]: the workspace layout and file-system helpers every stage uses.
@@ -26,6 +29,7 @@
 pub mod build;
 pub mod host;
 pub mod inputs;
+pub mod lab;
 pub mod measure;
 pub mod patches;
 pub mod report;

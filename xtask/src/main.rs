@@ -12,7 +12,7 @@ use cli::{
 use xtask::patches::openwrt_sync::Direction;
 use xtask::patches::stack::commands as stack;
 use xtask::util::layout::Layout;
-use xtask::{build, host, inputs, patches, report, results};
+use xtask::{build, host, inputs, lab, patches, report, results};
 
 fn main() {
     if let Err(e) = run(cli::parse()) {
@@ -78,6 +78,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Results(ResultsCommand::Merge { files }) => {
             results::archive::merge(&sh, &layout, &files)
         }
+        Command::Lab(args) => lab::command(&sh, &layout, &args.request()),
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &layout,

@@ -72,6 +72,24 @@ pub struct BuildOptions {
 }
 
 impl BuildOptions {
+    /// The defaults of `cargo xtask build` with a `-j` budget of `jobs`:
+    /// a progress line, up-to-date jobs skipped, waiting for another run's
+    /// locks, ccache at its default size, no distcc.
+    pub fn with_jobs(jobs: usize) -> BuildOptions {
+        BuildOptions {
+            jobs,
+            verbose: false,
+            rebuild: Rebuild::IfChanged,
+            wait: Wait::Yes,
+            ccache: ccache::Ccache::On {
+                max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE)
+                    .expect("the default ccache size parses"),
+            },
+            distcc: distcc::Distcc::default(),
+            control: progress::RunControl::default(),
+        }
+    }
+
     /// `make` with this job's parallelism: a client of the run's
     /// jobserver (`MAKEFLAGS=-j --jobserver-auth=R,W`, no `-j` argument,
     /// which would make it start its own), or `-j<jobs>` without one.

@@ -9,8 +9,9 @@ use crate::inputs::targets::{Artifact, Target};
 
 /// Debian packages for building `targets`: host tools, each target's cross
 /// compiler and binutils, `u-boot-tools` for uImages, and the
-/// `linux-source-<kver>` of every kernel series the targets use. Sorted,
-/// without duplicates.
+/// `linux-source-<kver>` of every kernel series the targets use, and for
+/// targets with a `[lab]` table QEMU, iperf3, iproute2, ethtool and
+/// nftables. Sorted, without duplicates.
 pub fn packages(targets: &[Target]) -> Vec<String> {
     let mut packages: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
     // The kernel's host programs (fixdep, kconfig) need the C library headers.
@@ -22,6 +23,9 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
         packages.push(kernel_source::debian_package(&target.kernel));
         if target.artifacts.contains(&Artifact::UImage) {
             packages.push("u-boot-tools".to_string());
+        }
+        if let Some(lab) = &target.lab {
+            packages.extend(crate::lab::host_packages(lab));
         }
     }
     packages.sort();
@@ -118,5 +122,8 @@ mod tests {
         assert!(packages.contains(&"linux-source-6.12".to_string()));
         assert!(packages.contains(&"u-boot-tools".to_string()));
         assert!(packages.contains(&"ccache".to_string()));
+        for lab in ["qemu-system-mips", "iperf3", "ethtool", "nftables"] {
+            assert!(packages.contains(&lab.to_string()), "{lab}");
+        }
     }
 }

@@ -4,6 +4,7 @@
 pub mod cflags;
 pub mod kconfig;
 pub mod kernel_source;
+pub mod lab;
 pub mod openwrt;
 pub mod targets;
 pub mod variants;

@@ -128,6 +128,8 @@ pub struct Target {
     pub artifacts: Vec<Artifact>,
     /// Needed when `artifacts` has `uImage`.
     pub uimage: Option<UImageSpec>,
+    /// The QEMU router lab for this target (`cargo xtask lab`), if any.
+    pub lab: Option<crate::inputs::lab::LabSpec>,
 }
 
 fn default_true() -> bool {
@@ -176,6 +178,9 @@ impl Target {
                     dir.display()
                 );
             }
+        }
+        if let Some(lab) = &target.lab {
+            lab.validate(file, &target.kconfig.fragments)?;
         }
         Ok(target)
     }
@@ -250,7 +255,7 @@ impl Target {
 /// start with `-`: every field ends up on make's command line or in a path,
 /// where `$`, `=`, a space or a leading `-` would be make syntax or an
 /// option (`make_targets = ["KCFLAGS=$(shell …)"]`).
-fn check_plain(field: &str, value: &str, extra: &str) -> Result<()> {
+pub fn check_plain(field: &str, value: &str, extra: &str) -> Result<()> {
     if value.is_empty() {
         bail!("{field} is empty");
     }

@@ -3,14 +3,11 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+mod patches;
+pub use patches::{changed_files, until, PatchesCommand};
 use xtask::build;
 use xtask::measure::bloat;
-use xtask::patches::bench::BenchOptions;
-use xtask::patches::openwrt_sync::{Prune, SyncOptions, Write};
-use xtask::patches::rebase::Action;
-use xtask::patches::stack::commands::{
-    ChangedFiles, Output, RebaseRequest, SeriesOptions, SyncRequest, Until,
-};
 use xtask::report;
 use xtask::util::lock::Wait;
 
@@ -54,6 +51,11 @@ pub enum Command {
     /// merge tars from many jobs into target/xtask/results/.
     #[command(subcommand)]
     Results(ResultsCommand),
+    /// QEMU router lab: build each variant's router kernel for the target's
+    /// QEMU machine, boot it between two network namespaces and measure
+    /// forwarding through its nftables masquerade (Mbit/s both ways, guest
+    /// CPU ns per forwarded packet), runs interleaved, with an A/A control.
+    Lab(LabArgs),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.
@@ -187,6 +189,61 @@ pub enum ResultsCommand {
     },
 }
 
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Target with a [lab] table in targets/<t>.toml (brcm47xx).
+    #[arg(long, short = 't', value_name = "TARGET")]
+    pub target: String,
+    /// Variant from patches/variants.toml. Repeatable; default: baseline.
+    /// The first is the base, run twice as an A/A control.
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+    /// Measured runs per (variant, direction, GRO setting).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub runs: u32,
+    /// Seconds per iperf3 run.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    pub duration: u32,
+    /// GRO settings to measure in the guest.
+    #[arg(long, default_value = "both", value_name = "on|off|both")]
+    pub gro: xtask::lab::GroChoice,
+    /// Leave out the A/A control (the base booted a second time as its own arm).
+    #[arg(long)]
+    pub no_control: bool,
+    /// Only build the lab kernels and the initramfs.
+    #[arg(long)]
+    pub build_only: bool,
+    /// Parallel make jobs (make -jN); default: number of CPUs.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub jobs: Option<usize>,
+    /// Kernel source: a tarball or an unpacked tree (never modified).
+    #[arg(long, value_name = "PATH")]
+    pub kernel_src: Option<PathBuf>,
+    /// Stream make's output instead of a progress line.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+}
+
+impl LabArgs {
+    /// The library's request.
+    pub fn request(&self) -> xtask::lab::LabRequest {
+        xtask::lab::LabRequest {
+            target: self.target.clone(),
+            variants: self.variants.clone(),
+            runs: self.runs,
+            duration_seconds: self.duration,
+            gro: self.gro,
+            control: !self.no_control,
+            build_only: self.build_only,
+            build: xtask::build::BuildOptions {
+                verbose: self.verbose,
+                ..xtask::build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
+            },
+            kernel_src: self.kernel_src.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum FlagsCommand {
     /// Rewrite patches/generic/pending-<kver>/201-extra_optimization.patch for
@@ -318,259 +375,6 @@ impl SizeReportArgs {
     pub fn style(&self) -> xtask::report::Style {
         xtask::report::Style {
             decimal_comma: self.decimal_comma,
-        }
-    }
-}
-
-/// The `patches` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum PatchesCommand {
-    /// Apply the next patch (or all, or up to NAME) to the working tree.
-    Push {
-        #[command(flatten)]
-        series: SeriesArgs,
-        /// Push every patch.
-        #[arg(long, short = 'a')]
-        all: bool,
-        /// Push up to and including this patch (path under patches/ or file name).
-        name: Option<String>,
-    },
-    /// Remove the top patch (or all, or down to NAME, which stays applied).
-    Pop {
-        #[command(flatten)]
-        series: SeriesArgs,
-        /// Pop every patch.
-        #[arg(long, short = 'a')]
-        all: bool,
-        /// Pop even when files changed since the push or last refresh.
-        #[arg(long, short = 'f')]
-        force: bool,
-        /// Pop until this patch is on top.
-        name: Option<String>,
-    },
-    /// List the series: `+` applied, `=` top, blank unapplied.
-    Status {
-        #[command(flatten)]
-        series: SeriesArgs,
-    },
-    /// Regenerate an applied patch (default: the top) from the tree in OpenWrt's quilt form.
-    Refresh {
-        #[command(flatten)]
-        series: SeriesArgs,
-        /// The patch to refresh.
-        name: Option<String>,
-    },
-    /// Move the series from one kernel version to another, classifying every patch.
-    Rebase(RebaseArgs),
-    /// Copy an OpenWrt checkout's kernel patches into patches/.
-    Import(SyncArgs),
-    /// Copy patches/ back into an OpenWrt checkout.
-    Export(SyncArgs),
-    /// Time pushing a generated series of real-sized patches with this engine,
-    /// a GNU patch loop and quilt push -a on identical copies of a kernel tree.
-    Bench(BenchArgs),
-}
-
-/// `push`/`pop` extent from `-a` and NAME.
-pub fn until(all: bool, name: Option<String>) -> Until {
-    match (name, all) {
-        (Some(n), _) => Until::Named(n),
-        (None, true) => Until::All,
-        (None, false) => Until::Next,
-    }
-}
-
-/// `pop -f`.
-pub fn changed_files(force: bool) -> ChangedFiles {
-    if force {
-        ChangedFiles::Discard
-    } else {
-        ChangedFiles::Refuse
-    }
-}
-
-/// Which series and tree.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SeriesArgs {
-    /// Target (its patches-<kver> follow the generic ones); default: generic only.
-    #[arg(long, short = 't')]
-    pub target: Option<String>,
-    /// Kernel series; default: the target's, else 6.12.
-    #[arg(long)]
-    pub kver: Option<String>,
-    /// Work on this tree (it is modified; state in DIR/.xtask-pc). Default:
-    /// target/xtask/work/<target|generic>-<kver>/linux, copied from the kernel source.
-    #[arg(long, value_name = "DIR")]
-    pub tree: Option<PathBuf>,
-    /// Kernel source for the default working tree (tarball or tree, never modified).
-    #[arg(long, value_name = "PATH")]
-    pub kernel_src: Option<PathBuf>,
-    /// Maximum fuzz when pushing (GNU patch's default: 2).
-    #[arg(long, default_value_t = 2)]
-    pub fuzz: usize,
-    /// Take the series from DIR instead of the workspace's patches/.
-    #[arg(long, value_name = "DIR")]
-    pub patches_dir: Option<PathBuf>,
-    /// Fail at once, naming the pid, when another command holds the tree's lock.
-    #[arg(long)]
-    pub no_wait: bool,
-}
-
-impl SeriesArgs {
-    /// The library's options.
-    pub fn options(self) -> SeriesOptions {
-        SeriesOptions {
-            target: self.target,
-            kver: self.kver,
-            tree: self.tree,
-            kernel_src: self.kernel_src,
-            fuzz: self.fuzz,
-            patches_dir: self.patches_dir,
-            wait: wait(self.no_wait),
-        }
-    }
-}
-
-/// `patches rebase`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RebaseArgs {
-    /// Old kernel series, e.g. 6.6.
-    #[arg(long)]
-    pub from: String,
-    /// New kernel series, e.g. 6.12.
-    #[arg(long)]
-    pub to: String,
-    /// New kernel source (tarball or tree); default Debian's linux-source-<to>.
-    #[arg(long, value_name = "PATH")]
-    pub kernel_src: Option<PathBuf>,
-    /// Target whose patches-<kver> are rebased after the generic ones.
-    #[arg(long, short = 't')]
-    pub target: Option<String>,
-    /// Maximum fuzz.
-    #[arg(long, default_value_t = 2)]
-    pub fuzz: usize,
-    /// Classify every patch without stopping at conflicts.
-    #[arg(long)]
-    pub keep_going: bool,
-    /// Print the summary as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Refresh the fixed conflicting patch and go on.
-    #[arg(long = "continue", conflicts_with_all = ["skip", "abort"])]
-    pub continue_: bool,
-    /// Drop the conflicting patch and go on.
-    #[arg(long, conflicts_with = "abort")]
-    pub skip: bool,
-    /// Restore patches/ to the state before the rebase.
-    #[arg(long)]
-    pub abort: bool,
-    /// Fail at once, naming the pid, when another rebase holds the lock.
-    #[arg(long)]
-    pub no_wait: bool,
-}
-
-impl RebaseArgs {
-    /// The library's request.
-    pub fn request(self) -> RebaseRequest {
-        RebaseRequest {
-            from: self.from,
-            to: self.to,
-            kernel_src: self.kernel_src,
-            target: self.target,
-            fuzz: self.fuzz,
-            keep_going: self.keep_going,
-            output: if self.json {
-                Output::Json
-            } else {
-                Output::Table
-            },
-            action: if self.continue_ {
-                Action::Continue
-            } else if self.skip {
-                Action::Skip
-            } else if self.abort {
-                Action::Abort
-            } else {
-                Action::Start
-            },
-            wait: wait(self.no_wait),
-        }
-    }
-}
-
-/// `patches import|export`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SyncArgs {
-    /// The OpenWrt checkout.
-    #[arg(long, value_name = "PATH")]
-    pub openwrt: PathBuf,
-    /// Kernel series, e.g. 6.6.
-    #[arg(long)]
-    pub kernel: String,
-    /// Only these targets' patches-<kver> (default: every target in targets/). Repeatable.
-    #[arg(long = "target", short = 't')]
-    pub targets: Vec<String>,
-    /// Also remove the patches only the destination has (default: keep and list them).
-    #[arg(long)]
-    pub prune: bool,
-    /// Print the plan (add / change / remove / keep per file) and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-}
-
-impl SyncArgs {
-    /// The library's options.
-    pub fn options(self) -> SyncRequest {
-        SyncRequest {
-            openwrt: self.openwrt,
-            kernel: self.kernel,
-            targets: self.targets,
-            options: SyncOptions {
-                prune: if self.prune {
-                    Prune::Remove
-                } else {
-                    Prune::Keep
-                },
-                write: if self.dry_run {
-                    Write::DryRun
-                } else {
-                    Write::Apply
-                },
-            },
-        }
-    }
-}
-
-/// `patches bench` options.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
-    /// An unpacked kernel tree (never written; copied with hard links).
-    /// Default: the unpacked linux-source-6.12 under target/xtask/pristine/.
-    #[arg(long, value_name = "DIR")]
-    pub kernel_src: Option<PathBuf>,
-    /// Patches in the series.
-    #[arg(long, default_value_t = 300)]
-    pub patches: usize,
-    /// Seed of the generator.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Skip the quilt run.
-    #[arg(long)]
-    pub no_quilt: bool,
-    /// Skip the rebase run.
-    #[arg(long)]
-    pub no_rebase: bool,
-}
-
-impl BenchArgs {
-    /// The library's options.
-    pub fn options(self) -> BenchOptions {
-        BenchOptions {
-            kernel_src: self.kernel_src,
-            patches: self.patches,
-            seed: self.seed,
-            no_quilt: self.no_quilt,
-            no_rebase: self.no_rebase,
         }
     }
 }

@@ -1,0 +1,211 @@
+//! Child processes with deadlines, killed when dropped, and the Ctrl-C flag
+//! every wait loop checks.
+//!
+//! Every wait here polls in steps of [`POLL`] until a deadline, so no step of
+//! the lab can hang, and returns an error as soon as SIGINT or SIGTERM
+//! arrived: the callers' guards then stop QEMU and iperf3 and remove the
+//! namespaces and taps as the error unwinds.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// How often wait loops look at a child, a file or a socket.
+pub const POLL: Duration = Duration::from_millis(50);
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static HANDLER: Once = Once::new();
+
+/// Installs the SIGINT/SIGTERM handler (once per process) that makes
+/// [`check_interrupted`] fail. A handler another part of the program
+/// installed first is kept; the lab then relies on its own deadlines.
+pub fn install_interrupt_handler() {
+    HANDLER.call_once(|| {
+        if let Err(e) = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst)) {
+            eprintln!("note: no Ctrl-C handler for the lab ({e}); cleanup still runs on errors");
+        }
+    });
+}
+
+/// Fails once SIGINT or SIGTERM arrived.
+pub fn check_interrupted() -> Result<()> {
+    if interrupted() {
+        bail!("interrupted (Ctrl-C or SIGTERM); the lab stops and cleans up");
+    }
+    Ok(())
+}
+
+/// Whether SIGINT or SIGTERM arrived.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Sleeps one [`POLL`] step, failing when interrupted.
+pub fn tick() -> Result<()> {
+    check_interrupted()?;
+    std::thread::sleep(POLL);
+    Ok(())
+}
+
+/// A running child process, killed (SIGKILL) and reaped when dropped.
+#[derive(Debug)]
+pub struct ChildGuard {
+    child: Option<Child>,
+    /// What it is, for messages (`QEMU`, `iperf3 server`).
+    pub what: String,
+}
+
+impl ChildGuard {
+    /// Spawns `command` with stdin closed and stdout and stderr appended to
+    /// `log`.
+    pub fn spawn(command: Command, what: &str, log: &Path) -> Result<ChildGuard> {
+        let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        let err = out
+            .try_clone()
+            .with_context(|| format!("opening {}", log.display()))?;
+        Self::spawn_with(command, what, out, err)
+    }
+
+    /// Spawns `command` with stdin closed, stdout to `stdout` and stderr to
+    /// `stderr` (files created anew).
+    pub fn spawn_split(
+        command: Command,
+        what: &str,
+        stdout: &Path,
+        stderr: &Path,
+    ) -> Result<ChildGuard> {
+        let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
+        let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
+        Self::spawn_with(command, what, out, err)
+    }
+
+    fn spawn_with(mut command: Command, what: &str, out: File, err: File) -> Result<ChildGuard> {
+        let program = command.get_program().to_string_lossy().into_owned();
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .with_context(|| format!("starting {what} ({program}); is it installed? `cargo xtask setup` installs the lab's packages"))?;
+        Ok(ChildGuard {
+            child: Some(child),
+            what: what.to_string(),
+        })
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// The exit status if the child has exited.
+    pub fn try_status(&mut self) -> Result<Option<ExitStatus>> {
+        match self.child.as_mut() {
+            Some(child) => child
+                .try_wait()
+                .with_context(|| format!("waiting for {}", self.what)),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits up to `timeout` for the child to exit; an error (the child is
+    /// then killed) when it does not.
+    pub fn wait(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_status()? {
+                self.child = None;
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                bail!(
+                    "{} did not finish within {} s and was killed",
+                    self.what,
+                    timeout.as_secs()
+                );
+            }
+            tick()?;
+        }
+    }
+
+    /// Kills and reaps the child now (nothing when it already exited).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs `command` to completion within `timeout`, its output appended to
+/// `log`; an error naming `what` and the log when it fails or times out.
+pub fn run_logged(command: Command, what: &str, log: &Path, timeout: Duration) -> Result<()> {
+    let mut child = ChildGuard::spawn(command, what, log)?;
+    let status = child.wait(timeout)?;
+    if !status.success() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        bail!(
+            "{what} failed ({status}); its output ({}):\n{}",
+            log.display(),
+            last_lines(&text, 15)
+        );
+    }
+    Ok(())
+}
+
+/// The last `n` lines of `text`, for error messages.
+pub fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_that_overstays_is_killed_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let mut child = ChildGuard::spawn(cmd, "sleep", &dir.path().join("log")).unwrap();
+        let started = Instant::now();
+        let err = child.wait(Duration::from_millis(200)).unwrap_err();
+        assert!(err.to_string().contains("did not finish"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_failing_command_shows_its_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("ls");
+        cmd.arg("/nonexistent/boom");
+        let err = run_logged(
+            cmd,
+            "the test",
+            &dir.path().join("log"),
+            Duration::from_secs(5),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("boom") && err.contains("the test"), "{err}");
+    }
+
+    #[test]
+    fn last_lines_keeps_the_tail() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(last_lines("a", 5), "a");
+    }
+}

@@ -1,0 +1,178 @@
+//! The QEMU router lab end to end, as CI runs it: build the brcm47xx lab
+//! kernel (Malta, little-endian, 74K) with the baseline flags, boot it
+//! between two network namespaces, and measure 2 runs of 2 s each way
+//! through its nftables masquerade; then boot it once more and read the
+//! masquerade's translation in the guest's conntrack table.
+//!
+//! Needs root (namespaces, taps), QEMU, iperf3, ethtool and Debian's
+//! archive (for the guest's packages, once). A missing tool fails the test
+//! with the package to install: it never skips. About 10–15 minutes on 2
+//! cores from scratch, most of it the kernel build; a minute or two when
+//! the lab kernel is already built.
+
+use std::time::Instant;
+
+use xshell::Shell;
+use xtask::build::BuildOptions;
+use xtask::inputs::targets;
+use xtask::lab::record::{Direction, LabRecord, CPU_PER_PACKET, THROUGHPUT};
+use xtask::lab::session::Guest;
+use xtask::lab::{self, guest, kernel, rootfs, GroChoice, LabRequest};
+use xtask::util::layout::Layout;
+
+const TARGET: &str = "brcm47xx";
+
+/// The tests of this file share the process id the lab names its
+/// namespaces after; one at a time, so each can check nothing is left.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn no_lab_leftovers() {
+    let pid = std::process::id();
+    let netns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let netns = String::from_utf8_lossy(&netns.stdout);
+    assert!(
+        !netns.contains(&format!("xlab-{pid}-")),
+        "namespaces left: {netns}"
+    );
+    for link in std::fs::read_dir("/sys/class/net").unwrap() {
+        let name = link.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with(&format!("xl{pid}_")), "tap {name} left");
+    }
+}
+
+#[test]
+fn malta_router_forwards_through_masquerade() {
+    let _serial = one_at_a_time();
+    let layout = Layout::from_manifest_dir();
+    let all = targets::load_all(&layout.targets_dir()).unwrap();
+    let target = targets::select(&all, &[TARGET.to_string()])
+        .unwrap()
+        .remove(0);
+    let spec = kernel::spec_of(&target).unwrap();
+    // Fails (does not skip) naming the packages when a tool is missing.
+    lab::check_host_tools(spec).unwrap();
+
+    let sh = Shell::new().unwrap();
+    let started = Instant::now();
+    let request = LabRequest {
+        target: TARGET.to_string(),
+        variants: vec!["baseline".to_string()],
+        runs: 2,
+        duration_seconds: 2,
+        gro: GroChoice::On,
+        control: false,
+        build_only: false,
+        build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
+        kernel_src: None,
+    };
+    let dir = lab::run(&sh, &layout, &request)
+        .unwrap()
+        .expect("a lab directory");
+    eprintln!("lab took {:.0} s", started.elapsed().as_secs_f64());
+    no_lab_leftovers();
+
+    let record = LabRecord::read(&dir).unwrap();
+    assert_eq!(record.status, "complete");
+    assert_eq!(record.lab_target, "brcm47xx-lab");
+    assert_eq!(record.boots.len(), 2);
+    for boot in &record.boots {
+        assert!(dir.join(&boot.console_log).is_file());
+        assert!(boot.boot_seconds > 0.0);
+    }
+    for direction in Direction::BOTH {
+        let mbit = record.samples("baseline", direction, true, THROUGHPUT);
+        let ns = record.samples("baseline", direction, true, CPU_PER_PACKET);
+        assert_eq!(mbit.len(), 2, "{direction:?}: {mbit:?}");
+        assert_eq!(ns.len(), 2, "{direction:?}: {ns:?}");
+        assert!(
+            mbit.iter().all(|&m| m > 0.1),
+            "{direction:?}: {mbit:?} Mbit/s"
+        );
+        // A forwarded packet costs the emulated CPU microseconds, not less
+        // than 1 µs nor more than 10 ms.
+        assert!(
+            ns.iter().all(|&n| (1e3..1e7).contains(&n)),
+            "{direction:?}: {ns:?} ns/packet"
+        );
+    }
+    for run in &record.runs {
+        assert_eq!(run.server_saw_peer.as_deref(), Some(guest::GUEST_WAN_IP));
+        assert!(run.guest_work.packets > 100, "{:?}", run.guest_work);
+    }
+    // The lab kernel is recorded like any build.
+    let results = layout.results_dir("brcm47xx-lab", "baseline");
+    assert!(results.join("result.json").is_file());
+
+    // The masquerade's translation, as the guest's conntrack shows it.
+    let initramfs = rootfs::prepare(&layout, &spec.guest_arch).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut guest = Guest::boot(
+        spec,
+        (&results.join("vmlinux"), None),
+        &initramfs.path,
+        &scratch.path().join("console.log"),
+        &scratch.path().join("qemu.log"),
+    )
+    .unwrap();
+    guest
+        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
+        .unwrap();
+    let table = guest.conntrack().unwrap();
+    let translated = table.lines().any(|l| {
+        l.contains(&format!(
+            "src={} dst={}",
+            guest::LAN_HOST_IP,
+            guest::WAN_HOST_IP
+        )) && l.contains(&format!(
+            "src={} dst={}",
+            guest::WAN_HOST_IP,
+            guest::GUEST_WAN_IP
+        ))
+    });
+    assert!(translated, "no masqueraded connection in:\n{table}");
+    drop(guest);
+    no_lab_leftovers();
+}
+
+#[test]
+fn a_kernel_that_does_not_boot_is_a_clear_error() {
+    let _serial = one_at_a_time();
+    let layout = Layout::from_manifest_dir();
+    let all = targets::load_all(&layout.targets_dir()).unwrap();
+    let target = targets::select(&all, &[TARGET.to_string()])
+        .unwrap()
+        .remove(0);
+    let spec = kernel::spec_of(&target).unwrap();
+    lab::check_host_tools(spec).unwrap();
+    let initramfs = rootfs::prepare(&layout, &spec.guest_arch).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let bogus = scratch.path().join("vmlinux");
+    std::fs::write(&bogus, b"not a kernel").unwrap();
+    let started = Instant::now();
+    let err = Guest::boot(
+        spec,
+        (&bogus, None),
+        &initramfs.path,
+        &scratch.path().join("console.log"),
+        &scratch.path().join("qemu.log"),
+    )
+    .err()
+    .expect("a bogus kernel must not boot");
+    let msg = format!("{err:#}");
+    eprintln!("the error, as users see it:\n{msg}");
+    assert!(msg.contains("QEMU exited"), "{msg}");
+    assert!(msg.contains("QEMU's own output"), "{msg}");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "took {:?}",
+        started.elapsed()
+    );
+    no_lab_leftovers();
+}
