@@ -433,3 +433,21 @@ fn kernel_dot_config_is_kernel_defaults_mk_s_steps() {
         );
     }
 }
+
+/// OpenWrt's flags reach make's command line as `KCFLAGS=…`: a checkout
+/// whose `.config` sets shell or make syntax there is refused, naming the
+/// line, as a variant's flags are.
+#[test]
+fn hostile_kernel_cflags_in_the_checkout_are_refused() {
+    let Some(fx) = Fixture::unpack() else { return };
+    std::fs::write(
+        fx.root.join(".config"),
+        "CONFIG_TARGET_ramips=y\nCONFIG_KERNEL_CFLAGS=\"-O2 $(shell touch pwned)\"\n",
+    )
+    .unwrap();
+    let checkout = Checkout::open(&fx.root).unwrap();
+    let target = OpenwrtTarget::resolve(&checkout, "ramips/mt7621").unwrap();
+    let err = format!("{:#}", flags::kernel_flags(&checkout, &target).unwrap_err());
+    assert!(err.contains(".config:2"), "{err}");
+    assert!(err.contains("'$'"), "{err}");
+}

@@ -92,27 +92,40 @@ impl KernelTree {
         options: &BuildOptions,
     ) -> xshell::Cmd<'a> {
         let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
-        let mut make = cmd!(
+        let make = cmd!(
             sh,
             "make -C {src} O={build} ARCH={arch} CROSS_COMPILE={cross}"
         );
-        for (k, v) in REPRODUCIBLE_ENV {
+        compiler_env(make, &self.layout, job, build, options)
+    }
+}
+
+/// `make` with the fixed `KBUILD_BUILD_*` identity and, with ccache or
+/// distcc on, `CC=…` and their environment (stats log in `dir`): what the
+/// kernel-tree and OpenWrt backends' makes share.
+pub(crate) fn compiler_env<'a>(
+    mut make: xshell::Cmd<'a>,
+    layout: &Layout,
+    job: &Job,
+    dir: &Path,
+    options: &BuildOptions,
+) -> xshell::Cmd<'a> {
+    for (k, v) in REPRODUCIBLE_ENV {
+        make = make.env(k, v);
+    }
+    if let Some((cc, env)) = distcc::compiler_setup(
+        layout,
+        options.ccache,
+        &options.distcc,
+        &job.target.cc(),
+        dir,
+    ) {
+        make = make.arg(cc);
+        for (k, v) in env {
             make = make.env(k, v);
         }
-        if let Some((cc, env)) = distcc::compiler_setup(
-            &self.layout,
-            options.ccache,
-            &options.distcc,
-            &job.target.cc(),
-            build,
-        ) {
-            make = make.arg(cc);
-            for (k, v) in env {
-                make = make.env(k, v);
-            }
-        }
-        make
     }
+    make
 }
 
 impl Backend for KernelTree {

@@ -31,7 +31,7 @@ use super::plan::JobInputs;
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
-use crate::build::{ccache, distcc, toolchain};
+use crate::build::{ccache, toolchain};
 use crate::inputs::kconfig as fragments;
 use crate::inputs::kernel_source::{self, PristineTree};
 use crate::inputs::openwrt::{flags, kconfig, select, Checkout, Selection};
@@ -44,15 +44,6 @@ use crate::results::{Cflags, PatchRecord, SourceRecord};
 use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::hash::sha256_bytes;
 use crate::util::layout::Layout;
-
-/// kbuild's reproducible-build variables, as the kernel-tree backend sets them.
-const REPRODUCIBLE_ENV: &[(&str, &str)] = &[
-    ("KBUILD_BUILD_TIMESTAMP", "Thu Jan  1 00:00:00 UTC 1970"),
-    ("KBUILD_BUILD_USER", "xtask"),
-    ("KBUILD_BUILD_HOST", "xtask"),
-    ("KBUILD_BUILD_VERSION", "1"),
-    ("LC_ALL", "C"),
-];
 
 /// Builds kernels as an OpenWrt checkout configures and patches them.
 pub struct OpenwrtBackend {
@@ -179,9 +170,9 @@ impl OpenwrtBackend {
         all
     }
 
-    /// `make` in the tree itself, as OpenWrt builds (no `O=`).
-    /// `make` in the tree; with ccache (and distcc) as the kernel-tree
-    /// backend sets them up, the stats log in the tree.
+    /// `make` in the tree itself, as OpenWrt builds (no `O=`), with ccache
+    /// (and distcc) as the kernel-tree backend sets them up, the stats log
+    /// in the tree.
     fn make<'a>(
         &self,
         sh: &'a Shell,
@@ -191,26 +182,11 @@ impl OpenwrtBackend {
         options: &BuildOptions,
     ) -> xshell::Cmd<'a> {
         let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
-        let mut make = cmd!(
+        let make = cmd!(
             sh,
             "make -C {tree} ARCH={arch} CROSS_COMPILE={cross} KCFLAGS={kcflags}"
         );
-        for (k, v) in REPRODUCIBLE_ENV {
-            make = make.env(k, v);
-        }
-        if let Some((cc, env)) = distcc::compiler_setup(
-            &self.layout,
-            options.ccache,
-            &options.distcc,
-            &job.target.cc(),
-            tree,
-        ) {
-            make = make.arg(cc);
-            for (k, v) in env {
-                make = make.env(k, v);
-            }
-        }
-        make
+        super::kbuild::compiler_env(make, &self.layout, job, tree, options)
     }
 }
 

@@ -99,6 +99,17 @@ pub fn kernel_flags(checkout: &Checkout, target: &OpenwrtTarget) -> Result<Kerne
     };
     let extra_optimization = lookup("EXTRA_OPTIMIZATION")?;
     let kernel_cflags = lookup("KERNEL_CFLAGS")?;
+    // Both reach make's command line as KCFLAGS=…: the same check as a
+    // variant's flags, naming where the value came from.
+    for option in [&extra_optimization, &kernel_cflags] {
+        crate::inputs::cflags::validate(&option.value).with_context(|| {
+            format!(
+                "{} ({}): refusing OpenWrt's kernel flags; fix the value in the checkout",
+                checkout.root().display(),
+                option.origin
+            )
+        })?;
+    }
     let (filtered_out, mut kcflags): (Vec<String>, Vec<String>) = extra_optimization
         .value
         .split_whitespace()
