@@ -239,7 +239,7 @@ impl Backend for KernelTree {
                 .with_context(|| format!("writing {}", file.display()))?;
         }
 
-        let cflags = cflags_in_effect(job, &build, &config)?;
+        let cflags = cflags_in_effect(job, &build, &config, &[])?;
         let zimage = build
             .join("arch")
             .join(&job.target.arch)
@@ -368,8 +368,14 @@ fn configure(
 }
 
 /// The flags the build really used: the branch the `.config` selects, and
-/// kbuild's recorded command for `init/main.o`, which must contain them.
-fn cflags_in_effect(job: &Job, build: &Path, config: &str) -> Result<Cflags> {
+/// kbuild's recorded command for `init/main.o`, which must contain them and
+/// every flag of `kcflags` (OpenWrt's KCFLAGS in OpenWrt mode, else none).
+pub(crate) fn cflags_in_effect(
+    job: &Job,
+    build: &Path,
+    config: &str,
+    kcflags: &[String],
+) -> Result<Cflags> {
     let size = config.lines().any(|l| l == "CONFIG_CC_OPTIMIZE_FOR_SIZE=y");
     let (effective, flags) = if size {
         ("os", &job.variant.os_flags)
@@ -393,6 +399,12 @@ fn cflags_in_effect(job: &Job, build: &Path, config: &str) -> Result<Cflags> {
         bail!(
             "the compiler was not called with the variant's flags {flags:?} \
              (see {}); is 201-extra_optimization.patch in the series?",
+            cmd_file.display()
+        );
+    }
+    if let Some(missing) = kcflags.iter().find(|f| !used.contains(&f.as_str())) {
+        bail!(
+            "the compiler was not called with OpenWrt's KCFLAGS flag {missing} (see {})",
             cmd_file.display()
         );
     }

@@ -40,7 +40,7 @@ use crate::patches::openwrt_series::{self, OpenwrtSeries, PreparedTree};
 use crate::patches::patched_source::{self, PatchedTree};
 use crate::patches::rebase::Class;
 use crate::patches::series::SeriesPatch;
-use crate::results::{Cflags, PatchRecord, SourceRecord};
+use crate::results::{PatchRecord, SourceRecord};
 use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::hash::sha256_bytes;
 use crate::util::layout::Layout;
@@ -320,7 +320,8 @@ impl Backend for OpenwrtBackend {
             &options.control,
         )?;
 
-        let cflags = cflags_in_effect(job, &build, &final_config, &r.kcflags.kcflags)?;
+        let cflags =
+            super::kbuild::cflags_in_effect(job, &build, &final_config, &r.kcflags.kcflags)?;
         let zimage = build
             .join("arch")
             .join(&job.target.arch)
@@ -368,46 +369,4 @@ fn write_classification(r: &Resolved, file: &Path) -> Result<()> {
     });
     let text = serde_json::to_string_pretty(&json).context("serialising the classes")?;
     crate::util::fs::write_atomic(file, text.as_bytes())
-}
-
-/// The variant's flags (the branch the `.config` selects) and OpenWrt's
-/// KCFLAGS, checked against kbuild's saved command for `init/main.o`.
-fn cflags_in_effect(job: &Job, build: &Path, config: &str, kcflags: &[String]) -> Result<Cflags> {
-    let size = config.lines().any(|l| l == "CONFIG_CC_OPTIMIZE_FOR_SIZE=y");
-    let (effective, flags) = if size {
-        ("os", &job.variant.os_flags)
-    } else {
-        ("o2", &job.variant.o2_flags)
-    };
-    let cmd_file = build.join("init/.main.o.cmd");
-    let text = std::fs::read_to_string(&cmd_file)
-        .with_context(|| format!("reading {}", cmd_file.display()))?;
-    let command = text
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("savedcmd_init/main.o := ")
-                .or_else(|| l.strip_prefix("cmd_init/main.o := "))
-        })
-        .with_context(|| format!("{}: no saved command for init/main.o", cmd_file.display()))?
-        .to_string();
-    let used: Vec<&str> = command.split_whitespace().collect();
-    let wanted: Vec<&str> = flags.split_whitespace().collect();
-    if !used.windows(wanted.len()).any(|w| w == wanted.as_slice()) {
-        bail!(
-            "the compiler was not called with the variant's flags {flags:?} (see {})",
-            cmd_file.display()
-        );
-    }
-    if let Some(missing) = kcflags.iter().find(|f| !used.contains(&f.as_str())) {
-        bail!(
-            "the compiler was not called with OpenWrt's KCFLAGS flag {missing} (see {})",
-            cmd_file.display()
-        );
-    }
-    Ok(Cflags {
-        os: job.variant.os_flags.clone(),
-        o2: job.variant.o2_flags.clone(),
-        effective: effective.to_string(),
-        compile_command: command,
-    })
 }
