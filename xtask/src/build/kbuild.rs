@@ -177,14 +177,7 @@ impl Backend for KernelTree {
                 }
             }
         }
-        problems.dedup();
-        if !problems.is_empty() {
-            bail!(
-                "nothing was built; fix these first:\n- {}",
-                problems.join("\n- ")
-            );
-        }
-        Ok(())
+        super::preflight_verdict(problems)
     }
 
     fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs> {

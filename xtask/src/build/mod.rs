@@ -130,6 +130,21 @@ pub trait Backend: Sync {
     fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built>;
 }
 
+/// The end of a backend's preflight: every problem found, or nothing.
+///
+/// Errors: "nothing was built; fix these first:" and one line per problem
+/// (duplicates dropped).
+pub fn preflight_verdict(mut problems: Vec<String>) -> Result<()> {
+    problems.dedup();
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "nothing was built; fix these first:\n- {}",
+            problems.join("\n- ")
+        );
+    }
+    Ok(())
+}
+
 /// Whether a job whose result is up to date is built again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Rebuild {

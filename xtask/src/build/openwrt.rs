@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
 use super::plan::JobInputs;
@@ -224,13 +224,7 @@ impl Backend for OpenwrtBackend {
                 problems.push(format!("{}: {e:#}", job.label()));
             }
         }
-        if !problems.is_empty() {
-            bail!(
-                "nothing was built; fix these first:\n- {}",
-                problems.join("\n- ")
-            );
-        }
-        Ok(())
+        super::preflight_verdict(problems)
     }
 
     fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs> {

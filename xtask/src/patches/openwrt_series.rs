@@ -124,20 +124,7 @@ pub struct Classification {
 impl Classification {
     /// Patches per class, every class present (zeros included).
     pub fn counts(&self) -> BTreeMap<Class, usize> {
-        let mut c: BTreeMap<Class, usize> = [
-            Class::Clean,
-            Class::Offset,
-            Class::Fuzz,
-            Class::Upstream,
-            Class::Conflict,
-        ]
-        .into_iter()
-        .map(|k| (k, 0))
-        .collect();
-        for p in &self.patches {
-            *c.entry(p.class).or_default() += 1;
-        }
-        c
+        crate::patches::rebase::tally(self.patches.iter().map(|p| p.class))
     }
 
     /// `clean 300, offset 40, …` for messages.

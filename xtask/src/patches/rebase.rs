@@ -40,7 +40,7 @@ use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 
 mod summary;
-pub use summary::{counts, json, table};
+pub use summary::{counts, json, table, tally};
 
 /// How a patch fared on the new kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

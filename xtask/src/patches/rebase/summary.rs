@@ -5,8 +5,9 @@ use std::path::Path;
 
 use super::{Class, RebaseState};
 
-/// Counts per class, every class present (zeros included).
-pub fn counts(state: &RebaseState) -> BTreeMap<Class, usize> {
+/// How many of `classes` fall in each class, every class present (zeros
+/// included), in the order clean, offset, fuzz, upstream, conflict.
+pub fn tally(classes: impl IntoIterator<Item = Class>) -> BTreeMap<Class, usize> {
     let mut c: BTreeMap<Class, usize> = [
         Class::Clean,
         Class::Offset,
@@ -17,10 +18,15 @@ pub fn counts(state: &RebaseState) -> BTreeMap<Class, usize> {
     .into_iter()
     .map(|k| (k, 0))
     .collect();
-    for r in &state.results {
-        *c.entry(r.class).or_default() += 1;
+    for class in classes {
+        *c.entry(class).or_default() += 1;
     }
     c
+}
+
+/// Counts per class of a rebase's results ([`tally`]).
+pub fn counts(state: &RebaseState) -> BTreeMap<Class, usize> {
+    tally(state.results.iter().map(|r| r.class))
 }
 
 /// The summary table: counts per class, then one line per patch.
