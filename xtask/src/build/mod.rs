@@ -10,6 +10,7 @@ pub mod artifacts;
 pub mod ccache;
 pub mod command;
 pub mod distcc;
+pub mod distccd;
 pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;
