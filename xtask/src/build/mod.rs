@@ -7,6 +7,7 @@
 //! the same with an OpenWrt checkout's config, patches and KCFLAGS.
 
 pub mod artifacts;
+pub mod bench;
 pub mod ccache;
 pub mod command;
 pub mod distcc;
