@@ -13,7 +13,9 @@
 //!    `result.json` records about reuse (`incremental_from`). It runs
 //!    before step 2, which empties the base's build directory, and with
 //!    ccache off like 1b, so that kbuild sees the same compiler command and
-//!    the fraction shows reuse, not ccache.
+//!    the fraction shows reuse, not ccache. Its build directory is removed
+//!    afterwards, so that none of the base's later builds can start from
+//!    it (each checks that it did not).
 //! 4. **distcc**: the tool through a real `distccd` on 127.0.0.1
 //!    ([`super::distccd::LocalDistccd`], stopped on every path), no
 //!    ccache; its log must show the objects it compiled, and vmlinux must
@@ -132,28 +134,30 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
     note(&format!("raw make: {}", report::seconds(raw.seconds)));
 
     step("1b: xtask build --no-ccache --force, fresh build directory");
-    let full = tool.build(&base_job, Ccache::Off, Distcc::Off)?;
+    let full = tool.build(&base_job, Ccache::Off, Distcc::Off, true)?;
     let tool_sha = sha256_file(&bench.build_dir(&t, &base_job.variant.name).join("vmlinux"))?;
 
     step(&format!(
         "3: {} after {}, no ccache",
         variant_job.variant.name, base_job.variant.name
     ));
-    let variant = tool.build(&variant_job, Ccache::Off, Distcc::Off)?;
-    let reuse = reuse_of(&bench.results_dir(&t, &variant_job.variant.name))?;
+    let variant = tool.build(&variant_job, Ccache::Off, Distcc::Off, false)?;
+    // Gone, so that the base's later builds cannot start from it: they
+    // are from empty build directories.
+    remove_dir(&bench.build_dir(&t, &variant_job.variant.name))?;
 
     step("2a: ccache cold (private, empty cache)");
     remove_dir(&ccache::cache_dir(&bench))?;
-    let cold = tool.build(&base_job, Ccache::default(), Distcc::Off)?;
+    let cold = tool.build(&base_job, Ccache::default(), Distcc::Off, true)?;
     step("2b: ccache warm (fresh build directory)");
-    let warm = tool.build(&base_job, Ccache::default(), Distcc::Off)?;
+    let warm = tool.build(&base_job, Ccache::default(), Distcc::Off, true)?;
 
     step("4: distcc through a distccd on 127.0.0.1, no ccache");
     let state = distcc::state_dir(&bench);
     std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
     let daemon = LocalDistccd::start(&work, request.jobs)?;
     let hosts = daemon.hosts();
-    let built = tool.build(&base_job, Ccache::Off, hosts.clone());
+    let built = tool.build(&base_job, Ccache::Off, hosts.clone(), true);
     let log = daemon.log();
     daemon.stop();
     let remote = built?;
@@ -187,7 +191,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
             full_seconds: full.seconds,
             variant_seconds: variant.seconds,
             fraction_percent: report::fraction_percent(variant.seconds, full.seconds),
-            reuse,
+            reuse: variant.reuse.clone(),
         },
         distcc: DistccStep {
             hosts: match hosts {
@@ -323,6 +327,8 @@ struct Timed {
     seconds: f64,
     /// The plan alone: seconds.
     plan_seconds: f64,
+    /// Whether it started from a sibling's build directory.
+    reuse: Reuse,
 }
 
 impl Timed {
@@ -335,8 +341,10 @@ impl Timed {
 
 impl Tool<'_> {
     /// `cargo xtask build --force` of `job` from an empty build directory:
-    /// the plan, then [`super::run`], timed together.
-    fn build(&self, job: &Job, ccache: Ccache, distcc: Distcc) -> Result<Timed> {
+    /// the plan, then [`super::run`], timed together. A build of the base
+    /// variant (`fresh`) must not have started from a sibling's build
+    /// directory.
+    fn build(&self, job: &Job, ccache: Ccache, distcc: Distcc, fresh: bool) -> Result<Timed> {
         if self.control.is_stopped() {
             bail!("interrupted");
         }
@@ -366,10 +374,19 @@ impl Tool<'_> {
             .with_context(|| format!("{}: the build returned no result", job.label()))?
             .result()
             .clone();
+        let reuse = reuse_of(&self.layout.results_dir(&job.target.name, &job.variant.name))?;
+        if let (true, Reuse::From(from)) = (fresh, &reuse) {
+            bail!(
+                "{}: the build started from {from}'s build directory, so it does not time a \
+                 build from scratch; remove that directory and run the benchmark again",
+                job.label()
+            );
+        }
         Ok(Timed {
             result,
             seconds,
             plan_seconds,
+            reuse,
         })
     }
 }
