@@ -76,6 +76,7 @@ fn result(variant: &str, zimage: u64) -> BuildResult {
         finished: String::new(),
         duration_seconds: 1.0,
         ccache: None,
+        incremental_from: None,
     }
 }
 

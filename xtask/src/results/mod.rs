@@ -201,6 +201,12 @@ pub struct BuildResult {
     /// `--no-ccache` (and in results written before ccache was used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ccache: Option<CcacheStats>,
+    /// The variant of the same target whose finished build directory this
+    /// build started from (a patch-only variant: same flags and kconfig,
+    /// other patches; make recompiled only what the patches changed);
+    /// `None` for a build from an empty directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incremental_from: Option<String>,
 }
 
 /// Just the schema number, read before the rest so an old file gets a

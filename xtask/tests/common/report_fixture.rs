@@ -405,6 +405,7 @@ impl Fixture {
             finished: "2026-11-30T00:21:14Z".to_string(),
             duration_seconds: 212.1,
             ccache: None,
+            incremental_from: None,
         }
     }
 
