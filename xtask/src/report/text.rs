@@ -15,16 +15,20 @@
 
 use std::fmt::Write as _;
 
+use super::known::lab_kernel_of;
 use super::model::{Comparison, Family, Metric, Report, TargetReport, UnitLabel};
 use super::Style;
 
 /// The heading of a target: `SOC (openwrt/target)`, from `result.json`'s
-/// `soc` and `openwrt_target`.
+/// `soc` and `openwrt_target`; for a lab kernel (`brcm47xx-lab`), whose
+/// SoC is the QEMU machine, `QEMU malta (74Kf) (lab kernel of
+/// brcm47xx/mips74k)`, so it is not taken for the router's.
 pub fn heading(target: &TargetReport) -> String {
-    format!(
-        "{} ({})",
-        target.base.target.soc, target.base.target.openwrt
-    )
+    let t = &target.base.target;
+    match lab_kernel_of(&target.name) {
+        Some(_) => format!("{} (lab kernel of {})", t.soc, t.openwrt),
+        None => format!("{} ({})", t.soc, t.openwrt),
+    }
 }
 
 /// The text binutils `size` (Berkeley format, decimal radix) prints for
