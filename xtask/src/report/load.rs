@@ -24,10 +24,13 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::checks::mismatches;
+use super::known::lab_kernel_of;
 use super::known::{
     build_command, has_result, known_targets, missing_message, resolve, unknown_target,
     variants_hint, Known,
 };
+use super::lab::find::{self, Found, LabRuns};
+use super::lab::LabReport;
 use super::model::{Comparison, Report, TargetReport};
 use super::sizes;
 use crate::measure::bloat;
@@ -63,6 +66,9 @@ pub struct Request {
     pub symbols: Option<SymbolOptions>,
     /// Compare builds that differ in more than the variant, with warnings.
     pub allow_mismatch: bool,
+    /// Which runtime lab runs to show (default: the newest complete one of
+    /// each target the report covers).
+    pub lab: LabRuns,
 }
 
 /// How a target came to be in the report.
@@ -105,6 +111,16 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         request.targets.clone()
     };
 
+    let mut skipped = Vec::new();
+    let lab_targets = lab_targets(layout, &spellings, &known)?;
+    let labs = find::select(layout, &request.lab, &lab_targets, &mut skipped)?;
+    // A target a lab run measured is reported even without size results,
+    // which are then a note rather than an error.
+    let measured = |name: &str| {
+        let router = lab_kernel_of(name).unwrap_or(name);
+        labs.iter().any(|l| l.covers(name) || l.covers(router))
+    };
+
     let mut chosen: Vec<(&Known, Asked)> = Vec::new();
     for spelling in &spellings {
         if spelling == "all" {
@@ -114,11 +130,24 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
                 }
             }
         } else {
-            let k = resolve(&known, spelling)
-                .ok_or_else(|| unknown_target(layout, request, spelling, &known))?;
+            let Some(k) = resolve(&known, spelling) else {
+                if !measured(spelling) {
+                    return Err(unknown_target(layout, request, spelling, &known));
+                }
+                skipped.push(format!(
+                    "{spelling}: no size results, only the lab's (`{}`)",
+                    build_command(spelling, &[&request.base, "<VARIANT>"])
+                ));
+                continue;
+            };
+            let asked = if measured(&k.name) {
+                Asked::ByAll
+            } else {
+                Asked::ByName
+            };
             match chosen.iter_mut().find(|(c, _)| c.name == k.name) {
-                Some(entry) => entry.1 = Asked::ByName,
-                None => chosen.push((k, Asked::ByName)),
+                Some(entry) => entry.1 = asked,
+                None => chosen.push((k, asked)),
             }
         }
     }
@@ -127,15 +156,19 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         base: request.base.clone(),
         root: layout.root().to_path_buf(),
         targets: Vec::new(),
-        skipped: Vec::new(),
+        skipped,
         symbols: request.symbols,
+        labs: Vec::new(),
     };
     for (target, asked) in chosen {
         if let Some(t) = load_target(layout, request, target, asked, &all_variants, &mut report)? {
             report.targets.push(t);
         }
     }
-    if report.targets.is_empty() {
+    for found in labs {
+        report.labs.push(lab_report(layout, request, found)?);
+    }
+    if report.targets.is_empty() && report.labs.is_empty() {
         let mut names = vec![request.base.as_str()];
         names.extend(request.variants.iter().map(String::as_str));
         if request.variants.is_empty() {
@@ -155,6 +188,42 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         );
     }
     Ok(report)
+}
+
+/// The targets whose newest lab run a report shows: under `all` every
+/// target with a lab run, else the router target of each `--target` that
+/// has one (`brcm47xx` for `brcm47xx`, `brcm47xx-lab` or an OpenWrt name
+/// its results record).
+fn lab_targets(layout: &Layout, spellings: &[String], known: &[Known]) -> Result<Vec<String>> {
+    let with_runs = find::targets_with_runs(layout)?;
+    if spellings.iter().any(|s| s == "all") {
+        return Ok(with_runs);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for s in spellings {
+        let name = resolve(known, s).map_or(s.as_str(), |k| k.name.as_str());
+        let router = lab_kernel_of(name).unwrap_or(name);
+        if with_runs.iter().any(|t| t == router) && !out.iter().any(|t| t == router) {
+            out.push(router.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// The report of one lab run, with notes on a `--base` it does not have
+/// and on lab kernels rebuilt since it ran.
+fn lab_report(layout: &Layout, request: &Request, found: Found) -> Result<LabReport> {
+    let mut notes = find::rebuilt_since(layout, &found);
+    let base = &found.record.settings.base;
+    if *base != request.base {
+        notes.push(format!(
+            "this lab run compares against its own base {base}, not --base {}",
+            request.base
+        ));
+    }
+    let mut lab = LabReport::new(found.dir, found.record, &request.variants)?;
+    lab.notes.extend(notes);
+    Ok(lab)
 }
 
 fn load_target(

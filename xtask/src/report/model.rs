@@ -577,6 +577,8 @@ pub struct Report {
     pub skipped: Vec<String>,
     /// Whether (and how) symbol diffs were computed.
     pub symbols: Option<SymbolOptions>,
+    /// The runtime lab's runs ([`super::lab`]), after the size targets.
+    pub labs: Vec<super::lab::LabReport>,
 }
 
 impl Report {

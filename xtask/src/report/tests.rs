@@ -116,6 +116,7 @@ fn report_with_made_up_family() -> Report {
         }],
         skipped: Vec::new(),
         symbols: None,
+        labs: Vec::new(),
     }
 }
 
