@@ -4,7 +4,7 @@
 //! tests' p and the verdict:
 //!
 //! ```text
-//! | baseline mean ± %sd | %change | no-reorder-blocks mean ± %sd | 95 % interval | Welch p | Mann–Whitney p | verdict | metric |
+//! | baseline mean ± %sd | %change | no-reorder-blocks mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |
 //! |--:|--:|--:|--:|--:|--:|:--|:--|
 //! | 170.63 ± 0.86% | +5.78% | 180.50 ± 0.49% | +4.80% … +6.70% | 0.0015 | 0.1000 | significant | throughput.lan-to-wan.gro-on (Mbit/s) |
 //! ```
@@ -45,7 +45,7 @@ fn comparison_table(out: &mut String, lab: &LabReport, c: &LabComparison, d: Dec
     }
     let _ = writeln!(
         out,
-        "| {} mean ± %sd | %change | {} mean ± %sd | 95 % interval | Welch p | Mann–Whitney p | verdict | metric |",
+        "| {} mean ± %sd | %change | {} mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |",
         lab.base, c.arm
     );
     out.push_str("|--:|--:|--:|--:|--:|--:|:--|:--|\n");

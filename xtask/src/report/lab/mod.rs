@@ -189,6 +189,12 @@ impl LabReport {
             );
         }
         let mut notes = Vec::new();
+        if record.status != COMPLETE {
+            notes.push(format!(
+                "this lab run is not complete ({}): the numbers are those of the runs it finished",
+                record.status
+            ));
+        }
         let series = series_of(&record);
         let control = record.arms.iter().find(|a| a.control);
         let mut comparisons = Vec::new();
@@ -233,12 +239,6 @@ impl LabReport {
             notes.push(format!(
                 "the A/A control differs from its base beyond the 95 % interval in {}: the same kernel measured apart (chance, one metric in 20 at 95 %, or an effect of the arms' order within each round), so read changes of that size with care",
                 drifting.join(", ")
-            ));
-        }
-        if record.status != COMPLETE {
-            notes.push(format!(
-                "this lab run is not complete ({}): the numbers are those of the runs it finished",
-                record.status
             ));
         }
         if others.is_empty() {
