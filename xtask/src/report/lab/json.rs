@@ -79,7 +79,7 @@ pub struct JsonSeries {
     pub unit: String,
     /// Direction.
     pub direction: Direction,
-    /// GRO on.
+    /// GRO on (`true`) or off, as `lab.json` writes it.
     pub gro: bool,
     /// Per arm, its values in run order.
     pub arms: Vec<JsonArmValues>,
@@ -140,7 +140,7 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
                 family: s.family.clone(),
                 unit: s.unit.clone(),
                 direction: s.direction,
-                gro: s.gro,
+                gro: s.gro.is_on(),
                 arms: s
                     .arms
                     .iter()

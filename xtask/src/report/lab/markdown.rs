@@ -92,7 +92,7 @@ fn base_table(out: &mut String, lab: &LabReport, d: Decimal) {
             sum.n,
             s.family,
             s.direction.name(),
-            super::gro_kind(s.gro),
+            s.gro.kind(),
             s.unit
         );
     }

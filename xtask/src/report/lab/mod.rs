@@ -45,21 +45,47 @@ pub const FAMILIES: [(&str, &str, &str); 2] = [
 /// The smallest two-sided p a test must reach to count.
 pub const ALPHA: f64 = 0.05;
 
-/// `gro-on` / `gro-off`: a lab metric's `kind`.
-pub fn gro_kind(gro: bool) -> &'static str {
-    if gro {
-        "gro-on"
-    } else {
-        "gro-off"
+/// GRO on the guest's NICs during a run (`lab.json` records it as
+/// `gro: true|false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gro {
+    /// GRO on (the kernel's default).
+    On,
+    /// GRO off.
+    Off,
+}
+
+impl From<bool> for Gro {
+    /// `true` is [`Gro::On`], as `lab.json` writes it.
+    fn from(on: bool) -> Gro {
+        if on {
+            Gro::On
+        } else {
+            Gro::Off
+        }
     }
 }
 
-/// `GRO on` / `GRO off`.
-pub fn gro_title(gro: bool) -> &'static str {
-    if gro {
-        "GRO on"
-    } else {
-        "GRO off"
+impl Gro {
+    /// `gro-on` / `gro-off`: a lab metric's `kind`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Gro::On => "gro-on",
+            Gro::Off => "gro-off",
+        }
+    }
+
+    /// `GRO on` / `GRO off`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Gro::On => "GRO on",
+            Gro::Off => "GRO off",
+        }
+    }
+
+    /// Whether GRO is on, as `lab.json` writes it.
+    pub fn is_on(self) -> bool {
+        self == Gro::On
     }
 }
 
@@ -95,7 +121,7 @@ pub struct Series {
     /// Traffic direction.
     pub direction: Direction,
     /// GRO on the guest's NICs.
-    pub gro: bool,
+    pub gro: Gro,
     /// (arm name, its values in run order), in the lab's arm order; an arm
     /// without runs is left out.
     pub arms: Vec<(String, Vec<f64>)>,
@@ -331,7 +357,7 @@ fn series_of(record: &LabRecord) -> Vec<Series> {
                         family: family.to_string(),
                         unit: unit.to_string(),
                         direction,
-                        gro,
+                        gro: Gro::from(gro),
                         arms,
                     });
                 }
@@ -356,7 +382,7 @@ fn compare(
         let (Some(b), Some(o)) = (get(base), get(other)) else {
             continue;
         };
-        let (kind, item) = (gro_kind(s.gro), s.direction.name());
+        let (kind, item) = (s.gro.kind(), s.direction.name());
         let floor = control.and_then(|c| {
             c.families
                 .iter()
@@ -370,7 +396,7 @@ fn compare(
         let Ok(metric) = Metric::new(
             kind,
             item,
-            &format!("{}, {}", direction_title(s.direction), gro_title(s.gro)),
+            &format!("{}, {}", direction_title(s.direction), s.gro.title()),
             direction_title(s.direction),
             Samples::Real(b.clone()),
             Samples::Real(o.clone()),

@@ -11,7 +11,7 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::{direction_title, family_title, gro_title, LabReport, FAMILIES};
+use super::{direction_title, family_title, LabReport, FAMILIES};
 use crate::report::model::mean;
 use crate::report::Style;
 
@@ -58,11 +58,7 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
         for s in lab.series.iter().filter(|s| s.family == family) {
             for (i, (arm, values)) in s.arms.iter().enumerate() {
                 let label = if i == 0 {
-                    format!(
-                        "{}, {}: {arm}",
-                        direction_title(s.direction),
-                        gro_title(s.gro)
-                    )
+                    format!("{}, {}: {arm}", direction_title(s.direction), s.gro.title())
                 } else {
                     arm.clone()
                 };

@@ -24,7 +24,7 @@
 use std::fmt::Write as _;
 
 use super::{
-    direction_title, family_title, gro_title, interval_text, p_text, percent_text, verdict_text,
+    direction_title, family_title, interval_text, p_text, percent_text, verdict_text, Gro,
     LabComparison, LabReport, Role, Series,
 };
 use crate::report::model::{Decimal, Family};
@@ -100,8 +100,12 @@ fn family_lines(out: &mut String, family: &Family, role: Role, d: Decimal) {
         }
     }
     for kind in kinds {
-        let gro = kind == super::gro_kind(true);
-        let _ = writeln!(out, "{}, {}:", family_title(&family.name), gro_title(gro));
+        let gro = if kind == Gro::On.kind() {
+            Gro::On
+        } else {
+            Gro::Off
+        };
+        let _ = writeln!(out, "{}, {}:", family_title(&family.name), gro.title());
         for m in family.metrics.iter().filter(|m| m.kind == kind) {
             let percent = m
                 .percent()
@@ -142,7 +146,7 @@ fn comparison_lines(out: &mut String, lab: &LabReport, c: &LabComparison, d: Dec
 /// The base's means and spreads, when nothing was compared.
 fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
     let _ = writeln!(out, "{}:", lab.base);
-    let mut last: Option<(&str, bool)> = None;
+    let mut last: Option<(&str, Gro)> = None;
     for s in &lab.series {
         let Some((_, values)) = s.arms.iter().find(|(a, _)| *a == lab.base) else {
             continue;
@@ -151,7 +155,7 @@ fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
             continue;
         };
         if last != Some((s.family.as_str(), s.gro)) {
-            let _ = writeln!(out, "{}, {}:", family_title(&s.family), gro_title(s.gro));
+            let _ = writeln!(out, "{}, {}:", family_title(&s.family), s.gro.title());
             last = Some((&s.family, s.gro));
         }
         let _ = writeln!(
@@ -202,7 +206,7 @@ pub fn run_table(s: &Series, d: Decimal) -> String {
         "{}, {}, {} ({}):\n",
         family_title(&s.family),
         direction_title(s.direction),
-        gro_title(s.gro),
+        s.gro.title(),
         s.unit
     );
     let rows = s.arms.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
