@@ -161,6 +161,17 @@ fn a_lab_of_the_base_alone_lists_its_means() {
         note: nothing compared: the lab ran only baseline; compare a variant with `cargo xtask lab --target brcm47xx --variant baseline --variant <VARIANT>`
         What the numbers can show: Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare; ns/packet is the guest's CPU time per forwarded packet: under -icount shift=3,align=off,sleep=on guest time counts instructions, so it is a path-length proxy that host load does not move; neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware.
     "#]].assert_eq(&out);
+    let csv = render(&f, &request(&[], &[]), Format::Csv, Style::default());
+    assert_eq!(csv.lines().count(), 1 + 1 + 8, "{csv}");
+    assert!(
+        csv.contains("\nbrcm47xx-lab,,QEMU malta (74Kf),baseline,,gro-on,lan-to-wan,170.63333333333333,,,,throughput,Mbit/s,3,,0.8639712595231918,"),
+        "{csv}"
+    );
+    let mail = render(&f, &request(&[], &[]), Format::Mail, Style::default());
+    assert!(
+        mail.starts_with("Runtime lab of baseline:\n\nRuntime lab, brcm47xx"),
+        "{mail}"
+    );
 }
 
 #[test]

@@ -33,7 +33,9 @@
 //! `variant` the compared arm (`baseline~control` for the A/A control),
 //! `kind` the GRO setting (`gro-on`), `item` the direction (`lan-to-wan`),
 //! before/after/delta the means in the family's unit (Mbit/s, ns/packet);
-//! each lab note is a `note` row.
+//! each lab note is a `note` row. A lab that ran its base alone has one
+//! row per series with the base's mean (`before`), `base_n` and
+//! `base_sd_percent`, and an empty `variant`.
 //!
 //! With `--decimal-comma` the separator is `;` and percentages (and means)
 //! use `,`.
@@ -43,6 +45,7 @@ use std::fmt::Write as _;
 use super::lab::{verdict_name, Role};
 use super::model::{Family, Metric, Report};
 use super::Style;
+use crate::measure::stats;
 
 /// The header line's column names.
 pub const COLUMNS: [&str; 23] = [
@@ -222,6 +225,41 @@ pub fn render(report: &Report, style: &Style) -> String {
             let mut values = values.to_vec();
             values.resize(COLUMNS.len(), "");
             row(&values);
+        }
+        if lab.comparisons.iter().all(|c| c.role == Role::Control) {
+            // Nothing compared: the base's own means and spreads.
+            for series in &lab.series {
+                let Some(sum) = series
+                    .arms
+                    .iter()
+                    .find(|(a, _)| *a == lab.base)
+                    .and_then(|(_, v)| stats::summary(v))
+                else {
+                    continue;
+                };
+                let num = |x: f64| percent(Some(x), style);
+                let values = [
+                    lab.lab_target.clone(),
+                    String::new(),
+                    soc.clone(),
+                    lab.base.clone(),
+                    String::new(),
+                    series.gro.kind().to_string(),
+                    series.direction.name().to_string(),
+                    num(sum.mean),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    series.family.clone(),
+                    series.unit.clone(),
+                    sum.n.to_string(),
+                    String::new(),
+                    num(sum.relative_sd_percent()),
+                ];
+                let mut values: Vec<&str> = values.iter().map(String::as_str).collect();
+                values.resize(COLUMNS.len(), "");
+                row(&values);
+            }
         }
         for c in &lab.comparisons {
             for family in &c.families {

@@ -70,7 +70,8 @@ fn flag_lines(flags: &[(String, String)]) -> String {
 }
 
 /// `Size change of a, b against base`, `Size and runtime change of …` or
-/// `Runtime change of …`, by what the report holds.
+/// `Runtime change of …`, by what the report holds; `Runtime lab of base`
+/// when a lab ran its base alone.
 pub fn title(report: &Report) -> String {
     let mut variants: Vec<&str> = Vec::new();
     let lab_variants = report.labs.iter().flat_map(|l| {
@@ -103,7 +104,8 @@ pub fn title(report: &Report) -> String {
         _ => &report.base,
     };
     if variants.is_empty() {
-        format!("{what} against {base}: nothing compared")
+        // Only a lab that ran its base alone.
+        format!("Runtime lab of {base}")
     } else {
         format!("{what} of {} against {base}", variants.join(", "))
     }
