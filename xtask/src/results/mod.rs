@@ -3,8 +3,11 @@
 //! Written last, atomically (temporary file + rename), after every artifact
 //! is in place: a results directory without `result.json` is an
 //! interrupted or failed build, never a complete one.
+//!
+//! [`lab`] holds the runtime lab's record, `lab.json`.
 
 pub mod archive;
+pub mod lab;
 
 use std::collections::BTreeMap;
 use std::path::Path;
