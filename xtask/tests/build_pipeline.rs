@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
-use xtask::build::plan::JobInputs;
+use xtask::build::plan::{JobInputs, PlannedJob};
 use xtask::build::{self, Backend, BuildOptions, Built, Job, Rebuild};
 use xtask::inputs::kernel_source::PristineTree;
 use xtask::inputs::targets::Target;
@@ -183,7 +183,13 @@ impl Backend for FailingBackend {
             patches: Vec::new(),
         })
     }
-    fn build(&self, _: &Shell, _: &Job, _: BuildOptions, log: &Path) -> anyhow::Result<Built> {
+    fn build(
+        &self,
+        _: &Shell,
+        _: &PlannedJob,
+        _: BuildOptions,
+        log: &Path,
+    ) -> anyhow::Result<Built> {
         std::fs::write(log, "make: *** [vmlinux] Error 2\n")?;
         anyhow::bail!("make failed")
     }
@@ -279,7 +285,13 @@ impl Backend for SlowBackend {
     fn inputs(&self, sh: &Shell, job: &Job) -> anyhow::Result<JobInputs> {
         FailingBackend.inputs(sh, job)
     }
-    fn build(&self, _: &Shell, _: &Job, _: BuildOptions, log: &Path) -> anyhow::Result<Built> {
+    fn build(
+        &self,
+        _: &Shell,
+        _: &PlannedJob,
+        _: BuildOptions,
+        log: &Path,
+    ) -> anyhow::Result<Built> {
         let start = Instant::now();
         let mine = format!("run started at {start:?}\n");
         std::fs::write(log, &mine)?;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use xshell::Shell;
 use xtask::build::artifacts::BuildOutputs;
 use xtask::build::ccache::Ccache;
-use xtask::build::plan::JobInputs;
+use xtask::build::plan::{JobInputs, PlannedJob};
 use xtask::build::progress::{run_logged, RunControl};
 use xtask::build::{self, Backend, BuildOptions, Built, Job, Rebuild};
 use xtask::inputs::targets::Target;
@@ -38,7 +38,8 @@ fn project(variants: &[&str]) -> (tempfile::TempDir, Layout, Vec<Job>) {
             variant: Variant {
                 name: name.to_string(),
                 description: String::new(),
-                os_flags: "-Os".into(),
+                // Other flags per variant: no two jobs share a reuse key.
+                os_flags: format!("-Os -DVARIANT_{name}"),
                 o2_flags: "-O2".into(),
                 patches: vec![],
                 kconfig: vec![],
@@ -96,10 +97,11 @@ impl Backend for FakeBackend {
     fn build(
         &self,
         _: &Shell,
-        job: &Job,
+        planned: &PlannedJob,
         options: BuildOptions,
         log: &Path,
     ) -> anyhow::Result<Built> {
+        let job = &planned.job;
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_running.fetch_max(now, Ordering::SeqCst);
         let j = self.jobs_in_use.fetch_add(options.jobs, Ordering::SeqCst) + options.jobs;
@@ -133,6 +135,7 @@ impl Backend for FakeBackend {
             patches: Vec::new(),
             config_sha256: "1".repeat(64),
             ccache: None,
+            incremental_from: None,
         })
     }
 }
@@ -193,18 +196,18 @@ impl Backend for MakeBackend {
     fn build(
         &self,
         sh: &Shell,
-        job: &Job,
+        planned: &PlannedJob,
         options: BuildOptions,
         log: &Path,
     ) -> anyhow::Result<Built> {
-        let (dir, name) = (&self.dir, &job.variant.name);
+        let (dir, name) = (&self.dir, &planned.job.variant.name);
         let n = if name == "short" { "2" } else { "16" };
         let times = dir.join("times.log");
         let make = xshell::cmd!(sh, "make -s -C {dir} JOB={name} N={n} LOG={times}");
         let make = options.parallel(make);
         run_logged(
             make.into(),
-            &job.label(),
+            &planned.job.label(),
             log,
             false,
             None,
@@ -224,6 +227,7 @@ impl Backend for MakeBackend {
             patches: Vec::new(),
             config_sha256: "1".repeat(64),
             ccache: None,
+            incremental_from: None,
         })
     }
 }
@@ -282,6 +286,20 @@ fn jobs_run_side_by_side_within_the_j_budget() {
             .join(results::FILE_NAME)
             .is_file());
     }
+}
+
+#[test]
+fn variants_that_differ_only_in_patches_run_one_after_the_other() {
+    // "b" has "a"'s flags (a patch-only variant starts from "a"'s build
+    // directory): one worker runs a then b, the other c.
+    let (_dir, layout, mut jobs) = project(&["a", "b", "c"]);
+    jobs[1].variant.os_flags = jobs[0].variant.os_flags.clone();
+    let backend = FakeBackend::new(Duration::from_millis(300), Duration::ZERO);
+    let sh = Shell::new().unwrap();
+    let plan = build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
+    assert_eq!(build::scheduler::chains(&plan), [vec![0, 1], vec![2]]);
+    build::run(&sh, &layout, &backend, &plan, options(3)).unwrap();
+    assert_eq!(backend.most_running.load(Ordering::SeqCst), 2);
 }
 
 #[test]

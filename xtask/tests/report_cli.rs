@@ -1,7 +1,7 @@
 //! `cargo xtask size-report` through the real binary: argument checks, a
 //! clear error, and a JSON report of the real arm-tiny results written with
 //! `--output` (skipped with a note when those results are missing, a
-//! failure under CI).
+//! failure under CI), and a lab run named with `--lab-run`.
 
 use std::process::Command;
 
@@ -92,5 +92,39 @@ fn json_of_real_arm_tiny_results() {
     assert_eq!(
         c["sections"]["dec"]["after"],
         variant.vmlinux_sections.dec()
+    );
+}
+
+#[test]
+fn a_lab_run_by_its_directory() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab_fixture");
+    let out = xtask(&[
+        "size-report",
+        "--target",
+        "brcm47xx",
+        "--lab-run",
+        fixture,
+        "--decimal-comma",
+    ]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("\nxtask/tests/lab_fixture/lab.json (complete: 3 runs")
+            && stdout.contains("\nLAN to WAN: 170,6 Mbit/s → 180,5 Mbit/s (+5,78%)\n"),
+        "{stdout}"
+    );
+    let out = xtask(&["size-report", "--lab-run", fixture, "--no-lab"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+    let out = xtask(&["size-report", "--lab-run", "/nonexistent/lab"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--lab-run /nonexistent/lab")
+            && stderr.contains("/nonexistent/lab/lab.json"),
+        "{stderr}"
     );
 }

@@ -309,24 +309,24 @@ fn csv() {
         Format::Csv,
         Style::default(),
         expect![[r#"
-        target,openwrt_target,soc,base,variant,kind,item,before,after,delta,percent
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,artifact,vmlinux,34556,34280,-276,-0.798703553652043
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,artifact,vmlinux.lzma,1520111,1519000,-1111,-0.07308676800575747
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,artifact,uImage,1840424,1871328,30904,1.6791782763102416
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,text,30000,29712,-288,-0.96
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,data,4000,4004,4,0.1
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,bss,2000,2000,0,0
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,dec,36000,35716,-284,-0.7888888888888889
-        ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,hex,8ca0,8b84,,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,zImage,1840424,1871328,30904,1.6791782763102416
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux,34556,34280,-276,-0.798703553652043
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux.lzma,1520111,1519000,-1111,-0.07308676800575747
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,text,30000,29712,-288,-0.96
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,data,4000,4004,4,0.1
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,bss,2000,2000,0,0
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,dec,36000,35716,-284,-0.7888888888888889
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,hex,8ca0,8b84,,
-    "#]],
+            target,openwrt_target,soc,base,variant,kind,item,before,after,delta,percent,family,unit,base_n,variant_n,base_sd_percent,variant_sd_percent,interval_low,interval_high,welch_p,mann_whitney_p,noise_floor,verdict
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,artifact,vmlinux,34556,34280,-276,-0.798703553652043,size,bytes,,,,,,,,,,
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,artifact,vmlinux.lzma,1520111,1519000,-1111,-0.07308676800575747,size,bytes,,,,,,,,,,
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,artifact,uImage,1840424,1871328,30904,1.6791782763102416,size,bytes,,,,,,,,,,
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,text,30000,29712,-288,-0.96,size,bytes,,,,,,,,,,
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,data,4000,4004,4,0.1,size,bytes,,,,,,,,,,
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,bss,2000,2000,0,0,size,bytes,,,,,,,,,,
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,dec,36000,35716,-284,-0.7888888888888889,size,bytes,,,,,,,,,,
+            ath79,ath79/generic,QCA9558,baseline,no-reorder-blocks,section,hex,8ca0,8b84,,,,,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,zImage,1840424,1871328,30904,1.6791782763102416,size,bytes,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux,34556,34280,-276,-0.798703553652043,size,bytes,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux.lzma,1520111,1519000,-1111,-0.07308676800575747,size,bytes,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,text,30000,29712,-288,-0.96,size,bytes,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,data,4000,4004,4,0.1,size,bytes,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,bss,2000,2000,0,0,size,bytes,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,dec,36000,35716,-284,-0.7888888888888889,size,bytes,,,,,,,,,,
+            bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,hex,8ca0,8b84,,,,,,,,,,,,,,
+        "#]],
     );
 }
 
@@ -342,15 +342,15 @@ fn csv_decimal_comma_uses_semicolons() {
         },
     );
     expect![[r#"
-        target;openwrt_target;soc;base;variant;kind;item;before;after;delta;percent
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;artifact;zImage;1840424;1871328;30904;1,6791782763102416
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;artifact;vmlinux;34556;34280;-276;-0,798703553652043
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;artifact;vmlinux.lzma;1520111;1519000;-1111;-0,07308676800575747
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;text;30000;29712;-288;-0,96
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;data;4000;4004;4;0,1
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;bss;2000;2000;0;0
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;dec;36000;35716;-284;-0,7888888888888889
-        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;hex;8ca0;8b84;;
+        target;openwrt_target;soc;base;variant;kind;item;before;after;delta;percent;family;unit;base_n;variant_n;base_sd_percent;variant_sd_percent;interval_low;interval_high;welch_p;mann_whitney_p;noise_floor;verdict
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;artifact;zImage;1840424;1871328;30904;1,6791782763102416;size;bytes;;;;;;;;;;
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;artifact;vmlinux;34556;34280;-276;-0,798703553652043;size;bytes;;;;;;;;;;
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;artifact;vmlinux.lzma;1520111;1519000;-1111;-0,07308676800575747;size;bytes;;;;;;;;;;
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;text;30000;29712;-288;-0,96;size;bytes;;;;;;;;;;
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;data;4000;4004;4;0,1;size;bytes;;;;;;;;;;
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;bss;2000;2000;0;0;size;bytes;;;;;;;;;;
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;dec;36000;35716;-284;-0,7888888888888889;size;bytes;;;;;;;;;;
+        bcm53xx;bcm53xx/generic;BCM47094;baseline;no-reorder-blocks;section;hex;8ca0;8b84;;;;;;;;;;;;;;
     "#]].assert_eq(&out);
 }
 

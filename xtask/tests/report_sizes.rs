@@ -51,6 +51,7 @@ fn request(target: &str) -> Request {
         variants: vec!["no-reorder-blocks".to_string()],
         symbols: None,
         allow_mismatch: false,
+        lab: xtask::report::LabRuns::Newest,
     }
 }
 

@@ -91,25 +91,25 @@ fn symbols_in_text_markdown_and_csv() {
     "#]]
     .assert_eq(&render(&f, &req, Format::Markdown, Style::default()));
     expect![[r#"
-        target,openwrt_target,soc,base,variant,kind,item,before,after,delta,percent
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,zImage,1840424,1871328,30904,1.6791782763102416
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux,34556,34280,-276,-0.798703553652043
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux.lzma,1520111,1519000,-1111,-0.07308676800575747
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,text,30000,29712,-288,-0.96
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,data,4000,4004,4,0.1
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,bss,2000,2000,0,0
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,dec,36000,35716,-284,-0.7888888888888889
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,hex,8ca0,8b84,,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:napi_poll,,296,296,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:new_helper.constprop,,40,40,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:start_kernel,400,420,20,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:old_helper,64,,-64,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:schedule,900,812,-88,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:napi_poll.isra,300,,-300,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols-total,Function,1664,1568,-96,-5.769230769230769
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Data:init_buf,256,260,4,
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols-total,Data,264,268,4,1.5151515151515151
-        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols-total,RO Data,0,0,0,0
+        target,openwrt_target,soc,base,variant,kind,item,before,after,delta,percent,family,unit,base_n,variant_n,base_sd_percent,variant_sd_percent,interval_low,interval_high,welch_p,mann_whitney_p,noise_floor,verdict
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,zImage,1840424,1871328,30904,1.6791782763102416,size,bytes,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux,34556,34280,-276,-0.798703553652043,size,bytes,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,artifact,vmlinux.lzma,1520111,1519000,-1111,-0.07308676800575747,size,bytes,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,text,30000,29712,-288,-0.96,size,bytes,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,data,4000,4004,4,0.1,size,bytes,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,bss,2000,2000,0,0,size,bytes,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,dec,36000,35716,-284,-0.7888888888888889,size,bytes,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,section,hex,8ca0,8b84,,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:napi_poll,,296,296,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:new_helper.constprop,,40,40,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:start_kernel,400,420,20,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:old_helper,64,,-64,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:schedule,900,812,-88,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Function:napi_poll.isra,300,,-300,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols-total,Function,1664,1568,-96,-5.769230769230769,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols,Data:init_buf,256,260,4,,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols-total,Data,264,268,4,1.5151515151515151,,,,,,,,,,,,
+        bcm53xx,bcm53xx/generic,BCM47094,baseline,no-reorder-blocks,symbols-total,RO Data,0,0,0,0,,,,,,,,,,,,
     "#]].assert_eq(&render(&f, &req, Format::Csv, Style::default()));
 }
 

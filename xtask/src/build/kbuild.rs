@@ -14,11 +14,11 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use super::plan::JobInputs;
+use super::plan::{JobInputs, PlannedJob};
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
-use crate::build::{ccache, distcc, toolchain};
+use crate::build::{ccache, distcc, reuse, toolchain};
 use crate::inputs::kconfig;
 use crate::inputs::kernel_source::{self, PristineTree, SourceInput};
 use crate::patches::patched_source::PatchedTree;
@@ -193,7 +193,14 @@ impl Backend for KernelTree {
         })
     }
 
-    fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built> {
+    fn build(
+        &self,
+        sh: &Shell,
+        planned: &PlannedJob,
+        options: BuildOptions,
+        log: &Path,
+    ) -> Result<Built> {
+        let job = &planned.job;
         let label = job.label();
         std::fs::write(log, format!("# cargo xtask build {label}\n"))
             .with_context(|| format!("writing {}", log.display()))?;
@@ -201,6 +208,8 @@ impl Backend for KernelTree {
         let _in_use = patched_source::lock_for_use(&self.layout, &tree, options.wait)?;
 
         let build = self.layout.build_dir(&job.target.name, &job.variant.name);
+        let incremental_from =
+            reuse::start_from_sibling(sh, &self.layout, planned, &tree.dir, &build)?;
         reset_build_dir_for(&build, &tree.dir)?;
 
         // A build from an empty directory compiles every object: the count
@@ -246,6 +255,7 @@ impl Backend for KernelTree {
             patches: tree.patches,
             config_sha256: crate::util::hash::sha256_bytes(config.as_bytes()),
             ccache: ccache::read_stats(options.ccache, &build)?,
+            incremental_from,
         })
     }
 }

@@ -17,6 +17,7 @@ pub mod kbuild;
 pub mod openwrt;
 pub mod plan;
 pub mod progress;
+pub mod reuse;
 pub mod scheduler;
 pub mod toolchain;
 
@@ -116,6 +117,9 @@ pub struct Built {
     pub config_sha256: String,
     /// ccache's hits and misses, when the build used it.
     pub ccache: Option<results::CcacheStats>,
+    /// The variant whose finished build this one started from
+    /// ([`reuse`]), if any.
+    pub incremental_from: Option<String>,
 }
 
 /// A way to build kernels. `Sync`: jobs run side by side on threads.
@@ -128,8 +132,14 @@ pub trait Backend: Sync {
     /// The source, compiler and series one job will be built from
     /// (after [`Backend::preflight`]); the build key is made from them.
     fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs>;
-    /// Builds one job, writing make's output to `log`.
-    fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built>;
+    /// Builds one planned job, writing make's output to `log`.
+    fn build(
+        &self,
+        sh: &Shell,
+        planned: &PlannedJob,
+        options: BuildOptions,
+        log: &Path,
+    ) -> Result<Built>;
 }
 
 /// The end of a backend's preflight: every problem found, or nothing.
@@ -272,7 +282,7 @@ fn build_one(
     let started = results::now_rfc3339();
     let clock = Instant::now();
     let log = dir.join("build.log");
-    let built = backend.build(sh, job, options, &log)?;
+    let built = backend.build(sh, planned, options, &log)?;
     anyhow::ensure!(
         built.patches == planned.inputs.patches,
         "the series applied differs from the planned one (a patch changed during the build?); build again"
@@ -297,6 +307,7 @@ fn build_one(
         finished: results::now_rfc3339(),
         duration_seconds: (clock.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         ccache: built.ccache,
+        incremental_from: built.incremental_from,
     };
     result.write(&dir)?;
     Ok(result)
@@ -310,10 +321,13 @@ pub fn summary_line(result: &BuildResult) -> String {
         .iter()
         .map(|(name, a)| format!("{name} {}", a.size))
         .collect();
-    let cache = match result.ccache {
+    let mut cache = match result.ccache {
         Some(c) => format!("; ccache {} hits, {} misses", c.hits, c.misses),
         None => "; no ccache".to_string(),
     };
+    if let Some(base) = &result.incremental_from {
+        cache.push_str(&format!("; incremental from {base}'s build"));
+    }
     format!(
         "{}/{}: {} bytes; vmlinux text {} data {} bss {}; {:.0} s{cache}",
         result.target.name,

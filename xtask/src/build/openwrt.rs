@@ -27,7 +27,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
-use super::plan::JobInputs;
+use super::plan::{JobInputs, PlannedJob};
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
@@ -240,7 +240,14 @@ impl Backend for OpenwrtBackend {
         })
     }
 
-    fn build(&self, sh: &Shell, job: &Job, options: BuildOptions, log: &Path) -> Result<Built> {
+    fn build(
+        &self,
+        sh: &Shell,
+        planned: &PlannedJob,
+        options: BuildOptions,
+        log: &Path,
+    ) -> Result<Built> {
+        let job = &planned.job;
         let label = job.label();
         std::fs::write(log, format!("# cargo xtask build --openwrt {label}\n"))
             .with_context(|| format!("writing {}", log.display()))?;
@@ -336,6 +343,8 @@ impl Backend for OpenwrtBackend {
             patches,
             config_sha256: sha256_bytes(final_config.as_bytes()),
             ccache: ccache::read_stats(options.ccache, &build)?,
+            // Each OpenWrt-mode job builds in its own full copy of the tree.
+            incremental_from: None,
         })
     }
 }

@@ -19,6 +19,11 @@
 //! * the compiler's `--version` line;
 //! * every patch of the series, in order, with its sha256 (the generated
 //!   `201-extra_optimization.patch` included).
+//!
+//! The **reuse key** is the same material without the patches (the
+//! variant's and the series): two jobs with equal reuse keys configure and
+//! compile alike and differ only in source files, so the second can start
+//! from a copy of the first's build directory ([`super::reuse`]).
 
 use std::path::Path;
 
@@ -68,6 +73,9 @@ pub struct PlannedJob {
     pub inputs: JobInputs,
     /// sha256 of [`KeyMaterial`], lowercase hex.
     pub key: String,
+    /// sha256 of [`KeyMaterial`] without the patches (see the module
+    /// docs), lowercase hex.
+    pub reuse_key: String,
 }
 
 impl PlannedJob {
@@ -131,12 +139,14 @@ pub fn plan(
                 .inputs(sh, job)
                 .with_context(|| format!("planning {}", job.label()))?;
             let key = build_key(backend.name(), &target, &variant, &inputs);
+            let reuse_key = reuse_key(backend.name(), &target, &variant, &inputs);
             Ok(PlannedJob {
                 job: job.clone(),
                 target,
                 variant,
                 inputs,
                 key,
+                reuse_key,
             })
         })
         .collect()
@@ -149,7 +159,33 @@ pub fn build_key(
     variant: &VariantRecord,
     inputs: &JobInputs,
 ) -> String {
-    let material = KeyMaterial {
+    let material = key_material(backend, target, variant, inputs);
+    let json = serde_json::to_vec(&material).expect("key material serialises");
+    sha256_bytes(&json)
+}
+
+/// sha256 (lowercase hex) of the [`KeyMaterial`] of these records without
+/// the variant's patches and the series: the reuse key of the module docs.
+pub fn reuse_key(
+    backend: &str,
+    target: &TargetRecord,
+    variant: &VariantRecord,
+    inputs: &JobInputs,
+) -> String {
+    let mut material = key_material(backend, target, variant, inputs);
+    material.variant_patches = &[];
+    material.series = &[];
+    let json = serde_json::to_vec(&("reuse", material)).expect("key material serialises");
+    sha256_bytes(&json)
+}
+
+fn key_material<'a>(
+    backend: &'a str,
+    target: &'a TargetRecord,
+    variant: &'a VariantRecord,
+    inputs: &'a JobInputs,
+) -> KeyMaterial<'a> {
+    KeyMaterial {
         backend,
         recipe_version: RECIPE_VERSION,
         arch: &target.arch,
@@ -172,9 +208,7 @@ pub fn build_key(
             .unwrap_or(&inputs.source.origin),
         compiler: &inputs.compiler,
         series: &inputs.patches,
-    };
-    let json = serde_json::to_vec(&material).expect("key material serialises");
-    sha256_bytes(&json)
+    }
 }
 
 /// The target as recorded in `result.json`: every field, fragments with
@@ -339,6 +373,25 @@ mod tests {
     }
 
     #[test]
+    fn the_reuse_key_ignores_the_patches_alone() {
+        let (t, v, i) = records();
+        let reuse = reuse_key("kernel-tree", &t, &v, &i);
+        assert_ne!(reuse, build_key("kernel-tree", &t, &v, &i));
+        // One more patch, in the variant and so in the series: same reuse key.
+        let (mut v2, mut i2) = (v.clone(), i.clone());
+        v2.patches.push(i.patches[0].clone());
+        i2.patches.push(i.patches[0].clone());
+        assert_eq!(reuse_key("kernel-tree", &t, &v2, &i2), reuse);
+        // Anything that changes how every file compiles: another reuse key.
+        let mut v3 = v.clone();
+        v3.os_flags = "-Os -falign-functions=64".into();
+        assert_ne!(reuse_key("kernel-tree", &t, &v3, &i), reuse);
+        let mut i3 = i.clone();
+        i3.compiler = "gcc 13".into();
+        assert_ne!(reuse_key("kernel-tree", &t, &v, &i3), reuse);
+    }
+
+    #[test]
     fn a_tree_source_is_never_up_to_date() {
         let (target, variant, mut inputs) = records();
         inputs.source.sha256 = None;
@@ -362,6 +415,7 @@ mod tests {
             variant,
             inputs,
             key: key.clone(),
+            reuse_key: String::new(),
         };
         let result: BuildResult = serde_json::from_value(serde_json::json!({
             "schema": 2, "build_key": key,

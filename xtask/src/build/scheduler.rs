@@ -9,6 +9,12 @@
 //! (`N / workers`, the first `N % workers` one more, adding up to N) in
 //! [`BuildOptions::jobs`], for backends that cannot use the jobserver.
 //!
+//! Jobs that can start from each other's build directory (same target
+//! and reuse key, [`super::plan`]: a variant with the same flags and one
+//! more patch) form a chain that one worker runs in plan order, so the
+//! second finds the first's directory complete ([`super::reuse`]) instead
+//! of racing it. Workers take chains, not jobs.
+//!
 //! The first job to fail stops the run: queued jobs are not started and
 //! running makes get SIGTERM ([`super::progress::RunControl::stop`]); the error names the
 //! failed job and lists the stopped ones. Jobs that finished keep their
@@ -36,6 +42,24 @@ pub fn shares(budget: usize, jobs: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The plan's indices grouped into chains (see the module docs): jobs of
+/// one target with equal reuse keys, in plan order; chains ordered by
+/// their first job.
+pub fn chains(plan: &[PlannedJob]) -> Vec<Vec<usize>> {
+    let mut chains: Vec<Vec<usize>> = Vec::new();
+    for (i, planned) in plan.iter().enumerate() {
+        let same = |c: &&mut Vec<usize>| {
+            let first = &plan[c[0]];
+            first.job.target.name == planned.job.target.name && first.reuse_key == planned.reuse_key
+        };
+        match chains.iter_mut().find(|c| same(c)) {
+            Some(chain) => chain.push(i),
+            None => chains.push(vec![i]),
+        }
+    }
+    chains
+}
+
 /// What the workers found, by plan index.
 struct Board {
     outcomes: Vec<Option<Outcome>>,
@@ -60,44 +84,47 @@ pub fn run(
         stopped: Vec::new(),
     });
     let dir = sh.current_dir();
-    let shares = shares(options.jobs, plan.len());
+    let chains = chains(plan);
+    let shares = shares(options.jobs, chains.len());
     let jobserver = Jobserver::new(options.jobs, shares.len())?;
     let control = options.control.with_jobserver(Arc::new(jobserver));
     std::thread::scope(|scope| {
         for share in shares {
-            let (next, board, dir, control) = (&next, &board, &dir, &control);
+            let (next, board, dir, control, chains) = (&next, &board, &dir, &control, &chains);
             let options = BuildOptions {
                 jobs: share,
                 control: control.clone(),
                 ..options.clone()
             };
             scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(planned) = plan.get(i) else {
+                let Some(chain) = chains.get(next.fetch_add(1, Ordering::SeqCst)) else {
                     if let Some(js) = control.jobserver() {
                         js.release_slot();
                     }
                     break;
                 };
-                let label = planned.job.label();
-                if control.is_stopped() {
-                    lock(board).stopped.push(format!("{label} (not started)"));
-                    continue;
-                }
-                let done = Shell::new()
-                    .context("creating a shell")
-                    .and_then(|sh| {
-                        sh.change_dir(dir);
-                        run_job(&sh, layout, backend, planned, &options)
-                    })
-                    .with_context(|| format!("building {label}"));
-                let mut b = lock(board);
-                match done {
-                    Ok(outcome) => b.outcomes[i] = Some(outcome),
-                    Err(_) if b.failure.is_some() => b.stopped.push(label),
-                    Err(e) => {
-                        b.failure = Some((label, e));
-                        control.stop();
+                for &i in chain {
+                    let planned = &plan[i];
+                    let label = planned.job.label();
+                    if control.is_stopped() {
+                        lock(board).stopped.push(format!("{label} (not started)"));
+                        continue;
+                    }
+                    let done = Shell::new()
+                        .context("creating a shell")
+                        .and_then(|sh| {
+                            sh.change_dir(dir);
+                            run_job(&sh, layout, backend, planned, &options)
+                        })
+                        .with_context(|| format!("building {label}"));
+                    let mut b = lock(board);
+                    match done {
+                        Ok(outcome) => b.outcomes[i] = Some(outcome),
+                        Err(_) if b.failure.is_some() => b.stopped.push(label),
+                        Err(e) => {
+                            b.failure = Some((label, e));
+                            control.stop();
+                        }
                     }
                 }
             });

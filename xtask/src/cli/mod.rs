@@ -47,7 +47,9 @@ pub enum Command {
     Config(ConfigCommand),
     /// Compare variant builds against a base build, target by target, from
     /// the results `build` wrote: artifact sizes, vmlinux sections (as
-    /// binutils `size`), optionally bloat-o-meter symbol diffs.
+    /// binutils `size`), optionally bloat-o-meter symbol diffs; and the
+    /// runtime lab's newest run per target: Mbit/s and ns/packet per
+    /// direction and GRO setting, with their statistics.
     SizeReport(SizeReportArgs),
     /// Results as files for CI fan-out: export one job's results as a tar,
     /// merge tars from many jobs into target/xtask/results/.
@@ -360,6 +362,14 @@ pub struct SizeReportArgs {
     /// in the report as a warning.
     #[arg(long)]
     pub allow_mismatch: bool,
+    /// Show this runtime lab run (a directory of target/xtask/lab/<target>/
+    /// holding lab.json, or the file) instead of the newest complete one of
+    /// each target. Repeatable.
+    #[arg(long = "lab-run", value_name = "DIR", conflicts_with = "no_lab")]
+    pub lab_runs: Vec<PathBuf>,
+    /// Sizes only: leave out the runtime lab's throughput and ns/packet.
+    #[arg(long)]
+    pub no_lab: bool,
 }
 
 impl SizeReportArgs {
@@ -374,6 +384,13 @@ impl SizeReportArgs {
                 fold_clones: self.fold_clones,
             }),
             allow_mismatch: self.allow_mismatch,
+            lab: if self.no_lab {
+                xtask::report::LabRuns::Off
+            } else if self.lab_runs.is_empty() {
+                xtask::report::LabRuns::Newest
+            } else {
+                xtask::report::LabRuns::Dirs(self.lab_runs.clone())
+            },
         }
     }
 

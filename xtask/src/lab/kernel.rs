@@ -21,7 +21,7 @@ use crate::results::BuildResult;
 use crate::util::layout::Layout;
 
 /// Appended to a target's name for its lab kernel's build and results.
-pub const SUFFIX: &str = "-lab";
+pub const SUFFIX: &str = crate::results::lab::LAB_TARGET_SUFFIX;
 
 /// A built lab kernel.
 #[derive(Debug, Clone)]

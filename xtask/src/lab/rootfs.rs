@@ -17,11 +17,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::process::run_logged;
 use super::{cpio, guest};
+pub use crate::results::lab::{DebRecord, Initramfs};
 use crate::util::fs::write_atomic;
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
@@ -49,30 +49,6 @@ const PRUNE: &[&str] = &[
 
 /// Longest an `apt-get` step may take (downloads included).
 const APT_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// One unpacked package.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DebRecord {
-    /// The `.deb` file name (`name_version_arch.deb`).
-    pub file: String,
-    /// sha256 of the `.deb`, lowercase hex.
-    pub sha256: String,
-}
-
-/// A ready initramfs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Initramfs {
-    /// The `newc` cpio archive (uncompressed).
-    pub path: PathBuf,
-    /// sha256 of the archive.
-    pub sha256: String,
-    /// Size in bytes.
-    pub size: u64,
-    /// Debian architecture of its binaries.
-    pub arch: String,
-    /// The packages in it.
-    pub packages: Vec<DebRecord>,
-}
 
 /// The cache key of an initramfs for `arch`: sha256 over every input.
 pub fn cache_key(arch: &str) -> String {

@@ -14,7 +14,8 @@
 //!                         "hex": { "before": "bb374", "after": "baa8c" } },
 //!           "symbols": null | { "tables": [ Table ] },
 //!           "metrics": [ Metric ] } ] } ],      (only when there are any)
-//!   "skipped": [ "…" ] }
+//!   "skipped": [ "…" ],
+//!   "labs": [ Lab ] }                      (only when there are any)
 //! ```
 //!
 //! Sizes (the `size` family's artifacts and vmlinux sections) fill
@@ -23,6 +24,14 @@
 //! ([`JsonMetric`]: family, unit, kind, item, label, the samples of each
 //! side, their means, delta, percent and standard deviations), which is
 //! left out when empty so that size-only reports keep their layout.
+//!
+//! A metric measured N times per side (the runtime lab's) has `stats`
+//! ([`JsonStats`]: sample counts, `%sd`, the bootstrap 95 % interval of
+//! the %change, Welch and Mann–Whitney p, the A/A noise floor and the
+//! verdict). `Lab` is one lab run ([`JsonLab`]): how it ran, its arms, one
+//! comparison per arm against the base (the A/A control's first, each with
+//! `metrics`), every run's values per series, notes and what each metric
+//! can and cannot show.
 //!
 //! `Change` is `before`, `after` (bytes), `delta` (bytes, signed), `percent`
 //! (`(after - before) * 100 / before` as a float, `null` when undefined) and
@@ -36,7 +45,11 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::model::{Change, Comparison, Family, Metric, Number, Report, Samples, TargetReport};
+use super::lab::json::JsonLab;
+use super::lab::{verdict_name, Role};
+use super::model::{
+    Change, Comparison, Family, Metric, Number, Report, Samples, Stats, TargetReport,
+};
 use super::sizes::{self, ARTIFACT_KIND, SECTION_KIND};
 use super::Style;
 use crate::measure::bloat::{BloatDiff, Mode};
@@ -58,6 +71,9 @@ pub struct JsonReport {
     pub targets: Vec<JsonTarget>,
     /// Targets/variants `all` left out for lack of results.
     pub skipped: Vec<String>,
+    /// The runtime lab's runs; left out when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labs: Vec<JsonLab>,
 }
 
 /// `--symbols` settings.
@@ -235,6 +251,48 @@ pub struct JsonMetric {
     pub base_stddev: Option<f64>,
     /// Sample standard deviation of the variant's samples; `null` for one.
     pub variant_stddev: Option<f64>,
+    /// The statistics of a metric measured N times per side (the runtime
+    /// lab's); left out for others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<JsonStats>,
+}
+
+/// A metric's statistics ([`crate::measure::stats::compare`]).
+#[derive(Debug, Serialize)]
+pub struct JsonStats {
+    /// Samples of the base.
+    pub base_n: usize,
+    /// Samples of the variant.
+    pub variant_n: usize,
+    /// The base's standard deviation in percent of its mean (LKP's `%sd`).
+    pub base_sd_percent: f64,
+    /// The variant's standard deviation in percent of its mean.
+    pub variant_sd_percent: f64,
+    /// Bootstrap 95 % interval of the %change, percent; `null` with fewer
+    /// than 2 samples on a side.
+    pub interval: Option<JsonInterval>,
+    /// Welch's t-test p, two-sided; `null` without variance.
+    pub welch_p: Option<f64>,
+    /// Mann–Whitney U p, two-sided.
+    pub mann_whitney_p: Option<f64>,
+    /// The smallest p Mann–Whitney can reach with these sample counts.
+    pub mann_whitney_min_p: f64,
+    /// The A/A control's |%change| of this metric, percent; `null` without
+    /// a control.
+    pub noise_floor_percent: Option<f64>,
+    /// `significant` (interval excludes 0 and |%change| exceeds the noise
+    /// floor), `within-noise`, `interval-contains-zero` or
+    /// `too-few-samples`; for the A/A control itself, against a floor of 0.
+    pub verdict: &'static str,
+}
+
+/// A confidence interval in percent.
+#[derive(Debug, Serialize)]
+pub struct JsonInterval {
+    /// Lower bound, percent.
+    pub low: f64,
+    /// Upper bound, percent.
+    pub high: f64,
 }
 
 /// A symbol diff.
@@ -300,7 +358,27 @@ fn change(c: &Change, style: &Style) -> JsonChange {
     }
 }
 
-fn metric(family: &Family, m: &Metric, style: &Style) -> JsonMetric {
+fn stats(s: &Stats) -> JsonStats {
+    let c = &s.comparison;
+    JsonStats {
+        base_n: c.base.n,
+        variant_n: c.variant.n,
+        base_sd_percent: c.base.relative_sd_percent(),
+        variant_sd_percent: c.variant.relative_sd_percent(),
+        interval: c.interval.map(|i| JsonInterval {
+            low: i.low,
+            high: i.high,
+        }),
+        welch_p: c.welch_p,
+        mann_whitney_p: c.mann_whitney_p,
+        mann_whitney_min_p: c.mann_whitney_min_p,
+        noise_floor_percent: s.noise_floor,
+        verdict: verdict_name(s, Role::Variant),
+    }
+}
+
+/// One metric of any family but sizes, as [`JsonMetric`].
+pub fn metric(family: &Family, m: &Metric, style: &Style) -> JsonMetric {
     JsonMetric {
         family: family.name.clone(),
         unit: family.unit.clone(),
@@ -316,6 +394,7 @@ fn metric(family: &Family, m: &Metric, style: &Style) -> JsonMetric {
         percent_text: m.percent_text(style.decimal()),
         base_stddev: m.base().stddev(),
         variant_stddev: m.variant().stddev(),
+        stats: m.stats().map(stats),
     }
 }
 
@@ -467,6 +546,11 @@ pub fn to_json(report: &Report, style: &Style) -> JsonReport {
             .map(|t| target(report, t, style))
             .collect(),
         skipped: report.skipped.clone(),
+        labs: report
+            .labs
+            .iter()
+            .map(|l| super::lab::json::lab(report, l, style))
+            .collect(),
     }
 }
 

@@ -21,16 +21,22 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
-use serde::Deserialize;
+use anyhow::{bail, Context, Result};
 
 use super::checks::mismatches;
+use super::known::lab_kernel_of;
+use super::known::{
+    build_command, has_result, known_targets, missing_message, resolve, unknown_target,
+    variants_hint, Known,
+};
+use super::lab::find::{self, Found, LabRuns};
+use super::lab::LabReport;
 use super::model::{Comparison, Report, TargetReport};
 use super::sizes;
 use crate::measure::bloat;
 use crate::measure::sections;
 use crate::measure::symbols;
-use crate::results::{self, BuildResult, TargetRecord};
+use crate::results::{self, BuildResult};
 use crate::util::layout::Layout;
 
 /// What `--symbols` asked for.
@@ -60,169 +66,9 @@ pub struct Request {
     pub symbols: Option<SymbolOptions>,
     /// Compare builds that differ in more than the variant, with warnings.
     pub allow_mismatch: bool,
-}
-
-/// The command that builds `variants` of `target`.
-pub fn build_command(target: &str, variants: &[&str]) -> String {
-    let mut cmd = format!("cargo xtask build --target {target}");
-    for v in variants {
-        cmd.push_str(" --variant ");
-        cmd.push_str(v);
-    }
-    cmd
-}
-
-/// Whether `dir` holds a finished build (`result.json`).
-fn has_result(dir: &Path) -> bool {
-    dir.join(results::FILE_NAME).is_file()
-}
-
-/// Names of the subdirectories of `dir` (none when it does not exist), by
-/// name; hidden ones are left out.
-fn subdirectories(dir: &Path) -> Result<Vec<String>> {
-    let mut names = Vec::new();
-    if !dir.is_dir() {
-        return Ok(names);
-    }
-    let read = |e: std::io::Error| anyhow!(e).context(format!("reading {}", dir.display()));
-    for entry in std::fs::read_dir(dir).map_err(read)? {
-        let path = entry.map_err(read)?.path();
-        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-            if path.is_dir() && !name.starts_with('.') {
-                names.push(name.to_string());
-            }
-        }
-    }
-    names.sort();
-    Ok(names)
-}
-
-/// Just the recorded target of a `result.json`.
-#[derive(Deserialize)]
-struct TargetOnly {
-    target: TargetRecord,
-}
-
-/// The target recorded in `dir/result.json`, when it is readable; a broken
-/// file is reported when (and only if) the build is compared.
-fn recorded_target(dir: &Path) -> Option<TargetRecord> {
-    let text = std::fs::read_to_string(dir.join(results::FILE_NAME)).ok()?;
-    serde_json::from_str::<TargetOnly>(&text)
-        .ok()
-        .map(|t| t.target)
-}
-
-/// A target known from its results directory.
-#[derive(Debug, Clone)]
-struct Known {
-    /// The directory's name, which is the target's name.
-    name: String,
-    /// Variants with a `result.json`, by name.
-    built: Vec<String>,
-    /// The target as its results recorded it (the base's record when the
-    /// base is built); `None` when no `result.json` is readable.
-    record: Option<TargetRecord>,
-}
-
-impl Known {
-    /// Whether `spelling` is this target's OpenWrt `target/subtarget` or
-    /// one of its aliases.
-    fn is_called(&self, spelling: &str) -> bool {
-        self.record
-            .as_ref()
-            .is_some_and(|r| r.openwrt == spelling || r.aliases.iter().any(|a| a == spelling))
-    }
-
-    /// `ath79 (ath79/generic, ar71xx)`: the name and what else `--target`
-    /// accepts for it.
-    fn describe(&self) -> String {
-        match &self.record {
-            Some(r) => {
-                let mut other = vec![r.openwrt.as_str()];
-                other.extend(r.aliases.iter().map(String::as_str));
-                format!("{} ({})", self.name, other.join(", "))
-            }
-            None => self.name.clone(),
-        }
-    }
-}
-
-/// Every target with a results directory, by name.
-fn known_targets(layout: &Layout, base: &str) -> Result<Vec<Known>> {
-    let root = layout.results_root();
-    let mut known = Vec::new();
-    for name in subdirectories(&root)? {
-        let built: Vec<String> = subdirectories(&root.join(&name))?
-            .into_iter()
-            .filter(|v| has_result(&layout.results_dir(&name, v)))
-            .collect();
-        let base_first = built
-            .iter()
-            .filter(|v| *v == base)
-            .chain(built.iter().filter(|v| *v != base));
-        let record = base_first
-            .filter_map(|v| recorded_target(&layout.results_dir(&name, v)))
-            .find(|r| r.name == name);
-        known.push(Known {
-            name,
-            built,
-            record,
-        });
-    }
-    Ok(known)
-}
-
-/// The target `spelling` names: a results directory's name first, else
-/// the OpenWrt target or an alias a target's results record.
-fn resolve<'a>(known: &'a [Known], spelling: &str) -> Option<&'a Known> {
-    known
-        .iter()
-        .find(|k| k.name == spelling)
-        .or_else(|| known.iter().find(|k| k.is_called(spelling)))
-}
-
-/// ` (variants with results: a, b)`, or nothing when there are none.
-fn variants_hint(variants: &[&str]) -> String {
-    if variants.is_empty() {
-        String::new()
-    } else {
-        format!(" (variants with results: {})", variants.join(", "))
-    }
-}
-
-fn unknown_target(
-    layout: &Layout,
-    request: &Request,
-    spelling: &str,
-    known: &[Known],
-) -> anyhow::Error {
-    let mut needed = vec![request.base.as_str()];
-    needed.extend(request.variants.iter().map(String::as_str));
-    let missing = if spelling.contains('/') {
-        String::new()
-    } else {
-        format!(
-            "no results for {spelling}/{}: {} does not exist, and ",
-            request.base,
-            layout
-                .results_dir(spelling, &request.base)
-                .join(results::FILE_NAME)
-                .display()
-        )
-    };
-    let listing = if known.is_empty() {
-        format!(
-            "no target has results yet in {}",
-            layout.results_root().display()
-        )
-    } else {
-        let names: Vec<String> = known.iter().map(Known::describe).collect();
-        format!("targets with results: {}", names.join(", "))
-    };
-    anyhow!(
-        "unknown target {spelling:?}: {missing}no results record it as their target, OpenWrt target or alias ({listing}); if targets/ defines it, build it first with `{}`",
-        build_command(spelling, &needed)
-    )
+    /// Which runtime lab runs to show (default: the newest complete one of
+    /// each target the report covers).
+    pub lab: LabRuns,
 }
 
 /// How a target came to be in the report.
@@ -265,6 +111,16 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         request.targets.clone()
     };
 
+    let mut skipped = Vec::new();
+    let lab_targets = lab_targets(layout, &spellings, &known)?;
+    let labs = find::select(layout, &request.lab, &lab_targets, &mut skipped)?;
+    // A target a lab run measured is reported even without size results,
+    // which are then a note rather than an error.
+    let measured = |name: &str| {
+        let router = lab_kernel_of(name).unwrap_or(name);
+        labs.iter().any(|l| l.covers(name) || l.covers(router))
+    };
+
     let mut chosen: Vec<(&Known, Asked)> = Vec::new();
     for spelling in &spellings {
         if spelling == "all" {
@@ -274,11 +130,24 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
                 }
             }
         } else {
-            let k = resolve(&known, spelling)
-                .ok_or_else(|| unknown_target(layout, request, spelling, &known))?;
+            let Some(k) = resolve(&known, spelling) else {
+                if !measured(spelling) {
+                    return Err(unknown_target(layout, request, spelling, &known));
+                }
+                skipped.push(format!(
+                    "{spelling}: no size results, only the lab's (`{}`)",
+                    build_command(spelling, &[&request.base, "<VARIANT>"])
+                ));
+                continue;
+            };
+            let asked = if measured(&k.name) {
+                Asked::ByAll
+            } else {
+                Asked::ByName
+            };
             match chosen.iter_mut().find(|(c, _)| c.name == k.name) {
-                Some(entry) => entry.1 = Asked::ByName,
-                None => chosen.push((k, Asked::ByName)),
+                Some(entry) => entry.1 = asked,
+                None => chosen.push((k, asked)),
             }
         }
     }
@@ -287,15 +156,19 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         base: request.base.clone(),
         root: layout.root().to_path_buf(),
         targets: Vec::new(),
-        skipped: Vec::new(),
+        skipped,
         symbols: request.symbols,
+        labs: Vec::new(),
     };
     for (target, asked) in chosen {
         if let Some(t) = load_target(layout, request, target, asked, &all_variants, &mut report)? {
             report.targets.push(t);
         }
     }
-    if report.targets.is_empty() {
+    for found in labs {
+        report.labs.push(lab_report(layout, request, found)?);
+    }
+    if report.targets.is_empty() && report.labs.is_empty() {
         let mut names = vec![request.base.as_str()];
         names.extend(request.variants.iter().map(String::as_str));
         if request.variants.is_empty() {
@@ -315,6 +188,42 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         );
     }
     Ok(report)
+}
+
+/// The targets whose newest lab run a report shows: under `all` every
+/// target with a lab run, else the router target of each `--target` that
+/// has one (`brcm47xx` for `brcm47xx`, `brcm47xx-lab` or an OpenWrt name
+/// its results record).
+fn lab_targets(layout: &Layout, spellings: &[String], known: &[Known]) -> Result<Vec<String>> {
+    let with_runs = find::targets_with_runs(layout)?;
+    if spellings.iter().any(|s| s == "all") {
+        return Ok(with_runs);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for s in spellings {
+        let name = resolve(known, s).map_or(s.as_str(), |k| k.name.as_str());
+        let router = lab_kernel_of(name).unwrap_or(name);
+        if with_runs.iter().any(|t| t == router) && !out.iter().any(|t| t == router) {
+            out.push(router.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// The report of one lab run, with notes on a `--base` it does not have
+/// and on lab kernels rebuilt since it ran.
+fn lab_report(layout: &Layout, request: &Request, found: Found) -> Result<LabReport> {
+    let mut notes = find::rebuilt_since(layout, &found);
+    let base = &found.record.settings.base;
+    if *base != request.base {
+        notes.push(format!(
+            "this lab run compares against its own base {base}, not --base {}",
+            request.base
+        ));
+    }
+    let mut lab = LabReport::new(found.dir, found.record, &request.variants)?;
+    lab.notes.extend(notes);
+    Ok(lab)
 }
 
 fn load_target(
@@ -463,31 +372,6 @@ fn load_target(
         base_dir,
         comparisons,
     }))
-}
-
-fn missing_message(layout: &Layout, target: &str, variant: &str, all_variants: &[&str]) -> String {
-    let dir = layout.results_dir(target, variant);
-    let state = if dir.join("build.log").is_file() {
-        format!(
-            "{} has a build.log but no {}: the build failed, was interrupted, or is still running",
-            dir.display(),
-            results::FILE_NAME
-        )
-    } else {
-        format!("{} does not exist", dir.join(results::FILE_NAME).display())
-    };
-    let unknown = if all_variants.contains(&variant) {
-        String::new()
-    } else {
-        format!(
-            "; no target has results for {variant:?}{}",
-            variants_hint(all_variants)
-        )
-    };
-    format!(
-        "no results for {target}/{variant}: {state}; build them with `{}`{unknown}",
-        build_command(target, &[variant])
-    )
 }
 
 /// Reads `dir/result.json` and checks that it belongs in `dir` and that

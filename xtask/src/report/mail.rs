@@ -14,6 +14,10 @@
 //! …
 //! ```
 //!
+//! The runtime lab's runs follow: the seed's lines per GRO setting
+//! ([`super::lab::text`]) and the per-run tables of the batman-adv
+//! performance mails (`run | base | variant`, then `avg`).
+//!
 //! The kernel version and compiler come from `result.json`; when targets
 //! differ in them, each target's block carries its own line. The flags are
 //! each variant's effective KBUILD_CFLAGS branch (`-Os` or `-O2`), as
@@ -22,6 +26,8 @@
 
 use std::fmt::Write as _;
 
+use super::lab::text as lab_text;
+use super::lab::Role;
 use super::model::{Report, TargetReport};
 use super::text::{heading, target_body, VariantHeadings};
 use super::Style;
@@ -63,22 +69,70 @@ fn flag_lines(flags: &[(String, String)]) -> String {
     out
 }
 
-/// Renders the report as a mail / commit-message body.
-pub fn render(report: &Report, style: &Style) -> String {
+/// `Size change of a, b against base`, `Size and runtime change of …` or
+/// `Runtime change of …`, by what the report holds; `Runtime lab of base`
+/// when a lab ran its base alone.
+pub fn title(report: &Report) -> String {
     let mut variants: Vec<&str> = Vec::new();
-    for t in &report.targets {
-        for c in &t.comparisons {
-            if !variants.contains(&c.variant.variant.name.as_str()) {
-                variants.push(&c.variant.variant.name);
-            }
+    let lab_variants = report.labs.iter().flat_map(|l| {
+        l.comparisons
+            .iter()
+            .filter(|c| c.role == Role::Variant)
+            .map(|c| c.arm.as_str())
+    });
+    for v in report
+        .targets
+        .iter()
+        .flat_map(|t| {
+            t.comparisons
+                .iter()
+                .map(|c| c.variant.variant.name.as_str())
+        })
+        .chain(lab_variants)
+    {
+        if !variants.contains(&v) {
+            variants.push(v);
         }
     }
-    let mut out = format!(
-        "Size change of {} against {}:\n\n",
-        variants.join(", "),
-        report.base
-    );
+    let what = match (report.targets.is_empty(), report.labs.is_empty()) {
+        (false, true) => "Size change",
+        (false, false) => "Size and runtime change",
+        (true, _) => "Runtime change",
+    };
+    let base = match report.labs.first() {
+        Some(l) if report.targets.is_empty() => &l.base,
+        _ => &report.base,
+    };
+    if variants.is_empty() {
+        // Only a lab that ran its base alone.
+        format!("Runtime lab of {base}")
+    } else {
+        format!("{what} of {} against {base}", variants.join(", "))
+    }
+}
 
+/// Renders the report as a mail / commit-message body: the size targets,
+/// then each lab run's lines ([`super::lab::text::block`]) and its per-run
+/// tables ([`super::lab::text::run_tables`]).
+pub fn render(report: &Report, style: &Style) -> String {
+    let mut out = format!("{}:\n", title(report));
+    if !report.targets.is_empty() {
+        out.push('\n');
+        out.push_str(&sizes(report, style));
+    }
+    for lab in &report.labs {
+        out.push('\n');
+        out.push_str(&lab_text::block(report, lab, style));
+        out.push('\n');
+        out.push_str(&lab_text::run_tables(lab, style));
+    }
+    out
+}
+
+/// The size targets' part of the mail: toolchain, flags, one block per
+/// target. `report.targets` must not be empty.
+fn sizes(report: &Report, style: &Style) -> String {
+    let mut out = String::new();
     let first = &report.targets[0];
     let shared_toolchain = report
         .targets

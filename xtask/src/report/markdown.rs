@@ -19,7 +19,9 @@
 //! samples are shown with two decimals. Columns: the base, then per variant
 //! its value and the change (in the unit, and in percent).
 //! Warnings are quoted above the table; symbol diffs follow it in
-//! collapsible `<details>` blocks.
+//! collapsible `<details>` blocks. The runtime lab's runs follow the
+//! targets, as LKP-style tables with p values and intervals
+//! ([`super::lab::markdown`]).
 
 use std::fmt::Write as _;
 
@@ -32,8 +34,20 @@ fn change_cell(m: &Metric, style: &Style) -> String {
     format!("{} ({})", m.delta().signed_text(d), m.percent_text(d))
 }
 
-/// Renders the report as Markdown.
+/// Renders the report as Markdown: the size targets, then each lab run
+/// ([`super::lab::markdown::section`]).
 pub fn render(report: &Report, style: &Style) -> String {
+    let mut out = sizes(report, style);
+    for lab in &report.labs {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&super::lab::markdown::section(report, lab, style));
+    }
+    out
+}
+
+fn sizes(report: &Report, style: &Style) -> String {
     let mut out = String::new();
     for (i, t) in report.targets.iter().enumerate() {
         if i > 0 {

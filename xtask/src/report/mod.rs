@@ -17,6 +17,8 @@
 pub mod checks;
 pub mod csv;
 pub mod json;
+pub mod known;
+pub mod lab;
 pub mod load;
 pub mod mail;
 pub mod markdown;
@@ -33,6 +35,8 @@ use anyhow::{bail, Context, Result};
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
+pub use known::{build_command, lab_kernel_of};
+pub use lab::find::LabRuns;
 pub use load::{load, Request, SymbolOptions};
 pub use model::{format_percent, Change, Decimal, Report};
 

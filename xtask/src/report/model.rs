@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::measure::bloat::BloatDiff;
+use crate::measure::stats;
 use crate::results::BuildResult;
 
 use super::load::SymbolOptions;
@@ -251,6 +252,20 @@ pub struct Metric {
     pub hex: Option<HexRow>,
     base: Samples,
     variant: Samples,
+    stats: Option<Stats>,
+}
+
+/// The statistics of a metric measured N times per side (the runtime
+/// lab's): [`stats::compare`] against the noise floor an A/A control
+/// measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    /// Summaries, %change, bootstrap 95 % interval, Welch and Mann–Whitney
+    /// p, and the verdict.
+    pub comparison: stats::Comparison,
+    /// The A/A control's |%change| of this metric, in percent; `None`
+    /// without a control (the verdict then uses 0).
+    pub noise_floor: Option<f64>,
 }
 
 impl Metric {
@@ -282,7 +297,25 @@ impl Metric {
             hex: None,
             base,
             variant,
+            stats: None,
         })
+    }
+
+    /// This metric with its [`Stats`] against `noise_floor` (the A/A
+    /// control's |%change| in percent, `None` without a control).
+    pub fn with_stats(mut self, noise_floor: Option<f64>) -> Metric {
+        let (base, variant) = (self.base.values(), self.variant.values());
+        self.stats =
+            stats::compare(&base, &variant, noise_floor.unwrap_or(0.0)).map(|comparison| Stats {
+                comparison,
+                noise_floor,
+            });
+        self
+    }
+
+    /// The statistics, for metrics made [`Metric::with_stats`].
+    pub fn stats(&self) -> Option<&Stats> {
+        self.stats.as_ref()
     }
 
     /// A metric with one whole-number sample per side (a size in bytes):
@@ -296,6 +329,7 @@ impl Metric {
             hex: None,
             base: Samples::Whole(vec![change.before]),
             variant: Samples::Whole(vec![change.after]),
+            stats: None,
         }
     }
 
@@ -543,6 +577,8 @@ pub struct Report {
     pub skipped: Vec<String>,
     /// Whether (and how) symbol diffs were computed.
     pub symbols: Option<SymbolOptions>,
+    /// The runtime lab's runs ([`super::lab`]), after the size targets.
+    pub labs: Vec<super::lab::LabReport>,
 }
 
 impl Report {

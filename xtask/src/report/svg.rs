@@ -13,11 +13,14 @@
 //! several samples with two decimals). Bars are coloured by variant, with a legend when more
 //! than one variant is compared. `--allow-mismatch` warnings are printed in
 //! red under the title. All panels share one x scale. Canvas: 960 px wide, 26 px per bar plus about 110 px
-//! per panel.
+//! per panel. The runtime lab's runs follow, every run a dot
+//! ([`super::lab::svg`]).
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
+use super::lab::svg as lab_svg;
+use super::lab::LabReport;
 use super::model::{Metric, Report};
 use super::text::{heading, unit_suffix};
 use super::Style;
@@ -128,9 +131,15 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
         .flat_map(|w| wrap(&w, WRAP))
         .collect();
 
+    let lab_panels: Vec<(&LabReport, lab_svg::Panel<'_>)> = report
+        .labs
+        .iter()
+        .flat_map(|l| lab_svg::panels(l).into_iter().map(move |p| (l, p)))
+        .collect();
     let heights: Vec<u32> = panels
         .iter()
         .map(|(_, bars)| bars.len() as u32 * ROW + PANEL_EXTRA)
+        .chain(lab_panels.iter().map(|(_, p)| p.height()))
         .collect();
     let header = TITLE + warnings.len() as u32 * WARNING_LINE;
     let height = header + heights.iter().sum::<u32>();
@@ -139,11 +148,7 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let title = format!(
-            "Size change of {} against {}",
-            variants.join(", "),
-            report.base
-        );
+        let title = super::mail::title(report);
         root.draw(&Text::new(
             title,
             (12, 12),
@@ -172,8 +177,12 @@ pub fn render(report: &Report, style: &Style) -> Result<String> {
             .fold(0.0f64, |m, p| m.max(p.abs()));
         let limit = if largest == 0.0 { 1.0 } else { largest * 1.45 };
         let areas = root.split_by_breakpoints::<u32, u32, _, _>([], breaks);
-        for ((title, bars), area) in panels.iter().zip(areas.iter().skip(1)) {
+        let mut areas = areas.iter().skip(1);
+        for ((title, bars), area) in panels.iter().zip(&mut areas) {
             draw_panel(area, title, bars, &variants, limit, style)?;
+        }
+        for ((lab, panel), area) in lab_panels.iter().zip(areas) {
+            lab_svg::draw(area, lab, panel, style)?;
         }
         root.present().map_err(err)?;
     }

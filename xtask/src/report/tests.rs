@@ -76,6 +76,7 @@ fn result(variant: &str, zimage: u64) -> BuildResult {
         finished: String::new(),
         duration_seconds: 1.0,
         ccache: None,
+        incremental_from: None,
     }
 }
 
@@ -116,6 +117,7 @@ fn report_with_made_up_family() -> Report {
         }],
         skipped: Vec::new(),
         symbols: None,
+        labs: Vec::new(),
     }
 }
 
@@ -130,7 +132,7 @@ fn every_format_renders_a_family_it_does_not_know() {
         match format {
             // Means 110 and 121 are exact, so the percent is exactly 10.
             Format::Csv => assert!(
-                out.contains("\nbcm53xx,bcm53xx/generic,BCM47094,baseline,other,made-up,gizmo,110,121,11,10\n"),
+                out.contains("\nbcm53xx,bcm53xx/generic,BCM47094,baseline,other,made-up,gizmo,110,121,11,10,made-up,widgets,,,,,,,,,,\n"),
                 "{format}\n{out}"
             ),
             Format::Json => {

@@ -11,20 +11,27 @@
 //! (`tcp throughput: 941.33 → 950.00 Mbit/s (+0.92%, mean of 3 samples)`).
 //! Then binutils `size`'s own Berkeley table for the base and every variant
 //! vmlinux, and with `--symbols` the bloat-o-meter text of each pair.
-//! Warnings from `--allow-mismatch` come right under the heading.
+//! Warnings from `--allow-mismatch` come right under the heading. The
+//! runtime lab's runs follow the targets ([`super::lab::text`]: the seed's
+//! `LAN to WAN: 824 Mbit/s → 940 Mbit/s (+14.08%)` lines per GRO setting,
+//! with their statistics).
 
 use std::fmt::Write as _;
 
+use super::known::lab_kernel_of;
 use super::model::{Comparison, Family, Metric, Report, TargetReport, UnitLabel};
 use super::Style;
 
 /// The heading of a target: `SOC (openwrt/target)`, from `result.json`'s
-/// `soc` and `openwrt_target`.
+/// `soc` and `openwrt_target`; for a lab kernel (`brcm47xx-lab`), whose
+/// SoC is the QEMU machine, `QEMU malta (74Kf) (lab kernel of
+/// brcm47xx/mips74k)`, so it is not taken for the router's.
 pub fn heading(target: &TargetReport) -> String {
-    format!(
-        "{} ({})",
-        target.base.target.soc, target.base.target.openwrt
-    )
+    let t = &target.base.target;
+    match lab_kernel_of(&target.name) {
+        Some(_) => format!("{} (lab kernel of {})", t.soc, t.openwrt),
+        None => format!("{} ({})", t.soc, t.openwrt),
+    }
 }
 
 /// The text binutils `size` (Berkeley format, decimal radix) prints for
@@ -166,15 +173,17 @@ pub fn target_body(
     out
 }
 
-/// Renders the whole report as text.
+/// Renders the whole report as text: the size targets, then the lab runs
+/// ([`super::lab::text::block`]).
 pub fn render(report: &Report, style: &Style) -> String {
-    let mut out = String::new();
-    for (i, t) in report.targets.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let _ = writeln!(out, "{}:", heading(t));
+    let mut blocks: Vec<String> = Vec::new();
+    for t in &report.targets {
+        let mut out = format!("{}:\n", heading(t));
         out.push_str(&target_body(report, t, style, VariantHeadings::Always));
+        blocks.push(out);
     }
-    out
+    for lab in &report.labs {
+        blocks.push(super::lab::text::block(report, lab, style));
+    }
+    blocks.join("\n")
 }

@@ -3,8 +3,11 @@
 //! Written last, atomically (temporary file + rename), after every artifact
 //! is in place: a results directory without `result.json` is an
 //! interrupted or failed build, never a complete one.
+//!
+//! [`lab`] holds the runtime lab's record, `lab.json`.
 
 pub mod archive;
+pub mod lab;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -201,6 +204,12 @@ pub struct BuildResult {
     /// `--no-ccache` (and in results written before ccache was used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ccache: Option<CcacheStats>,
+    /// The variant of the same target whose finished build directory this
+    /// build started from (a patch-only variant: same flags and kconfig,
+    /// other patches; make recompiled only what the patches changed);
+    /// `None` for a build from an empty directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incremental_from: Option<String>,
 }
 
 /// Just the schema number, read before the rest so an old file gets a

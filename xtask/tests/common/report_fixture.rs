@@ -24,6 +24,7 @@ pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
         variants: variants.iter().map(|s| s.to_string()).collect(),
         symbols: None,
         allow_mismatch: false,
+        lab: xtask::report::LabRuns::Newest,
     }
 }
 
@@ -405,6 +406,7 @@ impl Fixture {
             finished: "2026-11-30T00:21:14Z".to_string(),
             duration_seconds: 212.1,
             ccache: None,
+            incremental_from: None,
         }
     }
 

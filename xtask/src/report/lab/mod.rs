@@ -1,0 +1,479 @@
+//! The runtime lab in the size report: what one `lab.json`
+//! ([`crate::results::lab`]) measured, as metric families of the report
+//! model ([`super::model::Family`]), with their statistics.
+//!
+//! * [`find`]: which lab runs a report shows (the newest complete one per
+//!   target, or `--lab-run DIR`).
+//! * [`LabReport`]: one lab run. Its [`Series`] hold every arm's samples
+//!   per (family, direction, GRO setting) in run order, for the per-run
+//!   tables and the SVG's points; its [`LabComparison`]s compare the base
+//!   with the A/A control (the noise floor) and with each variant.
+//! * Families: [`THROUGHPUT`] in Mbit/s and [`CPU_PER_PACKET`] in
+//!   ns/packet; a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
+//!   its `item` the direction (`lan-to-wan`, `wan-to-lan`), each sample
+//!   one measured run (warm-ups left out).
+//! * Statistics: [`crate::measure::stats::compare`] through
+//!   [`Metric::with_stats`]; a variant's change is significant only when
+//!   its bootstrap 95 % interval excludes 0 and |%change| exceeds the A/A
+//!   control's |%change| of the same metric (its noise floor).
+//! * [`text`], [`markdown`], [`json`], [`svg`]: the lab's part of each
+//!   format (CSV rows come from the model directly).
+
+pub mod find;
+pub mod json;
+pub mod markdown;
+pub mod svg;
+pub mod text;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
+use crate::measure::stats::{mann_whitney_min_p, Interval, Verdict};
+use crate::results::lab::{
+    Arm, Direction, LabRecord, QemuInfo, Settings, COMPLETE, CPU_PER_PACKET, MBIT_PER_S,
+    NS_PER_PACKET, THROUGHPUT,
+};
+
+/// The lab's families in report order: (name, unit, title in sentences).
+pub const FAMILIES: [(&str, &str, &str); 2] = [
+    (THROUGHPUT, MBIT_PER_S, "Throughput"),
+    (CPU_PER_PACKET, NS_PER_PACKET, "Guest CPU per packet"),
+];
+
+/// The smallest two-sided p a test must reach to count.
+pub const ALPHA: f64 = 0.05;
+
+/// GRO on the guest's NICs during a run (`lab.json` records it as
+/// `gro: true|false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gro {
+    /// GRO on (the kernel's default).
+    On,
+    /// GRO off.
+    Off,
+}
+
+impl From<bool> for Gro {
+    /// `true` is [`Gro::On`], as `lab.json` writes it.
+    fn from(on: bool) -> Gro {
+        if on {
+            Gro::On
+        } else {
+            Gro::Off
+        }
+    }
+}
+
+impl Gro {
+    /// `gro-on` / `gro-off`: a lab metric's `kind`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Gro::On => "gro-on",
+            Gro::Off => "gro-off",
+        }
+    }
+
+    /// `GRO on` / `GRO off`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Gro::On => "GRO on",
+            Gro::Off => "GRO off",
+        }
+    }
+
+    /// Whether GRO is on, as `lab.json` writes it.
+    pub fn is_on(self) -> bool {
+        self == Gro::On
+    }
+}
+
+/// `LAN to WAN` / `WAN to LAN`, the seed's words.
+pub fn direction_title(direction: Direction) -> &'static str {
+    match direction {
+        Direction::LanToWan => "LAN to WAN",
+        Direction::WanToLan => "WAN to LAN",
+    }
+}
+
+/// The title of family `name` (`Throughput`), or the name itself.
+pub fn family_title(name: &str) -> &str {
+    FAMILIES
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map_or(name, |(_, _, title)| title)
+}
+
+/// The LKP-style name of a lab metric: `throughput.lan-to-wan.gro-on`.
+pub fn lkp_name(family: &Family, m: &Metric) -> String {
+    format!("{}.{}.{}", family.name, m.item, m.kind)
+}
+
+/// Every arm's samples of one family in one direction with one GRO
+/// setting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// [`THROUGHPUT`] or [`CPU_PER_PACKET`].
+    pub family: String,
+    /// Unit of the values: Mbit/s or ns/packet.
+    pub unit: String,
+    /// Traffic direction.
+    pub direction: Direction,
+    /// GRO on the guest's NICs.
+    pub gro: Gro,
+    /// (arm name, its values in run order), in the lab's arm order; an arm
+    /// without runs is left out.
+    pub arms: Vec<(String, Vec<f64>)>,
+}
+
+/// What a lab comparison measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The base against itself booted as a second arm: the noise floor.
+    Control,
+    /// The base against a variant.
+    Variant,
+}
+
+/// The base arm against one other arm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabComparison {
+    /// The other arm's name (`no-reorder-blocks`, `baseline~control`).
+    pub arm: String,
+    /// Control or variant.
+    pub role: Role,
+    /// [`FAMILIES`] that have samples on both sides, each metric with its
+    /// [`Stats`] (the control's against a floor of 0).
+    pub families: Vec<Family>,
+}
+
+impl LabComparison {
+    /// The smallest Mann–Whitney p any of its metrics can reach, with the
+    /// sample counts (base, other) that give it.
+    pub fn mann_whitney_floor(&self) -> Option<(f64, usize, usize)> {
+        self.families
+            .iter()
+            .flat_map(|f| &f.metrics)
+            .filter_map(Metric::stats)
+            .map(|s| {
+                let c = &s.comparison;
+                (c.mann_whitney_min_p, c.base.n, c.variant.n)
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
+}
+
+/// One lab run in the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabReport {
+    /// The lab directory, holding `lab.json`.
+    pub dir: PathBuf,
+    /// The router target (`brcm47xx`).
+    pub target: String,
+    /// Its lab kernel's results directory name (`brcm47xx-lab`).
+    pub lab_target: String,
+    /// `complete`, `running` or `failed: …`.
+    pub status: String,
+    /// When the lab started (RFC 3339).
+    pub started: String,
+    /// How it ran.
+    pub settings: Settings,
+    /// The emulator.
+    pub qemu: QemuInfo,
+    /// The kernels compared.
+    pub arms: Vec<Arm>,
+    /// The base arm's name.
+    pub base: String,
+    /// Every arm's samples, by family, then GRO setting, then direction.
+    pub series: Vec<Series>,
+    /// The A/A control first (when the lab ran one), then each variant.
+    pub comparisons: Vec<LabComparison>,
+    /// Sentences about this run: status, missing control or variants,
+    /// what Mann–Whitney cannot show, lab kernels rebuilt since.
+    pub notes: Vec<String>,
+}
+
+impl LabReport {
+    /// Builds the report of `record`, read from `dir`. `variants` (empty:
+    /// every one) chooses the variant arms compared with the base; the A/A
+    /// control is always compared, as it gives the noise floor.
+    ///
+    /// Errors when the record names a base without an arm.
+    pub fn new(dir: PathBuf, record: LabRecord, variants: &[String]) -> Result<LabReport> {
+        let base = record.settings.base.clone();
+        if !record.arms.iter().any(|a| a.name == base && !a.control) {
+            bail!(
+                "{}: the base {base:?} has no arm (arms: {}); the file is damaged",
+                dir.join(crate::results::lab::FILE_NAME).display(),
+                record
+                    .arms
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let mut notes = Vec::new();
+        if record.status != COMPLETE {
+            notes.push(format!(
+                "this lab run is not complete ({}): the numbers are those of the runs it finished",
+                record.status
+            ));
+        }
+        let series = series_of(&record);
+        let control = record.arms.iter().find(|a| a.control);
+        let mut comparisons = Vec::new();
+        if let Some(c) = control {
+            comparisons.push(compare(&series, &base, &c.name, Role::Control, None));
+        }
+        let floor = comparisons.first().cloned();
+        let others: Vec<&Arm> = record
+            .arms
+            .iter()
+            .filter(|a| !a.control && a.name != base)
+            .collect();
+        for v in variants {
+            if !others.iter().any(|a| a.variant == *v) {
+                notes.push(format!("this lab run did not measure --variant {v}"));
+            }
+        }
+        for arm in others
+            .iter()
+            .filter(|a| variants.is_empty() || variants.contains(&a.variant))
+        {
+            comparisons.push(compare(
+                &series,
+                &base,
+                &arm.name,
+                Role::Variant,
+                floor.as_ref(),
+            ));
+        }
+        let drifting: Vec<String> = comparisons
+            .iter()
+            .filter(|c| c.role == Role::Control)
+            .flat_map(|c| &c.families)
+            .flat_map(|f| f.metrics.iter().map(move |m| (f, m)))
+            .filter(|(_, m)| {
+                m.stats()
+                    .is_some_and(|s| s.comparison.verdict == Verdict::Significant)
+            })
+            .map(|(f, m)| lkp_name(f, m))
+            .collect();
+        if !drifting.is_empty() {
+            notes.push(format!(
+                "the A/A control differs from its base beyond the 95 % interval in {}: the same kernel measured apart (chance, one metric in 20 at 95 %, or an effect of the arms' order within each round), so read changes of that size with care",
+                drifting.join(", ")
+            ));
+        }
+        if others.is_empty() {
+            notes.push(format!(
+                "nothing compared: the lab ran only {base}; compare a variant with `cargo xtask lab --target {} --variant {base} --variant <VARIANT>`",
+                record.target
+            ));
+        } else if control.is_none() {
+            notes.push(
+                "no A/A control (the lab ran with --no-control): the noise floor is unknown, so a change is called significant on its interval alone"
+                    .to_string(),
+            );
+        }
+        if let Some((p, m, n)) = comparisons
+            .iter()
+            .filter_map(LabComparison::mann_whitney_floor)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .filter(|(p, _, _)| *p > ALPHA)
+        {
+            notes.push(format!(
+                "Mann–Whitney U cannot reach p < {ALPHA} with {} runs per side: its smallest p is then {p:.3}; it needs {} runs per side (cargo xtask lab --runs N, default 5)",
+                if m == n { m.to_string() } else { format!("{m} and {n}") },
+                runs_for_mann_whitney()
+            ));
+        }
+        Ok(LabReport {
+            dir,
+            target: record.target,
+            lab_target: record.lab_target,
+            status: record.status,
+            started: record.started,
+            settings: record.settings,
+            qemu: record.qemu,
+            arms: record.arms,
+            base,
+            series,
+            comparisons,
+            notes,
+        })
+    }
+
+    /// What each metric can and cannot show, one sentence each.
+    pub fn caveats(&self) -> Vec<String> {
+        let icount = if self.qemu.icount.is_empty() {
+            "without -icount it is host time, which host load moves too".to_string()
+        } else {
+            format!(
+                "under -icount {} guest time counts instructions, so it is a path-length proxy that host load does not move",
+                self.qemu.icount
+            )
+        };
+        vec![
+            "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
+            format!("ns/packet is the guest's CPU time per forwarded packet: {icount}"),
+            "neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware".to_string(),
+        ]
+    }
+
+    /// The arm called `name`.
+    pub fn arm(&self, name: &str) -> Option<&Arm> {
+        self.arms.iter().find(|a| a.name == name)
+    }
+}
+
+/// The fewest runs per side with which Mann–Whitney can reach [`ALPHA`].
+pub fn runs_for_mann_whitney() -> usize {
+    (1..)
+        .find(|&n| mann_whitney_min_p(n, n) <= ALPHA)
+        .unwrap_or(1)
+}
+
+fn series_of(record: &LabRecord) -> Vec<Series> {
+    let mut out = Vec::new();
+    for (family, unit, _) in FAMILIES {
+        for &gro in &record.settings.gro {
+            for &direction in &record.settings.directions {
+                let arms: Vec<(String, Vec<f64>)> = record
+                    .arms
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.name.clone(),
+                            record.samples(&a.name, direction, gro, family),
+                        )
+                    })
+                    .filter(|(_, v)| !v.is_empty())
+                    .collect();
+                if !arms.is_empty() {
+                    out.push(Series {
+                        family: family.to_string(),
+                        unit: unit.to_string(),
+                        direction,
+                        gro: Gro::from(gro),
+                        arms,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `base` against `other` in every series both have; a variant's noise
+/// floor for each metric is the |%change| `control` measured for it.
+fn compare(
+    series: &[Series],
+    base: &str,
+    other: &str,
+    role: Role,
+    control: Option<&LabComparison>,
+) -> LabComparison {
+    let mut families: Vec<Family> = Vec::new();
+    for s in series {
+        let get = |arm: &str| s.arms.iter().find(|(a, _)| a == arm).map(|(_, v)| v);
+        let (Some(b), Some(o)) = (get(base), get(other)) else {
+            continue;
+        };
+        let (kind, item) = (s.gro.kind(), s.direction.name());
+        let floor = control.and_then(|c| {
+            c.families
+                .iter()
+                .find(|f| f.name == s.family)?
+                .metrics
+                .iter()
+                .find(|m| m.kind == kind && m.item == item)?
+                .percent()
+                .map(f64::abs)
+        });
+        let Ok(metric) = Metric::new(
+            kind,
+            item,
+            &format!("{}, {}", direction_title(s.direction), s.gro.title()),
+            direction_title(s.direction),
+            Samples::Real(b.clone()),
+            Samples::Real(o.clone()),
+        ) else {
+            continue;
+        };
+        let metric = metric.with_stats(floor);
+        match families.iter_mut().find(|f| f.name == s.family) {
+            Some(f) => f.metrics.push(metric),
+            None => {
+                let mut f = Family::new(&s.family, &s.unit, UnitLabel::Shown);
+                f.metrics.push(metric);
+                families.push(f);
+            }
+        }
+    }
+    LabComparison {
+        arm: other.to_string(),
+        role,
+        families,
+    }
+}
+
+/// A p value as printed: four decimals, `<0.0001` below; `n/a` without.
+pub fn p_text(p: Option<f64>, decimal: Decimal) -> String {
+    match p {
+        None => "n/a".to_string(),
+        Some(p) if p < 0.0001 => decimal.apply("<0.0001".to_string()),
+        Some(p) => decimal.apply(format!("{p:.4}")),
+    }
+}
+
+/// A percentage with its sign and two decimals: `+1.68%`.
+pub fn percent_text(p: f64, decimal: Decimal) -> String {
+    decimal.apply(format!("{p:+.2}%"))
+}
+
+/// An interval of the %change: `+1.10% … +6.02%`; `n/a` without.
+pub fn interval_text(i: Option<Interval>, decimal: Decimal) -> String {
+    match i {
+        Some(i) => format!(
+            "{} … {}",
+            percent_text(i.low, decimal),
+            percent_text(i.high, decimal)
+        ),
+        None => "n/a".to_string(),
+    }
+}
+
+/// The verdict in words: `significant`, `interval contains 0`, `within
+/// A/A noise (±0.90%)`, `too few runs`; for the control itself, `A/A noise
+/// floor`.
+pub fn verdict_text(stats: &Stats, role: Role, decimal: Decimal) -> String {
+    if role == Role::Control {
+        return "A/A noise floor".to_string();
+    }
+    match stats.comparison.verdict {
+        Verdict::Significant => "significant".to_string(),
+        Verdict::IntervalContainsZero => "interval contains 0".to_string(),
+        Verdict::WithinNoise => format!(
+            "within A/A noise (±{})",
+            decimal.apply(format!("{:.2}%", stats.noise_floor.unwrap_or(0.0)))
+        ),
+        Verdict::TooFewSamples => "too few runs".to_string(),
+    }
+}
+
+/// The verdict for machines: `significant`, `interval-contains-zero`,
+/// `within-noise`, `too-few-samples`, or `control` for the A/A control.
+pub fn verdict_name(stats: &Stats, role: Role) -> &'static str {
+    if role == Role::Control {
+        return "control";
+    }
+    match stats.comparison.verdict {
+        Verdict::Significant => "significant",
+        Verdict::IntervalContainsZero => "interval-contains-zero",
+        Verdict::WithinNoise => "within-noise",
+        Verdict::TooFewSamples => "too-few-samples",
+    }
+}

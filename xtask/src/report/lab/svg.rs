@@ -1,0 +1,175 @@
+//! The lab's part of the SVG format: one panel per lab run and family
+//! (throughput in Mbit/s, guest CPU per packet in ns/packet), drawn like
+//! the size panels ([`crate::report::svg`]).
+//!
+//! A row per (direction, GRO setting) and arm, labelled with the arm (and
+//! the series on its first arm's row); every measured run is a dot at its
+//! value on the x axis, in the arm's colour, and the arm's mean a vertical
+//! tick. The x axis spans the panel's values with a margin (and room for
+//! the legend on the right), in the family's unit.
+
+use anyhow::Result;
+use plotters::prelude::*;
+
+use super::{direction_title, family_title, LabReport, FAMILIES};
+use crate::report::model::mean;
+use crate::report::Style;
+
+/// Height of one row, pixels.
+const ROW: u32 = 22;
+/// Height a panel needs besides its rows (title, axis, margins), pixels.
+const PANEL_EXTRA: u32 = 110;
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x94, 0x67, 0xbd),
+];
+
+/// One row: its label, the arm's index (for its colour) and values.
+struct Row<'a> {
+    label: String,
+    arm: usize,
+    values: &'a [f64],
+}
+
+/// One panel: its title, unit and rows.
+pub struct Panel<'a> {
+    title: String,
+    unit: String,
+    rows: Vec<Row<'a>>,
+}
+
+impl Panel<'_> {
+    /// Pixels the panel needs.
+    pub fn height(&self) -> u32 {
+        self.rows.len() as u32 * ROW + PANEL_EXTRA
+    }
+}
+
+/// The panels of `lab`: one per family that has runs.
+pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
+    let mut out = Vec::new();
+    for (family, unit, _) in FAMILIES {
+        let mut rows = Vec::new();
+        for s in lab.series.iter().filter(|s| s.family == family) {
+            for (i, (arm, values)) in s.arms.iter().enumerate() {
+                let label = if i == 0 {
+                    format!("{}, {}: {arm}", direction_title(s.direction), s.gro.title())
+                } else {
+                    arm.clone()
+                };
+                let arm = lab.arms.iter().position(|a| a.name == *arm).unwrap_or(0);
+                rows.push(Row { label, arm, values });
+            }
+        }
+        if !rows.is_empty() {
+            out.push(Panel {
+                title: format!(
+                    "Runtime lab, {} on QEMU {}: {} ({unit}), every run",
+                    lab.target,
+                    lab.qemu.machine,
+                    family_title(family)
+                ),
+                unit: unit.to_string(),
+                rows,
+            });
+        }
+    }
+    out
+}
+
+fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("drawing the SVG chart: {e}")
+}
+
+/// Draws `panel` of `lab` into `area`.
+pub fn draw(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    lab: &LabReport,
+    panel: &Panel<'_>,
+    style: &Style,
+) -> Result<()> {
+    let n = panel.rows.len();
+    let all = panel.rows.iter().flat_map(|r| r.values.iter().copied());
+    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.005).max(1e-9);
+    // Room on the right for the legend.
+    let (lo, hi) = (lo - pad, hi + pad + (hi - lo + 2.0 * pad) * 0.3);
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, ("sans-serif", 17).into_font())
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(330)
+        .build_cartesian_2d(lo..hi, (0..n - 1).into_segmented())
+        .map_err(err)?;
+    let labels: Vec<String> = panel.rows.iter().map(|r| r.label.clone()).collect();
+    let decimal = style.decimal();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) if *i < n => labels[n - 1 - *i].clone(),
+            _ => String::new(),
+        })
+        .x_labels(8)
+        .x_label_formatter(&|x| decimal.apply(format!("{x:.0}")))
+        .x_desc(panel.unit.as_str())
+        .label_style(("sans-serif", 13))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(err)?;
+    for (ai, arm) in lab.arms.iter().enumerate() {
+        let color = COLORS[ai % COLORS.len()];
+        let mine = || {
+            panel
+                .rows
+                .iter()
+                .enumerate()
+                .filter(move |(_, r)| r.arm == ai)
+        };
+        let series = chart
+            .draw_series(mine().flat_map(|(i, r)| {
+                let row = n - 1 - i;
+                r.values.iter().map(move |&v| {
+                    Circle::new(
+                        (v, SegmentValue::CenterOf(row)),
+                        4,
+                        color.mix(0.75).filled(),
+                    )
+                })
+            }))
+            .map_err(err)?;
+        series
+            .label(arm.name.as_str())
+            .legend(move |(x, y)| Circle::new((x + 6, y), 4, color.filled()));
+        chart
+            .draw_series(mine().filter_map(|(i, r)| {
+                let m = mean(r.values)?;
+                let row = n - 1 - i;
+                Some(PathElement::new(
+                    vec![
+                        (m, SegmentValue::Exact(row)),
+                        (m, SegmentValue::Exact(row + 1)),
+                    ],
+                    color.stroke_width(2),
+                ))
+            }))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! The lab's part of the text and mail formats.
+//!
+//! A heading naming the target, the QEMU machine and the lab kernels, a
+//! line on how the lab ran, then per comparison (the A/A control first,
+//! then each variant) and per family and GRO setting the seed's lines,
+//! means of the runs in the family's unit:
+//!
+//! ```text
+//! baseline → no-reorder-blocks:
+//! Throughput, GRO on:
+//! LAN to WAN: 170.6 Mbit/s → 180.5 Mbit/s (+5.78%)
+//!   sd ±0.86% → ±0.49%, 95% interval +4.80% … +6.70%, Welch p 0.0015, Mann–Whitney p 0.1000: significant
+//! ```
+//!
+//! (the seed's `LAN to WAN: 824 Mb/s → 940 Mb/s (+14,08%)`, in the lab's
+//! unit; `--decimal-comma` writes `170,6 Mbit/s` and `+5,78%`). The indented line gives each side's
+//! standard deviation in percent of its mean, the bootstrap interval of
+//! the %change, both tests' p and the verdict (the control's line has no
+//! verdict: it is the noise floor). A lab that ran only its base lists the
+//! base's means and spreads. Notes and what each metric can and cannot
+//! show close the block. The mail format adds the per-run tables
+//! ([`run_tables`]).
+
+use std::fmt::Write as _;
+
+use super::{
+    direction_title, family_title, interval_text, p_text, percent_text, verdict_text, Gro,
+    LabComparison, LabReport, Role, Series,
+};
+use crate::report::model::{Decimal, Family};
+use crate::report::{Report, Style};
+
+/// `Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels
+/// brcm47xx-lab)`.
+pub fn heading(lab: &LabReport) -> String {
+    format!(
+        "Runtime lab, {} on QEMU {} -cpu {} (lab kernels {})",
+        lab.target, lab.qemu.machine, lab.qemu.cpu, lab.lab_target
+    )
+}
+
+/// How the lab ran, in one sentence (without the file).
+pub fn how_it_ran(lab: &LabReport) -> String {
+    let s = &lab.settings;
+    let control = lab
+        .arms
+        .iter()
+        .find(|a| a.control)
+        .map_or("no A/A control".to_string(), |a| {
+            format!("A/A control {}", a.name)
+        });
+    format!(
+        "{}: {} runs per variant, direction and GRO setting of {} s each, variants interleaved, {} warm-up run{} per boot discarded; {control}",
+        lab.status,
+        s.runs,
+        s.duration_seconds,
+        s.warmup_runs_per_boot,
+        if s.warmup_runs_per_boot == 1 { "" } else { "s" }
+    )
+}
+
+/// A mean as the seed prints it: whole units from 1000 up (`82017`
+/// ns/packet), one decimal below (`170.6` Mbit/s), so that QEMU's slower
+/// speeds keep three digits.
+pub fn seed_value(value: f64, decimal: Decimal) -> String {
+    if value.abs() >= 1000.0 {
+        format!("{value:.0}")
+    } else {
+        decimal.apply(format!("{value:.1}"))
+    }
+}
+
+/// `sd ±1.20% → ±0.80%, 95% interval …, Welch p …, Mann–Whitney p …[:
+/// verdict]`.
+fn stats_line(m: &crate::report::model::Metric, role: Role, d: Decimal) -> Option<String> {
+    let s = m.stats()?;
+    let c = &s.comparison;
+    let sd =
+        |x: &crate::measure::stats::Summary| d.apply(format!("±{:.2}%", x.relative_sd_percent()));
+    let verdict = match role {
+        Role::Control => String::new(),
+        Role::Variant => format!(": {}", verdict_text(s, role, d)),
+    };
+    Some(format!(
+        "sd {} → {}, 95% interval {}, Welch p {}, Mann–Whitney p {}{verdict}",
+        sd(&c.base),
+        sd(&c.variant),
+        interval_text(c.interval, d),
+        p_text(c.welch_p, d),
+        p_text(c.mann_whitney_p, d)
+    ))
+}
+
+/// The seed's lines of one comparison's family, grouped by GRO setting.
+fn family_lines(out: &mut String, family: &Family, role: Role, d: Decimal) {
+    let mut kinds: Vec<&str> = Vec::new();
+    for m in &family.metrics {
+        if !kinds.contains(&m.kind.as_str()) {
+            kinds.push(&m.kind);
+        }
+    }
+    for kind in kinds {
+        let gro = if kind == Gro::On.kind() {
+            Gro::On
+        } else {
+            Gro::Off
+        };
+        let _ = writeln!(out, "{}, {}:", family_title(&family.name), gro.title());
+        for m in family.metrics.iter().filter(|m| m.kind == kind) {
+            let percent = m
+                .percent()
+                .map_or("n/a".to_string(), |p| percent_text(p, d));
+            let _ = writeln!(
+                out,
+                "{}: {} {unit} → {} {unit} ({percent})",
+                m.phrase,
+                seed_value(m.base().mean(), d),
+                seed_value(m.variant().mean(), d),
+                unit = family.unit
+            );
+            if let Some(line) = stats_line(m, role, d) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+    }
+}
+
+fn comparison_lines(out: &mut String, lab: &LabReport, c: &LabComparison, d: Decimal) {
+    match c.role {
+        Role::Control => {
+            let _ = writeln!(
+                out,
+                "A/A control {} → {} (the noise floor):",
+                lab.base, c.arm
+            );
+        }
+        Role::Variant => {
+            let _ = writeln!(out, "{} → {}:", lab.base, c.arm);
+        }
+    }
+    for f in &c.families {
+        family_lines(out, f, c.role, d);
+    }
+}
+
+/// The base's means and spreads, when nothing was compared.
+fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
+    let _ = writeln!(out, "{}:", lab.base);
+    let mut last: Option<(&str, Gro)> = None;
+    for s in &lab.series {
+        let Some((_, values)) = s.arms.iter().find(|(a, _)| *a == lab.base) else {
+            continue;
+        };
+        let Some(sum) = crate::measure::stats::summary(values) else {
+            continue;
+        };
+        if last != Some((s.family.as_str(), s.gro)) {
+            let _ = writeln!(out, "{}, {}:", family_title(&s.family), s.gro.title());
+            last = Some((&s.family, s.gro));
+        }
+        let _ = writeln!(
+            out,
+            "{}: {} {} {} ({} run{})",
+            direction_title(s.direction),
+            seed_value(sum.mean, d),
+            s.unit,
+            d.apply(format!("±{:.2}%", sum.relative_sd_percent())),
+            sum.n,
+            if sum.n == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// One lab run's block for the text and mail formats, newline-terminated.
+pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
+    let d = style.decimal();
+    let mut out = format!("{}:\n", heading(lab));
+    let _ = writeln!(
+        out,
+        "{} ({})",
+        report.display_path(&lab.dir.join(crate::results::lab::FILE_NAME)),
+        how_it_ran(lab)
+    );
+    if lab.comparisons.iter().all(|c| c.role == Role::Control) {
+        base_lines(&mut out, lab, d);
+    }
+    for c in &lab.comparisons {
+        comparison_lines(&mut out, lab, c, d);
+    }
+    for n in &lab.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    let _ = writeln!(
+        out,
+        "What the numbers can show: {}.",
+        lab.caveats().join("; ")
+    );
+    out
+}
+
+/// One per-run table, as the batman-adv performance mails have them: a
+/// column per arm, a row per run (round), then the mean (`avg`). Values
+/// with one decimal, in the series' unit.
+pub fn run_table(s: &Series, d: Decimal) -> String {
+    let mut out = format!(
+        "{}, {}, {} ({}):\n",
+        family_title(&s.family),
+        direction_title(s.direction),
+        s.gro.title(),
+        s.unit
+    );
+    let rows = s.arms.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+    let cell = |v: Option<f64>| v.map_or("–".to_string(), |v| d.apply(format!("{v:.1}")));
+    let mut table: Vec<Vec<String>> = vec![std::iter::once("run".to_string())
+        .chain(s.arms.iter().map(|(a, _)| a.clone()))
+        .collect()];
+    for i in 0..rows {
+        table.push(
+            std::iter::once((i + 1).to_string())
+                .chain(s.arms.iter().map(|(_, v)| cell(v.get(i).copied())))
+                .collect(),
+        );
+    }
+    table.push(
+        std::iter::once("avg".to_string())
+            .chain(
+                s.arms
+                    .iter()
+                    .map(|(_, v)| cell(crate::report::model::mean(v))),
+            )
+            .collect(),
+    );
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (i, row) in table.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (v, w))| {
+                if c == 0 {
+                    format!("{v:<w$}")
+                } else {
+                    format!("{v:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", cells.join(" | ").trim_end());
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            let _ = writeln!(out, "{}", rule.join("-+-"));
+        }
+    }
+    out
+}
+
+/// Every series' [`run_table`], separated by blank lines.
+pub fn run_tables(lab: &LabReport, style: &Style) -> String {
+    let tables: Vec<String> = lab
+        .series
+        .iter()
+        .map(|s| run_table(s, style.decimal()))
+        .collect();
+    tables.join("\n")
+}

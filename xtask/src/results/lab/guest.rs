@@ -1,0 +1,230 @@
+//! What the guest's counters were ([`GuestSample`], parsed from the lab's
+//! sampling script's `XL …` lines), the work they show during one run
+//! ([`GuestWork`]: busy time per forwarded packet in ns/packet), and the
+//! guest's initramfs ([`Initramfs`]) as `lab.json` records them.
+//!
+//! Guest CPU time per forwarded packet, ns/packet: the guest's busy time
+//! (every `/proc/stat` CPU field but idle and iowait, in USER_HZ ticks of
+//! 10 ms) over the packets its two NICs received, during the run. Under
+//! `-icount` guest time counts instructions, so this is a path-length proxy
+//! that host load does not disturb; it cannot see cache or layout effects.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// `/proc/stat` ticks per second (USER_HZ, 100 on every Linux architecture).
+pub const USER_HZ: u64 = 100;
+
+/// One NIC's counters (`/sys/class/net/<nic>/statistics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicCounters {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Received packets dropped.
+    pub rx_dropped: u64,
+    /// Packets dropped on sending.
+    pub tx_dropped: u64,
+}
+
+/// The guest's counters at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuestSample {
+    /// The aggregate `cpu` line of `/proc/stat`: user nice system idle
+    /// iowait irq softirq steal …, in USER_HZ ticks.
+    pub cpu_ticks: Vec<u64>,
+    /// The LAN NIC.
+    pub lan: NicCounters,
+    /// The WAN NIC.
+    pub wan: NicCounters,
+    /// Guest uptime in seconds (guest time).
+    pub uptime_seconds: f64,
+    /// Interrupts the two NICs raised so far (all CPUs).
+    #[serde(default)]
+    pub nic_interrupts: u64,
+}
+
+impl GuestSample {
+    /// Parses the sampling script's `XL …` lines; other lines (kernel
+    /// messages on the console) are ignored.
+    pub fn parse(text: &str) -> Result<GuestSample> {
+        let mut cpu = None;
+        let (mut lan, mut wan, mut uptime) = (None, None, None);
+        let mut nic_interrupts = 0;
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            if words.next() != Some("XL") {
+                continue;
+            }
+            match words.next() {
+                Some("stat") if words.next() == Some("cpu") => {
+                    cpu = Some(
+                        words
+                            .map(str::parse)
+                            .collect::<Result<Vec<u64>, _>>()
+                            .with_context(|| format!("bad /proc/stat line {line:?}"))?,
+                    );
+                }
+                Some("net") => {
+                    let nic = words.next();
+                    let v = words
+                        .map(str::parse)
+                        .collect::<Result<Vec<u64>, _>>()
+                        .with_context(|| format!("bad NIC counters {line:?}"))?;
+                    if v.len() != 6 {
+                        bail!("bad NIC counters {line:?}");
+                    }
+                    let c = NicCounters {
+                        rx_packets: v[0],
+                        tx_packets: v[1],
+                        rx_bytes: v[2],
+                        tx_bytes: v[3],
+                        rx_dropped: v[4],
+                        tx_dropped: v[5],
+                    };
+                    match nic {
+                        Some("lan") => lan = Some(c),
+                        Some("wan") => wan = Some(c),
+                        _ => {}
+                    }
+                }
+                Some("uptime") => uptime = words.next().and_then(|s| s.parse().ok()),
+                Some("irq") => {
+                    nic_interrupts = words.next().and_then(|s| s.parse().ok()).unwrap_or(0)
+                }
+                _ => {}
+            }
+        }
+        match (cpu, lan, wan, uptime) {
+            (Some(cpu_ticks), Some(lan), Some(wan), Some(uptime_seconds))
+                if cpu_ticks.len() >= 4 =>
+            {
+                Ok(GuestSample {
+                    cpu_ticks,
+                    lan,
+                    wan,
+                    uptime_seconds,
+                    nic_interrupts,
+                })
+            }
+            _ => bail!("the guest's sample is incomplete:\n{text}"),
+        }
+    }
+
+    /// Busy ticks: every CPU field but idle (4th) and iowait (5th).
+    pub fn busy_ticks(&self) -> u64 {
+        self.cpu_ticks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 3 && *i != 4)
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Packets received by both NICs: each forwarded packet is received once.
+    pub fn rx_packets(&self) -> u64 {
+        self.lan.rx_packets + self.wan.rx_packets
+    }
+}
+
+/// The guest's work during a run, from samples before and after.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GuestWork {
+    /// Busy ticks (USER_HZ) during the run.
+    pub busy_ticks: u64,
+    /// Packets received by both NICs during the run.
+    pub packets: u64,
+    /// Guest seconds that passed (uptime difference).
+    pub guest_seconds: f64,
+    /// Busy time per received packet, in ns; `None` without packets.
+    pub ns_per_packet: Option<f64>,
+    /// Packets per NIC interrupt: how much NAPI batched. A diagnostic:
+    /// batching depends on how fast QEMU runs against the packets' arrival
+    /// in host time, and the per-interrupt cost is spread over the batch,
+    /// so ns/packet moves with it between boots.
+    #[serde(default)]
+    pub packets_per_interrupt: Option<f64>,
+}
+
+impl GuestWork {
+    /// The difference `after - before`.
+    pub fn between(before: &GuestSample, after: &GuestSample) -> GuestWork {
+        let busy_ticks = after.busy_ticks().saturating_sub(before.busy_ticks());
+        let packets = after.rx_packets().saturating_sub(before.rx_packets());
+        let ns_per_packet =
+            (packets > 0).then(|| busy_ticks as f64 * (1e9 / USER_HZ as f64) / packets as f64);
+        let interrupts = after.nic_interrupts.saturating_sub(before.nic_interrupts);
+        GuestWork {
+            busy_ticks,
+            packets,
+            packets_per_interrupt: (interrupts > 0).then(|| packets as f64 / interrupts as f64),
+            guest_seconds: after.uptime_seconds - before.uptime_seconds,
+            ns_per_packet,
+        }
+    }
+}
+
+/// One unpacked package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DebRecord {
+    /// The `.deb` file name (`name_version_arch.deb`).
+    pub file: String,
+    /// sha256 of the `.deb`, lowercase hex.
+    pub sha256: String,
+}
+
+/// A ready initramfs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Initramfs {
+    /// The `newc` cpio archive (uncompressed).
+    pub path: PathBuf,
+    /// sha256 of the archive.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Debian architecture of its binaries.
+    pub arch: String,
+    /// The packages in it.
+    pub packages: Vec<DebRecord>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BEFORE: &str = "XL-BEGIN-3\nXL stat cpu  100 0 50 1000 0 5 45 0 0 0\n\
+        XL net lan 10 20 1000 2000 0 0\n[   12.3] some kernel line\n\
+        XL net wan 30 40 3000 4000 0 0\nXL irq 1000\nXL uptime 12.50\n";
+    const AFTER: &str = "XL stat cpu  150 0 250 1100 0 5 145 0 0 0\n\
+        XL net lan 5010 20 1000 2000 0 0\nXL net wan 5030 40 3000 4000 0 0\nXL irq 3000\n\
+        XL uptime 15.50\n";
+
+    #[test]
+    fn busy_time_per_packet_from_two_samples() {
+        let (a, b) = (
+            GuestSample::parse(BEFORE).unwrap(),
+            GuestSample::parse(AFTER).unwrap(),
+        );
+        assert_eq!(a.busy_ticks(), 200);
+        let w = GuestWork::between(&a, &b);
+        assert_eq!(w.busy_ticks, 350);
+        assert_eq!(w.packets, 10_000);
+        assert_eq!(w.guest_seconds, 3.0);
+        // 350 ticks of 10 ms over 10000 packets.
+        assert_eq!(w.ns_per_packet, Some(350_000.0));
+        assert_eq!(w.packets_per_interrupt, Some(5.0));
+    }
+
+    #[test]
+    fn an_incomplete_sample_is_an_error() {
+        let err = GuestSample::parse("XL stat cpu 1 2 3 4\n").unwrap_err();
+        assert!(err.to_string().contains("incomplete"), "{err}");
+    }
+}

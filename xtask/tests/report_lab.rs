@@ -1,0 +1,299 @@
+//! Every `size-report` format on the hand-made lab run (see
+//! `common/lab_fixture.rs`), alone and next to size results. Update the
+//! snapshots with `UPDATE_EXPECT=1 cargo test -p xtask --test report_lab`.
+
+#[path = "common/lab_fixture.rs"]
+mod lab_fixture;
+#[path = "common/report_fixture.rs"]
+mod report_fixture;
+
+use expect_test::{expect, expect_file};
+use lab_fixture::lab_only;
+use report_fixture::{render, request};
+use xtask::report::{Format, Style};
+
+fn lab(format: Format, style: Style) -> String {
+    render(&lab_only(), &request(&[], &[]), format, style)
+}
+
+#[test]
+fn text() {
+    expect![[r#"
+        Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels brcm47xx-lab):
+        target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json (complete: 3 runs per variant, direction and GRO setting of 10 s each, variants interleaved, 1 warm-up run per boot discarded; A/A control baseline~control)
+        A/A control baseline → baseline~control (the noise floor):
+        Throughput, GRO on:
+        LAN to WAN: 170.6 Mbit/s → 171.1 Mbit/s (+0.25%)
+          sd ±0.86% → ±0.53%, 95% interval -0.72% … +1.12%, Welch p 0.6908, Mann–Whitney p 0.7000
+        WAN to LAN: 175.3 Mbit/s → 177.6 Mbit/s (+1.27%)
+          sd ±0.43% → ±0.23%, 95% interval +0.80% … +1.70%, Welch p 0.0196, Mann–Whitney p 0.1000
+        Throughput, GRO off:
+        LAN to WAN: 150.1 Mbit/s → 150.4 Mbit/s (+0.20%)
+          sd ±0.64% → ±0.37%, 95% interval -0.46% … +0.87%, Welch p 0.6681, Mann–Whitney p 1.0000
+        WAN to LAN: 155.1 Mbit/s → 155.3 Mbit/s (+0.11%)
+          sd ±0.62% → ±0.37%, 95% interval -0.54% … +0.76%, Welch p 0.8105, Mann–Whitney p 1.0000
+        Guest CPU per packet, GRO on:
+        LAN to WAN: 82017 ns/packet → 82047 ns/packet (+0.04%)
+          sd ±0.09% → ±0.04%, 95% interval -0.06% … +0.13%, Welch p 0.5830, Mann–Whitney p 0.7000
+        WAN to LAN: 83510 ns/packet → 83523 ns/packet (+0.02%)
+          sd ±0.04% → ±0.04%, 95% interval -0.04% … +0.07%, Welch p 0.6702, Mann–Whitney p 0.7000
+        Guest CPU per packet, GRO off:
+        LAN to WAN: 91017 ns/packet → 91040 ns/packet (+0.03%)
+          sd ±0.08% → ±0.05%, 95% interval -0.07% … +0.11%, Welch p 0.6784, Mann–Whitney p 1.0000
+        WAN to LAN: 92010 ns/packet → 92310 ns/packet (+0.33%)
+          sd ±0.04% → ±0.04%, 95% interval +0.28% … +0.38%, Welch p 0.0005, Mann–Whitney p 0.1000
+        baseline → no-reorder-blocks:
+        Throughput, GRO on:
+        LAN to WAN: 170.6 Mbit/s → 180.5 Mbit/s (+5.78%)
+          sd ±0.86% → ±0.49%, 95% interval +4.80% … +6.70%, Welch p 0.0015, Mann–Whitney p 0.1000: significant
+        WAN to LAN: 175.3 Mbit/s → 176.6 Mbit/s (+0.72%)
+          sd ±0.43% → ±0.20%, 95% interval +0.26% … +1.12%, Welch p 0.0832, Mann–Whitney p 0.1000: within A/A noise (±1.27%)
+        Throughput, GRO off:
+        LAN to WAN: 150.1 Mbit/s → 150.5 Mbit/s (+0.29%)
+          sd ±0.64% → ±0.87%, 95% interval -0.69% … +1.27%, Welch p 0.6687, Mann–Whitney p 1.0000: interval contains 0
+        WAN to LAN: 155.1 Mbit/s → 159.5 Mbit/s (+2.84%)
+          sd ±0.62% → ±0.38%, 95% interval +2.16% … +3.52%, Welch p 0.0045, Mann–Whitney p 0.1000: significant
+        Guest CPU per packet, GRO on:
+        LAN to WAN: 82017 ns/packet → 80100 ns/packet (-2.34%)
+          sd ±0.09% → ±0.06%, 95% interval -2.44% … -2.24%, Welch p <0.0001, Mann–Whitney p 0.1000: significant
+        WAN to LAN: 83510 ns/packet → 83310 ns/packet (-0.24%)
+          sd ±0.04% → ±0.04%, 95% interval -0.30% … -0.18%, Welch p 0.0025, Mann–Whitney p 0.1000: significant
+        Guest CPU per packet, GRO off:
+        LAN to WAN: 91017 ns/packet → 91030 ns/packet (+0.01%)
+          sd ±0.08% → ±0.05%, 95% interval -0.08% … +0.10%, Welch p 0.8109, Mann–Whitney p 1.0000: interval contains 0
+        WAN to LAN: 92010 ns/packet → 92157 ns/packet (+0.16%)
+          sd ±0.04% → ±0.04%, 95% interval +0.11% … +0.21%, Welch p 0.0097, Mann–Whitney p 0.1000: within A/A noise (±0.33%)
+        note: the A/A control differs from its base beyond the 95 % interval in throughput.wan-to-lan.gro-on, guest_cpu_per_packet.wan-to-lan.gro-off: the same kernel measured apart (chance, one metric in 20 at 95 %, or an effect of the arms' order within each round), so read changes of that size with care
+        note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
+        What the numbers can show: Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare; ns/packet is the guest's CPU time per forwarded packet: under -icount shift=3,align=off,sleep=on guest time counts instructions, so it is a path-length proxy that host load does not move; neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware.
+    "#]].assert_eq(&lab(Format::Text, Style::default()));
+}
+
+#[test]
+fn the_seed_lines_honour_the_decimal_comma() {
+    let out = lab(
+        Format::Text,
+        Style {
+            decimal_comma: true,
+        },
+    );
+    let seed: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("baseline → no-reorder-blocks"))
+        .take(5)
+        .collect();
+    expect![[r#"
+        [
+            "baseline → no-reorder-blocks:",
+            "Throughput, GRO on:",
+            "LAN to WAN: 170,6 Mbit/s → 180,5 Mbit/s (+5,78%)",
+            "  sd ±0,86% → ±0,49%, 95% interval +4,80% … +6,70%, Welch p 0,0015, Mann–Whitney p 0,1000: significant",
+            "WAN to LAN: 175,3 Mbit/s → 176,6 Mbit/s (+0,72%)",
+        ]
+    "#]].assert_debug_eq(&seed);
+}
+
+#[test]
+fn mail_adds_the_per_run_tables() {
+    let mail = lab(Format::Mail, Style::default());
+    let text = lab(Format::Text, Style::default());
+    // The title, the text format's lines, then the tables.
+    let head = format!("Runtime change of no-reorder-blocks against baseline:\n\n{text}\n");
+    let tables = mail.strip_prefix(&head).unwrap_or_else(|| panic!("{mail}"));
+    expect![[r#"
+        Throughput, LAN to WAN, GRO on (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    170.1 |            171.0 |             180.2
+        2   |    172.3 |            170.2 |             181.5
+        3   |    169.5 |            172.0 |             179.8
+        avg |    170.6 |            171.1 |             180.5
+
+        Throughput, WAN to LAN, GRO on (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    175.0 |            177.5 |             176.5
+        2   |    176.2 |            178.0 |             177.0
+        3   |    174.8 |            177.2 |             176.3
+        avg |    175.3 |            177.6 |             176.6
+
+        Throughput, LAN to WAN, GRO off (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    150.2 |            150.5 |             149.5
+        2   |    149.1 |            149.8 |             152.0
+        3   |    151.0 |            150.9 |             150.1
+        avg |    150.1 |            150.4 |             150.5
+
+        Throughput, WAN to LAN, GRO off (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    155.0 |            154.8 |             158.9
+        2   |    154.2 |            155.9 |             160.1
+        3   |    156.1 |            155.1 |             159.5
+        avg |    155.1 |            155.3 |             159.5
+
+        Guest CPU per packet, LAN to WAN, GRO on (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  82000.0 |          82050.0 |           80100.0
+        2   |  82100.0 |          82010.0 |           80150.0
+        3   |  81950.0 |          82080.0 |           80050.0
+        avg |  82016.7 |          82046.7 |           80100.0
+
+        Guest CPU per packet, WAN to LAN, GRO on (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  83500.0 |          83520.0 |           83300.0
+        2   |  83550.0 |          83560.0 |           83350.0
+        3   |  83480.0 |          83490.0 |           83280.0
+        avg |  83510.0 |          83523.3 |           83310.0
+
+        Guest CPU per packet, LAN to WAN, GRO off (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  91000.0 |          91050.0 |           91020.0
+        2   |  91100.0 |          90990.0 |           91080.0
+        3   |  90950.0 |          91080.0 |           90990.0
+        avg |  91016.7 |          91040.0 |           91030.0
+
+        Guest CPU per packet, WAN to LAN, GRO off (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  92000.0 |          92300.0 |           92150.0
+        2   |  92050.0 |          92350.0 |           92200.0
+        3   |  91980.0 |          92280.0 |           92120.0
+        avg |  92010.0 |          92310.0 |           92156.7
+    "#]]
+    .assert_eq(tables);
+}
+
+#[test]
+fn markdown() {
+    expect![[r#"
+        ### Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels brcm47xx-lab)
+
+        `target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json` (complete: 3 runs per variant, direction and GRO setting of 10 s each, variants interleaved, 1 warm-up run per boot discarded; A/A control baseline~control)
+
+        **A/A control** baseline → baseline~control (the noise floor):
+
+        | baseline mean ± %sd | %change | baseline~control mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |
+        |--:|--:|--:|--:|--:|--:|:--|:--|
+        | 170.63 ± 0.86% | +0.25% | 171.07 ± 0.53% | -0.72% … +1.12% | 0.6908 | 0.7000 | A/A noise floor | throughput.lan-to-wan.gro-on (Mbit/s) |
+        | 175.33 ± 0.43% | +1.27% | 177.57 ± 0.23% | +0.80% … +1.70% | 0.0196 | 0.1000 | A/A noise floor | throughput.wan-to-lan.gro-on (Mbit/s) |
+        | 150.10 ± 0.64% | +0.20% | 150.40 ± 0.37% | -0.46% … +0.87% | 0.6681 | 1.0000 | A/A noise floor | throughput.lan-to-wan.gro-off (Mbit/s) |
+        | 155.10 ± 0.62% | +0.11% | 155.27 ± 0.37% | -0.54% … +0.76% | 0.8105 | 1.0000 | A/A noise floor | throughput.wan-to-lan.gro-off (Mbit/s) |
+        | 82016.67 ± 0.09% | +0.04% | 82046.67 ± 0.04% | -0.06% … +0.13% | 0.5830 | 0.7000 | A/A noise floor | guest_cpu_per_packet.lan-to-wan.gro-on (ns/packet) |
+        | 83510.00 ± 0.04% | +0.02% | 83523.33 ± 0.04% | -0.04% … +0.07% | 0.6702 | 0.7000 | A/A noise floor | guest_cpu_per_packet.wan-to-lan.gro-on (ns/packet) |
+        | 91016.67 ± 0.08% | +0.03% | 91040.00 ± 0.05% | -0.07% … +0.11% | 0.6784 | 1.0000 | A/A noise floor | guest_cpu_per_packet.lan-to-wan.gro-off (ns/packet) |
+        | 92010.00 ± 0.04% | +0.33% | 92310.00 ± 0.04% | +0.28% … +0.38% | 0.0005 | 0.1000 | A/A noise floor | guest_cpu_per_packet.wan-to-lan.gro-off (ns/packet) |
+
+        **baseline → no-reorder-blocks:**
+
+        | baseline mean ± %sd | %change | no-reorder-blocks mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |
+        |--:|--:|--:|--:|--:|--:|:--|:--|
+        | 170.63 ± 0.86% | +5.78% | 180.50 ± 0.49% | +4.80% … +6.70% | 0.0015 | 0.1000 | significant | throughput.lan-to-wan.gro-on (Mbit/s) |
+        | 175.33 ± 0.43% | +0.72% | 176.60 ± 0.20% | +0.26% … +1.12% | 0.0832 | 0.1000 | within A/A noise (±1.27%) | throughput.wan-to-lan.gro-on (Mbit/s) |
+        | 150.10 ± 0.64% | +0.29% | 150.53 ± 0.87% | -0.69% … +1.27% | 0.6687 | 1.0000 | interval contains 0 | throughput.lan-to-wan.gro-off (Mbit/s) |
+        | 155.10 ± 0.62% | +2.84% | 159.50 ± 0.38% | +2.16% … +3.52% | 0.0045 | 0.1000 | significant | throughput.wan-to-lan.gro-off (Mbit/s) |
+        | 82016.67 ± 0.09% | -2.34% | 80100.00 ± 0.06% | -2.44% … -2.24% | <0.0001 | 0.1000 | significant | guest_cpu_per_packet.lan-to-wan.gro-on (ns/packet) |
+        | 83510.00 ± 0.04% | -0.24% | 83310.00 ± 0.04% | -0.30% … -0.18% | 0.0025 | 0.1000 | significant | guest_cpu_per_packet.wan-to-lan.gro-on (ns/packet) |
+        | 91016.67 ± 0.08% | +0.01% | 91030.00 ± 0.05% | -0.08% … +0.10% | 0.8109 | 1.0000 | interval contains 0 | guest_cpu_per_packet.lan-to-wan.gro-off (ns/packet) |
+        | 92010.00 ± 0.04% | +0.16% | 92156.67 ± 0.04% | +0.11% … +0.21% | 0.0097 | 0.1000 | within A/A noise (±0.33%) | guest_cpu_per_packet.wan-to-lan.gro-off (ns/packet) |
+
+        > Note: the A/A control differs from its base beyond the 95 % interval in throughput.wan-to-lan.gro-on, guest_cpu_per_packet.wan-to-lan.gro-off: the same kernel measured apart (chance, one metric in 20 at 95 %, or an effect of the arms' order within each round), so read changes of that size with care
+
+        > Note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
+
+        What the numbers can show:
+
+        - Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare
+        - ns/packet is the guest's CPU time per forwarded packet: under -icount shift=3,align=off,sleep=on guest time counts instructions, so it is a path-length proxy that host load does not move
+        - neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware
+
+        <details><summary>Every run</summary>
+
+        ```
+        Throughput, LAN to WAN, GRO on (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    170.1 |            171.0 |             180.2
+        2   |    172.3 |            170.2 |             181.5
+        3   |    169.5 |            172.0 |             179.8
+        avg |    170.6 |            171.1 |             180.5
+
+        Throughput, WAN to LAN, GRO on (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    175.0 |            177.5 |             176.5
+        2   |    176.2 |            178.0 |             177.0
+        3   |    174.8 |            177.2 |             176.3
+        avg |    175.3 |            177.6 |             176.6
+
+        Throughput, LAN to WAN, GRO off (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    150.2 |            150.5 |             149.5
+        2   |    149.1 |            149.8 |             152.0
+        3   |    151.0 |            150.9 |             150.1
+        avg |    150.1 |            150.4 |             150.5
+
+        Throughput, WAN to LAN, GRO off (Mbit/s):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |    155.0 |            154.8 |             158.9
+        2   |    154.2 |            155.9 |             160.1
+        3   |    156.1 |            155.1 |             159.5
+        avg |    155.1 |            155.3 |             159.5
+
+        Guest CPU per packet, LAN to WAN, GRO on (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  82000.0 |          82050.0 |           80100.0
+        2   |  82100.0 |          82010.0 |           80150.0
+        3   |  81950.0 |          82080.0 |           80050.0
+        avg |  82016.7 |          82046.7 |           80100.0
+
+        Guest CPU per packet, WAN to LAN, GRO on (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  83500.0 |          83520.0 |           83300.0
+        2   |  83550.0 |          83560.0 |           83350.0
+        3   |  83480.0 |          83490.0 |           83280.0
+        avg |  83510.0 |          83523.3 |           83310.0
+
+        Guest CPU per packet, LAN to WAN, GRO off (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  91000.0 |          91050.0 |           91020.0
+        2   |  91100.0 |          90990.0 |           91080.0
+        3   |  90950.0 |          91080.0 |           90990.0
+        avg |  91016.7 |          91040.0 |           91030.0
+
+        Guest CPU per packet, WAN to LAN, GRO off (ns/packet):
+        run | baseline | baseline~control | no-reorder-blocks
+        ----+----------+------------------+------------------
+        1   |  92000.0 |          92300.0 |           92150.0
+        2   |  92050.0 |          92350.0 |           92200.0
+        3   |  91980.0 |          92280.0 |           92120.0
+        avg |  92010.0 |          92310.0 |           92156.7
+        ```
+
+        </details>
+    "#]].assert_eq(&lab(Format::Markdown, Style::default()));
+}
+
+#[test]
+fn json() {
+    expect_file!["snapshots/report_lab.json"].assert_eq(&lab(Format::Json, Style::default()));
+}
+
+#[test]
+fn csv() {
+    expect_file!["snapshots/report_lab.csv"].assert_eq(&lab(Format::Csv, Style::default()));
+}
+
+#[test]
+fn svg() {
+    expect_file!["snapshots/report_lab.svg"].assert_eq(&lab(Format::Svg, Style::default()));
+}

@@ -1,0 +1,246 @@
+//! What the size report concludes from a lab run: a change is significant
+//! only when its bootstrap interval excludes 0 and it exceeds the A/A
+//! control's noise floor; Mann–Whitney's limits with few runs are stated;
+//! which lab run a report shows; lab and size results side by side.
+
+#[path = "common/lab_fixture.rs"]
+mod lab_fixture;
+#[path = "common/report_fixture.rs"]
+mod report_fixture;
+
+use expect_test::expect;
+use lab_fixture::{lab_only, record, with_more_rounds, without_arm, write, RUN};
+use report_fixture::{render, request, Fixture};
+use xtask::measure::stats::Verdict;
+use xtask::report::lab::{LabComparison, LabReport, Role};
+use xtask::report::{self, Format, LabRuns, Style};
+use xtask::results::lab::LabRecord;
+
+fn lab(record: LabRecord) -> LabReport {
+    LabReport::new("/lab".into(), record, &[]).unwrap()
+}
+
+/// (metric, %change, verdict) of `comparison`, as the LKP names them.
+fn verdicts(c: &LabComparison) -> Vec<(String, String, Verdict)> {
+    c.families
+        .iter()
+        .flat_map(|f| {
+            f.metrics.iter().map(move |m| {
+                let s = m.stats().unwrap();
+                (
+                    xtask::report::lab::lkp_name(f, m),
+                    format!("{:+.2}", m.percent().unwrap()),
+                    s.comparison.verdict,
+                )
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_change_inside_the_a_a_floor_is_not_significant_one_outside_it_is() {
+    let l = lab(record());
+    assert_eq!(l.comparisons[0].role, Role::Control);
+    let variant = &l.comparisons[1];
+    assert_eq!(variant.arm, "no-reorder-blocks");
+    // WAN to LAN with GRO on: +0.72%, its interval excludes 0, but the A/A
+    // control moved +1.27%: within the noise. LAN to WAN: +5.78% against a
+    // floor of 0.25%: significant.
+    expect![[r#"
+        [
+            (
+                "throughput.lan-to-wan.gro-on",
+                "+5.78",
+                Significant,
+            ),
+            (
+                "throughput.wan-to-lan.gro-on",
+                "+0.72",
+                WithinNoise,
+            ),
+            (
+                "throughput.lan-to-wan.gro-off",
+                "+0.29",
+                IntervalContainsZero,
+            ),
+            (
+                "throughput.wan-to-lan.gro-off",
+                "+2.84",
+                Significant,
+            ),
+            (
+                "guest_cpu_per_packet.lan-to-wan.gro-on",
+                "-2.34",
+                Significant,
+            ),
+            (
+                "guest_cpu_per_packet.wan-to-lan.gro-on",
+                "-0.24",
+                Significant,
+            ),
+            (
+                "guest_cpu_per_packet.lan-to-wan.gro-off",
+                "+0.01",
+                IntervalContainsZero,
+            ),
+            (
+                "guest_cpu_per_packet.wan-to-lan.gro-off",
+                "+0.16",
+                WithinNoise,
+            ),
+        ]
+    "#]]
+    .assert_debug_eq(&verdicts(variant));
+    let floor = variant.families[0].metrics[1].stats().unwrap().noise_floor;
+    assert!(
+        (floor.unwrap() - 1.2737642585551416).abs() < 1e-12,
+        "{floor:?}"
+    );
+
+    // The same samples without the control: no floor, so the interval
+    // alone decides, and the report says so.
+    let alone = lab(without_arm(record(), "baseline~control"));
+    assert_eq!(alone.comparisons.len(), 1);
+    let v = verdicts(&alone.comparisons[0]);
+    assert_eq!(v[1].2, Verdict::Significant, "{v:?}");
+    assert!(
+        alone.notes.iter().any(|n| n.starts_with("no A/A control")),
+        "{:?}",
+        alone.notes
+    );
+}
+
+#[test]
+fn the_report_says_when_mann_whitney_cannot_reach_0_05() {
+    let note = |l: &LabReport| {
+        l.notes
+            .iter()
+            .find(|n| n.starts_with("Mann–Whitney"))
+            .cloned()
+    };
+    expect![[r#"
+        Some(
+            "Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100; it needs 4 runs per side (cargo xtask lab --runs N, default 5)",
+        )
+    "#]]
+    .assert_debug_eq(&note(&lab(record())));
+    // 2 more rounds: 5 runs per side, the smallest p is 2/252.
+    let five = lab(with_more_rounds(record(), 2));
+    assert_eq!(five.settings.runs, 5);
+    assert_eq!(note(&five), None);
+    let c = five.comparisons[1].families[0].metrics[0].stats().unwrap();
+    assert_eq!(c.comparison.base.n, 5);
+    assert!((c.comparison.mann_whitney_min_p - 2.0 / 252.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_lab_of_the_base_alone_lists_its_means() {
+    let only_base = without_arm(
+        without_arm(record(), "baseline~control"),
+        "no-reorder-blocks",
+    );
+    let f = Fixture::new();
+    write(&f, RUN, &only_base);
+    let out = render(&f, &request(&[], &[]), Format::Text, Style::default());
+    expect![[r#"
+        Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels brcm47xx-lab):
+        target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json (complete: 3 runs per variant, direction and GRO setting of 10 s each, variants interleaved, 1 warm-up run per boot discarded; no A/A control)
+        baseline:
+        Throughput, GRO on:
+        LAN to WAN: 170.6 Mbit/s ±0.86% (3 runs)
+        WAN to LAN: 175.3 Mbit/s ±0.43% (3 runs)
+        Throughput, GRO off:
+        LAN to WAN: 150.1 Mbit/s ±0.64% (3 runs)
+        WAN to LAN: 155.1 Mbit/s ±0.62% (3 runs)
+        Guest CPU per packet, GRO on:
+        LAN to WAN: 82017 ns/packet ±0.09% (3 runs)
+        WAN to LAN: 83510 ns/packet ±0.04% (3 runs)
+        Guest CPU per packet, GRO off:
+        LAN to WAN: 91017 ns/packet ±0.08% (3 runs)
+        WAN to LAN: 92010 ns/packet ±0.04% (3 runs)
+        note: nothing compared: the lab ran only baseline; compare a variant with `cargo xtask lab --target brcm47xx --variant baseline --variant <VARIANT>`
+        What the numbers can show: Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare; ns/packet is the guest's CPU time per forwarded packet: under -icount shift=3,align=off,sleep=on guest time counts instructions, so it is a path-length proxy that host load does not move; neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware.
+    "#]].assert_eq(&out);
+    let csv = render(&f, &request(&[], &[]), Format::Csv, Style::default());
+    assert_eq!(csv.lines().count(), 1 + 1 + 8, "{csv}");
+    assert!(
+        csv.contains("\nbrcm47xx-lab,,QEMU malta (74Kf),baseline,,gro-on,lan-to-wan,170.63333333333333,,,,throughput,Mbit/s,3,,0.8639712595231918,"),
+        "{csv}"
+    );
+    let mail = render(&f, &request(&[], &[]), Format::Mail, Style::default());
+    assert!(
+        mail.starts_with("Runtime lab of baseline:\n\nRuntime lab, brcm47xx"),
+        "{mail}"
+    );
+}
+
+#[test]
+fn the_newest_complete_run_is_shown_unless_one_is_named() {
+    let f = lab_only();
+    let mut newer = record();
+    newer.started = "2026-12-02T08:00:00Z".to_string();
+    newer.status = "running".to_string();
+    let newer_dir = write(&f, "20261202T080000Z-5151", &newer);
+    let report = report::load(&f.layout(), &request(&[], &[])).unwrap();
+    assert_eq!(report.labs.len(), 1);
+    assert!(report.labs[0].dir.ends_with(RUN));
+    expect![[r#"
+        [
+            "brcm47xx: lab run target/xtask/lab/brcm47xx/20261202T080000Z-5151 passed over, its status is \"running\" (show it with --lab-run target/xtask/lab/brcm47xx/20261202T080000Z-5151)",
+        ]
+    "#]]
+    .assert_debug_eq(&report.skipped);
+    let mut named = request(&[], &[]);
+    named.lab = LabRuns::Dirs(vec![newer_dir.join("lab.json")]);
+    let report = report::load(&f.layout(), &named).unwrap();
+    assert_eq!(report.labs[0].dir, newer_dir);
+    assert!(report.labs[0].notes[0].contains("not complete (running)"));
+}
+
+#[test]
+fn sizes_and_the_lab_side_by_side() {
+    let f = lab_only();
+    f.standard("bcm53xx");
+    let mail = render(&f, &request(&[], &[]), Format::Mail, Style::default());
+    assert!(
+        mail.starts_with("Size and runtime change of no-reorder-blocks against baseline:\n\n"),
+        "{mail}"
+    );
+    assert!(mail.contains("\nBCM47094 (bcm53xx/generic):\n"), "{mail}");
+    assert!(
+        mail.contains("\nRuntime lab, brcm47xx on QEMU malta"),
+        "{mail}"
+    );
+    // The lab's target without size results: the lab, and a note.
+    let report = report::load(&f.layout(), &request(&["brcm47xx"], &[])).unwrap();
+    assert!(report.targets.is_empty());
+    assert_eq!(report.labs.len(), 1);
+    expect![[r#"
+        [
+            "brcm47xx: no size results, only the lab's (`cargo xtask build --target brcm47xx --variant baseline --variant <VARIANT>`)",
+        ]
+    "#]]
+    .assert_debug_eq(&report.skipped);
+    // Sizes only.
+    let mut sizes = request(&[], &[]);
+    sizes.lab = LabRuns::Off;
+    let report = report::load(&f.layout(), &sizes).unwrap();
+    assert!(report.labs.is_empty());
+    assert_eq!(report.targets.len(), 1);
+}
+
+#[test]
+fn a_lab_kernel_rebuilt_since_the_run_is_noted() {
+    let f = lab_only();
+    let mut r = f.result("bcm53xx", "baseline", &[], (30_000, 4_000, 2_000));
+    r.target.name = "brcm47xx-lab".to_string();
+    f.write(r, &[]);
+    let report = report::load(&f.layout(), &request(&["brcm47xx"], &[])).unwrap();
+    let notes = &report.labs[0].notes;
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "brcm47xx-lab/baseline was rebuilt after this lab run: its vmlinux is not the one the lab booted"
+        )),
+        "{notes:?}"
+    );
+}
