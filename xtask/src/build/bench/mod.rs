@@ -53,10 +53,6 @@ use report::{BenchReport, CcacheSteps, DistccStep, Overhead, PatchOnly, Reuse};
 /// The default `--patch-variant`.
 pub const DEFAULT_PATCH_VARIANT: &str = "deinline-napi-schedule";
 
-/// The field of `result.json` that names the build directory a build was
-/// copied from before its incremental make.
-pub const REUSE_FIELD: &str = "incremental_from";
-
 /// What `bench build` was asked for.
 #[derive(Debug, Clone)]
 pub struct BuildBenchRequest {
@@ -288,27 +284,6 @@ pub fn check_patch_only(base: &variants::Variant, patched: &variants::Variant) -
     Ok(())
 }
 
-/// What `result.json` in `dir` says about reusing a sibling's build
-/// directory ([`REUSE_FIELD`]).
-pub fn reuse_of(dir: &Path) -> Result<Reuse> {
-    let file = dir.join(results::FILE_NAME);
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
-    Ok(reuse_in(&json))
-}
-
-/// [`reuse_of`] on the parsed record.
-fn reuse_in(json: &serde_json::Value) -> Reuse {
-    match json.get(REUSE_FIELD) {
-        None => Reuse::NotRecorded,
-        Some(serde_json::Value::Null) => Reuse::No,
-        Some(serde_json::Value::String(s)) => Reuse::From(s.clone()),
-        Some(other) => Reuse::From(other.to_string()),
-    }
-}
-
 /// The tool's builds in the benchmark's layout: one job each, from an
 /// empty build directory, always rebuilt.
 struct Tool<'a> {
@@ -374,7 +349,10 @@ impl Tool<'_> {
             .with_context(|| format!("{}: the build returned no result", job.label()))?
             .result()
             .clone();
-        let reuse = reuse_of(&self.layout.results_dir(&job.target.name, &job.variant.name))?;
+        let reuse = match &result.incremental_from {
+            Some(from) => Reuse::From(from.clone()),
+            None => Reuse::No,
+        };
         if let (true, Reuse::From(from)) = (fresh, &reuse) {
             bail!(
                 "{}: the build started from {from}'s build directory, so it does not time a \
@@ -437,21 +415,6 @@ fn note(what: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reuse_is_read_from_the_record_whatever_its_form() {
-        let read = |v: serde_json::Value| reuse_in(&v);
-        assert_eq!(read(serde_json::json!({"schema": 2})), Reuse::NotRecorded);
-        assert_eq!(read(serde_json::json!({REUSE_FIELD: null})), Reuse::No);
-        assert_eq!(
-            read(serde_json::json!({REUSE_FIELD: "baseline"})),
-            Reuse::From("baseline".into())
-        );
-        assert_eq!(
-            read(serde_json::json!({REUSE_FIELD: {"variant": "baseline"}})),
-            Reuse::From(r#"{"variant":"baseline"}"#.into())
-        );
-    }
 
     #[test]
     fn only_a_variant_that_adds_patches_is_patch_only() {

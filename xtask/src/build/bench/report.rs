@@ -95,17 +95,14 @@ pub struct PatchOnly {
     pub reuse: Reuse,
 }
 
-/// Whether a build reused a sibling's build directory, as its
-/// `result.json` records it (`incremental_from`).
+/// Whether a build started from a sibling variant's build directory, as
+/// its `result.json` records it (`incremental_from`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "state", content = "from")]
 pub enum Reuse {
-    /// The record has no such field (a workbench without reuse).
-    NotRecorded,
     /// Built from an empty build directory.
     No,
-    /// Copied from this build directory (or variant), then made
-    /// incrementally.
+    /// Copied from this variant's finished build, then made incrementally.
     From(String),
 }
 
@@ -361,9 +358,8 @@ fn stats(s: CcacheStats) -> String {
 
 fn reuse(r: &Reuse) -> String {
     match r {
-        Reuse::NotRecorded => "not recorded".into(),
-        Reuse::No => "no".into(),
-        Reuse::From(from) => format!("from {from}"),
+        Reuse::No => "no (built from scratch)".into(),
+        Reuse::From(from) => format!("from {from}'s build"),
     }
 }
 
@@ -406,7 +402,7 @@ mod tests {
                 full_seconds: 203.0,
                 variant_seconds: 20.3,
                 fraction_percent: fraction_percent(20.3, 203.0),
-                reuse: Reuse::NotRecorded,
+                reuse: Reuse::From("baseline".into()),
             },
             distcc: DistccStep {
                 hosts: "127.0.0.1:3700/2".into(),
@@ -447,7 +443,7 @@ mod tests {
             | 2b | ccache warm (fresh build dir) | 69.0 s (496 hits, 1 miss) |  |  |
             | 2 | warm / cold | 0.15 (6.8× faster) |  |  |
             | 3 | full build of baseline: 1b | 203.0 s |  |  |
-            | 3 | deinline-napi-schedule after it, no ccache | 20.3 s, reuse: not recorded |  |  |
+            | 3 | deinline-napi-schedule after it, no ccache | 20.3 s, reuse: from baseline's build |  |  |
             | 3 | patch-only / full build | 10.0 % | ≤ 15 % | ✅ pass |
             | 4 | distcc `127.0.0.1:3700/2`, no ccache | 250.0 s; distccd compiled 440 objects (of the 456 compiler calls 2a counted), 0 errors |  |  |
             | 4 | distcc vmlinux sha256 | equal to 1b | equal, compiled remotely | ✅ pass |
@@ -463,12 +459,12 @@ mod tests {
         r.overhead.overhead_percent = 2.01;
         r.overhead.raw_vmlinux_sha256 = "cd".repeat(4);
         r.patch_only.fraction_percent = 99.0;
-        r.patch_only.reuse = Reuse::From("baseline".into());
+        r.patch_only.reuse = Reuse::No;
         r.distcc.objects_compiled = 0;
         let text = r.render();
         assert_eq!(text.matches("❌ fail").count(), 4, "{text}");
         assert!(text.contains("raw `cdcdcdcd` ≠ tool `abababab`"), "{text}");
-        assert!(text.contains("reuse: from baseline"), "{text}");
+        assert!(text.contains("reuse: no (built from scratch)"), "{text}");
         assert!(text.ends_with("0 of 4 goals met.\n"), "{text}");
         assert!(r.goals().iter().all(|g| !g.2));
     }
@@ -480,7 +476,7 @@ mod tests {
         assert_eq!(json["goals"][0]["pass"], true);
         assert_eq!(json["overhead"]["overhead_percent"], 1.5);
         assert_eq!(json["ccache"]["warm"]["hits"], 496);
-        assert_eq!(json["patch_only"]["reuse"]["state"], "not_recorded");
+        assert_eq!(json["patch_only"]["reuse"]["from"], "baseline");
         assert_eq!(json["distcc"]["objects_compiled"], 440);
         let from = serde_json::to_value(Reuse::From("baseline".into())).unwrap();
         assert_eq!(
