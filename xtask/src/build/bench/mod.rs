@@ -40,7 +40,7 @@ use super::ccache::{self, Ccache};
 use super::distcc::{self, Distcc};
 use super::distccd::{self, LocalDistccd};
 use super::kbuild::KernelTree;
-use super::progress::RunControl;
+use super::progress::{is_object_line, RunControl};
 use super::{plan, toolchain, BuildOptions, Job, Rebuild};
 use crate::inputs::{targets, variants};
 use crate::patches::patched_source;
@@ -185,7 +185,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
         patch_only: PatchOnly {
             full_build: "1b (xtask build, no ccache, fresh build directory)".into(),
             full_seconds: full.seconds,
+            full_objects: full.objects,
             variant_seconds: variant.seconds,
+            variant_objects: variant.objects,
             fraction_percent: report::fraction_percent(variant.seconds, full.seconds),
             reuse: variant.reuse.clone(),
         },
@@ -304,6 +306,8 @@ struct Timed {
     plan_seconds: f64,
     /// Whether it started from a sibling's build directory.
     reuse: Reuse,
+    /// Objects it compiled, counted in its `build.log`.
+    objects: u64,
 }
 
 impl Timed {
@@ -349,6 +353,7 @@ impl Tool<'_> {
             .with_context(|| format!("{}: the build returned no result", job.label()))?
             .result()
             .clone();
+        let results_dir = self.layout.results_dir(&job.target.name, &job.variant.name);
         let reuse = match &result.incremental_from {
             Some(from) => Reuse::From(from.clone()),
             None => Reuse::No,
@@ -365,8 +370,17 @@ impl Tool<'_> {
             seconds,
             plan_seconds,
             reuse,
+            objects: objects_in_log(&results_dir.join("build.log"))?,
         })
     }
+}
+
+/// Objects compiled according to a build's `build.log` (kbuild's `CC` and
+/// `AS` lines, as the progress line counts them).
+fn objects_in_log(log: &Path) -> Result<u64> {
+    let text =
+        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    Ok(text.lines().filter(|l| is_object_line(l)).count() as u64)
 }
 
 /// Removes `dir` and everything in it, if it exists.

@@ -86,8 +86,12 @@ pub struct PatchOnly {
     pub full_build: String,
     /// That build: seconds.
     pub full_seconds: f64,
+    /// Objects that build compiled (kbuild's `CC`/`AS` lines).
+    pub full_objects: u64,
     /// The variant (no ccache): seconds.
     pub variant_seconds: f64,
+    /// Objects the variant's build compiled.
+    pub variant_objects: u64,
     /// `variant / full`, in percent.
     pub fraction_percent: f64,
     /// What the variant's `result.json` says about reusing the base's
@@ -259,14 +263,23 @@ impl BenchReport {
         row(
             "3",
             &format!("full build of {}: {}", self.base, p.full_build),
-            seconds(p.full_seconds),
+            format!(
+                "{}, objects compiled: {}",
+                seconds(p.full_seconds),
+                p.full_objects
+            ),
             "",
             "",
         );
         row(
             "3",
             &format!("{} after it, no ccache", self.patch_variant),
-            format!("{}, reuse: {}", seconds(p.variant_seconds), reuse(&p.reuse)),
+            format!(
+                "{}, objects compiled: {}, reuse: {}",
+                seconds(p.variant_seconds),
+                p.variant_objects,
+                reuse(&p.reuse)
+            ),
             "",
             "",
         );
@@ -400,7 +413,9 @@ mod tests {
             patch_only: PatchOnly {
                 full_build: "1b".into(),
                 full_seconds: 203.0,
+                full_objects: 411,
                 variant_seconds: 20.3,
+                variant_objects: 1,
                 fraction_percent: fraction_percent(20.3, 203.0),
                 reuse: Reuse::From("baseline".into()),
             },
@@ -442,8 +457,8 @@ mod tests {
             | 2a | ccache cold (empty private cache) | 468.0 s (0 hits, 456 misses) |  |  |
             | 2b | ccache warm (fresh build dir) | 69.0 s (496 hits, 1 miss) |  |  |
             | 2 | warm / cold | 0.15 (6.8× faster) |  |  |
-            | 3 | full build of baseline: 1b | 203.0 s |  |  |
-            | 3 | deinline-napi-schedule after it, no ccache | 20.3 s, reuse: from baseline's build |  |  |
+            | 3 | full build of baseline: 1b | 203.0 s, objects compiled: 411 |  |  |
+            | 3 | deinline-napi-schedule after it, no ccache | 20.3 s, objects compiled: 1, reuse: from baseline's build |  |  |
             | 3 | patch-only / full build | 10.0 % | ≤ 15 % | ✅ pass |
             | 4 | distcc `127.0.0.1:3700/2`, no ccache | 250.0 s; distccd compiled 440 objects (of the 456 compiler calls 2a counted), 0 errors |  |  |
             | 4 | distcc vmlinux sha256 | equal to 1b | equal, compiled remotely | ✅ pass |
