@@ -150,11 +150,15 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
 ];
 
 /// Debian packages the lab needs on the host for `spec` (QEMU, iperf3,
-/// iproute2, ethtool, nftables).
+/// iproute2, ethtool, nftables), and openssh-client for a real router
+/// over SSH (`--lab ssh://…`).
 pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     let mut p: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
     p.push("nftables".to_string());
     p.push(spec.qemu_package.clone());
+    p.extend(ssh::HOST_TOOLS.iter().map(|(_, p)| p.to_string()));
+    p.sort();
+    p.dedup();
     p
 }
 
