@@ -23,16 +23,18 @@ pub enum Gro {
     Off,
 }
 
-impl Gro {
-    /// From `lab.json`'s `gro: true|false` (`true` is on).
-    pub fn from_recorded(on: bool) -> Gro {
+impl From<bool> for Gro {
+    /// `lab.json`'s `gro: true` is [`Gro::On`].
+    fn from(on: bool) -> Gro {
         if on {
             Gro::On
         } else {
             Gro::Off
         }
     }
+}
 
+impl Gro {
     /// As `lab.json` records it (`true` is on).
     pub fn recorded(self) -> bool {
         self == Gro::On

@@ -142,7 +142,7 @@ fn measure(
     seconds: u32,
     dir: &Path,
 ) -> Result<RunRecord> {
-    router.set_gro(Gro::from_recorded(gro))?;
+    router.set_gro(Gro::from(gro))?;
     let started = now_rfc3339();
     let prefix = format!("run{index:03}");
     let out = iperf::run(router, direction, seconds, dir, &prefix)?;
