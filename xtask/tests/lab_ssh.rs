@@ -455,3 +455,62 @@ fn a_namespace_router_over_ssh_without_flashing() {
     }
     assert!(!netns.contains(&format!("xlab-{pid}-")), "{netns}");
 }
+
+/// Flashing needs the variant's build (its banner) and an image named in
+/// `[images]`; both are checked before anything runs (no root needed).
+#[test]
+fn flashing_needs_a_build_and_an_image() {
+    let fixture = report_fixture::Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab_file(dir.path(), ["xt-nowhere-lan", "xt-nowhere-wan"], 2222);
+    std::fs::write(dir.path().join("client_key"), "not a key").unwrap();
+    let request = |variants: &[&str]| LabRequest {
+        target: "bcm53xx".to_string(),
+        variants: variants.iter().map(|v| v.to_string()).collect(),
+        runs: 1,
+        duration_seconds: 1,
+        gro: GroChoice::On,
+        control: true,
+        build_only: false,
+        build: BuildOptions::with_jobs(1),
+        kernel_src: None,
+        machine: Machine::Ssh(SshRequest {
+            destination: None,
+            lab_file: file.clone(),
+            flash: Flash::Sysupgrade,
+        }),
+    };
+    let sh = Shell::new().unwrap();
+    let err = |variants: &[&str]| {
+        let e = lab::run(&sh, &fixture.layout(), &request(variants)).unwrap_err();
+        format!("{e:#}")
+    };
+    let e = err(&["baseline"]);
+    assert!(
+        e.contains("result.json") && e.contains("cargo xtask build"),
+        "{e}"
+    );
+    fixture.standard("bcm53xx");
+    let e = err(&["baseline"]);
+    assert!(e.contains("no [images] entry for bcm53xx"), "{e}");
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file).unwrap() + "\n[images]\nbcm53xx = \"{variant}.bin\"\n",
+    )
+    .unwrap();
+    let e = err(&["baseline"]);
+    assert!(
+        e.contains("baseline.bin") && e.contains("does not exist"),
+        "{e}"
+    );
+    std::fs::write(dir.path().join("baseline.bin"), "image").unwrap();
+    let e = err(&["baseline"]);
+    assert!(e.contains("no `Linux version` banner"), "{e}");
+    // --no-flash labels the one kernel the router runs: one variant.
+    let mut two = request(&["baseline", "no-reorder-blocks"]);
+    if let Machine::Ssh(s) = &mut two.machine {
+        s.flash = Flash::NotFlashed;
+    }
+    let e = format!("{:#}", lab::run(&sh, &fixture.layout(), &two).unwrap_err());
+    assert!(e.contains("one --variant"), "{e}");
+}

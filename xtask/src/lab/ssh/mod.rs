@@ -174,15 +174,7 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
     if ssh.flash == Flash::NotFlashed && chosen.len() > 1 {
         bail!("--no-flash measures the kernel the router runs now: name one --variant (it labels that kernel)");
     }
-    check_host_tools()?;
-    super::process::install_interrupt_handler();
-    let stale = super::topology::remove_stale()?;
-    if !stale.is_empty() {
-        eprintln!(
-            "lab: removed what an interrupted lab left: {}",
-            stale.join(", ")
-        );
-    }
+    // Everything the file and the builds say is checked before anything runs.
     let mut kernels = Vec::new();
     let mut arms = Vec::new();
     for (i, v) in chosen.iter().enumerate() {
@@ -204,6 +196,15 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
                 banner: banner.clone(),
             });
         }
+    }
+    check_host_tools()?;
+    super::process::install_interrupt_handler();
+    let stale = super::topology::remove_stale()?;
+    if !stale.is_empty() {
+        eprintln!(
+            "lab: removed what an interrupted lab left: {}",
+            stale.join(", ")
+        );
     }
     let sides = HostSides::prepare(&file.lan, &file.wan)?;
     let netns = match file.from {
