@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod patches;
+pub use bench::BenchCommand;
 pub use patches::{changed_files, until, PatchesCommand};
 use xtask::build;
 use xtask::measure::bloat;
@@ -58,6 +60,10 @@ pub enum Command {
     /// forwarding through its nftables masquerade (Mbit/s both ways, guest
     /// CPU ns per forwarded packet), runs interleaved, with an A/A control.
     Lab(LabArgs),
+    /// Benchmarks: the build pipeline (`bench build`: overhead against raw
+    /// make, ccache, patch-only variants, distcc) and the patch engine.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.
