@@ -230,12 +230,37 @@ pub struct LabArgs {
     /// Stream make's output instead of a progress line.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// The machine: `qemu` (the target's [lab] table), or a real router
+    /// over SSH, `ssh://[USER@]HOST[:PORT]` (user root by default; `ssh`
+    /// alone takes the destination from the lab file).
+    #[arg(
+        long = "lab",
+        default_value = "qemu",
+        value_name = "qemu|ssh://USER@HOST"
+    )]
+    pub machine: String,
+    /// With --lab ssh: the lab file (TOML: the router's interfaces, the
+    /// LAN and WAN endpoints on this machine, the image per target; see
+    /// README "Real router over SSH").
+    #[arg(long, value_name = "FILE")]
+    pub lab_file: Option<PathBuf>,
+    /// With --lab ssh: measure the kernel the router runs now instead of
+    /// flashing each variant's image (its /proc/version is still recorded).
+    #[arg(long)]
+    pub no_flash: bool,
 }
 
 impl LabArgs {
-    /// The library's request.
-    pub fn request(&self) -> xtask::lab::LabRequest {
-        xtask::lab::LabRequest {
+    /// The library's request; errors when --lab and its options do not fit.
+    pub fn request(&self) -> anyhow::Result<xtask::lab::LabRequest> {
+        let flash = if self.no_flash {
+            xtask::lab::Flash::NotFlashed
+        } else {
+            xtask::lab::Flash::Sysupgrade
+        };
+        let machine =
+            xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
+        Ok(xtask::lab::LabRequest {
             target: self.target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
@@ -248,7 +273,8 @@ impl LabArgs {
                 ..xtask::build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
             },
             kernel_src: self.kernel_src.clone(),
-        }
+            machine,
+        })
     }
 }
 

@@ -18,8 +18,10 @@ pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 /// Debian packages the tests need beyond `cargo xtask setup`'s: the
 /// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter,
 /// python3-scipy for the statistics), distcc (its daemon for the
-/// `--distcc` end-to-end test, on 127.0.0.1) and the 6.1 source the flag
-/// patch is checked against.
+/// `--distcc` end-to-end test, on 127.0.0.1), the 6.1 source the flag
+/// patch is checked against, and OpenSSH's server and client for the SSH
+/// lab's namespace router (`tests/lab_ssh.rs`; Debian's package does not
+/// start a server by itself where services are not started).
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
     "diffutils",
@@ -29,6 +31,8 @@ pub const TEST_PACKAGES: &[&str] = &[
     "python3-scipy",
     "distcc",
     "linux-source-6.1",
+    "openssh-server",
+    "openssh-client",
 ];
 
 /// Runs the end-to-end build through `cargo xtask build`, then `cargo test`.

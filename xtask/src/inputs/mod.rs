@@ -6,5 +6,6 @@ pub mod kconfig;
 pub mod kernel_source;
 pub mod lab;
 pub mod openwrt;
+pub mod ssh_lab;
 pub mod targets;
 pub mod variants;

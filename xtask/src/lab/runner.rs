@@ -1,21 +1,20 @@
 //! The lab's schedule: rounds of boots, arms interleaved (A B A B …), one
 //! discarded warm-up run per boot, then every (direction, GRO) run; each
-//! run's numbers go into `lab.json` as soon as it ends.
+//! run's numbers go into `lab.json` as soon as it ends. The machine is a
+//! [`Bench`]: QEMU, or a real router over SSH.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::guest::GUEST_WAN_IP;
+use super::iperf;
 use super::kernel::LabKernel;
 use super::record::{
-    Arm, BootRecord, Direction, LabRecord, Metric, RunRecord, CPU_PER_PACKET, MBIT_PER_S,
-    NS_PER_PACKET, THROUGHPUT,
+    Arm, Direction, LabRecord, Metric, RunRecord, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET,
+    THROUGHPUT,
 };
-use super::rootfs::Initramfs;
+use super::router::{Bench, Gro, Router, Up};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
-use super::session::Guest;
-use crate::inputs::lab::LabSpec;
 use crate::results::now_rfc3339;
 use crate::util::hash::sha256_file;
 
@@ -64,17 +63,17 @@ pub fn arms(kernels: &[LabKernel], control: bool) -> Result<Vec<(Arm, LabKernel)
     Ok(arms)
 }
 
-/// Runs the plan, writing `record` into `dir` after every run. On an error
-/// the record is written with `status: failed: …` and the error returned.
+/// Runs the plan on `bench`, writing `record` into `dir` after every run.
+/// On an error the record is written with `status: failed: …` and the
+/// error returned.
 pub fn execute(
-    spec: &LabSpec,
-    initramfs: &Initramfs,
-    arms: &[(Arm, LabKernel)],
+    bench: &mut dyn Bench,
+    arms: &[Arm],
     plan: &Plan,
     record: &mut LabRecord,
     dir: &Path,
 ) -> Result<()> {
-    let outcome = execute_inner(spec, initramfs, arms, plan, record, dir);
+    let outcome = execute_inner(bench, arms, plan, record, dir);
     record.finished = Some(now_rfc3339());
     record.status = match &outcome {
         Ok(()) => "complete".to_string(),
@@ -85,38 +84,25 @@ pub fn execute(
 }
 
 fn execute_inner(
-    spec: &LabSpec,
-    initramfs: &Initramfs,
-    arms: &[(Arm, LabKernel)],
+    bench: &mut dyn Bench,
+    arms: &[Arm],
     plan: &Plan,
     record: &mut LabRecord,
     dir: &Path,
 ) -> Result<()> {
     let mut index = 0u32;
     for round in 0..plan.runs {
-        for (arm, kernel) in arms {
+        for arm in arms {
             let tag = format!("r{round}-{}", arm.name.replace('~', "-"));
-            let console_log = format!("console-{tag}.log");
-            let mut guest = Guest::boot(
-                spec,
-                (&kernel.image, kernel.dtb.as_deref()),
-                &initramfs.path,
-                &dir.join(&console_log),
-                &dir.join(format!("qemu-{tag}.log")),
-            )
-            .with_context(|| format!("booting {} (round {round})", arm.name))?;
+            let Up { mut router, boot } = bench
+                .bring_up(arm, round, &tag, dir)
+                .with_context(|| format!("bringing up {} (round {round})", arm.name))?;
             eprintln!(
                 "lab: round {round} {}: router ready after {:.1} s",
-                arm.name, guest.boot_seconds
+                arm.name, boot.boot_seconds
             );
-            record.boots.push(BootRecord {
-                arm: arm.name.clone(),
-                round,
-                boot_seconds: round_to(guest.boot_seconds, 3),
-                guest_uptime_at_ready: guest.uptime_at_ready,
-                console_log,
-                qemu_argv: guest.qemu_argv.clone(),
-            });
+            record.boots.push(boot);
+            record.write(dir)?;
             let mut schedule = vec![(Direction::LanToWan, plan.gro[0], true)];
             for &direction in &plan.directions {
                 for &gro in &plan.gro {
@@ -125,7 +111,7 @@ fn execute_inner(
             }
             for (direction, gro, warmup) in schedule {
                 let run = measure(
-                    &mut guest,
+                    router.as_mut(),
                     (arm, round, index),
                     (direction, gro, warmup),
                     plan.duration_seconds,
@@ -150,23 +136,24 @@ fn execute_inner(
 }
 
 fn measure(
-    guest: &mut Guest,
+    router: &mut dyn Router,
     (arm, round, index): (&Arm, u32, u32),
     (direction, gro, warmup): (Direction, bool, bool),
     seconds: u32,
     dir: &Path,
 ) -> Result<RunRecord> {
-    guest.set_gro(gro)?;
+    router.set_gro(Gro::from(gro))?;
     let started = now_rfc3339();
     let prefix = format!("run{index:03}");
-    let out = guest.iperf(direction, seconds, dir, &prefix)?;
+    let out = iperf::run(router, direction, seconds, dir, &prefix)?;
     let summary = iperf_summary(&out.client)?;
     let peer = iperf_peer(&out.server);
-    if peer.as_deref() != Some(GUEST_WAN_IP) {
+    let expected = router.endpoints().router_wan_ip.clone();
+    if peer.as_deref() != Some(expected.as_str()) {
         bail!(
-            "the WAN side saw the client as {peer:?}, not as the router's {GUEST_WAN_IP}: \
+            "the WAN side saw the client as {peer:?}, not as the router's {expected}: \
              the masquerade did not happen\n{}",
-            guest.console_tail()
+            router.diagnostics()
         );
     }
     let work = GuestWork::between(&out.before, &out.after);

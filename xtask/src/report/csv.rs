@@ -211,7 +211,11 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
     }
     for lab in &report.labs {
-        let soc = format!("QEMU {} ({})", lab.qemu.machine, lab.qemu.cpu);
+        let soc = match (&lab.router, &lab.qemu) {
+            (Some(r), _) => format!("router {} (SSH)", r.destination),
+            (None, Some(q)) => format!("QEMU {} ({})", q.machine, q.cpu),
+            (None, None) => String::new(),
+        };
         for note in &lab.notes {
             let values = [
                 lab.lab_target.as_str(),

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::{LabReport, Role};
 use crate::report::json::{metric, JsonMetric};
 use crate::report::{Report, Style};
-use crate::results::lab::{Direction, QemuInfo, Settings};
+use crate::results::lab::{Direction, QemuInfo, RouterInfo, Settings};
 
 /// One lab run.
 #[derive(Debug, Serialize)]
@@ -24,8 +24,12 @@ pub struct JsonLab {
     pub started: String,
     /// How it ran, as `lab.json` records it.
     pub settings: Settings,
-    /// The emulator.
-    pub qemu: QemuInfo,
+    /// The emulator; absent on a real router.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qemu: Option<QemuInfo>,
+    /// The real router measured over SSH; absent in QEMU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router: Option<RouterInfo>,
     /// The base arm.
     pub base: String,
     /// The kernels compared.
@@ -104,6 +108,7 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
         started: lab.started.clone(),
         settings: lab.settings.clone(),
         qemu: lab.qemu.clone(),
+        router: lab.router.clone(),
         base: lab.base.clone(),
         arms: lab
             .arms

@@ -32,8 +32,8 @@ use anyhow::{bail, Result};
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{mann_whitney_min_p, Interval, Verdict};
 use crate::results::lab::{
-    Arm, Direction, LabRecord, QemuInfo, Settings, COMPLETE, CPU_PER_PACKET, MBIT_PER_S,
-    NS_PER_PACKET, THROUGHPUT,
+    Arm, Direction, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE, CPU_PER_PACKET,
+    MBIT_PER_S, NS_PER_PACKET, THROUGHPUT,
 };
 
 /// The lab's families in report order: (name, unit, title in sentences).
@@ -179,8 +179,10 @@ pub struct LabReport {
     pub started: String,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator.
-    pub qemu: QemuInfo,
+    /// The emulator; `None` on a real router.
+    pub qemu: Option<QemuInfo>,
+    /// The real router measured over SSH; `None` in QEMU.
+    pub router: Option<RouterInfo>,
     /// The kernels compared.
     pub arms: Vec<Arm>,
     /// The base arm's name.
@@ -298,6 +300,7 @@ impl LabReport {
             started: record.started,
             settings: record.settings,
             qemu: record.qemu,
+            router: record.router,
             arms: record.arms,
             base,
             series,
@@ -308,19 +311,55 @@ impl LabReport {
 
     /// What each metric can and cannot show, one sentence each.
     pub fn caveats(&self) -> Vec<String> {
-        let icount = if self.qemu.icount.is_empty() {
-            "without -icount it is host time, which host load moves too".to_string()
-        } else {
-            format!(
-                "under -icount {} guest time counts instructions, so it is a path-length proxy that host load does not move",
-                self.qemu.icount
-            )
+        if self.router.is_some() {
+            return vec![
+                "Mbit/s is the real router's forwarding speed, as far as the hosts running iperf3 keep up with it".to_string(),
+                "ns/packet is the router's CPU time per packet its two interfaces received (busy /proc/stat time, 10 ms ticks): real time on real hardware, so it sees cache, TLB and branch-layout effects, and whatever else the router's CPU did during the run".to_string(),
+            ];
+        }
+        let icount = match self.qemu.as_ref().map(|q| q.icount.as_str()) {
+            None | Some("") => {
+                "without -icount it is host time, which host load moves too".to_string()
+            }
+            Some(icount) => format!(
+                "under -icount {icount} guest time counts instructions, so it is a path-length proxy that host load does not move"
+            ),
         };
         vec![
             "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
             format!("ns/packet is the guest's CPU time per forwarded packet: {icount}"),
             "neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware".to_string(),
         ]
+    }
+
+    /// The machine, for headings: `QEMU malta -cpu 74Kf`, or `router
+    /// root@192.168.1.1 over SSH`.
+    pub fn machine(&self) -> String {
+        match (&self.router, &self.qemu) {
+            (Some(r), _) => format!("router {} over SSH", r.destination),
+            (None, Some(q)) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
+            (None, None) => "an unknown machine".to_string(),
+        }
+    }
+
+    /// The machine in few words, for plot titles: `QEMU malta` or `router
+    /// root@192.168.1.1`.
+    pub fn machine_short(&self) -> String {
+        match (&self.router, &self.qemu) {
+            (Some(r), _) => format!("router {}", r.destination),
+            (None, Some(q)) => format!("QEMU {}", q.machine),
+            (None, None) => "an unknown machine".to_string(),
+        }
+    }
+
+    /// What its kernels are called in headings: `lab kernels` in QEMU,
+    /// `kernels` on a real router (the target's own).
+    pub fn kernels_word(&self) -> &'static str {
+        if self.router.is_some() {
+            "kernels"
+        } else {
+            "lab kernels"
+        }
     }
 
     /// The arm called `name`.

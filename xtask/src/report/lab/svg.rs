@@ -69,9 +69,9 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
         if !rows.is_empty() {
             out.push(Panel {
                 title: format!(
-                    "Runtime lab, {} on QEMU {}: {} ({unit}), every run",
+                    "Runtime lab, {} on {}: {} ({unit}), every run",
                     lab.target,
-                    lab.qemu.machine,
+                    lab.machine_short(),
                     family_title(family)
                 ),
                 unit: unit.to_string(),

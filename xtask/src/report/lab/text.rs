@@ -34,8 +34,11 @@ use crate::report::{Report, Style};
 /// brcm47xx-lab)`.
 pub fn heading(lab: &LabReport) -> String {
     format!(
-        "Runtime lab, {} on QEMU {} -cpu {} (lab kernels {})",
-        lab.target, lab.qemu.machine, lab.qemu.cpu, lab.lab_target
+        "Runtime lab, {} on {} ({} {})",
+        lab.target,
+        lab.machine(),
+        lab.kernels_word(),
+        lab.lab_target
     )
 }
 

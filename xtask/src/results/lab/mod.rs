@@ -26,8 +26,16 @@
 //!   samples. The raw inputs stay: the guest's counters before and after,
 //!   the client's full iperf3 JSON, the address the server saw (the
 //!   masquerade's).
+//!
+//! A lab run on a real router over SSH (`--lab ssh://…`, [`router`]) has
+//! no `qemu` and no `initramfs` but a `router` (its host, interfaces,
+//! whether each arm's image was flashed), and each boot records the
+//! router's `/proc/version` against the build's banner (`kernel`). Its
+//! runs have the same metrics; ns/packet is then the router's real CPU
+//! time per packet, and no `-icount` keeps host load out of it.
 
 pub mod guest;
+pub mod router;
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +43,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub use guest::{DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
+pub use router::{Flash, KernelCheck, RouterInfo};
 
 use crate::util::fs::write_atomic;
 
@@ -155,9 +164,14 @@ pub struct BootRecord {
     pub guest_uptime_at_ready: Option<f64>,
     /// Console log file name, in the lab directory.
     pub console_log: String,
-    /// QEMU's command line, program first (taps and socket are per boot).
+    /// QEMU's command line, program first (taps and socket are per boot);
+    /// empty on a real router.
     #[serde(default)]
     pub qemu_argv: Vec<String>,
+    /// On a real router: the kernel it ran, as its `/proc/version` said,
+    /// against the build's banner; `None` in QEMU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelCheck>,
 }
 
 /// One number with its unit.
@@ -221,10 +235,16 @@ pub struct LabRecord {
     pub finished: Option<String>,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator.
-    pub qemu: QemuInfo,
-    /// The guest's userspace.
-    pub initramfs: Initramfs,
+    /// The emulator; `None` when the lab measured a real router
+    /// ([`LabRecord::router`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qemu: Option<QemuInfo>,
+    /// The guest's userspace; `None` on a real router.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initramfs: Option<Initramfs>,
+    /// The real router measured over SSH (`--lab ssh://…`); `None` in QEMU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<RouterInfo>,
     /// The kernels compared.
     pub arms: Vec<Arm>,
     /// Every boot.
