@@ -75,12 +75,27 @@ pub struct BuildBenchRequest {
 
 /// A step `--skip` can leave out; the overhead (1) and the patch-only
 /// variant (3) always run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     /// Step 2: ccache cold, then warm (two full builds' worth).
     Ccache,
     /// Step 4: a full build through a distccd on 127.0.0.1.
     Distcc,
+}
+
+impl std::str::FromStr for Step {
+    type Err = String;
+
+    /// `ccache` or `distcc`.
+    fn from_str(s: &str) -> Result<Step, String> {
+        match s {
+            "ccache" => Ok(Step::Ccache),
+            "distcc" => Ok(Step::Distcc),
+            _ => Err(format!(
+                "unknown step {s:?}: --skip takes ccache and distcc (the overhead and patch-only steps always run)"
+            )),
+        }
+    }
 }
 
 /// The benchmark's work directory: `target/xtask/bench/`.
