@@ -7,6 +7,7 @@
 
 pub mod console;
 pub mod cpio;
+pub mod emulated;
 pub mod guest;
 pub mod kernel;
 pub mod process;
@@ -202,14 +203,27 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             std::process::id()
         ));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Each direction with each GRO setting, as the lab always ran them.
+    let conditions: Vec<record::Condition> = record::Direction::BOTH
+        .into_iter()
+        .flat_map(|direction| {
+            request
+                .gro
+                .settings()
+                .into_iter()
+                .map(move |gro| record::Condition::Forward { direction, gro })
+        })
+        .collect();
     let plan = runner::Plan {
         runs: request.runs,
         duration_seconds: request.duration_seconds,
-        gro: request.gro.settings(),
-        directions: record::Direction::BOTH.to_vec(),
-        control: request.control,
+        warmup: record::Condition::Forward {
+            direction: record::Direction::LanToWan,
+            gro: request.gro.settings()[0],
+        },
+        conditions,
     };
-    let arms = runner::arms(&kernels, plan.control)?;
+    let arms = runner::with_control(emulated::arms(&kernels)?, request.control);
     let mut lab = record::LabRecord {
         schema: record::SCHEMA,
         status: "running".to_string(),
@@ -220,13 +234,14 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         settings: record::Settings {
             runs: plan.runs,
             duration_seconds: plan.duration_seconds,
-            gro: plan.gro.clone(),
-            directions: plan.directions.clone(),
+            gro: request.gro.settings(),
+            directions: record::Direction::BOTH.to_vec(),
             warmup_runs_per_boot: 1,
             base: chosen[0].name.clone(),
-            control: plan.control,
+            control: request.control,
+            benches: Vec::new(),
         },
-        qemu: record::QemuInfo {
+        qemu: Some(record::QemuInfo {
             binary: spec.qemu.clone(),
             version: version.lines().next().unwrap_or_default().to_string(),
             machine: spec.machine.clone(),
@@ -234,15 +249,21 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             smp: spec.smp,
             icount: qemu::ICOUNT.to_string(),
             append: qemu::kernel_cmdline(&spec),
-        },
-        initramfs: initramfs.clone(),
-        arms: arms.iter().map(|(a, _)| a.clone()).collect(),
+        }),
+        initramfs: Some(initramfs.clone()),
+        host: None,
+        arms,
         boots: Vec::new(),
         runs: Vec::new(),
     };
     lab.write(&dir)?;
     eprintln!("lab: writing {}", dir.join(record::FILE_NAME).display());
-    runner::execute(&spec, &initramfs, &arms, &plan, &mut lab, &dir)
+    let mut system = emulated::Emulated {
+        spec: &spec,
+        initramfs: &initramfs,
+        kernels: &kernels,
+    };
+    runner::execute(&mut system, &plan, &mut lab, &dir)
         .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
     Ok(Some(dir))
 }

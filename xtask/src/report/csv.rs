@@ -211,7 +211,10 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
     }
     for lab in &report.labs {
-        let soc = format!("QEMU {} ({})", lab.qemu.machine, lab.qemu.cpu);
+        let soc = match &lab.qemu {
+            Some(q) => format!("QEMU {} ({})", q.machine, q.cpu),
+            None => lab.machine(),
+        };
         for note in &lab.notes {
             let values = [
                 lab.lab_target.as_str(),
@@ -244,8 +247,8 @@ pub fn render(report: &Report, style: &Style) -> String {
                     soc.clone(),
                     lab.base.clone(),
                     String::new(),
-                    series.gro.kind().to_string(),
-                    series.direction.name().to_string(),
+                    series.kind(),
+                    series.item().to_string(),
                     num(sum.mean),
                     String::new(),
                     String::new(),

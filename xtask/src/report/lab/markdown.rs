@@ -91,8 +91,8 @@ fn base_table(out: &mut String, lab: &LabReport, d: Decimal) {
             mean_sd(&sum, d),
             sum.n,
             s.family,
-            s.direction.name(),
-            s.gro.kind(),
+            s.item(),
+            s.kind(),
             s.unit
         );
     }
