@@ -78,7 +78,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Results(ResultsCommand::Merge { files }) => {
             results::archive::merge(&sh, &layout, &files)
         }
-        Command::Lab(args) => lab::command(&sh, &layout, &args.request()),
+        Command::Lab(args) => match args.mode()? {
+            cli::LabMode::Qemu(request) => lab::command(&sh, &layout, &request),
+            cli::LabMode::Host(request) => lab::host::command(&layout, &request),
+        },
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &layout,

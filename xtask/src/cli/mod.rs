@@ -57,6 +57,9 @@ pub enum Command {
     /// QEMU machine, boot it between two network namespaces and measure
     /// forwarding through its nftables masquerade (Mbit/s both ways, guest
     /// CPU ns per forwarded packet), runs interleaved, with an A/A control.
+    /// With --lab host: this machine's kernel instead, with runtime
+    /// settings from lab/runtime.toml applied in a private namespace,
+    /// measured with tbench (MB/s) and iperf3 (Mbit/s) over its loopback.
     Lab(LabArgs),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
@@ -191,24 +194,54 @@ pub enum ResultsCommand {
     },
 }
 
+/// Which system `cargo xtask lab` measures (`--lab`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LabKind {
+    /// A target's router kernel, built for and booted in QEMU.
+    Qemu,
+    /// This machine's kernel, with runtime settings (lab/runtime.toml).
+    Host,
+}
+
+/// What `cargo xtask lab` runs, as the library takes it.
+pub enum LabMode {
+    /// The QEMU router lab.
+    Qemu(xtask::lab::LabRequest),
+    /// The host lab.
+    Host(xtask::lab::host::HostRequest),
+}
+
 #[derive(Debug, clap::Args)]
 pub struct LabArgs {
-    /// Target with a [lab] table in targets/<t>.toml (brcm47xx).
+    /// What to measure: a target's router kernel in QEMU, or this
+    /// machine's kernel with runtime settings (tbench, iperf3 over a
+    /// private namespace's loopback).
+    #[arg(long, value_enum, default_value = "qemu", value_name = "qemu|host")]
+    pub lab: LabKind,
+    /// Target with a [lab] table in targets/<t>.toml (brcm47xx); QEMU lab only.
     #[arg(long, short = 't', value_name = "TARGET")]
-    pub target: String,
-    /// Variant from patches/variants.toml. Repeatable; default: baseline.
-    /// The first is the base, run twice as an A/A control.
+    pub target: Option<String>,
+    /// Variant from patches/variants.toml (QEMU lab) or lab/runtime.toml
+    /// (host lab). Repeatable; default: baseline. The first is the base,
+    /// run twice as an A/A control.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Measured runs per (variant, direction, GRO setting).
+    /// Measured runs per (variant, direction, GRO setting) or (variant, benchmark).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub runs: u32,
-    /// Seconds per iperf3 run.
+    /// Seconds per run (iperf3, tbench).
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub duration: u32,
-    /// GRO settings to measure in the guest.
-    #[arg(long, default_value = "both", value_name = "on|off|both")]
-    pub gro: xtask::lab::GroChoice,
+    /// GRO settings to measure in the guest (QEMU lab; default both).
+    #[arg(long, value_name = "on|off|both")]
+    pub gro: Option<xtask::lab::GroChoice>,
+    /// Benchmarks of the host lab, comma-separated, run in this order
+    /// (default tbench).
+    #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
+    pub benches: Vec<xtask::lab::host::BenchName>,
+    /// tbench's clients (host lab; default 2).
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
     /// Leave out the A/A control (the base booted a second time as its own arm).
     #[arg(long)]
     pub no_control: bool,
@@ -227,14 +260,49 @@ pub struct LabArgs {
 }
 
 impl LabArgs {
-    /// The library's request.
-    pub fn request(&self) -> xtask::lab::LabRequest {
-        xtask::lab::LabRequest {
-            target: self.target.clone(),
+    /// The library's request, refusing options of the other lab.
+    pub fn mode(&self) -> anyhow::Result<LabMode> {
+        if self.lab == LabKind::Host {
+            let qemu_only = [
+                (self.target.is_some(), "--target"),
+                (self.gro.is_some(), "--gro"),
+                (self.build_only, "--build-only"),
+                (self.jobs.is_some(), "--jobs"),
+                (self.kernel_src.is_some(), "--kernel-src"),
+                (self.verbose, "--verbose"),
+            ];
+            if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} is for the QEMU lab; --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
+                );
+            }
+            return Ok(LabMode::Host(xtask::lab::host::HostRequest {
+                variants: self.variants.clone(),
+                runs: self.runs,
+                duration_seconds: self.duration,
+                benches: if self.benches.is_empty() {
+                    vec![xtask::lab::host::BenchName::Tbench]
+                } else {
+                    self.benches.clone()
+                },
+                tbench_clients: self.clients.unwrap_or(2),
+                control: !self.no_control,
+            }));
+        }
+        if !self.benches.is_empty() || self.clients.is_some() {
+            anyhow::bail!("--bench and --clients are for --lab host");
+        }
+        let Some(target) = &self.target else {
+            anyhow::bail!(
+                "the QEMU lab needs --target (a target with a [lab] table, e.g. brcm47xx); --lab host measures this machine's kernel instead"
+            );
+        };
+        Ok(LabMode::Qemu(xtask::lab::LabRequest {
+            target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
             duration_seconds: self.duration,
-            gro: self.gro,
+            gro: self.gro.unwrap_or(xtask::lab::GroChoice::Both),
             control: !self.no_control,
             build_only: self.build_only,
             build: xtask::build::BuildOptions {
@@ -242,7 +310,7 @@ impl LabArgs {
                 ..xtask::build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
             },
             kernel_src: self.kernel_src.clone(),
-        }
+        }))
     }
 }
 

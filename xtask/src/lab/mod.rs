@@ -9,6 +9,7 @@ pub mod console;
 pub mod cpio;
 pub mod emulated;
 pub mod guest;
+pub mod host;
 pub mod kernel;
 pub mod process;
 pub mod qemu;

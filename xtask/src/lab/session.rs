@@ -10,11 +10,12 @@ use anyhow::{bail, Context, Result};
 
 use super::console::Console;
 use super::guest::{FAILED, READY, SAMPLE};
-use super::process::{interrupted, tick, ChildGuard};
+use super::process::{interrupted, ChildGuard};
 use super::qemu::{self, Boot};
 use super::record::Direction;
+use super::sample::read_json;
 use super::sample::GuestSample;
-use super::topology::{tool, Topology};
+use super::topology::{wait_listening, Topology};
 use crate::inputs::lab::LabSpec;
 
 /// From starting QEMU to the router being ready.
@@ -181,7 +182,7 @@ impl Guest {
             &file("server.json"),
             &file("server.stderr"),
         )?;
-        wait_listening(&wan.netns, IPERF_PORT, &mut server)?;
+        wait_listening(&wan.netns, IPERF_PORT, &mut server, SERVER_TIMEOUT)?;
         let before = self.sample()?;
         let mut client = Command::new("ip");
         client
@@ -256,39 +257,4 @@ fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
         qemu_log.display(),
         super::process::last_lines(&text, 10)
     )
-}
-
-fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{}: not iperf3 JSON:\n{text}", path.display()))
-}
-
-/// Waits until something listens on TCP `port` in `netns`
-/// (`/proc/net/tcp` read from inside it).
-fn wait_listening(netns: &str, port: u16, server: &mut ChildGuard) -> Result<()> {
-    let deadline = Instant::now() + SERVER_TIMEOUT;
-    let local = format!(":{port:04X} ");
-    loop {
-        let table = tool("ip", &["netns", "exec", netns, "cat", "/proc/net/tcp"])?;
-        // Columns: sl local_address rem_address st …; st 0A is LISTEN.
-        let listening = table.lines().any(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.len() > 3 && format!("{} ", cols[1]).ends_with(&local) && cols[3] == "0A"
-        });
-        if listening {
-            return Ok(());
-        }
-        if let Some(status) = server.try_status()? {
-            bail!("the iperf3 server exited ({status}) before listening");
-        }
-        if Instant::now() >= deadline {
-            bail!(
-                "the iperf3 server did not listen on port {port} within {} s",
-                SERVER_TIMEOUT.as_secs()
-            );
-        }
-        tick()?;
-    }
 }
