@@ -18,8 +18,9 @@ pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 /// Debian packages the tests need beyond `cargo xtask setup`'s: the
 /// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter,
 /// python3-scipy for the statistics), distcc (its daemon for the
-/// `--distcc` end-to-end test, on 127.0.0.1) and the 6.1 source the flag
-/// patch is checked against.
+/// `--distcc` end-to-end test, on 127.0.0.1), the 6.1 source the flag
+/// patch is checked against, and the host lab's tools (dbench's tbench,
+/// iperf3, ethtool) for its end-to-end test.
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
     "diffutils",
@@ -29,6 +30,9 @@ pub const TEST_PACKAGES: &[&str] = &[
     "python3-scipy",
     "distcc",
     "linux-source-6.1",
+    "dbench",
+    "iperf3",
+    "ethtool",
 ];
 
 /// Runs the end-to-end build through `cargo xtask build`, then `cargo test`.

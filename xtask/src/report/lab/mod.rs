@@ -303,7 +303,7 @@ impl LabReport {
     pub fn caveats(&self) -> Vec<String> {
         let Some(qemu) = &self.qemu else {
             return vec![
-                format!("tbench MB/s and iperf3 Mbit/s over loopback {HOST_NOTE}: they follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare"),
+                format!("the host lab {HOST_NOTE}: tbench MB/s and iperf3 Mbit/s over loopback follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare"),
                 "loopback has no NIC, driver or wire: offload settings there change how the stack segments and checksums, not what a router's hardware does".to_string(),
             ];
         };
@@ -334,6 +334,35 @@ impl LabReport {
             (None, Some(h)) => format!("host kernel {} ({})", h.kernel_release, h.machine),
             (None, None) => "an unknown machine".to_string(),
         }
+    }
+
+    /// What each runtime variant set (host lab), e.g. `baseline: nothing
+    /// changed; lo-no-tso-gso: ethtool -K lo gso off tso off`; `None` for
+    /// a lab of kernels.
+    pub fn runtime_settings(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .arms
+            .iter()
+            .filter(|a| !a.control)
+            .filter_map(|a| {
+                let r = a.runtime.as_ref()?;
+                let calls: Vec<String> = r
+                    .ethtool
+                    .iter()
+                    .map(|e| {
+                        let features: Vec<String> =
+                            e.features.iter().map(|(f, v)| format!("{f} {v}")).collect();
+                        format!("ethtool -K {} {}", e.dev, features.join(" "))
+                    })
+                    .collect();
+                Some(if calls.is_empty() {
+                    format!("{}: nothing changed", a.name)
+                } else {
+                    format!("{}: {}", a.name, calls.join(", "))
+                })
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// The words of `kind` in `family`'s series: `GRO on`, `2 clients`;

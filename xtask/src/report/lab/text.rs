@@ -202,6 +202,12 @@ pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
         report.display_path(&lab.dir.join(crate::results::lab::FILE_NAME)),
         how_it_ran(lab)
     );
+    if let Some(settings) = lab.runtime_settings() {
+        let _ = writeln!(
+            out,
+            "Runtime settings (read back with ethtool -k after every run): {settings}"
+        );
+    }
     if lab.comparisons.iter().all(|c| c.role == Role::Control) {
         base_lines(&mut out, lab, d);
     }
