@@ -97,16 +97,42 @@ pub fn pids(name: &str) -> Result<Vec<u32>> {
         .collect())
 }
 
-/// SIGKILLs every process in namespace `name` until none is left, within
-/// [`KILL_TIMEOUT`].
+/// Whether process `pid` has exited: gone, or a zombie waiting for its
+/// parent (for an orphan, init) to reap it.
+pub fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S …`: the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+/// SIGKILLs every process in namespace `name` until none is left and each
+/// has exited, within [`KILL_TIMEOUT`]. (A dying process leaves the
+/// namespace before it is gone, so `ip netns pids` alone says too early.)
 fn kill_all(name: &str) -> Result<()> {
     let deadline = Instant::now() + KILL_TIMEOUT;
+    let mut killed: Vec<u32> = Vec::new();
     loop {
         let left = pids(name)?;
         if left.is_empty() {
-            return Ok(());
+            killed.retain(|&pid| !exited(pid));
+            if killed.is_empty() {
+                return Ok(());
+            }
+        }
+        if Instant::now() >= deadline {
+            anyhow::bail!(
+                "processes {left:?} {killed:?} of {name} were still running after {} s",
+                KILL_TIMEOUT.as_secs()
+            );
         }
         for pid in &left {
+            if !killed.contains(pid) {
+                killed.push(*pid);
+            }
             let pid = i32::try_from(*pid)
                 .ok()
                 .and_then(rustix::process::Pid::from_raw);
@@ -114,12 +140,6 @@ fn kill_all(name: &str) -> Result<()> {
                 // Gone already is fine.
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
-        }
-        if Instant::now() >= deadline {
-            anyhow::bail!(
-                "processes {left:?} were still in {name} after {} s",
-                KILL_TIMEOUT.as_secs()
-            );
         }
         std::thread::sleep(POLL);
     }
@@ -146,4 +166,18 @@ pub fn remove_stale() -> Result<Vec<String>> {
         }
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_process_has_not_exited_and_a_reaped_one_has() {
+        assert!(!exited(std::process::id()));
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(exited(pid));
+    }
 }
