@@ -141,10 +141,10 @@ pub fn variants(layout: &Layout, names: &[String]) -> Result<Vec<RuntimeVariant>
     };
     let chosen = runtime::select(&all, &names, &file)?;
     for v in &chosen {
-        for c in v
+        if let Some(c) = v
             .ethtool
             .iter()
-            .filter(|c| !DEVICES.contains(&c.dev.as_str()))
+            .find(|c| !DEVICES.contains(&c.dev.as_str()))
         {
             bail!(
                 "runtime variant {} sets {} in {}, but the host lab's namespace has only {}",
