@@ -96,12 +96,16 @@ pub fn targets_with_runs(layout: &Layout) -> Result<Vec<String>> {
 pub fn read(dir: &Path) -> Result<LabRecord> {
     let record = LabRecord::read(dir)?;
     if record.schema != lab::SCHEMA {
+        let again = if record.host.is_some() {
+            "--lab host".to_string()
+        } else {
+            format!("--target {}", record.target)
+        };
         bail!(
-            "{}: lab.json schema {}, but this xtask reads schema {}; run the lab again with `cargo xtask lab --target {}`",
+            "{}: lab.json schema {}, but this xtask reads schema {}; run the lab again with `cargo xtask lab {again}`",
             dir.join(lab::FILE_NAME).display(),
             record.schema,
             lab::SCHEMA,
-            record.target
         );
     }
     Ok(record)
