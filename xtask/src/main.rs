@@ -7,7 +7,8 @@ use anyhow::{Context, Result};
 use xshell::Shell;
 
 use cli::{
-    changed_files, until, Cli, Command, ConfigCommand, FlagsCommand, PatchesCommand, ResultsCommand,
+    changed_files, until, BenchCommand, Cli, Command, ConfigCommand, FlagsCommand, PatchesCommand,
+    ResultsCommand,
 };
 use xtask::patches::openwrt_sync::Direction;
 use xtask::patches::stack::commands as stack;
@@ -77,6 +78,12 @@ fn run(cli: Cli) -> Result<()> {
         }) => results::archive::export(&sh, &layout, &targets, &variants, &output),
         Command::Results(ResultsCommand::Merge { files }) => {
             results::archive::merge(&sh, &layout, &files)
+        }
+        Command::Bench(BenchCommand::Build(args)) => {
+            build::bench::run(&sh, &layout, &args.request()).map(drop)
+        }
+        Command::Bench(BenchCommand::Patches(args)) => {
+            patches::bench::run(&sh, &layout, &args.options())
         }
         Command::Lab(args) => match args.mode()? {
             cli::LabMode::Qemu(request) => lab::command(&sh, &layout, &request),

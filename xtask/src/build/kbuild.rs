@@ -29,7 +29,7 @@ use crate::util::layout::Layout;
 
 /// Fixed build identity, so that two builds of the same source and flags
 /// give the same bytes (kbuild's reproducible-build variables).
-const REPRODUCIBLE_ENV: &[(&str, &str)] = &[
+pub const REPRODUCIBLE_ENV: &[(&str, &str)] = &[
     ("KBUILD_BUILD_TIMESTAMP", "Thu Jan  1 00:00:00 UTC 1970"),
     ("KBUILD_BUILD_USER", "xtask"),
     ("KBUILD_BUILD_HOST", "xtask"),
@@ -75,7 +75,7 @@ impl KernelTree {
     }
 
     /// The patched tree of the job's series (cached, created on first use).
-    fn source_tree(&self, sh: &Shell, job: &Job) -> Result<PatchedTree> {
+    pub fn source_tree(&self, sh: &Shell, job: &Job) -> Result<PatchedTree> {
         let (pristine, patches) = self.series(sh, job)?;
         patched_source::prepare(sh, &self.layout, &pristine, &patches)
     }

@@ -7,9 +7,11 @@
 //! the same with an OpenWrt checkout's config, patches and KCFLAGS.
 
 pub mod artifacts;
+pub mod bench;
 pub mod ccache;
 pub mod command;
 pub mod distcc;
+pub mod distccd;
 pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod patches;
+pub use bench::BenchCommand;
 pub use patches::{changed_files, until, PatchesCommand};
 use xtask::build;
 use xtask::measure::bloat;
@@ -61,6 +63,10 @@ pub enum Command {
     /// settings from lab/runtime.toml applied in a private namespace,
     /// measured with tbench (MB/s) and iperf3 (Mbit/s) over its loopback.
     Lab(LabArgs),
+    /// Benchmarks: the build pipeline (`bench build`: overhead against raw
+    /// make, ccache, patch-only variants, distcc) and the patch engine.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.

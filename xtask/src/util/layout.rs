@@ -12,6 +12,14 @@
 //!   locks/{build,results}/<target>/<variant>.lock   who builds into them (flock)
 //!   locks/src/<kver>-<series-hash>.lock             who makes that patched tree
 //! ```
+//!
+//! A layout made with [`Layout::with_work_dir`] (the build benchmark's,
+//! `target/xtask/bench/`) puts its builds, results, ccache, distcc state
+//! and their locks elsewhere, but shares `pristine/`, `src/` and the
+//! patched trees' locks with the workspace: those are caches addressed
+//! by content that builds never write, and sharing their locks keeps a
+//! benchmark and an ordinary build from replacing a tree under each
+//! other.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +27,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
+    /// Where generated files other than the shared source caches go;
+    /// `None`: `target/xtask/`.
+    work: Option<PathBuf>,
 }
 
 impl Layout {
@@ -32,6 +43,18 @@ impl Layout {
     pub fn new(root: &Path) -> Layout {
         Layout {
             root: root.to_path_buf(),
+            work: None,
+        }
+    }
+
+    /// This workspace with its generated files under `work` instead of
+    /// `target/xtask/` (builds, results, ccache, distcc state, their
+    /// locks), sharing `targets/`, `patches/`, the unpacked and patched
+    /// sources and the patched trees' locks with it (see the module docs).
+    pub fn with_work_dir(&self, work: &Path) -> Layout {
+        Layout {
+            root: self.root.clone(),
+            work: Some(work.to_path_buf()),
         }
     }
 
@@ -60,19 +83,27 @@ impl Layout {
         self.root.join("lab").join("runtime.toml")
     }
 
-    /// `target/xtask/`: every generated file.
+    /// `target/xtask/`: every generated file (or the directory given to
+    /// [`Layout::with_work_dir`]).
     pub fn work_dir(&self) -> PathBuf {
+        self.work.clone().unwrap_or_else(|| self.shared_work_dir())
+    }
+
+    /// `target/xtask/` of the workspace, whatever the work directory: the
+    /// home of the source caches every layout of it shares.
+    fn shared_work_dir(&self) -> PathBuf {
         self.root.join("target").join("xtask")
     }
 
-    /// Where kernel tarballs are unpacked, never to be modified.
+    /// Where kernel tarballs are unpacked, never to be modified (shared).
     pub fn pristine_dir(&self) -> PathBuf {
-        self.work_dir().join("pristine")
+        self.shared_work_dir().join("pristine")
     }
 
-    /// Where patched source trees live, one per distinct patch series.
+    /// Where patched source trees live, one per distinct patch series
+    /// (shared).
     pub fn patched_src_dir(&self) -> PathBuf {
-        self.work_dir().join("src")
+        self.shared_work_dir().join("src")
     }
 
     /// `make O=` directory for one (target, variant).
@@ -108,13 +139,46 @@ impl Layout {
             .join(format!("{variant}.lock"))
     }
 
-    /// The lock file of the patched tree `src/<name>` while it is made.
+    /// The lock file of the patched tree `src/<name>` while it is made
+    /// (shared, as the tree is).
     pub fn patched_src_lock(&self, name: &str) -> PathBuf {
-        self.locks_dir().join("src").join(format!("{name}.lock"))
+        self.shared_work_dir()
+            .join("locks")
+            .join("src")
+            .join(format!("{name}.lock"))
     }
 
     /// `target/xtask/locks/`.
     fn locks_dir(&self) -> PathBuf {
         self.work_dir().join("locks")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn another_work_dir_moves_builds_but_shares_the_sources() {
+        let main = Layout::new(Path::new("/w"));
+        let bench = main.with_work_dir(Path::new("/w/target/xtask/bench"));
+        assert_eq!(bench.root(), main.root());
+        assert_eq!(bench.targets_dir(), main.targets_dir());
+        assert_eq!(bench.pristine_dir(), main.pristine_dir());
+        assert_eq!(bench.patched_src_dir(), main.patched_src_dir());
+        assert_eq!(bench.patched_src_lock("t"), main.patched_src_lock("t"));
+        assert_eq!(
+            bench.build_dir("t", "v"),
+            Path::new("/w/target/xtask/bench/build/t/v")
+        );
+        assert_eq!(
+            bench.results_dir("t", "v"),
+            Path::new("/w/target/xtask/bench/results/t/v")
+        );
+        assert_eq!(
+            bench.build_lock("t", "v"),
+            Path::new("/w/target/xtask/bench/locks/build/t/v.lock")
+        );
+        assert_ne!(bench.results_lock("t", "v"), main.results_lock("t", "v"));
     }
 }
