@@ -86,7 +86,7 @@ fn run(cli: Cli) -> Result<()> {
             patches::bench::run(&sh, &layout, &args.options())
         }
         Command::Lab(args) => match args.mode()? {
-            cli::LabMode::Qemu(request) => lab::command(&sh, &layout, &request),
+            cli::LabMode::Forwarding(request) => lab::command(&sh, &layout, &request),
             cli::LabMode::Host(request) => lab::host::command(&layout, &request),
         },
         Command::Test { jobs } => host::selftest::run(&sh, jobs),

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use xtask::lab::host::{self, features, BenchName, HostRequest};
 use xtask::report::{Format, LabRuns, Request, Style};
-use xtask::results::lab::{Bench, Condition, LabRecord, MB_PER_S, TBENCH, THROUGHPUT};
+use xtask::results::lab::{Benchmark, Condition, LabRecord, MB_PER_S, TBENCH, THROUGHPUT};
 use xtask::util::layout::Layout;
 
 /// One test at a time: each checks that no namespace of this process is
@@ -172,7 +172,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
     assert_eq!(lo.ethtool[0].features["gso"], "off");
 
     let tbench = Condition::Bench {
-        bench: Bench::Tbench { clients: 2 },
+        bench: Benchmark::Tbench { clients: 2 },
     };
     for arm in &arms {
         let mbs = record.samples(arm, tbench, TBENCH);
@@ -250,7 +250,7 @@ fn iperf3_over_the_namespace_loopback() {
     nothing_left(std::process::id());
     let record = LabRecord::read(&dir).unwrap();
     let iperf = Condition::Bench {
-        bench: Bench::Iperf3,
+        bench: Benchmark::Iperf3,
     };
     let mbit = record.samples("baseline", iperf, THROUGHPUT);
     assert_eq!(mbit.len(), 1, "{mbit:?}");

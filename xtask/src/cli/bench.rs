@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use xtask::build::bench::{BuildBenchRequest, DEFAULT_PATCH_VARIANT};
+use xtask::build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
 
 use super::default_jobs;
 use super::patches::BenchArgs;
@@ -45,6 +45,10 @@ pub struct BuildBenchArgs {
     /// Also write the numbers and goals as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Leave out steps (comma-separated or repeated): `ccache` (cold and
+    /// warm), `distcc`. The overhead and patch-only steps always run.
+    #[arg(long, value_name = "STEP", value_delimiter = ',')]
+    pub skip: Vec<Step>,
 }
 
 impl BuildBenchArgs {
@@ -57,6 +61,7 @@ impl BuildBenchArgs {
             jobs: self.jobs.unwrap_or_else(default_jobs),
             verbose: self.verbose,
             json: self.json,
+            skip: self.skip,
         }
     }
 }

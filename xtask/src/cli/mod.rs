@@ -200,31 +200,22 @@ pub enum ResultsCommand {
     },
 }
 
-/// Which system `cargo xtask lab` measures (`--lab`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LabKind {
-    /// A target's router kernel, built for and booted in QEMU.
-    Qemu,
-    /// This machine's kernel, with runtime settings (lab/runtime.toml).
-    Host,
-}
+/// `--lab host`: this machine's kernel with runtime settings.
+pub const LAB_HOST: &str = "host";
 
 /// What `cargo xtask lab` runs, as the library takes it.
 pub enum LabMode {
-    /// The QEMU router lab.
-    Qemu(xtask::lab::LabRequest),
+    /// The forwarding lab: a target's router kernels in QEMU or on a real
+    /// router over SSH.
+    Forwarding(xtask::lab::LabRequest),
     /// The host lab.
     Host(xtask::lab::host::HostRequest),
 }
 
 #[derive(Debug, clap::Args)]
 pub struct LabArgs {
-    /// What to measure: a target's router kernel in QEMU, or this
-    /// machine's kernel with runtime settings (tbench, iperf3 over a
-    /// private namespace's loopback).
-    #[arg(long, value_enum, default_value = "qemu", value_name = "qemu|host")]
-    pub lab: LabKind,
-    /// Target with a [lab] table in targets/<t>.toml (brcm47xx); QEMU lab only.
+    /// Target with a [lab] table in targets/<t>.toml (brcm47xx), or the
+    /// router's target with --lab ssh; not with --lab host.
     #[arg(long, short = 't', value_name = "TARGET")]
     pub target: Option<String>,
     /// Variant from patches/variants.toml (QEMU lab) or lab/runtime.toml
@@ -263,12 +254,32 @@ pub struct LabArgs {
     /// Stream make's output instead of a progress line.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// The machine: `qemu` (the target's [lab] table), a real router
+    /// over SSH, `ssh://[USER@]HOST[:PORT]` (user root by default; `ssh`
+    /// alone takes the destination from the lab file), or `host`: this
+    /// machine's kernel with runtime settings from lab/runtime.toml
+    /// (tbench, iperf3 over a private namespace's loopback).
+    #[arg(
+        long = "lab",
+        default_value = "qemu",
+        value_name = "qemu|ssh://USER@HOST|host"
+    )]
+    pub machine: String,
+    /// With --lab ssh: the lab file (TOML: the router's interfaces, the
+    /// LAN and WAN endpoints on this machine, the image per target; see
+    /// README "Real router over SSH").
+    #[arg(long, value_name = "FILE")]
+    pub lab_file: Option<PathBuf>,
+    /// With --lab ssh: measure the kernel the router runs now instead of
+    /// flashing each variant's image (its /proc/version is still recorded).
+    #[arg(long)]
+    pub no_flash: bool,
 }
 
 impl LabArgs {
     /// The library's request, refusing options of the other lab.
     pub fn mode(&self) -> anyhow::Result<LabMode> {
-        if self.lab == LabKind::Host {
+        if self.machine == LAB_HOST {
             let qemu_only = [
                 (self.target.is_some(), "--target"),
                 (self.gro.is_some(), "--gro"),
@@ -276,10 +287,12 @@ impl LabArgs {
                 (self.jobs.is_some(), "--jobs"),
                 (self.kernel_src.is_some(), "--kernel-src"),
                 (self.verbose, "--verbose"),
+                (self.lab_file.is_some(), "--lab-file"),
+                (self.no_flash, "--no-flash"),
             ];
             if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
-                    "{flag} is for the QEMU lab; --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
+                    "{flag} is for the forwarding lab (QEMU or SSH); --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
                 );
             }
             return Ok(LabMode::Host(xtask::lab::host::HostRequest {
@@ -300,10 +313,17 @@ impl LabArgs {
         }
         let Some(target) = &self.target else {
             anyhow::bail!(
-                "the QEMU lab needs --target (a target with a [lab] table, e.g. brcm47xx); --lab host measures this machine's kernel instead"
+                "the forwarding lab needs --target (a target with a [lab] table, e.g. brcm47xx, or the router's); --lab host measures this machine's kernel instead"
             );
         };
-        Ok(LabMode::Qemu(xtask::lab::LabRequest {
+        let flash = if self.no_flash {
+            xtask::lab::Flash::NotFlashed
+        } else {
+            xtask::lab::Flash::Sysupgrade
+        };
+        let machine =
+            xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
+        Ok(LabMode::Forwarding(xtask::lab::LabRequest {
             target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
@@ -316,6 +336,7 @@ impl LabArgs {
                 ..xtask::build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
             },
             kernel_src: self.kernel_src.clone(),
+            machine,
         }))
     }
 }

@@ -10,8 +10,8 @@ use crate::inputs::targets::{Artifact, Target};
 /// Debian packages for building `targets`: host tools, each target's cross
 /// compiler and binutils, `u-boot-tools` for uImages, and the
 /// `linux-source-<kver>` of every kernel series the targets use, and for
-/// targets with a `[lab]` table QEMU, iperf3, iproute2, ethtool and
-/// nftables. Sorted, without duplicates.
+/// targets with a `[lab]` table QEMU, iperf3, iproute2, ethtool,
+/// nftables and openssh-client (the SSH lab). Sorted, without duplicates.
 pub fn packages(targets: &[Target]) -> Vec<String> {
     let mut packages: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
     // The kernel's host programs (fixdep, kconfig) need the C library headers.
@@ -128,7 +128,13 @@ mod tests {
         assert!(packages.contains(&"linux-source-6.12".to_string()));
         assert!(packages.contains(&"u-boot-tools".to_string()));
         assert!(packages.contains(&"ccache".to_string()));
-        for lab in ["qemu-system-mips", "iperf3", "ethtool", "nftables"] {
+        for lab in [
+            "qemu-system-mips",
+            "iperf3",
+            "ethtool",
+            "nftables",
+            "openssh-client",
+        ] {
             assert!(packages.contains(&lab.to_string()), "{lab}");
         }
     }

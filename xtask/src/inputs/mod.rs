@@ -8,5 +8,6 @@ pub mod kernel_source;
 pub mod lab;
 pub mod openwrt;
 pub mod runtime;
+pub mod ssh_lab;
 pub mod targets;
 pub mod variants;

@@ -4,24 +4,37 @@
 //! ISA ([`kernel`]), booted with a Debian initramfs ([`rootfs`]) between two
 //! network namespaces (`lan` — tap — guest — tap — `wan`, [`topology`]),
 //! and measured with iperf3 through the guest's nftables masquerade.
+//!
+//! `--lab ssh://root@HOST` measures a real router instead ([`ssh`]): each
+//! variant's image is flashed with `sysupgrade -n`, and the same plan
+//! ([`runner`]) runs through the router between two endpoints on this
+//! machine. [`router`] is the seam both machines implement.
+//!
+//! `--lab host` measures this machine's kernel with runtime settings
+//! instead ([`host`]). Both kinds of lab are a [`runner::SystemUnderTest`]
+//! to the one schedule in [`runner`]: forwarding through a router
+//! ([`forwarding`], over a [`router::Bench`]) and the host's own
+//! benchmarks.
 
 pub mod console;
 pub mod cpio;
-pub mod emulated;
+pub mod forwarding;
 pub mod guest;
 pub mod host;
+pub mod iperf;
 pub mod kernel;
 pub mod process;
 pub mod qemu;
 pub mod record;
 pub mod rootfs;
+pub mod router;
 pub mod runner;
 pub mod sample;
 pub mod session;
-
+pub mod ssh;
 pub mod topology;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
@@ -33,6 +46,7 @@ use crate::results;
 use crate::util::layout::Layout;
 
 pub use crate::inputs::lab::LabSpec;
+pub use crate::results::lab::Flash;
 
 /// Which GRO settings of the guest's NICs to measure (`--gro on|off|both`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +105,48 @@ pub struct LabRequest {
     pub build: BuildOptions,
     /// `--kernel-src`.
     pub kernel_src: Option<PathBuf>,
+    /// The machine that runs the kernels (`--lab`).
+    pub machine: Machine,
+}
+
+/// The machine that runs the kernels (`--lab`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Machine {
+    /// The QEMU machine of the target's `[lab]` table (`--lab qemu`).
+    Qemu,
+    /// A real router over SSH (`--lab ssh://root@HOST --lab-file FILE`).
+    Ssh(ssh::SshRequest),
+}
+
+impl Machine {
+    /// From `--lab` (`qemu`, `ssh` or `ssh://[USER@]HOST[:PORT]`),
+    /// `--lab-file` and `--no-flash` ([`Flash::NotFlashed`]); the lab file
+    /// and `--no-flash` belong to SSH only.
+    pub fn from_args(lab: &str, lab_file: Option<&Path>, flash: Flash) -> Result<Machine> {
+        if lab == "qemu" {
+            if lab_file.is_some() || flash == Flash::NotFlashed {
+                bail!("--lab-file and --no-flash are for a real router (--lab ssh://root@HOST)");
+            }
+            return Ok(Machine::Qemu);
+        }
+        let destination = match lab {
+            "ssh" => None,
+            _ if lab.starts_with("ssh://") => {
+                Some(crate::inputs::ssh_lab::Destination::parse(lab)?)
+            }
+            _ => bail!(
+                "--lab {lab:?}: use qemu, ssh://[USER@]HOST[:PORT] for a real router, or host"
+            ),
+        };
+        let lab_file = lab_file
+            .context("--lab ssh needs --lab-file FILE (the router's interfaces, the endpoints, the images)")?
+            .to_path_buf();
+        Ok(Machine::Ssh(ssh::SshRequest {
+            destination,
+            lab_file,
+            flash,
+        }))
+    }
 }
 
 /// Host programs the lab runs, with their Debian packages (the target's
@@ -104,11 +160,15 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
 ];
 
 /// Debian packages the lab needs on the host for `spec` (QEMU, iperf3,
-/// iproute2, ethtool, nftables).
+/// iproute2, ethtool, nftables), and openssh-client for a real router
+/// over SSH (`--lab ssh://…`).
 pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     let mut p: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
     p.push("nftables".to_string());
     p.push(spec.qemu_package.clone());
+    p.extend(ssh::HOST_TOOLS.iter().map(|(_, p)| p.to_string()));
+    p.sort();
+    p.dedup();
     p
 }
 
@@ -132,6 +192,18 @@ pub fn check_host_tools(spec: &LabSpec) -> Result<()> {
     Ok(())
 }
 
+/// Creates `target/xtask/lab/<target>/<started>-<pid>/`, where one lab
+/// run writes `lab.json` and its logs (the size report looks there).
+pub fn create_run_dir(layout: &Layout, target: &str, started: &str) -> Result<PathBuf> {
+    let dir = layout.work_dir().join("lab").join(target).join(format!(
+        "{}-{}",
+        started.replace([':', '-'], ""),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
 /// `cargo xtask lab`: [`run`], then the path of the results.
 pub fn command(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<()> {
     if let Some(dir) = run(sh, layout, request)? {
@@ -143,6 +215,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<()> 
 /// Runs the lab as `request` says; returns the lab directory (with
 /// `lab.json`), or `None` with `build_only`.
 pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<PathBuf>> {
+    if let Machine::Ssh(ssh) = &request.machine {
+        return ssh::run(layout, request, ssh);
+    }
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?.clone();
@@ -194,37 +269,14 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         .read()
         .with_context(|| format!("running {qemu_bin} --version"))?;
     let started = results::now_rfc3339();
-    let dir = layout
-        .work_dir()
-        .join("lab")
-        .join(&target.name)
-        .join(format!(
-            "{}-{}",
-            started.replace([':', '-'], ""),
-            std::process::id()
-        ));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    // Each direction with each GRO setting, as the lab always ran them.
-    let conditions: Vec<record::Condition> = record::Direction::BOTH
-        .into_iter()
-        .flat_map(|direction| {
-            request
-                .gro
-                .settings()
-                .into_iter()
-                .map(move |gro| record::Condition::Forward { direction, gro })
-        })
-        .collect();
-    let plan = runner::Plan {
-        runs: request.runs,
-        duration_seconds: request.duration_seconds,
-        warmup: record::Condition::Forward {
-            direction: record::Direction::LanToWan,
-            gro: request.gro.settings()[0],
-        },
-        conditions,
+    let dir = create_run_dir(layout, &target.name, &started)?;
+    let plan = forwarding::plan(request);
+    let arms = forwarding::arms(&kernels)?;
+    let arms = if request.control {
+        runner::with_control(arms)
+    } else {
+        arms
     };
-    let arms = runner::with_control(emulated::arms(&kernels)?, request.control);
     let mut lab = record::LabRecord {
         schema: record::SCHEMA,
         status: "running".to_string(),
@@ -232,16 +284,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         lab_target: kernel::lab_target(&target)?.name,
         started,
         finished: None,
-        settings: record::Settings {
-            runs: plan.runs,
-            duration_seconds: plan.duration_seconds,
-            gro: request.gro.settings(),
-            directions: record::Direction::BOTH.to_vec(),
-            warmup_runs_per_boot: 1,
-            base: chosen[0].name.clone(),
-            control: request.control,
-            benches: Vec::new(),
-        },
+        settings: forwarding::settings(request, &chosen[0].name),
         qemu: Some(record::QemuInfo {
             binary: spec.qemu.clone(),
             version: version.lines().next().unwrap_or_default().to_string(),
@@ -252,6 +295,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             append: qemu::kernel_cmdline(&spec),
         }),
         initramfs: Some(initramfs.clone()),
+        router: None,
         host: None,
         arms,
         boots: Vec::new(),
@@ -259,11 +303,12 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
     };
     lab.write(&dir)?;
     eprintln!("lab: writing {}", dir.join(record::FILE_NAME).display());
-    let mut system = emulated::Emulated {
+    let mut bench = session::QemuBench {
         spec: &spec,
         initramfs: &initramfs,
         kernels: &kernels,
     };
+    let mut system = forwarding::Forwarding { bench: &mut bench };
     runner::execute(&mut system, &plan, &mut lab, &dir)
         .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
     Ok(Some(dir))

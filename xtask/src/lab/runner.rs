@@ -3,8 +3,10 @@
 //! every condition's run; each run's numbers go into `lab.json` as soon as
 //! it ends.
 //!
-//! What a session is comes from the [`SystemUnderTest`]: QEMU booting an
-//! arm's lab kernel ([`super::emulated`]), or this machine's kernel with an
+//! What a session is comes from the [`SystemUnderTest`]: an arm's kernel
+//! brought up by a [`super::router::Bench`] — booted in QEMU or flashed
+//! onto a real router over SSH — and forwarding ([`super::forwarding`]),
+//! or this machine's kernel with an
 //! arm's runtime settings applied in a fresh private namespace
 //! ([`super::host`]).
 
@@ -74,9 +76,9 @@ pub trait SystemUnderTest {
 }
 
 /// `arms` with the first one's A/A control twin (`<base>~control`, the
-/// same variant, `control: true`) after it when `control`.
-pub fn with_control(mut arms: Vec<Arm>, control: bool) -> Vec<Arm> {
-    if control && !arms.is_empty() {
+/// same variant, `control: true`) after it.
+pub fn with_control(mut arms: Vec<Arm>) -> Vec<Arm> {
+    if !arms.is_empty() {
         let mut twin = arms[0].clone();
         twin.name = format!("{}{CONTROL_SUFFIX}", twin.variant);
         twin.control = true;
@@ -126,6 +128,7 @@ fn execute_inner(
                     arm.name, boot.boot_seconds
                 );
                 record.boots.push(boot);
+                record.write(dir)?;
             }
             for &(condition, warmup) in &schedule {
                 let spec = RunSpec {
@@ -189,7 +192,7 @@ pub fn round_to(x: f64, decimals: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::lab::{Bench, Metric};
+    use crate::results::lab::{Benchmark, Metric};
 
     fn arm(name: &str) -> Arm {
         Arm {
@@ -271,10 +274,10 @@ mod tests {
     #[test]
     fn arms_interleave_with_a_warm_up_per_session() {
         let tb = Condition::Bench {
-            bench: Bench::Tbench { clients: 2 },
+            bench: Benchmark::Tbench { clients: 2 },
         };
         let ip = Condition::Bench {
-            bench: Bench::Iperf3,
+            bench: Benchmark::Iperf3,
         };
         let plan = Plan {
             runs: 2,
@@ -282,7 +285,7 @@ mod tests {
             warmup: tb,
             conditions: vec![tb, ip],
         };
-        let arms = with_control(vec![arm("baseline"), arm("lo-no-tso-gso")], true);
+        let arms = with_control(vec![arm("baseline"), arm("lo-no-tso-gso")]);
         assert_eq!(arms[1].name, "baseline~control");
         assert!(arms[1].control && arms[1].variant == "baseline");
         let mut r = record(arms);
@@ -314,7 +317,7 @@ mod tests {
     #[test]
     fn a_failed_run_leaves_a_failed_record() {
         let tb = Condition::Bench {
-            bench: Bench::Tbench { clients: 2 },
+            bench: Benchmark::Tbench { clients: 2 },
         };
         let plan = Plan {
             runs: 1,

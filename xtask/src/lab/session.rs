@@ -2,7 +2,7 @@
 //! iperf3 runs through it. Dropping a [`Guest`] stops QEMU and removes the
 //! namespaces and taps, on success, error or Ctrl-C alike.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -10,12 +10,16 @@ use anyhow::{bail, Context, Result};
 
 use super::console::Console;
 use super::guest::{FAILED, READY, SAMPLE};
+pub use super::iperf::RunOutput;
+use super::iperf::{self};
+use super::kernel::LabKernel;
 use super::process::{interrupted, ChildGuard};
 use super::qemu::{self, Boot};
-use super::record::Direction;
-use super::sample::read_json;
+use super::record::{Arm, BootRecord, Direction};
+use super::rootfs::Initramfs;
+use super::router::{Bench, Endpoints, Gro, Router, Up};
 use super::sample::GuestSample;
-use super::topology::{wait_listening, Topology};
+use super::topology::Topology;
 use crate::inputs::lab::LabSpec;
 
 /// From starting QEMU to the router being ready.
@@ -24,17 +28,15 @@ const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// For one console command (sampling, ethtool, conntrack).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
-/// For the iperf3 server to listen, and to exit after its one test.
-const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
-/// iperf3's port in the WAN namespace.
-const IPERF_PORT: u16 = 5201;
 
 /// A running guest; stopped and cleaned up when dropped.
 pub struct Guest {
     // Field order is drop order: console, then QEMU, then the network.
     console: Console,
     qemu: ChildGuard,
-    topology: Topology,
+    // Held for its Drop: removes the namespaces and taps.
+    _topology: Topology,
+    endpoints: Endpoints,
     _socket_dir: tempfile::TempDir,
     /// Wall seconds from starting QEMU to the router being ready.
     pub boot_seconds: f64,
@@ -42,19 +44,6 @@ pub struct Guest {
     pub uptime_at_ready: Option<f64>,
     /// QEMU's command line (program first).
     pub qemu_argv: Vec<String>,
-}
-
-/// One iperf3 run's raw results.
-#[derive(Debug, Clone)]
-pub struct RunOutput {
-    /// Guest counters before.
-    pub before: GuestSample,
-    /// Guest counters after.
-    pub after: GuestSample,
-    /// The client's `--json` report.
-    pub client: serde_json::Value,
-    /// The server's `--json` report.
-    pub server: serde_json::Value,
 }
 
 impl Guest {
@@ -115,10 +104,17 @@ impl Guest {
             );
         }
         let uptime_at_ready = line.split_whitespace().last().and_then(|s| s.parse().ok());
+        let endpoints = Endpoints {
+            lan_netns: topology.lan.netns.clone(),
+            wan_netns: topology.wan.netns.clone(),
+            server_ip: topology.wan.host_ip.to_string(),
+            router_wan_ip: topology.wan.guest_ip.to_string(),
+        };
         Ok(Guest {
             console,
             qemu,
-            topology,
+            _topology: topology,
+            endpoints,
             _socket_dir: socket_dir,
             boot_seconds: started.elapsed().as_secs_f64(),
             uptime_at_ready,
@@ -134,8 +130,8 @@ impl Guest {
     }
 
     /// Turns GRO on or off on both guest NICs (ethtool).
-    pub fn set_gro(&mut self, on: bool) -> Result<()> {
-        let v = if on { "on" } else { "off" };
+    pub fn set_gro(&mut self, gro: Gro) -> Result<()> {
+        let v = gro.word();
         self.check(&format!("ethtool -K lan gro {v} && ethtool -K wan gro {v}"))
             .context("switching GRO in the guest")?;
         Ok(())
@@ -162,82 +158,7 @@ impl Guest {
         dir: &Path,
         prefix: &str,
     ) -> Result<RunOutput> {
-        let file = |suffix: &str| -> PathBuf { dir.join(format!("{prefix}-{suffix}")) };
-        let (wan, lan) = (self.topology.wan.clone(), self.topology.lan.clone());
-        let port = IPERF_PORT.to_string();
-        let mut server = Command::new("ip");
-        server
-            .args([
-                "netns",
-                "exec",
-                &wan.netns,
-                "iperf3",
-                "--server",
-                "--one-off",
-            ])
-            .args(["--json", "--bind", wan.host_ip, "--port", &port]);
-        let mut server = ChildGuard::spawn_split(
-            server,
-            "iperf3 server",
-            &file("server.json"),
-            &file("server.stderr"),
-        )?;
-        wait_listening(&wan.netns, IPERF_PORT, &mut server, SERVER_TIMEOUT)?;
-        let before = self.sample()?;
-        let mut client = Command::new("ip");
-        client
-            .args([
-                "netns",
-                "exec",
-                &lan.netns,
-                "iperf3",
-                "--client",
-                wan.host_ip,
-            ])
-            .args(["--port", &port, "--time", &seconds.to_string(), "--json"])
-            .args(["--connect-timeout", "5000"]);
-        if direction == Direction::WanToLan {
-            client.arg("--reverse");
-        }
-        let mut client = ChildGuard::spawn_split(
-            client,
-            "iperf3 client",
-            &file("client.json"),
-            &file("client.stderr"),
-        )?;
-        let limit = Duration::from_secs(u64::from(seconds) + 30);
-        let status = match client.wait(limit) {
-            Ok(status) => status,
-            Err(e) if interrupted() => return Err(e),
-            Err(e) => {
-                return Err(e.context(format!(
-                    "the {} run stalled (a NIC that stops moving packets?)\n{}",
-                    direction.name(),
-                    self.console.tail()
-                )))
-            }
-        };
-        let client = read_json(&file("client.json"))?;
-        if !status.success() {
-            let stderr = std::fs::read_to_string(file("client.stderr")).unwrap_or_default();
-            bail!(
-                "iperf3 {} failed ({status}): {}{stderr}\n{}",
-                direction.name(),
-                client.get("error").and_then(|e| e.as_str()).unwrap_or(""),
-                self.console.tail()
-            );
-        }
-        let after = self.sample()?;
-        server
-            .wait(SERVER_TIMEOUT)
-            .context("waiting for the iperf3 server to finish")?;
-        let server = read_json(&file("server.json"))?;
-        Ok(RunOutput {
-            before,
-            after,
-            client,
-            server,
-        })
+        iperf::run(self, direction, seconds, dir, prefix)
     }
 
     /// The last console lines.
@@ -257,4 +178,64 @@ fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
         qemu_log.display(),
         super::process::last_lines(&text, 10)
     )
+}
+
+impl Router for Guest {
+    fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+
+    fn set_gro(&mut self, gro: Gro) -> Result<()> {
+        Guest::set_gro(self, gro)
+    }
+
+    fn sample(&mut self) -> Result<GuestSample> {
+        Guest::sample(self)
+    }
+
+    fn diagnostics(&self) -> String {
+        self.console_tail()
+    }
+}
+
+/// The QEMU machine of a target's `[lab]` table: each bring-up boots the
+/// arm's lab kernel with the initramfs in a fresh network.
+pub struct QemuBench<'a> {
+    /// The target's `[lab]` table.
+    pub spec: &'a LabSpec,
+    /// The guest's userspace.
+    pub initramfs: &'a Initramfs,
+    /// Each variant's lab kernel; an arm runs its variant's.
+    pub kernels: &'a [LabKernel],
+}
+
+impl Bench for QemuBench<'_> {
+    fn bring_up(&mut self, arm: &Arm, round: u32, tag: &str, dir: &Path) -> Result<Up> {
+        let kernel = self
+            .kernels
+            .iter()
+            .find(|k| k.variant.name == arm.variant)
+            .with_context(|| format!("no lab kernel for arm {}", arm.name))?;
+        let console_log = format!("console-{tag}.log");
+        let guest = Guest::boot(
+            self.spec,
+            (&kernel.image, kernel.dtb.as_deref()),
+            &self.initramfs.path,
+            &dir.join(&console_log),
+            &dir.join(format!("qemu-{tag}.log")),
+        )?;
+        let boot = BootRecord {
+            arm: arm.name.clone(),
+            round,
+            boot_seconds: (guest.boot_seconds * 1e3).round() / 1e3,
+            guest_uptime_at_ready: guest.uptime_at_ready,
+            console_log,
+            qemu_argv: guest.qemu_argv.clone(),
+            kernel: None,
+        };
+        Ok(Up {
+            router: Box::new(guest),
+            boot,
+        })
+    }
 }

@@ -19,6 +19,12 @@ use anyhow::{bail, Context, Result};
 use super::guest::{GUEST_LAN_IP, GUEST_WAN_IP, LAN_HOST_IP, PREFIX, WAN_HOST_IP};
 use super::process::{last_lines, tick, ChildGuard, POLL};
 
+/// The kernel's table of IPv4 TCP sockets, for [`wait_listening`].
+pub const TCP: &str = "/proc/net/tcp";
+
+/// The kernel's table of IPv6 TCP sockets, for [`wait_listening`].
+pub const TCP6: &str = "/proc/net/tcp6";
+
 /// Prefix of every namespace the lab creates.
 pub const NETNS_PREFIX: &str = "xlab-";
 /// Prefix of every tap the lab creates.
@@ -114,10 +120,10 @@ fn run_with_timeout(
 }
 
 /// Waits up to `timeout` until something listens on TCP `port` in
-/// `netns` (`/proc/net/tcp` read from inside it); fails at once when
-/// `server` exits first.
+/// `netns` (its `table`, `/proc/net/tcp` or `/proc/net/tcp6`, read from
+/// inside it); fails at once when `server` exits first.
 pub fn wait_listening(
-    netns: &str,
+    (netns, table): (&str, &str),
     port: u16,
     server: &mut ChildGuard,
     timeout: Duration,
@@ -125,7 +131,7 @@ pub fn wait_listening(
     let deadline = Instant::now() + timeout;
     let local = format!(":{port:04X} ");
     loop {
-        let table = tool("ip", &["netns", "exec", netns, "cat", "/proc/net/tcp"])?;
+        let table = tool("ip", &["netns", "exec", netns, "cat", table])?;
         // Columns: sl local_address rem_address st …; st 0A is LISTEN.
         let listening = table.lines().any(|l| {
             let cols: Vec<&str> = l.split_whitespace().collect();

@@ -211,9 +211,10 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
     }
     for lab in &report.labs {
-        let soc = match &lab.qemu {
-            Some(q) => format!("QEMU {} ({})", q.machine, q.cpu),
-            None => lab.machine(),
+        let soc = match (&lab.router, &lab.qemu) {
+            (Some(r), _) => format!("router {} (SSH)", r.destination),
+            (None, Some(q)) => format!("QEMU {} ({})", q.machine, q.cpu),
+            (None, None) => lab.machine(),
         };
         for note in &lab.notes {
             let values = [

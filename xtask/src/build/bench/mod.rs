@@ -68,6 +68,32 @@ pub struct BuildBenchRequest {
     pub verbose: bool,
     /// `--json FILE`: the numbers, written atomically.
     pub json: Option<PathBuf>,
+    /// `--skip`: steps left out (on a router target each full build takes
+    /// 10–25 minutes here).
+    pub skip: Vec<Step>,
+}
+
+/// A step `--skip` can leave out; the overhead (1) and the patch-only
+/// variant (3) always run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Step 2: ccache cold, then warm (two full builds' worth).
+    Ccache,
+    /// Step 4: a full build through a distccd on 127.0.0.1.
+    Distcc,
+}
+
+impl std::str::FromStr for Step {
+    type Err = anyhow::Error;
+
+    /// `ccache` or `distcc`.
+    fn from_str(s: &str) -> Result<Step> {
+        match s {
+            "ccache" => Ok(Step::Ccache),
+            "distcc" => Ok(Step::Distcc),
+            _ => anyhow::bail!("--skip {s:?}: use ccache or distcc"),
+        }
+    }
 }
 
 /// The benchmark's work directory: `target/xtask/bench/`.
@@ -142,23 +168,47 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
     // are from empty build directories.
     remove_dir(&bench.build_dir(&t, &variant_job.variant.name))?;
 
-    step("2a: ccache cold (private, empty cache)");
-    remove_dir(&ccache::cache_dir(&bench))?;
-    let cold = tool.build(&base_job, Ccache::default(), Distcc::Off, true)?;
-    step("2b: ccache warm (fresh build directory)");
-    let warm = tool.build(&base_job, Ccache::default(), Distcc::Off, true)?;
+    let ccache = if request.skip.contains(&Step::Ccache) {
+        None
+    } else {
+        step("2a: ccache cold (private, empty cache)");
+        remove_dir(&ccache::cache_dir(&bench))?;
+        let cold = tool.build(&base_job, Ccache::default(), Distcc::Off, true)?;
+        step("2b: ccache warm (fresh build directory)");
+        let warm = tool.build(&base_job, Ccache::default(), Distcc::Off, true)?;
+        Some(CcacheSteps {
+            cold_seconds: cold.seconds,
+            cold: cold.stats()?,
+            warm_seconds: warm.seconds,
+            warm: warm.stats()?,
+        })
+    };
 
-    step("4: distcc through a distccd on 127.0.0.1, no ccache");
-    let state = distcc::state_dir(&bench);
-    std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
-    let daemon = LocalDistccd::start(&work, request.jobs)?;
-    let hosts = daemon.hosts();
-    let built = tool.build(&base_job, Ccache::Off, hosts.clone(), true);
-    let log = daemon.log();
-    daemon.stop();
-    let remote = built?;
-    let counts = distccd::count_jobs(&log?);
-    let distcc_sha = sha256_file(&bench.build_dir(&t, &base_job.variant.name).join("vmlinux"))?;
+    let distcc = if request.skip.contains(&Step::Distcc) {
+        None
+    } else {
+        step("4: distcc through a distccd on 127.0.0.1, no ccache");
+        let state = distcc::state_dir(&bench);
+        std::fs::create_dir_all(&state).with_context(|| format!("creating {}", state.display()))?;
+        let daemon = LocalDistccd::start(&work, request.jobs)?;
+        let hosts = daemon.hosts();
+        let built = tool.build(&base_job, Ccache::Off, hosts.clone(), true);
+        let log = daemon.log();
+        daemon.stop();
+        let remote = built?;
+        let counts = distccd::count_jobs(&log?);
+        let distcc_sha = sha256_file(&bench.build_dir(&t, &base_job.variant.name).join("vmlinux"))?;
+        Some(DistccStep {
+            hosts: match hosts {
+                Distcc::Hosts(h) => h,
+                Distcc::Off => String::new(),
+            },
+            seconds: remote.seconds,
+            objects_compiled: counts.compiled,
+            errors: counts.errors,
+            vmlinux_sha256: distcc_sha,
+        })
+    };
 
     let report = BenchReport {
         schema: report::SCHEMA,
@@ -176,12 +226,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
             raw_vmlinux_sha256: raw_sha,
             tool_vmlinux_sha256: tool_sha,
         },
-        ccache: CcacheSteps {
-            cold_seconds: cold.seconds,
-            cold: cold.stats()?,
-            warm_seconds: warm.seconds,
-            warm: warm.stats()?,
-        },
+        ccache,
         patch_only: PatchOnly {
             full_build: "1b (xtask build, no ccache, fresh build directory)".into(),
             full_seconds: full.seconds,
@@ -191,16 +236,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
             fraction_percent: report::fraction_percent(variant.seconds, full.seconds),
             reuse: variant.reuse.clone(),
         },
-        distcc: DistccStep {
-            hosts: match hosts {
-                Distcc::Hosts(h) => h,
-                Distcc::Off => String::new(),
-            },
-            seconds: remote.seconds,
-            objects_compiled: counts.compiled,
-            errors: counts.errors,
-            vmlinux_sha256: distcc_sha,
-        },
+        distcc,
     };
     println!("{}", report.render());
     if let Some(file) = &request.json {

@@ -36,12 +36,12 @@ pub struct BenchReport {
     pub started: String,
     /// Step 1: the tool against the same raw `make`.
     pub overhead: Overhead,
-    /// Step 2: ccache cold, then warm.
-    pub ccache: CcacheSteps,
+    /// Step 2: ccache cold, then warm; `None` with `--skip ccache`.
+    pub ccache: Option<CcacheSteps>,
     /// Step 3: the patch-only variant after its base.
     pub patch_only: PatchOnly,
-    /// Step 4: distcc on 127.0.0.1.
-    pub distcc: DistccStep,
+    /// Step 4: distcc on 127.0.0.1; `None` with `--skip distcc`.
+    pub distcc: Option<DistccStep>,
 }
 
 /// Step 1: raw `make` and `cargo xtask build --no-ccache --force` of one
@@ -134,18 +134,18 @@ impl Overhead {
 
 impl BenchReport {
     /// Whether distcc made the same vmlinux as the local tool build.
-    pub fn distcc_same_bytes(&self) -> bool {
-        self.distcc.vmlinux_sha256 == self.overhead.tool_vmlinux_sha256
+    pub fn distcc_same_bytes(&self, d: &DistccStep) -> bool {
+        d.vmlinux_sha256 == self.overhead.tool_vmlinux_sha256
     }
 
     /// Whether distccd compiled objects, none failed, and the bytes match.
-    pub fn distcc_ok(&self) -> bool {
-        self.distcc.objects_compiled > 0 && self.distcc.errors == 0 && self.distcc_same_bytes()
+    pub fn distcc_ok(&self, d: &DistccStep) -> bool {
+        d.objects_compiled > 0 && d.errors == 0 && self.distcc_same_bytes(d)
     }
 
     /// Every goal with its verdict: (what, goal, pass).
     pub fn goals(&self) -> Vec<(&'static str, String, bool)> {
-        vec![
+        let mut goals = vec![
             (
                 "overhead vs raw make",
                 format!("≤ {OVERHEAD_GOAL_PERCENT} %"),
@@ -161,12 +161,15 @@ impl BenchReport {
                 format!("≤ {PATCH_ONLY_GOAL_PERCENT} %"),
                 self.patch_only.fraction_percent <= PATCH_ONLY_GOAL_PERCENT,
             ),
-            (
+        ];
+        if let Some(d) = &self.distcc {
+            goals.push((
                 "distcc on 127.0.0.1",
                 "compiled there, same sha256".into(),
-                self.distcc_ok(),
-            ),
-        ]
+                self.distcc_ok(d),
+            ));
+        }
+        goals
     }
 
     /// The numbers as `--json` writes them: every field, and `goals`
@@ -186,9 +189,7 @@ impl BenchReport {
     /// then the goals with pass/fail marks.
     pub fn render(&self) -> String {
         let o = &self.overhead;
-        let c = &self.ccache;
         let p = &self.patch_only;
-        let d = &self.distcc;
         let mark = |ok: bool| if ok { "✅ pass" } else { "❌ fail" };
         let mut out = format!(
             "Build benchmark: {} {} (patch-only: {}), Linux {}, -j{}, {}\n\n",
@@ -239,27 +240,38 @@ impl BenchReport {
             )
         };
         row("1", "vmlinux sha256", sha, "equal", mark(o.same_bytes()));
-        row(
-            "2a",
-            "ccache cold (empty private cache)",
-            format!("{} ({})", seconds(c.cold_seconds), stats(c.cold)),
-            "",
-            "",
-        );
-        row(
-            "2b",
-            "ccache warm (fresh build dir)",
-            format!("{} ({})", seconds(c.warm_seconds), stats(c.warm)),
-            "",
-            "",
-        );
-        row(
-            "2",
-            "warm / cold",
-            ratio(c.warm_seconds, c.cold_seconds),
-            "",
-            "",
-        );
+        match &self.ccache {
+            Some(c) => {
+                row(
+                    "2a",
+                    "ccache cold (empty private cache)",
+                    format!("{} ({})", seconds(c.cold_seconds), stats(c.cold)),
+                    "",
+                    "",
+                );
+                row(
+                    "2b",
+                    "ccache warm (fresh build dir)",
+                    format!("{} ({})", seconds(c.warm_seconds), stats(c.warm)),
+                    "",
+                    "",
+                );
+                row(
+                    "2",
+                    "warm / cold",
+                    ratio(c.warm_seconds, c.cold_seconds),
+                    "",
+                    "",
+                );
+            }
+            None => row(
+                "2",
+                "ccache cold vs warm",
+                "skipped (--skip ccache)".into(),
+                "",
+                "",
+            ),
+        }
         row(
             "3",
             &format!("full build of {}: {}", self.base, p.full_build),
@@ -290,31 +302,48 @@ impl BenchReport {
             &format!("≤ {PATCH_ONLY_GOAL_PERCENT} %"),
             mark(p.fraction_percent <= PATCH_ONLY_GOAL_PERCENT),
         );
-        row(
-            "4",
-            &format!("distcc `{}`, no ccache", d.hosts),
-            format!(
-                "{}; distccd compiled {} objects (of the {} compiler calls 2a counted), {} errors",
-                seconds(d.seconds),
-                d.objects_compiled,
-                c.cold.hits + c.cold.misses,
-                d.errors
+        match &self.distcc {
+            Some(d) => {
+                let calls = match &self.ccache {
+                    Some(c) => format!(
+                        " (of the {} compiler calls 2a counted)",
+                        c.cold.hits + c.cold.misses
+                    ),
+                    None => String::new(),
+                };
+                row(
+                    "4",
+                    &format!("distcc `{}`, no ccache", d.hosts),
+                    format!(
+                        "{}; distccd compiled {} objects{calls}, {} errors",
+                        seconds(d.seconds),
+                        d.objects_compiled,
+                        d.errors
+                    ),
+                    "",
+                    "",
+                );
+                let same = if self.distcc_same_bytes(d) {
+                    "equal to 1b".to_string()
+                } else {
+                    format!("`{}` ≠ 1b", d.vmlinux_sha256)
+                };
+                row(
+                    "4",
+                    "distcc vmlinux sha256",
+                    same,
+                    "equal, compiled remotely",
+                    mark(self.distcc_ok(d)),
+                );
+            }
+            None => row(
+                "4",
+                "distcc on 127.0.0.1",
+                "skipped (--skip distcc)".into(),
+                "",
+                "",
             ),
-            "",
-            "",
-        );
-        let same = if self.distcc_same_bytes() {
-            "equal to 1b".to_string()
-        } else {
-            format!("`{}` ≠ 1b", d.vmlinux_sha256)
-        };
-        row(
-            "4",
-            "distcc vmlinux sha256",
-            same,
-            "equal, compiled remotely",
-            mark(self.distcc_ok()),
-        );
+        }
         let goals = self.goals();
         let passed = goals.iter().filter(|g| g.2).count();
         out.push_str(&format!("\n{passed} of {} goals met.\n", goals.len()));
@@ -398,7 +427,7 @@ mod tests {
                 raw_vmlinux_sha256: "ab".repeat(4),
                 tool_vmlinux_sha256: "ab".repeat(4),
             },
-            ccache: CcacheSteps {
+            ccache: Some(CcacheSteps {
                 cold_seconds: 468.0,
                 cold: CcacheStats {
                     hits: 0,
@@ -409,7 +438,7 @@ mod tests {
                     hits: 496,
                     misses: 1,
                 },
-            },
+            }),
             patch_only: PatchOnly {
                 full_build: "1b".into(),
                 full_seconds: 203.0,
@@ -419,13 +448,13 @@ mod tests {
                 fraction_percent: fraction_percent(20.3, 203.0),
                 reuse: Reuse::From("baseline".into()),
             },
-            distcc: DistccStep {
+            distcc: Some(DistccStep {
                 hosts: "127.0.0.1:3700/2".into(),
                 seconds: 250.0,
                 objects_compiled: 440,
                 errors: 0,
                 vmlinux_sha256: "ab".repeat(4),
-            },
+            }),
         }
     }
 
@@ -475,7 +504,7 @@ mod tests {
         r.overhead.raw_vmlinux_sha256 = "cd".repeat(4);
         r.patch_only.fraction_percent = 99.0;
         r.patch_only.reuse = Reuse::No;
-        r.distcc.objects_compiled = 0;
+        r.distcc.as_mut().unwrap().objects_compiled = 0;
         let text = r.render();
         assert_eq!(text.matches("❌ fail").count(), 4, "{text}");
         assert!(text.contains("raw `cdcdcdcd` ≠ tool `abababab`"), "{text}");

@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use super::netns::Namespace;
 use crate::lab::process::{last_lines, ChildGuard};
 use crate::lab::sample::{iperf_summary, read_json};
-use crate::lab::topology::wait_listening;
+use crate::lab::topology::{wait_listening, TCP};
 
 /// The TCP port `tbench_srv` listens on (dbench's default).
 pub const TBENCH_PORT: u16 = 7003;
@@ -92,7 +92,7 @@ pub fn tbench(
         "tbench server",
         &dir.join(format!("{prefix}-tbench_srv.log")),
     )?;
-    wait_listening(&ns.name, TBENCH_PORT, &mut server, SERVER_TIMEOUT)?;
+    wait_listening((&ns.name, TCP), TBENCH_PORT, &mut server, SERVER_TIMEOUT)?;
     let log = format!("{prefix}-tbench.log");
     let (secs, n) = (seconds.to_string(), clients.to_string());
     let mut client = ns.command("tbench", &["-t", &secs, &n, "127.0.0.1"]);
@@ -139,7 +139,7 @@ pub fn iperf3(ns: &Namespace, seconds: u32, dir: &Path, prefix: &str) -> Result<
         &file("server.json"),
         &file("server.stderr"),
     )?;
-    wait_listening(&ns.name, IPERF_PORT, &mut server, SERVER_TIMEOUT)?;
+    wait_listening((&ns.name, TCP), IPERF_PORT, &mut server, SERVER_TIMEOUT)?;
     let secs = seconds.to_string();
     let client = ns.command(
         "iperf3",

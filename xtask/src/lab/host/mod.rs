@@ -26,7 +26,7 @@ use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Se
 use super::runner::{self, round_to, RunSpec, SystemUnderTest};
 use crate::build::toolchain::find_in_path;
 use crate::inputs::runtime::{self, RuntimeVariant};
-use crate::results::lab::{Bench, HostInfo, HostRun, SCHEMA};
+use crate::results::lab::{Benchmark, HostInfo, HostRun, SCHEMA};
 use crate::results::now_rfc3339;
 use crate::util::layout::Layout;
 
@@ -97,14 +97,14 @@ pub struct HostRequest {
 
 impl HostRequest {
     /// The benchmarks with their settings.
-    pub fn benches(&self) -> Vec<Bench> {
+    pub fn benches(&self) -> Vec<Benchmark> {
         self.benches
             .iter()
             .map(|b| match b {
-                BenchName::Tbench => Bench::Tbench {
+                BenchName::Tbench => Benchmark::Tbench {
                     clients: self.tbench_clients,
                 },
-                BenchName::Iperf3 => Bench::Iperf3,
+                BenchName::Iperf3 => Benchmark::Iperf3,
             })
             .collect()
     }
@@ -200,12 +200,7 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
         host.kernel_release, host.machine, host.cpus
     );
     let started = now_rfc3339();
-    let dir = layout.work_dir().join("lab").join(TARGET).join(format!(
-        "{}-{}",
-        started.replace([':', '-'], ""),
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = super::create_run_dir(layout, TARGET, &started)?;
     let arms: Vec<Arm> = chosen
         .iter()
         .map(|v| Arm {
@@ -244,8 +239,13 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
         },
         qemu: None,
         initramfs: None,
+        router: None,
         host: Some(host),
-        arms: runner::with_control(arms, request.control),
+        arms: if request.control {
+            runner::with_control(arms)
+        } else {
+            arms
+        },
         boots: Vec::new(),
         runs: Vec::new(),
     };
@@ -344,8 +344,10 @@ impl SystemUnderTest for Host {
         let started = now_rfc3339();
         let prefix = format!("run{:03}", run.index);
         let outcome = match bench {
-            Bench::Tbench { clients } => bench::tbench(&s.ns, clients, run.seconds, dir, &prefix)?,
-            Bench::Iperf3 => bench::iperf3(&s.ns, run.seconds, dir, &prefix)?,
+            Benchmark::Tbench { clients } => {
+                bench::tbench(&s.ns, clients, run.seconds, dir, &prefix)?
+            }
+            Benchmark::Iperf3 => bench::iperf3(&s.ns, run.seconds, dir, &prefix)?,
         };
         let features = features::snapshot(&s.ns, &self.watched, &s.variant)?;
         let (name, unit) = bench.metric();

@@ -2,7 +2,7 @@
 //! (the QEMU lab), or a benchmark over loopback (the host lab), as a
 //! metric's `kind` and `item` and as the report's titles.
 
-use crate::results::lab::{Bench, Condition, Direction, LOOPBACK};
+use crate::results::lab::{Benchmark, Condition, Direction, LOOPBACK};
 
 /// GRO on the guest's NICs during a run (`lab.json` records it as
 /// `gro: true|false`).
@@ -71,7 +71,7 @@ pub fn condition_kind_title(c: Condition) -> String {
     match c {
         Condition::Forward { gro, .. } => Gro::from(gro).title().to_string(),
         Condition::Bench {
-            bench: Bench::Tbench { clients },
+            bench: Benchmark::Tbench { clients },
         } => format!("{clients} client{}", if clients == 1 { "" } else { "s" }),
         Condition::Bench { bench } => bench.title(),
     }

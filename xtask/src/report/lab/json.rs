@@ -8,7 +8,7 @@ use super::{LabReport, Role};
 use crate::report::json::{metric, JsonMetric};
 use crate::report::{Report, Style};
 use crate::results::lab::{
-    Bench, Condition, Direction, HostInfo, QemuInfo, RuntimeSettings, Settings,
+    Benchmark, Condition, Direction, HostInfo, QemuInfo, RouterInfo, RuntimeSettings, Settings,
 };
 
 /// One lab run.
@@ -29,6 +29,9 @@ pub struct JsonLab {
     /// The emulator (the QEMU lab).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qemu: Option<QemuInfo>,
+    /// The real router measured over SSH (the SSH lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router: Option<RouterInfo>,
     /// This machine's kernel (the host lab).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<HostInfo>,
@@ -99,7 +102,7 @@ pub struct JsonSeries {
     pub gro: Option<bool>,
     /// The benchmark (the host lab).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bench: Option<Bench>,
+    pub bench: Option<Benchmark>,
     /// Per arm, its values in run order.
     pub arms: Vec<JsonArmValues>,
 }
@@ -123,6 +126,7 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
         started: lab.started.clone(),
         settings: lab.settings.clone(),
         qemu: lab.qemu.clone(),
+        router: lab.router.clone(),
         host: lab.host.clone(),
         base: lab.base.clone(),
         arms: lab

@@ -36,8 +36,8 @@ use anyhow::{bail, Result};
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{mann_whitney_min_p, Interval, Verdict};
 use crate::results::lab::{
-    Arm, Condition, HostInfo, LabRecord, QemuInfo, Settings, COMPLETE, CPU_PER_PACKET, MBIT_PER_S,
-    MB_PER_S, NS_PER_PACKET, TBENCH, THROUGHPUT,
+    Arm, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE, CPU_PER_PACKET,
+    MBIT_PER_S, MB_PER_S, NS_PER_PACKET, TBENCH, THROUGHPUT,
 };
 
 pub use condition::{
@@ -161,9 +161,12 @@ pub struct LabReport {
     pub settings: Settings,
     /// The emulator (the QEMU lab).
     pub qemu: Option<QemuInfo>,
+    /// The real router measured over SSH (the SSH lab).
+    pub router: Option<RouterInfo>,
     /// This machine's kernel (the host lab).
     pub host: Option<HostInfo>,
-    /// The kernels (QEMU lab) or runtime settings (host lab) compared.
+    /// The kernels (QEMU and SSH labs) or runtime settings (host lab)
+    /// compared.
     pub arms: Vec<Arm>,
     /// The base arm's name.
     pub base: String,
@@ -290,6 +293,7 @@ impl LabReport {
             started: record.started,
             settings: record.settings,
             qemu: record.qemu,
+            router: record.router,
             host: record.host,
             arms: record.arms,
             base,
@@ -301,6 +305,12 @@ impl LabReport {
 
     /// What each metric can and cannot show, one sentence each.
     pub fn caveats(&self) -> Vec<String> {
+        if self.router.is_some() {
+            return vec![
+                "Mbit/s is the real router's forwarding speed, as far as the hosts running iperf3 keep up with it".to_string(),
+                "ns/packet is the router's CPU time per packet its two interfaces received (busy /proc/stat time, 10 ms ticks): real time on real hardware, so it sees cache, TLB and branch-layout effects, and whatever else the router's CPU did during the run".to_string(),
+            ];
+        }
         let Some(qemu) = &self.qemu else {
             return vec![
                 format!("the host lab {HOST_NOTE}: tbench MB/s and iperf3 Mbit/s over loopback follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare"),
@@ -322,18 +332,40 @@ impl LabReport {
         ]
     }
 
+    /// What ran, for headings: `QEMU malta -cpu 74Kf`, `router
+    /// root@192.168.1.1 over SSH`, `host kernel 6.12.57 (x86_64)`.
+    pub fn machine(&self) -> String {
+        match (&self.router, &self.qemu, &self.host) {
+            (Some(r), _, _) => format!("router {} over SSH", r.destination),
+            (None, Some(q), _) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
+            (None, None, Some(h)) => format!("host kernel {} ({})", h.kernel_release, h.machine),
+            (None, None, None) => "an unknown machine".to_string(),
+        }
+    }
+
+    /// The machine in few words, for plot titles: `QEMU malta`, `router
+    /// root@192.168.1.1`, or [`LabReport::machine`] for the host.
+    pub fn machine_short(&self) -> String {
+        match (&self.router, &self.qemu) {
+            (Some(r), _) => format!("router {}", r.destination),
+            (None, Some(q)) => format!("QEMU {}", q.machine),
+            (None, None) => self.machine(),
+        }
+    }
+
+    /// What its kernels are called in headings: `lab kernels` in QEMU,
+    /// `kernels` on a real router (the target's own).
+    pub fn kernels_word(&self) -> &'static str {
+        if self.router.is_some() {
+            "kernels"
+        } else {
+            "lab kernels"
+        }
+    }
+
     /// The arm called `name`.
     pub fn arm(&self, name: &str) -> Option<&Arm> {
         self.arms.iter().find(|a| a.name == name)
-    }
-
-    /// What ran: `QEMU malta -cpu 74Kf`, `host kernel 6.12.57 (x86_64)`.
-    pub fn machine(&self) -> String {
-        match (&self.qemu, &self.host) {
-            (Some(q), _) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
-            (None, Some(h)) => format!("host kernel {} ({})", h.kernel_release, h.machine),
-            (None, None) => "an unknown machine".to_string(),
-        }
     }
 
     /// What each runtime variant set (host lab), e.g. `baseline: nothing

@@ -68,18 +68,19 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
         }
         if !rows.is_empty() {
             out.push(Panel {
-                title: match &lab.qemu {
-                    Some(q) => format!(
-                        "Runtime lab, {} on QEMU {}: {} ({unit}), every run",
-                        lab.target,
-                        q.machine,
-                        family_title(family)
-                    ),
-                    None => format!(
+                title: if lab.qemu.is_none() && lab.router.is_none() {
+                    format!(
                         "Runtime lab, {}: {} ({unit}), every run",
                         lab.machine(),
                         family_title(family)
-                    ),
+                    )
+                } else {
+                    format!(
+                        "Runtime lab, {} on {}: {} ({unit}), every run",
+                        lab.target,
+                        lab.machine_short(),
+                        family_title(family)
+                    )
                 },
                 unit: unit.to_string(),
                 rows,

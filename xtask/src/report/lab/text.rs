@@ -41,9 +41,10 @@ pub fn heading(lab: &LabReport) -> String {
         );
     }
     format!(
-        "Runtime lab, {} on {} (lab kernels {})",
+        "Runtime lab, {} on {} ({} {})",
         lab.target,
         lab.machine(),
+        lab.kernels_word(),
         lab.lab_target
     )
 }

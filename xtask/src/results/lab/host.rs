@@ -1,5 +1,5 @@
 //! What `lab.json` records of a host lab (`cargo xtask lab --lab host`):
-//! this machine's kernel ([`HostInfo`]), the benchmarks ([`Bench`]), each
+//! this machine's kernel ([`HostInfo`]), the benchmarks ([`Benchmark`]), each
 //! arm's runtime settings ([`RuntimeSettings`]) and what each run read
 //! back in its namespace ([`HostRun`]).
 //!
@@ -22,7 +22,7 @@ pub const LOOPBACK: &str = "loopback";
 /// One benchmark of the host lab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "lowercase")]
-pub enum Bench {
+pub enum Benchmark {
     /// dbench's tbench: `clients` clients against `tbench_srv` over
     /// 127.0.0.1; its `Throughput … MB/sec` line, in MB/s ([`TBENCH`]).
     Tbench {
@@ -34,12 +34,12 @@ pub enum Bench {
     Iperf3,
 }
 
-impl Bench {
+impl Benchmark {
     /// `tbench` / `iperf3`.
     pub fn name(self) -> &'static str {
         match self {
-            Bench::Tbench { .. } => "tbench",
-            Bench::Iperf3 => "iperf3",
+            Benchmark::Tbench { .. } => "tbench",
+            Benchmark::Iperf3 => "iperf3",
         }
     }
 
@@ -47,27 +47,27 @@ impl Bench {
     /// in Mbit/s.
     pub fn metric(self) -> (&'static str, &'static str) {
         match self {
-            Bench::Tbench { .. } => (TBENCH, MB_PER_S),
-            Bench::Iperf3 => (super::THROUGHPUT, super::MBIT_PER_S),
+            Benchmark::Tbench { .. } => (TBENCH, MB_PER_S),
+            Benchmark::Iperf3 => (super::THROUGHPUT, super::MBIT_PER_S),
         }
     }
 
     /// Its setting as a metric's `kind`: `clients-2`, `tcp`.
     pub fn kind(self) -> String {
         match self {
-            Bench::Tbench { clients } => format!("clients-{clients}"),
-            Bench::Iperf3 => "tcp".to_string(),
+            Benchmark::Tbench { clients } => format!("clients-{clients}"),
+            Benchmark::Iperf3 => "tcp".to_string(),
         }
     }
 
     /// Its setting in words: `tbench, 2 clients`, `iperf3, 1 TCP stream`.
     pub fn title(self) -> String {
         match self {
-            Bench::Tbench { clients } => format!(
+            Benchmark::Tbench { clients } => format!(
                 "tbench, {clients} client{}",
                 if clients == 1 { "" } else { "s" }
             ),
-            Bench::Iperf3 => "iperf3, 1 TCP stream".to_string(),
+            Benchmark::Iperf3 => "iperf3, 1 TCP stream".to_string(),
         }
     }
 }

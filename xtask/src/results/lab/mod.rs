@@ -36,9 +36,17 @@
 //! or `throughput` in `Mbit/s`, and what `ethtool -k` read back in its
 //! namespace (`host`). `boots` is empty. Files of the QEMU lab read and
 //! write as before.
+//!
+//! A lab run on a real router over SSH (`--lab ssh://…`, [`router`]) has
+//! no `qemu` and no `initramfs` but a `router` (its host, interfaces,
+//! whether each arm's image was flashed), and each boot records the
+//! router's `/proc/version` against the build's banner (`kernel`). Its
+//! runs have the same metrics; ns/packet is then the router's real CPU
+//! time per packet, and no `-icount` keeps host load out of it.
 
 pub mod guest;
 pub mod host;
+pub mod router;
 
 use std::path::{Path, PathBuf};
 
@@ -47,8 +55,9 @@ use serde::{Deserialize, Serialize};
 
 pub use guest::{DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
 pub use host::{
-    Bench, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
+    Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
 };
+pub use router::{Flash, KernelCheck, RouterInfo};
 
 use crate::util::fs::write_atomic;
 
@@ -117,7 +126,7 @@ pub struct Settings {
     /// The host lab's benchmarks, in the order each session runs them
     /// (none in the QEMU lab).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub benches: Vec<Bench>,
+    pub benches: Vec<Benchmark>,
 }
 
 impl Settings {
@@ -156,7 +165,7 @@ pub enum Condition {
     /// A benchmark over the host lab's loopback.
     Bench {
         /// Which, with its setting.
-        bench: Bench,
+        bench: Benchmark,
     },
 }
 
@@ -241,9 +250,14 @@ pub struct BootRecord {
     pub guest_uptime_at_ready: Option<f64>,
     /// Console log file name, in the lab directory.
     pub console_log: String,
-    /// QEMU's command line, program first (taps and socket are per boot).
+    /// QEMU's command line, program first (taps and socket are per boot);
+    /// empty on a real router.
     #[serde(default)]
     pub qemu_argv: Vec<String>,
+    /// On a real router: the kernel it ran, as its `/proc/version` said,
+    /// against the build's banner; `None` in QEMU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelCheck>,
 }
 
 /// One number with its unit.
@@ -319,12 +333,16 @@ pub struct LabRecord {
     pub finished: Option<String>,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator (the QEMU lab).
+    /// The emulator (the QEMU lab); `None` on a real router
+    /// ([`LabRecord::router`]) and in a host lab ([`LabRecord::host`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qemu: Option<QemuInfo>,
     /// The guest's userspace (the QEMU lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initramfs: Option<Initramfs>,
+    /// The real router measured over SSH (`--lab ssh://…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<RouterInfo>,
     /// This machine's kernel (the host lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostInfo>,
@@ -393,7 +411,7 @@ mod tests {
             variant: "baseline".to_string(),
             round: 0,
             condition: Condition::Bench {
-                bench: Bench::Tbench { clients: 2 },
+                bench: Benchmark::Tbench { clients: 2 },
             },
             warmup: false,
             started: "2026-01-01T00:00:00Z".to_string(),

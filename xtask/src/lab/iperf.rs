@@ -1,0 +1,122 @@
+//! One iperf3 run through a [`Router`]: the server in the WAN endpoint's
+//! namespace, the client in the LAN endpoint's, the router's counters
+//! sampled before and after. The same for a QEMU guest and a real router.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::process::{interrupted, ChildGuard};
+use super::record::Direction;
+use super::router::Router;
+use super::sample::{read_json, GuestSample};
+use super::topology::{wait_listening, TCP, TCP6};
+
+/// For the iperf3 server to listen, and to exit after its one test.
+const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
+/// iperf3's port in the WAN namespace.
+pub const IPERF_PORT: u16 = 5201;
+/// How long a run may overstay its length, in seconds, before it counts
+/// as stalled.
+const STALL_SECONDS: u64 = 30;
+
+/// One iperf3 run's raw results.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// Router counters before.
+    pub before: GuestSample,
+    /// Router counters after.
+    pub after: GuestSample,
+    /// The client's `--json` report.
+    pub client: serde_json::Value,
+    /// The server's `--json` report.
+    pub server: serde_json::Value,
+}
+
+/// One iperf3 run of `seconds` in `direction` through `router`; the
+/// reports are kept as `<prefix>-client.json` and `<prefix>-server.json`
+/// in `dir`.
+pub fn run(
+    router: &mut dyn Router,
+    direction: Direction,
+    seconds: u32,
+    dir: &Path,
+    prefix: &str,
+) -> Result<RunOutput> {
+    let file = |suffix: &str| -> PathBuf { dir.join(format!("{prefix}-{suffix}")) };
+    let ends = router.endpoints().clone();
+    let port = IPERF_PORT.to_string();
+    let mut server = Command::new("ip");
+    server
+        .args(["netns", "exec", &ends.wan_netns, "iperf3", "--server"])
+        .args(["--one-off", "--json", "--bind", &ends.server_ip])
+        .args(["--port", &port]);
+    let mut server = ChildGuard::spawn_split(
+        server,
+        "iperf3 server",
+        &file("server.json"),
+        &file("server.stderr"),
+    )?;
+    let table = if ends.server_ip.contains(':') {
+        TCP6
+    } else {
+        TCP
+    };
+    wait_listening(
+        (&ends.wan_netns, table),
+        IPERF_PORT,
+        &mut server,
+        SERVER_TIMEOUT,
+    )?;
+    let before = router.sample()?;
+    let mut client = Command::new("ip");
+    client
+        .args(["netns", "exec", &ends.lan_netns, "iperf3", "--client"])
+        .arg(&ends.server_ip)
+        .args(["--port", &port, "--time", &seconds.to_string(), "--json"])
+        .args(["--connect-timeout", "5000"]);
+    if direction == Direction::WanToLan {
+        client.arg("--reverse");
+    }
+    let mut client = ChildGuard::spawn_split(
+        client,
+        "iperf3 client",
+        &file("client.json"),
+        &file("client.stderr"),
+    )?;
+    let limit = Duration::from_secs(u64::from(seconds) + STALL_SECONDS);
+    let status = match client.wait(limit) {
+        Ok(status) => status,
+        Err(e) if interrupted() => return Err(e),
+        Err(e) => {
+            return Err(e.context(format!(
+                "the {} run stalled (a NIC that stops moving packets?)\n{}",
+                direction.name(),
+                router.diagnostics()
+            )))
+        }
+    };
+    let client = read_json(&file("client.json"))?;
+    if !status.success() {
+        let stderr = std::fs::read_to_string(file("client.stderr")).unwrap_or_default();
+        bail!(
+            "iperf3 {} failed ({status}): {}{stderr}\n{}",
+            direction.name(),
+            client.get("error").and_then(|e| e.as_str()).unwrap_or(""),
+            router.diagnostics()
+        );
+    }
+    let after = router.sample()?;
+    server
+        .wait(SERVER_TIMEOUT)
+        .context("waiting for the iperf3 server to finish")?;
+    let server = read_json(&file("server.json"))?;
+    Ok(RunOutput {
+        before,
+        after,
+        client,
+        server,
+    })
+}

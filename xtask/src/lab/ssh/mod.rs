@@ -1,0 +1,362 @@
+//! A real router over SSH: `cargo xtask lab --target T --variant V…
+//! --lab ssh://root@HOST --lab-file lab-ssh.toml [--no-flash]`.
+//!
+//! The kernels are the target's own builds (`cargo xtask build`, results
+//! in `target/xtask/results/<target>/<variant>/`), flashed as the image
+//! the lab file names for the target. Each bring-up of an arm copies its
+//! image (`scp -O`), runs `sysupgrade -n`, waits for the reboot and checks
+//! `/proc/version` against the build's `Linux version` banner
+//! ([`flash`]); `--no-flash` measures the kernel the router runs, one
+//! variant only, and records its `/proc/version` all the same. Then the
+//! plan runs as in QEMU ([`crate::lab::runner`]): iperf3 between the LAN
+//! and WAN endpoints on this machine ([`endpoint`]), GRO switched and
+//! counters read over ssh ([`router`], [`remote`]).
+
+pub mod endpoint;
+pub mod flash;
+pub mod remote;
+pub mod router;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::record::{self, Arm, BootRecord, LabRecord};
+use super::router::{Bench, Endpoints, Up};
+use super::{forwarding, runner, LabRequest};
+use crate::build::toolchain::find_in_path;
+use crate::inputs::ssh_lab::{Destination, SshFrom, SshLabFile};
+use crate::inputs::{targets, variants};
+use crate::results::lab::{ArmKernel, Flash, KernelCheck, RouterInfo};
+use crate::results::BuildResult;
+use crate::util::hash::sha256_file;
+use crate::util::layout::Layout;
+use endpoint::HostSides;
+use remote::Ssh;
+use router::SshRouter;
+
+/// Host programs the SSH lab runs, with their Debian packages.
+pub const HOST_TOOLS: &[(&str, &str)] = &[
+    ("ssh", "openssh-client"),
+    ("scp", "openssh-client"),
+    ("iperf3", "iperf3"),
+    ("ip", "iproute2"),
+];
+
+/// What `--lab ssh…` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshRequest {
+    /// The destination `--lab ssh://…` named, if it named one.
+    pub destination: Option<Destination>,
+    /// `--lab-file`.
+    pub lab_file: PathBuf,
+    /// Whether to flash each arm's image (`--no-flash`: not).
+    pub flash: Flash,
+}
+
+/// One variant's kernel on the router.
+#[derive(Debug, Clone)]
+struct VariantImage {
+    variant: String,
+    /// The image to flash (with [`Flash::Sysupgrade`]).
+    image: Option<PathBuf>,
+    /// The `Linux version` banner of its build's vmlinux.
+    banner: Option<String>,
+}
+
+/// The real router as the lab's [`Bench`].
+pub struct SshBench {
+    ssh: Ssh,
+    file: SshLabFile,
+    endpoints: Endpoints,
+    flash: Flash,
+    kernels: Vec<VariantImage>,
+}
+
+impl Bench for SshBench {
+    fn bring_up(&mut self, arm: &Arm, round: u32, tag: &str, dir: &Path) -> Result<Up> {
+        let log = format!("ssh-{tag}.log");
+        let mut ssh = self.ssh.clone();
+        ssh.log = Some(dir.join(&log));
+        let kernel = self
+            .kernels
+            .iter()
+            .find(|k| k.variant == arm.variant)
+            .with_context(|| format!("no kernel for arm {}", arm.name))?;
+        let boot_seconds = match (self.flash, &kernel.image) {
+            (Flash::Sysupgrade, Some(image)) => {
+                eprintln!(
+                    "lab: flashing {} onto {}",
+                    image.display(),
+                    ssh.destination.login()
+                );
+                flash::flash(&ssh, image)?
+            }
+            (Flash::Sysupgrade, None) => bail!("no image to flash for {}", arm.name),
+            (Flash::NotFlashed, _) => 0.0,
+        };
+        let proc_version = flash::proc_version(&ssh)?;
+        let matches_build = kernel.banner.as_ref().map(|b| *b == proc_version);
+        match (matches_build, self.flash) {
+            (Some(false), Flash::Sysupgrade) => bail!(
+                "after sysupgrade the router runs\n  {proc_version}\nnot {}'s build\n  {}",
+                arm.variant,
+                kernel.banner.as_deref().unwrap_or_default()
+            ),
+            (Some(false), Flash::NotFlashed) => eprintln!(
+                "lab: note: the router runs {proc_version:?}, not {}'s build (--no-flash)",
+                arm.variant
+            ),
+            _ => {}
+        }
+        let uptime = flash::uptime(&ssh)?;
+        let mut router = SshRouter::new(ssh, self.file.router.clone(), self.endpoints.clone());
+        router.check_interfaces()?;
+        let boot = BootRecord {
+            arm: arm.name.clone(),
+            round,
+            boot_seconds: (boot_seconds * 1e3).round() / 1e3,
+            guest_uptime_at_ready: Some(uptime),
+            console_log: log,
+            qemu_argv: Vec::new(),
+            kernel: Some(KernelCheck {
+                proc_version,
+                built_banner: kernel.banner.clone(),
+                matches_build,
+                flash: self.flash,
+            }),
+        };
+        Ok(Up {
+            router: Box::new(router),
+            boot,
+        })
+    }
+}
+
+/// Runs the lab on the real router `ssh` names; returns the lab directory.
+pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Option<PathBuf>> {
+    if request.build_only {
+        bail!("--build-only builds QEMU lab kernels; build a router's kernels with `cargo xtask build`");
+    }
+    anyhow::ensure!(
+        request.runs >= 1 && request.duration_seconds >= 1,
+        "--runs and --duration must be at least 1"
+    );
+    let all_targets = targets::load_all(&layout.targets_dir())?;
+    let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
+    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let mut names: Vec<String> = Vec::new();
+    for v in &request.variants {
+        if !names.contains(v) {
+            names.push(v.clone());
+        }
+    }
+    if names.is_empty() {
+        names.push(variants::BASELINE.to_string());
+    }
+    let chosen = variants::select(&all_variants, &names)?;
+    let file = SshLabFile::load(&ssh.lab_file)?;
+    let destination = match (&ssh.destination, &file.destination) {
+        (Some(a), Some(b)) if a != b => bail!(
+            "--lab ssh://{}:{} and {}'s destination ssh://{}:{} differ; name it once",
+            a.login(),
+            a.port,
+            ssh.lab_file.display(),
+            b.login(),
+            b.port
+        ),
+        (Some(d), _) | (None, Some(d)) => d.clone(),
+        (None, None) => bail!(
+            "no router named: use --lab ssh://root@HOST or [ssh] destination in {}",
+            ssh.lab_file.display()
+        ),
+    };
+    if ssh.flash == Flash::NotFlashed && chosen.len() > 1 {
+        bail!("--no-flash measures the kernel the router runs now: name one --variant (it labels that kernel)");
+    }
+    // Everything the file and the builds say is checked before anything runs.
+    let mut kernels = Vec::new();
+    let mut arms = Vec::new();
+    for v in &chosen {
+        let dir = layout.results_dir(&target.name, &v.name);
+        let (arm, image, banner) = arm_of(&file, (&target.name, &v.name), &dir, ssh.flash)?;
+        arms.push(arm);
+        kernels.push(VariantImage {
+            variant: v.name.clone(),
+            image,
+            banner,
+        });
+    }
+    let arms = if request.control {
+        runner::with_control(arms)
+    } else {
+        arms
+    };
+    check_host_tools()?;
+    super::process::install_interrupt_handler();
+    let stale = super::topology::remove_stale()?;
+    if !stale.is_empty() {
+        eprintln!(
+            "lab: removed what an interrupted lab left: {}",
+            stale.join(", ")
+        );
+    }
+    let sides = HostSides::prepare(&file.lan, &file.wan)?;
+    let netns = match file.from {
+        SshFrom::Host => None,
+        SshFrom::Lan => Some(sides.lan_netns.clone()),
+        SshFrom::Wan => Some(sides.wan_netns.clone()),
+    };
+    let client = Ssh {
+        destination: destination.clone(),
+        identity: file.identity.clone(),
+        options: file.options.clone(),
+        netns,
+        timeouts: file.timeouts,
+        log: None,
+    };
+    let version = flash::proc_version(&client)
+        .with_context(|| format!("reaching the router {} over ssh", destination.login()))?;
+    eprintln!("lab: {} runs {version}", destination.login());
+    let endpoints = Endpoints {
+        lan_netns: sides.lan_netns.clone(),
+        wan_netns: sides.wan_netns.clone(),
+        server_ip: file
+            .wan
+            .address
+            .map(|(ip, _)| ip.to_string())
+            .unwrap_or_default(),
+        router_wan_ip: file.router.wan_address.to_string(),
+    };
+    let started = crate::results::now_rfc3339();
+    let dir = super::create_run_dir(layout, &target.name, &started)?;
+    let plan = forwarding::plan(request);
+    let mut lab = LabRecord {
+        schema: record::SCHEMA,
+        status: "running".to_string(),
+        target: target.name.clone(),
+        lab_target: target.name.clone(),
+        started,
+        finished: None,
+        settings: forwarding::settings(request, &chosen[0].name),
+        qemu: None,
+        initramfs: None,
+        router: Some(RouterInfo {
+            access: "ssh".to_string(),
+            destination: destination.login(),
+            host: destination.host.clone(),
+            port: destination.port,
+            lan_interface: file.router.lan_interface.clone(),
+            wan_interface: file.router.wan_interface.clone(),
+            gro_interfaces: file.router.gro_interfaces.clone(),
+            wan_address: file.router.wan_address.to_string(),
+            flash: ssh.flash,
+            lab_file: std::path::absolute(&ssh.lab_file).unwrap_or(ssh.lab_file.clone()),
+            lab_file_sha256: file.sha256.clone(),
+        }),
+        host: None,
+        arms,
+        boots: Vec::new(),
+        runs: Vec::new(),
+    };
+    lab.write(&dir)?;
+    eprintln!("lab: writing {}", dir.join(record::FILE_NAME).display());
+    let mut bench = SshBench {
+        ssh: client,
+        file,
+        endpoints,
+        flash: ssh.flash,
+        kernels,
+    };
+    let mut system = forwarding::Forwarding { bench: &mut bench };
+    runner::execute(&mut system, &plan, &mut lab, &dir)
+        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
+    drop(sides);
+    Ok(Some(dir))
+}
+
+/// Fails naming every missing host program and the packages to install.
+pub fn check_host_tools() -> Result<()> {
+    let missing: Vec<&(&str, &str)> = HOST_TOOLS
+        .iter()
+        .filter(|(t, _)| find_in_path(t).is_none())
+        .collect();
+    if !missing.is_empty() {
+        let names: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
+        let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+        packages.dedup();
+        bail!(
+            "the SSH lab needs {} on this machine: run `apt-get install {}` (or `cargo xtask setup`)",
+            names.join(", "),
+            packages.join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// The arm of `variant` of `target` (results in `dir`), the image to
+/// flash and the build's banner. Flashing needs all three from a finished
+/// build; `--no-flash` takes what there is.
+fn arm_of(
+    file: &SshLabFile,
+    (target, variant): (&str, &str),
+    dir: &Path,
+    flash: Flash,
+) -> Result<(Arm, Option<PathBuf>, Option<String>)> {
+    let result = match BuildResult::read(dir) {
+        Ok(r) => Some(r),
+        Err(e) if flash == Flash::Sysupgrade => return Err(e),
+        Err(_) => None,
+    };
+    let vmlinux = dir.join("vmlinux");
+    let banner = if vmlinux.is_file() {
+        flash::banner_of(&vmlinux)?
+    } else {
+        None
+    };
+    let image = match file.image(target, variant, dir) {
+        Some(p) if flash == Flash::Sysupgrade && !p.is_file() => bail!(
+            "the image to flash for {target}/{variant}, {}, does not exist ([images] in {})",
+            p.display(),
+            file.path.display()
+        ),
+        Some(p) if flash == Flash::Sysupgrade => Some(p),
+        // Not flashed: the router runs whatever it runs.
+        _ => None,
+    };
+    if flash == Flash::Sysupgrade {
+        if image.is_none() {
+            bail!(
+                "{} has no [images] entry for {target}: which file does sysupgrade take?",
+                file.path.display()
+            );
+        }
+        if banner.is_none() {
+            bail!(
+                "{} has no `Linux version` banner to check the flashed kernel against",
+                vmlinux.display()
+            );
+        }
+    }
+    let image_sha256 = match &image {
+        Some(p) => sha256_file(p)?,
+        None => String::new(),
+    };
+    let arm = Arm {
+        name: variant.to_string(),
+        variant: variant.to_string(),
+        control: false,
+        kernel: Some(ArmKernel {
+            results_dir: dir.to_path_buf(),
+            image: image.clone().unwrap_or_default(),
+            image_sha256,
+            config_sha256: result
+                .as_ref()
+                .map(|r| r.config_sha256.clone())
+                .unwrap_or_default(),
+            vmlinux_text: result.as_ref().map_or(0, |r| r.vmlinux_sections.text),
+        }),
+        runtime: None,
+    };
+    Ok((arm, image, banner))
+}
