@@ -85,7 +85,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Patches(args)) => {
             patches::bench::run(&sh, &layout, &args.options())
         }
-        Command::Lab(args) => lab::command(&sh, &layout, &args.request()?),
+        Command::Lab(args) => match args.mode()? {
+            cli::LabMode::Forwarding(request) => lab::command(&sh, &layout, &request),
+            cli::LabMode::Host(request) => lab::host::command(&layout, &request),
+        },
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &layout,

@@ -59,6 +59,9 @@ pub enum Command {
     /// QEMU machine, boot it between two network namespaces and measure
     /// forwarding through its nftables masquerade (Mbit/s both ways, guest
     /// CPU ns per forwarded packet), runs interleaved, with an A/A control.
+    /// With --lab host: this machine's kernel instead, with runtime
+    /// settings from lab/runtime.toml applied in a private namespace,
+    /// measured with tbench (MB/s) and iperf3 (Mbit/s) over its loopback.
     Lab(LabArgs),
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
     /// make, ccache, patch-only variants, distcc) and the patch engine.
@@ -197,24 +200,45 @@ pub enum ResultsCommand {
     },
 }
 
+/// `--lab host`: this machine's kernel with runtime settings.
+pub const LAB_HOST: &str = "host";
+
+/// What `cargo xtask lab` runs, as the library takes it.
+pub enum LabMode {
+    /// The forwarding lab: a target's router kernels in QEMU or on a real
+    /// router over SSH.
+    Forwarding(xtask::lab::LabRequest),
+    /// The host lab.
+    Host(xtask::lab::host::HostRequest),
+}
+
 #[derive(Debug, clap::Args)]
 pub struct LabArgs {
-    /// Target with a [lab] table in targets/<t>.toml (brcm47xx).
+    /// Target with a [lab] table in targets/<t>.toml (brcm47xx), or the
+    /// router's target with --lab ssh; not with --lab host.
     #[arg(long, short = 't', value_name = "TARGET")]
-    pub target: String,
-    /// Variant from patches/variants.toml. Repeatable; default: baseline.
-    /// The first is the base, run twice as an A/A control.
+    pub target: Option<String>,
+    /// Variant from patches/variants.toml (QEMU lab) or lab/runtime.toml
+    /// (host lab). Repeatable; default: baseline. The first is the base,
+    /// run twice as an A/A control.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Measured runs per (variant, direction, GRO setting).
+    /// Measured runs per (variant, direction, GRO setting) or (variant, benchmark).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub runs: u32,
-    /// Seconds per iperf3 run.
+    /// Seconds per run (iperf3, tbench).
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub duration: u32,
-    /// GRO settings to measure in the guest.
-    #[arg(long, default_value = "both", value_name = "on|off|both")]
-    pub gro: xtask::lab::GroChoice,
+    /// GRO settings to measure in the guest (QEMU lab; default both).
+    #[arg(long, value_name = "on|off|both")]
+    pub gro: Option<xtask::lab::GroChoice>,
+    /// Benchmarks of the host lab, comma-separated, run in this order
+    /// (default tbench).
+    #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
+    pub benches: Vec<xtask::lab::host::BenchName>,
+    /// tbench's clients (host lab; default 2).
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
     /// Leave out the A/A control (the base booted a second time as its own arm).
     #[arg(long)]
     pub no_control: bool,
@@ -230,13 +254,15 @@ pub struct LabArgs {
     /// Stream make's output instead of a progress line.
     #[arg(long, short = 'v')]
     pub verbose: bool,
-    /// The machine: `qemu` (the target's [lab] table), or a real router
+    /// The machine: `qemu` (the target's [lab] table), a real router
     /// over SSH, `ssh://[USER@]HOST[:PORT]` (user root by default; `ssh`
-    /// alone takes the destination from the lab file).
+    /// alone takes the destination from the lab file), or `host`: this
+    /// machine's kernel with runtime settings from lab/runtime.toml
+    /// (tbench, iperf3 over a private namespace's loopback).
     #[arg(
         long = "lab",
         default_value = "qemu",
-        value_name = "qemu|ssh://USER@HOST"
+        value_name = "qemu|ssh://USER@HOST|host"
     )]
     pub machine: String,
     /// With --lab ssh: the lab file (TOML: the router's interfaces, the
@@ -251,8 +277,45 @@ pub struct LabArgs {
 }
 
 impl LabArgs {
-    /// The library's request; errors when --lab and its options do not fit.
-    pub fn request(&self) -> anyhow::Result<xtask::lab::LabRequest> {
+    /// The library's request, refusing options of the other lab.
+    pub fn mode(&self) -> anyhow::Result<LabMode> {
+        if self.machine == LAB_HOST {
+            let qemu_only = [
+                (self.target.is_some(), "--target"),
+                (self.gro.is_some(), "--gro"),
+                (self.build_only, "--build-only"),
+                (self.jobs.is_some(), "--jobs"),
+                (self.kernel_src.is_some(), "--kernel-src"),
+                (self.verbose, "--verbose"),
+                (self.lab_file.is_some(), "--lab-file"),
+                (self.no_flash, "--no-flash"),
+            ];
+            if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} is for the forwarding lab (QEMU or SSH); --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
+                );
+            }
+            return Ok(LabMode::Host(xtask::lab::host::HostRequest {
+                variants: self.variants.clone(),
+                runs: self.runs,
+                duration_seconds: self.duration,
+                benches: if self.benches.is_empty() {
+                    vec![xtask::lab::host::BenchName::Tbench]
+                } else {
+                    self.benches.clone()
+                },
+                tbench_clients: self.clients.unwrap_or(2),
+                control: !self.no_control,
+            }));
+        }
+        if !self.benches.is_empty() || self.clients.is_some() {
+            anyhow::bail!("--bench and --clients are for --lab host");
+        }
+        let Some(target) = &self.target else {
+            anyhow::bail!(
+                "the forwarding lab needs --target (a target with a [lab] table, e.g. brcm47xx, or the router's); --lab host measures this machine's kernel instead"
+            );
+        };
         let flash = if self.no_flash {
             xtask::lab::Flash::NotFlashed
         } else {
@@ -260,12 +323,12 @@ impl LabArgs {
         };
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
-        Ok(xtask::lab::LabRequest {
-            target: self.target.clone(),
+        Ok(LabMode::Forwarding(xtask::lab::LabRequest {
+            target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
             duration_seconds: self.duration,
-            gro: self.gro,
+            gro: self.gro.unwrap_or(xtask::lab::GroChoice::Both),
             control: !self.no_control,
             build_only: self.build_only,
             build: xtask::build::BuildOptions {
@@ -274,7 +337,7 @@ impl LabArgs {
             },
             kernel_src: self.kernel_src.clone(),
             machine,
-        })
+        }))
     }
 }
 

@@ -19,9 +19,11 @@ pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 /// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter,
 /// python3-scipy for the statistics), distcc (its daemon for the
 /// `--distcc` end-to-end test, on 127.0.0.1), the 6.1 source the flag
-/// patch is checked against, and OpenSSH's server and client for the SSH
-/// lab's namespace router (`tests/lab_ssh.rs`; Debian's package does not
-/// start a server by itself where services are not started).
+/// patch is checked against, the host lab's tools (dbench's tbench,
+/// iperf3, ethtool) for its end-to-end test, and OpenSSH's server and
+/// client for the SSH lab's namespace router (`tests/lab_ssh.rs`; Debian's
+/// package does not start a server by itself where services are not
+/// started).
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
     "diffutils",
@@ -31,6 +33,9 @@ pub const TEST_PACKAGES: &[&str] = &[
     "python3-scipy",
     "distcc",
     "linux-source-6.1",
+    "dbench",
+    "iperf3",
+    "ethtool",
     "openssh-server",
     "openssh-client",
 ];

@@ -66,7 +66,8 @@ pub fn install(sh: &Shell, packages: &[String]) -> Result<bool> {
 /// Which packages `cargo xtask setup` installs, and how.
 #[derive(Debug, Clone, Default)]
 pub struct SetupRequest {
-    /// Only the packages these targets need (`--target` spellings); empty: every target.
+    /// Only the packages these targets need (`--target` spellings); empty:
+    /// every target, and the host lab's (dbench, iperf3, ethtool).
     pub targets: Vec<String>,
     /// Also the reference tools the tests compare against ([`crate::host::selftest::TEST_PACKAGES`]).
     pub tests: bool,
@@ -87,6 +88,11 @@ pub fn command(
         crate::inputs::targets::select(&all_targets, &request.targets)?
     };
     let mut packages = packages(&chosen);
+    if request.targets.is_empty() {
+        packages.extend(crate::lab::host::host_packages());
+        packages.sort();
+        packages.dedup();
+    }
     if request.tests {
         packages.extend(
             crate::host::selftest::TEST_PACKAGES
@@ -131,5 +137,13 @@ mod tests {
         ] {
             assert!(packages.contains(&lab.to_string()), "{lab}");
         }
+    }
+
+    #[test]
+    fn the_tests_bring_the_host_lab_s_tbench() {
+        // `cargo xtask setup --tests` (what .ci/run runs) installs dbench,
+        // which xtask/tests/lab_host.rs needs.
+        assert!(crate::host::selftest::TEST_PACKAGES.contains(&"dbench"));
+        assert!(crate::lab::host::host_packages().contains(&"dbench".to_string()));
     }
 }

@@ -1,11 +1,13 @@
 //! What the user declares: targets (`targets/*.toml`), variants
-//! (`patches/variants.toml`), kconfig fragments, and the kernel source.
+//! (`patches/variants.toml`), kconfig fragments, the kernel source, and the
+//! host lab's runtime variants (`lab/runtime.toml`).
 
 pub mod cflags;
 pub mod kconfig;
 pub mod kernel_source;
 pub mod lab;
 pub mod openwrt;
+pub mod runtime;
 pub mod ssh_lab;
 pub mod targets;
 pub mod variants;

@@ -4,15 +4,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::process::{interrupted, tick, ChildGuard};
+use super::process::{interrupted, ChildGuard};
 use super::record::Direction;
 use super::router::Router;
-use super::sample::GuestSample;
-use super::topology::tool;
+use super::sample::{read_json, GuestSample};
+use super::topology::{wait_listening, TCP, TCP6};
 
 /// For the iperf3 server to listen, and to exit after its one test.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -60,11 +60,16 @@ pub fn run(
         &file("server.stderr"),
     )?;
     let table = if ends.server_ip.contains(':') {
-        "/proc/net/tcp6"
+        TCP6
     } else {
-        "/proc/net/tcp"
+        TCP
     };
-    wait_listening((&ends.wan_netns, table), IPERF_PORT, &mut server)?;
+    wait_listening(
+        (&ends.wan_netns, table),
+        IPERF_PORT,
+        &mut server,
+        SERVER_TIMEOUT,
+    )?;
     let before = router.sample()?;
     let mut client = Command::new("ip");
     client
@@ -114,39 +119,4 @@ pub fn run(
         client,
         server,
     })
-}
-
-fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{}: not iperf3 JSON:\n{text}", path.display()))
-}
-
-/// Waits until something listens on TCP `port` in `netns` (its `table`,
-/// `/proc/net/tcp` or `/proc/net/tcp6`, read from inside it).
-fn wait_listening((netns, table): (&str, &str), port: u16, server: &mut ChildGuard) -> Result<()> {
-    let deadline = Instant::now() + SERVER_TIMEOUT;
-    let local = format!(":{port:04X}");
-    loop {
-        let table = tool("ip", &["netns", "exec", netns, "cat", table])?;
-        // Columns: sl local_address rem_address st …; st 0A is LISTEN.
-        let listening = table.lines().any(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.len() > 3 && cols[1].ends_with(&local) && cols[3] == "0A"
-        });
-        if listening {
-            return Ok(());
-        }
-        if let Some(status) = server.try_status()? {
-            bail!("the iperf3 server exited ({status}) before listening");
-        }
-        if Instant::now() >= deadline {
-            bail!(
-                "the iperf3 server did not listen on port {port} within {} s",
-                SERVER_TIMEOUT.as_secs()
-            );
-        }
-        tick()?;
-    }
 }

@@ -9,10 +9,18 @@
 //! variant's image is flashed with `sysupgrade -n`, and the same plan
 //! ([`runner`]) runs through the router between two endpoints on this
 //! machine. [`router`] is the seam both machines implement.
+//!
+//! `--lab host` measures this machine's kernel with runtime settings
+//! instead ([`host`]). Both kinds of lab are a [`runner::SystemUnderTest`]
+//! to the one schedule in [`runner`]: forwarding through a router
+//! ([`forwarding`], over a [`router::Bench`]) and the host's own
+//! benchmarks.
 
 pub mod console;
 pub mod cpio;
+pub mod forwarding;
 pub mod guest;
+pub mod host;
 pub mod iperf;
 pub mod kernel;
 pub mod process;
@@ -126,7 +134,9 @@ impl Machine {
             _ if lab.starts_with("ssh://") => {
                 Some(crate::inputs::ssh_lab::Destination::parse(lab)?)
             }
-            _ => bail!("--lab {lab:?}: use qemu, or ssh://[USER@]HOST[:PORT] for a real router"),
+            _ => bail!(
+                "--lab {lab:?}: use qemu, ssh://[USER@]HOST[:PORT] for a real router, or host"
+            ),
         };
         let lab_file = lab_file
             .context("--lab ssh needs --lab-file FILE (the router's interfaces, the endpoints, the images)")?
@@ -260,14 +270,13 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         .with_context(|| format!("running {qemu_bin} --version"))?;
     let started = results::now_rfc3339();
     let dir = create_run_dir(layout, &target.name, &started)?;
-    let plan = runner::Plan {
-        runs: request.runs,
-        duration_seconds: request.duration_seconds,
-        gro: request.gro.settings(),
-        directions: record::Direction::BOTH.to_vec(),
-        control: request.control,
+    let plan = forwarding::plan(request);
+    let arms = forwarding::arms(&kernels)?;
+    let arms = if request.control {
+        runner::with_control(arms)
+    } else {
+        arms
     };
-    let arms = runner::arms(&kernels, plan.control)?;
     let mut lab = record::LabRecord {
         schema: record::SCHEMA,
         status: "running".to_string(),
@@ -275,15 +284,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         lab_target: kernel::lab_target(&target)?.name,
         started,
         finished: None,
-        settings: record::Settings {
-            runs: plan.runs,
-            duration_seconds: plan.duration_seconds,
-            gro: plan.gro.clone(),
-            directions: plan.directions.clone(),
-            warmup_runs_per_boot: 1,
-            base: chosen[0].name.clone(),
-            control: plan.control,
-        },
+        settings: forwarding::settings(request, &chosen[0].name),
         qemu: Some(record::QemuInfo {
             binary: spec.qemu.clone(),
             version: version.lines().next().unwrap_or_default().to_string(),
@@ -295,7 +296,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         }),
         initramfs: Some(initramfs.clone()),
         router: None,
-        arms: arms.iter().map(|(a, _)| a.clone()).collect(),
+        host: None,
+        arms,
         boots: Vec::new(),
         runs: Vec::new(),
     };
@@ -304,10 +306,10 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
     let mut bench = session::QemuBench {
         spec: &spec,
         initramfs: &initramfs,
-        arms: &arms,
+        kernels: &kernels,
     };
-    let arm_list: Vec<record::Arm> = arms.iter().map(|(a, _)| a.clone()).collect();
-    runner::execute(&mut bench, &arm_list, &plan, &mut lab, &dir)
+    let mut system = forwarding::Forwarding { bench: &mut bench };
+    runner::execute(&mut system, &plan, &mut lab, &dir)
         .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
     Ok(Some(dir))
 }

@@ -1,22 +1,21 @@
-//! The lab's schedule: rounds of boots, arms interleaved (A B A B …), one
-//! discarded warm-up run per boot, then every (direction, GRO) run; each
-//! run's numbers go into `lab.json` as soon as it ends. The machine is a
-//! [`Bench`]: QEMU, or a real router over SSH.
+//! The lab's schedule, whatever it measures: rounds of sessions, arms
+//! interleaved (A B A B …), one discarded warm-up run per session, then
+//! every condition's run; each run's numbers go into `lab.json` as soon as
+//! it ends.
+//!
+//! What a session is comes from the [`SystemUnderTest`]: an arm's kernel
+//! brought up by a [`super::router::Bench`] — booted in QEMU or flashed
+//! onto a real router over SSH — and forwarding ([`super::forwarding`]),
+//! or this machine's kernel with an
+//! arm's runtime settings applied in a fresh private namespace
+//! ([`super::host`]).
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use super::iperf;
-use super::kernel::LabKernel;
-use super::record::{
-    Arm, Direction, LabRecord, Metric, RunRecord, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET,
-    THROUGHPUT,
-};
-use super::router::{Bench, Gro, Router, Up};
-use super::sample::{iperf_peer, iperf_summary, GuestWork};
+use super::record::{Arm, BootRecord, Condition, LabRecord, RunRecord};
 use crate::results::now_rfc3339;
-use crate::util::hash::sha256_file;
 
 /// Suffix of the A/A control arm's name.
 pub const CONTROL_SUFFIX: &str = "~control";
@@ -24,59 +23,83 @@ pub const CONTROL_SUFFIX: &str = "~control";
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// Measured runs per (arm, direction, GRO).
+    /// Measured runs per (arm, condition): the rounds.
     pub runs: u32,
-    /// Seconds per iperf3 run.
+    /// Seconds per run.
     pub duration_seconds: u32,
-    /// GRO settings.
-    pub gro: Vec<bool>,
-    /// Directions.
-    pub directions: Vec<Direction>,
-    /// Whether the base runs twice (A/A control).
-    pub control: bool,
+    /// The warm-up run's condition, first in every session and discarded.
+    pub warmup: Condition,
+    /// The measured runs of every session, in order.
+    pub conditions: Vec<Condition>,
 }
 
-/// The arms: the base, its control twin (when asked), the other variants.
-pub fn arms(kernels: &[LabKernel], control: bool) -> Result<Vec<(Arm, LabKernel)>> {
-    let mut arms = Vec::new();
-    for (i, k) in kernels.iter().enumerate() {
-        let arm = |name: String, control: bool| -> Result<(Arm, LabKernel)> {
-            Ok((
-                Arm {
-                    name,
-                    variant: k.variant.name.clone(),
-                    control,
-                    results_dir: k.image.parent().map(Path::to_path_buf).unwrap_or_default(),
-                    image: k.image.clone(),
-                    image_sha256: sha256_file(&k.image)?,
-                    config_sha256: k.result.config_sha256.clone(),
-                    vmlinux_text: k.result.vmlinux_sections.text,
-                },
-                k.clone(),
-            ))
-        };
-        arms.push(arm(k.variant.name.clone(), false)?);
-        if i == 0 && control {
-            arms.push(arm(format!("{}{CONTROL_SUFFIX}", k.variant.name), true)?);
-        }
+/// One run the schedule asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct RunSpec<'a> {
+    /// The arm measured.
+    pub arm: &'a Arm,
+    /// Round (0-based).
+    pub round: u32,
+    /// Position among all runs (0-based, warm-ups included).
+    pub index: u32,
+    /// What it measures under.
+    pub condition: Condition,
+    /// A discarded warm-up run.
+    pub warmup: bool,
+    /// Its length, in seconds.
+    pub seconds: u32,
+}
+
+/// The system under test, as the runner drives it.
+pub trait SystemUnderTest {
+    /// One arm made ready for one round: a booted guest, a namespace with
+    /// the arm's settings applied. Dropping it stops and removes
+    /// everything it started, on success, error and Ctrl-C alike.
+    type Session;
+
+    /// Makes `arm` ready for `round`, with its files in `dir`; returns the
+    /// session and, when it booted something, the boot for `lab.json`.
+    fn start(
+        &mut self,
+        arm: &Arm,
+        round: u32,
+        dir: &Path,
+    ) -> Result<(Self::Session, Option<BootRecord>)>;
+
+    /// Runs `run` in `session`, its raw output kept in `dir`.
+    fn measure(
+        &mut self,
+        session: &mut Self::Session,
+        run: RunSpec<'_>,
+        dir: &Path,
+    ) -> Result<RunRecord>;
+}
+
+/// `arms` with the first one's A/A control twin (`<base>~control`, the
+/// same variant, `control: true`) after it.
+pub fn with_control(mut arms: Vec<Arm>) -> Vec<Arm> {
+    if !arms.is_empty() {
+        let mut twin = arms[0].clone();
+        twin.name = format!("{}{CONTROL_SUFFIX}", twin.variant);
+        twin.control = true;
+        arms.insert(1, twin);
     }
-    Ok(arms)
+    arms
 }
 
-/// Runs the plan on `bench`, writing `record` into `dir` after every run.
-/// On an error the record is written with `status: failed: …` and the
-/// error returned.
+/// Runs the plan on `system` for every arm of `record`, writing `record`
+/// into `dir` after every run. On an error the record is written with
+/// `status: failed: …` and the error returned.
 pub fn execute(
-    bench: &mut dyn Bench,
-    arms: &[Arm],
+    system: &mut impl SystemUnderTest,
     plan: &Plan,
     record: &mut LabRecord,
     dir: &Path,
 ) -> Result<()> {
-    let outcome = execute_inner(bench, arms, plan, record, dir);
+    let outcome = execute_inner(system, plan, record, dir);
     record.finished = Some(now_rfc3339());
     record.status = match &outcome {
-        Ok(()) => "complete".to_string(),
+        Ok(()) => crate::results::lab::COMPLETE.to_string(),
         Err(e) => format!("failed: {e:#}"),
     };
     record.write(dir)?;
@@ -84,46 +107,40 @@ pub fn execute(
 }
 
 fn execute_inner(
-    bench: &mut dyn Bench,
-    arms: &[Arm],
+    system: &mut impl SystemUnderTest,
     plan: &Plan,
     record: &mut LabRecord,
     dir: &Path,
 ) -> Result<()> {
+    let arms = record.arms.clone();
     let mut index = 0u32;
+    let schedule: Vec<(Condition, bool)> = std::iter::once((plan.warmup, true))
+        .chain(plan.conditions.iter().map(|&c| (c, false)))
+        .collect();
     for round in 0..plan.runs {
-        for arm in arms {
-            let tag = format!("r{round}-{}", arm.name.replace('~', "-"));
-            let Up { mut router, boot } = bench
-                .bring_up(arm, round, &tag, dir)
-                .with_context(|| format!("bringing up {} (round {round})", arm.name))?;
-            eprintln!(
-                "lab: round {round} {}: router ready after {:.1} s",
-                arm.name, boot.boot_seconds
-            );
-            record.boots.push(boot);
-            record.write(dir)?;
-            let mut schedule = vec![(Direction::LanToWan, plan.gro[0], true)];
-            for &direction in &plan.directions {
-                for &gro in &plan.gro {
-                    schedule.push((direction, gro, false));
-                }
+        for arm in &arms {
+            let (mut session, boot) = system
+                .start(arm, round, dir)
+                .with_context(|| format!("starting {} (round {round})", arm.name))?;
+            if let Some(boot) = boot {
+                eprintln!(
+                    "lab: round {round} {}: ready after {:.1} s",
+                    arm.name, boot.boot_seconds
+                );
+                record.boots.push(boot);
+                record.write(dir)?;
             }
-            for (direction, gro, warmup) in schedule {
-                let run = measure(
-                    router.as_mut(),
-                    (arm, round, index),
-                    (direction, gro, warmup),
-                    plan.duration_seconds,
-                    dir,
-                )
-                .with_context(|| {
-                    format!(
-                        "{} round {round}, {}, GRO {}",
-                        arm.name,
-                        direction.name(),
-                        on_off(gro)
-                    )
+            for &(condition, warmup) in &schedule {
+                let spec = RunSpec {
+                    arm,
+                    round,
+                    index,
+                    condition,
+                    warmup,
+                    seconds: plan.duration_seconds,
+                };
+                let run = system.measure(&mut session, spec, dir).with_context(|| {
+                    format!("{} round {round}, {}", arm.name, condition.describe())
                 })?;
                 eprintln!("lab: {}", run_line(&run));
                 record.runs.push(run);
@@ -135,91 +152,189 @@ fn execute_inner(
     Ok(())
 }
 
-fn measure(
-    router: &mut dyn Router,
-    (arm, round, index): (&Arm, u32, u32),
-    (direction, gro, warmup): (Direction, bool, bool),
-    seconds: u32,
-    dir: &Path,
-) -> Result<RunRecord> {
-    router.set_gro(Gro::from(gro))?;
-    let started = now_rfc3339();
-    let prefix = format!("run{index:03}");
-    let out = iperf::run(router, direction, seconds, dir, &prefix)?;
-    let summary = iperf_summary(&out.client)?;
-    let peer = iperf_peer(&out.server);
-    let expected = router.endpoints().router_wan_ip.clone();
-    if peer.as_deref() != Some(expected.as_str()) {
-        bail!(
-            "the WAN side saw the client as {peer:?}, not as the router's {expected}: \
-             the masquerade did not happen\n{}",
-            router.diagnostics()
-        );
-    }
-    let work = GuestWork::between(&out.before, &out.after);
-    let mut metrics = vec![Metric {
-        name: THROUGHPUT.to_string(),
-        value: round_to(summary.mbit_per_s, 3),
-        unit: MBIT_PER_S.to_string(),
-    }];
-    if let Some(ns) = work.ns_per_packet {
-        metrics.push(Metric {
-            name: CPU_PER_PACKET.to_string(),
-            value: round_to(ns, 1),
-            unit: NS_PER_PACKET.to_string(),
-        });
-    }
-    Ok(RunRecord {
-        index,
-        arm: arm.name.clone(),
-        variant: arm.variant.clone(),
-        round,
-        direction,
-        gro,
-        warmup,
-        started,
-        metrics,
-        guest_before: out.before,
-        guest_after: out.after,
-        guest_work: work,
-        server_saw_peer: peer,
-        iperf3_client: out.client,
-    })
-}
-
 /// One line per run for the terminal.
 pub fn run_line(run: &RunRecord) -> String {
-    let value = |name: &str| {
-        run.metrics
-            .iter()
-            .find(|m| m.name == name)
-            .map_or("-".to_string(), |m| format!("{} {}", m.value, m.unit))
+    let metrics: Vec<String> = run
+        .metrics
+        .iter()
+        .map(|m| format!("{} {}", m.value, m.unit))
+        .collect();
+    let extra = match &run.guest {
+        Some(g) => format!(
+            " ({} packets, {} per NIC interrupt)",
+            g.guest_work.packets,
+            g.guest_work
+                .packets_per_interrupt
+                .map_or("-".to_string(), |p| format!("{p:.1}"))
+        ),
+        None => String::new(),
     };
     format!(
-        "{}{} round {} {} GRO {}: {}, {} ({} packets, {} per NIC interrupt)",
+        "{}{} round {} {}: {}{extra}",
         run.arm,
         if run.warmup { " (warm-up)" } else { "" },
         run.round,
-        run.direction.name(),
-        on_off(run.gro),
-        value(THROUGHPUT),
-        value(CPU_PER_PACKET),
-        run.guest_work.packets,
-        run.guest_work
-            .packets_per_interrupt
-            .map_or("-".to_string(), |p| format!("{p:.1}"))
+        run.condition.describe(),
+        if metrics.is_empty() {
+            "-".to_string()
+        } else {
+            metrics.join(", ")
+        }
     )
 }
 
-fn on_off(on: bool) -> &'static str {
-    if on {
-        "on"
-    } else {
-        "off"
-    }
-}
-
-fn round_to(x: f64, decimals: i32) -> f64 {
+/// `x` rounded to `decimals` decimals.
+pub fn round_to(x: f64, decimals: i32) -> f64 {
     let f = 10f64.powi(decimals);
     (x * f).round() / f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::lab::{Benchmark, Metric};
+
+    fn arm(name: &str) -> Arm {
+        Arm {
+            name: name.to_string(),
+            variant: name.to_string(),
+            control: false,
+            kernel: None,
+            runtime: None,
+        }
+    }
+
+    /// Records what the runner asks for, as a system would see it.
+    struct Script {
+        calls: Vec<String>,
+        fail_at: Option<u32>,
+    }
+
+    impl SystemUnderTest for Script {
+        type Session = String;
+
+        fn start(
+            &mut self,
+            arm: &Arm,
+            round: u32,
+            _: &Path,
+        ) -> Result<(String, Option<BootRecord>)> {
+            self.calls.push(format!("start {} r{round}", arm.name));
+            Ok((arm.name.clone(), None))
+        }
+
+        fn measure(
+            &mut self,
+            session: &mut String,
+            run: RunSpec<'_>,
+            _: &Path,
+        ) -> Result<RunRecord> {
+            if self.fail_at == Some(run.index) {
+                anyhow::bail!("boom");
+            }
+            self.calls.push(format!(
+                "{session} #{} {}{}",
+                run.index,
+                run.condition.describe(),
+                if run.warmup { " warm-up" } else { "" }
+            ));
+            Ok(RunRecord {
+                index: run.index,
+                arm: run.arm.name.clone(),
+                variant: run.arm.variant.clone(),
+                round: run.round,
+                condition: run.condition,
+                warmup: run.warmup,
+                started: String::new(),
+                metrics: vec![Metric {
+                    name: "tbench".to_string(),
+                    value: 1.0,
+                    unit: "MB/s".to_string(),
+                }],
+                guest: None,
+                iperf3_client: None,
+                host: None,
+            })
+        }
+    }
+
+    fn record(arms: Vec<Arm>) -> LabRecord {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/lab_fixture/lab.json"
+        ))
+        .unwrap();
+        let mut r: LabRecord = serde_json::from_str(&text).unwrap();
+        r.arms = arms;
+        r.runs.clear();
+        r.boots.clear();
+        r
+    }
+
+    #[test]
+    fn arms_interleave_with_a_warm_up_per_session() {
+        let tb = Condition::Bench {
+            bench: Benchmark::Tbench { clients: 2 },
+        };
+        let ip = Condition::Bench {
+            bench: Benchmark::Iperf3,
+        };
+        let plan = Plan {
+            runs: 2,
+            duration_seconds: 1,
+            warmup: tb,
+            conditions: vec![tb, ip],
+        };
+        let arms = with_control(vec![arm("baseline"), arm("lo-no-tso-gso")]);
+        assert_eq!(arms[1].name, "baseline~control");
+        assert!(arms[1].control && arms[1].variant == "baseline");
+        let mut r = record(arms);
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Script {
+            calls: Vec::new(),
+            fail_at: None,
+        };
+        execute(&mut s, &plan, &mut r, dir.path()).unwrap();
+        assert_eq!(r.status, "complete");
+        assert_eq!(r.runs.len(), 2 * 3 * 3);
+        let starts: Vec<&String> = s.calls.iter().filter(|c| c.starts_with("start")).collect();
+        assert_eq!(
+            starts,
+            [
+                "start baseline r0",
+                "start baseline~control r0",
+                "start lo-no-tso-gso r0",
+                "start baseline r1",
+                "start baseline~control r1",
+                "start lo-no-tso-gso r1"
+            ]
+        );
+        assert_eq!(s.calls[1], "baseline #0 tbench, 2 clients warm-up");
+        assert_eq!(s.calls[3], "baseline #2 iperf3, 1 TCP stream");
+        assert_eq!(r.samples("lo-no-tso-gso", tb, "tbench").len(), 2);
+    }
+
+    #[test]
+    fn a_failed_run_leaves_a_failed_record() {
+        let tb = Condition::Bench {
+            bench: Benchmark::Tbench { clients: 2 },
+        };
+        let plan = Plan {
+            runs: 1,
+            duration_seconds: 1,
+            warmup: tb,
+            conditions: vec![tb],
+        };
+        let mut r = record(vec![arm("baseline")]);
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Script {
+            calls: Vec::new(),
+            fail_at: Some(1),
+        };
+        let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
+        assert!(format!("{err:#}").contains("boom"), "{err:#}");
+        let written = LabRecord::read(dir.path()).unwrap();
+        assert!(written.status.starts_with("failed: "), "{}", written.status);
+        assert_eq!(written.runs.len(), 1);
+    }
 }

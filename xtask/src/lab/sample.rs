@@ -49,6 +49,14 @@ pub fn iperf_summary(report: &serde_json::Value) -> Result<IperfSummary> {
     })
 }
 
+/// Reads an iperf3 `--json` report from `path`.
+pub fn read_json(path: &std::path::Path) -> Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not iperf3 JSON:\n{text}", path.display()))
+}
+
 /// The address the iperf3 server saw its client connect from (after the
 /// router's masquerade, the guest's WAN address).
 pub fn iperf_peer(server_report: &serde_json::Value) -> Option<String> {

@@ -205,16 +205,16 @@ pub struct QemuBench<'a> {
     pub spec: &'a LabSpec,
     /// The guest's userspace.
     pub initramfs: &'a Initramfs,
-    /// Each arm with its lab kernel.
-    pub arms: &'a [(Arm, LabKernel)],
+    /// Each variant's lab kernel; an arm runs its variant's.
+    pub kernels: &'a [LabKernel],
 }
 
 impl Bench for QemuBench<'_> {
     fn bring_up(&mut self, arm: &Arm, round: u32, tag: &str, dir: &Path) -> Result<Up> {
-        let (_, kernel) = self
-            .arms
+        let kernel = self
+            .kernels
             .iter()
-            .find(|(a, _)| a.name == arm.name)
+            .find(|k| k.variant.name == arm.variant)
             .with_context(|| format!("no lab kernel for arm {}", arm.name))?;
         let console_log = format!("console-{tag}.log");
         let guest = Guest::boot(

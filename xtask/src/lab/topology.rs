@@ -17,7 +17,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::guest::{GUEST_LAN_IP, GUEST_WAN_IP, LAN_HOST_IP, PREFIX, WAN_HOST_IP};
-use super::process::{last_lines, tick, POLL};
+use super::process::{last_lines, tick, ChildGuard, POLL};
+
+/// The kernel's table of IPv4 TCP sockets, for [`wait_listening`].
+pub const TCP: &str = "/proc/net/tcp";
+
+/// The kernel's table of IPv6 TCP sockets, for [`wait_listening`].
+pub const TCP6: &str = "/proc/net/tcp6";
 
 /// Prefix of every namespace the lab creates.
 pub const NETNS_PREFIX: &str = "xlab-";
@@ -58,7 +64,7 @@ pub fn tool(program: &str, args: &[&str]) -> Result<String> {
 }
 
 /// Like [`tool`], but runs to the end after Ctrl-C: for cleaning up.
-fn cleanup_tool(program: &str, args: &[&str]) -> Result<String> {
+pub fn cleanup_tool(program: &str, args: &[&str]) -> Result<String> {
     run_tool(program, args, false)
 }
 
@@ -110,6 +116,41 @@ fn run_with_timeout(
         } else {
             std::thread::sleep(POLL);
         }
+    }
+}
+
+/// Waits up to `timeout` until something listens on TCP `port` in
+/// `netns` (its `table`, `/proc/net/tcp` or `/proc/net/tcp6`, read from
+/// inside it); fails at once when `server` exits first.
+pub fn wait_listening(
+    (netns, table): (&str, &str),
+    port: u16,
+    server: &mut ChildGuard,
+    timeout: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let local = format!(":{port:04X} ");
+    loop {
+        let table = tool("ip", &["netns", "exec", netns, "cat", table])?;
+        // Columns: sl local_address rem_address st …; st 0A is LISTEN.
+        let listening = table.lines().any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 3 && format!("{} ", cols[1]).ends_with(&local) && cols[3] == "0A"
+        });
+        if listening {
+            return Ok(());
+        }
+        if let Some(status) = server.try_status()? {
+            bail!("the {} exited ({status}) before listening", server.what);
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "the {} did not listen on port {port} within {} s",
+                server.what,
+                timeout.as_secs()
+            );
+        }
+        tick()?;
     }
 }
 

@@ -214,7 +214,7 @@ pub fn render(report: &Report, style: &Style) -> String {
         let soc = match (&lab.router, &lab.qemu) {
             (Some(r), _) => format!("router {} (SSH)", r.destination),
             (None, Some(q)) => format!("QEMU {} ({})", q.machine, q.cpu),
-            (None, None) => String::new(),
+            (None, None) => lab.machine(),
         };
         for note in &lab.notes {
             let values = [
@@ -248,8 +248,8 @@ pub fn render(report: &Report, style: &Style) -> String {
                     soc.clone(),
                     lab.base.clone(),
                     String::new(),
-                    series.gro.kind().to_string(),
-                    series.direction.name().to_string(),
+                    series.kind(),
+                    series.item().to_string(),
                     num(sum.mean),
                     String::new(),
                     String::new(),

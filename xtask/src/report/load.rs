@@ -134,6 +134,13 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
                 if !measured(spelling) {
                     return Err(unknown_target(layout, request, spelling, &known));
                 }
+                // The host lab has no kernel of its own to build.
+                if labs
+                    .iter()
+                    .any(|l| l.covers(spelling) && l.record.host.is_some())
+                {
+                    continue;
+                }
                 skipped.push(format!(
                     "{spelling}: no size results, only the lab's (`{}`)",
                     build_command(spelling, &[&request.base, "<VARIANT>"])

@@ -78,6 +78,11 @@ impl Layout {
         self.patches_dir().join("variants.toml")
     }
 
+    /// `lab/runtime.toml`: the host lab's runtime variants.
+    pub fn runtime_variants_file(&self) -> PathBuf {
+        self.root.join("lab").join("runtime.toml")
+    }
+
     /// `target/xtask/`: every generated file (or the directory given to
     /// [`Layout::with_work_dir`]).
     pub fn work_dir(&self) -> PathBuf {

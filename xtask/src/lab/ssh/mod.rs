@@ -23,11 +23,11 @@ use anyhow::{bail, Context, Result};
 
 use super::record::{self, Arm, BootRecord, LabRecord};
 use super::router::{Bench, Endpoints, Up};
-use super::{runner, LabRequest};
+use super::{forwarding, runner, LabRequest};
 use crate::build::toolchain::find_in_path;
 use crate::inputs::ssh_lab::{Destination, SshFrom, SshLabFile};
 use crate::inputs::{targets, variants};
-use crate::results::lab::{Flash, KernelCheck, RouterInfo};
+use crate::results::lab::{ArmKernel, Flash, KernelCheck, RouterInfo};
 use crate::results::BuildResult;
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
@@ -54,10 +54,10 @@ pub struct SshRequest {
     pub flash: Flash,
 }
 
-/// One arm's kernel on the router.
+/// One variant's kernel on the router.
 #[derive(Debug, Clone)]
-struct ArmKernel {
-    arm: String,
+struct VariantImage {
+    variant: String,
     /// The image to flash (with [`Flash::Sysupgrade`]).
     image: Option<PathBuf>,
     /// The `Linux version` banner of its build's vmlinux.
@@ -70,7 +70,7 @@ pub struct SshBench {
     file: SshLabFile,
     endpoints: Endpoints,
     flash: Flash,
-    kernels: Vec<ArmKernel>,
+    kernels: Vec<VariantImage>,
 }
 
 impl Bench for SshBench {
@@ -81,7 +81,7 @@ impl Bench for SshBench {
         let kernel = self
             .kernels
             .iter()
-            .find(|k| k.arm == arm.name)
+            .find(|k| k.variant == arm.variant)
             .with_context(|| format!("no kernel for arm {}", arm.name))?;
         let boot_seconds = match (self.flash, &kernel.image) {
             (Flash::Sysupgrade, Some(image)) => {
@@ -177,26 +177,21 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
     // Everything the file and the builds say is checked before anything runs.
     let mut kernels = Vec::new();
     let mut arms = Vec::new();
-    for (i, v) in chosen.iter().enumerate() {
+    for v in &chosen {
         let dir = layout.results_dir(&target.name, &v.name);
         let (arm, image, banner) = arm_of(&file, (&target.name, &v.name), &dir, ssh.flash)?;
-        let mut arm_names = vec![arm.name.clone()];
-        arms.push(arm.clone());
-        if i == 0 && request.control {
-            let mut twin = arm;
-            twin.name = format!("{}{}", v.name, runner::CONTROL_SUFFIX);
-            twin.control = true;
-            arm_names.push(twin.name.clone());
-            arms.push(twin);
-        }
-        for name in arm_names {
-            kernels.push(ArmKernel {
-                arm: name,
-                image: image.clone(),
-                banner: banner.clone(),
-            });
-        }
+        arms.push(arm);
+        kernels.push(VariantImage {
+            variant: v.name.clone(),
+            image,
+            banner,
+        });
     }
+    let arms = if request.control {
+        runner::with_control(arms)
+    } else {
+        arms
+    };
     check_host_tools()?;
     super::process::install_interrupt_handler();
     let stale = super::topology::remove_stale()?;
@@ -235,13 +230,7 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
     };
     let started = crate::results::now_rfc3339();
     let dir = super::create_run_dir(layout, &target.name, &started)?;
-    let plan = runner::Plan {
-        runs: request.runs,
-        duration_seconds: request.duration_seconds,
-        gro: request.gro.settings(),
-        directions: record::Direction::BOTH.to_vec(),
-        control: request.control,
-    };
+    let plan = forwarding::plan(request);
     let mut lab = LabRecord {
         schema: record::SCHEMA,
         status: "running".to_string(),
@@ -249,15 +238,7 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
         lab_target: target.name.clone(),
         started,
         finished: None,
-        settings: record::Settings {
-            runs: plan.runs,
-            duration_seconds: plan.duration_seconds,
-            gro: plan.gro.clone(),
-            directions: plan.directions.clone(),
-            warmup_runs_per_boot: 1,
-            base: chosen[0].name.clone(),
-            control: plan.control,
-        },
+        settings: forwarding::settings(request, &chosen[0].name),
         qemu: None,
         initramfs: None,
         router: Some(RouterInfo {
@@ -273,7 +254,8 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
             lab_file: std::path::absolute(&ssh.lab_file).unwrap_or(ssh.lab_file.clone()),
             lab_file_sha256: file.sha256.clone(),
         }),
-        arms: arms.clone(),
+        host: None,
+        arms,
         boots: Vec::new(),
         runs: Vec::new(),
     };
@@ -286,7 +268,8 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
         flash: ssh.flash,
         kernels,
     };
-    runner::execute(&mut bench, &arms, &plan, &mut lab, &dir)
+    let mut system = forwarding::Forwarding { bench: &mut bench };
+    runner::execute(&mut system, &plan, &mut lab, &dir)
         .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
     drop(sides);
     Ok(Some(dir))
@@ -363,14 +346,17 @@ fn arm_of(
         name: variant.to_string(),
         variant: variant.to_string(),
         control: false,
-        results_dir: dir.to_path_buf(),
-        image: image.clone().unwrap_or_default(),
-        image_sha256,
-        config_sha256: result
-            .as_ref()
-            .map(|r| r.config_sha256.clone())
-            .unwrap_or_default(),
-        vmlinux_text: result.as_ref().map_or(0, |r| r.vmlinux_sections.text),
+        kernel: Some(ArmKernel {
+            results_dir: dir.to_path_buf(),
+            image: image.clone().unwrap_or_default(),
+            image_sha256,
+            config_sha256: result
+                .as_ref()
+                .map(|r| r.config_sha256.clone())
+                .unwrap_or_default(),
+            vmlinux_text: result.as_ref().map_or(0, |r| r.vmlinux_sections.text),
+        }),
+        runtime: None,
     };
     Ok((arm, image, banner))
 }

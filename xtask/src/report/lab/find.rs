@@ -96,12 +96,16 @@ pub fn targets_with_runs(layout: &Layout) -> Result<Vec<String>> {
 pub fn read(dir: &Path) -> Result<LabRecord> {
     let record = LabRecord::read(dir)?;
     if record.schema != lab::SCHEMA {
+        let again = if record.host.is_some() {
+            "--lab host".to_string()
+        } else {
+            format!("--target {}", record.target)
+        };
         bail!(
-            "{}: lab.json schema {}, but this xtask reads schema {}; run the lab again with `cargo xtask lab --target {}`",
+            "{}: lab.json schema {}, but this xtask reads schema {}; run the lab again with `cargo xtask lab {again}`",
             dir.join(lab::FILE_NAME).display(),
             record.schema,
             lab::SCHEMA,
-            record.target
         );
     }
     Ok(record)
@@ -177,18 +181,25 @@ pub fn select(
 pub fn rebuilt_since(layout: &Layout, found: &Found) -> Vec<String> {
     let mut notes = Vec::new();
     for arm in found.record.arms.iter().filter(|a| !a.control) {
+        let Some(kernel) = &arm.kernel else {
+            continue;
+        };
         let dir = layout.results_dir(&found.record.lab_target, &arm.variant);
         let Ok(result) = crate::results::BuildResult::read(&dir) else {
             continue;
         };
-        let image = arm.image.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let image = kernel
+            .image
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
         if let Some(a) = result.artifacts.get(image) {
-            if a.sha256 != arm.image_sha256 {
+            if a.sha256 != kernel.image_sha256 {
                 notes.push(format!(
                     "{}/{} was rebuilt after this lab run: its {image} is not the one the lab booted (sha256 {} → {}), so its sizes do not describe the measured kernel",
                     found.record.lab_target,
                     arm.variant,
-                    short(&arm.image_sha256),
+                    short(&kernel.image_sha256),
                     short(&a.sha256)
                 ));
             }

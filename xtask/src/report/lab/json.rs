@@ -7,7 +7,9 @@ use serde::Serialize;
 use super::{LabReport, Role};
 use crate::report::json::{metric, JsonMetric};
 use crate::report::{Report, Style};
-use crate::results::lab::{Direction, QemuInfo, RouterInfo, Settings};
+use crate::results::lab::{
+    Benchmark, Condition, Direction, HostInfo, QemuInfo, RouterInfo, RuntimeSettings, Settings,
+};
 
 /// One lab run.
 #[derive(Debug, Serialize)]
@@ -24,12 +26,15 @@ pub struct JsonLab {
     pub started: String,
     /// How it ran, as `lab.json` records it.
     pub settings: Settings,
-    /// The emulator; absent on a real router.
+    /// The emulator (the QEMU lab).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qemu: Option<QemuInfo>,
-    /// The real router measured over SSH; absent in QEMU.
+    /// The real router measured over SSH (the SSH lab).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<RouterInfo>,
+    /// This machine's kernel (the host lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
     /// The base arm.
     pub base: String,
     /// The kernels compared.
@@ -53,12 +58,18 @@ pub struct JsonArm {
     pub variant: String,
     /// Whether it is the A/A control.
     pub control: bool,
-    /// sha256 of the booted image.
-    pub image_sha256: String,
-    /// sha256 of the lab kernel's `.config`.
-    pub config_sha256: String,
-    /// vmlinux text, bytes.
-    pub vmlinux_text: u64,
+    /// sha256 of the booted image (the QEMU lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_sha256: Option<String>,
+    /// sha256 of the lab kernel's `.config` (the QEMU lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_sha256: Option<String>,
+    /// vmlinux text, bytes (the QEMU lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vmlinux_text: Option<u64>,
+    /// The runtime settings it applied (the host lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSettings>,
 }
 
 /// The base against one arm.
@@ -70,7 +81,9 @@ pub struct JsonLabComparison {
     pub role: &'static str,
     /// Its metrics: family `throughput` (Mbit/s) or `guest_cpu_per_packet`
     /// (ns/packet), kind the GRO setting (`gro-on`), item the direction
-    /// (`lan-to-wan`), each with `stats`.
+    /// (`lan-to-wan`); in a host lab `tbench` (MB/s) or `throughput`
+    /// (Mbit/s), kind the benchmark's setting (`clients-2`), item
+    /// `loopback`; each with `stats`.
     pub metrics: Vec<JsonMetric>,
 }
 
@@ -79,12 +92,17 @@ pub struct JsonLabComparison {
 pub struct JsonSeries {
     /// Family name.
     pub family: String,
-    /// Unit of the values (Mbit/s, ns/packet).
+    /// Unit of the values (Mbit/s, ns/packet, MB/s).
     pub unit: String,
-    /// Direction.
-    pub direction: Direction,
-    /// GRO on (`true`) or off, as `lab.json` writes it.
-    pub gro: bool,
+    /// Direction (the QEMU lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    /// GRO on (`true`) or off, as `lab.json` writes it (the QEMU lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+    /// The benchmark (the host lab).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bench: Option<Benchmark>,
     /// Per arm, its values in run order.
     pub arms: Vec<JsonArmValues>,
 }
@@ -109,6 +127,7 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
         settings: lab.settings.clone(),
         qemu: lab.qemu.clone(),
         router: lab.router.clone(),
+        host: lab.host.clone(),
         base: lab.base.clone(),
         arms: lab
             .arms
@@ -117,9 +136,10 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
                 name: a.name.clone(),
                 variant: a.variant.clone(),
                 control: a.control,
-                image_sha256: a.image_sha256.clone(),
-                config_sha256: a.config_sha256.clone(),
-                vmlinux_text: a.vmlinux_text,
+                image_sha256: a.kernel.as_ref().map(|k| k.image_sha256.clone()),
+                config_sha256: a.kernel.as_ref().map(|k| k.config_sha256.clone()),
+                vmlinux_text: a.kernel.as_ref().map(|k| k.vmlinux_text),
+                runtime: a.runtime.clone(),
             })
             .collect(),
         comparisons: lab
@@ -144,8 +164,18 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
             .map(|s| JsonSeries {
                 family: s.family.clone(),
                 unit: s.unit.clone(),
-                direction: s.direction,
-                gro: s.gro.is_on(),
+                direction: match s.condition {
+                    Condition::Forward { direction, .. } => Some(direction),
+                    Condition::Bench { .. } => None,
+                },
+                gro: match s.condition {
+                    Condition::Forward { gro, .. } => Some(gro),
+                    Condition::Bench { .. } => None,
+                },
+                bench: match s.condition {
+                    Condition::Forward { .. } => None,
+                    Condition::Bench { bench } => Some(bench),
+                },
                 arms: s
                     .arms
                     .iter()

@@ -91,8 +91,8 @@ fn base_table(out: &mut String, lab: &LabReport, d: Decimal) {
             mean_sd(&sum, d),
             sum.n,
             s.family,
-            s.direction.name(),
-            s.gro.kind(),
+            s.item(),
+            s.kind(),
             s.unit
         );
     }
@@ -109,6 +109,12 @@ pub fn section(report: &Report, lab: &LabReport, style: &Style) -> String {
         report.display_path(&lab.dir.join(crate::results::lab::FILE_NAME)),
         how_it_ran(lab)
     );
+    if let Some(settings) = lab.runtime_settings() {
+        let _ = writeln!(
+            out,
+            "Runtime settings (read back with `ethtool -k` after every run): {settings}\n"
+        );
+    }
     if lab.comparisons.iter().all(|c| c.role == Role::Control) {
         base_table(&mut out, lab, d);
     }

@@ -11,7 +11,10 @@
 //! * Families: [`THROUGHPUT`] in Mbit/s and [`CPU_PER_PACKET`] in
 //!   ns/packet; a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
 //!   its `item` the direction (`lan-to-wan`, `wan-to-lan`), each sample
-//!   one measured run (warm-ups left out).
+//!   one measured run (warm-ups left out). A host lab (`--lab host`)
+//!   measures this machine's kernel instead: [`TBENCH`] in MB/s and
+//!   iperf3's [`THROUGHPUT`] in Mbit/s, `kind` the benchmark's setting
+//!   (`clients-2`, `tcp`), `item` `loopback`, its arms runtime variants.
 //! * Statistics: [`crate::measure::stats::compare`] through
 //!   [`Metric::with_stats`]; a variant's change is significant only when
 //!   its bootstrap 95 % interval excludes 0 and |%change| exceeds the A/A
@@ -19,6 +22,7 @@
 //! * [`text`], [`markdown`], [`json`], [`svg`]: the lab's part of each
 //!   format (CSV rows come from the model directly).
 
+pub mod condition;
 pub mod find;
 pub mod json;
 pub mod markdown;
@@ -32,70 +36,27 @@ use anyhow::{bail, Result};
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{mann_whitney_min_p, Interval, Verdict};
 use crate::results::lab::{
-    Arm, Direction, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE, CPU_PER_PACKET,
-    MBIT_PER_S, NS_PER_PACKET, THROUGHPUT,
+    Arm, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE, CPU_PER_PACKET,
+    MBIT_PER_S, MB_PER_S, NS_PER_PACKET, TBENCH, THROUGHPUT,
+};
+
+pub use condition::{
+    condition_item, condition_item_title, condition_kind, condition_kind_title, direction_title,
+    Gro,
 };
 
 /// The lab's families in report order: (name, unit, title in sentences).
-pub const FAMILIES: [(&str, &str, &str); 2] = [
+pub const FAMILIES: [(&str, &str, &str); 3] = [
+    (TBENCH, MB_PER_S, "tbench"),
     (THROUGHPUT, MBIT_PER_S, "Throughput"),
     (CPU_PER_PACKET, NS_PER_PACKET, "Guest CPU per packet"),
 ];
 
+/// What [`LabReport::notes`] says of every host lab.
+pub const HOST_NOTE: &str = "measures this machine's kernel, not a router's";
+
 /// The smallest two-sided p a test must reach to count.
 pub const ALPHA: f64 = 0.05;
-
-/// GRO on the guest's NICs during a run (`lab.json` records it as
-/// `gro: true|false`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gro {
-    /// GRO on (the kernel's default).
-    On,
-    /// GRO off.
-    Off,
-}
-
-impl From<bool> for Gro {
-    /// `true` is [`Gro::On`], as `lab.json` writes it.
-    fn from(on: bool) -> Gro {
-        if on {
-            Gro::On
-        } else {
-            Gro::Off
-        }
-    }
-}
-
-impl Gro {
-    /// `gro-on` / `gro-off`: a lab metric's `kind`.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Gro::On => "gro-on",
-            Gro::Off => "gro-off",
-        }
-    }
-
-    /// `GRO on` / `GRO off`.
-    pub fn title(self) -> &'static str {
-        match self {
-            Gro::On => "GRO on",
-            Gro::Off => "GRO off",
-        }
-    }
-
-    /// Whether GRO is on, as `lab.json` writes it.
-    pub fn is_on(self) -> bool {
-        self == Gro::On
-    }
-}
-
-/// `LAN to WAN` / `WAN to LAN`, the seed's words.
-pub fn direction_title(direction: Direction) -> &'static str {
-    match direction {
-        Direction::LanToWan => "LAN to WAN",
-        Direction::WanToLan => "WAN to LAN",
-    }
-}
 
 /// The title of family `name` (`Throughput`), or the name itself.
 pub fn family_title(name: &str) -> &str {
@@ -110,21 +71,40 @@ pub fn lkp_name(family: &Family, m: &Metric) -> String {
     format!("{}.{}.{}", family.name, m.item, m.kind)
 }
 
-/// Every arm's samples of one family in one direction with one GRO
-/// setting.
+/// Every arm's samples of one family under one condition: a direction
+/// with one GRO setting, or a benchmark.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    /// [`THROUGHPUT`] or [`CPU_PER_PACKET`].
+    /// [`THROUGHPUT`], [`CPU_PER_PACKET`] or [`TBENCH`].
     pub family: String,
-    /// Unit of the values: Mbit/s or ns/packet.
+    /// Unit of the values: Mbit/s, ns/packet or MB/s.
     pub unit: String,
-    /// Traffic direction.
-    pub direction: Direction,
-    /// GRO on the guest's NICs.
-    pub gro: Gro,
+    /// Direction and GRO setting, or the benchmark.
+    pub condition: Condition,
     /// (arm name, its values in run order), in the lab's arm order; an arm
     /// without runs is left out.
     pub arms: Vec<(String, Vec<f64>)>,
+}
+
+impl Series {
+    /// Its metrics' `kind`: `gro-on`, `clients-2`.
+    pub fn kind(&self) -> String {
+        condition_kind(self.condition)
+    }
+
+    /// Its metrics' `item`: `lan-to-wan`, `loopback`.
+    pub fn item(&self) -> &'static str {
+        condition_item(self.condition)
+    }
+
+    /// `LAN to WAN, GRO on`; `loopback, 2 clients`.
+    pub fn title(&self) -> String {
+        format!(
+            "{}, {}",
+            condition_item_title(self.condition),
+            condition_kind_title(self.condition)
+        )
+    }
 }
 
 /// What a lab comparison measures.
@@ -179,11 +159,14 @@ pub struct LabReport {
     pub started: String,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator; `None` on a real router.
+    /// The emulator (the QEMU lab).
     pub qemu: Option<QemuInfo>,
-    /// The real router measured over SSH; `None` in QEMU.
+    /// The real router measured over SSH (the SSH lab).
     pub router: Option<RouterInfo>,
-    /// The kernels compared.
+    /// This machine's kernel (the host lab).
+    pub host: Option<HostInfo>,
+    /// The kernels (QEMU and SSH labs) or runtime settings (host lab)
+    /// compared.
     pub arms: Vec<Arm>,
     /// The base arm's name.
     pub base: String,
@@ -217,6 +200,12 @@ impl LabReport {
             );
         }
         let mut notes = Vec::new();
+        if let Some(h) = &record.host {
+            notes.push(format!(
+                "{HOST_NOTE}: Linux {} on {} ({} CPUs) with runtime settings applied in a private network namespace, so a change here is the kernel's answer to those settings on this machine, under its load",
+                h.kernel_release, h.machine, h.cpus
+            ));
+        }
         if record.status != COMPLETE {
             notes.push(format!(
                 "this lab run is not complete ({}): the numbers are those of the runs it finished",
@@ -270,9 +259,13 @@ impl LabReport {
             ));
         }
         if others.is_empty() {
+            let lab = if record.host.is_some() {
+                "--lab host".to_string()
+            } else {
+                format!("--target {}", record.target)
+            };
             notes.push(format!(
-                "nothing compared: the lab ran only {base}; compare a variant with `cargo xtask lab --target {} --variant {base} --variant <VARIANT>`",
-                record.target
+                "nothing compared: the lab ran only {base}; compare a variant with `cargo xtask lab {lab} --variant {base} --variant <VARIANT>`"
             ));
         } else if control.is_none() {
             notes.push(
@@ -301,6 +294,7 @@ impl LabReport {
             settings: record.settings,
             qemu: record.qemu,
             router: record.router,
+            host: record.host,
             arms: record.arms,
             base,
             series,
@@ -317,13 +311,19 @@ impl LabReport {
                 "ns/packet is the router's CPU time per packet its two interfaces received (busy /proc/stat time, 10 ms ticks): real time on real hardware, so it sees cache, TLB and branch-layout effects, and whatever else the router's CPU did during the run".to_string(),
             ];
         }
-        let icount = match self.qemu.as_ref().map(|q| q.icount.as_str()) {
-            None | Some("") => {
-                "without -icount it is host time, which host load moves too".to_string()
-            }
-            Some(icount) => format!(
-                "under -icount {icount} guest time counts instructions, so it is a path-length proxy that host load does not move"
-            ),
+        let Some(qemu) = &self.qemu else {
+            return vec![
+                format!("the host lab {HOST_NOTE}: tbench MB/s and iperf3 Mbit/s over loopback follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare"),
+                "loopback has no NIC, driver or wire: offload settings there change how the stack segments and checksums, not what a router's hardware does".to_string(),
+            ];
+        };
+        let icount = if qemu.icount.is_empty() {
+            "without -icount it is host time, which host load moves too".to_string()
+        } else {
+            format!(
+                "under -icount {} guest time counts instructions, so it is a path-length proxy that host load does not move",
+                qemu.icount
+            )
         };
         vec![
             "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
@@ -332,23 +332,24 @@ impl LabReport {
         ]
     }
 
-    /// The machine, for headings: `QEMU malta -cpu 74Kf`, or `router
-    /// root@192.168.1.1 over SSH`.
+    /// What ran, for headings: `QEMU malta -cpu 74Kf`, `router
+    /// root@192.168.1.1 over SSH`, `host kernel 6.12.57 (x86_64)`.
     pub fn machine(&self) -> String {
-        match (&self.router, &self.qemu) {
-            (Some(r), _) => format!("router {} over SSH", r.destination),
-            (None, Some(q)) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
-            (None, None) => "an unknown machine".to_string(),
+        match (&self.router, &self.qemu, &self.host) {
+            (Some(r), _, _) => format!("router {} over SSH", r.destination),
+            (None, Some(q), _) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
+            (None, None, Some(h)) => format!("host kernel {} ({})", h.kernel_release, h.machine),
+            (None, None, None) => "an unknown machine".to_string(),
         }
     }
 
-    /// The machine in few words, for plot titles: `QEMU malta` or `router
-    /// root@192.168.1.1`.
+    /// The machine in few words, for plot titles: `QEMU malta`, `router
+    /// root@192.168.1.1`, or [`LabReport::machine`] for the host.
     pub fn machine_short(&self) -> String {
         match (&self.router, &self.qemu) {
             (Some(r), _) => format!("router {}", r.destination),
             (None, Some(q)) => format!("QEMU {}", q.machine),
-            (None, None) => "an unknown machine".to_string(),
+            (None, None) => self.machine(),
         }
     }
 
@@ -366,6 +367,44 @@ impl LabReport {
     pub fn arm(&self, name: &str) -> Option<&Arm> {
         self.arms.iter().find(|a| a.name == name)
     }
+
+    /// What each runtime variant set (host lab), e.g. `baseline: nothing
+    /// changed; lo-no-tso-gso: ethtool -K lo gso off tso off`; `None` for
+    /// a lab of kernels.
+    pub fn runtime_settings(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .arms
+            .iter()
+            .filter(|a| !a.control)
+            .filter_map(|a| {
+                let r = a.runtime.as_ref()?;
+                let calls: Vec<String> = r
+                    .ethtool
+                    .iter()
+                    .map(|e| {
+                        let features: Vec<String> =
+                            e.features.iter().map(|(f, v)| format!("{f} {v}")).collect();
+                        format!("ethtool -K {} {}", e.dev, features.join(" "))
+                    })
+                    .collect();
+                Some(if calls.is_empty() {
+                    format!("{}: nothing changed", a.name)
+                } else {
+                    format!("{}: {}", a.name, calls.join(", "))
+                })
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// The words of `kind` in `family`'s series: `GRO on`, `2 clients`;
+    /// `kind` itself when no series has it.
+    pub fn kind_title(&self, family: &str, kind: &str) -> String {
+        self.series
+            .iter()
+            .find(|s| s.family == family && s.kind() == kind)
+            .map_or(kind.to_string(), |s| condition_kind_title(s.condition))
+    }
 }
 
 /// The fewest runs per side with which Mann–Whitney can reach [`ALPHA`].
@@ -378,28 +417,20 @@ pub fn runs_for_mann_whitney() -> usize {
 fn series_of(record: &LabRecord) -> Vec<Series> {
     let mut out = Vec::new();
     for (family, unit, _) in FAMILIES {
-        for &gro in &record.settings.gro {
-            for &direction in &record.settings.directions {
-                let arms: Vec<(String, Vec<f64>)> = record
-                    .arms
-                    .iter()
-                    .map(|a| {
-                        (
-                            a.name.clone(),
-                            record.samples(&a.name, direction, gro, family),
-                        )
-                    })
-                    .filter(|(_, v)| !v.is_empty())
-                    .collect();
-                if !arms.is_empty() {
-                    out.push(Series {
-                        family: family.to_string(),
-                        unit: unit.to_string(),
-                        direction,
-                        gro: Gro::from(gro),
-                        arms,
-                    });
-                }
+        for condition in record.settings.conditions() {
+            let arms: Vec<(String, Vec<f64>)> = record
+                .arms
+                .iter()
+                .map(|a| (a.name.clone(), record.samples(&a.name, condition, family)))
+                .filter(|(_, v)| !v.is_empty())
+                .collect();
+            if !arms.is_empty() {
+                out.push(Series {
+                    family: family.to_string(),
+                    unit: unit.to_string(),
+                    condition,
+                    arms,
+                });
             }
         }
     }
@@ -421,7 +452,7 @@ fn compare(
         let (Some(b), Some(o)) = (get(base), get(other)) else {
             continue;
         };
-        let (kind, item) = (s.gro.kind(), s.direction.name());
+        let (kind, item) = (s.kind(), s.item());
         let floor = control.and_then(|c| {
             c.families
                 .iter()
@@ -433,10 +464,10 @@ fn compare(
                 .map(f64::abs)
         });
         let Ok(metric) = Metric::new(
-            kind,
+            &kind,
             item,
-            &format!("{}, {}", direction_title(s.direction), s.gro.title()),
-            direction_title(s.direction),
+            &s.title(),
+            condition_item_title(s.condition),
             Samples::Real(b.clone()),
             Samples::Real(o.clone()),
         ) else {

@@ -11,7 +11,7 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::{direction_title, family_title, LabReport, FAMILIES};
+use super::{family_title, LabReport, FAMILIES};
 use crate::report::model::mean;
 use crate::report::Style;
 
@@ -58,7 +58,7 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
         for s in lab.series.iter().filter(|s| s.family == family) {
             for (i, (arm, values)) in s.arms.iter().enumerate() {
                 let label = if i == 0 {
-                    format!("{}, {}: {arm}", direction_title(s.direction), s.gro.title())
+                    format!("{}: {arm}", s.title())
                 } else {
                     arm.clone()
                 };
@@ -68,12 +68,20 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
         }
         if !rows.is_empty() {
             out.push(Panel {
-                title: format!(
-                    "Runtime lab, {} on {}: {} ({unit}), every run",
-                    lab.target,
-                    lab.machine_short(),
-                    family_title(family)
-                ),
+                title: if lab.qemu.is_none() && lab.router.is_none() {
+                    format!(
+                        "Runtime lab, {}: {} ({unit}), every run",
+                        lab.machine(),
+                        family_title(family)
+                    )
+                } else {
+                    format!(
+                        "Runtime lab, {} on {}: {} ({unit}), every run",
+                        lab.target,
+                        lab.machine_short(),
+                        family_title(family)
+                    )
+                },
                 unit: unit.to_string(),
                 rows,
             });

@@ -24,15 +24,22 @@
 use std::fmt::Write as _;
 
 use super::{
-    direction_title, family_title, interval_text, p_text, percent_text, verdict_text, Gro,
-    LabComparison, LabReport, Role, Series,
+    family_title, interval_text, p_text, percent_text, verdict_text, LabComparison, LabReport,
+    Role, Series,
 };
 use crate::report::model::{Decimal, Family};
 use crate::report::{Report, Style};
 
 /// `Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels
-/// brcm47xx-lab)`.
+/// brcm47xx-lab)`; `Runtime lab, host kernel 6.12.57 (x86_64), runtime
+/// settings in a private network namespace`.
 pub fn heading(lab: &LabReport) -> String {
+    if lab.qemu.is_none() && lab.host.is_some() {
+        return format!(
+            "Runtime lab, {}, runtime settings in a private network namespace",
+            lab.machine()
+        );
+    }
     format!(
         "Runtime lab, {} on {} ({} {})",
         lab.target,
@@ -52,8 +59,13 @@ pub fn how_it_ran(lab: &LabReport) -> String {
         .map_or("no A/A control".to_string(), |a| {
             format!("A/A control {}", a.name)
         });
+    let (per, session) = if s.benches.is_empty() {
+        ("variant, direction and GRO setting", "boot")
+    } else {
+        ("variant and benchmark", "variant and round")
+    };
     format!(
-        "{}: {} runs per variant, direction and GRO setting of {} s each, variants interleaved, {} warm-up run{} per boot discarded; {control}",
+        "{}: {} runs per {per} of {} s each, variants interleaved, {} warm-up run{} per {session} discarded; {control}",
         lab.status,
         s.runs,
         s.duration_seconds,
@@ -94,8 +106,9 @@ fn stats_line(m: &crate::report::model::Metric, role: Role, d: Decimal) -> Optio
     ))
 }
 
-/// The seed's lines of one comparison's family, grouped by GRO setting.
-fn family_lines(out: &mut String, family: &Family, role: Role, d: Decimal) {
+/// The seed's lines of one comparison's family, grouped by GRO setting
+/// (or benchmark setting).
+fn family_lines(out: &mut String, lab: &LabReport, family: &Family, role: Role, d: Decimal) {
     let mut kinds: Vec<&str> = Vec::new();
     for m in &family.metrics {
         if !kinds.contains(&m.kind.as_str()) {
@@ -103,12 +116,12 @@ fn family_lines(out: &mut String, family: &Family, role: Role, d: Decimal) {
         }
     }
     for kind in kinds {
-        let gro = if kind == Gro::On.kind() {
-            Gro::On
-        } else {
-            Gro::Off
-        };
-        let _ = writeln!(out, "{}, {}:", family_title(&family.name), gro.title());
+        let _ = writeln!(
+            out,
+            "{}, {}:",
+            family_title(&family.name),
+            lab.kind_title(&family.name, kind)
+        );
         for m in family.metrics.iter().filter(|m| m.kind == kind) {
             let percent = m
                 .percent()
@@ -142,14 +155,14 @@ fn comparison_lines(out: &mut String, lab: &LabReport, c: &LabComparison, d: Dec
         }
     }
     for f in &c.families {
-        family_lines(out, f, c.role, d);
+        family_lines(out, lab, f, c.role, d);
     }
 }
 
 /// The base's means and spreads, when nothing was compared.
 fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
     let _ = writeln!(out, "{}:", lab.base);
-    let mut last: Option<(&str, Gro)> = None;
+    let mut last: Option<(&str, String)> = None;
     for s in &lab.series {
         let Some((_, values)) = s.arms.iter().find(|(a, _)| *a == lab.base) else {
             continue;
@@ -157,14 +170,20 @@ fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
         let Some(sum) = crate::measure::stats::summary(values) else {
             continue;
         };
-        if last != Some((s.family.as_str(), s.gro)) {
-            let _ = writeln!(out, "{}, {}:", family_title(&s.family), s.gro.title());
-            last = Some((&s.family, s.gro));
+        let group = (s.family.as_str(), s.kind());
+        if last.as_ref() != Some(&group) {
+            let _ = writeln!(
+                out,
+                "{}, {}:",
+                family_title(&s.family),
+                super::condition_kind_title(s.condition)
+            );
+            last = Some(group);
         }
         let _ = writeln!(
             out,
             "{}: {} {} {} ({} run{})",
-            direction_title(s.direction),
+            super::condition_item_title(s.condition),
             seed_value(sum.mean, d),
             s.unit,
             d.apply(format!("±{:.2}%", sum.relative_sd_percent())),
@@ -184,6 +203,12 @@ pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
         report.display_path(&lab.dir.join(crate::results::lab::FILE_NAME)),
         how_it_ran(lab)
     );
+    if let Some(settings) = lab.runtime_settings() {
+        let _ = writeln!(
+            out,
+            "Runtime settings (read back with ethtool -k after every run): {settings}"
+        );
+    }
     if lab.comparisons.iter().all(|c| c.role == Role::Control) {
         base_lines(&mut out, lab, d);
     }
@@ -205,13 +230,7 @@ pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
 /// column per arm, a row per run (round), then the mean (`avg`). Values
 /// with one decimal, in the series' unit.
 pub fn run_table(s: &Series, d: Decimal) -> String {
-    let mut out = format!(
-        "{}, {}, {} ({}):\n",
-        family_title(&s.family),
-        direction_title(s.direction),
-        s.gro.title(),
-        s.unit
-    );
+    let mut out = format!("{}, {} ({}):\n", family_title(&s.family), s.title(), s.unit);
     let rows = s.arms.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
     let cell = |v: Option<f64>| v.map_or("–".to_string(), |v| d.apply(format!("{v:.1}")));
     let mut table: Vec<Vec<String>> = vec![std::iter::once("run".to_string())

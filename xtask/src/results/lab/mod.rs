@@ -27,6 +27,16 @@
 //!   the client's full iperf3 JSON, the address the server saw (the
 //!   masquerade's).
 //!
+//! A host lab (`cargo xtask lab --lab host`, [`host`]) measures this
+//! machine's kernel instead: `target` and `lab_target` are `host`, `host`
+//! replaces `qemu` and `initramfs` (`uname -r`, `/proc/version`), an arm
+//! is a runtime variant (`runtime`: its `ethtool -K` settings) rather than
+//! a kernel, `settings.benches` lists the benchmarks, and a run has a
+//! `bench` instead of `direction` and `gro`, the `tbench` metric in `MB/s`
+//! or `throughput` in `Mbit/s`, and what `ethtool -k` read back in its
+//! namespace (`host`). `boots` is empty. Files of the QEMU lab read and
+//! write as before.
+//!
 //! A lab run on a real router over SSH (`--lab ssh://…`, [`router`]) has
 //! no `qemu` and no `initramfs` but a `router` (its host, interfaces,
 //! whether each arm's image was flashed), and each boot records the
@@ -35,6 +45,7 @@
 //! time per packet, and no `-icount` keeps host load out of it.
 
 pub mod guest;
+pub mod host;
 pub mod router;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +54,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub use guest::{DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
+pub use host::{
+    Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
+};
 pub use router::{Flash, KernelCheck, RouterInfo};
 
 use crate::util::fs::write_atomic;
@@ -109,6 +123,66 @@ pub struct Settings {
     pub base: String,
     /// Whether the base ran a second time as an A/A control arm.
     pub control: bool,
+    /// The host lab's benchmarks, in the order each session runs them
+    /// (none in the QEMU lab).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub benches: Vec<Benchmark>,
+}
+
+impl Settings {
+    /// Every condition a session measures, in report order: each GRO
+    /// setting, then each direction (the QEMU lab); each benchmark (the
+    /// host lab).
+    pub fn conditions(&self) -> Vec<Condition> {
+        let mut out: Vec<Condition> = self
+            .gro
+            .iter()
+            .flat_map(|&gro| {
+                self.directions
+                    .iter()
+                    .map(move |&direction| Condition::Forward { direction, gro })
+            })
+            .collect();
+        out.extend(self.benches.iter().map(|&bench| Condition::Bench { bench }));
+        out
+    }
+}
+
+/// What one run measured under, besides its arm: traffic forwarded
+/// through a router in one direction with GRO on or off (the QEMU lab), or
+/// one benchmark on this machine (the host lab). In `lab.json` its fields
+/// sit in the run itself (`direction` and `gro`, or `bench`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Condition {
+    /// iperf3 through the router.
+    Forward {
+        /// Traffic direction.
+        direction: Direction,
+        /// GRO on the router's NICs.
+        gro: bool,
+    },
+    /// A benchmark over the host lab's loopback.
+    Bench {
+        /// Which, with its setting.
+        bench: Benchmark,
+    },
+}
+
+impl Condition {
+    /// `lan-to-wan GRO on`, `tbench, 2 clients`: for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Condition::Forward { direction, gro } => {
+                format!(
+                    "{} GRO {}",
+                    direction.name(),
+                    if *gro { "on" } else { "off" }
+                )
+            }
+            Condition::Bench { bench } => bench.title(),
+        }
+    }
 }
 
 /// The emulator.
@@ -130,15 +204,27 @@ pub struct QemuInfo {
     pub append: String,
 }
 
-/// One compared kernel.
+/// One compared arm: a lab kernel (the QEMU lab) or runtime settings
+/// (the host lab).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Arm {
     /// Arm name: the variant, or `<base>~control` for the A/A control.
     pub name: String,
-    /// The variant it boots.
+    /// The variant it boots or applies.
     pub variant: String,
     /// Whether this is the A/A control arm.
     pub control: bool,
+    /// The lab kernel it boots (the QEMU lab); its fields sit in the arm.
+    #[serde(flatten)]
+    pub kernel: Option<ArmKernel>,
+    /// The runtime settings it applies (the host lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeSettings>,
+}
+
+/// The lab kernel an arm of the QEMU lab boots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmKernel {
     /// The lab kernel's results directory (its `result.json`).
     pub results_dir: PathBuf,
     /// The booted image.
@@ -177,15 +263,15 @@ pub struct BootRecord {
 /// One number with its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
-    /// [`THROUGHPUT`] or [`CPU_PER_PACKET`].
+    /// [`THROUGHPUT`], [`CPU_PER_PACKET`] or [`TBENCH`].
     pub name: String,
     /// The value.
     pub value: f64,
-    /// [`MBIT_PER_S`] or [`NS_PER_PACKET`].
+    /// [`MBIT_PER_S`], [`NS_PER_PACKET`] or [`MB_PER_S`].
     pub unit: String,
 }
 
-/// One iperf3 run.
+/// One run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Position in the order runs happened (0-based, warm-ups included).
@@ -196,16 +282,30 @@ pub struct RunRecord {
     pub variant: String,
     /// Round (0-based).
     pub round: u32,
-    /// Direction.
-    pub direction: Direction,
-    /// GRO on the guest's NICs.
-    pub gro: bool,
+    /// Direction and GRO setting, or the benchmark.
+    #[serde(flatten)]
+    pub condition: Condition,
     /// A discarded warm-up run.
     pub warmup: bool,
     /// When it started (RFC 3339).
     pub started: String,
-    /// The samples: throughput (Mbit/s), guest CPU per packet (ns/packet).
+    /// The samples: throughput (Mbit/s), guest CPU per packet (ns/packet);
+    /// tbench (MB/s).
     pub metrics: Vec<Metric>,
+    /// The guest's counters and what the server saw (the QEMU lab).
+    #[serde(flatten)]
+    pub guest: Option<GuestRun>,
+    /// The client's `iperf3 --json` report, unchanged (iperf3 runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iperf3_client: Option<serde_json::Value>,
+    /// What the run read back in its namespace (the host lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostRun>,
+}
+
+/// What a run of the QEMU lab read from the guest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuestRun {
     /// Guest counters before the run.
     pub guest_before: GuestSample,
     /// Guest counters after the run.
@@ -214,8 +314,6 @@ pub struct RunRecord {
     pub guest_work: GuestWork,
     /// The address the iperf3 server saw its client as.
     pub server_saw_peer: Option<String>,
-    /// The client's `iperf3 --json` report, unchanged.
-    pub iperf3_client: serde_json::Value,
 }
 
 /// The whole record.
@@ -235,16 +333,19 @@ pub struct LabRecord {
     pub finished: Option<String>,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator; `None` when the lab measured a real router
-    /// ([`LabRecord::router`]).
+    /// The emulator (the QEMU lab); `None` on a real router
+    /// ([`LabRecord::router`]) and in a host lab ([`LabRecord::host`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qemu: Option<QemuInfo>,
-    /// The guest's userspace; `None` on a real router.
+    /// The guest's userspace (the QEMU lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initramfs: Option<Initramfs>,
-    /// The real router measured over SSH (`--lab ssh://…`); `None` in QEMU.
+    /// The real router measured over SSH (`--lab ssh://…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub router: Option<RouterInfo>,
+    /// This machine's kernel (the host lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
     /// The kernels compared.
     pub arms: Vec<Arm>,
     /// Every boot.
@@ -269,14 +370,70 @@ impl LabRecord {
         serde_json::from_str(&text).with_context(|| format!("{}: not a lab.json", file.display()))
     }
 
-    /// The measured (not warm-up) values of `metric` for `arm`, `direction`
-    /// and `gro`, in run order.
-    pub fn samples(&self, arm: &str, direction: Direction, gro: bool, metric: &str) -> Vec<f64> {
+    /// The measured (not warm-up) values of `metric` for `arm` under
+    /// `condition`, in run order.
+    pub fn samples(&self, arm: &str, condition: Condition, metric: &str) -> Vec<f64> {
         self.runs
             .iter()
-            .filter(|r| !r.warmup && r.arm == arm && r.direction == direction && r.gro == gro)
+            .filter(|r| !r.warmup && r.arm == arm && r.condition == condition)
             .flat_map(|r| r.metrics.iter().filter(|m| m.name == metric))
             .map(|m| m.value)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> String {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab_fixture/lab.json");
+        std::fs::read_to_string(file).unwrap()
+    }
+
+    #[test]
+    fn a_qemu_lab_json_reads_and_writes_unchanged() {
+        let text = fixture();
+        let record: LabRecord = serde_json::from_str(&text).unwrap();
+        assert!(record.qemu.is_some() && record.host.is_none());
+        assert!(record.arms.iter().all(|a| a.kernel.is_some()));
+        assert!(record.runs.iter().all(|r| r.guest.is_some()));
+        let again: serde_json::Value = serde_json::to_value(&record).unwrap();
+        let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(again, original);
+    }
+
+    #[test]
+    fn a_host_run_has_a_bench_and_no_guest() {
+        let run = RunRecord {
+            index: 0,
+            arm: "baseline".to_string(),
+            variant: "baseline".to_string(),
+            round: 0,
+            condition: Condition::Bench {
+                bench: Benchmark::Tbench { clients: 2 },
+            },
+            warmup: false,
+            started: "2026-01-01T00:00:00Z".to_string(),
+            metrics: vec![Metric {
+                name: TBENCH.to_string(),
+                value: 579.4,
+                unit: MB_PER_S.to_string(),
+            }],
+            guest: None,
+            iperf3_client: None,
+            host: Some(HostRun {
+                netns: "xt-host-1-0".to_string(),
+                features: Default::default(),
+                summary: "Throughput 579.4 MB/sec  2 clients".to_string(),
+                log: "run000-tbench.log".to_string(),
+            }),
+        };
+        let json = serde_json::to_value(&run).unwrap();
+        assert_eq!(json["bench"]["name"], "tbench");
+        assert_eq!(json["bench"]["clients"], 2);
+        assert!(json.get("direction").is_none() && json.get("guest_work").is_none());
+        let back: RunRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, run);
     }
 }

@@ -1,0 +1,377 @@
+//! The host lab: `cargo xtask lab --lab host --variant baseline --variant
+//! lo-no-tso-gso`. It measures **this machine's kernel**, not a router's:
+//! each arm is a runtime variant of `lab/runtime.toml`
+//! ([`crate::inputs::runtime`]) applied in a fresh private network
+//! namespace ([`netns`], [`features`]), and each run a benchmark over that
+//! namespace's loopback ([`bench`]: tbench in MB/s, iperf3 in Mbit/s).
+//!
+//! Scheduling, warm-ups, the A/A control and `lab.json` are the QEMU
+//! lab's ([`crate::lab::runner`]): rounds interleave the arms (A B A B …),
+//! every session (arm and round) discards one warm-up run, and the base
+//! runs twice per round (`baseline~control`) unless `--no-control`.
+//! Results go to `target/xtask/lab/host/<started>-<pid>/`, target `host`,
+//! where `size-report` finds them.
+
+pub mod bench;
+pub mod features;
+pub mod netns;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::process;
+use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Settings};
+use super::runner::{self, round_to, RunSpec, SystemUnderTest};
+use crate::build::toolchain::find_in_path;
+use crate::inputs::runtime::{self, RuntimeVariant};
+use crate::results::lab::{Benchmark, HostInfo, HostRun, SCHEMA};
+use crate::results::now_rfc3339;
+use crate::util::layout::Layout;
+
+/// The `target` and `lab_target` of a host lab's `lab.json`, and its
+/// directory under `target/xtask/lab/`.
+pub const TARGET: &str = "host";
+
+/// The devices of the host lab's namespace, which runtime variants may
+/// name.
+pub const DEVICES: &[&str] = &["lo"];
+
+/// Host programs the host lab runs, with their Debian packages.
+pub const HOST_TOOLS: &[(&str, &str)] = &[
+    ("tbench", "dbench"),
+    ("tbench_srv", "dbench"),
+    ("iperf3", "iperf3"),
+    ("ethtool", "ethtool"),
+    ("ip", "iproute2"),
+];
+
+/// Debian packages the host lab needs (dbench for tbench, iperf3,
+/// ethtool, iproute2), sorted, without duplicates.
+pub fn host_packages() -> Vec<String> {
+    let mut p: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
+    p.sort();
+    p.dedup();
+    p
+}
+
+/// A benchmark named on the command line (`--bench tbench,iperf3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchName {
+    /// dbench's tbench (MB/s).
+    Tbench,
+    /// iperf3, one TCP stream (Mbit/s).
+    Iperf3,
+}
+
+impl std::str::FromStr for BenchName {
+    type Err = anyhow::Error;
+
+    /// `tbench` or `iperf3`.
+    fn from_str(s: &str) -> Result<BenchName> {
+        match s {
+            "tbench" => Ok(BenchName::Tbench),
+            "iperf3" => Ok(BenchName::Iperf3),
+            _ => bail!("--bench {s:?}: use tbench or iperf3"),
+        }
+    }
+}
+
+/// What `cargo xtask lab --lab host` was asked to do.
+#[derive(Debug, Clone)]
+pub struct HostRequest {
+    /// Runtime variant names; empty means baseline. The first is the base.
+    pub variants: Vec<String>,
+    /// Measured runs per (arm, benchmark).
+    pub runs: u32,
+    /// Length of one run, in seconds.
+    pub duration_seconds: u32,
+    /// The benchmarks, run in this order in every session.
+    pub benches: Vec<BenchName>,
+    /// tbench's client processes.
+    pub tbench_clients: u32,
+    /// Whether the base runs a second time as an A/A control arm.
+    pub control: bool,
+}
+
+impl HostRequest {
+    /// The benchmarks with their settings.
+    pub fn benches(&self) -> Vec<Benchmark> {
+        self.benches
+            .iter()
+            .map(|b| match b {
+                BenchName::Tbench => Benchmark::Tbench {
+                    clients: self.tbench_clients,
+                },
+                BenchName::Iperf3 => Benchmark::Iperf3,
+            })
+            .collect()
+    }
+}
+
+/// Fails naming every missing host program and the packages to install.
+pub fn check_host_tools() -> Result<()> {
+    let missing: Vec<(&str, &str)> = HOST_TOOLS
+        .iter()
+        .copied()
+        .filter(|(t, _)| find_in_path(t).is_none())
+        .collect();
+    if !missing.is_empty() {
+        let names: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
+        let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+        packages.dedup();
+        bail!(
+            "the host lab needs {} on this machine: run `apt-get install {}` (or `cargo xtask setup`)",
+            names.join(", "),
+            packages.join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// The chosen runtime variants, checked against the namespace's devices.
+pub fn variants(layout: &Layout, names: &[String]) -> Result<Vec<RuntimeVariant>> {
+    let file = layout.runtime_variants_file();
+    let all = runtime::load(&file)?;
+    let names = if names.is_empty() {
+        vec![runtime::BASELINE.to_string()]
+    } else {
+        names.to_vec()
+    };
+    let chosen = runtime::select(&all, &names, &file)?;
+    for v in &chosen {
+        if let Some(c) = v
+            .ethtool
+            .iter()
+            .find(|c| !DEVICES.contains(&c.dev.as_str()))
+        {
+            bail!(
+                "runtime variant {} sets {} in {}, but the host lab's namespace has only {}",
+                v.name,
+                c.dev,
+                file.display(),
+                DEVICES.join(", ")
+            );
+        }
+    }
+    Ok(chosen)
+}
+
+/// `cargo xtask lab --lab host`: [`run`], then the path of the results.
+pub fn command(layout: &Layout, request: &HostRequest) -> Result<()> {
+    let dir = run(layout, request)?;
+    println!(
+        "lab results: {}",
+        dir.join(super::record::FILE_NAME).display()
+    );
+    Ok(())
+}
+
+/// Runs the host lab as `request` says; returns its directory (with
+/// `lab.json`). Everything is checked before anything runs.
+pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
+    anyhow::ensure!(
+        request.runs >= 1 && request.duration_seconds >= 1 && request.tbench_clients >= 1,
+        "--runs, --duration and --clients must be at least 1"
+    );
+    let benches = request.benches();
+    if benches.is_empty() {
+        bail!("--bench names no benchmark; use tbench, iperf3 or both");
+    }
+    for (i, b) in benches.iter().enumerate() {
+        if benches[..i].contains(b) {
+            bail!("--bench {} is given twice", b.name());
+        }
+    }
+    let chosen = variants(layout, &request.variants)?;
+    check_host_tools()?;
+    process::install_interrupt_handler();
+    let stale = netns::remove_stale()?;
+    if !stale.is_empty() {
+        eprintln!(
+            "lab: removed what an interrupted host lab left: {}",
+            stale.join(", ")
+        );
+    }
+    let host = host_info()?;
+    eprintln!(
+        "lab: host kernel {} ({}, {} CPUs): this machine's kernel, not a router's",
+        host.kernel_release, host.machine, host.cpus
+    );
+    let started = now_rfc3339();
+    let dir = super::create_run_dir(layout, TARGET, &started)?;
+    let arms: Vec<Arm> = chosen
+        .iter()
+        .map(|v| Arm {
+            name: v.name.clone(),
+            variant: v.name.clone(),
+            control: false,
+            kernel: None,
+            runtime: Some(features::record(v)),
+        })
+        .collect();
+    let plan = runner::Plan {
+        runs: request.runs,
+        duration_seconds: request.duration_seconds,
+        warmup: Condition::Bench { bench: benches[0] },
+        conditions: benches
+            .iter()
+            .map(|&bench| Condition::Bench { bench })
+            .collect(),
+    };
+    let mut lab = LabRecord {
+        schema: SCHEMA,
+        status: "running".to_string(),
+        target: TARGET.to_string(),
+        lab_target: TARGET.to_string(),
+        started,
+        finished: None,
+        settings: Settings {
+            runs: request.runs,
+            duration_seconds: request.duration_seconds,
+            gro: Vec::new(),
+            directions: Vec::new(),
+            warmup_runs_per_boot: 1,
+            base: chosen[0].name.clone(),
+            control: request.control,
+            benches,
+        },
+        qemu: None,
+        initramfs: None,
+        router: None,
+        host: Some(host),
+        arms: if request.control {
+            runner::with_control(arms)
+        } else {
+            arms
+        },
+        boots: Vec::new(),
+        runs: Vec::new(),
+    };
+    lab.write(&dir)?;
+    eprintln!(
+        "lab: writing {}",
+        dir.join(super::record::FILE_NAME).display()
+    );
+    let mut system = Host {
+        watched: features::watched(&chosen),
+        variants: chosen,
+    };
+    runner::execute(&mut system, &plan, &mut lab, &dir)
+        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// This machine's kernel and the tools' versions.
+pub fn host_info() -> Result<HostInfo> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .with_context(|| format!("reading {p}"))
+    };
+    let first_line = |program: &str, args: &[&str]| -> String {
+        std::process::Command::new(program)
+            .args(args)
+            .output()
+            .map(|o| {
+                let text = [o.stdout, o.stderr].concat();
+                String::from_utf8_lossy(&text)
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default()
+    };
+    Ok(HostInfo {
+        kernel_release: read("/proc/sys/kernel/osrelease")?,
+        proc_version: read("/proc/version")?,
+        machine: first_line("uname", &["-m"]),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        tools: vec![
+            // tbench prints its version first, also with --help (exit 1).
+            first_line("tbench", &["--help"]),
+            first_line("iperf3", &["--version"]),
+            first_line("ethtool", &["--version"]),
+        ],
+        network:
+            "a fresh private network namespace per variant and round, loopback only (127.0.0.1)"
+                .to_string(),
+    })
+}
+
+/// This machine's kernel as the system under test.
+struct Host {
+    variants: Vec<RuntimeVariant>,
+    watched: BTreeMap<String, Vec<String>>,
+}
+
+/// One arm's settings applied in its own namespace.
+struct Session {
+    ns: netns::Namespace,
+    variant: RuntimeVariant,
+}
+
+impl SystemUnderTest for Host {
+    type Session = Session;
+
+    fn start(
+        &mut self,
+        arm: &Arm,
+        _round: u32,
+        _dir: &Path,
+    ) -> Result<(Session, Option<BootRecord>)> {
+        let variant = self
+            .variants
+            .iter()
+            .find(|v| v.name == arm.variant)
+            .with_context(|| format!("no runtime variant for arm {}", arm.name))?
+            .clone();
+        let ns = netns::Namespace::create()?;
+        features::apply(&ns, &variant)?;
+        Ok((Session { ns, variant }, None))
+    }
+
+    fn measure(&mut self, s: &mut Session, run: RunSpec<'_>, dir: &Path) -> Result<RunRecord> {
+        let Condition::Bench { bench } = run.condition else {
+            bail!(
+                "the host lab runs benchmarks, not {}",
+                run.condition.describe()
+            );
+        };
+        let started = now_rfc3339();
+        let prefix = format!("run{:03}", run.index);
+        let outcome = match bench {
+            Benchmark::Tbench { clients } => {
+                bench::tbench(&s.ns, clients, run.seconds, dir, &prefix)?
+            }
+            Benchmark::Iperf3 => bench::iperf3(&s.ns, run.seconds, dir, &prefix)?,
+        };
+        let features = features::snapshot(&s.ns, &self.watched, &s.variant)?;
+        let (name, unit) = bench.metric();
+        Ok(RunRecord {
+            index: run.index,
+            arm: run.arm.name.clone(),
+            variant: run.arm.variant.clone(),
+            round: run.round,
+            condition: run.condition,
+            warmup: run.warmup,
+            started,
+            metrics: vec![Metric {
+                name: name.to_string(),
+                value: round_to(outcome.value, 3),
+                unit: unit.to_string(),
+            }],
+            guest: None,
+            iperf3_client: outcome.iperf3_client,
+            host: Some(HostRun {
+                netns: s.ns.name.clone(),
+                features,
+                summary: outcome.summary,
+                log: outcome.log,
+            }),
+        })
+    }
+}
