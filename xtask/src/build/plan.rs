@@ -46,7 +46,9 @@ use crate::util::layout::Layout;
 ///
 /// * 2: `vmlinux.lzma` (and the uImage's payload) with OpenWrt's 8 MiB
 ///   dictionary, LZMA SDK 4.65's default; 1 used 1 MiB.
-pub const RECIPE_VERSION: u32 = 2;
+/// * 3: ccache without `CCACHE_BASEDIR`, which had put
+///   `../../../src/<tree>/` into every `__FILE__` of a ccache build.
+pub const RECIPE_VERSION: u32 = 3;
 
 /// What a backend resolves for one job before building: where the source
 /// comes from, which compiler, and the series that will be applied.
