@@ -133,7 +133,7 @@ fn finished_base(layout: &Layout, planned: &PlannedJob, dir: &Path) -> Option<Ba
     };
     let key = plan::reuse_key(&result.backend, &result.target, &result.variant, &inputs);
     let source = source_of(dir)?;
-    if key != planned.reuse_key || !source.is_dir() {
+    if key != planned.reuse_key || !source.is_dir() || !kbuild_agrees(dir, &source) {
         return None;
     }
     let shared = result
@@ -147,6 +147,18 @@ fn finished_base(layout: &Layout, planned: &PlannedJob, dir: &Path) -> Option<Ba
         source,
         shared,
     })
+}
+
+/// Whether kbuild's own record of the tree `dir` was built from (the
+/// `source` link it makes to its srctree) is `source`, which
+/// `.xtask-source` names: a marker that lies would make the copy keep the
+/// other tree's paths.
+fn kbuild_agrees(dir: &Path, source: &Path) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    match (real(&dir.join("source")), real(source)) {
+        (Some(linked), Some(named)) => linked == named,
+        _ => false,
+    }
 }
 
 /// Points the build directory `build`, made from the tree `old`, at the
@@ -318,6 +330,23 @@ mod tests {
         );
         assert_eq!(mtime(&new.join("d.c")), older);
         assert_eq!(mtime(&old.join("c.c")), past, "the old tree changed");
+    }
+
+    #[test]
+    fn a_marker_kbuild_does_not_agree_with_is_not_a_base() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, dir) = (
+            tmp.path().join("a"),
+            tmp.path().join("b"),
+            tmp.path().join("build"),
+        );
+        for d in [&a, &b, &dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::os::unix::fs::symlink(&a, dir.join("source")).unwrap();
+        assert!(kbuild_agrees(&dir, &a));
+        assert!(!kbuild_agrees(&dir, &b));
+        assert!(!kbuild_agrees(&tmp.path().join("none"), &a));
     }
 
     #[test]
