@@ -176,15 +176,24 @@ pub fn host_packages(spec: &LabSpec) -> Vec<String> {
 pub fn check_host_tools(spec: &LabSpec) -> Result<()> {
     let mut tools: Vec<(&str, &str)> = HOST_TOOLS.to_vec();
     tools.push((&spec.qemu, &spec.qemu_package));
-    let missing: Vec<(&str, &str)> = tools
-        .into_iter()
+    require_tools("the lab", &tools)
+}
+
+/// Fails when a program of `tools` (program, Debian package) is not on
+/// `PATH`, naming every missing one and the `apt-get install` that adds
+/// them; `who` begins the message ("the SSH lab").
+pub fn require_tools(who: &str, tools: &[(&str, &str)]) -> Result<()> {
+    let missing: Vec<&(&str, &str)> = tools
+        .iter()
         .filter(|(t, _)| find_in_path(t).is_none())
         .collect();
     if !missing.is_empty() {
         let names: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
-        let packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+        let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+        packages.sort_unstable();
+        packages.dedup();
         bail!(
-            "the lab needs {} on the host: run `apt-get install {}` (or `cargo xtask setup`)",
+            "{who} needs {} on this machine: run `apt-get install {}` (or `cargo xtask setup`)",
             names.join(", "),
             packages.join(" ")
         );

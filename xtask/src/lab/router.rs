@@ -14,40 +14,7 @@ use anyhow::Result;
 use super::record::{Arm, BootRecord};
 use super::sample::GuestSample;
 
-/// GRO on the router's forwarding interfaces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gro {
-    /// GRO on (the kernel's default).
-    On,
-    /// GRO off.
-    Off,
-}
-
-impl From<bool> for Gro {
-    /// `lab.json`'s `gro: true` is [`Gro::On`].
-    fn from(on: bool) -> Gro {
-        if on {
-            Gro::On
-        } else {
-            Gro::Off
-        }
-    }
-}
-
-impl Gro {
-    /// As `lab.json` records it (`true` is on).
-    pub fn recorded(self) -> bool {
-        self == Gro::On
-    }
-
-    /// `on` or `off`, as ethtool spells it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Gro::On => "on",
-            Gro::Off => "off",
-        }
-    }
-}
+pub use crate::results::lab::gro::Gro;
 
 /// Where iperf3 runs on this machine, and what its server must see.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,6 @@ use anyhow::{bail, Context, Result};
 use super::process;
 use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Settings};
 use super::runner::{self, round_to, RunSpec, SystemUnderTest};
-use crate::build::toolchain::find_in_path;
 use crate::inputs::runtime::{self, RuntimeVariant};
 use crate::results::lab::{Benchmark, HostInfo, HostRun, SCHEMA};
 use crate::results::now_rfc3339;
@@ -112,22 +111,7 @@ impl HostRequest {
 
 /// Fails naming every missing host program and the packages to install.
 pub fn check_host_tools() -> Result<()> {
-    let missing: Vec<(&str, &str)> = HOST_TOOLS
-        .iter()
-        .copied()
-        .filter(|(t, _)| find_in_path(t).is_none())
-        .collect();
-    if !missing.is_empty() {
-        let names: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
-        let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
-        packages.dedup();
-        bail!(
-            "the host lab needs {} on this machine: run `apt-get install {}` (or `cargo xtask setup`)",
-            names.join(", "),
-            packages.join(" ")
-        );
-    }
-    Ok(())
+    crate::lab::require_tools("the host lab", HOST_TOOLS)
 }
 
 /// The chosen runtime variants, checked against the namespace's devices.

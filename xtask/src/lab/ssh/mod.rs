@@ -24,7 +24,6 @@ use anyhow::{bail, Context, Result};
 use super::record::{self, Arm, BootRecord, LabRecord};
 use super::router::{Bench, Endpoints, Up};
 use super::{forwarding, runner, LabRequest};
-use crate::build::toolchain::find_in_path;
 use crate::inputs::ssh_lab::{Destination, SshFrom, SshLabFile};
 use crate::inputs::{targets, variants};
 use crate::results::lab::{ArmKernel, Flash, KernelCheck, RouterInfo};
@@ -277,21 +276,7 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
 
 /// Fails naming every missing host program and the packages to install.
 pub fn check_host_tools() -> Result<()> {
-    let missing: Vec<&(&str, &str)> = HOST_TOOLS
-        .iter()
-        .filter(|(t, _)| find_in_path(t).is_none())
-        .collect();
-    if !missing.is_empty() {
-        let names: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
-        let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
-        packages.dedup();
-        bail!(
-            "the SSH lab needs {} on this machine: run `apt-get install {}` (or `cargo xtask setup`)",
-            names.join(", "),
-            packages.join(" ")
-        );
-    }
-    Ok(())
+    crate::lab::require_tools("the SSH lab", HOST_TOOLS)
 }
 
 /// The arm of `variant` of `target` (results in `dir`), the image to

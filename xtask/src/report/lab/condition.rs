@@ -4,49 +4,7 @@
 
 use crate::results::lab::{Benchmark, Condition, Direction, LOOPBACK};
 
-/// GRO on the guest's NICs during a run (`lab.json` records it as
-/// `gro: true|false`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gro {
-    /// GRO on (the kernel's default).
-    On,
-    /// GRO off.
-    Off,
-}
-
-impl From<bool> for Gro {
-    /// `true` is [`Gro::On`], as `lab.json` writes it.
-    fn from(on: bool) -> Gro {
-        if on {
-            Gro::On
-        } else {
-            Gro::Off
-        }
-    }
-}
-
-impl Gro {
-    /// `gro-on` / `gro-off`: a lab metric's `kind`.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Gro::On => "gro-on",
-            Gro::Off => "gro-off",
-        }
-    }
-
-    /// `GRO on` / `GRO off`.
-    pub fn title(self) -> &'static str {
-        match self {
-            Gro::On => "GRO on",
-            Gro::Off => "GRO off",
-        }
-    }
-
-    /// Whether GRO is on, as `lab.json` writes it.
-    pub fn is_on(self) -> bool {
-        self == Gro::On
-    }
-}
+pub use crate::results::lab::gro::Gro;
 
 /// `LAN to WAN` / `WAN to LAN`, the seed's words.
 pub fn direction_title(direction: Direction) -> &'static str {

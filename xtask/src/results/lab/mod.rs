@@ -44,6 +44,7 @@
 //! runs have the same metrics; ns/packet is then the router's real CPU
 //! time per packet, and no `-icount` keeps host load out of it.
 
+pub mod gro;
 pub mod guest;
 pub mod host;
 pub mod router;
