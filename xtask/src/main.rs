@@ -91,7 +91,7 @@ fn run(cli: Cli) -> Result<()> {
         },
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
-            &layout,
+            &args.layout(&layout),
             &args.request(),
             args.format,
             &args.style(),

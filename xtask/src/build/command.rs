@@ -61,6 +61,14 @@ pub struct BuildRequest {
 /// Errors: unknown target or variant names (with the known ones), anything
 /// preflight finds (each problem listed), the first failing build.
 pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
+    let openwrt_layout;
+    let layout = match &request.openwrt {
+        Some(_) => {
+            openwrt_layout = layout.openwrt_mode();
+            &openwrt_layout
+        }
+        None => layout,
+    };
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let chosen = targets::select(&all_targets, &request.targets)?;
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;

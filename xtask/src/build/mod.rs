@@ -15,6 +15,7 @@ pub mod distccd;
 pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;
+pub mod openwrt_kconfig;
 pub mod plan;
 pub mod progress;
 pub mod reuse;
@@ -120,6 +121,8 @@ pub struct Built {
     /// The variant whose finished build this one started from
     /// ([`reuse`]), if any.
     pub incremental_from: Option<String>,
+    /// OpenWrt mode's record ([`openwrt::OpenwrtBackend`]); `None` otherwise.
+    pub openwrt: Option<results::openwrt::OpenwrtRecord>,
 }
 
 /// A way to build kernels. `Sync`: jobs run side by side on threads.
@@ -308,6 +311,7 @@ fn build_one(
         duration_seconds: (clock.elapsed().as_secs_f64() * 10.0).round() / 10.0,
         ccache: built.ccache,
         incremental_from: built.incremental_from,
+        openwrt: built.openwrt,
     };
     result.write(&dir)?;
     Ok(result)

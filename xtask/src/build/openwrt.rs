@@ -16,10 +16,11 @@
 //! Each results directory also gets `openwrt-patches.json`: every OpenWrt
 //! patch with its class (dropped and left-out ones included).
 //!
-//! Results go to the same `target/xtask/results/<target>/<variant>/` as
-//! the kernel-tree backend's (the backend is recorded in `result.json` and
-//! is part of the build key), so `size-report` compares OpenWrt-mode
-//! builds with each other as usual.
+//! Builds and results go to `target/xtask/openwrt/`
+//! ([`Layout::openwrt_mode`]), apart from the default mode's;
+//! `size-report --openwrt` compares them. `result.json`'s `openwrt` field
+//! records the OpenWrt target, the patches left out and what olddefconfig
+//! changed ([`crate::results::openwrt::OpenwrtRecord`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,6 +41,7 @@ use crate::patches::openwrt_series::{self, OpenwrtSeries, PreparedTree};
 use crate::patches::patched_source::{self, PatchedTree};
 use crate::patches::rebase::Class;
 use crate::patches::series::SeriesPatch;
+use crate::results::openwrt::{DroppedPatch, KconfigChanges, OpenwrtRecord};
 use crate::results::{PatchRecord, SourceRecord};
 use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::hash::sha256_bytes;
@@ -60,6 +62,16 @@ struct Resolved {
     variant_series: Vec<SeriesPatch>,
     kcflags: flags::KernelFlags,
     dot_config: Vec<u8>,
+}
+
+impl Resolved {
+    /// Whether OpenWrt's config sets `symbol` (to anything but `is not set`).
+    fn dot_config_sets(&self, symbol: &str) -> bool {
+        let line = format!("CONFIG_{symbol}=");
+        String::from_utf8_lossy(&self.dot_config)
+            .lines()
+            .any(|l| l.starts_with(&line))
+    }
 }
 
 impl OpenwrtBackend {
@@ -168,6 +180,37 @@ impl OpenwrtBackend {
             sha256: sha256_bytes(kcflags.as_bytes()),
         });
         all
+    }
+
+    /// What result.json records of the OpenWrt side of a build.
+    fn record(&self, r: &Resolved, kconfig: KconfigChanges) -> OpenwrtRecord {
+        let c = &r.openwrt.classification;
+        OpenwrtRecord {
+            checkout: self.checkout.root().display().to_string(),
+            target: r.selection.target.to_string(),
+            kernel: r.selection.kernel.clone(),
+            kcflags: r.kcflags.kcflags.clone(),
+            patch_counts: c
+                .counts()
+                .into_iter()
+                .map(|(k, v)| (k.as_str().to_string(), v))
+                .collect(),
+            dropped: c
+                .patches
+                .iter()
+                .filter(|p| matches!(p.class, Class::Upstream | Class::Conflict))
+                .map(|p| DroppedPatch {
+                    name: p.name.clone(),
+                    class: p.class.as_str().to_string(),
+                    note: if p.class == Class::Upstream && p.note.is_empty() {
+                        "applies in reverse: the source has it already".to_string()
+                    } else {
+                        p.note.clone()
+                    },
+                })
+                .collect(),
+            kconfig,
+        }
     }
 
     /// `make` in the tree itself, as OpenWrt builds (no `O=`), with ccache
@@ -305,6 +348,18 @@ impl Backend for OpenwrtBackend {
         })?;
         let final_config = std::fs::read_to_string(&config_file)
             .with_context(|| format!("reading {}", config_file.display()))?;
+        let kconfig = super::openwrt_kconfig::changes(
+            &String::from_utf8_lossy(&config),
+            &final_config,
+            &build,
+        )?;
+        eprintln!(
+            "{label}: olddefconfig: {} symbols the source does not know ({} of them set), {} with unmet dependencies, {} values changed",
+            kconfig.unknown.len(),
+            kconfig.unknown.iter().filter(|s| r.dot_config_sets(s)).count(),
+            kconfig.unmet.len(),
+            kconfig.changed.len()
+        );
 
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
@@ -345,6 +400,7 @@ impl Backend for OpenwrtBackend {
             ccache: ccache::read_stats(options.ccache, &build)?,
             // Each OpenWrt-mode job builds in its own full copy of the tree.
             incremental_from: None,
+            openwrt: Some(self.record(&r, kconfig)),
         })
     }
 }

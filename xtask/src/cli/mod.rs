@@ -11,6 +11,7 @@ pub use patches::{changed_files, until, PatchesCommand};
 use xtask::build;
 use xtask::measure::bloat;
 use xtask::report;
+use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;
 
 /// Workbench for OpenWrt kernel developers: build router kernels per
@@ -122,8 +123,8 @@ pub struct BuildArgs {
     pub distcc: Option<build::distcc::Distcc>,
     /// OpenWrt mode: configure, patch and flag each target as this OpenWrt
     /// checkout does (its config-<kver> files, its patch series classified
-    /// on the source's point release, its KCFLAGS); results replace the
-    /// default mode's for the same target and variant.
+    /// on the source's point release, its KCFLAGS); builds and results go
+    /// to target/xtask/openwrt/ (see `size-report --openwrt`).
     #[arg(long, value_name = "PATH")]
     pub openwrt: Option<PathBuf>,
 }
@@ -459,9 +460,23 @@ pub struct SizeReportArgs {
     /// Sizes only: leave out the runtime lab's throughput and ns/packet.
     #[arg(long)]
     pub no_lab: bool,
+    /// Report the builds of `build --openwrt` (kept in target/xtask/openwrt/,
+    /// apart from the default mode's).
+    #[arg(long)]
+    pub openwrt: bool,
 }
 
 impl SizeReportArgs {
+    /// The workspace layout whose results are reported: OpenWrt mode's
+    /// with `--openwrt`.
+    pub fn layout(&self, layout: &Layout) -> Layout {
+        if self.openwrt {
+            layout.openwrt_mode()
+        } else {
+            layout.clone()
+        }
+    }
+
     /// The library's request.
     pub fn request(&self) -> xtask::report::Request {
         xtask::report::Request {

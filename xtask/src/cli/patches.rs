@@ -158,6 +158,13 @@ pub struct RebaseArgs {
     /// Fail at once, naming the pid, when another rebase holds the lock.
     #[arg(long)]
     pub no_wait: bool,
+    /// Bump a target of this OpenWrt checkout instead of patches/: copy its
+    /// patches-<from> and config-<from> to <to> (as scripts/kernel_bump.sh),
+    /// classify the series on the <to> source, refresh or remove each patch
+    /// in patches-<to>, set KERNEL_TESTING_PATCHVER. Needs --target; the
+    /// checkout is changed.
+    #[arg(long, value_name = "PATH", requires = "target", conflicts_with_all = ["continue_", "skip", "abort", "keep_going"])]
+    pub openwrt: Option<PathBuf>,
 }
 
 impl RebaseArgs {
@@ -185,6 +192,7 @@ impl RebaseArgs {
                 Action::Start
             },
             wait: wait(self.no_wait),
+            openwrt: self.openwrt,
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod bench;
 pub mod diff;
 pub mod engine;
 pub mod extra_optimization;
+pub mod openwrt_bump;
 pub mod openwrt_series;
 pub mod openwrt_sync;
 pub mod patched_source;

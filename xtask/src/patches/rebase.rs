@@ -539,7 +539,7 @@ fn step(
 /// and GNU patch's words (`Hunk #2 FAILED at 120.`, `can't find file to
 /// patch at input line 14`, `Reversed (or previously applied) patch
 /// detected!  Skipping patch.`, `1 out of 1 hunk ignored`), `; ` between files.
-fn conflict_note(report: &crate::patches::engine::ApplyReport) -> String {
+pub fn conflict_note(report: &crate::patches::engine::ApplyReport) -> String {
     report
         .files
         .iter()

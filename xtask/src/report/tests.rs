@@ -77,6 +77,7 @@ fn result(variant: &str, zimage: u64) -> BuildResult {
         duration_seconds: 1.0,
         ccache: None,
         incremental_from: None,
+        openwrt: None,
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod archive;
 pub mod lab;
+pub mod openwrt;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -210,6 +211,10 @@ pub struct BuildResult {
     /// `None` for a build from an empty directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incremental_from: Option<String>,
+    /// OpenWrt mode (`build --openwrt`): the OpenWrt target, the patches
+    /// left out and what olddefconfig changed; `None` for a default build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openwrt: Option<openwrt::OpenwrtRecord>,
 }
 
 /// Just the schema number, read before the rest so an old file gets a

@@ -58,6 +58,13 @@ impl Layout {
         }
     }
 
+    /// OpenWrt mode's layout (`build --openwrt`, `size-report --openwrt`):
+    /// builds, results and ccache under `target/xtask/openwrt/`, apart from
+    /// the default mode's, sharing the sources ([`Layout::with_work_dir`]).
+    pub fn openwrt_mode(&self) -> Layout {
+        self.with_work_dir(&self.shared_work_dir().join("openwrt"))
+    }
+
     /// The workspace root.
     pub fn root(&self) -> &Path {
         &self.root

@@ -407,6 +407,7 @@ impl Fixture {
             duration_seconds: 212.1,
             ccache: None,
             incremental_from: None,
+            openwrt: None,
         }
     }
 

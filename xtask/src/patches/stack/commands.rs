@@ -85,6 +85,9 @@ pub struct RebaseRequest {
     pub action: Action,
     /// Whether to wait for another rebase of the same series.
     pub wait: Wait,
+    /// Bump this OpenWrt checkout's target instead of `patches/`
+    /// ([`crate::patches::openwrt_bump`]).
+    pub openwrt: Option<PathBuf>,
 }
 
 /// `patches import|export`: which checkout, kernel series and targets, and
@@ -304,6 +307,33 @@ pub fn refresh(
 ///
 /// Errors when the rebase stops at a conflicting patch (naming it).
 pub fn rebase(sh: &Shell, layout: &Layout, request: &RebaseRequest) -> Result<()> {
+    if let Some(openwrt) = &request.openwrt {
+        let bumped = crate::patches::openwrt_bump::run(
+            sh,
+            layout,
+            &crate::patches::openwrt_bump::BumpRequest {
+                openwrt: openwrt.clone(),
+                target: request
+                    .target
+                    .clone()
+                    .context("--openwrt needs --target: the OpenWrt target to bump")?,
+                from: Some(request.from.clone()),
+                to: request.to.clone(),
+                kernel_src: request.kernel_src.clone(),
+                fuzz: request.fuzz,
+                wait: request.wait,
+            },
+        )?;
+        match request.output {
+            Output::Json => println!("{}", rebase::json(&bumped.state, &bumped.tree)),
+            Output::Table => {
+                println!("generic patches on this source: {}", bumped.generic_summary);
+                print!("{}", rebase::table(&bumped.state, &bumped.tree));
+                println!("new series: {}", bumped.patches_dir.display());
+            }
+        }
+        return Ok(());
+    }
     let opts = RebaseOptions {
         from: request.from.clone(),
         to: request.to.clone(),
