@@ -136,6 +136,7 @@ impl Backend for FakeBackend {
             config_sha256: "1".repeat(64),
             ccache: None,
             incremental_from: None,
+            extra_artifacts: Default::default(),
         })
     }
 }
@@ -228,6 +229,7 @@ impl Backend for MakeBackend {
             config_sha256: "1".repeat(64),
             ccache: None,
             incremental_from: None,
+            extra_artifacts: Default::default(),
         })
     }
 }

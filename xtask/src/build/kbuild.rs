@@ -256,6 +256,7 @@ impl Backend for KernelTree {
             config_sha256: crate::util::hash::sha256_bytes(config.as_bytes()),
             ccache: ccache::read_stats(options.ccache, &build)?,
             incremental_from,
+            extra_artifacts: Default::default(),
         })
     }
 }
