@@ -159,6 +159,34 @@ fn an_unsupported_step_names_device_line_and_step() {
         !kdir.join("vmlinux").exists(),
         "nothing runs before the check"
     );
+    // The same check runs when the build is planned, before the kernel.
+    let err = format!("{:#}", openwrt_image::check(&r, &[]).unwrap_err());
+    assert!(err.contains("`loader-kernel`"), "{err}");
+
+    // bcm53xx's recipe reads the zImage: the kernel build must make it.
+    let b = recipe(&fx, "bcm53xx/generic", "netgear_r8500", "arm", &linux);
+    openwrt_image::check(&b, &["zImage".to_string()]).unwrap();
+    let err = format!("{:#}", openwrt_image::check(&b, &[]).unwrap_err());
+    assert!(err.contains("KERNEL_NAME = \"zImage\""), "{err}");
+    assert!(err.contains("make_targets"), "{err}");
+
+    // A Build/<step> that no longer says what xtask implements is refused.
+    let commands = fx.root.join("include/image-commands.mk");
+    let text = std::fs::read_to_string(&commands).unwrap();
+    let changed = text.replace(
+        "$(call Build/lzma-no-dict,-lc1 -lp2 -pb2 $(1))",
+        "$(call Build/lzma-no-dict,-lc0 -lp2 -pb2 $(1))",
+    );
+    assert_ne!(changed, text);
+    std::fs::write(&commands, changed).unwrap();
+    let c6 = recipe(&fx, "ramips/mt7621", "tplink_archer-c6-v3", "mips", &linux);
+    let err = format!("{:#}", openwrt_image::check(&c6, &[]).unwrap_err());
+    assert!(
+        err.contains("Build/lzma is not what xtask implements"),
+        "{err}"
+    );
+    assert!(err.contains("-lc0"), "{err}");
+    std::fs::write(&commands, text).unwrap();
 
     let checkout = Checkout::open(&fx.root).unwrap();
     let target = OpenwrtTarget::resolve(&checkout, "ramips/mt7621").unwrap();

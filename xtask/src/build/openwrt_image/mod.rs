@@ -58,7 +58,8 @@ pub fn artifact_name(device: &str) -> String {
 
 /// `target`'s device recipe when its file names an `openwrt_device`
 /// (else `None`), evaluated in `checkout` for the kernel tree `linux_dir`
-/// ([`image::evaluate`]).
+/// ([`image::evaluate`]) and checked ([`check`]), so that a recipe xtask
+/// cannot make stops the build before the kernel is built.
 pub fn plan(
     checkout: &Checkout,
     openwrt_target: &OpenwrtTarget,
@@ -74,9 +75,54 @@ pub fn plan(
         karch: &target.arch,
         linux_version,
     };
-    image::evaluate(checkout, openwrt_target, device, &env)
-        .with_context(|| format!("{} says openwrt_device = {device:?}", target.file.display()))
-        .map(Some)
+    let recipe = image::evaluate(checkout, openwrt_target, device, &env)
+        .and_then(|r| check(&r, &target.make_targets).map(|()| r))
+        .with_context(|| format!("{} says openwrt_device = {device:?}", target.file.display()))?;
+    Ok(Some(recipe))
+}
+
+/// Checks that xtask can make `recipe` from a kernel build of
+/// `make_targets` (besides `vmlinux`): every step is implemented and the
+/// checkout defines it as implemented ([`steps::check_definition`]), and
+/// `KERNEL_NAME` is `vmlinux`, `vmlinux.lzma` or one of `make_targets`.
+///
+/// Errors name the device, the recipe's `file:line` and what is missing.
+pub fn check(recipe: &DeviceRecipe, make_targets: &[String]) -> Result<()> {
+    anyhow::ensure!(
+        !recipe.steps.is_empty(),
+        "device {} ({}): the KERNEL recipe is empty",
+        recipe.device,
+        recipe.origin_text()
+    );
+    for step in &recipe.steps {
+        if !steps::SUPPORTED.contains(&step.name.as_str()) {
+            bail!(
+                "device {} ({}): KERNEL step `{step}` is not supported by xtask (supported: {})",
+                recipe.device,
+                recipe.origin_text(),
+                steps::SUPPORTED.join(", ")
+            );
+        }
+        steps::check_definition(recipe, &format!("Build/{}", step.name))?;
+        if let Some(args) = steps::lzma_arguments(step) {
+            steps::lzma_parameters(&args).with_context(|| {
+                format!(
+                    "device {} ({}): step `{step}`",
+                    recipe.device,
+                    recipe.origin_text()
+                )
+            })?;
+        }
+    }
+    let name = recipe.kernel_name.as_str();
+    anyhow::ensure!(
+        name == "vmlinux" || name == "vmlinux.lzma" || make_targets.iter().any(|t| t == name),
+        "device {} ({}): KERNEL_NAME = {name:?}, which the kernel build does not make; add it to \
+         the target file's make_targets",
+        recipe.device,
+        recipe.origin_text()
+    );
+    Ok(())
 }
 
 /// The recipe as a build input (`openwrt-image:<device>: <recipe>` with the
@@ -171,24 +217,10 @@ pub fn make_image(
     tree: &KernelTree<'_>,
     kdir: &Path,
 ) -> Result<PathBuf> {
-    std::fs::create_dir_all(kdir).with_context(|| format!("creating {}", kdir.display()))?;
     // Every step is checked before anything runs.
-    for step in &recipe.steps {
-        if !steps::SUPPORTED.contains(&step.name.as_str()) {
-            bail!(
-                "device {} ({}): KERNEL step `{step}` is not supported by xtask (supported: {})",
-                recipe.device,
-                recipe.origin_text(),
-                steps::SUPPORTED.join(", ")
-            );
-        }
-    }
-    anyhow::ensure!(
-        !recipe.steps.is_empty(),
-        "device {} ({}): the KERNEL recipe is empty",
-        recipe.device,
-        recipe.origin_text()
-    );
+    let name = recipe.kernel_name.clone();
+    check(recipe, &[name])?;
+    std::fs::create_dir_all(kdir).with_context(|| format!("creating {}", kdir.display()))?;
     let input = kernel_input(sh, recipe, tree, kdir)?;
     for dts in &recipe.device_dts {
         dtb::build(
