@@ -2,7 +2,9 @@
 //! with the reference tools: `xz -d` of the LZMA steps, `mkimage -l` and
 //! `dumpimage` of a uImage (whose `mkimage` arguments are also compared
 //! with make's expansion of the fixture's `Build/uImage`), `dtc -I dtb`
-//! and `fdtget` of a DTB built as image.mk's `Image/BuildDTB` does.
+//! and `fdtget` of a DTB built as image.mk's `Image/BuildDTB` does, and
+//! the chosen devices' real device trees compiled against Debian's 6.12
+//! headers (their `model` as `fdtget` reads it is the source's).
 
 mod openwrt_fixture;
 #[path = "common/openwrt_image.rs"]
@@ -185,4 +187,94 @@ fn dtb_is_built_as_image_mk_builds_it() {
         .read()
         .unwrap();
     assert_eq!(value.trim(), "1234");
+}
+
+/// Debian's 6.12 source (as `cargo xtask setup` installs it), only what
+/// device trees include, unpacked into `dir`.
+fn kernel_dts_tree(sh: &Shell, dir: &Path) -> std::path::PathBuf {
+    let tarball = Path::new("/usr/src/linux-source-6.12.tar.xz");
+    assert!(
+        tarball.is_file(),
+        "{} is missing: `cargo xtask setup` installs linux-source-6.12",
+        tarball.display()
+    );
+    let top = "linux-source-6.12";
+    let parts: Vec<String> = [
+        "include/dt-bindings",
+        "include/uapi/linux/input-event-codes.h",
+        "scripts/dtc/include-prefixes",
+        "arch/arm/boot/dts/broadcom",
+        "arch/mips/boot/dts",
+    ]
+    .iter()
+    .map(|p| format!("{top}/{p}"))
+    .collect();
+    cmd!(sh, "tar -xJf {tarball} -C {dir} {parts...}")
+        .quiet()
+        .run()
+        .unwrap();
+    dir.join(top)
+}
+
+/// The first `model = "…";` of a device tree source and what it includes
+/// from the same directory.
+fn dts_model(dts: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dts).ok()?;
+    if let Some(m) = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("model = \"")?.strip_suffix("\";"))
+    {
+        return Some(m.to_string());
+    }
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("#include \"")?.strip_suffix('"'))
+        .find_map(|inc| dts_model(&dts.with_file_name(inc)))
+}
+
+#[test]
+fn the_chosen_devices_trees_compile_against_the_kernel_headers() {
+    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let dir = tempfile::tempdir().unwrap();
+    let sh = Shell::new().unwrap();
+    let linux = kernel_dts_tree(&sh, dir.path());
+    let mut checked = Vec::new();
+    for t in xtask::inputs::targets::load_all(&targets_dir()).unwrap() {
+        let Some(device) = &t.openwrt_device else {
+            continue;
+        };
+        // With the kernel's real .dts names, bcm53xx's wildcard finds its tree.
+        let r = recipe(&fx, &t.openwrt, device, &t.arch, &linux);
+        for dts in &r.device_dts {
+            let source = r.dtb_source_dir.join(format!("{dts}.dts"));
+            let output = dir.path().join(steps::dtb_file_name(dts));
+            dtb::build(
+                &sh,
+                &dtb::DtbJob {
+                    source: source.clone(),
+                    output: output.clone(),
+                    dts_dir: &r.dts_dir,
+                    linux_dir: &linux,
+                    cross_compile: &t.cross_compile,
+                },
+            )
+            .unwrap();
+            let model = cmd!(sh, "fdtget {output} / model").quiet().read().unwrap();
+            assert_eq!(Some(model.trim().to_string()), dts_model(&source), "{dts}");
+            let text = cmd!(sh, "dtc -I dtb -O dts {output}")
+                .quiet()
+                .ignore_stderr()
+                .read()
+                .unwrap();
+            assert!(text.contains("compatible = "), "{dts}");
+            checked.push(format!("{device}: {dts} ({})", model.trim()));
+        }
+    }
+    assert_eq!(
+        checked,
+        [
+            "tplink_archer-c7-v5: qca9563_tplink_archer-c7-v5 (TP-Link Archer C7 v5)",
+            "netgear_r8500: bcm47094-netgear-r8500 (Netgear R8500)",
+            "tplink_archer-c6-v3: mt7621_tplink_archer-c6-v3 (TP-Link Archer C6 v3)",
+        ]
+    );
 }
