@@ -137,6 +137,7 @@ impl Backend for FakeBackend {
             ccache: None,
             incremental_from: None,
             openwrt: None,
+            extra_artifacts: Default::default(),
         })
     }
 }
@@ -230,6 +231,7 @@ impl Backend for MakeBackend {
             ccache: None,
             incremental_from: None,
             openwrt: None,
+            extra_artifacts: Default::default(),
         })
     }
 }

@@ -67,7 +67,14 @@ pub fn lzma_parameters(target: &Target) -> Option<LzmaRecord> {
 /// Compresses `input` as OpenWrt's `Build/lzma` does (see the module docs):
 /// LZMA alone format with [`OPENWRT_LZMA`].
 pub fn lzma_openwrt(input: &[u8]) -> Result<Vec<u8>> {
-    let p = OPENWRT_LZMA;
+    lzma_alone(input, &OPENWRT_LZMA)
+}
+
+/// Compresses `input` in the LZMA "alone" format with `p`'s lc, lp, pb and
+/// dictionary size and the LZMA SDK 4.65 `lzma e` defaults for the rest
+/// (normal mode, 128 fast bytes, bt4); an unknown-size header and an end
+/// marker, as `lzma e -si -so -eos` writes (see the module docs).
+pub fn lzma_alone(input: &[u8], p: &LzmaRecord) -> Result<Vec<u8>> {
     let mut options = LzmaOptions::new_preset(6).context("liblzma preset 6")?;
     options
         .dict_size(p.dict_size)

@@ -257,6 +257,7 @@ impl Backend for KernelTree {
             ccache: ccache::read_stats(options.ccache, &build)?,
             incremental_from,
             openwrt: None,
+            extra_artifacts: Default::default(),
         })
     }
 }

@@ -15,6 +15,7 @@ pub mod distccd;
 pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;
+pub mod openwrt_image;
 pub mod openwrt_kconfig;
 pub mod plan;
 pub mod progress;
@@ -123,6 +124,9 @@ pub struct Built {
     pub incremental_from: Option<String>,
     /// OpenWrt mode's record ([`openwrt::OpenwrtBackend`]); `None` otherwise.
     pub openwrt: Option<results::openwrt::OpenwrtRecord>,
+    /// Artifacts the backend made itself, already in the results directory,
+    /// by file name (an OpenWrt device's kernel image, [`openwrt_image`]).
+    pub extra_artifacts: std::collections::BTreeMap<String, results::ArtifactRecord>,
 }
 
 /// A way to build kernels. `Sync`: jobs run side by side on threads.
@@ -290,7 +294,8 @@ fn build_one(
         built.patches == planned.inputs.patches,
         "the series applied differs from the planned one (a patch changed during the build?); build again"
     );
-    let artifacts = artifacts::produce(sh, &job.target, &built.outputs, &dir)?;
+    let mut artifacts = artifacts::produce(sh, &job.target, &built.outputs, &dir)?;
+    artifacts.extend(built.extra_artifacts.clone());
     let vmlinux_sections = sections::berkeley_sizes(&built.outputs.vmlinux)?;
     let result = BuildResult {
         schema: results::SCHEMA,

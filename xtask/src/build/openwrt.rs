@@ -32,9 +32,10 @@ use super::plan::{JobInputs, PlannedJob};
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
-use crate::build::{ccache, toolchain};
+use crate::build::{ccache, openwrt_image, toolchain};
 use crate::inputs::kconfig as fragments;
 use crate::inputs::kernel_source::{self, PristineTree};
+use crate::inputs::openwrt::image::DeviceRecipe;
 use crate::inputs::openwrt::{flags, kconfig, select, Checkout, Selection};
 use crate::patches::extra_optimization;
 use crate::patches::openwrt_series::{self, OpenwrtSeries, PreparedTree};
@@ -62,6 +63,8 @@ struct Resolved {
     variant_series: Vec<SeriesPatch>,
     kcflags: flags::KernelFlags,
     dot_config: Vec<u8>,
+    /// The target's `openwrt_device` recipe, for the tree `openwrt.dir`.
+    image: Option<DeviceRecipe>,
 }
 
 impl Resolved {
@@ -137,6 +140,13 @@ impl OpenwrtBackend {
         let files = kconfig::config_files(&self.checkout, &selection.target, &kver);
         let dot_config = kconfig::kernel_dot_config(&self.checkout, &files)?;
         let kcflags = flags::kernel_flags(&self.checkout, &selection.target)?;
+        let image = openwrt_image::plan(
+            &self.checkout,
+            &selection.target,
+            &job.target,
+            &openwrt.dir,
+            &pristine.version,
+        )?;
         Ok(Resolved {
             pristine,
             selection,
@@ -144,6 +154,7 @@ impl OpenwrtBackend {
             variant_series,
             kcflags,
             dot_config,
+            image,
         })
     }
 
@@ -179,6 +190,7 @@ impl OpenwrtBackend {
             name: format!("openwrt-kcflags:{kcflags}"),
             sha256: sha256_bytes(kcflags.as_bytes()),
         });
+        all.extend(r.image.as_ref().map(openwrt_image::record));
         all
     }
 
@@ -389,6 +401,21 @@ impl Backend for OpenwrtBackend {
             "the variant's patches changed during the build; build again"
         );
         let patches = Self::records(&r);
+        let recipe = r
+            .image
+            .as_ref()
+            .map(|i| i.with_linux_dir(&r.openwrt.dir, &build));
+        let image_tree = openwrt_image::KernelTree {
+            linux_dir: &build,
+            vmlinux: &build.join("vmlinux"),
+            cross_compile: &job.target.cross_compile,
+            karch: &job.target.arch,
+            linux_version: &r.pristine.version,
+        };
+        let kdir = build_dir.join("openwrt-image");
+        let results_dir = log.parent().unwrap_or(Path::new("."));
+        let extra_artifacts =
+            openwrt_image::produce(sh, recipe.as_ref(), &image_tree, &kdir, results_dir)?;
         Ok(Built {
             outputs: BuildOutputs {
                 vmlinux: build.join("vmlinux"),
@@ -401,6 +428,7 @@ impl Backend for OpenwrtBackend {
             // Each OpenWrt-mode job builds in its own full copy of the tree.
             incremental_from: None,
             openwrt: Some(self.record(&r, kconfig)),
+            extra_artifacts,
         })
     }
 }

@@ -27,11 +27,10 @@ pub fn changes(input: &str, output: &str, tree: &Path) -> Result<KconfigChanges>
                 wanted: value.clone(),
                 got: Some(v.clone()),
             }),
+            // Absent is "not set": nothing changed.
+            None if value == "n" && known_or_scan(&mut known, tree)?.contains(symbol) => {}
             None => {
-                if known.is_none() {
-                    known = Some(defined_symbols(tree)?);
-                }
-                if known.as_ref().is_some_and(|k| k.contains(symbol)) {
+                if known_or_scan(&mut known, tree)?.contains(symbol) {
                     out.unmet.push(ChangedSymbol {
                         symbol: symbol.clone(),
                         wanted: value.clone(),
@@ -44,6 +43,17 @@ pub fn changes(input: &str, output: &str, tree: &Path) -> Result<KconfigChanges>
         }
     }
     Ok(out)
+}
+
+/// The symbols the tree defines, scanned on first use.
+fn known_or_scan<'a>(
+    known: &'a mut Option<BTreeSet<String>>,
+    tree: &Path,
+) -> Result<&'a BTreeSet<String>> {
+    if known.is_none() {
+        *known = Some(defined_symbols(tree)?);
+    }
+    Ok(known.as_ref().expect("just set"))
 }
 
 /// Symbol → value of a `.config`: `CONFIG_X=v` lines and `# CONFIG_X is
@@ -96,10 +106,10 @@ mod tests {
         let tree = tempfile::tempdir().unwrap();
         std::fs::write(
             tree.path().join("Kconfig"),
-            "config KNOWN_UNMET\n\tbool\nmenuconfig CHANGED\n\ttristate\nconfig SAME\n",
+            "config KNOWN_UNMET\n\tbool\nmenuconfig CHANGED\n\ttristate\nconfig SAME\nconfig OFF\n",
         )
         .unwrap();
-        let input = "CONFIG_SAME=y\nCONFIG_CHANGED=y\n# CONFIG_GONE is not set\nCONFIG_KNOWN_UNMET=y\nCONFIG_OPENWRT_ONLY=y\n";
+        let input = "# CONFIG_OFF is not set\nCONFIG_SAME=y\nCONFIG_CHANGED=y\n# CONFIG_GONE is not set\nCONFIG_KNOWN_UNMET=y\nCONFIG_OPENWRT_ONLY=y\n";
         let output = "CONFIG_SAME=y\nCONFIG_CHANGED=m\n";
         let c = changes(input, output, tree.path()).unwrap();
         assert_eq!(c.unknown, ["GONE", "OPENWRT_ONLY"]);

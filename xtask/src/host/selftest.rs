@@ -38,6 +38,10 @@ pub const TEST_PACKAGES: &[&str] = &[
     "ethtool",
     "openssh-server",
     "openssh-client",
+    // xtask/tests/openwrt_image.rs: dtc, fdtget; mkimage -l, dumpimage; xz -d.
+    "device-tree-compiler",
+    "u-boot-tools",
+    "xz-utils",
 ];
 
 /// Runs the end-to-end build through `cargo xtask build`, then `cargo test`.

@@ -8,7 +8,8 @@ use crate::inputs::kernel_source;
 use crate::inputs::targets::{Artifact, Target};
 
 /// Debian packages for building `targets`: host tools, each target's cross
-/// compiler and binutils, `u-boot-tools` for uImages, and the
+/// compiler and binutils, `u-boot-tools` for uImages (and with
+/// `device-tree-compiler` for an `openwrt_device`'s image), and the
 /// `linux-source-<kver>` of every kernel series the targets use, and for
 /// targets with a `[lab]` table QEMU, iperf3, iproute2, ethtool,
 /// nftables and openssh-client (the SSH lab). Sorted, without duplicates.
@@ -23,6 +24,12 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
         packages.push(kernel_source::debian_package(&target.kernel));
         if target.artifacts.contains(&Artifact::UImage) {
             packages.push("u-boot-tools".to_string());
+        }
+        // OpenWrt mode's device image (build/openwrt_image): mkimage for
+        // uImage steps, dtc when the kernel build made no scripts/dtc/dtc.
+        if target.openwrt_device.is_some() {
+            packages.push("u-boot-tools".to_string());
+            packages.push("device-tree-compiler".to_string());
         }
         if let Some(lab) = &target.lab {
             packages.extend(crate::lab::host_packages(lab));

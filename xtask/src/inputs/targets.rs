@@ -104,6 +104,11 @@ pub struct Target {
     /// Other names accepted by `--target` (e.g. `ar71xx` for `ath79`).
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// The one OpenWrt device (a `TARGET_DEVICES` name of the subtarget,
+    /// e.g. `tplink_archer-c6-v3`) whose kernel image (its `KERNEL :=`
+    /// recipe) OpenWrt mode makes and measures; `None`: no device image.
+    #[serde(default)]
+    pub openwrt_device: Option<String>,
     /// SoC or board for report headings, e.g. `BCM47094`.
     pub soc: String,
     /// One line describing the CPU, e.g. `ARM Cortex-A9 (SMP)`.
@@ -198,6 +203,9 @@ impl Target {
         }
         for alias in &self.aliases {
             check_plain("aliases", alias, "._-/")?;
+        }
+        if let Some(device) = &self.openwrt_device {
+            check_plain("openwrt_device", device, "._-")?;
         }
         check_plain("arch", &self.arch, "_")?;
         check_plain("cross_compile", &self.cross_compile, "._-/+")?;

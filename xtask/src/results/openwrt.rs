@@ -49,8 +49,9 @@ pub struct KconfigChanges {
     /// source defines (OpenWrt patches the source does not carry, options
     /// removed upstream): olddefconfig drops them.
     pub unknown: Vec<String>,
-    /// Symbols the source defines but olddefconfig left out of `.config`
-    /// (their dependencies are not met), with the input's value.
+    /// Symbols the source defines, set (not `n`) in the input, that
+    /// olddefconfig left out of `.config` (their dependencies are not
+    /// met), with the input's value.
     pub unmet: Vec<ChangedSymbol>,
     /// Symbols whose value olddefconfig changed.
     pub changed: Vec<ChangedSymbol>,

@@ -7,11 +7,14 @@
 //!   overlays (include/quilt.mk `Kernel/Patch/Default`, scripts/patch-kernel.sh).
 //! * [`flags`]: KCFLAGS from `CONFIG_EXTRA_OPTIMIZATION` and
 //!   `CONFIG_KERNEL_CFLAGS` (include/kernel.mk, config/Config-devel.in).
+//! * [`image`]: one device's `KERNEL` recipe (target/linux/<board>/image/),
+//!   evaluated by GNU make.
 //!
 //! This module only reads the checkout; applying patches is
 //! `patches::openwrt_series`.
 
 pub mod flags;
+pub mod image;
 pub mod kconfig;
 pub mod series;
 
