@@ -59,6 +59,10 @@ fn sizes(report: &Report, style: &Style) -> String {
             "Linux {}, {}\n",
             t.base.kernel_source.version, t.base.compiler
         );
+        let openwrt = super::text::openwrt_line(t);
+        if !openwrt.is_empty() {
+            let _ = writeln!(out, "{openwrt}");
+        }
         for c in &t.comparisons {
             for w in &c.warnings {
                 let _ = writeln!(

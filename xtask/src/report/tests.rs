@@ -233,3 +233,43 @@ fn whole_single_samples_are_exact() {
     assert_eq!(m.delta(), Number::Signed(1));
     assert_eq!(m.sample_note(), None);
 }
+
+#[test]
+fn an_openwrt_mode_base_says_what_became_of_openwrts_series_and_config() {
+    use crate::results::openwrt::{ChangedSymbol, DroppedPatch, KconfigChanges, OpenwrtRecord};
+    let mut report = report_with_made_up_family();
+    let text = render(&report, Format::Text, &Style::default()).unwrap();
+    assert!(!text.contains("OpenWrt "), "a default-mode base has no OpenWrt line");
+    report.targets[0].base.openwrt = Some(OpenwrtRecord {
+        checkout: "/src/openwrt".into(),
+        target: "bcm53xx/generic".into(),
+        kernel: "6.12".into(),
+        kcflags: vec!["-fno-caller-saves".into(), "-falign-functions=32".into()],
+        patch_counts: BTreeMap::from([
+            ("clean".into(), 300),
+            ("offset".into(), 40),
+            ("fuzz".into(), 10),
+            ("upstream".into(), 11),
+            ("conflict".into(), 2),
+        ]),
+        dropped: vec![DroppedPatch {
+            name: "generic/1.patch".into(),
+            class: "conflict".into(),
+            note: "a.c: Hunk #1 FAILED at 1.".into(),
+        }],
+        kconfig: KconfigChanges {
+            unknown: vec!["OPENWRT_ONLY".into()],
+            unmet: Vec::new(),
+            changed: vec![ChangedSymbol {
+                symbol: "X".into(),
+                wanted: "y".into(),
+                got: Some("m".into()),
+            }],
+        },
+    });
+    let line = "OpenWrt bcm53xx/generic (Linux 6.12 series on 6.12.117, KCFLAGS -fno-caller-saves -falign-functions=32): 350 patches applied, 11 dropped (upstream), 2 left out (conflict); olddefconfig: 1 symbols the source does not know, 0 set symbols with unmet dependencies, 1 values changed\n";
+    for format in [Format::Text, Format::Mail, Format::Markdown] {
+        let out = render(&report, format, &Style::default()).unwrap();
+        assert!(out.contains(line), "{format:?}:\n{out}");
+    }
+}

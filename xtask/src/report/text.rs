@@ -34,6 +34,33 @@ pub fn heading(target: &TargetReport) -> String {
     }
 }
 
+/// For a base built in OpenWrt mode (`build --openwrt`), one line on what
+/// OpenWrt's series and config became on this source, from `result.json`'s
+/// `openwrt` record: `OpenWrt ramips/mt7621 (Linux 6.12 series on
+/// 6.12.117, KCFLAGS -fno-caller-saves): 350 patches applied, 11 dropped
+/// (upstream), 29 left out (conflict); olddefconfig: 8 symbols the source
+/// does not know (1 set), 3 with unmet dependencies, 0 values changed`,
+/// newline-terminated; empty for a default-mode base.
+pub fn openwrt_line(target: &TargetReport) -> String {
+    let Some(o) = &target.base.openwrt else {
+        return String::new();
+    };
+    let count = |class: &str| o.patch_counts.get(class).copied().unwrap_or(0);
+    let applied = count("clean") + count("offset") + count("fuzz");
+    format!(
+        "OpenWrt {} (Linux {} series on {}, KCFLAGS {}): {applied} patches applied, {} dropped (upstream), {} left out (conflict); olddefconfig: {} symbols the source does not know, {} set symbols with unmet dependencies, {} values changed\n",
+        o.target,
+        o.kernel,
+        target.base.kernel_source.version,
+        o.kcflags.join(" "),
+        count("upstream"),
+        count("conflict"),
+        o.kconfig.unknown.len(),
+        o.kconfig.unmet.len(),
+        o.kconfig.changed.len()
+    )
+}
+
 /// The text binutils `size` (Berkeley format, decimal radix) prints for
 /// `size BASE VARIANT…` run in the workspace root: a header line, then per
 /// file `%7lu\t%7lu\t%7lu\t%7lu\t%7lx\t<file>` (text, data, bss, dec, hex),
@@ -152,7 +179,7 @@ pub fn target_body(
     style: &Style,
     headings: VariantHeadings,
 ) -> String {
-    let mut out = String::new();
+    let mut out = openwrt_line(target);
     for c in &target.comparisons {
         out.push_str(&warning_lines(report, c));
     }
