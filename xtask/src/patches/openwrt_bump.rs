@@ -40,9 +40,13 @@ use crate::patches::openwrt_series::{parse_entry, prepare_tree, read_patch, Open
 use crate::patches::rebase::{self, Class, PatchResult, RebaseState};
 use crate::patches::stack::refresh::{self, FileSides};
 use crate::patches::stack::reject_report;
-use crate::util::fs::{copy_tree, write_atomic, CopyKind};
+use crate::util::fs::{copy_tree, remove_stale_staging, write_atomic, CopyKind, StagingDir};
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
+
+/// Staging directories in the checkout (`target/linux/<board>/.xtask-bump-<pid>-…`),
+/// removed on success and error, and by the next bump after a kill.
+const STAGING_PREFIX: &str = ".xtask-bump-";
 
 /// What to bump.
 #[derive(Debug, Clone)]
@@ -165,8 +169,11 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BumpRequest) -> Result<Bumped>
         fuzz: request.fuzz,
     };
     let work = rebase_dir(layout, &target, &from, &to);
+    // `<dir>.lock`: with_extension would cut the `.12` of `6.12`.
+    let mut lock_name = work.file_name().unwrap_or_default().to_os_string();
+    lock_name.push(".lock");
     let _lock = Lock::acquire(
-        &work.with_extension("lock"),
+        &work.with_file_name(lock_name),
         &format!("bumping OpenWrt {target} to {to}"),
         request.wait,
     )?;
@@ -189,10 +196,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BumpRequest) -> Result<Bumped>
     );
     prepare_tree(sh, &pristine.dir, &tree, &bumped.overlays)?;
 
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".xtask-bump-{to}-"))
-        .tempdir_in(&board_dir)
-        .with_context(|| format!("creating a staging directory in {}", board_dir.display()))?;
+    // A killed bump's staging directory in the checkout goes first.
+    remove_stale_staging(&board_dir, STAGING_PREFIX)?;
+    let staging = StagingDir::new(&board_dir, STAGING_PREFIX)?;
     let staged_patches = staging.path().join(format!("patches-{to}"));
     std::fs::create_dir_all(&staged_patches)
         .with_context(|| format!("creating {}", staged_patches.display()))?;
@@ -382,10 +388,7 @@ fn sides(tree: &Path, files: &[PathBuf]) -> Result<Vec<FileSides>> {
 fn copy_into_place(sh: &Shell, old: &Path, new: &Path) -> Result<()> {
     if old.is_dir() {
         let parent = new.parent().context("a directory without a parent")?;
-        let staging = tempfile::Builder::new()
-            .prefix(".xtask-bump-")
-            .tempdir_in(parent)
-            .with_context(|| format!("creating a staging directory in {}", parent.display()))?;
+        let staging = StagingDir::new(parent, STAGING_PREFIX)?;
         let staged = staging.path().join("dir");
         copy_tree(sh, old, &staged, CopyKind::Full)?;
         std::fs::rename(&staged, new)
