@@ -114,6 +114,16 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         print!("{}", describe_plan(layout, &plan));
         return Ok(());
     }
+    let control = super::progress::RunControl::default();
+    // SIGINT or SIGTERM sent to this process alone (a CI timeout, `kill`)
+    // stops the makes too, instead of leaving them running without it; a
+    // terminal's Ctrl-C reaches them anyway.
+    let stopper = control.clone();
+    if let Err(e) = ctrlc::set_handler(move || stopper.stop()) {
+        eprintln!(
+            "note: no SIGINT/SIGTERM handler ({e}); stop the builds with Ctrl-C in their terminal"
+        );
+    }
     let options = BuildOptions {
         jobs: request.jobs,
         verbose: request.verbose,
@@ -121,7 +131,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         wait: request.wait,
         ccache: request.ccache,
         distcc: request.distcc.clone(),
-        control: super::progress::RunControl::default(),
+        control,
     };
     let outcomes = super::run(sh, layout, backend, &plan, options)?;
     println!(

@@ -222,7 +222,7 @@ pub fn run_logged(
         .with_context(|| format!("writing {}", log.display()))?;
     if control.is_stopped() && !status.success() {
         bail!(
-            "stopped because another job failed; partial log: {}",
+            "stopped (another job failed, or SIGINT/SIGTERM arrived); partial log: {}",
             log.display()
         );
     }
