@@ -169,6 +169,9 @@ fn bcm47xx_bumped_to_6_12_applies_without_fuzz_after_generic_6_12() {
 
     // Once bumped, a second bump is refused and changes nothing.
     let err = openwrt_bump::run(&sh, &layout, &request).unwrap_err();
-    assert!(format!("{err:#}").contains("exists already"), "{err:#}");
+    assert!(
+        format!("{err:#}").contains("already builds Linux 6.12"),
+        "{err:#}"
+    );
     assert_eq!(snapshot(&fx.root), after);
 }

@@ -185,7 +185,7 @@ pub fn classify_series(
 /// GNU patch's messages worth keeping, each with its file: offsets and
 /// fuzz for patches that apply; failures, missing files and "Reversed (or
 /// previously applied)" for conflicts.
-fn note(class: Class, report: &ApplyReport) -> String {
+pub fn note(class: Class, report: &ApplyReport) -> String {
     let text = report.render();
     let mut file = "";
     let mut parts = Vec::new();

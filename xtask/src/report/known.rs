@@ -27,9 +27,15 @@ pub fn lab_kernel_of(target: &str) -> Option<&str> {
 /// The command that builds `variants` of `target`: `cargo xtask build`, or
 /// for a lab kernel (`<target>-lab`, which `build` does not know) `cargo
 /// xtask lab --build-only` of its router target.
-pub fn build_command(target: &str, variants: &[&str]) -> String {
+///
+/// For OpenWrt mode's layout ([`Layout::openwrt_mode`]: `size-report
+/// --openwrt`), `cargo xtask build --openwrt <OPENWRT> …`.
+pub fn build_command(layout: &Layout, target: &str, variants: &[&str]) -> String {
     let mut cmd = match lab_kernel_of(target) {
         Some(router) => format!("cargo xtask lab --build-only --target {router}"),
+        None if layout.is_openwrt_mode() => {
+            format!("cargo xtask build --openwrt <OPENWRT> --target {target}")
+        }
         None => format!("cargo xtask build --target {target}"),
     };
     for v in variants {
@@ -194,7 +200,7 @@ pub(super) fn unknown_target(
     };
     anyhow!(
         "unknown target {spelling:?}: {missing}no results record it as their target, OpenWrt target or alias ({listing}); if targets/ defines it, build it first with `{}`",
-        build_command(spelling, &needed)
+        build_command(layout, spelling, &needed)
     )
 }
 
@@ -224,6 +230,6 @@ pub(super) fn missing_message(
     };
     format!(
         "no results for {target}/{variant}: {state}; build them with `{}`{unknown}",
-        build_command(target, &[variant])
+        build_command(layout, target, &[variant])
     )
 }

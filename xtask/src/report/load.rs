@@ -143,7 +143,7 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
                 }
                 skipped.push(format!(
                     "{spelling}: no size results, only the lab's (`{}`)",
-                    build_command(spelling, &[&request.base, "<VARIANT>"])
+                    build_command(layout, spelling, &[&request.base, "<VARIANT>"])
                 ));
                 continue;
             };
@@ -191,7 +191,7 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         bail!(
             "no results to compare in {}: build a base and a variant first, e.g. `{}`",
             layout.results_root().display(),
-            build_command("all", &names)
+            build_command(layout, "all", &names)
         );
     }
     Ok(report)
@@ -278,7 +278,7 @@ fn load_target(
                     "{}: only {} has results, nothing to compare it with; build a variant with `{}`{}",
                     target.name,
                     request.base,
-                    build_command(&target.name, &["<VARIANT>"]),
+                    build_command(layout, &target.name, &["<VARIANT>"]),
                     variants_hint(&others)
                 );
             }
@@ -306,7 +306,7 @@ fn load_target(
                         } else {
                             "variant"
                         },
-                        build_command(&target.name, &needed)
+                        build_command(layout, &target.name, &needed)
                     ));
                 }
                 return Ok(None);
@@ -315,15 +315,16 @@ fn load_target(
                 report.skipped.push(format!(
                     "{}/{v}: not compared, no results yet (`{}`)",
                     target.name,
-                    build_command(&target.name, &[v])
+                    build_command(layout, &target.name, &[v])
                 ));
             }
         }
     }
 
-    let base = read_checked(&base_dir, &target.name, &request.base)?;
+    let base = read_checked(layout, &base_dir, &target.name, &request.base)?;
     let base_symbols = match request.symbols {
         Some(_) => Some(read_vmlinux_symbols(
+            layout,
             &base_dir,
             &target.name,
             &request.base,
@@ -333,7 +334,7 @@ fn load_target(
     let mut comparisons = Vec::new();
     for v in &present {
         let dir = layout.results_dir(&target.name, v);
-        let variant = read_checked(&dir, &target.name, v)?;
+        let variant = read_checked(layout, &dir, &target.name, v)?;
         let (problems, notes) = mismatches(&base, &variant);
         if !problems.is_empty() && !request.allow_mismatch {
             bail!(
@@ -345,12 +346,12 @@ fn load_target(
                     .map(|p| format!("  - {p}"))
                     .collect::<Vec<_>>()
                     .join("\n"),
-                build_command(&target.name, &[&request.base, v])
+                build_command(layout, &target.name, &[&request.base, v])
             );
         }
         let symbols = match (request.symbols, &base_symbols) {
             (Some(opts), Some(old)) => {
-                let new = read_vmlinux_symbols(&dir, &target.name, v)?;
+                let new = read_vmlinux_symbols(layout, &dir, &target.name, v)?;
                 Some(bloat::diff_with(
                     &old.symbols,
                     &new.symbols,
@@ -383,7 +384,7 @@ fn load_target(
 
 /// Reads `dir/result.json` and checks that it belongs in `dir` and that
 /// `dir/vmlinux` is the file it describes.
-fn read_checked(dir: &Path, target: &str, variant: &str) -> Result<BuildResult> {
+fn read_checked(layout: &Layout, dir: &Path, target: &str, variant: &str) -> Result<BuildResult> {
     let result = BuildResult::read(dir)?;
     let file = dir.join(results::FILE_NAME);
     if result.target.name != target || result.variant.name != variant {
@@ -392,12 +393,12 @@ fn read_checked(dir: &Path, target: &str, variant: &str) -> Result<BuildResult> 
             file.display(),
             result.target.name,
             result.variant.name,
-            build_command(target, &[variant])
+            build_command(layout, target, &[variant])
         );
     }
     if let Some(recorded) = result.artifacts.get("vmlinux") {
         let vmlinux = dir.join("vmlinux");
-        let rebuild = build_command(target, &[variant]);
+        let rebuild = build_command(layout, target, &[variant]);
         let len = std::fs::metadata(&vmlinux)
             .with_context(|| {
                 format!(
@@ -434,15 +435,24 @@ fn read_checked(dir: &Path, target: &str, variant: &str) -> Result<BuildResult> 
     Ok(result)
 }
 
-fn read_vmlinux_symbols(dir: &Path, target: &str, variant: &str) -> Result<symbols::SymbolTable> {
+fn read_vmlinux_symbols(
+    layout: &Layout,
+    dir: &Path,
+    target: &str,
+    variant: &str,
+) -> Result<symbols::SymbolTable> {
     let vmlinux = dir.join("vmlinux");
     if !vmlinux.is_file() {
         bail!(
             "--symbols needs {}, which does not exist; rebuild with `{}`",
             vmlinux.display(),
-            build_command(target, &[variant])
+            build_command(layout, target, &[variant])
         );
     }
-    symbols::read_symbols(&vmlinux)
-        .with_context(|| format!("rebuild it with `{}`", build_command(target, &[variant])))
+    symbols::read_symbols(&vmlinux).with_context(|| {
+        format!(
+            "rebuild it with `{}`",
+            build_command(layout, target, &[variant])
+        )
+    })
 }

@@ -65,6 +65,11 @@ impl Layout {
         self.with_work_dir(&self.shared_work_dir().join("openwrt"))
     }
 
+    /// Whether this is [`Layout::openwrt_mode`]'s layout.
+    pub fn is_openwrt_mode(&self) -> bool {
+        self.work.as_deref() == Some(self.shared_work_dir().join("openwrt").as_path())
+    }
+
     /// The workspace root.
     pub fn root(&self) -> &Path {
         &self.root
