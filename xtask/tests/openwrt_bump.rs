@@ -39,16 +39,9 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 #[test]
 fn bcm47xx_bumped_to_6_12_applies_without_fuzz_after_generic_6_12() {
-    let tarball = kernel_source::default_tarball("6.12");
-    if !tarball.is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have {}",
-            tarball.display()
-        );
-        eprintln!("note: skipping: no {}", tarball.display());
+    let Some(tarball) = openwrt_fixture::debian_tarball("6.12") else {
         return;
-    }
+    };
     let Some(fx) = Fixture::unpack() else { return };
     let sh = Shell::new().unwrap();
     let layout = Layout::from_manifest_dir();

@@ -17,16 +17,9 @@ use xtask::util::layout::Layout;
 
 #[test]
 fn mt7621_series_is_classified_and_the_kept_patches_apply_to_debian_6_12() {
-    let tarball = kernel_source::default_tarball("6.12");
-    if !tarball.is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have {}",
-            tarball.display()
-        );
-        eprintln!("note: skipping: no {}", tarball.display());
+    let Some(tarball) = openwrt_fixture::debian_tarball("6.12") else {
         return;
-    }
+    };
     let Some(fx) = Fixture::unpack() else { return };
     let sh = Shell::new().unwrap();
     let layout = Layout::from_manifest_dir();

@@ -143,14 +143,6 @@ impl SystemUnderTest for Forwarding<'_> {
             });
         }
         Ok(RunRecord {
-            index: run.index,
-            arm: run.arm.name.clone(),
-            variant: run.arm.variant.clone(),
-            round: run.round,
-            condition: run.condition,
-            warmup: run.warmup,
-            started,
-            metrics,
             guest: Some(GuestRun {
                 guest_before: out.before,
                 guest_after: out.after,
@@ -158,7 +150,7 @@ impl SystemUnderTest for Forwarding<'_> {
                 server_saw_peer: peer,
             }),
             iperf3_client: Some(out.client),
-            host: None,
+            ..run.record(started, metrics)
         })
     }
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::record::{Arm, BootRecord, Condition, LabRecord, RunRecord};
+use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord};
 use crate::results::now_rfc3339;
 
 /// Suffix of the A/A control arm's name.
@@ -48,6 +48,27 @@ pub struct RunSpec<'a> {
     pub warmup: bool,
     /// Its length, in seconds.
     pub seconds: u32,
+}
+
+impl RunSpec<'_> {
+    /// This run's record with `metrics`, started at `started` (RFC 3339),
+    /// its machine-specific parts (`guest`, `iperf3_client`, `host`) empty
+    /// for the system under test to fill in.
+    pub fn record(&self, started: String, metrics: Vec<Metric>) -> RunRecord {
+        RunRecord {
+            index: self.index,
+            arm: self.arm.name.clone(),
+            variant: self.arm.variant.clone(),
+            round: self.round,
+            condition: self.condition,
+            warmup: self.warmup,
+            started,
+            metrics,
+            guest: None,
+            iperf3_client: None,
+            host: None,
+        }
+    }
 }
 
 /// The system under test, as the runner drives it.
@@ -238,23 +259,14 @@ mod tests {
                 run.condition.describe(),
                 if run.warmup { " warm-up" } else { "" }
             ));
-            Ok(RunRecord {
-                index: run.index,
-                arm: run.arm.name.clone(),
-                variant: run.arm.variant.clone(),
-                round: run.round,
-                condition: run.condition,
-                warmup: run.warmup,
-                started: String::new(),
-                metrics: vec![Metric {
+            Ok(run.record(
+                String::new(),
+                vec![Metric {
                     name: "tbench".to_string(),
                     value: 1.0,
                     unit: "MB/s".to_string(),
                 }],
-                guest: None,
-                iperf3_client: None,
-                host: None,
-            })
+            ))
         }
     }
 

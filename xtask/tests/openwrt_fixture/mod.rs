@@ -22,6 +22,22 @@ pub fn tarball() -> PathBuf {
     )
 }
 
+/// Debian's `linux-source-<kver>` tarball; `None` (with a note) when it is
+/// not installed outside CI, a failure in CI (`.ci/run` installs it).
+pub fn debian_tarball(kver: &str) -> Option<PathBuf> {
+    let tarball = xtask::inputs::kernel_source::default_tarball(kver);
+    if tarball.is_file() {
+        return Some(tarball);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have {} (apt-get install linux-source-{kver})",
+        tarball.display()
+    );
+    eprintln!("note: skipping: no {}", tarball.display());
+    None
+}
+
 /// An unpacked fixture, removed on drop.
 pub struct Fixture {
     dir: tempfile::TempDir,

@@ -335,20 +335,12 @@ impl SystemUnderTest for Host {
         };
         let features = features::snapshot(&s.ns, &self.watched, &s.variant)?;
         let (name, unit) = bench.metric();
+        let metrics = vec![Metric {
+            name: name.to_string(),
+            value: round_to(outcome.value, 3),
+            unit: unit.to_string(),
+        }];
         Ok(RunRecord {
-            index: run.index,
-            arm: run.arm.name.clone(),
-            variant: run.arm.variant.clone(),
-            round: run.round,
-            condition: run.condition,
-            warmup: run.warmup,
-            started,
-            metrics: vec![Metric {
-                name: name.to_string(),
-                value: round_to(outcome.value, 3),
-                unit: unit.to_string(),
-            }],
-            guest: None,
             iperf3_client: outcome.iperf3_client,
             host: Some(HostRun {
                 netns: s.ns.name.clone(),
@@ -356,6 +348,7 @@ impl SystemUnderTest for Host {
                 summary: outcome.summary,
                 log: outcome.log,
             }),
+            ..run.record(started, metrics)
         })
     }
 }
