@@ -239,7 +239,10 @@ fn an_openwrt_mode_base_says_what_became_of_openwrts_series_and_config() {
     use crate::results::openwrt::{ChangedSymbol, DroppedPatch, KconfigChanges, OpenwrtRecord};
     let mut report = report_with_made_up_family();
     let text = render(&report, Format::Text, &Style::default()).unwrap();
-    assert!(!text.contains("OpenWrt "), "a default-mode base has no OpenWrt line");
+    assert!(
+        !text.contains("OpenWrt "),
+        "a default-mode base has no OpenWrt line"
+    );
     report.targets[0].base.openwrt = Some(OpenwrtRecord {
         checkout: "/src/openwrt".into(),
         target: "bcm53xx/generic".into(),
