@@ -102,3 +102,34 @@ fn a_kernel_series_that_is_a_path_is_refused() {
     }
     assert!(!tmp.path().join("x").exists());
 }
+
+/// The cache model simulates caches inside QEMU: the host lab and a real
+/// router over SSH refuse `--cache-model` before doing anything.
+#[test]
+fn the_cache_model_is_for_qemu_only() {
+    let out = xtask(&["lab", "--lab", "host", "--cache-model"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--cache-model is for the QEMU lab"),
+        "{stderr}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("lab-ssh.toml");
+    let out = xtask(&[
+        "lab",
+        "--target",
+        "bcm53xx",
+        "--lab",
+        "ssh://root@192.0.2.1",
+        "--lab-file",
+        file.to_str().unwrap(),
+        "--cache-model",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--cache-model simulates caches in QEMU"),
+        "{stderr}"
+    );
+}

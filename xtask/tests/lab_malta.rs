@@ -72,6 +72,7 @@ fn malta_router_forwards_through_masquerade() {
         build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
         kernel_src: None,
         machine: lab::Machine::Qemu,
+        cache_model: false,
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

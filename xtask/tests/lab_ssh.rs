@@ -366,6 +366,7 @@ fn a_namespace_router_over_ssh_without_flashing() {
             lab_file: file,
             flash: Flash::NotFlashed,
         }),
+        cache_model: false,
     };
     let started = Instant::now();
     let sh = Shell::new().unwrap();
@@ -484,6 +485,7 @@ fn flashing_needs_a_build_and_an_image() {
             lab_file: file.clone(),
             flash: Flash::Sysupgrade,
         }),
+        cache_model: false,
     };
     let sh = Shell::new().unwrap();
     let err = |variants: &[&str]| {

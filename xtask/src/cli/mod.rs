@@ -246,6 +246,12 @@ pub struct LabArgs {
     /// Only build the lab kernels and the initramfs.
     #[arg(long)]
     pub build_only: bool,
+    /// QEMU lab: load the L1 cache model (a TCG plugin simulating the
+    /// target's [lab.l1] caches) into every boot and add instructions and
+    /// L1I/L1D misses per forwarded packet to each run. It slows QEMU
+    /// (Mbit/s drops to a few), so normal Mbit/s runs go without it.
+    #[arg(long)]
+    pub cache_model: bool,
     /// Parallel make jobs (make -jN); default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
@@ -281,6 +287,11 @@ impl LabArgs {
     /// The library's request, refusing options of the other lab.
     pub fn mode(&self) -> anyhow::Result<LabMode> {
         if self.machine == LAB_HOST {
+            if self.cache_model {
+                anyhow::bail!(
+                    "--cache-model is for the QEMU lab (--target T): it simulates caches inside QEMU; --lab host measures this machine's kernel"
+                );
+            }
             let qemu_only = [
                 (self.target.is_some(), "--target"),
                 (self.gro.is_some(), "--gro"),
@@ -338,6 +349,7 @@ impl LabArgs {
             },
             kernel_src: self.kernel_src.clone(),
             machine,
+            cache_model: self.cache_model,
         }))
     }
 }

@@ -23,7 +23,8 @@ pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 /// iperf3, ethtool) for its end-to-end test, and OpenSSH's server and
 /// client for the SSH lab's namespace router (`tests/lab_ssh.rs`; Debian's
 /// package does not start a server by itself where services are not
-/// started).
+/// started), and glib's headers with pkg-config for QEMU's own cache
+/// plugin, the cache model's reference (`tests/lab_cache_model.rs`).
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
     "diffutils",
@@ -42,6 +43,10 @@ pub const TEST_PACKAGES: &[&str] = &[
     "device-tree-compiler",
     "u-boot-tools",
     "xz-utils",
+    // xtask/tests/lab_cache_model.rs: QEMU's contrib/plugins/cache.c, the
+    // cache model's reference, needs glib's headers through pkg-config.
+    "libglib2.0-dev",
+    "pkg-config",
 ];
 
 /// Runs the end-to-end build through `cargo xtask build`, then `cargo test`.

@@ -12,6 +12,11 @@
 //! fragments = ["kconfig/lab-malta.config", "kconfig/lab-malta-le.config"]
 //! nic = "pcnet"
 //! nic_pci_slots = ["0x12", "0x14"]
+//!
+//! # The real SoC's L1 caches, which `lab --cache-model` simulates (bytes).
+//! [lab.l1]
+//! icache = { size = 32768, ways = 4, line = 32 }
+//! dcache = { size = 32768, ways = 4, line = 32 }
 //! ```
 
 use std::path::Path;
@@ -69,6 +74,68 @@ pub struct LabSpec {
     /// Extra QEMU arguments, e.g. `["-vga", "none"]`.
     #[serde(default)]
     pub qemu_args: Vec<String>,
+    /// The real SoC's L1 caches (`[lab.l1]`), which the lab's cache model
+    /// (`--cache-model`) simulates; `None`: the target has no model.
+    #[serde(default)]
+    pub l1: Option<L1Spec>,
+}
+
+/// The L1 caches of a target's SoC (`[lab.l1]`): what its documentation
+/// (core manual, datasheet, the kernel's boot log) says, cited in the
+/// target file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L1Spec {
+    /// The L1 instruction cache.
+    pub icache: CacheSpec,
+    /// The L1 data cache.
+    pub dcache: CacheSpec,
+}
+
+/// One cache's geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSpec {
+    /// Capacity in bytes, e.g. 32768.
+    pub size: u64,
+    /// Associativity (ways per set), e.g. 4.
+    pub ways: u64,
+    /// Line size in bytes, e.g. 32.
+    pub line: u64,
+}
+
+impl CacheSpec {
+    /// Sets: size / (ways × line).
+    pub fn sets(&self) -> u64 {
+        self.size / (self.ways * self.line)
+    }
+
+    /// Checks what the model can simulate (the plugin's rules): a line
+    /// of a power of two from 4 to 4096 bytes, 1 to 64 ways, a size that
+    /// is a whole number of sets, a power-of-two number of sets (the set
+    /// index is address bits), at most 16 MiB.
+    pub fn check(&self, which: &str) -> Result<()> {
+        let Self { size, ways, line } = *self;
+        if !(4..=4096).contains(&line) || !line.is_power_of_two() {
+            bail!("[lab.l1] {which}: line = {line}: a power of two from 4 to 4096 bytes");
+        }
+        if !(1..=64).contains(&ways) {
+            bail!("[lab.l1] {which}: ways = {ways}: 1 to 64");
+        }
+        if size == 0 || size > 16 << 20 || size % (ways * line) != 0 {
+            bail!(
+                "[lab.l1] {which}: size = {size}: a multiple of ways × line ({}) up to 16 MiB",
+                ways * line
+            );
+        }
+        if !self.sets().is_power_of_two() {
+            bail!(
+                "[lab.l1] {which}: {} sets (size / (ways × line)): the model needs a power of two",
+                self.sets()
+            );
+        }
+        Ok(())
+    }
 }
 
 fn one() -> u32 {
@@ -127,6 +194,51 @@ impl LabSpec {
         if self.smp == 0 || self.memory_mib < 64 {
             bail!("{file}: [lab] needs smp >= 1 and memory_mib >= 64");
         }
+        if let Some(l1) = &self.l1 {
+            l1.icache
+                .check("icache")
+                .and_then(|()| l1.dcache.check("dcache"))
+                .with_context(|| format!("{file}: refusing this [lab] table"))?;
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_takes_only_caches_it_can_index() {
+        let ok = CacheSpec {
+            size: 32768,
+            ways: 4,
+            line: 32,
+        };
+        ok.check("icache").unwrap();
+        assert_eq!(ok.sets(), 256);
+        for (bad, why) in [
+            (CacheSpec { line: 24, ..ok }, "power of two"),
+            (
+                CacheSpec {
+                    size: 3 * 32768,
+                    ..ok
+                },
+                "sets",
+            ),
+            (CacheSpec { size: 1000, ..ok }, "multiple"),
+            (CacheSpec { ways: 0, ..ok }, "ways"),
+        ] {
+            let err = bad.check("icache").unwrap_err().to_string();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+        // 3-way caches exist: 3 × 32 × 256 bytes has 256 sets.
+        CacheSpec {
+            size: 3 * 32 * 256,
+            ways: 3,
+            line: 32,
+        }
+        .check("dcache")
+        .unwrap();
     }
 }

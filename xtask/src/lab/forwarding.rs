@@ -3,7 +3,9 @@
 //! ([`super::session::QemuBench`]), a real router is flashed with it over
 //! SSH ([`super::ssh`]) — and each run is iperf3 through the router's
 //! masquerade in one direction with GRO on or off, giving Mbit/s and the
-//! router's CPU time per forwarded packet (ns/packet).
+//! router's CPU time per forwarded packet (ns/packet), and with the cache
+//! model ([`super::cache_model`]) instructions and modelled L1 I- and
+//! D-cache misses per forwarded packet.
 
 use std::path::Path;
 
@@ -19,7 +21,10 @@ use super::router::{Bench, Gro, Router, Up};
 use super::runner::{round_to, Plan, RunSpec, SystemUnderTest};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
 use super::LabRequest;
-use crate::results::lab::{ArmKernel, GuestRun};
+use crate::results::lab::{
+    ArmKernel, CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
+    L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
+};
 use crate::results::now_rfc3339;
 use crate::util::hash::sha256_file;
 
@@ -142,6 +147,41 @@ impl SystemUnderTest for Forwarding<'_> {
                 unit: NS_PER_PACKET.to_string(),
             });
         }
+        let cache_model = out
+            .model
+            .map(|(before, after)| CacheRun::new(before, after, work.packets))
+            .transpose()?;
+        if let Some(c) = &cache_model {
+            let w = &c.work;
+            for (name, unit, value, decimals) in [
+                (
+                    INSNS_PER_PACKET,
+                    INSNS_PER_PACKET_UNIT,
+                    w.insns_per_packet,
+                    1,
+                ),
+                (
+                    L1I_MISSES_PER_PACKET,
+                    MISSES_PER_PACKET,
+                    w.l1i_misses_per_packet,
+                    3,
+                ),
+                (
+                    L1D_MISSES_PER_PACKET,
+                    MISSES_PER_PACKET,
+                    w.l1d_misses_per_packet,
+                    3,
+                ),
+            ] {
+                if let Some(v) = value {
+                    metrics.push(Metric {
+                        name: name.to_string(),
+                        value: round_to(v, decimals),
+                        unit: unit.to_string(),
+                    });
+                }
+            }
+        }
         Ok(RunRecord {
             guest: Some(GuestRun {
                 guest_before: out.before,
@@ -150,6 +190,7 @@ impl SystemUnderTest for Forwarding<'_> {
                 server_saw_peer: peer,
             }),
             iperf3_client: Some(out.client),
+            cache_model,
             ..run.record(started, metrics)
         })
     }

@@ -13,6 +13,7 @@ use super::record::Direction;
 use super::router::Router;
 use super::sample::{read_json, GuestSample};
 use super::topology::{wait_listening, TCP, TCP6};
+use crate::results::lab::CacheCounters;
 
 /// For the iperf3 server to listen, and to exit after its one test.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -29,6 +30,9 @@ pub struct RunOutput {
     pub before: GuestSample,
     /// Router counters after.
     pub after: GuestSample,
+    /// The cache model's counters right before and right after the
+    /// traffic (inside the window of `before` and `after`), with a model.
+    pub model: Option<(CacheCounters, CacheCounters)>,
     /// The client's `--json` report.
     pub client: serde_json::Value,
     /// The server's `--json` report.
@@ -71,6 +75,9 @@ pub fn run(
         SERVER_TIMEOUT,
     )?;
     let before = router.sample()?;
+    // The model's counters after the guest's own sampling commands, and
+    // (below) before the next ones: the traffic alone.
+    let model_before = router.model_counters()?;
     let mut client = Command::new("ip");
     client
         .args(["netns", "exec", &ends.lan_netns, "iperf3", "--client"])
@@ -108,6 +115,7 @@ pub fn run(
             router.diagnostics()
         );
     }
+    let model_after = router.model_counters()?;
     let after = router.sample()?;
     server
         .wait(SERVER_TIMEOUT)
@@ -116,6 +124,7 @@ pub fn run(
     Ok(RunOutput {
         before,
         after,
+        model: model_before.zip(model_after),
         client,
         server,
     })

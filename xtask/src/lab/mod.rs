@@ -10,12 +10,18 @@
 //! ([`runner`]) runs through the router between two endpoints on this
 //! machine. [`router`] is the seam both machines implement.
 //!
+//! `--cache-model` loads the lab's L1 cache model into every QEMU boot
+//! ([`cache_model`]): instructions and modelled L1 misses per forwarded
+//! packet, counted over each run's traffic.
+//!
 //! `--lab host` measures this machine's kernel with runtime settings
 //! instead ([`host`]). Both kinds of lab are a [`runner::SystemUnderTest`]
 //! to the one schedule in [`runner`]: forwarding through a router
 //! ([`forwarding`], over a [`router::Bench`]) and the host's own
 //! benchmarks.
 
+pub mod apt;
+pub mod cache_model;
 pub mod console;
 pub mod cpio;
 pub mod forwarding;
@@ -107,6 +113,8 @@ pub struct LabRequest {
     pub kernel_src: Option<PathBuf>,
     /// The machine that runs the kernels (`--lab`).
     pub machine: Machine,
+    /// Load the L1 cache model into every boot (`--cache-model`; QEMU only).
+    pub cache_model: bool,
 }
 
 /// The machine that runs the kernels (`--lab`).
@@ -166,6 +174,9 @@ pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     let mut p: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
     p.push("nftables".to_string());
     p.push(spec.qemu_package.clone());
+    if spec.l1.is_some() {
+        p.extend(cache_model::host_packages());
+    }
     p.extend(ssh::HOST_TOOLS.iter().map(|(_, p)| p.to_string()));
     p.sort();
     p.dedup();
@@ -225,6 +236,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<()> 
 /// `lab.json`), or `None` with `build_only`.
 pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<PathBuf>> {
     if let Machine::Ssh(ssh) = &request.machine {
+        if request.cache_model {
+            bail!("--cache-model simulates caches in QEMU: a real router over SSH has its own (use --lab qemu)");
+        }
         return ssh::run(layout, request, ssh);
     }
     let all_targets = targets::load_all(&layout.targets_dir())?;
@@ -244,6 +258,20 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
     check_host_tools(&spec)?;
     rootfs::check_arch(&spec.guest_arch)
         .with_context(|| format!("the lab cannot run {} yet", target.name))?;
+    let model = if request.cache_model {
+        Some(cache_model::prepare(layout, &target, &spec)?)
+    } else {
+        None
+    };
+    if let Some(m) = &model {
+        eprintln!(
+            "lab: cache model {} (I: {}; D: {}, from {})",
+            m.plugin.display(),
+            m.info.icache.describe(),
+            m.info.dcache.describe(),
+            m.info.geometry_from
+        );
+    }
     process::install_interrupt_handler();
     let stale = topology::remove_stale()?;
     if !stale.is_empty() {
@@ -306,6 +334,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         initramfs: Some(initramfs.clone()),
         router: None,
         host: None,
+        cache_model: model.as_ref().map(|m| m.info.clone()),
         arms,
         boots: Vec::new(),
         runs: Vec::new(),
@@ -316,6 +345,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         spec: &spec,
         initramfs: &initramfs,
         kernels: &kernels,
+        cache_model: model.as_ref(),
     };
     let mut system = forwarding::Forwarding { bench: &mut bench };
     runner::execute(&mut system, &plan, &mut lab, &dir)

@@ -22,6 +22,9 @@ pub struct Boot<'a> {
     pub console_socket: &'a Path,
     /// The device tree, if the machine takes one.
     pub dtb: Option<&'a Path>,
+    /// A TCG plugin to load, as `-plugin` takes it (`PATH,key=value,…`):
+    /// the cache model ([`super::cache_model`]).
+    pub plugin: Option<&'a str>,
 }
 
 /// The kernel command line.
@@ -70,6 +73,9 @@ pub fn argv(spec: &LabSpec, boot: Boot<'_>, taps: [&str; 2]) -> Vec<String> {
         }
         push(&["-netdev", &netdev, "-device", &device]);
     }
+    if let Some(plugin) = boot.plugin {
+        push(&["-plugin", plugin]);
+    }
     a.extend(spec.qemu_args.iter().cloned());
     a
 }
@@ -102,8 +108,19 @@ qemu_args = ["-vga", "none"]
             initramfs: Path::new("/i.cpio"),
             console_socket: Path::new("/s/console.sock"),
             dtb: None,
+            plugin: None,
         };
         let a = argv(&malta(), boot, ["xl1l", "xl1w"]).join(" ");
+        assert!(!a.contains("-plugin"), "{a}");
+        let with = Boot {
+            plugin: Some("/p/lib.so,icachesize=32768"),
+            ..boot
+        };
+        let b = argv(&malta(), with, ["xl1l", "xl1w"]).join(" ");
+        assert!(
+            b.contains(" -plugin /p/lib.so,icachesize=32768 -vga none"),
+            "{b}"
+        );
         assert!(a.contains("-M malta -cpu 74Kf -smp 1 -m 256"), "{a}");
         assert!(
             a.contains("-icount shift=3,align=off,sleep=on -rtc clock=vm"),

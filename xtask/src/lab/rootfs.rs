@@ -3,8 +3,8 @@
 //! private apt configuration and unpacked with `dpkg-deb -x`, plus the
 //! lab's `/init` ([`super::guest`]).
 //!
-//! The private configuration (sources list, lists, dpkg status, cache
-//! under `target/xtask/lab/apt/<arch>/`) sets `APT::Architecture`, so the
+//! The private configuration ([`super::apt`]: sources list, lists, dpkg
+//! status, cache under `target/xtask/lab/apt/<arch>/`) sets `APT::Architecture`, so the
 //! host's dpkg architectures and apt state are never touched. The archive
 //! is cached as `target/xtask/lab/initramfs/<arch>-<key>.cpio`, where the
 //! key is the sha256 of everything that goes in: architecture, suite,
@@ -12,13 +12,15 @@
 //! without network access; its manifest lists the packages' versions and
 //! sha256s.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+pub use super::apt::MIRROR;
+use super::apt::{PrivateApt, KEYRING};
 use super::process::run_logged;
 use super::{cpio, guest};
 pub use crate::results::lab::{DebRecord, Initramfs};
@@ -32,9 +34,6 @@ pub const GUEST_PACKAGES: &[&str] = &["busybox-static", "nftables", "ethtool"];
 /// The Debian release the guest's packages come from.
 pub const SUITE: &str = "bookworm";
 
-/// The Debian archive; the lab's network reaches only Debian's mirrors.
-pub const MIRROR: &str = "http://deb.debian.org/debian";
-
 /// Files in the packages the guest never reads, left out of the archive.
 const PRUNE: &[&str] = &[
     "usr/share/doc",
@@ -46,9 +45,6 @@ const PRUNE: &[&str] = &[
     "usr/share/zsh",
     "usr/share/bash-completion",
 ];
-
-/// Longest an `apt-get` step may take (downloads included).
-const APT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The cache key of an initramfs for `arch`: sha256 over every input.
 pub fn cache_key(arch: &str) -> String {
@@ -97,7 +93,11 @@ pub fn prepare(layout: &Layout, arch: &str) -> Result<Initramfs> {
         }
     }
     eprintln!("lab: making the {arch} initramfs from Debian packages (once)");
-    let apt = PrivateApt::new(&lab_dir.join("apt").join(arch), arch)?;
+    let sources = [format!(
+        "deb [arch={arch} signed-by={KEYRING}] {MIRROR} {SUITE} main"
+    )];
+    let apt = PrivateApt::new(&lab_dir.join("apt").join(arch), arch, &sources)?;
+    apt.update("for the guest")?;
     let debs = apt.download(GUEST_PACKAGES)?;
     let stage = tempfile::Builder::new()
         .prefix(".stage-")
@@ -151,126 +151,4 @@ pub fn prepare(layout: &Layout, arch: &str) -> Result<Initramfs> {
     };
     write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
     Ok(made)
-}
-
-/// apt-get with its own configuration, state and cache in `dir`.
-struct PrivateApt {
-    dir: PathBuf,
-    arch: String,
-}
-
-impl PrivateApt {
-    fn new(dir: &Path, arch: &str) -> Result<PrivateApt> {
-        for sub in [
-            "lists/partial",
-            "cache/archives/partial",
-            "sources.list.d",
-            "parts",
-        ] {
-            let d = dir.join(sub);
-            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
-        }
-        let sources = format!(
-            "deb [arch={arch} signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {MIRROR} {SUITE} main\n"
-        );
-        std::fs::write(dir.join("sources.list"), sources)
-            .with_context(|| format!("writing {}", dir.join("sources.list").display()))?;
-        let status = dir.join("status");
-        if !status.exists() {
-            std::fs::write(&status, "").with_context(|| format!("writing {}", status.display()))?;
-        }
-        Ok(PrivateApt {
-            dir: dir.to_path_buf(),
-            arch: arch.to_string(),
-        })
-    }
-
-    /// `apt-get` with every directory redirected into `self.dir`.
-    fn apt_get(&self) -> Command {
-        let d = |sub: &str| self.dir.join(sub).display().to_string();
-        let mut cmd = Command::new("apt-get");
-        // APT_CONFIG names an empty file, so /etc/apt/apt.conf is not read;
-        // Dir::Etc::Parts below keeps apt.conf.d out too.
-        cmd.env("APT_CONFIG", d("apt.conf"));
-        for (k, v) in [
-            ("APT::Architecture", self.arch.clone()),
-            ("APT::Architectures", self.arch.clone()),
-            ("Dir::Etc::Parts", d("parts")),
-            ("Dir::Etc::SourceList", d("sources.list")),
-            ("Dir::Etc::SourceParts", d("sources.list.d")),
-            ("Dir::Etc::Preferences", d("preferences")),
-            ("Dir::Etc::PreferencesParts", d("parts")),
-            ("Dir::State", d("")),
-            ("Dir::State::Lists", d("lists")),
-            ("Dir::State::status", d("status")),
-            ("Dir::Cache", d("cache")),
-            ("Dir::Cache::archives", d("cache/archives")),
-            ("Debug::NoLocking", "true".to_string()),
-            ("APT::Install-Recommends", "false".to_string()),
-            ("APT::Sandbox::User", "root".to_string()),
-        ] {
-            cmd.arg("-o").arg(format!("{k}={v}"));
-        }
-        cmd.env("DEBIAN_FRONTEND", "noninteractive");
-        cmd
-    }
-
-    /// Downloads `packages` and their dependencies; returns the `.deb`
-    /// files, sorted.
-    fn download(&self, packages: &[&str]) -> Result<Vec<PathBuf>> {
-        std::fs::write(self.dir.join("apt.conf"), "")
-            .with_context(|| format!("writing {}", self.dir.join("apt.conf").display()))?;
-        let mut update = self.apt_get();
-        update.arg("update");
-        let log = self.dir.join("apt-update.log");
-        run_logged(
-            update,
-            "apt-get update (private, for the guest)",
-            &log,
-            APT_TIMEOUT,
-        )
-        .context("fetching Debian's package lists for the guest; the lab needs deb.debian.org")?;
-        // Only this download's packages go in: older versions leave first.
-        let archives = self.dir.join("cache/archives");
-        for old in std::fs::read_dir(&archives)
-            .with_context(|| format!("reading {}", archives.display()))?
-        {
-            let old = old?.path();
-            if old.extension().is_some_and(|e| e == "deb") {
-                std::fs::remove_file(&old)
-                    .with_context(|| format!("removing {}", old.display()))?;
-            }
-        }
-        let log = self.dir.join("apt-install.log");
-        let mut install = self.apt_get();
-        install
-            .args(["install", "--download-only", "--yes"])
-            .args(packages);
-        run_logged(
-            install,
-            "apt-get install --download-only (private, for the guest)",
-            &log,
-            APT_TIMEOUT,
-        )?;
-        let mut debs: Vec<PathBuf> = std::fs::read_dir(&archives)
-            .with_context(|| format!("reading {}", archives.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "deb"))
-            .collect();
-        debs.sort();
-        for wanted in packages {
-            if !debs.iter().any(|d| {
-                d.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&format!("{wanted}_")))
-            }) {
-                bail!(
-                    "apt did not download {wanted} for {} (see {})",
-                    self.arch,
-                    log.display()
-                );
-            }
-        }
-        Ok(debs)
-    }
 }

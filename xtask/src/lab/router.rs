@@ -13,6 +13,7 @@ use anyhow::Result;
 
 use super::record::{Arm, BootRecord};
 use super::sample::GuestSample;
+use crate::results::lab::CacheCounters;
 
 pub use crate::results::lab::gro::Gro;
 
@@ -46,6 +47,12 @@ pub trait Router {
     /// What to add to an error about this router: the console's last
     /// lines, the last remote command's output.
     fn diagnostics(&self) -> String;
+
+    /// The cache model's counters now (a QEMU guest booted with
+    /// `--cache-model`); `None` without a model.
+    fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
+        Ok(None)
+    }
 }
 
 /// A router brought up for one arm, and how that went.

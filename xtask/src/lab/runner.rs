@@ -67,6 +67,7 @@ impl RunSpec<'_> {
             guest: None,
             iperf3_client: None,
             host: None,
+            cache_model: None,
         }
     }
 }
@@ -178,7 +179,15 @@ pub fn run_line(run: &RunRecord) -> String {
     let metrics: Vec<String> = run
         .metrics
         .iter()
-        .map(|m| format!("{} {}", m.value, m.unit))
+        .map(|m| {
+            // The cache model's two miss counts share a unit.
+            let which = match m.name.as_str() {
+                crate::results::lab::L1I_MISSES_PER_PACKET => "L1I ",
+                crate::results::lab::L1D_MISSES_PER_PACKET => "L1D ",
+                _ => "",
+            };
+            format!("{which}{} {}", m.value, m.unit)
+        })
         .collect();
     let extra = match &run.guest {
         Some(g) => format!(

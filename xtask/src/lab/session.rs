@@ -1,13 +1,15 @@
-//! One booted guest: its namespaces and taps, QEMU, the console, and the
-//! iperf3 runs through it. Dropping a [`Guest`] stops QEMU and removes the
-//! namespaces and taps, on success, error or Ctrl-C alike.
+//! One booted guest: its namespaces and taps, QEMU (with the cache model's
+//! plugin, if asked), the console, and the iperf3 runs through it.
+//! Dropping a [`Guest`] stops QEMU and removes the namespaces and taps, on
+//! success, error or Ctrl-C alike.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::cache_model::CacheModel;
 use super::console::Console;
 use super::guest::{FAILED, READY, SAMPLE};
 pub use super::iperf::RunOutput;
@@ -21,6 +23,7 @@ use super::router::{Bench, Endpoints, Gro, Router, Up};
 use super::sample::GuestSample;
 use super::topology::Topology;
 use crate::inputs::lab::LabSpec;
+use crate::results::lab::CacheCounters;
 
 /// From starting QEMU to the router being ready.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
@@ -37,6 +40,8 @@ pub struct Guest {
     // Held for its Drop: removes the namespaces and taps.
     _topology: Topology,
     endpoints: Endpoints,
+    /// The cache model loaded into QEMU and the socket it serves.
+    model: Option<(CacheModel, PathBuf)>,
     _socket_dir: tempfile::TempDir,
     /// Wall seconds from starting QEMU to the router being ready.
     pub boot_seconds: f64,
@@ -53,10 +58,23 @@ impl Guest {
     /// console goes to `console_log`, QEMU's own output to `qemu_log`.
     pub fn boot(
         spec: &LabSpec,
-        (kernel, dtb): (&Path, Option<&Path>),
+        kernel: (&Path, Option<&Path>),
         initramfs: &Path,
         console_log: &Path,
         qemu_log: &Path,
+    ) -> Result<Guest> {
+        Guest::boot_with_model(spec, kernel, initramfs, (console_log, qemu_log), None)
+    }
+
+    /// [`Guest::boot`] with `model`'s plugin loaded into QEMU, serving its
+    /// counters on a socket next to the console's
+    /// ([`Guest::model_counters`]); the logs are the console's and QEMU's.
+    pub fn boot_with_model(
+        spec: &LabSpec,
+        (kernel, dtb): (&Path, Option<&Path>),
+        initramfs: &Path,
+        (console_log, qemu_log): (&Path, &Path),
+        model: Option<&CacheModel>,
     ) -> Result<Guest> {
         let topology = Topology::create()?;
         let socket_dir = tempfile::Builder::new()
@@ -64,6 +82,8 @@ impl Guest {
             .tempdir()
             .context("creating a directory for QEMU's console socket")?;
         let socket = socket_dir.path().join("console.sock");
+        let model_socket = socket_dir.path().join("cache-model.sock");
+        let plugin = model.map(|m| m.plugin_arg(&model_socket)).transpose()?;
         let args = qemu::argv(
             spec,
             Boot {
@@ -71,6 +91,7 @@ impl Guest {
                 initramfs,
                 console_socket: &socket,
                 dtb,
+                plugin: plugin.as_deref(),
             },
             [&topology.lan.tap, &topology.wan.tap],
         );
@@ -115,6 +136,7 @@ impl Guest {
             qemu,
             _topology: topology,
             endpoints,
+            model: model.map(|m| (m.clone(), model_socket)),
             _socket_dir: socket_dir,
             boot_seconds: started.elapsed().as_secs_f64(),
             uptime_at_ready,
@@ -141,6 +163,21 @@ impl Guest {
     pub fn sample(&mut self) -> Result<GuestSample> {
         let out = self.check(SAMPLE)?;
         GuestSample::parse(&out)
+    }
+
+    /// The cache model's counters now, from QEMU's plugin; `None` when
+    /// the guest was booted without a model.
+    pub fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
+        let Some((model, socket)) = &self.model else {
+            return Ok(None);
+        };
+        match model.read(socket) {
+            Ok(c) => Ok(Some(c)),
+            Err(e) => match self.qemu.try_status() {
+                Ok(Some(status)) => Err(e.context(format!("QEMU exited ({status})"))),
+                _ => Err(e),
+            },
+        }
     }
 
     /// The guest's connection-tracking table (`/proc/net/nf_conntrack`).
@@ -196,6 +233,10 @@ impl Router for Guest {
     fn diagnostics(&self) -> String {
         self.console_tail()
     }
+
+    fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
+        Guest::model_counters(self)
+    }
 }
 
 /// The QEMU machine of a target's `[lab]` table: each bring-up boots the
@@ -207,6 +248,8 @@ pub struct QemuBench<'a> {
     pub initramfs: &'a Initramfs,
     /// Each variant's lab kernel; an arm runs its variant's.
     pub kernels: &'a [LabKernel],
+    /// The cache model every boot loads (`--cache-model`).
+    pub cache_model: Option<&'a CacheModel>,
 }
 
 impl Bench for QemuBench<'_> {
@@ -217,12 +260,15 @@ impl Bench for QemuBench<'_> {
             .find(|k| k.variant.name == arm.variant)
             .with_context(|| format!("no lab kernel for arm {}", arm.name))?;
         let console_log = format!("console-{tag}.log");
-        let guest = Guest::boot(
+        let guest = Guest::boot_with_model(
             self.spec,
             (&kernel.image, kernel.dtb.as_deref()),
             &self.initramfs.path,
-            &dir.join(&console_log),
-            &dir.join(format!("qemu-{tag}.log")),
+            (
+                &dir.join(&console_log),
+                &dir.join(format!("qemu-{tag}.log")),
+            ),
+            self.cache_model,
         )?;
         let boot = BootRecord {
             arm: arm.name.clone(),

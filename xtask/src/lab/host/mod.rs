@@ -225,6 +225,7 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
         initramfs: None,
         router: None,
         host: Some(host),
+        cache_model: None,
         arms: if request.control {
             runner::with_control(arms)
         } else {

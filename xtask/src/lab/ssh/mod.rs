@@ -254,6 +254,7 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
             lab_file_sha256: file.sha256.clone(),
         }),
         host: None,
+        cache_model: None,
         arms,
         boots: Vec::new(),
         runs: Vec::new(),

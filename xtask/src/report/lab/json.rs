@@ -8,7 +8,8 @@ use super::{LabReport, Role};
 use crate::report::json::{metric, JsonMetric};
 use crate::report::{Report, Style};
 use crate::results::lab::{
-    Benchmark, Condition, Direction, HostInfo, QemuInfo, RouterInfo, RuntimeSettings, Settings,
+    Benchmark, CacheModelInfo, Condition, Direction, HostInfo, QemuInfo, RouterInfo,
+    RuntimeSettings, Settings,
 };
 
 /// One lab run.
@@ -35,6 +36,9 @@ pub struct JsonLab {
     /// This machine's kernel (the host lab).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<HostInfo>,
+    /// The L1 cache model (`lab --cache-model`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_model: Option<CacheModelInfo>,
     /// The base arm.
     pub base: String,
     /// The kernels compared.
@@ -80,7 +84,9 @@ pub struct JsonLabComparison {
     /// `control` (the A/A noise floor) or `variant`.
     pub role: &'static str,
     /// Its metrics: family `throughput` (Mbit/s) or `guest_cpu_per_packet`
-    /// (ns/packet), kind the GRO setting (`gro-on`), item the direction
+    /// (ns/packet), with the cache model `guest_insns_per_packet`
+    /// (insns/packet), `l1i_misses_per_packet` and `l1d_misses_per_packet`
+    /// (misses/packet), kind the GRO setting (`gro-on`), item the direction
     /// (`lan-to-wan`); in a host lab `tbench` (MB/s) or `throughput`
     /// (Mbit/s), kind the benchmark's setting (`clients-2`), item
     /// `loopback`; each with `stats`.
@@ -92,7 +98,8 @@ pub struct JsonLabComparison {
 pub struct JsonSeries {
     /// Family name.
     pub family: String,
-    /// Unit of the values (Mbit/s, ns/packet, MB/s).
+    /// Unit of the values (Mbit/s, ns/packet, MB/s, insns/packet,
+    /// misses/packet).
     pub unit: String,
     /// Direction (the QEMU lab).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -128,6 +135,7 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
         qemu: lab.qemu.clone(),
         router: lab.router.clone(),
         host: lab.host.clone(),
+        cache_model: lab.cache_model.clone(),
         base: lab.base.clone(),
         arms: lab
             .arms

@@ -9,7 +9,9 @@
 //!   tables and the SVG's points; its [`LabComparison`]s compare the base
 //!   with the A/A control (the noise floor) and with each variant.
 //! * Families: [`THROUGHPUT`] in Mbit/s and [`CPU_PER_PACKET`] in
-//!   ns/packet; a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
+//!   ns/packet, and with the cache model (`lab --cache-model`)
+//!   [`INSNS_PER_PACKET`] in insns/packet, [`L1I_MISSES_PER_PACKET`] and
+//!   [`L1D_MISSES_PER_PACKET`] in misses/packet; a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
 //!   its `item` the direction (`lan-to-wan`, `wan-to-lan`), each sample
 //!   one measured run (warm-ups left out). A host lab (`--lab host`)
 //!   measures this machine's kernel instead: [`TBENCH`] in MB/s and
@@ -23,6 +25,7 @@
 //!   format (CSV rows come from the model directly).
 
 pub mod condition;
+pub mod describe;
 pub mod find;
 pub mod json;
 pub mod markdown;
@@ -36,8 +39,10 @@ use anyhow::{bail, Result};
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{mann_whitney_min_p, Interval, Verdict};
 use crate::results::lab::{
-    Arm, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE, CPU_PER_PACKET,
-    MBIT_PER_S, MB_PER_S, NS_PER_PACKET, TBENCH, THROUGHPUT,
+    Arm, CacheModelInfo, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE,
+    CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
+    L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET, NS_PER_PACKET, TBENCH,
+    THROUGHPUT,
 };
 
 pub use condition::{
@@ -46,10 +51,26 @@ pub use condition::{
 };
 
 /// The lab's families in report order: (name, unit, title in sentences).
-pub const FAMILIES: [(&str, &str, &str); 3] = [
+/// The last three are the cache model's (`lab --cache-model`).
+pub const FAMILIES: [(&str, &str, &str); 6] = [
     (TBENCH, MB_PER_S, "tbench"),
     (THROUGHPUT, MBIT_PER_S, "Throughput"),
     (CPU_PER_PACKET, NS_PER_PACKET, "Guest CPU per packet"),
+    (
+        INSNS_PER_PACKET,
+        INSNS_PER_PACKET_UNIT,
+        "Guest instructions per packet",
+    ),
+    (
+        L1I_MISSES_PER_PACKET,
+        MISSES_PER_PACKET,
+        "Modelled L1I misses per packet",
+    ),
+    (
+        L1D_MISSES_PER_PACKET,
+        MISSES_PER_PACKET,
+        "Modelled L1D misses per packet",
+    ),
 ];
 
 /// What [`LabReport::notes`] says of every host lab.
@@ -75,9 +96,11 @@ pub fn lkp_name(family: &Family, m: &Metric) -> String {
 /// with one GRO setting, or a benchmark.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    /// [`THROUGHPUT`], [`CPU_PER_PACKET`] or [`TBENCH`].
+    /// A name of [`FAMILIES`]: [`THROUGHPUT`], [`CPU_PER_PACKET`],
+    /// [`TBENCH`] or one of the cache model's.
     pub family: String,
-    /// Unit of the values: Mbit/s, ns/packet or MB/s.
+    /// Unit of the values: Mbit/s, ns/packet, MB/s, insns/packet or
+    /// misses/packet.
     pub unit: String,
     /// Direction and GRO setting, or the benchmark.
     pub condition: Condition,
@@ -165,6 +188,8 @@ pub struct LabReport {
     pub router: Option<RouterInfo>,
     /// This machine's kernel (the host lab).
     pub host: Option<HostInfo>,
+    /// The L1 cache model, when the lab ran with `--cache-model`.
+    pub cache_model: Option<CacheModelInfo>,
     /// The kernels (QEMU and SSH labs) or runtime settings (host lab)
     /// compared.
     pub arms: Vec<Arm>,
@@ -204,6 +229,12 @@ impl LabReport {
             notes.push(format!(
                 "{HOST_NOTE}: Linux {} on {} ({} CPUs) with runtime settings applied in a private network namespace, so a change here is the kernel's answer to those settings on this machine, under its load",
                 h.kernel_release, h.machine, h.cpus
+            ));
+        }
+        if let Some(m) = &record.cache_model {
+            notes.push(format!(
+                "the cache model ran (--cache-model): its L1I and L1D misses come from {}; its plugin slows QEMU, so Mbit/s here does not compare with a lab run without it",
+                describe::model_words(m)
             ));
         }
         if record.status != COMPLETE {
@@ -295,6 +326,7 @@ impl LabReport {
             qemu: record.qemu,
             router: record.router,
             host: record.host,
+            cache_model: record.cache_model,
             arms: record.arms,
             base,
             series,
@@ -303,98 +335,9 @@ impl LabReport {
         })
     }
 
-    /// What each metric can and cannot show, one sentence each.
-    pub fn caveats(&self) -> Vec<String> {
-        if self.router.is_some() {
-            return vec![
-                "Mbit/s is the real router's forwarding speed, as far as the hosts running iperf3 keep up with it".to_string(),
-                "ns/packet is the router's CPU time per packet its two interfaces received (busy /proc/stat time, 10 ms ticks): real time on real hardware, so it sees cache, TLB and branch-layout effects, and whatever else the router's CPU did during the run".to_string(),
-            ];
-        }
-        let Some(qemu) = &self.qemu else {
-            return vec![
-                format!("the host lab {HOST_NOTE}: tbench MB/s and iperf3 Mbit/s over loopback follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare"),
-                "loopback has no NIC, driver or wire: offload settings there change how the stack segments and checksums, not what a router's hardware does".to_string(),
-            ];
-        };
-        let icount = if qemu.icount.is_empty() {
-            "without -icount it is host time, which host load moves too".to_string()
-        } else {
-            format!(
-                "under -icount {} guest time counts instructions, so it is a path-length proxy that host load does not move",
-                qemu.icount
-            )
-        };
-        vec![
-            "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
-            format!("ns/packet is the guest's CPU time per forwarded packet: {icount}"),
-            "neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware".to_string(),
-        ]
-    }
-
-    /// What ran, for headings: `QEMU malta -cpu 74Kf`, `router
-    /// root@192.168.1.1 over SSH`, `host kernel 6.12.57 (x86_64)`.
-    pub fn machine(&self) -> String {
-        match (&self.router, &self.qemu, &self.host) {
-            (Some(r), _, _) => format!("router {} over SSH", r.destination),
-            (None, Some(q), _) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
-            (None, None, Some(h)) => format!("host kernel {} ({})", h.kernel_release, h.machine),
-            (None, None, None) => "an unknown machine".to_string(),
-        }
-    }
-
-    /// The machine in few words, for plot titles: `QEMU malta`, `router
-    /// root@192.168.1.1`, or [`LabReport::machine`] for the host.
-    pub fn machine_short(&self) -> String {
-        match (&self.router, &self.qemu) {
-            (Some(r), _) => format!("router {}", r.destination),
-            (None, Some(q)) => format!("QEMU {}", q.machine),
-            (None, None) => self.machine(),
-        }
-    }
-
-    /// What its kernels are called in headings: `lab kernels` in QEMU,
-    /// `kernels` on a real router (the target's own).
-    pub fn kernels_word(&self) -> &'static str {
-        if self.router.is_some() {
-            "kernels"
-        } else {
-            "lab kernels"
-        }
-    }
-
     /// The arm called `name`.
     pub fn arm(&self, name: &str) -> Option<&Arm> {
         self.arms.iter().find(|a| a.name == name)
-    }
-
-    /// What each runtime variant set (host lab), e.g. `baseline: nothing
-    /// changed; lo-no-tso-gso: ethtool -K lo gso off tso off`; `None` for
-    /// a lab of kernels.
-    pub fn runtime_settings(&self) -> Option<String> {
-        let parts: Vec<String> = self
-            .arms
-            .iter()
-            .filter(|a| !a.control)
-            .filter_map(|a| {
-                let r = a.runtime.as_ref()?;
-                let calls: Vec<String> = r
-                    .ethtool
-                    .iter()
-                    .map(|e| {
-                        let features: Vec<String> =
-                            e.features.iter().map(|(f, v)| format!("{f} {v}")).collect();
-                        format!("ethtool -K {} {}", e.dev, features.join(" "))
-                    })
-                    .collect();
-                Some(if calls.is_empty() {
-                    format!("{}: nothing changed", a.name)
-                } else {
-                    format!("{}: {}", a.name, calls.join(", "))
-                })
-            })
-            .collect();
-        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// The words of `kind` in `family`'s series: `GRO on`, `2 clients`;

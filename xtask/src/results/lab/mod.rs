@@ -43,7 +43,16 @@
 //! router's `/proc/version` against the build's banner (`kernel`). Its
 //! runs have the same metrics; ns/packet is then the router's real CPU
 //! time per packet, and no `-icount` keeps host load out of it.
+//!
+//! A QEMU lab run with the cache model (`--cache-model`, [`cache`]) has a
+//! `cache_model` (the modelled L1 geometry, the plugin and the QEMU
+//! source it was built against), and each run the plugin's counters
+//! before and after it (`cache_model`) and three more metrics:
+//! `guest_insns_per_packet` in `insns/packet`, `l1i_misses_per_packet`
+//! and `l1d_misses_per_packet` in `misses/packet`. Files without them
+//! read as before.
 
+pub mod cache;
 pub mod gro;
 pub mod guest;
 pub mod host;
@@ -54,6 +63,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use cache::{
+    CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, CacheWork, INSNS_PER_PACKET,
+    INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
+};
 pub use guest::{DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
 pub use host::{
     Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
@@ -264,11 +277,14 @@ pub struct BootRecord {
 /// One number with its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
-    /// [`THROUGHPUT`], [`CPU_PER_PACKET`] or [`TBENCH`].
+    /// [`THROUGHPUT`], [`CPU_PER_PACKET`], [`TBENCH`], or the cache
+    /// model's [`INSNS_PER_PACKET`], [`L1I_MISSES_PER_PACKET`],
+    /// [`L1D_MISSES_PER_PACKET`].
     pub name: String,
     /// The value.
     pub value: f64,
-    /// [`MBIT_PER_S`], [`NS_PER_PACKET`] or [`MB_PER_S`].
+    /// [`MBIT_PER_S`], [`NS_PER_PACKET`], [`MB_PER_S`],
+    /// [`INSNS_PER_PACKET_UNIT`] or [`MISSES_PER_PACKET`].
     pub unit: String,
 }
 
@@ -302,6 +318,9 @@ pub struct RunRecord {
     /// What the run read back in its namespace (the host lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostRun>,
+    /// The cache model's counters around the run (`--cache-model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_model: Option<CacheRun>,
 }
 
 /// What a run of the QEMU lab read from the guest.
@@ -347,6 +366,9 @@ pub struct LabRecord {
     /// This machine's kernel (the host lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostInfo>,
+    /// The L1 cache model, when the lab ran with `--cache-model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_model: Option<CacheModelInfo>,
     /// The kernels compared.
     pub arms: Vec<Arm>,
     /// Every boot.
@@ -429,6 +451,7 @@ mod tests {
                 summary: "Throughput 579.4 MB/sec  2 clients".to_string(),
                 log: "run000-tbench.log".to_string(),
             }),
+            cache_model: None,
         };
         let json = serde_json::to_value(&run).unwrap();
         assert_eq!(json["bench"]["name"], "tbench");

@@ -1,0 +1,208 @@
+//! `apt-get` with a private configuration: its own sources list, package
+//! lists, dpkg status and cache in one directory, so the host's apt
+//! sources, state and dpkg architectures are never touched.
+//!
+//! The guest's initramfs ([`super::rootfs`]) downloads binary packages of
+//! the guest architecture with it; the cache model
+//! ([`super::cache_model`]) downloads the installed QEMU's source package
+//! (`apt-get source --download-only`, which needs `deb-src` lines: the
+//! host's sources list may have none).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::process::run_logged;
+
+/// The Debian archive; the lab's network reaches only Debian's mirrors.
+pub const MIRROR: &str = "http://deb.debian.org/debian";
+
+/// Debian's security archive (`<suite>-security`).
+pub const SECURITY_MIRROR: &str = "http://deb.debian.org/debian-security";
+
+/// The keyring that signs Debian's archives (package `debian-archive-keyring`).
+pub const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
+
+/// Longest an `apt-get` step may take (downloads included).
+const APT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// apt-get with its own configuration, state and cache in `dir`.
+pub struct PrivateApt {
+    /// The directory holding everything apt reads and writes.
+    pub dir: PathBuf,
+    arch: String,
+}
+
+impl PrivateApt {
+    /// A private apt in `dir` for Debian architecture `arch`, whose
+    /// sources list is `sources` (one `deb …` or `deb-src …` line each).
+    pub fn new(dir: &Path, arch: &str, sources: &[String]) -> Result<PrivateApt> {
+        for sub in [
+            "lists/partial",
+            "cache/archives/partial",
+            "sources.list.d",
+            "parts",
+        ] {
+            let d = dir.join(sub);
+            std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        let mut list = sources.join("\n");
+        list.push('\n');
+        std::fs::write(dir.join("sources.list"), list)
+            .with_context(|| format!("writing {}", dir.join("sources.list").display()))?;
+        let status = dir.join("status");
+        if !status.exists() {
+            std::fs::write(&status, "").with_context(|| format!("writing {}", status.display()))?;
+        }
+        // APT_CONFIG names this empty file, so /etc/apt/apt.conf is not read.
+        std::fs::write(dir.join("apt.conf"), "")
+            .with_context(|| format!("writing {}", dir.join("apt.conf").display()))?;
+        Ok(PrivateApt {
+            dir: dir.to_path_buf(),
+            arch: arch.to_string(),
+        })
+    }
+
+    /// `apt-get` with every directory redirected into `self.dir`.
+    fn apt_get(&self) -> Command {
+        let d = |sub: &str| self.dir.join(sub).display().to_string();
+        let mut cmd = Command::new("apt-get");
+        // APT_CONFIG names an empty file, so /etc/apt/apt.conf is not read;
+        // Dir::Etc::Parts below keeps apt.conf.d out too.
+        cmd.env("APT_CONFIG", d("apt.conf"));
+        for (k, v) in [
+            ("APT::Architecture", self.arch.clone()),
+            ("APT::Architectures", self.arch.clone()),
+            ("Dir::Etc::Parts", d("parts")),
+            ("Dir::Etc::SourceList", d("sources.list")),
+            ("Dir::Etc::SourceParts", d("sources.list.d")),
+            ("Dir::Etc::Preferences", d("preferences")),
+            ("Dir::Etc::PreferencesParts", d("parts")),
+            ("Dir::State", d("")),
+            ("Dir::State::Lists", d("lists")),
+            ("Dir::State::status", d("status")),
+            ("Dir::Cache", d("cache")),
+            ("Dir::Cache::archives", d("cache/archives")),
+            ("Debug::NoLocking", "true".to_string()),
+            ("APT::Install-Recommends", "false".to_string()),
+            ("APT::Sandbox::User", "root".to_string()),
+        ] {
+            cmd.arg("-o").arg(format!("{k}={v}"));
+        }
+        cmd.env("DEBIAN_FRONTEND", "noninteractive");
+        cmd
+    }
+
+    /// `apt-get update` of the private lists; `why` says what for.
+    pub fn update(&self, why: &str) -> Result<()> {
+        let mut update = self.apt_get();
+        update.arg("update");
+        let log = self.dir.join("apt-update.log");
+        run_logged(
+            update,
+            &format!("apt-get update (private, {why})"),
+            &log,
+            APT_TIMEOUT,
+        )
+        .with_context(|| {
+            format!("fetching Debian's package lists {why}; the lab needs deb.debian.org")
+        })
+    }
+
+    /// Downloads `packages` and their dependencies; returns the `.deb`
+    /// files, sorted. Call [`PrivateApt::update`] first.
+    pub fn download(&self, packages: &[&str]) -> Result<Vec<PathBuf>> {
+        // Only this download's packages go in: older versions leave first.
+        let archives = self.dir.join("cache/archives");
+        for old in std::fs::read_dir(&archives)
+            .with_context(|| format!("reading {}", archives.display()))?
+        {
+            let old = old?.path();
+            if old.extension().is_some_and(|e| e == "deb") {
+                std::fs::remove_file(&old)
+                    .with_context(|| format!("removing {}", old.display()))?;
+            }
+        }
+        let log = self.dir.join("apt-install.log");
+        let mut install = self.apt_get();
+        install
+            .args(["install", "--download-only", "--yes"])
+            .args(packages);
+        run_logged(
+            install,
+            "apt-get install --download-only (private, for the guest)",
+            &log,
+            APT_TIMEOUT,
+        )?;
+        let mut debs: Vec<PathBuf> = std::fs::read_dir(&archives)
+            .with_context(|| format!("reading {}", archives.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "deb"))
+            .collect();
+        debs.sort();
+        for wanted in packages {
+            if !debs.iter().any(|d| {
+                d.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{wanted}_")))
+            }) {
+                bail!(
+                    "apt did not download {wanted} for {} (see {})",
+                    self.arch,
+                    log.display()
+                );
+            }
+        }
+        Ok(debs)
+    }
+
+    /// `apt-get source --download-only PACKAGE=VERSION` into `into` (the
+    /// `.dsc` and its tarballs, checked against the signed lists' sums).
+    /// Call [`PrivateApt::update`] first, with `deb-src` lines.
+    pub fn source(&self, package: &str, version: &str, into: &Path) -> Result<()> {
+        std::fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
+        let log = self.dir.join("apt-source.log");
+        let mut source = self.apt_get();
+        source
+            .current_dir(into)
+            .args(["source", "--download-only", "--yes"])
+            .arg(format!("{package}={version}"));
+        run_logged(
+            source,
+            &format!("apt-get source --download-only {package}={version} (private)"),
+            &log,
+            APT_TIMEOUT,
+        )
+    }
+}
+
+/// The `deb-src` lines of Debian `suite` (main, its updates and security
+/// suites): where a point release's or a security update's source lives.
+pub fn source_lines(suite: &str) -> Vec<String> {
+    [
+        (MIRROR, suite.to_string()),
+        (MIRROR, format!("{suite}-updates")),
+        (SECURITY_MIRROR, format!("{suite}-security")),
+    ]
+    .into_iter()
+    .map(|(mirror, s)| format!("deb-src [signed-by={KEYRING}] {mirror} {s} main"))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_lines_cover_point_releases_and_security_updates() {
+        let lines = source_lines("bookworm");
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|l| l.starts_with("deb-src [signed-by=")));
+        assert!(
+            lines[2].ends_with("debian-security bookworm-security main"),
+            "{lines:?}"
+        );
+    }
+}

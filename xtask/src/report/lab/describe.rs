@@ -1,0 +1,119 @@
+//! What a lab run's report says about itself: the machine in headings,
+//! what each metric can and cannot show ([`LabReport::caveats`]), the host
+//! lab's runtime settings.
+
+use super::{LabReport, HOST_NOTE};
+use crate::results::lab::CacheModelInfo;
+
+/// What the cache model is, in words the report's notes and caveats share.
+pub fn model_words(m: &CacheModelInfo) -> String {
+    format!(
+        "a model of the SoC's L1 caches (I: {}; D: {}; from {}) fed by TCG's instruction stream and its data accesses: LRU, no timing, no prefetch, no TLB, no L2, addresses of QEMU's machine rather than the router's",
+        m.icache.describe(),
+        m.dcache.describe(),
+        m.geometry_from
+    )
+}
+
+impl LabReport {
+    /// What each metric can and cannot show, one sentence each.
+    pub fn caveats(&self) -> Vec<String> {
+        if self.router.is_some() {
+            return vec![
+                "Mbit/s is the real router's forwarding speed, as far as the hosts running iperf3 keep up with it".to_string(),
+                "ns/packet is the router's CPU time per packet its two interfaces received (busy /proc/stat time, 10 ms ticks): real time on real hardware, so it sees cache, TLB and branch-layout effects, and whatever else the router's CPU did during the run".to_string(),
+            ];
+        }
+        let Some(qemu) = &self.qemu else {
+            return vec![
+                format!("the host lab {HOST_NOTE}: tbench MB/s and iperf3 Mbit/s over loopback follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare"),
+                "loopback has no NIC, driver or wire: offload settings there change how the stack segments and checksums, not what a router's hardware does".to_string(),
+            ];
+        };
+        let icount = if qemu.icount.is_empty() {
+            "without -icount it is host time, which host load moves too".to_string()
+        } else {
+            format!(
+                "under -icount {} guest time counts instructions, so it is a path-length proxy that host load does not move",
+                qemu.icount
+            )
+        };
+        let mut out = vec![
+            "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
+            format!("ns/packet is the guest's CPU time per forwarded packet: {icount}"),
+        ];
+        let Some(m) = &self.cache_model else {
+            out.push("neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware".to_string());
+            return out;
+        };
+        out.extend([
+            "neither Mbit/s nor ns/packet shows cache, TLB or branch-layout effects; the cache model's misses show cache effects, as a model".to_string(),
+            "insns/packet is the guest instructions executed per forwarded packet, counted by the cache model's plugin over the traffic alone: the path length ns/packet approximates, without its 10 ms ticks".to_string(),
+            format!(
+                "L1I/L1D misses/packet are misses of {}: they show how code and data layout map onto the cache's sets (what -fno-reorder-blocks or alignment change), not what a miss costs on the router",
+                model_words(m)
+            ),
+        ]);
+        out
+    }
+
+    /// What ran, for headings: `QEMU malta -cpu 74Kf`, `router
+    /// root@192.168.1.1 over SSH`, `host kernel 6.12.57 (x86_64)`.
+    pub fn machine(&self) -> String {
+        match (&self.router, &self.qemu, &self.host) {
+            (Some(r), _, _) => format!("router {} over SSH", r.destination),
+            (None, Some(q), _) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
+            (None, None, Some(h)) => format!("host kernel {} ({})", h.kernel_release, h.machine),
+            (None, None, None) => "an unknown machine".to_string(),
+        }
+    }
+
+    /// The machine in few words, for plot titles: `QEMU malta`, `router
+    /// root@192.168.1.1`, or [`LabReport::machine`] for the host.
+    pub fn machine_short(&self) -> String {
+        match (&self.router, &self.qemu) {
+            (Some(r), _) => format!("router {}", r.destination),
+            (None, Some(q)) => format!("QEMU {}", q.machine),
+            (None, None) => self.machine(),
+        }
+    }
+
+    /// What its kernels are called in headings: `lab kernels` in QEMU,
+    /// `kernels` on a real router (the target's own).
+    pub fn kernels_word(&self) -> &'static str {
+        if self.router.is_some() {
+            "kernels"
+        } else {
+            "lab kernels"
+        }
+    }
+
+    /// What each runtime variant set (host lab), e.g. `baseline: nothing
+    /// changed; lo-no-tso-gso: ethtool -K lo gso off tso off`; `None` for
+    /// a lab of kernels.
+    pub fn runtime_settings(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .arms
+            .iter()
+            .filter(|a| !a.control)
+            .filter_map(|a| {
+                let r = a.runtime.as_ref()?;
+                let calls: Vec<String> = r
+                    .ethtool
+                    .iter()
+                    .map(|e| {
+                        let features: Vec<String> =
+                            e.features.iter().map(|(f, v)| format!("{f} {v}")).collect();
+                        format!("ethtool -K {} {}", e.dev, features.join(" "))
+                    })
+                    .collect();
+                Some(if calls.is_empty() {
+                    format!("{}: nothing changed", a.name)
+                } else {
+                    format!("{}: {}", a.name, calls.join(", "))
+                })
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}

@@ -1,0 +1,277 @@
+//! The cache model's part of `lab.json` (`cargo xtask lab --cache-model`):
+//! what was modelled ([`CacheModelInfo`]: the target's L1 geometry, the
+//! plugin and the QEMU source it was built against), the counters read
+//! from the plugin right before and right after each run
+//! ([`CacheCounters`]), and the three metrics derived from them
+//! ([`CacheWork`]):
+//!
+//! * [`INSNS_PER_PACKET`]: guest instructions executed during the run
+//!   over the packets both NICs received, in [`INSNS_PER_PACKET_UNIT`];
+//! * [`L1I_MISSES_PER_PACKET`] and [`L1D_MISSES_PER_PACKET`]: misses of
+//!   the modelled L1 instruction and data caches over the same packets,
+//!   in [`MISSES_PER_PACKET`].
+//!
+//! A model of an L1 cache fed by TCG's instruction stream: set-associative,
+//! LRU, no timing, no prefetch, no TLB, no L2 (lab/plugin/xtask-cache.c).
+//! Runs of a lab without the model have no `cache_model`, and files
+//! written before it existed read unchanged.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Metric name of the guest's instructions per forwarded packet.
+pub const INSNS_PER_PACKET: &str = "guest_insns_per_packet";
+/// Unit of [`INSNS_PER_PACKET`].
+pub const INSNS_PER_PACKET_UNIT: &str = "insns/packet";
+/// Metric name of the modelled L1 I-cache's misses per forwarded packet.
+pub const L1I_MISSES_PER_PACKET: &str = "l1i_misses_per_packet";
+/// Metric name of the modelled L1 D-cache's misses per forwarded packet.
+pub const L1D_MISSES_PER_PACKET: &str = "l1d_misses_per_packet";
+/// Unit of [`L1I_MISSES_PER_PACKET`] and [`L1D_MISSES_PER_PACKET`].
+pub const MISSES_PER_PACKET: &str = "misses/packet";
+
+/// First word of the plugin's snapshot line, then its format version.
+pub const SNAPSHOT_MAGIC: &str = "xtask-cache";
+/// The snapshot format this workbench reads (the plugin's `FORMAT_VERSION`).
+pub const SNAPSHOT_VERSION: u32 = 1;
+
+/// One cache's geometry, as modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheGeometry {
+    /// Capacity in bytes.
+    pub size_bytes: u64,
+    /// Associativity (ways per set).
+    pub ways: u64,
+    /// Line size in bytes.
+    pub line_bytes: u64,
+}
+
+impl CacheGeometry {
+    /// `32 KiB, 4-way, 32-byte lines`.
+    pub fn describe(&self) -> String {
+        let size = if self.size_bytes.is_multiple_of(1024) {
+            format!("{} KiB", self.size_bytes / 1024)
+        } else {
+            format!("{} bytes", self.size_bytes)
+        };
+        format!("{size}, {}-way, {}-byte lines", self.ways, self.line_bytes)
+    }
+
+    /// The plugin's spelling, `SIZE/WAYS/LINE` (`32768/4/32`).
+    pub fn triple(&self) -> String {
+        format!("{}/{}/{}", self.size_bytes, self.ways, self.line_bytes)
+    }
+}
+
+/// What the lab's cache model was, for a whole lab run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheModelInfo {
+    /// The modelled L1 instruction cache (the target's `[lab.l1]`).
+    pub icache: CacheGeometry,
+    /// The modelled L1 data cache.
+    pub dcache: CacheGeometry,
+    /// Where the geometry comes from: the target file.
+    pub geometry_from: String,
+    /// The plugin's C source, relative to the workspace root
+    /// (`lab/plugin/xtask-cache.c`).
+    pub plugin_source: String,
+    /// sha256 of the plugin's C source.
+    pub plugin_source_sha256: String,
+    /// sha256 of the built plugin (`.so`).
+    pub plugin_sha256: String,
+    /// The compiler that built it (`gcc --version`, first line).
+    pub compiler: String,
+    /// The QEMU source package whose `qemu-plugin.h` it was built against
+    /// (`qemu 1:7.2+dfsg-7+deb12u18`): the installed QEMU's.
+    pub qemu_source: String,
+    /// sha256 of that `qemu-plugin.h`.
+    pub plugin_header_sha256: String,
+}
+
+/// The plugin's counters at one instant, since QEMU started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheCounters {
+    /// Guest instructions executed (every one is an I-cache access).
+    pub insns: u64,
+    /// Misses of the modelled L1 I-cache.
+    pub l1i_misses: u64,
+    /// Guest data accesses (loads and stores, I/O left out).
+    pub l1d_accesses: u64,
+    /// Misses of the modelled L1 D-cache.
+    pub l1d_misses: u64,
+}
+
+impl CacheCounters {
+    /// Parses the plugin's snapshot line
+    /// (`xtask-cache 1 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
+    /// icache=S/W/L dcache=S/W/L cores=N`); with `expect`, the geometry it
+    /// reports must be those caches'.
+    ///
+    /// Errors on another first word or format version, a missing or
+    /// non-numeric counter, or another geometry.
+    pub fn parse(line: &str, expect: Option<(&CacheGeometry, &CacheGeometry)>) -> Result<Self> {
+        let mut words = line.split_whitespace();
+        if words.next() != Some(SNAPSHOT_MAGIC) {
+            bail!("not a snapshot of the cache-model plugin: {line:?}");
+        }
+        let version = words.next().unwrap_or_default();
+        if version != SNAPSHOT_VERSION.to_string() {
+            bail!(
+                "the cache-model plugin speaks format {version:?}, this workbench reads {SNAPSHOT_VERSION}: {line:?}"
+            );
+        }
+        let fields: Vec<(&str, &str)> = words.filter_map(|w| w.split_once('=')).collect();
+        let field = |key: &str| -> Result<&str> {
+            fields
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v)
+                .with_context(|| format!("the cache-model snapshot has no {key}: {line:?}"))
+        };
+        let number = |key: &str| -> Result<u64> {
+            field(key)?
+                .parse()
+                .with_context(|| format!("{key} in the cache-model snapshot {line:?}"))
+        };
+        if let Some((i, d)) = expect {
+            for (key, g) in [("icache", i), ("dcache", d)] {
+                let got = field(key)?;
+                if got != g.triple() {
+                    bail!(
+                        "the cache-model plugin models {key}={got}, the lab asked for {}",
+                        g.triple()
+                    );
+                }
+            }
+        }
+        Ok(CacheCounters {
+            insns: number("insns")?,
+            l1i_misses: number("l1i_misses")?,
+            l1d_accesses: number("l1d_accesses")?,
+            l1d_misses: number("l1d_misses")?,
+        })
+    }
+
+    /// `self - before`, each counter; errors when one went backwards (not
+    /// the same QEMU, or a damaged record).
+    pub fn since(&self, before: &CacheCounters) -> Result<CacheCounters> {
+        let d = |a: u64, b: u64, what: &str| {
+            a.checked_sub(b)
+                .with_context(|| format!("the cache model's {what} went backwards ({b} → {a})"))
+        };
+        Ok(CacheCounters {
+            insns: d(self.insns, before.insns, "instruction count")?,
+            l1i_misses: d(self.l1i_misses, before.l1i_misses, "L1I misses")?,
+            l1d_accesses: d(self.l1d_accesses, before.l1d_accesses, "L1D accesses")?,
+            l1d_misses: d(self.l1d_misses, before.l1d_misses, "L1D misses")?,
+        })
+    }
+}
+
+/// The model's work during one run: counter deltas and, with packets,
+/// their values per forwarded packet.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CacheWork {
+    /// Counter differences over the run.
+    pub during: CacheCounters,
+    /// Packets both NICs received over the guest's sampling window, which
+    /// encloses the counters' (read after the guest's first sample and
+    /// before its second).
+    pub packets: u64,
+    /// Instructions per packet; `None` without packets.
+    pub insns_per_packet: Option<f64>,
+    /// L1I misses per packet.
+    pub l1i_misses_per_packet: Option<f64>,
+    /// L1D misses per packet.
+    pub l1d_misses_per_packet: Option<f64>,
+}
+
+/// What one run read from the cache model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CacheRun {
+    /// Counters right before the traffic.
+    pub before: CacheCounters,
+    /// Counters right after it.
+    pub after: CacheCounters,
+    /// Their difference, per packet.
+    pub work: CacheWork,
+}
+
+impl CacheRun {
+    /// The run between `before` and `after`, over `packets` forwarded.
+    pub fn new(before: CacheCounters, after: CacheCounters, packets: u64) -> Result<CacheRun> {
+        let during = after.since(&before)?;
+        let per = |n: u64| (packets > 0).then(|| n as f64 / packets as f64);
+        Ok(CacheRun {
+            before,
+            after,
+            work: CacheWork {
+                during,
+                packets,
+                insns_per_packet: per(during.insns),
+                l1i_misses_per_packet: per(during.l1i_misses),
+                l1d_misses_per_packet: per(during.l1d_misses),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = "xtask-cache 1 insns=1000 l1i_misses=30 l1d_accesses=400 \
+        l1d_misses=12 icache=32768/4/32 dcache=32768/4/32 cores=1\n";
+
+    fn g() -> CacheGeometry {
+        CacheGeometry {
+            size_bytes: 32768,
+            ways: 4,
+            line_bytes: 32,
+        }
+    }
+
+    #[test]
+    fn a_snapshot_parses_and_checks_its_geometry() {
+        let c = CacheCounters::parse(LINE, Some((&g(), &g()))).unwrap();
+        assert_eq!(
+            (c.insns, c.l1i_misses, c.l1d_accesses, c.l1d_misses),
+            (1000, 30, 400, 12)
+        );
+        let other = CacheGeometry { ways: 8, ..g() };
+        let err = CacheCounters::parse(LINE, Some((&other, &g()))).unwrap_err();
+        assert!(err.to_string().contains("icache=32768/4/32"), "{err}");
+        for bad in [
+            "xtask-cache 2 insns=1",
+            "cache 1 insns=1",
+            "xtask-cache 1 insns=x l1i_misses=1 l1d_accesses=1 l1d_misses=1",
+            "xtask-cache 1 insns=1 l1d_accesses=1 l1d_misses=1",
+        ] {
+            assert!(CacheCounters::parse(bad, None).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_run_divides_its_deltas_by_the_packets() {
+        let before = CacheCounters::parse(LINE, None).unwrap();
+        let after = CacheCounters {
+            insns: 51_000,
+            l1i_misses: 1030,
+            l1d_accesses: 10_400,
+            l1d_misses: 512,
+        };
+        let run = CacheRun::new(before, after, 100).unwrap();
+        assert_eq!(run.work.insns_per_packet, Some(500.0));
+        assert_eq!(run.work.l1i_misses_per_packet, Some(10.0));
+        assert_eq!(run.work.l1d_misses_per_packet, Some(5.0));
+        assert_eq!(
+            CacheRun::new(before, after, 0)
+                .unwrap()
+                .work
+                .insns_per_packet,
+            None
+        );
+        assert!(CacheRun::new(after, before, 100).is_err());
+        assert_eq!(g().describe(), "32 KiB, 4-way, 32-byte lines");
+    }
+}

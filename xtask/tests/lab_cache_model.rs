@@ -1,0 +1,312 @@
+//! The lab's L1 cache model (`cargo xtask lab --cache-model`) against a
+//! reference and in the lab, as CI runs it (root, QEMU, gcc, glib's
+//! headers, Debian's archive for QEMU's source package once; a missing
+//! tool fails the test naming its package, it never skips):
+//!
+//! 1. Our plugin and QEMU's own `contrib/plugins/cache.c`, both built from
+//!    the installed QEMU's Debian source package, run in one QEMU process
+//!    (so on one instruction stream) while the brcm47xx lab kernel boots
+//!    its initramfs to `/init`'s shell; at exit both report: instructions
+//!    (cache.c's I-cache accesses), L1I misses, L1D accesses and misses
+//!    must be equal, for the target's geometry and a very different one.
+//!    The counters our plugin serves on its socket while the guest runs
+//!    never decrease and stay below the exit totals.
+//! 2. A lab run with the model: every run has the three metrics, the
+//!    counters bracket the traffic, and instructions per packet times the
+//!    `-icount` step (2^3 ns) agree with QEMU's own guest clock, the busy
+//!    time behind ns/packet, within the sampling's slack.
+//!
+//! About 10–15 minutes on 2 cores when the lab kernel must be built, a few
+//! minutes when it is.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use xshell::Shell;
+use xtask::build::BuildOptions;
+use xtask::inputs::targets;
+use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
+use xtask::lab::process::ChildGuard;
+use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET};
+use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
+use xtask::results::lab::{
+    CacheCounters, CacheGeometry, INSNS_PER_PACKET, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
+};
+use xtask::util::layout::Layout;
+
+const TARGET: &str = "brcm47xx";
+
+/// The tests of this file share the process id the lab names its
+/// namespaces after; one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn jobs() -> BuildOptions {
+    BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+/// What QEMU's `cache.c` printed at exit for core 0: data accesses, data
+/// misses, instruction accesses, instruction misses.
+fn reference_counts(log: &str) -> CacheCounters {
+    let line = log
+        .lines()
+        .skip_while(|l| !l.starts_with("core #, data accesses"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no cache.c table in the plugin log:\n{log}"));
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .filter(|w| !w.ends_with('%'))
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(n.len(), 5, "core, daccess, dmiss, iaccess, imiss: {line}");
+    assert_eq!(n[0], 0, "{line}");
+    CacheCounters {
+        insns: n[3],
+        l1i_misses: n[4],
+        l1d_accesses: n[1],
+        l1d_misses: n[2],
+    }
+}
+
+/// What our plugin printed at exit.
+fn our_counts(log: &str) -> CacheCounters {
+    let line = log
+        .lines()
+        .find_map(|l| l.strip_prefix("xtask-cache exit "))
+        .unwrap_or_else(|| panic!("no exit line of our plugin in the log:\n{log}"));
+    CacheCounters::parse(&format!("xtask-cache 1 {line}"), None).unwrap()
+}
+
+/// Boots `kernel` with `initramfs` and no NICs (so `/init` reports the
+/// missing NICs and starts its shell), both plugins loaded with
+/// `(icache, dcache)`; reads our socket while the guest runs, then stops
+/// QEMU with SIGTERM (it runs the plugins' exit callbacks) and returns
+/// (ours, cache.c's) exit counts.
+fn both_plugins(
+    spec: &xtask::inputs::lab::LabSpec,
+    (kernel, initramfs): (&Path, &Path),
+    (ours, reference): (&Path, &Path),
+    (icache, dcache): (&CacheGeometry, &CacheGeometry),
+    dir: &Path,
+) -> (CacheCounters, CacheCounters) {
+    let socket = dir.join("cache.sock");
+    let console = dir.join("console.log");
+    let log = dir.join("plugin.log");
+    let ours = cache_model::plugin_arg(ours, (icache, dcache), Some(&socket)).unwrap();
+    let reference = format!(
+        "{},{},limit=1",
+        reference.display(),
+        cache_model::geometry_args(icache, dcache)
+    );
+    let mut cmd = Command::new(&spec.qemu);
+    cmd.args(["-M", &spec.machine, "-cpu", &spec.cpu, "-smp", "1", "-m"])
+        .arg(spec.memory_mib.to_string())
+        .args(["-nodefaults", "-no-reboot", "-display", "none"])
+        .args(["-icount", qemu::ICOUNT, "-rtc", "clock=vm"])
+        .arg("-kernel")
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(initramfs)
+        .args(["-append", &qemu::kernel_cmdline(spec)])
+        .arg("-serial")
+        .arg(format!("file:{}", console.display()))
+        .args(&spec.qemu_args)
+        .args([
+            "-plugin", &ours, "-plugin", &reference, "-d", "plugin", "-D",
+        ])
+        .arg(&log);
+    let mut qemu = ChildGuard::spawn(cmd, "QEMU", &dir.join("qemu.log")).unwrap();
+    let started = Instant::now();
+    let mut snapshots: Vec<CacheCounters> = Vec::new();
+    loop {
+        let text = std::fs::read_to_string(&console).unwrap_or_default();
+        if text.contains(guest::FAILED) || text.contains(guest::READY) {
+            break;
+        }
+        if let Some(status) = qemu.try_status().unwrap() {
+            panic!(
+                "QEMU exited ({status}):\n{}\n{text}",
+                std::fs::read_to_string(dir.join("qemu.log")).unwrap_or_default()
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "the guest did not reach /init's shell:\n{text}"
+        );
+        if let Ok(c) = read_counters(&socket, Some((icache, dcache))) {
+            snapshots.push(c);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    snapshots.push(read_counters(&socket, Some((icache, dcache))).unwrap());
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(qemu.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    qemu.wait(Duration::from_secs(60)).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (ours, reference) = (our_counts(&text), reference_counts(&text));
+    for pair in snapshots.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        assert!(
+            b.since(&a).is_ok(),
+            "a counter went backwards: {a:?} → {b:?}"
+        );
+    }
+    let last = snapshots.last().unwrap();
+    assert!(
+        ours.since(last).is_ok(),
+        "{last:?} read before exit, {ours:?} at exit"
+    );
+    assert!(last.insns > 0, "{snapshots:?}");
+    (ours, reference)
+}
+
+#[test]
+fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let layout = Layout::from_manifest_dir();
+    let all = targets::load_all(&layout.targets_dir()).unwrap();
+    let target = targets::select(&all, &[TARGET.to_string()])
+        .unwrap()
+        .remove(0);
+    let spec = kernel::spec_of(&target).unwrap();
+    // Fails (does not skip) naming the packages when a tool is missing.
+    lab::check_host_tools(spec).unwrap();
+    lab::require_tools("the cache model", cache_model::HOST_TOOLS).unwrap();
+    lab::require_tools("QEMU's cache.c", &[("pkg-config", "pkg-config")]).unwrap();
+
+    let qemu_src = source::fetch(&layout, &spec.qemu_package).unwrap();
+    let ours = compile::plugin(&layout, &qemu_src).unwrap();
+    let reference = compile::reference(&layout, &qemu_src).unwrap();
+    let sh = Shell::new().unwrap();
+    let variants =
+        xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
+    let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
+    let kernels = kernel::build_all(&sh, &layout, &target, &baseline, jobs(), None).unwrap();
+    let initramfs = rootfs::prepare(&layout, &spec.guest_arch).unwrap();
+
+    let l1 = spec.l1.expect("brcm47xx declares [lab.l1]");
+    let small = (
+        CacheGeometry {
+            size_bytes: 8192,
+            ways: 2,
+            line_bytes: 16,
+        },
+        CacheGeometry {
+            size_bytes: 4096,
+            ways: 1,
+            line_bytes: 64,
+        },
+    );
+    let mut results = Vec::new();
+    for (icache, dcache) in [(geometry(&l1.icache), geometry(&l1.dcache)), small] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, theirs) = both_plugins(
+            spec,
+            (&kernels[0].image, &initramfs.path),
+            (&ours.path, &reference.path),
+            (&icache, &dcache),
+            dir.path(),
+        );
+        eprintln!(
+            "I {} / D {}: ours {mine:?}, cache.c {theirs:?}",
+            icache.describe(),
+            dcache.describe()
+        );
+        assert_eq!(mine, theirs, "I {icache:?}, D {dcache:?}");
+        // A boot to a shell: hundreds of millions of instructions, misses
+        // in both caches, far fewer misses than accesses.
+        assert!(mine.insns > 50_000_000, "{mine:?}");
+        assert!(
+            mine.l1i_misses > 1_000 && mine.l1i_misses < mine.insns / 10,
+            "{mine:?}"
+        );
+        assert!(
+            mine.l1d_misses > 1_000 && mine.l1d_misses < mine.l1d_accesses / 2,
+            "{mine:?}"
+        );
+        results.push(mine);
+    }
+    // The smaller caches miss more: the model follows its geometry.
+    assert!(results[1].l1i_misses > results[0].l1i_misses, "{results:?}");
+    assert!(results[1].l1d_misses > results[0].l1d_misses, "{results:?}");
+}
+
+#[test]
+fn the_lab_reads_the_model_around_each_run() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let layout = Layout::from_manifest_dir();
+    let sh = Shell::new().unwrap();
+    let request = LabRequest {
+        target: TARGET.to_string(),
+        variants: vec!["baseline".to_string()],
+        runs: 2,
+        duration_seconds: 3,
+        gro: GroChoice::On,
+        control: false,
+        build_only: false,
+        build: jobs(),
+        kernel_src: None,
+        machine: lab::Machine::Qemu,
+        cache_model: true,
+    };
+    let dir = lab::run(&sh, &layout, &request)
+        .unwrap()
+        .expect("a lab directory");
+    let record = LabRecord::read(&dir).unwrap();
+    assert_eq!(record.status, "complete");
+    let model = record
+        .cache_model
+        .as_ref()
+        .expect("lab.json records the model");
+    let all = targets::load_all(&layout.targets_dir()).unwrap();
+    let target = targets::select(&all, &[TARGET.to_string()])
+        .unwrap()
+        .remove(0);
+    let l1 = kernel::spec_of(&target).unwrap().l1.unwrap();
+    assert_eq!(model.icache, geometry(&l1.icache));
+    assert_eq!(model.dcache, geometry(&l1.dcache));
+    assert!(model.qemu_source.starts_with("qemu "), "{model:?}");
+    for boot in &record.boots {
+        assert!(
+            boot.qemu_argv.iter().any(|a| a.contains("socket=")),
+            "{:?}",
+            boot.qemu_argv
+        );
+    }
+    for run in &record.runs {
+        let g = run.guest.as_ref().unwrap();
+        let c = run.cache_model.as_ref().expect("every run reads the model");
+        assert_eq!(c.work.packets, g.guest_work.packets);
+        assert!(
+            c.work.during.insns > 0 && c.work.during.l1i_misses > 0,
+            "{c:?}"
+        );
+    }
+    for direction in Direction::BOTH {
+        let on = Condition::Forward {
+            direction,
+            gro: true,
+        };
+        let insns = record.samples("baseline", on, INSNS_PER_PACKET);
+        let ns = record.samples("baseline", on, CPU_PER_PACKET);
+        let l1i = record.samples("baseline", on, L1I_MISSES_PER_PACKET);
+        let l1d = record.samples("baseline", on, L1D_MISSES_PER_PACKET);
+        assert_eq!(insns.len(), 2, "{direction:?}");
+        assert_eq!((l1i.len(), l1d.len()), (2, 2), "{direction:?}");
+        assert!(l1i.iter().chain(&l1d).all(|&m| m > 0.0), "{l1i:?} {l1d:?}");
+        // Under -icount shift=3 a guest instruction is 8 ns of guest time,
+        // so QEMU's guest clock (the busy /proc/stat time behind ns/packet,
+        // in 10 ms ticks, sampled a little outside the model's window)
+        // must agree with the plugin's count.
+        for (i, n) in insns.iter().zip(&ns) {
+            let ratio = n / (8.0 * i);
+            assert!(
+                (0.8..1.25).contains(&ratio),
+                "{direction:?}: {n} ns/packet against {i} insns/packet × 8 ns (ratio {ratio:.3})"
+            );
+        }
+    }
+}
