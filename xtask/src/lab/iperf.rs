@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use super::guest::SamplePoint;
 use super::process::{interrupted, ChildGuard};
 use super::record::Direction;
 use super::router::Router;
@@ -74,7 +75,7 @@ pub fn run(
         &mut server,
         SERVER_TIMEOUT,
     )?;
-    let before = router.sample()?;
+    let before = router.sample(SamplePoint::Before)?;
     // The model's counters after the guest's own sampling commands, and
     // (below) before the next ones: the traffic alone.
     let model_before = router.model_counters()?;
@@ -116,7 +117,7 @@ pub fn run(
         );
     }
     let model_after = router.model_counters()?;
-    let after = router.sample()?;
+    let after = router.sample(SamplePoint::After)?;
     server
         .wait(SERVER_TIMEOUT)
         .context("waiting for the iperf3 server to finish")?;

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::guest::SamplePoint;
 use super::record::{Arm, BootRecord};
 use super::sample::GuestSample;
 use crate::results::lab::CacheCounters;
@@ -41,8 +42,9 @@ pub trait Router {
     fn set_gro(&mut self, gro: Gro) -> Result<()>;
 
     /// The router's counters now: `/proc/stat`'s CPU ticks, both
-    /// interfaces' packet and byte counters, uptime, NIC interrupts.
-    fn sample(&mut self) -> Result<GuestSample>;
+    /// interfaces' packet and byte counters, uptime, NIC interrupts;
+    /// `point` says which side of a run's traffic it is on.
+    fn sample(&mut self, point: SamplePoint) -> Result<GuestSample>;
 
     /// What to add to an error about this router: the console's last
     /// lines, the last remote command's output.

@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 
 use super::cache_model::CacheModel;
 use super::console::Console;
-use super::guest::{FAILED, READY, SAMPLE};
+use super::guest::{SamplePoint, FAILED, READY, SAMPLE};
 pub use super::iperf::RunOutput;
 use super::iperf::{self};
 use super::kernel::LabKernel;
@@ -159,9 +159,9 @@ impl Guest {
         Ok(())
     }
 
-    /// The guest's counters now.
-    pub fn sample(&mut self) -> Result<GuestSample> {
-        let out = self.check(SAMPLE)?;
+    /// The guest's counters now, read in the order `point` asks for.
+    pub fn sample(&mut self, point: SamplePoint) -> Result<GuestSample> {
+        let out = self.check(&format!("{SAMPLE} {}", point.word()))?;
         GuestSample::parse(&out)
     }
 
@@ -226,8 +226,8 @@ impl Router for Guest {
         Guest::set_gro(self, gro)
     }
 
-    fn sample(&mut self) -> Result<GuestSample> {
-        Guest::sample(self)
+    fn sample(&mut self, point: SamplePoint) -> Result<GuestSample> {
+        Guest::sample(self, point)
     }
 
     fn diagnostics(&self) -> String {
