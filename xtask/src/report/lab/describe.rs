@@ -3,7 +3,28 @@
 //! lab's runtime settings.
 
 use super::{LabReport, HOST_NOTE};
-use crate::results::lab::CacheModelInfo;
+use crate::results::lab::{CacheModelInfo, LabRecord};
+
+/// A note when the QEMU lab switched GRO on NICs whose driver never uses
+/// it: QEMU's `pcnet` (Linux's pcnet32, the Malta labs' NIC) hands every
+/// received packet to `netif_receive_skb()`, not `napi_gro_receive()`
+/// (drivers/net/ethernet/amd/pcnet32.c in 6.12), so `ethtool -K … gro on`
+/// changes nothing there. `None` for other NICs, for one GRO setting, and
+/// outside QEMU.
+pub fn gro_note(record: &LabRecord) -> Option<String> {
+    record.qemu.as_ref()?;
+    if record.settings.gro.len() < 2 {
+        return None;
+    }
+    let pcnet = record.boots.iter().any(|b| {
+        b.qemu_argv
+            .windows(2)
+            .any(|w| w[0] == "-device" && w[1].starts_with("pcnet"))
+    });
+    pcnet.then(|| {
+        "GRO on and off forward alike here: the guest's pcnet NICs (Linux's pcnet32) pass every received packet to netif_receive_skb(), not napi_gro_receive(), so GRO never merges a packet; the GRO settings are two samples of the same path (virtio-net, the vexpress lab's NIC, does use GRO)".to_string()
+    })
+}
 
 /// What the cache model is, in words the report's notes and caveats share.
 pub fn model_words(m: &CacheModelInfo) -> String {
@@ -115,5 +136,38 @@ impl LabReport {
             })
             .collect();
         (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gro_note;
+    use crate::results::lab::LabRecord;
+
+    fn fixture(device: &str, gro: Vec<bool>) -> LabRecord {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/lab_fixture/lab.json"
+        ))
+        .unwrap();
+        let mut r: LabRecord = serde_json::from_str(&text).unwrap();
+        r.settings.gro = gro;
+        r.boots[0].qemu_argv = ["qemu-system-mipsel", "-M", "malta", "-device", device]
+            .map(String::from)
+            .to_vec();
+        r
+    }
+
+    #[test]
+    fn gro_is_said_to_do_nothing_on_pcnet_only() {
+        let pcnet = "pcnet,netdev=lan,mac=52:54:00:12:34:01,addr=0x12,romfile=";
+        let note = gro_note(&fixture(pcnet, vec![true, false])).unwrap();
+        assert!(note.contains("netif_receive_skb()"), "{note}");
+        assert_eq!(gro_note(&fixture(pcnet, vec![false])), None);
+        let virtio = "virtio-net-device,netdev=lan,mac=52:54:00:12:34:01";
+        assert_eq!(gro_note(&fixture(virtio, vec![true, false])), None);
+        let mut host = fixture(pcnet, vec![true, false]);
+        host.qemu = None;
+        assert_eq!(gro_note(&host), None);
     }
 }

@@ -237,6 +237,7 @@ impl LabReport {
                 describe::model_words(m)
             ));
         }
+        notes.extend(describe::gro_note(&record));
         if record.status != COMPLETE {
             notes.push(format!(
                 "this lab run is not complete ({}): the numbers are those of the runs it finished",
