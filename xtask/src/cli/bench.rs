@@ -40,7 +40,8 @@ pub struct LabBenchArgs {
     /// `cargo xtask lab --target T --build-only`).
     #[arg(long, value_name = "NAME", default_value = xtask::inputs::variants::BASELINE)]
     pub variant: String,
-    /// Boots; each runs a warm-up and one run per direction (GRO on).
+    /// Boots; each runs a warm-up, then each direction with GRO on and
+    /// off (the lab's default plan).
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
     /// iperf3 seconds per run.

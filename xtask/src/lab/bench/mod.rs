@@ -13,8 +13,9 @@
 //!
 //! It runs the lab's own code ([`super::measure_qemu`]) on the variant's
 //! lab kernel as an earlier `lab` built it ([`super::kernel::built`]; it
-//! builds nothing), with the cached initramfs, one boot per round and no
-//! A/A control. Its lab directory is
+//! builds nothing), with the cached initramfs, one boot per round, the
+//! lab's default plan in each (a warm-up, then each direction with GRO on
+//! and off, so that every run switches GRO) and no A/A control. Its lab directory is
 //! `target/xtask/bench/lab/<target>/<started>-<pid>/` (emptied at the next
 //! start, and by `bench build`, which shares `target/xtask/bench/`), never
 //! the lab's own `target/xtask/lab/`, so the size report never reads it.
@@ -48,7 +49,8 @@ pub struct LabBenchRequest {
     pub target: String,
     /// `--variant`: the lab kernel booted (built earlier).
     pub variant: String,
-    /// `--runs`: boots; each boot runs a warm-up and one run per direction.
+    /// `--runs`: boots; each boot runs a warm-up and one run per direction
+    /// and GRO setting (the lab's default plan, `--gro both`).
     pub runs: u32,
     /// `--duration`: iperf3 seconds per run.
     pub duration_seconds: u32,
@@ -113,7 +115,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         variants: vec![variant.name.clone()],
         runs: request.runs,
         duration_seconds: request.duration_seconds,
-        gro: GroChoice::On,
+        gro: GroChoice::Both,
         control: false,
         build_only: false,
         build: BuildOptions::with_jobs(1),
@@ -126,12 +128,12 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     let bench_layout = layout.with_work_dir(&bench_root);
     let dir = super::create_run_dir(&bench_layout, &target.name, &started)?;
     eprintln!(
-        "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up and both directions, GRO on), in {}",
+        "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), in {}",
         request.runs,
         target.name,
         variant.name,
         lab_kernel.image.display(),
-        request.runs * 3,
+        request.runs * 5,
         request.duration_seconds,
         dir.display()
     );
