@@ -352,10 +352,10 @@ impl LabBenchReport {
             ));
             for p in parts {
                 out.push_str(&format!(
-                    "| {} | {:.3} s | {:.3} s |\n",
+                    "| {} | {} | {} |\n",
                     part_title(&p.step),
-                    p.mean_seconds,
-                    p.max_seconds
+                    millis(p.mean_seconds),
+                    millis(p.max_seconds)
                 ));
             }
             out.push_str(&format!(
@@ -371,6 +371,14 @@ impl LabBenchReport {
         ));
         out
     }
+}
+
+/// `0.146 s`; what rounds to zero is `0.000 s`, never `-0.000 s` (a
+/// step's seconds are rounded to the millisecond, so `other` can come
+/// out a hair below zero).
+fn millis(seconds: f64) -> String {
+    let s = if seconds.abs() < 0.0005 { 0.0 } else { seconds };
+    format!("{s:.3} s")
 }
 
 /// A step's name in the table.
@@ -502,6 +510,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1 of 2 goals met"), "{text}");
+        assert!(!text.contains("-0.000"), "{text}");
+        assert_eq!(millis(-0.0001), "0.000 s");
+        assert_eq!(millis(0.1456), "0.146 s");
         let json = report.to_json();
         assert_eq!(json["goals"][1]["pass"], false);
         assert_eq!(json["figures"]["overhead"]["median"], 1.5);
