@@ -1,10 +1,12 @@
-//! The `bench` subcommands' command line: the build benchmark, and the
-//! patch-engine benchmark also reachable as `patches bench`.
+//! The `bench` subcommands' command line: the build benchmark, the lab
+//! benchmark, and the patch-engine benchmark also reachable as `patches
+//! bench`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use xtask::build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
+use xtask::lab::bench::LabBenchRequest;
 
 use super::default_jobs;
 use super::patches::BenchArgs;
@@ -20,6 +22,52 @@ pub enum BenchCommand {
     Build(BuildBenchArgs),
     /// The patch-engine benchmark (the same as `patches bench`).
     Patches(BenchArgs),
+    /// Time the QEMU router lab on one target, in target/xtask/bench/lab/
+    /// (never your lab runs): boot to ready and each run's wall time
+    /// beyond its iperf3 duration, step by step, with the machine's load
+    /// average; prints a table with the goals of issue #9. Boots the lab
+    /// kernel an earlier `lab` built (it builds nothing).
+    Lab(LabBenchArgs),
+}
+
+/// `bench lab`.
+#[derive(Debug, clap::Args)]
+pub struct LabBenchArgs {
+    /// A target with a [lab] table (brcm47xx: Malta, 74Kf).
+    #[arg(long, short = 't', value_name = "TARGET")]
+    pub target: String,
+    /// The variant whose lab kernel boots (built earlier, e.g. by
+    /// `cargo xtask lab --target T --build-only`).
+    #[arg(long, value_name = "NAME", default_value = xtask::inputs::variants::BASELINE)]
+    pub variant: String,
+    /// Boots; each runs a warm-up, then each direction with GRO on and
+    /// off (the lab's default plan).
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// iperf3 seconds per run.
+    #[arg(long, default_value_t = 2, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub duration: u32,
+    /// Load the L1 cache model into every boot (its reads then count in
+    /// the overhead).
+    #[arg(long)]
+    pub cache_model: bool,
+    /// Also write the numbers and goals as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl LabBenchArgs {
+    /// The library's request.
+    pub fn request(self) -> LabBenchRequest {
+        LabBenchRequest {
+            target: self.target,
+            variant: self.variant,
+            runs: self.runs,
+            duration_seconds: self.duration,
+            cache_model: self.cache_model,
+            json: self.json,
+        }
+    }
 }
 
 /// `bench build`.

@@ -65,7 +65,8 @@ pub enum Command {
     /// measured with tbench (MB/s) and iperf3 (Mbit/s) over its loopback.
     Lab(LabArgs),
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
-    /// make, ccache, patch-only variants, distcc) and the patch engine.
+    /// make, ccache, patch-only variants, distcc), the runtime lab (`bench
+    /// lab`: boot to ready, per-run overhead) and the patch engine.
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for

@@ -21,6 +21,7 @@ use super::router::{Bench, Gro, Router, Up};
 use super::runner::{round_to, Plan, RunSpec, SystemUnderTest};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
 use super::LabRequest;
+use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{
     ArmKernel, CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
     L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
@@ -120,10 +121,13 @@ impl SystemUnderTest for Forwarding<'_> {
             );
         };
         let router = router.as_mut();
-        router.set_gro(Gro::from(gro))?;
+        let mut watch = Stopwatch::default();
+        watch.time(timing::GRO, || router.set_gro(Gro::from(gro)))?;
         let started = now_rfc3339();
         let prefix = format!("run{:03}", run.index);
         let out = iperf::run(router, direction, run.seconds, dir, &prefix)?;
+        let mut wall_steps = watch.into_steps();
+        wall_steps.extend(out.steps.iter().cloned());
         let summary = iperf_summary(&out.client)?;
         let peer = iperf_peer(&out.server);
         let expected = router.endpoints().router_wan_ip.clone();
@@ -191,6 +195,7 @@ impl SystemUnderTest for Forwarding<'_> {
             }),
             iperf3_client: Some(out.client),
             cache_model,
+            wall_steps,
             ..run.record(started, metrics)
         })
     }

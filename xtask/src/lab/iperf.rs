@@ -14,7 +14,8 @@ use super::record::Direction;
 use super::router::Router;
 use super::sample::{read_json, GuestSample};
 use super::topology::{wait_listening, TCP, TCP6};
-use crate::results::lab::CacheCounters;
+use crate::results::lab::timing::{self, Stopwatch};
+use crate::results::lab::{CacheCounters, WallStep};
 
 /// For the iperf3 server to listen, and to exit after its one test.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -38,6 +39,9 @@ pub struct RunOutput {
     pub client: serde_json::Value,
     /// The server's `--json` report.
     pub server: serde_json::Value,
+    /// The wall time of each step, in order (the [`timing`] steps from
+    /// [`timing::SERVER_START`] to [`timing::SERVER_EXIT`]).
+    pub steps: Vec<WallStep>,
 }
 
 /// One iperf3 run of `seconds` in `direction` through `router`; the
@@ -58,27 +62,31 @@ pub fn run(
         .args(["netns", "exec", &ends.wan_netns, "iperf3", "--server"])
         .args(["--one-off", "--json", "--bind", &ends.server_ip])
         .args(["--port", &port]);
-    let mut server = ChildGuard::spawn_split(
-        server,
-        "iperf3 server",
-        &file("server.json"),
-        &file("server.stderr"),
-    )?;
-    let table = if ends.server_ip.contains(':') {
-        TCP6
-    } else {
-        TCP
-    };
-    wait_listening(
-        (&ends.wan_netns, table),
-        IPERF_PORT,
-        &mut server,
-        SERVER_TIMEOUT,
-    )?;
-    let before = router.sample(SamplePoint::Before)?;
+    let mut watch = Stopwatch::default();
+    let mut server = watch.time(timing::SERVER_START, || -> Result<ChildGuard> {
+        let mut server = ChildGuard::spawn_split(
+            server,
+            "iperf3 server",
+            &file("server.json"),
+            &file("server.stderr"),
+        )?;
+        let table = if ends.server_ip.contains(':') {
+            TCP6
+        } else {
+            TCP
+        };
+        wait_listening(
+            (&ends.wan_netns, table),
+            IPERF_PORT,
+            &mut server,
+            SERVER_TIMEOUT,
+        )?;
+        Ok(server)
+    })?;
+    let before = watch.time(timing::SAMPLE_BEFORE, || router.sample(SamplePoint::Before))?;
     // The model's counters after the guest's own sampling commands, and
     // (below) before the next ones: the traffic alone.
-    let model_before = router.model_counters()?;
+    let model_before = router_model(&mut watch, router, timing::MODEL_BEFORE)?;
     let mut client = Command::new("ip");
     client
         .args(["netns", "exec", &ends.lan_netns, "iperf3", "--client"])
@@ -88,14 +96,17 @@ pub fn run(
     if direction == Direction::WanToLan {
         client.arg("--reverse");
     }
-    let mut client = ChildGuard::spawn_split(
-        client,
-        "iperf3 client",
-        &file("client.json"),
-        &file("client.stderr"),
-    )?;
     let limit = Duration::from_secs(u64::from(seconds) + STALL_SECONDS);
-    let status = match client.wait(limit) {
+    let waited = watch.time(timing::CLIENT, || -> Result<_> {
+        let mut client = ChildGuard::spawn_split(
+            client,
+            "iperf3 client",
+            &file("client.json"),
+            &file("client.stderr"),
+        )?;
+        Ok(client.wait(limit))
+    })?;
+    let status = match waited {
         Ok(status) => status,
         Err(e) if interrupted() => return Err(e),
         Err(e) => {
@@ -116,10 +127,10 @@ pub fn run(
             router.diagnostics()
         );
     }
-    let model_after = router.model_counters()?;
-    let after = router.sample(SamplePoint::After)?;
-    server
-        .wait(SERVER_TIMEOUT)
+    let model_after = router_model(&mut watch, router, timing::MODEL_AFTER)?;
+    let after = watch.time(timing::SAMPLE_AFTER, || router.sample(SamplePoint::After))?;
+    watch
+        .time(timing::SERVER_EXIT, || server.wait(SERVER_TIMEOUT))
         .context("waiting for the iperf3 server to finish")?;
     let server = read_json(&file("server.json"))?;
     Ok(RunOutput {
@@ -128,5 +139,21 @@ pub fn run(
         model: model_before.zip(model_after),
         client,
         server,
+        steps: watch.into_steps(),
     })
+}
+
+/// The cache model's counters, timed as `step` when the router has a
+/// model (a run without one records no such step).
+fn router_model(
+    watch: &mut Stopwatch,
+    router: &mut dyn Router,
+    step: &str,
+) -> Result<Option<CacheCounters>> {
+    let mut timed = Stopwatch::default();
+    let counters = timed.time(step, || router.model_counters())?;
+    if counters.is_some() {
+        watch.extend(timed);
+    }
+    Ok(counters)
 }

@@ -126,35 +126,88 @@ pub fn build_all(
         .into_iter()
         .map(|outcome| outcome.result().clone())
         .collect();
+    let mut kernels = Vec::new();
+    for (variant, result) in unique.into_iter().zip(results) {
+        if let Some(goal) = &spec.dtb {
+            let built = layout
+                .build_dir(&lab.name, &variant.name)
+                .join("arch")
+                .join(&lab.arch)
+                .join("boot/dts")
+                .join(goal);
+            let kept = dtb_in(layout, &lab.name, &variant.name, goal);
+            std::fs::copy(&built, &kept)
+                .with_context(|| format!("copying {} to {}", built.display(), kept.display()))?;
+        }
+        kernels.push(in_results(layout, &lab, spec, variant, result));
+    }
+    Ok(kernels)
+}
+
+/// The lab kernel of `variant` for `target` as an earlier `lab` (or
+/// `lab --build-only`) built it, from its results directory, without
+/// planning or building anything: whether it is up to date with the
+/// sources is not checked. An error says how to build it when it is
+/// missing.
+pub fn built(layout: &Layout, target: &Target, variant: &Variant) -> Result<LabKernel> {
+    let spec = spec_of(target)?;
+    let lab = lab_target(target)?;
+    let dir = layout.results_dir(&lab.name, &variant.name);
+    let result = BuildResult::read(&dir).with_context(|| {
+        format!(
+            "no lab kernel of {} for {} in {}: build it with `cargo xtask lab --target {} --variant {} --build-only`",
+            variant.name,
+            target.name,
+            dir.display(),
+            target.name,
+            variant.name
+        )
+    })?;
+    let kernel = in_results(layout, &lab, spec, variant.clone(), result);
+    for file in std::iter::once(&kernel.image).chain(kernel.dtb.as_ref()) {
+        anyhow::ensure!(
+            file.is_file(),
+            "{} is missing; rebuild the lab kernel with `cargo xtask lab --target {} --variant {} --build-only`",
+            file.display(),
+            target.name,
+            variant.name
+        );
+    }
+    Ok(kernel)
+}
+
+/// The kernel `result` of `variant` for lab target `lab`, its image and
+/// device tree in its results directory.
+fn in_results(
+    layout: &Layout,
+    lab: &Target,
+    spec: &LabSpec,
+    variant: Variant,
+    result: BuildResult,
+) -> LabKernel {
     let image_name = std::path::Path::new(&spec.kernel_image)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| spec.kernel_image.clone());
-    let mut kernels = Vec::new();
-    for (variant, result) in unique.into_iter().zip(results) {
-        let results_dir = layout.results_dir(&lab.name, &variant.name);
-        let dtb = match &spec.dtb {
-            Some(goal) => {
-                let built = layout
-                    .build_dir(&lab.name, &variant.name)
-                    .join("arch")
-                    .join(&lab.arch)
-                    .join("boot/dts")
-                    .join(goal);
-                let kept = results_dir.join(built.file_name().unwrap_or_default());
-                std::fs::copy(&built, &kept).with_context(|| {
-                    format!("copying {} to {}", built.display(), kept.display())
-                })?;
-                Some(kept)
-            }
-            None => None,
-        };
-        kernels.push(LabKernel {
-            image: results_dir.join(&image_name),
-            dtb,
-            variant,
-            result,
-        });
+    LabKernel {
+        image: layout
+            .results_dir(&lab.name, &variant.name)
+            .join(image_name),
+        dtb: spec
+            .dtb
+            .as_ref()
+            .map(|goal| dtb_in(layout, &lab.name, &variant.name, goal)),
+        variant,
+        result,
     }
-    Ok(kernels)
+}
+
+/// Where the device tree built as make goal `goal` is kept: the results
+/// directory of (`lab_target`, `variant`).
+fn dtb_in(layout: &Layout, lab_target: &str, variant: &str, goal: &str) -> PathBuf {
+    let name = std::path::Path::new(goal)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| goal.to_string());
+    layout.results_dir(lab_target, variant).join(name)
 }

@@ -19,8 +19,12 @@
 //! to the one schedule in [`runner`]: forwarding through a router
 //! ([`forwarding`], over a [`router::Bench`]) and the host's own
 //! benchmarks.
+//!
+//! `cargo xtask bench lab` ([`bench`]) times the lab itself: boot to
+//! ready, and each run's wall time beyond its iperf3 duration.
 
 pub mod apt;
+pub mod bench;
 pub mod cache_model;
 pub mod console;
 pub mod cpio;
@@ -300,28 +304,76 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
     if request.build_only {
         return Ok(None);
     }
+    let started = results::now_rfc3339();
+    let dir = create_run_dir(layout, &target.name, &started)?;
+    let prepared = Prepared {
+        target: &target,
+        spec: &spec,
+        kernels: &kernels,
+        initramfs: &initramfs,
+        model: model.as_ref(),
+    };
+    measure_qemu(sh, &prepared, request, &dir, started)?;
+    Ok(Some(dir))
+}
+
+/// What a QEMU lab boots, ready: the target, its `[lab]` table, the lab
+/// kernels, the guest's initramfs and the cache model.
+pub struct Prepared<'a> {
+    /// The target (its lab kernels' results are `<target>-lab`).
+    pub target: &'a targets::Target,
+    /// The target's `[lab]` table.
+    pub spec: &'a LabSpec,
+    /// The arms' kernels, the base's first.
+    pub kernels: &'a [kernel::LabKernel],
+    /// The guest's userspace.
+    pub initramfs: &'a rootfs::Initramfs,
+    /// The cache model every boot loads (`--cache-model`).
+    pub model: Option<&'a cache_model::CacheModel>,
+}
+
+/// Boots and measures `prepared`'s kernels as `request` plans it
+/// ([`runner::execute`]), `lab.json` and the logs in `dir` (which exists);
+/// `started` is the lab's start (RFC 3339).
+pub fn measure_qemu(
+    sh: &Shell,
+    prepared: &Prepared<'_>,
+    request: &LabRequest,
+    dir: &Path,
+    started: String,
+) -> Result<()> {
+    let Prepared {
+        target,
+        spec,
+        kernels,
+        initramfs,
+        model,
+    } = *prepared;
     let qemu_bin = &spec.qemu;
     let version = cmd!(sh, "{qemu_bin} --version")
         .quiet()
         .read()
         .with_context(|| format!("running {qemu_bin} --version"))?;
-    let started = results::now_rfc3339();
-    let dir = create_run_dir(layout, &target.name, &started)?;
     let plan = forwarding::plan(request);
-    let arms = forwarding::arms(&kernels)?;
+    let arms = forwarding::arms(kernels)?;
     let arms = if request.control {
         runner::with_control(arms)
     } else {
         arms
     };
+    let base = &kernels
+        .first()
+        .context("the lab has no kernel to boot")?
+        .variant
+        .name;
     let mut lab = record::LabRecord {
         schema: record::SCHEMA,
         status: "running".to_string(),
         target: target.name.clone(),
-        lab_target: kernel::lab_target(&target)?.name,
+        lab_target: kernel::lab_target(target)?.name,
         started,
         finished: None,
-        settings: forwarding::settings(request, &chosen[0].name),
+        settings: forwarding::settings(request, base),
         qemu: Some(record::QemuInfo {
             binary: spec.qemu.clone(),
             version: version.lines().next().unwrap_or_default().to_string(),
@@ -329,26 +381,25 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             cpu: spec.cpu.clone(),
             smp: spec.smp,
             icount: qemu::ICOUNT.to_string(),
-            append: qemu::kernel_cmdline(&spec),
+            append: qemu::kernel_cmdline(spec),
         }),
         initramfs: Some(initramfs.clone()),
         router: None,
         host: None,
-        cache_model: model.as_ref().map(|m| m.info.clone()),
+        cache_model: model.map(|m| m.info.clone()),
         arms,
         boots: Vec::new(),
         runs: Vec::new(),
     };
-    lab.write(&dir)?;
+    lab.write(dir)?;
     eprintln!("lab: writing {}", dir.join(record::FILE_NAME).display());
     let mut bench = session::QemuBench {
-        spec: &spec,
-        initramfs: &initramfs,
-        kernels: &kernels,
-        cache_model: model.as_ref(),
+        spec,
+        initramfs,
+        kernels,
+        cache_model: model,
     };
     let mut system = forwarding::Forwarding { bench: &mut bench };
-    runner::execute(&mut system, &plan, &mut lab, &dir)
-        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
-    Ok(Some(dir))
+    runner::execute(&mut system, &plan, &mut lab, dir)
+        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))
 }

@@ -68,6 +68,8 @@ impl RunSpec<'_> {
             iperf3_client: None,
             host: None,
             cache_model: None,
+            wall_seconds: None,
+            wall_steps: Vec::new(),
         }
     }
 }
@@ -110,7 +112,9 @@ pub fn with_control(mut arms: Vec<Arm>) -> Vec<Arm> {
 }
 
 /// Runs the plan on `system` for every arm of `record`, writing `record`
-/// into `dir` after every run. On an error the record is written with
+/// into `dir` after every run. Each run's `wall_seconds` is the wall time
+/// of [`SystemUnderTest::measure`] (writing `lab.json` after it is not
+/// included). On an error the record is written with
 /// `status: failed: …` and the error returned.
 pub fn execute(
     system: &mut impl SystemUnderTest,
@@ -161,9 +165,11 @@ fn execute_inner(
                     warmup,
                     seconds: plan.duration_seconds,
                 };
-                let run = system.measure(&mut session, spec, dir).with_context(|| {
+                let clock = std::time::Instant::now();
+                let mut run = system.measure(&mut session, spec, dir).with_context(|| {
                     format!("{} round {round}, {}", arm.name, condition.describe())
                 })?;
+                run.wall_seconds = Some(round_to(clock.elapsed().as_secs_f64(), 3));
                 eprintln!("lab: {}", run_line(&run));
                 record.runs.push(run);
                 record.write(dir)?;

@@ -23,7 +23,8 @@ use super::router::{Bench, Endpoints, Gro, Router, Up};
 use super::sample::GuestSample;
 use super::topology::Topology;
 use crate::inputs::lab::LabSpec;
-use crate::results::lab::CacheCounters;
+use crate::results::lab::timing::{self, Stopwatch};
+use crate::results::lab::{CacheCounters, WallStep};
 
 /// From starting QEMU to the router being ready.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
@@ -49,6 +50,9 @@ pub struct Guest {
     pub uptime_at_ready: Option<f64>,
     /// QEMU's command line (program first).
     pub qemu_argv: Vec<String>,
+    /// Where `boot_seconds` went ([`timing::BOOT_CONSOLE`],
+    /// [`timing::BOOT_TAPS`], [`timing::BOOT_READY`]).
+    pub boot_steps: Vec<WallStep>,
 }
 
 impl Guest {
@@ -100,23 +104,31 @@ impl Guest {
         let mut qemu_argv = vec![spec.qemu.clone()];
         qemu_argv.extend(args);
         let started = Instant::now();
+        let mut watch = Stopwatch::default();
         let mut qemu = ChildGuard::spawn(command, "QEMU", qemu_log)?;
-        let console = Console::connect(&socket, console_log, &mut qemu, START_TIMEOUT)
-            .map_err(|e| with_qemu_log(e, qemu_log))?;
-        topology
-            .attach(START_TIMEOUT, || match qemu.try_status()? {
-                Some(status) => bail!("QEMU exited ({status}) before opening its taps"),
-                None => Ok(()),
+        let console = watch
+            .time(timing::BOOT_CONSOLE, || {
+                Console::connect(&socket, console_log, &mut qemu, START_TIMEOUT)
             })
             .map_err(|e| with_qemu_log(e, qemu_log))?;
-        let line = console
-            .wait_for_line(
-                0,
-                &[READY, FAILED, "Kernel panic"],
-                &mut qemu,
-                BOOT_TIMEOUT,
-                "booting the lab kernel",
-            )
+        watch
+            .time(timing::BOOT_TAPS, || {
+                topology.attach(START_TIMEOUT, || match qemu.try_status()? {
+                    Some(status) => bail!("QEMU exited ({status}) before opening its taps"),
+                    None => Ok(()),
+                })
+            })
+            .map_err(|e| with_qemu_log(e, qemu_log))?;
+        let line = watch
+            .time(timing::BOOT_READY, || {
+                console.wait_for_line(
+                    0,
+                    &[READY, FAILED, "Kernel panic"],
+                    &mut qemu,
+                    BOOT_TIMEOUT,
+                    "booting the lab kernel",
+                )
+            })
             .map_err(|e| with_qemu_log(e, qemu_log))?;
         if !line.contains(READY) {
             bail!(
@@ -141,6 +153,7 @@ impl Guest {
             boot_seconds: started.elapsed().as_secs_f64(),
             uptime_at_ready,
             qemu_argv,
+            boot_steps: watch.into_steps(),
         })
     }
 
@@ -278,6 +291,7 @@ impl Bench for QemuBench<'_> {
             console_log,
             qemu_argv: guest.qemu_argv.clone(),
             kernel: None,
+            wall_steps: guest.boot_steps.clone(),
         };
         Ok(Up {
             router: Box::new(guest),

@@ -124,6 +124,7 @@ impl Bench for SshBench {
                 matches_build,
                 flash: self.flash,
             }),
+            wall_steps: Vec::new(),
         };
         Ok(Up {
             router: Box::new(router),

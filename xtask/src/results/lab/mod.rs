@@ -51,12 +51,18 @@
 //! `guest_insns_per_packet` in `insns/packet`, `l1i_misses_per_packet`
 //! and `l1d_misses_per_packet` in `misses/packet`. Files without them
 //! read as before.
+//!
+//! Every run also records its wall time on this machine (`wall_seconds`)
+//! and, in the forwarding lab, the steps it went into (`wall_steps`,
+//! [`timing`]); `bench lab` reads them. Older files have neither and read
+//! as before.
 
 pub mod cache;
 pub mod gro;
 pub mod guest;
 pub mod host;
 pub mod router;
+pub mod timing;
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +78,7 @@ pub use host::{
     Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
 };
 pub use router::{Flash, KernelCheck, RouterInfo};
+pub use timing::WallStep;
 
 use crate::util::fs::write_atomic;
 
@@ -272,6 +279,11 @@ pub struct BootRecord {
     /// against the build's banner; `None` in QEMU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelCheck>,
+    /// Where `boot_seconds` went in QEMU ([`timing::BOOT_CONSOLE`],
+    /// [`timing::BOOT_TAPS`], [`timing::BOOT_READY`]); empty on a real
+    /// router and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wall_steps: Vec<WallStep>,
 }
 
 /// One number with its unit.
@@ -321,6 +333,14 @@ pub struct RunRecord {
     /// The cache model's counters around the run (`--cache-model`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_model: Option<CacheRun>,
+    /// Wall seconds the whole run took on this machine, from its first
+    /// step to its record; `None` in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
+    /// Where `wall_seconds` went, step by step ([`timing`]); empty in older
+    /// files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wall_steps: Vec<WallStep>,
 }
 
 /// What a run of the QEMU lab read from the guest.
@@ -452,6 +472,8 @@ mod tests {
                 log: "run000-tbench.log".to_string(),
             }),
             cache_model: None,
+            wall_seconds: Some(10.5),
+            wall_steps: Vec::new(),
         };
         let json = serde_json::to_value(&run).unwrap();
         assert_eq!(json["bench"]["name"], "tbench");

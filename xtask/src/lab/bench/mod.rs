@@ -1,0 +1,185 @@
+//! `cargo xtask bench lab`: how fast the runtime lab is on this machine,
+//! from one short lab run (issue #9, "Speed"):
+//!
+//! * **boot to ready**: wall seconds from starting QEMU to the router's
+//!   READY line, per boot (`boot_seconds` in `lab.json`'s boots), against
+//!   [`report::BOOT_GOAL_SECONDS`];
+//! * **per-run overhead**: each run's wall time (`wall_seconds`, the
+//!   runner's clock around the whole run: GRO switch, iperf3 server start,
+//!   the guest's samples before and after, the cache model's reads with
+//!   `--cache-model`, the iperf3 client, the server's exit, the reports)
+//!   minus its iperf3 duration, against
+//!   [`report::OVERHEAD_GOAL_SECONDS`], and step by step (`wall_steps`).
+//!
+//! It runs the lab's own code ([`super::measure_qemu`]) on the variant's
+//! lab kernel as an earlier `lab` built it ([`super::kernel::built`]; it
+//! builds nothing), with the cached initramfs, one boot per round, the
+//! lab's default plan in each (a warm-up, then each direction with GRO on
+//! and off, so that every run switches GRO) and no A/A control. Its lab directory is
+//! `target/xtask/bench/lab/<target>/<started>-<pid>/` (emptied at the next
+//! start, and by `bench build`, which shares `target/xtask/bench/`), never
+//! the lab's own `target/xtask/lab/`, so the size report never reads it.
+//! The machine's load average is read before and after and printed with
+//! the figures.
+
+pub mod report;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use xshell::Shell;
+
+use super::{
+    cache_model, check_host_tools, kernel, process, rootfs, topology, GroChoice, LabRequest,
+    Machine, Prepared,
+};
+use crate::build::BuildOptions;
+use crate::inputs::{targets, variants};
+use crate::results;
+use crate::util::fs::write_atomic;
+use crate::util::hash::sha256_file;
+use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
+use report::{LabBenchReport, LabFigures, Load};
+
+/// What `bench lab` was asked for.
+#[derive(Debug, Clone)]
+pub struct LabBenchRequest {
+    /// `--target`: a target with a `[lab]` table.
+    pub target: String,
+    /// `--variant`: the lab kernel booted (built earlier).
+    pub variant: String,
+    /// `--runs`: boots; each boot runs a warm-up and one run per direction
+    /// and GRO setting (the lab's default plan, `--gro both`).
+    pub runs: u32,
+    /// `--duration`: iperf3 seconds per run.
+    pub duration_seconds: u32,
+    /// `--cache-model`: load the L1 cache model into every boot.
+    pub cache_model: bool,
+    /// `--json FILE`: the numbers, written atomically.
+    pub json: Option<PathBuf>,
+}
+
+/// The benchmark's lab directories: `target/xtask/bench/lab/`.
+pub fn work_dir(layout: &Layout) -> PathBuf {
+    crate::build::bench::work_dir(layout).join("lab")
+}
+
+/// Runs the benchmark (see the module docs), prints the table on stdout,
+/// writes `--json`, and returns the report. A goal missed is not an error.
+///
+/// Errors: no lab kernel of the variant built, a missing host tool,
+/// another benchmark running, the lab failing.
+pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<LabBenchReport> {
+    anyhow::ensure!(
+        request.runs >= 1 && request.duration_seconds >= 1,
+        "--runs and --duration must be at least 1"
+    );
+    let all_targets = targets::load_all(&layout.targets_dir())?;
+    let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
+    let spec = kernel::spec_of(&target)?.clone();
+    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let variant =
+        variants::select(&all_variants, std::slice::from_ref(&request.variant))?.remove(0);
+    check_host_tools(&spec)?;
+    rootfs::check_arch(&spec.guest_arch)?;
+    let lab_kernel = kernel::built(layout, &target, &variant)?;
+    let bench_root = crate::build::bench::work_dir(layout);
+    std::fs::create_dir_all(&bench_root)
+        .with_context(|| format!("creating {}", bench_root.display()))?;
+    let _bench = Lock::acquire(
+        &bench_root.join("bench.lock"),
+        &format!("the benchmarks' directory {}", bench_root.display()),
+        Wait::No,
+    )?;
+    let work = work_dir(layout);
+    if work.exists() {
+        std::fs::remove_dir_all(&work).with_context(|| format!("emptying {}", work.display()))?;
+    }
+    let initramfs = rootfs::prepare(layout, &spec.guest_arch)?;
+    let model = if request.cache_model {
+        Some(cache_model::prepare(layout, &target, &spec)?)
+    } else {
+        None
+    };
+    process::install_interrupt_handler();
+    let stale = topology::remove_stale()?;
+    if !stale.is_empty() {
+        eprintln!(
+            "bench: removed what an interrupted lab left: {}",
+            stale.join(", ")
+        );
+    }
+    let lab_request = LabRequest {
+        target: target.name.clone(),
+        variants: vec![variant.name.clone()],
+        runs: request.runs,
+        duration_seconds: request.duration_seconds,
+        gro: GroChoice::Both,
+        control: false,
+        build_only: false,
+        build: BuildOptions::with_jobs(1),
+        kernel_src: None,
+        machine: Machine::Qemu,
+        cache_model: request.cache_model,
+    };
+    let load_before = load_average()?;
+    let started = results::now_rfc3339();
+    let bench_layout = layout.with_work_dir(&bench_root);
+    let dir = super::create_run_dir(&bench_layout, &target.name, &started)?;
+    eprintln!(
+        "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), in {}",
+        request.runs,
+        target.name,
+        variant.name,
+        lab_kernel.image.display(),
+        request.runs * 5,
+        request.duration_seconds,
+        dir.display()
+    );
+    let kernels = [lab_kernel];
+    let prepared = Prepared {
+        target: &target,
+        spec: &spec,
+        kernels: &kernels,
+        initramfs: &initramfs,
+        model: model.as_ref(),
+    };
+    super::measure_qemu(sh, &prepared, &lab_request, &dir, started.clone())?;
+    let load_after = load_average()?;
+    let record = results::lab::LabRecord::read(&dir)?;
+    let report = LabBenchReport {
+        schema: report::SCHEMA,
+        target: target.name.clone(),
+        variant: variant.name.clone(),
+        machine: format!("{} {}", spec.machine, spec.cpu),
+        image_sha256: sha256_file(&kernels[0].image)?,
+        started,
+        lab_dir: dir,
+        load: Load {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            before: load_before,
+            after: load_after,
+        },
+        figures: LabFigures::from_record(&record)?,
+    };
+    print!("{}", report.render());
+    if let Some(file) = &request.json {
+        write_json(file, &report)?;
+    }
+    Ok(report)
+}
+
+/// This machine's 1, 5 and 15 minute load averages (`/proc/loadavg`).
+fn load_average() -> Result<[f64; 3]> {
+    let text = std::fs::read_to_string("/proc/loadavg").context("reading /proc/loadavg")?;
+    Load::parse(&text).with_context(|| format!("/proc/loadavg: unexpected {text:?}"))
+}
+
+fn write_json(file: &Path, report: &LabBenchReport) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(&report.to_json())?;
+    text.push('\n');
+    write_atomic(file, text.as_bytes())?;
+    eprintln!("bench: numbers in {}", file.display());
+    Ok(())
+}
