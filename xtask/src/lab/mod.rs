@@ -38,6 +38,7 @@ pub mod runner;
 pub mod sample;
 pub mod session;
 pub mod ssh;
+pub mod static_guest;
 pub mod topology;
 
 use std::path::{Path, PathBuf};
@@ -168,7 +169,8 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
 ];
 
 /// Debian packages the lab needs on the host for `spec` (QEMU, iperf3,
-/// iproute2, ethtool, nftables), and openssh-client for a real router
+/// iproute2, ethtool, nftables; a static guest's cross compiler, static
+/// C library and build tools), and openssh-client for a real router
 /// over SSH (`--lab ssh://…`).
 pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     let mut p: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
@@ -176,6 +178,9 @@ pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     p.push(spec.qemu_package.clone());
     if spec.l1.is_some() {
         p.extend(cache_model::host_packages());
+    }
+    if let Some(g) = &spec.static_guest {
+        p.extend(static_guest::host_packages(g));
     }
     p.extend(ssh::HOST_TOOLS.iter().map(|(_, p)| p.to_string()));
     p.sort();
@@ -256,8 +261,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         "--runs and --duration must be at least 1"
     );
     check_host_tools(&spec)?;
-    rootfs::check_arch(&spec.guest_arch)
-        .with_context(|| format!("the lab cannot run {} yet", target.name))?;
+    rootfs::check(&spec)
+        .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
     let model = if request.cache_model {
         Some(cache_model::prepare(layout, &target, &spec)?)
     } else {
@@ -288,7 +293,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         request.build.clone(),
         request.kernel_src.clone(),
     )?;
-    let initramfs = rootfs::prepare(layout, &spec.guest_arch)?;
+    let initramfs = rootfs::prepare(layout, &spec)?;
     for k in &kernels {
         eprintln!("lab: kernel {}: {}", k.variant.name, k.image.display());
     }
