@@ -159,6 +159,17 @@ fn in_netns(name: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Network namespaces deleted when dropped, whether the test passes or not.
+struct Netns(Vec<String>);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
 #[test]
 fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
     need("nft", "nftables");
@@ -171,6 +182,7 @@ fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
     std::fs::write(&file, &ruleset).unwrap();
     let pid = std::process::id();
     let names = [format!("xlnft{pid}a"), format!("xlnft{pid}b")];
+    let _gone = Netns(names.to_vec());
     for n in &names {
         assert!(Command::new("ip")
             .args(["netns", "add", n])
@@ -200,12 +212,6 @@ fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
         .output()
         .unwrap();
     let after = in_netns(&names[0], &["nft", "--debug=netlink", "list", "ruleset"]);
-    for n in &names {
-        Command::new("ip")
-            .args(["netns", "del", n])
-            .status()
-            .unwrap();
-    }
     assert!(listings[1].contains("[ masq ]"), "{}", listings[1]);
     assert_eq!(
         listings[0], listings[1],

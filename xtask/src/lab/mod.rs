@@ -1,9 +1,11 @@
 //! The QEMU router lab: `cargo xtask lab --target T --variant V...`.
 //!
 //! Each variant's router kernel is built for a QEMU machine of the target's
-//! ISA ([`kernel`]), booted with a Debian initramfs ([`rootfs`]) between two
-//! network namespaces (`lan` — tap — guest — tap — `wan`, [`topology`]),
-//! and measured with iperf3 through the guest's nftables masquerade.
+//! ISA ([`kernel`]), booted with a Debian initramfs ([`rootfs`]; for a
+//! guest Debian has no port of, built from Debian's sources:
+//! [`static_guest`]) between two network namespaces (`lan` — tap — guest
+//! — tap — `wan`, [`topology`]), and measured with iperf3 through the
+//! guest's nftables masquerade.
 //!
 //! `--lab ssh://root@HOST` measures a real router instead ([`ssh`]): each
 //! variant's image is flashed with `sysupgrade -n`, and the same plan
