@@ -275,4 +275,33 @@ mod tests {
         .check("dcache")
         .unwrap();
     }
+
+    #[test]
+    fn a_static_guest_names_a_plain_cross_prefix() {
+        let table = |prefix: &str| -> LabSpec {
+            toml_edit::de::from_str(&format!(
+                "qemu = \"qemu-system-mips\"\nqemu_package = \"qemu-system-mips\"\n\
+                 machine = \"malta\"\ncpu = \"24Kc\"\nguest_arch = \"mips\"\n\
+                 fragments = []\nnic = \"pcnet\"\n\
+                 [static_guest]\ncross_compile = \"{prefix}\"\n\
+                 packages = [\"gcc-mips-linux-gnu\", \"libc6-dev-mips-cross\"]\n"
+            ))
+            .unwrap()
+        };
+        let ok = table("mips-linux-gnu-");
+        assert_eq!(
+            ok.static_guest.as_ref().unwrap().packages,
+            ["gcc-mips-linux-gnu", "libc6-dev-mips-cross"]
+        );
+        let file = Path::new("targets/ath79.toml");
+        ok.validate(file, &[]).unwrap();
+        for (bad, why) in [
+            ("mips-linux-gnu", "should end in '-'"),
+            ("-mips-", "starts with '-'"),
+            ("mips linux-", "contains"),
+        ] {
+            let err = format!("{:#}", table(bad).validate(file, &[]).unwrap_err());
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+    }
 }

@@ -250,3 +250,33 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
     eprintln!("lab: built the {arch} guest's userspace in {total} s");
     Ok(made)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::lab::DebRecord;
+
+    #[test]
+    fn the_key_changes_with_every_input() {
+        let spec = StaticGuestSpec {
+            cross_compile: "mips-linux-gnu-".into(),
+            packages: vec!["gcc-mips-linux-gnu".into()],
+        };
+        let source = |sum: &str| sources::SourcePackage {
+            name: "busybox".into(),
+            version: "1:1.35.0-4".into(),
+            dsc: "busybox_1.35.0-4.dsc".into(),
+            files: vec![DebRecord {
+                file: "busybox_1.35.0.orig.tar.bz2".into(),
+                sha256: sum.into(),
+            }],
+        };
+        let gcc = vec!["mips-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0".to_string()];
+        let key = cache_key("mips", &spec, &[source("aa")], &gcc);
+        assert_eq!(key, cache_key("mips", &spec, &[source("aa")], &gcc));
+        assert_ne!(key, cache_key("mips", &spec, &[source("bb")], &gcc));
+        assert_ne!(key, cache_key("mipsel", &spec, &[source("aa")], &gcc));
+        let newer = vec!["mips-linux-gnu-gcc (Debian 12.2.0-15) 12.2.0".to_string()];
+        assert_ne!(key, cache_key("mips", &spec, &[source("aa")], &newer));
+    }
+}
