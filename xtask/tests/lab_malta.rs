@@ -118,7 +118,7 @@ fn malta_router_forwards_through_masquerade() {
     assert!(results.join("result.json").is_file());
 
     // The masquerade's translation, as the guest's conntrack shows it.
-    let initramfs = rootfs::prepare(&layout, &spec.guest_arch).unwrap();
+    let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let mut guest = Guest::boot(
         spec,
@@ -158,7 +158,7 @@ fn a_kernel_that_does_not_boot_is_a_clear_error() {
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
     lab::check_host_tools(spec).unwrap();
-    let initramfs = rootfs::prepare(&layout, &spec.guest_arch).unwrap();
+    let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let bogus = scratch.path().join("vmlinux");
     std::fs::write(&bogus, b"not a kernel").unwrap();

@@ -47,6 +47,9 @@ pub const TEST_PACKAGES: &[&str] = &[
     // cache model's reference, needs glib's headers through pkg-config.
     "libglib2.0-dev",
     "pkg-config",
+    // xtask/tests/lab_static_guest.rs: `file` on the static guest's
+    // binaries (readelf comes with ath79's cross compiler).
+    "file",
 ];
 
 /// Runs the end-to-end build through `cargo xtask build`, then `cargo test`.

@@ -12,7 +12,9 @@ use crate::inputs::targets::{Artifact, Target};
 /// `device-tree-compiler` for an `openwrt_device`'s image), and the
 /// `linux-source-<kver>` of every kernel series the targets use, and for
 /// targets with a `[lab]` table QEMU, iperf3, iproute2, ethtool,
-/// nftables and openssh-client (the SSH lab). Sorted, without duplicates.
+/// nftables and openssh-client (the SSH lab), and for a static guest
+/// (`[lab.static_guest]`) its cross compiler, static C library and build
+/// tools. Sorted, without duplicates.
 pub fn packages(targets: &[Target]) -> Vec<String> {
     let mut packages: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
     // The kernel's host programs (fixdep, kconfig) need the C library headers.
@@ -141,6 +143,11 @@ mod tests {
             "ethtool",
             "nftables",
             "openssh-client",
+            // ath79's static guest: glibc for static linking, and the
+            // tools that unpack and build Debian's sources.
+            "libc6-dev-mips-cross",
+            "dpkg-dev",
+            "make",
         ] {
             assert!(packages.contains(&lab.to_string()), "{lab}");
         }

@@ -42,9 +42,15 @@ pub struct LabSpec {
     /// Guest RAM in MiB (`-m`).
     #[serde(default = "default_memory")]
     pub memory_mib: u32,
-    /// Debian architecture of the guest userspace (`mipsel`, `armel`), or
-    /// `none` when Debian has none (big-endian MIPS).
+    /// Debian architecture of the guest userspace (`mipsel`, `armel`); with
+    /// [`LabSpec::static_guest`], the architecture's name for the record
+    /// only (`mips`: big-endian MIPS, which Debian 12 has no port of).
     pub guest_arch: String,
+    /// `[lab.static_guest]`: build the guest's userspace from Debian's
+    /// source packages with a cross compiler instead of downloading the
+    /// guest architecture's binary packages (`xtask/src/lab/static_guest/`).
+    #[serde(default)]
+    pub static_guest: Option<StaticGuestSpec>,
     /// The target's fragments (as written in its `[kconfig]`) that describe
     /// the real SoC and are left out of the lab kernel. Every other fragment
     /// (the router configuration) is kept.
@@ -78,6 +84,20 @@ pub struct LabSpec {
     /// (`--cache-model`) simulates; `None`: the target has no model.
     #[serde(default)]
     pub l1: Option<L1Spec>,
+}
+
+/// How the lab builds a static guest userspace (`[lab.static_guest]`) when
+/// Debian has no binary packages for the guest's architecture.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticGuestSpec {
+    /// The cross compiler's prefix, e.g. `mips-linux-gnu-` (its `gcc`,
+    /// `ar`, `ranlib`, `strip` and `readelf` are used).
+    pub cross_compile: String,
+    /// Debian packages of the host that provide that compiler, its
+    /// binutils and a static C library, e.g. `["gcc-mips-linux-gnu",
+    /// "libc6-dev-mips-cross"]` (`cargo xtask setup` installs them).
+    pub packages: Vec<String>,
 }
 
 /// The L1 caches of a target's SoC (`[lab.l1]`): what its documentation
@@ -191,6 +211,20 @@ impl LabSpec {
                 self.nic_pci_slots
             );
         }
+        if let Some(g) = &self.static_guest {
+            crate::inputs::targets::check_plain(
+                "[lab.static_guest] cross_compile",
+                &g.cross_compile,
+                "._-+",
+            )
+            .with_context(|| format!("{file}: refusing this [lab] table"))?;
+            if !g.cross_compile.ends_with('-') {
+                bail!(
+                    "{file}: [lab.static_guest] cross_compile = {:?} should end in '-' (e.g. \"mips-linux-gnu-\")",
+                    g.cross_compile
+                );
+            }
+        }
         if self.smp == 0 || self.memory_mib < 64 {
             bail!("{file}: [lab] needs smp >= 1 and memory_mib >= 64");
         }
@@ -240,5 +274,34 @@ mod tests {
         }
         .check("dcache")
         .unwrap();
+    }
+
+    #[test]
+    fn a_static_guest_names_a_plain_cross_prefix() {
+        let table = |prefix: &str| -> LabSpec {
+            toml_edit::de::from_str(&format!(
+                "qemu = \"qemu-system-mips\"\nqemu_package = \"qemu-system-mips\"\n\
+                 machine = \"malta\"\ncpu = \"24Kc\"\nguest_arch = \"mips\"\n\
+                 fragments = []\nnic = \"pcnet\"\n\
+                 [static_guest]\ncross_compile = \"{prefix}\"\n\
+                 packages = [\"gcc-mips-linux-gnu\", \"libc6-dev-mips-cross\"]\n"
+            ))
+            .unwrap()
+        };
+        let ok = table("mips-linux-gnu-");
+        assert_eq!(
+            ok.static_guest.as_ref().unwrap().packages,
+            ["gcc-mips-linux-gnu", "libc6-dev-mips-cross"]
+        );
+        let file = Path::new("targets/ath79.toml");
+        ok.validate(file, &[]).unwrap();
+        for (bad, why) in [
+            ("mips-linux-gnu", "should end in '-'"),
+            ("-mips-", "starts with '-'"),
+            ("mips linux-", "contains"),
+        ] {
+            let err = format!("{:#}", table(bad).validate(file, &[]).unwrap_err());
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
     }
 }

@@ -6,7 +6,8 @@
 //! the guest architecture with it; the cache model
 //! ([`super::cache_model`]) downloads the installed QEMU's source package
 //! (`apt-get source --download-only`, which needs `deb-src` lines: the
-//! host's sources list may have none).
+//! host's sources list may have none); a static guest
+//! ([`super::static_guest`]) downloads the source packages it builds.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -162,20 +163,43 @@ impl PrivateApt {
     /// `.dsc` and its tarballs, checked against the signed lists' sums).
     /// Call [`PrivateApt::update`] first, with `deb-src` lines.
     pub fn source(&self, package: &str, version: &str, into: &Path) -> Result<()> {
+        self.source_of(&format!("{package}={version}"), into)
+    }
+
+    /// `apt-get source --download-only PACKAGE` into `into`: the version
+    /// the sources list's suites hold (the highest of them).
+    pub fn source_candidate(&self, package: &str, into: &Path) -> Result<()> {
+        self.source_of(package, into)
+    }
+
+    fn source_of(&self, wanted: &str, into: &Path) -> Result<()> {
         std::fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
         let log = self.dir.join("apt-source.log");
         let mut source = self.apt_get();
         source
             .current_dir(into)
             .args(["source", "--download-only", "--yes"])
-            .arg(format!("{package}={version}"));
+            .arg(wanted);
         run_logged(
             source,
-            &format!("apt-get source --download-only {package}={version} (private)"),
+            &format!("apt-get source --download-only {wanted} (private)"),
             &log,
             APT_TIMEOUT,
         )
     }
+}
+
+/// This machine's Debian architecture (`dpkg --print-architecture`).
+pub fn host_arch() -> Result<String> {
+    let out = Command::new("dpkg")
+        .arg("--print-architecture")
+        .output()
+        .context("running dpkg --print-architecture")?;
+    let arch = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || arch.is_empty() {
+        bail!("dpkg --print-architecture failed");
+    }
+    Ok(arch)
 }
 
 /// The `deb-src` lines of Debian `suite` (main, its updates and security

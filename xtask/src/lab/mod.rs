@@ -1,9 +1,11 @@
 //! The QEMU router lab: `cargo xtask lab --target T --variant V...`.
 //!
 //! Each variant's router kernel is built for a QEMU machine of the target's
-//! ISA ([`kernel`]), booted with a Debian initramfs ([`rootfs`]) between two
-//! network namespaces (`lan` — tap — guest — tap — `wan`, [`topology`]),
-//! and measured with iperf3 through the guest's nftables masquerade.
+//! ISA ([`kernel`]), booted with a Debian initramfs ([`rootfs`]; for a
+//! guest Debian has no port of, built from Debian's sources:
+//! [`static_guest`]) between two network namespaces (`lan` — tap — guest
+//! — tap — `wan`, [`topology`]), and measured with iperf3 through the
+//! guest's nftables masquerade.
 //!
 //! `--lab ssh://root@HOST` measures a real router instead ([`ssh`]): each
 //! variant's image is flashed with `sysupgrade -n`, and the same plan
@@ -42,6 +44,7 @@ pub mod runner;
 pub mod sample;
 pub mod session;
 pub mod ssh;
+pub mod static_guest;
 pub mod topology;
 
 use std::path::{Path, PathBuf};
@@ -172,7 +175,8 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
 ];
 
 /// Debian packages the lab needs on the host for `spec` (QEMU, iperf3,
-/// iproute2, ethtool, nftables), and openssh-client for a real router
+/// iproute2, ethtool, nftables; a static guest's cross compiler, static
+/// C library and build tools), and openssh-client for a real router
 /// over SSH (`--lab ssh://…`).
 pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     let mut p: Vec<String> = HOST_TOOLS.iter().map(|(_, p)| p.to_string()).collect();
@@ -180,6 +184,9 @@ pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     p.push(spec.qemu_package.clone());
     if spec.l1.is_some() {
         p.extend(cache_model::host_packages());
+    }
+    if let Some(g) = &spec.static_guest {
+        p.extend(static_guest::host_packages(g));
     }
     p.extend(ssh::HOST_TOOLS.iter().map(|(_, p)| p.to_string()));
     p.sort();
@@ -260,8 +267,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         "--runs and --duration must be at least 1"
     );
     check_host_tools(&spec)?;
-    rootfs::check_arch(&spec.guest_arch)
-        .with_context(|| format!("the lab cannot run {} yet", target.name))?;
+    rootfs::check(&spec)
+        .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
     let model = if request.cache_model {
         Some(cache_model::prepare(layout, &target, &spec)?)
     } else {
@@ -292,7 +299,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         request.build.clone(),
         request.kernel_src.clone(),
     )?;
-    let initramfs = rootfs::prepare(layout, &spec.guest_arch)?;
+    let initramfs = rootfs::prepare(layout, &spec)?;
     for k in &kernels {
         eprintln!("lab: kernel {}: {}", k.variant.name, k.image.display());
     }

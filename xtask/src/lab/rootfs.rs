@@ -1,7 +1,9 @@
 //! The guest's initramfs: Debian packages of the guest architecture
 //! (busybox-static, nftables with its libraries, ethtool), fetched with a
 //! private apt configuration and unpacked with `dpkg-deb -x`, plus the
-//! lab's `/init` ([`super::guest`]).
+//! lab's `/init` ([`super::guest`]). A guest architecture Debian has no
+//! port of gets the same programs built static from Debian's sources
+//! instead ([`super::static_guest`], `[lab.static_guest]`).
 //!
 //! The private configuration ([`super::apt`]: sources list, lists, dpkg
 //! status, cache under `target/xtask/lab/apt/<arch>/`) sets `APT::Architecture`, so the
@@ -12,17 +14,17 @@
 //! without network access; its manifest lists the packages' versions and
 //! sha256s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 pub use super::apt::MIRROR;
 use super::apt::{PrivateApt, KEYRING};
 use super::process::run_logged;
-use super::{cpio, guest};
+use super::{cpio, guest, static_guest, LabSpec};
 pub use crate::results::lab::{DebRecord, Initramfs};
 use crate::util::fs::write_atomic;
 use crate::util::hash::sha256_file;
@@ -65,21 +67,27 @@ pub fn cache_key(arch: &str) -> String {
     hex::encode(h.finalize())
 }
 
-/// Fails when the lab cannot make a userspace for `arch` (`none`: Debian
-/// has no packages for the guest), before any kernel is built.
-pub fn check_arch(arch: &str) -> Result<()> {
-    if arch == "none" {
-        bail!(
-            "Debian 12 has no packages for this guest (big-endian MIPS); its userspace \
-             would be a static init built with the cross compiler, which the lab does not have yet"
-        );
+/// Fails when the lab cannot make `spec`'s userspace, before any kernel is
+/// built: a static guest needs its cross compiler and build tools.
+pub fn check(spec: &LabSpec) -> Result<()> {
+    match &spec.static_guest {
+        Some(g) => static_guest::check_tools(g),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-/// The initramfs for Debian architecture `arch`, from the cache or made now.
-pub fn prepare(layout: &Layout, arch: &str) -> Result<Initramfs> {
-    check_arch(arch)?;
+/// The initramfs of `spec`'s guest, from the cache or made now: Debian's
+/// binary packages of `guest_arch`, or with `[lab.static_guest]` the same
+/// programs built from Debian's sources ([`static_guest`]).
+pub fn prepare(layout: &Layout, spec: &LabSpec) -> Result<Initramfs> {
+    match &spec.static_guest {
+        Some(g) => static_guest::prepare(layout, &spec.guest_arch, g),
+        None => prepare_debian(layout, &spec.guest_arch),
+    }
+}
+
+/// The initramfs of Debian's binary packages for `arch`.
+fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
     let lab_dir = layout.work_dir().join("lab");
     let key = cache_key(arch);
     let out_dir = lab_dir.join("initramfs");
@@ -134,21 +142,31 @@ pub fn prepare(layout: &Layout, arch: &str) -> Result<Initramfs> {
         }
     }
     guest::install(stage.path())?;
+    let size = pack(stage.path(), &archive)?;
+    let made = Initramfs {
+        sha256: sha256_file(&archive)?,
+        size,
+        path: archive,
+        arch: arch.to_string(),
+        packages,
+        built: Vec::new(),
+        toolchain: Vec::new(),
+    };
+    write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
+    Ok(made)
+}
+
+/// Writes the tree `root` and `/dev/console` (the kernel opens it before
+/// `/init` runs) as a `newc` archive to `archive`; returns its size in
+/// bytes.
+pub fn pack(root: &Path, archive: &Path) -> Result<u64> {
     let mut writer = cpio::Writer::new(Vec::new());
-    writer.tree(stage.path())?;
-    if !stage.path().join("dev").exists() {
+    writer.tree(root)?;
+    if !root.join("dev").exists() {
         writer.dir("dev", 0o755)?;
     }
     writer.char_device("dev/console", 0o600, 5, 1)?;
     let bytes = writer.finish()?;
-    write_atomic(&archive, &bytes)?;
-    let made = Initramfs {
-        sha256: sha256_file(&archive)?,
-        size: bytes.len() as u64,
-        path: archive,
-        arch: arch.to_string(),
-        packages,
-    };
-    write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
-    Ok(made)
+    write_atomic(archive, &bytes)?;
+    Ok(bytes.len() as u64)
 }

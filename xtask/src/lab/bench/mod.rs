@@ -82,7 +82,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     let variant =
         variants::select(&all_variants, std::slice::from_ref(&request.variant))?.remove(0);
     check_host_tools(&spec)?;
-    rootfs::check_arch(&spec.guest_arch)?;
+    rootfs::check(&spec)?;
     let lab_kernel = kernel::built(layout, &target, &variant)?;
     let bench_root = crate::build::bench::work_dir(layout);
     std::fs::create_dir_all(&bench_root)
@@ -96,7 +96,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     if work.exists() {
         std::fs::remove_dir_all(&work).with_context(|| format!("emptying {}", work.display()))?;
     }
-    let initramfs = rootfs::prepare(layout, &spec.guest_arch)?;
+    let initramfs = rootfs::prepare(layout, &spec)?;
     let model = if request.cache_model {
         Some(cache_model::prepare(layout, &target, &spec)?)
     } else {

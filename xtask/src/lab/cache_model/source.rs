@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::lab::apt::{source_lines, PrivateApt};
+use crate::lab::apt::{host_arch, source_lines, PrivateApt};
 use crate::lab::process::run_logged;
 use crate::lab::rootfs::SUITE;
 use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
@@ -146,19 +146,6 @@ pub fn fetch(layout: &Layout, qemu_package: &str) -> Result<QemuSource> {
     std::fs::rename(&out, &dir)
         .with_context(|| format!("moving {} to {}", out.display(), dir.display()))?;
     Ok(made)
-}
-
-/// This machine's Debian architecture (`dpkg --print-architecture`).
-fn host_arch() -> Result<String> {
-    let out = Command::new("dpkg")
-        .arg("--print-architecture")
-        .output()
-        .context("running dpkg --print-architecture")?;
-    let arch = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || arch.is_empty() {
-        bail!("dpkg --print-architecture failed");
-    }
-    Ok(arch)
 }
 
 fn file_name(p: &Path) -> String {

@@ -171,12 +171,13 @@ impl GuestWork {
     }
 }
 
-/// One unpacked package.
+/// One unpacked package (or one file of a source package).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DebRecord {
-    /// The `.deb` file name (`name_version_arch.deb`).
+    /// The `.deb` file name (`name_version_arch.deb`), or a source
+    /// package's `.dsc` or tarball.
     pub file: String,
-    /// sha256 of the `.deb`, lowercase hex.
+    /// sha256 of the file, lowercase hex.
     pub sha256: String,
 }
 
@@ -191,8 +192,34 @@ pub struct Initramfs {
     pub size: u64,
     /// Debian architecture of its binaries.
     pub arch: String,
-    /// The packages in it.
+    /// The Debian packages in it: `.deb` files, or for a static guest the
+    /// source packages' files (`.dsc`, tarballs) its programs were built
+    /// from.
     pub packages: Vec<DebRecord>,
+    /// A static guest's programs: what each was built from and how
+    /// (`lab::static_guest`); empty for Debian's binary packages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub built: Vec<BuiltProgram>,
+    /// A static guest's cross compiler: `gcc --version`'s first line, its
+    /// target triplet, and `package version` of its Debian packages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolchain: Vec<String>,
+}
+
+/// One program a static guest's initramfs holds, built by the lab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuiltProgram {
+    /// Path in the guest, without the leading `/` (`bin/busybox`).
+    pub path: String,
+    /// What it was built from: `<source package> <Debian version>`
+    /// (`busybox 1:1.35.0-4+deb12u1`), or a file of this repository.
+    pub source: String,
+    /// How: the configuration and the build's arguments.
+    pub build: String,
+    /// sha256 of the (stripped) binary, lowercase hex.
+    pub sha256: String,
+    /// Wall-clock seconds its build took (unpacking included; `-j1`, nice).
+    pub build_seconds: u64,
 }
 
 #[cfg(test)]

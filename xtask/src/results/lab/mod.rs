@@ -73,7 +73,7 @@ pub use cache::{
     CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, CacheWork, INSNS_PER_PACKET,
     INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
 };
-pub use guest::{DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
+pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
 pub use host::{
     Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
 };

@@ -1,0 +1,281 @@
+//! The static guest's programs, cross-compiled from Debian's source
+//! packages (unpacked with `dpkg-source -x`, Debian's patches applied):
+//! busybox with Debian's own `busybox-static` configuration, ethtool, and
+//! the lab's nftables loader (`lab/static-guest/nft.c`). Every compile runs
+//! under `nice -n 19` with `make -j1`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::sources::SourcePackage;
+use crate::lab::process::run_logged;
+
+/// Longest one build step may take (busybox at `-j1` on a loaded host
+/// takes minutes).
+const STEP_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Arguments of busybox's `make` besides `CROSS_COMPILE` (its own `-Os`).
+pub const BUSYBOX_MAKE: &[&str] = &["-j1", "busybox"];
+
+/// ethtool's `configure` arguments besides `--host`. Without netlink (it
+/// would need libmnl): `-K` and `-k` use the ioctl interface, which Linux
+/// 6.12 still serves. No pretty dumps of NIC registers.
+pub const ETHTOOL_CONFIGURE: &[&str] = &[
+    "--disable-netlink",
+    "--disable-pretty-dump",
+    "--sbindir=/sbin",
+    "LDFLAGS=-static",
+];
+
+/// The cross compiler's flags for the nftables loader.
+pub const NFT_CFLAGS: &[&str] = &["-Os", "-static", "-Wall", "-Wextra", "-Werror"];
+
+/// The lab's nftables loader, compiled for the guest.
+pub const NFT_SOURCE: &str = include_str!("../../../../lab/static-guest/nft.c");
+
+/// One built program and how long its build took.
+pub struct Built {
+    /// The stripped binary.
+    pub binary: PathBuf,
+    /// Wall-clock seconds of its build (unpacking included).
+    pub seconds: f64,
+}
+
+/// Runs `args` under `nice -n 19` in `dir`, its output in `log`.
+fn nice(args: &[&str], extra: &[String], dir: &Path, log: &Path, what: &str) -> Result<()> {
+    let mut cmd = Command::new("nice");
+    cmd.args(["-n", "19"])
+        .args(args)
+        .args(extra)
+        .current_dir(dir);
+    // Kconfig's generated files without the build's date.
+    cmd.env("KCONFIG_NOTIMESTAMP", "1");
+    run_logged(cmd, what, log, STEP_TIMEOUT)
+}
+
+/// `dpkg-source -x` of `package` into `work/<name>`: the upstream tarball
+/// with Debian's patches applied. `--no-check` skips the uploader's
+/// signature (no Debian developer keyring here); the files' sha256 were
+/// checked against the `.dsc` already ([`super::sources`]).
+fn unpack(package: &SourcePackage, work: &Path, logs: &Path) -> Result<PathBuf> {
+    let tree = work.join(&package.name);
+    // dpkg-source copies the tarballs next to the tree it makes.
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    let mut cmd = Command::new("dpkg-source");
+    cmd.args(["--no-check", "-x"])
+        .arg(&package.dsc)
+        .arg(&tree)
+        .current_dir(work);
+    run_logged(
+        cmd,
+        &format!("dpkg-source -x {}", package.dsc.display()),
+        &logs.join(format!("{}-unpack.log", package.name)),
+        STEP_TIMEOUT,
+    )?;
+    Ok(tree)
+}
+
+/// Copies `from` to `to` and strips it with `<cross>strip`.
+fn strip_into(cross: &str, from: &Path, to: &Path, logs: &Path) -> Result<()> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+    let mut cmd = Command::new(format!("{cross}strip"));
+    cmd.arg(to);
+    run_logged(
+        cmd,
+        &format!("{cross}strip {}", to.display()),
+        &logs.join("strip.log"),
+        Duration::from_secs(120),
+    )
+}
+
+/// busybox from Debian's source with Debian's `busybox-static` config
+/// (`debian/config/os/linux` then `debian/config/pkg/static`, as
+/// `debian/rules` writes it); `make oldconfig` must leave it unchanged.
+pub fn busybox(
+    cross: &str,
+    package: &SourcePackage,
+    work: &Path,
+    logs: &Path,
+    out: &Path,
+) -> Result<Built> {
+    let started = Instant::now();
+    let tree = unpack(package, work, logs)?;
+    let debian_config = ["debian/config/os/linux", "debian/config/pkg/static"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(tree.join(f))
+                .with_context(|| format!("reading {f} of Debian's busybox"))
+        })
+        .collect::<Result<Vec<_>>>()?
+        .concat();
+    if !debian_config.lines().any(|l| l == "CONFIG_STATIC=y") {
+        bail!("Debian's busybox-static config has no CONFIG_STATIC=y");
+    }
+    std::fs::write(tree.join(".config"), &debian_config)
+        .with_context(|| format!("writing {}", tree.join(".config").display()))?;
+    let cross_arg = format!("CROSS_COMPILE={cross}");
+    nice(
+        &["make", &cross_arg, "oldconfig"],
+        &[],
+        &tree,
+        &logs.join("busybox-oldconfig.log"),
+        "busybox make oldconfig",
+    )?;
+    let settings = |text: &str| -> Vec<String> {
+        let mut s: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("CONFIG_") || l.starts_with("# CONFIG_"))
+            .map(str::to_string)
+            .collect();
+        s.sort();
+        s
+    };
+    let config =
+        std::fs::read_to_string(tree.join(".config")).context("reading busybox's .config")?;
+    if settings(&config) != settings(&debian_config) {
+        bail!(
+            "busybox's oldconfig changed Debian's static configuration (see {})",
+            tree.join(".config").display()
+        );
+    }
+    nice(
+        &["make", &cross_arg],
+        &BUSYBOX_MAKE
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>(),
+        &tree,
+        &logs.join("busybox-make.log"),
+        "busybox make (cross, static)",
+    )?;
+    let binary = out.join("bin/busybox");
+    strip_into(cross, &tree.join("busybox"), &binary, logs)?;
+    Ok(Built {
+        binary,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// ethtool from Debian's source, `configure --host=<triplet>` with
+/// [`ETHTOOL_CONFIGURE`], linked static.
+pub fn ethtool(
+    cross: &str,
+    package: &SourcePackage,
+    work: &Path,
+    logs: &Path,
+    out: &Path,
+) -> Result<Built> {
+    let started = Instant::now();
+    let tree = unpack(package, work, logs)?;
+    let host = format!("--host={}", cross.trim_end_matches('-'));
+    let mut configure = vec!["./configure", &host];
+    configure.extend(ETHTOOL_CONFIGURE);
+    nice(
+        &configure,
+        &[],
+        &tree,
+        &logs.join("ethtool-configure.log"),
+        "ethtool configure (cross, static)",
+    )?;
+    nice(
+        &["make", "-j1", "ethtool"],
+        &[],
+        &tree,
+        &logs.join("ethtool-make.log"),
+        "ethtool make",
+    )?;
+    let binary = out.join("sbin/ethtool");
+    strip_into(cross, &tree.join("ethtool"), &binary, logs)?;
+    Ok(Built {
+        binary,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// `ruleset` as a C header: `static const char XL_RULESET[]`, one string
+/// literal per line.
+pub fn ruleset_header(ruleset: &str) -> String {
+    let mut out = String::from(
+        "/* Generated by xtask from guest::ruleset(). */\nstatic const char XL_RULESET[] =\n",
+    );
+    for line in ruleset.split_inclusive('\n') {
+        let mut lit = String::new();
+        for b in line.bytes() {
+            match b {
+                b'\\' => lit.push_str("\\\\"),
+                b'"' => lit.push_str("\\\""),
+                b'\t' => lit.push_str("\\t"),
+                b'\n' => lit.push_str("\\n"),
+                b' '..=b'~' => lit.push(b as char),
+                // A hex escape ends at the string's end, not at the next hex digit.
+                b => lit.push_str(&format!("\\x{b:02x}\"\"")),
+            }
+        }
+        out.push_str(&format!("\t\"{lit}\"\n"));
+    }
+    out.push_str("\t\"\";\n");
+    out
+}
+
+/// The lab's nftables loader for `ruleset`, compiled with `cc` (a cross
+/// compiler's gcc, or the host's for the tests) into `binary`.
+pub fn nft_loader(cc: &str, ruleset: &str, work: &Path, logs: &Path, binary: &Path) -> Result<()> {
+    let dir = work.join("nft");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(dir.join("nft.c"), NFT_SOURCE).context("writing nft.c")?;
+    std::fs::write(dir.join("xl-ruleset.h"), ruleset_header(ruleset))
+        .context("writing xl-ruleset.h")?;
+    if let Some(parent) = binary.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let mut args: Vec<String> = vec![cc.to_string()];
+    args.extend(NFT_CFLAGS.iter().map(|s| s.to_string()));
+    args.extend(["-I".to_string(), dir.display().to_string()]);
+    args.push(dir.join("nft.c").display().to_string());
+    args.extend(["-o".to_string(), binary.display().to_string()]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    nice(
+        &argv,
+        &[],
+        &dir,
+        &logs.join("nft-cc.log"),
+        "compiling the nftables loader",
+    )
+}
+
+/// The lab's nftables loader for the guest, stripped, at `out/usr/sbin/nft`
+/// (where Debian's nftables has it).
+pub fn nft(cross: &str, ruleset: &str, work: &Path, logs: &Path, out: &Path) -> Result<Built> {
+    let started = Instant::now();
+    let unstripped = work.join("nft/nft");
+    nft_loader(&format!("{cross}gcc"), ruleset, work, logs, &unstripped)?;
+    let binary = out.join("usr/sbin/nft");
+    strip_into(cross, &unstripped, &binary, logs)?;
+    Ok(Built {
+        binary,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ruleset_header_is_one_c_string_of_the_text() {
+        let h = ruleset_header("table ip xl {\n\tchain \"a\\b\"\n}\n");
+        assert!(
+            h.contains(
+                "\t\"table ip xl {\\n\"\n\t\"\\tchain \\\"a\\\\b\\\"\\n\"\n\t\"}\\n\"\n\t\"\";\n"
+            ),
+            "{h}"
+        );
+    }
+}

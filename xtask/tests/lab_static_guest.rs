@@ -1,0 +1,279 @@
+//! The static guest of targets Debian 12 has no port of (ath79: big-endian
+//! MIPS): its initramfs is built from Debian's sources with the cross
+//! compiler and holds static big-endian MIPS programs (checked here against
+//! binutils' `readelf` and `file`); the lab's nftables loader puts into the
+//! kernel exactly what `nft -f` of the ruleset puts there; and the ath79
+//! lab kernel boots it, forwards through its masquerade and toggles GRO.
+//!
+//! Needs the cross compiler and its static C library
+//! (`gcc-mips-linux-gnu`, `libc6-dev-mips-cross`), `binutils-mips-linux-gnu`,
+//! `file`, Debian's archive (the source packages, once), and for the
+//! loader and boot tests root, `nft`, QEMU and iperf3. A missing tool fails
+//! the test naming its package: it never skips. The first build of the
+//! userspace takes a few minutes (busybox at `-j1`). The boot test builds
+//! the ath79 lab kernel when it is not built yet (10–25 minutes on 2
+//! cores: a router kernel, too big for CI's 90 minutes beside the Malta
+//! lab's), so it is manual: `cargo test --test lab_static_guest --
+//! --ignored`; CI boots the Malta lab (`lab_malta.rs`) and builds and
+//! checks this guest.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use xshell::Shell;
+use xtask::build::BuildOptions;
+use xtask::inputs::{targets, variants};
+use xtask::lab::record::Direction;
+use xtask::lab::router::Gro;
+use xtask::lab::session::Guest;
+use xtask::lab::static_guest::build;
+use xtask::lab::{self, guest, kernel, rootfs};
+use xtask::util::hash::sha256_file;
+use xtask::util::layout::Layout;
+
+const TARGET: &str = "ath79";
+
+fn ath79() -> (Layout, targets::Target) {
+    let layout = Layout::from_manifest_dir();
+    let all = targets::load_all(&layout.targets_dir()).unwrap();
+    let target = targets::select(&all, &[TARGET.to_string()])
+        .unwrap()
+        .remove(0);
+    (layout, target)
+}
+
+/// Fails naming the package when `program` is not on `PATH`.
+fn need(program: &str, package: &str) {
+    lab::require_tools("this test", &[(program, package)]).unwrap();
+}
+
+/// The regular files of a `newc` archive (the kernel's initramfs format,
+/// Documentation/driver-api/early-userspace/buffer-format.rst): name → data.
+fn cpio_files(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    let hex = |at: usize| {
+        u32::from_str_radix(std::str::from_utf8(&bytes[at..at + 8]).unwrap(), 16).unwrap() as usize
+    };
+    let align = |n: usize| (n + 3) & !3;
+    let mut files = BTreeMap::new();
+    let mut at = 0;
+    loop {
+        assert_eq!(&bytes[at..at + 6], b"070701", "newc magic at {at}");
+        let mode = hex(at + 14);
+        let size = hex(at + 54);
+        let name_len = hex(at + 94);
+        let name = std::str::from_utf8(&bytes[at + 110..at + 110 + name_len - 1]).unwrap();
+        if name == "TRAILER!!!" {
+            return files;
+        }
+        let data = align(at + 110 + name_len);
+        if mode & 0o170000 == 0o100000 {
+            files.insert(name.to_string(), bytes[data..data + size].to_vec());
+        }
+        at = align(data + size);
+    }
+}
+
+#[test]
+fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
+    let (layout, target) = ath79();
+    let spec = kernel::spec_of(&target).unwrap();
+    let g = spec
+        .static_guest
+        .as_ref()
+        .expect("ath79 has [lab.static_guest]");
+    need("mips-linux-gnu-readelf", "binutils-mips-linux-gnu");
+    need("file", "file");
+    let initramfs = rootfs::prepare(&layout, spec).unwrap();
+    assert_eq!(initramfs.arch, "mips");
+    let files = cpio_files(&std::fs::read(&initramfs.path).unwrap());
+    for script in ["init", "etc/xl-router.nft", "bin/xl-sample"] {
+        assert!(files.contains_key(script), "{script} missing");
+    }
+    assert_eq!(files["init"], guest::init_script().into_bytes());
+    let scratch = tempfile::tempdir().unwrap();
+    let paths: Vec<&str> = initramfs.built.iter().map(|b| b.path.as_str()).collect();
+    assert_eq!(paths, ["bin/busybox", "sbin/ethtool", "usr/sbin/nft"]);
+    for built in &initramfs.built {
+        let bytes = files
+            .get(&built.path)
+            .unwrap_or_else(|| panic!("{} not in the archive", built.path));
+        let copy = scratch.path().join(built.path.replace('/', "_"));
+        std::fs::write(&copy, bytes).unwrap();
+        assert_eq!(sha256_file(&copy).unwrap(), built.sha256, "{}", built.path);
+        let readelf = Command::new(format!("{}readelf", g.cross_compile))
+            .args(["-h", "-l"])
+            .arg(&copy)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&readelf.stdout);
+        assert!(readelf.status.success(), "{text}");
+        for want in [
+            "Class:                             ELF32",
+            "Data:                              2's complement, big endian",
+            "Machine:                           MIPS R3000",
+            "Type:                              EXEC",
+        ] {
+            assert!(
+                text.contains(want),
+                "{}: no {want:?} in\n{text}",
+                built.path
+            );
+        }
+        assert!(
+            !text.contains("INTERP") && !text.contains("DYNAMIC"),
+            "{}: not static:\n{text}",
+            built.path
+        );
+        let file = Command::new("file").arg("-b").arg(&copy).output().unwrap();
+        let file = String::from_utf8_lossy(&file.stdout);
+        assert!(
+            file.contains("32-bit MSB executable, MIPS") && file.contains("statically linked"),
+            "{}: {file}",
+            built.path
+        );
+    }
+    let busybox = &initramfs.built[0];
+    assert!(
+        busybox.source.starts_with("busybox 1:1.35.0-"),
+        "{busybox:?}"
+    );
+    assert!(initramfs
+        .packages
+        .iter()
+        .any(|p| p.file.starts_with("busybox_") && p.file.ends_with(".dsc")));
+    assert!(!initramfs.toolchain.is_empty());
+    // Cached: the same archive without building.
+    let again = rootfs::prepare(&layout, spec).unwrap();
+    assert_eq!(again, initramfs);
+}
+
+/// `ip netns exec NAME args…`, its stdout; panics with stderr on failure.
+fn in_netns(name: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", name])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Network namespaces deleted when dropped, whether the test passes or not.
+struct Netns(Vec<String>);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+#[test]
+fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
+    need("nft", "nftables");
+    need("cc", "gcc");
+    let scratch = tempfile::tempdir().unwrap();
+    let loader = scratch.path().join("nft-loader");
+    let ruleset = guest::ruleset();
+    build::nft_loader("cc", &ruleset, scratch.path(), scratch.path(), &loader).unwrap();
+    let file = scratch.path().join("xl-router.nft");
+    std::fs::write(&file, &ruleset).unwrap();
+    let pid = std::process::id();
+    let names = [format!("xlnft{pid}a"), format!("xlnft{pid}b")];
+    let _gone = Netns(names.to_vec());
+    for n in &names {
+        assert!(Command::new("ip")
+            .args(["netns", "add", n])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let file = file.to_str().unwrap();
+    let listings: Vec<String> = [loader.to_str().unwrap(), "nft"]
+        .iter()
+        .zip(&names)
+        .map(|(program, ns)| {
+            // Twice: the batch's flush makes a reload replace the rules.
+            in_netns(ns, &[program, "-f", file]);
+            in_netns(ns, &[program, "-f", file]);
+            in_netns(ns, &["nft", "--debug=netlink", "list", "ruleset"])
+        })
+        .collect();
+    // A different ruleset is refused, not half loaded.
+    let other = scratch.path().join("other.nft");
+    std::fs::write(&other, ruleset.replace("policy drop", "policy accept")).unwrap();
+    let refused = Command::new("ip")
+        .args(["netns", "exec", &names[0]])
+        .arg(&loader)
+        .arg("-f")
+        .arg(&other)
+        .output()
+        .unwrap();
+    let after = in_netns(&names[0], &["nft", "--debug=netlink", "list", "ruleset"]);
+    assert!(listings[1].contains("[ masq ]"), "{}", listings[1]);
+    assert_eq!(
+        listings[0], listings[1],
+        "the loader's rules differ from nft's"
+    );
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not the ruleset"));
+    assert_eq!(after, listings[0]);
+}
+
+#[test]
+#[ignore = "manual: builds the ath79 lab kernel (10–25 minutes); run with --ignored"]
+fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
+    let (layout, target) = ath79();
+    let spec = kernel::spec_of(&target).unwrap();
+    lab::check_host_tools(spec).unwrap();
+    let initramfs = rootfs::prepare(&layout, spec).unwrap();
+    let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
+    let baseline = variants::select(&all, &["baseline".to_string()]).unwrap();
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let kernels = kernel::build_all(
+        &Shell::new().unwrap(),
+        &layout,
+        &target,
+        &baseline,
+        BuildOptions::with_jobs(jobs),
+        None,
+    )
+    .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut guest = Guest::boot(
+        spec,
+        (&kernels[0].image, None),
+        &initramfs.path,
+        &scratch.path().join("console.log"),
+        &scratch.path().join("qemu.log"),
+    )
+    .unwrap();
+    // GRO off and on again: ethtool's ioctl path works on pcnet.
+    guest.set_gro(Gro::Off).unwrap();
+    let features = guest.check("ethtool -k lan").unwrap();
+    assert!(
+        features.contains("generic-receive-offload: off"),
+        "{features}"
+    );
+    guest.set_gro(Gro::On).unwrap();
+    guest
+        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
+        .unwrap();
+    let table = guest.conntrack().unwrap();
+    assert!(
+        table.contains(&format!(
+            "src={} dst={}",
+            guest::WAN_HOST_IP,
+            guest::GUEST_WAN_IP
+        )),
+        "no masqueraded connection in:\n{table}"
+    );
+    drop(guest);
+    assert!(Path::new(&kernels[0].image).is_file());
+}
