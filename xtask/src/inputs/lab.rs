@@ -39,16 +39,6 @@ pub struct LabSpec {
     /// `-smp` value (virtual CPUs).
     #[serde(default = "one")]
     pub smp: u32,
-    /// Loops per jiffy, passed as `lpj=` on the kernel command line so the
-    /// kernel skips `calibrate_delay()`; `None`: it calibrates. QEMU 7.2's
-    /// Malta never ends that calibration with `-smp 2` under `-icount` (the
-    /// boot stops after "CPU frequency"), and with the value a one-CPU boot
-    /// calibrates under the same `-icount` the delay loops stay as long as
-    /// there. It depends on `-icount`'s shift, the kernel's HZ and its delay
-    /// loop: ramips's 248832 is "124.41 BogoMIPS (lpj=248832)" at HZ 250
-    /// and shift 3.
-    #[serde(default)]
-    pub lpj: Option<u64>,
     /// Guest RAM in MiB (`-m`).
     #[serde(default = "default_memory")]
     pub memory_mib: u32,
@@ -234,9 +224,6 @@ impl LabSpec {
                     g.cross_compile
                 );
             }
-        }
-        if self.lpj == Some(0) {
-            bail!("{file}: [lab] lpj must be above 0 (loops per jiffy, as the kernel's \"Calibrating delay loop\" line prints it)");
         }
         if self.smp == 0 || self.memory_mib < 64 {
             bail!("{file}: [lab] needs smp >= 1 and memory_mib >= 64");

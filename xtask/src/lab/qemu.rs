@@ -29,14 +29,10 @@ pub struct Boot<'a> {
 
 /// The kernel command line.
 pub fn kernel_cmdline(spec: &LabSpec) -> String {
-    let mut line = format!(
+    format!(
         "console={},115200 rdinit=/init panic=-1 loglevel=6",
         spec.console
-    );
-    if let Some(lpj) = spec.lpj {
-        line.push_str(&format!(" lpj={lpj}"));
-    }
-    line
+    )
 }
 
 /// QEMU's argv after the program name; `taps` are the LAN and WAN taps.
@@ -140,16 +136,5 @@ qemu_args = ["-vga", "none"]
         );
         assert!(a.contains("path=/s/console.sock,server=on,wait=on"), "{a}");
         assert!(a.ends_with("-vga none"), "{a}");
-    }
-
-    #[test]
-    fn a_preset_lpj_reaches_the_kernel_command_line() {
-        let mut spec = malta();
-        assert!(!kernel_cmdline(&spec).contains("lpj"));
-        spec.lpj = Some(248832);
-        assert_eq!(
-            kernel_cmdline(&spec),
-            "console=ttyS0,115200 rdinit=/init panic=-1 loglevel=6 lpj=248832"
-        );
     }
 }
