@@ -205,6 +205,29 @@ impl LabSpec {
                 );
             }
         }
+        // Each of these reaches QEMU's argv inside a `-device`, `-append`
+        // or `-M` value, or a path and an apt sources line (guest_arch):
+        // no commas, spaces or '/' that would add options or leave the
+        // lab's directories.
+        for (key, value, extra) in [
+            ("qemu", &self.qemu, "-"),
+            ("machine", &self.machine, "-._"),
+            ("cpu", &self.cpu, "-._"),
+            ("guest_arch", &self.guest_arch, ""),
+            ("console", &self.console, ""),
+            ("nic", &self.nic, "-"),
+        ] {
+            crate::inputs::targets::check_plain(&format!("[lab] {key}"), value, extra)
+                .with_context(|| format!("{file}: refusing this [lab] table"))?;
+        }
+        for slot in &self.nic_pci_slots {
+            let hex = slot.strip_prefix("0x").unwrap_or("");
+            if hex.is_empty() || hex.len() > 2 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                bail!("{file}: [lab] nic_pci_slots has {slot:?}; a PCI slot is written 0x00 to 0x1f, e.g. \"0x12\"");
+            }
+        }
+        check_qemu_args(&self.qemu_args)
+            .with_context(|| format!("{file}: refusing this [lab] table"))?;
         if !(self.nic_pci_slots.is_empty() || self.nic_pci_slots.len() == 2) {
             bail!(
                 "{file}: [lab] nic_pci_slots needs two slots (LAN, WAN) or none, not {:?}",
@@ -228,6 +251,15 @@ impl LabSpec {
         if self.smp == 0 || self.memory_mib < 64 {
             bail!("{file}: [lab] needs smp >= 1 and memory_mib >= 64");
         }
+        if self.smp > 1 {
+            bail!(
+                "{file}: [lab] smp = {}: the lab runs QEMU under -icount, where QEMU 7.2 boots no \
+                 second CPU of these machines (Malta stops in the delay-loop calibration and, with \
+                 lpj= preset, at /init; vexpress-a9 prints nothing), so a boot would only time out; \
+                 use smp = 1",
+                self.smp
+            );
+        }
         if let Some(l1) = &self.l1 {
             l1.icache
                 .check("icache")
@@ -236,6 +268,39 @@ impl LabSpec {
         }
         Ok(())
     }
+}
+
+/// The QEMU options `[lab] qemu_args` may hold, each with one value: what
+/// the machines need to boot quietly. Anything else could add a NIC, a
+/// network or a monitor the lab does not control, so it is refused.
+pub const QEMU_OPTIONS: &[&str] = &["-vga", "-audiodev", "-global"];
+
+/// Checks `[lab] qemu_args`: pairs of an option of [`QEMU_OPTIONS`] and a
+/// plain value (letters, digits and `,=._-:`), none naming a network
+/// backend (`netdev`, `nic`, `chardev`).
+pub fn check_qemu_args(args: &[String]) -> Result<()> {
+    if !args.len().is_multiple_of(2) {
+        bail!(
+            "[lab] qemu_args {args:?}: give each option with one value, e.g. [\"-vga\", \"none\"]"
+        );
+    }
+    for pair in args.chunks(2) {
+        let (option, value) = (&pair[0], &pair[1]);
+        if !QEMU_OPTIONS.contains(&option.as_str()) {
+            bail!(
+                "[lab] qemu_args has {option:?}; the lab allows only {QEMU_OPTIONS:?} (the NICs, console \
+                 and network are its own, so nothing reaches another network)"
+            );
+        }
+        crate::inputs::targets::check_plain(&format!("[lab] qemu_args {option}"), value, ",=._-:")?;
+        if ["netdev", "nic", "chardev"]
+            .iter()
+            .any(|w| value.contains(w))
+        {
+            bail!("[lab] qemu_args {option} {value:?} names a network or character device backend; the lab adds its own");
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -274,6 +339,32 @@ mod tests {
         }
         .check("dcache")
         .unwrap();
+    }
+
+    #[test]
+    fn a_hostile_lab_table_is_refused() {
+        let base = "qemu = \"qemu-system-mipsel\"\nqemu_package = \"qemu-system-mips\"\n\
+                    machine = \"malta\"\ncpu = \"74Kf\"\nfragments = []\n";
+        let spec = |extra: &str| -> LabSpec {
+            toml_edit::de::from_str(&format!("{base}{extra}")).unwrap()
+        };
+        let file = Path::new("targets/brcm47xx.toml");
+        let ok = "guest_arch = \"mipsel\"\nnic = \"pcnet\"\nnic_pci_slots = [\"0x12\", \"0x14\"]\n\
+                  qemu_args = [\"-vga\", \"none\", \"-audiodev\", \"none,id=noaudio\"]\n";
+        spec(ok).validate(file, &[]).unwrap();
+        for (bad, why) in [
+            ("guest_arch = \"../../tmp/x\"\nnic = \"pcnet\"\n", "guest_arch"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet,netdev=u\"\n", "[lab] nic"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nconsole = \"ttyS0 init=/bin/sh\"\n", "console"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nnic_pci_slots = [\"0x12,x\", \"0x14\"]\n", "PCI slot"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nqemu_args = [\"-netdev\", \"user,id=u\"]\n", "allows only"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nqemu_args = [\"-global\", \"chardev=x\"]\n", "backend"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nqemu_args = [\"-vga\"]\n", "one value"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nsmp = 2\n", "smp = 2"),
+        ] {
+            let err = format!("{:#}", spec(bad).validate(file, &[]).unwrap_err());
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
     }
 
     #[test]
