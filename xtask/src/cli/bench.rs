@@ -42,10 +42,10 @@ pub struct LabBenchArgs {
     pub variant: String,
     /// Boots; each runs a warm-up, then each direction with GRO on and
     /// off (the lab's default plan).
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// iperf3 seconds per run.
-    #[arg(long, default_value_t = 2, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 2, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub duration: u32,
     /// Load the L1 cache model into every boot (its reads then count in
     /// the overhead).

@@ -226,10 +226,10 @@ pub struct LabArgs {
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
     /// Measured runs per (variant, direction, GRO setting) or (variant, benchmark).
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
-    /// Seconds per run (iperf3, tbench).
-    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    /// Seconds per run (iperf3, tbench), at most an hour.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub duration: u32,
     /// GRO settings to measure in the guest (QEMU lab; default both).
     #[arg(long, value_name = "on|off|both")]

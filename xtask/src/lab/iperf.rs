@@ -104,11 +104,13 @@ pub fn run(
             &file("client.json"),
             &file("client.stderr"),
         )?;
-        Ok(client.wait(limit))
+        Ok(client.wait_while(limit, || router.check_alive()))
     })?;
     let status = match waited {
         Ok(status) => status,
         Err(e) if interrupted() => return Err(e),
+        // The router is gone (QEMU exited): `e` says so, with its log.
+        Err(e) if router.check_alive().is_err() => return Err(e),
         Err(e) => {
             return Err(e.context(format!(
                 "the {} run stalled (a NIC that stops moving packets?)\n{}",

@@ -153,16 +153,16 @@ pub fn built(layout: &Layout, target: &Target, variant: &Variant) -> Result<LabK
     let spec = spec_of(target)?;
     let lab = lab_target(target)?;
     let dir = layout.results_dir(&lab.name, &variant.name);
-    let result = BuildResult::read(&dir).with_context(|| {
-        format!(
-            "no lab kernel of {} for {} in {}: build it with `cargo xtask lab --target {} --variant {} --build-only`",
-            variant.name,
-            target.name,
-            dir.display(),
-            target.name,
-            variant.name
-        )
-    })?;
+    anyhow::ensure!(
+        dir.join(crate::results::FILE_NAME).is_file(),
+        "no lab kernel of {} for {} in {}: build it with `cargo xtask lab --target {} --variant {} --build-only`",
+        variant.name,
+        target.name,
+        dir.display(),
+        target.name,
+        variant.name
+    );
+    let result = BuildResult::read(&dir)?;
     let kernel = in_results(layout, &lab, spec, variant.clone(), result);
     for file in std::iter::once(&kernel.image).chain(kernel.dtb.as_ref()) {
         anyhow::ensure!(

@@ -291,6 +291,23 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             stale.join(", ")
         );
     }
+    let lab_name = kernel::lab_target(&target)?.name;
+    let missing: Vec<&str> = chosen
+        .iter()
+        .filter(|v| {
+            !layout
+                .results_dir(&lab_name, &v.name)
+                .join(results::FILE_NAME)
+                .is_file()
+        })
+        .map(|v| v.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "lab: no {lab_name} kernel yet for {}: building (a router kernel, 10–25 minutes each on 2 cores; Ctrl-C stops it)",
+            missing.join(", ")
+        );
+    }
     let kernels = kernel::build_all(
         sh,
         layout,

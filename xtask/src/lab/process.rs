@@ -7,6 +7,7 @@
 //! namespaces and taps as the error unwinds.
 
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,6 +93,20 @@ impl ChildGuard {
 
     fn spawn_with(mut command: Command, what: &str, out: File, err: File) -> Result<ChildGuard> {
         let program = command.get_program().to_string_lossy().into_owned();
+        // The kernel kills the child when the lab dies (kill -9 included),
+        // so no QEMU or iperf3 outlives it: a killed lab once left QEMU
+        // spinning at 100 % of a CPU, skewing every later run. The signal
+        // follows the spawning thread; the lab spawns from its main thread.
+        // SAFETY: the closure makes one prctl(2) call, async-signal-safe,
+        // and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))
+                .map_err(std::io::Error::from)
+            });
+        }
         let child = command
             .stdin(Stdio::null())
             .stdout(out)
@@ -122,11 +137,26 @@ impl ChildGuard {
     /// Waits up to `timeout` for the child to exit; an error (the child is
     /// then killed) when it does not.
     pub fn wait(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        self.wait_while(timeout, || Ok(()))
+    }
+
+    /// [`ChildGuard::wait`], calling `alive` at every poll: its error (the
+    /// child is then killed) ends the wait at once, e.g. when the QEMU
+    /// the child talks to has exited.
+    pub fn wait_while(
+        &mut self,
+        timeout: Duration,
+        mut alive: impl FnMut() -> Result<()>,
+    ) -> Result<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.try_status()? {
                 self.child = None;
                 return Ok(status);
+            }
+            if let Err(e) = alive() {
+                self.kill();
+                return Err(e.context(format!("{} was killed", self.what)));
             }
             if Instant::now() >= deadline {
                 self.kill();
@@ -174,12 +204,68 @@ pub fn run_logged(command: Command, what: &str, log: &Path, timeout: Duration) -
 /// The last `n` lines of `text`, for error messages.
 pub fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| printable(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `line` without control characters (tabs kept): a guest's console
+/// holds terminal queries such as busybox's `ESC [6n`, which a terminal
+/// printing an error would answer into the user's shell.
+fn printable(line: &str) -> String {
+    line.chars()
+        .filter(|c| *c == '\t' || !c.is_control())
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_dies_with_its_spawner() {
+        // The death signal fires when the spawning thread ends: a thread
+        // that spawns `sleep` and forgets the guard (no kill on drop)
+        // stands in for a lab killed with SIGKILL.
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let pid = std::thread::spawn(move || {
+            let mut cmd = Command::new("sleep");
+            cmd.arg("30");
+            let guard = ChildGuard::spawn(cmd, "sleep", &log).unwrap();
+            let pid = guard.id();
+            std::mem::forget(guard);
+            pid
+        })
+        .join()
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let state = loop {
+            // A zombie (state Z) until reaped: killed, not running.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit(") ").next().and_then(|r| r.chars().next());
+            if state != Some('S') && state != Some('R') || Instant::now() > deadline {
+                break state;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(
+            matches!(state, Some('Z') | None),
+            "sleep {pid} is {state:?}"
+        );
+        let _ = rustix::process::waitpid(
+            rustix::process::Pid::from_raw(pid as i32),
+            rustix::process::WaitOptions::NOHANG,
+        );
+    }
+
+    #[test]
+    fn tails_carry_no_terminal_escapes() {
+        let text = "a\n/ # \u{1b}[6necho XL\nb\tc\r\n";
+        assert_eq!(last_lines(text, 2), "/ # [6necho XL\nb\tc");
+    }
 
     #[test]
     fn a_child_that_overstays_is_killed_with_an_error() {

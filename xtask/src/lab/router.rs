@@ -50,6 +50,12 @@ pub trait Router {
     /// lines, the last remote command's output.
     fn diagnostics(&self) -> String;
 
+    /// An error when the router is gone (its QEMU exited), with what it
+    /// left to read; `Ok` while it runs or when that cannot be told.
+    fn check_alive(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// The cache model's counters now (a QEMU guest booted with
     /// `--cache-model`); `None` without a model.
     fn model_counters(&mut self) -> Result<Option<CacheCounters>> {

@@ -21,7 +21,7 @@ use super::record::{Arm, BootRecord, Direction};
 use super::rootfs::Initramfs;
 use super::router::{Bench, Endpoints, Gro, Router, Up};
 use super::sample::GuestSample;
-use super::topology::Topology;
+use super::topology::{self, Topology};
 use crate::inputs::lab::LabSpec;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{CacheCounters, WallStep};
@@ -44,6 +44,8 @@ pub struct Guest {
     /// The cache model loaded into QEMU and the socket it serves.
     model: Option<(CacheModel, PathBuf)>,
     _socket_dir: tempfile::TempDir,
+    /// QEMU's own output, for errors.
+    qemu_log: PathBuf,
     /// Wall seconds from starting QEMU to the router being ready.
     pub boot_seconds: f64,
     /// The guest's uptime when it said it was ready.
@@ -82,7 +84,7 @@ impl Guest {
     ) -> Result<Guest> {
         let topology = Topology::create()?;
         let socket_dir = tempfile::Builder::new()
-            .prefix("xlab-")
+            .prefix(&topology::socket_dir_prefix())
             .tempdir()
             .context("creating a directory for QEMU's console socket")?;
         let socket = socket_dir.path().join("console.sock");
@@ -147,6 +149,7 @@ impl Guest {
             console,
             qemu,
             _topology: topology,
+            qemu_log: qemu_log.to_path_buf(),
             endpoints,
             model: model.map(|m| (m.clone(), model_socket)),
             _socket_dir: socket_dir,
@@ -249,6 +252,19 @@ impl Router for Guest {
 
     fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
         Guest::model_counters(self)
+    }
+
+    fn check_alive(&mut self) -> Result<()> {
+        match self.qemu.try_status()? {
+            Some(status) => Err(with_qemu_log(
+                anyhow::anyhow!(
+                    "QEMU exited ({status}) during the run\n{}",
+                    self.console_tail()
+                ),
+                &self.qemu_log,
+            )),
+            None => Ok(()),
+        }
     }
 }
 

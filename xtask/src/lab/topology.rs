@@ -271,15 +271,39 @@ impl Drop for Topology {
     }
 }
 
-/// Removes namespaces and taps an earlier lab process left (killed with
-/// SIGKILL, say): those named after a process id that no longer runs.
-/// Returns what was removed.
+/// Prefix of a boot's directory in the system's temporary directory (QEMU's
+/// console and cache-model sockets): `xlab-<pid>-`, so that
+/// [`remove_stale`] knows a dead lab's.
+pub fn socket_dir_prefix() -> String {
+    format!("{NETNS_PREFIX}{}-", std::process::id())
+}
+
+/// Removes namespaces, taps and socket directories an earlier lab process
+/// left (killed with SIGKILL, say): those named after a process id that no
+/// longer runs. Its QEMU and iperf3 died with it (they get SIGKILL when
+/// the lab dies, [`super::process::ChildGuard`]). Returns what was
+/// removed.
 pub fn remove_stale() -> Result<Vec<String>> {
     let mut removed = Vec::new();
     let dead = |id: &str| {
         id.parse::<u32>()
             .is_ok_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
     };
+    let tmp = std::env::temp_dir();
+    if let Ok(entries) = std::fs::read_dir(&tmp) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix(NETNS_PREFIX) else {
+                continue;
+            };
+            let id = rest.split('-').next().unwrap_or("");
+            if dead(id) && entry.path().is_dir() {
+                std::fs::remove_dir_all(entry.path())
+                    .with_context(|| format!("removing {}", entry.path().display()))?;
+                removed.push(entry.path().display().to_string());
+            }
+        }
+    }
     let netns = tool("ip", &["netns", "list"])?;
     for name in netns.lines().filter_map(|l| l.split_whitespace().next()) {
         let Some(rest) = name.strip_prefix(NETNS_PREFIX) else {

@@ -87,8 +87,8 @@ impl Lock {
                 let holder = holder_of(path);
                 match wait {
                     Wait::No => bail!(
-                        "{what} is in use: {} holds {}; wait for it to finish \
-                         or run again without --no-wait",
+                        "{what} is in use: {} holds {}; run again when it has finished \
+                         (a command that takes --no-wait waits for it without that flag)",
                         holder,
                         path.display()
                     ),

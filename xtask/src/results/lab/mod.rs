@@ -88,6 +88,10 @@ pub const SCHEMA: u32 = 1;
 /// File name of the record in each lab directory.
 pub const FILE_NAME: &str = "lab.json";
 
+/// The largest `lab.json` read: a 10-round lab of three arms is about
+/// 1.5 MB, so 64 MiB leaves room for long labs and none for a device.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// Appended to a target's name for its lab kernel's build and results
 /// (`brcm47xx-lab`, in `target/xtask/results/brcm47xx-lab/<variant>/`).
 pub const LAB_TARGET_SUFFIX: &str = "-lab";
@@ -405,9 +409,25 @@ impl LabRecord {
         write_atomic(&dir.join(FILE_NAME), json.as_bytes())
     }
 
-    /// Reads `dir/lab.json`.
+    /// Reads `dir/lab.json`. Errors name the file: missing, not a regular
+    /// file (a FIFO or a device would hang or fill memory), larger than
+    /// [`MAX_FILE_BYTES`], or not a lab record.
     pub fn read(dir: &Path) -> Result<LabRecord> {
         let file = dir.join(FILE_NAME);
+        let meta =
+            std::fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?;
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            anyhow::bail!(
+                "{}: not a lab.json (a regular file of at most {} MiB; this is {})",
+                file.display(),
+                MAX_FILE_BYTES >> 20,
+                if meta.is_file() {
+                    format!("{} bytes", meta.len())
+                } else {
+                    "not a regular file".to_string()
+                }
+            );
+        }
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
         serde_json::from_str(&text).with_context(|| format!("{}: not a lab.json", file.display()))
