@@ -41,6 +41,17 @@ pub struct Lock {
     path: PathBuf,
 }
 
+impl Drop for Lock {
+    /// Unlocks explicitly rather than by closing the file: a flock belongs
+    /// to the open file description, which a child forked by another
+    /// thread shares until it execs, so closing alone could leave the lock
+    /// held for that moment (a `--no-wait` taker right after then failed,
+    /// as `build_pipeline`'s in-use test did under load).
+    fn drop(&mut self) {
+        let _ = flock(&self.file, FlockOperation::Unlock);
+    }
+}
+
 impl Lock {
     /// Takes the exclusive lock `path` (created with its directory if
     /// missing) for `what` (a phrase for messages: "the work tree /x").
@@ -193,5 +204,28 @@ mod tests {
         assert!(Lock::acquire(&path, "the thing", Wait::No).is_err());
         drop((a, b));
         Lock::acquire(&path, "the thing", Wait::No).unwrap();
+    }
+
+    #[test]
+    fn a_released_lock_is_free_while_a_forked_child_has_not_exec_d() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = Lock::acquire(&path, "the thing", Wait::No).unwrap();
+        // A child forked while the lock's file is open shares its open
+        // file description until it execs: here it sleeps before exec.
+        let mut cmd = std::process::Command::new("true");
+        // SAFETY: the closure only sleeps (nanosleep), async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                std::thread::sleep(std::time::Duration::from_millis(700));
+                Ok(())
+            });
+        }
+        let started = std::thread::spawn(move || cmd.spawn().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(held);
+        Lock::acquire(&path, "the thing", Wait::No).unwrap();
+        started.join().unwrap().wait().unwrap();
     }
 }
