@@ -133,3 +133,33 @@ fn the_cache_model_is_for_qemu_only() {
         "{stderr}"
     );
 }
+
+/// `--direction` takes the forwarding lab's words and only there; the lab
+/// limits --runs and --duration (a huge --runs once panicked on an
+/// overflow).
+#[test]
+fn lab_directions_and_bounds_are_checked_while_parsing() {
+    for (args, says) in [
+        (
+            &["lab", "--target", "brcm47xx", "--direction", "up"][..],
+            "use lan-to-wan, wan-to-lan or both",
+        ),
+        (
+            &["lab", "--lab", "host", "--direction", "both"][..],
+            "--direction is for the forwarding lab",
+        ),
+        (
+            &["lab", "--target", "brcm47xx", "--runs", "4294967295"][..],
+            "not in 1..=1000",
+        ),
+        (
+            &["bench", "lab", "--target", "brcm47xx", "--duration", "0"][..],
+            "not in 1..=3600",
+        ),
+    ] {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

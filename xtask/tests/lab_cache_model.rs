@@ -245,6 +245,7 @@ fn the_lab_reads_the_model_around_each_run() {
         runs: 2,
         duration_seconds: 3,
         gro: GroChoice::On,
+        direction: xtask::lab::DirectionChoice::Both,
         control: false,
         build_only: false,
         build: jobs(),

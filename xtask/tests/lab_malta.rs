@@ -67,6 +67,7 @@ fn malta_router_forwards_through_masquerade() {
         runs: 2,
         duration_seconds: 2,
         gro: GroChoice::On,
+        direction: xtask::lab::DirectionChoice::Both,
         control: false,
         build_only: false,
         build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),

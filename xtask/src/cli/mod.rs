@@ -234,6 +234,10 @@ pub struct LabArgs {
     /// GRO settings to measure in the guest (QEMU lab; default both).
     #[arg(long, value_name = "on|off|both")]
     pub gro: Option<xtask::lab::GroChoice>,
+    /// Directions to measure through the router (forwarding labs; default
+    /// both, LAN → WAN first).
+    #[arg(long, value_name = "lan-to-wan|wan-to-lan|both")]
+    pub direction: Option<xtask::lab::DirectionChoice>,
     /// Benchmarks of the host lab, comma-separated, run in this order
     /// (default tbench).
     #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
@@ -296,6 +300,7 @@ impl LabArgs {
             let qemu_only = [
                 (self.target.is_some(), "--target"),
                 (self.gro.is_some(), "--gro"),
+                (self.direction.is_some(), "--direction"),
                 (self.build_only, "--build-only"),
                 (self.jobs.is_some(), "--jobs"),
                 (self.kernel_src.is_some(), "--kernel-src"),
@@ -342,6 +347,7 @@ impl LabArgs {
             runs: self.runs,
             duration_seconds: self.duration,
             gro: self.gro.unwrap_or(xtask::lab::GroChoice::Both),
+            direction: self.direction.unwrap_or(xtask::lab::DirectionChoice::Both),
             control: !self.no_control,
             build_only: self.build_only,
             build: xtask::build::BuildOptions {

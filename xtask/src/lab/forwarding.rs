@@ -14,7 +14,7 @@ use anyhow::{bail, Result};
 use super::iperf;
 use super::kernel::LabKernel;
 use super::record::{
-    Arm, BootRecord, Condition, Direction, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S,
+    Arm, BootRecord, Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S,
     NS_PER_PACKET, THROUGHPUT,
 };
 use super::router::{Bench, Gro, Router, Up};
@@ -39,8 +39,10 @@ pub struct Forwarding<'a> {
 /// lab always ran them, after a LAN → WAN warm-up with the first setting.
 pub fn plan(request: &LabRequest) -> Plan {
     let gro = request.gro.settings();
-    let conditions = Direction::BOTH
-        .into_iter()
+    let directions = request.direction.directions();
+    let conditions = directions
+        .iter()
+        .copied()
         .flat_map(|direction| {
             gro.iter()
                 .map(move |&gro| Condition::Forward { direction, gro })
@@ -50,7 +52,7 @@ pub fn plan(request: &LabRequest) -> Plan {
         runs: request.runs,
         duration_seconds: request.duration_seconds,
         warmup: Condition::Forward {
-            direction: Direction::LanToWan,
+            direction: directions[0],
             gro: gro[0],
         },
         conditions,
@@ -63,7 +65,7 @@ pub fn settings(request: &LabRequest, base: &str) -> Settings {
         runs: request.runs,
         duration_seconds: request.duration_seconds,
         gro: request.gro.settings(),
-        directions: Direction::BOTH.to_vec(),
+        directions: request.direction.directions(),
         warmup_runs_per_boot: 1,
         base: base.to_string(),
         control: request.control,

@@ -97,6 +97,42 @@ impl GroChoice {
     }
 }
 
+/// Which directions to measure (`--direction lan-to-wan|wan-to-lan|both`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectionChoice {
+    /// LAN → WAN only (iperf3's client in the LAN sends).
+    LanToWan,
+    /// WAN → LAN only (`iperf3 -R`).
+    WanToLan,
+    /// Both, LAN → WAN first.
+    Both,
+}
+
+impl std::str::FromStr for DirectionChoice {
+    type Err = anyhow::Error;
+
+    /// `lan-to-wan`, `wan-to-lan` or `both`.
+    fn from_str(s: &str) -> Result<DirectionChoice> {
+        match s {
+            "lan-to-wan" => Ok(DirectionChoice::LanToWan),
+            "wan-to-lan" => Ok(DirectionChoice::WanToLan),
+            "both" => Ok(DirectionChoice::Both),
+            _ => bail!("--direction {s:?}: use lan-to-wan, wan-to-lan or both"),
+        }
+    }
+}
+
+impl DirectionChoice {
+    /// The directions, in the order each boot measures them.
+    pub fn directions(self) -> Vec<record::Direction> {
+        match self {
+            DirectionChoice::LanToWan => vec![record::Direction::LanToWan],
+            DirectionChoice::WanToLan => vec![record::Direction::WanToLan],
+            DirectionChoice::Both => record::Direction::BOTH.to_vec(),
+        }
+    }
+}
+
 /// What `cargo xtask lab` was asked to do.
 #[derive(Debug, Clone)]
 pub struct LabRequest {
@@ -110,6 +146,8 @@ pub struct LabRequest {
     pub duration_seconds: u32,
     /// GRO settings to measure.
     pub gro: GroChoice,
+    /// Directions to measure.
+    pub direction: DirectionChoice,
     /// Whether the base runs a second time as an A/A control arm.
     pub control: bool,
     /// Stop after building kernels and the initramfs.

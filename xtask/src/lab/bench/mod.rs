@@ -116,6 +116,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         runs: request.runs,
         duration_seconds: request.duration_seconds,
         gro: GroChoice::Both,
+        direction: super::DirectionChoice::Both,
         control: false,
         build_only: false,
         build: BuildOptions::with_jobs(1),

@@ -65,9 +65,10 @@ pub fn how_it_ran(lab: &LabReport) -> String {
         ("variant and benchmark", "variant and round")
     };
     format!(
-        "{}: {} runs per {per} of {} s each, variants interleaved, {} warm-up run{} per {session} discarded; {control}",
+        "{}: {} run{} per {per} of {} s each, variants interleaved, {} warm-up run{} per {session} discarded; {control}",
         lab.status,
         s.runs,
+        if s.runs == 1 { "" } else { "s" },
         s.duration_seconds,
         s.warmup_runs_per_boot,
         if s.warmup_runs_per_boot == 1 { "" } else { "s" }
@@ -186,7 +187,12 @@ fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
             super::condition_item_title(s.condition),
             seed_value(sum.mean, d),
             s.unit,
-            d.apply(format!("±{:.2}%", sum.relative_sd_percent())),
+            // One run has no spread to show.
+            if sum.n == 1 {
+                "(sd n/a)".to_string()
+            } else {
+                d.apply(format!("±{:.2}%", sum.relative_sd_percent()))
+            },
             sum.n,
             if sum.n == 1 { "" } else { "s" }
         );
