@@ -321,14 +321,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             m.info.geometry_from
         );
     }
-    process::install_interrupt_handler();
-    let stale = topology::remove_stale()?;
-    if !stale.is_empty() {
-        eprintln!(
-            "lab: removed what an interrupted lab left: {}",
-            stale.join(", ")
-        );
-    }
+    topology::start_clean("lab")?;
     let lab_name = kernel::lab_target(&target)?.name;
     let missing: Vec<&str> = chosen
         .iter()

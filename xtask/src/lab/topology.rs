@@ -271,6 +271,22 @@ impl Drop for Topology {
     }
 }
 
+/// Readies this process for a lab: Ctrl-C and SIGTERM stop it cleanly
+/// ([`super::process::install_interrupt_handler`]), and what a killed lab
+/// left is removed ([`remove_stale`]) and named on stderr after `who`
+/// (`lab`, `bench`).
+pub fn start_clean(who: &str) -> Result<()> {
+    super::process::install_interrupt_handler();
+    let stale = remove_stale()?;
+    if !stale.is_empty() {
+        eprintln!(
+            "{who}: removed what an interrupted lab left: {}",
+            stale.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Prefix of a boot's directory in the system's temporary directory (QEMU's
 /// console and cache-model sockets): `xlab-<pid>-`, so that
 /// [`remove_stale`] knows a dead lab's.

@@ -30,8 +30,8 @@ use anyhow::{Context, Result};
 use xshell::Shell;
 
 use super::{
-    cache_model, check_host_tools, kernel, process, rootfs, topology, GroChoice, LabRequest,
-    Machine, Prepared,
+    cache_model, check_host_tools, kernel, rootfs, topology, GroChoice, LabRequest, Machine,
+    Prepared,
 };
 use crate::build::BuildOptions;
 use crate::inputs::{targets, variants};
@@ -102,14 +102,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     } else {
         None
     };
-    process::install_interrupt_handler();
-    let stale = topology::remove_stale()?;
-    if !stale.is_empty() {
-        eprintln!(
-            "bench: removed what an interrupted lab left: {}",
-            stale.join(", ")
-        );
-    }
+    topology::start_clean("bench")?;
     let lab_request = LabRequest {
         target: target.name.clone(),
         variants: vec![variant.name.clone()],

@@ -193,14 +193,7 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
         arms
     };
     check_host_tools()?;
-    super::process::install_interrupt_handler();
-    let stale = super::topology::remove_stale()?;
-    if !stale.is_empty() {
-        eprintln!(
-            "lab: removed what an interrupted lab left: {}",
-            stale.join(", ")
-        );
-    }
+    super::topology::start_clean("lab")?;
     let sides = HostSides::prepare(&file.lan, &file.wan)?;
     let netns = match file.from {
         SshFrom::Host => None,
