@@ -163,3 +163,26 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// `--nic` picks one of the NICs the target's lab kernel drives ([lab]
+/// nic and other_nics), and only for the QEMU lab; a refusal comes before
+/// anything is built.
+#[test]
+fn a_nic_the_lab_kernel_does_not_drive_is_refused() {
+    for (args, says) in [
+        (
+            &["lab", "--target", "brcm47xx", "--nic", "virtio-net-pci"][..],
+            "this lab's kernel drives e1000, pcnet",
+        ),
+        (
+            &["lab", "--lab", "host", "--nic", "pcnet"][..],
+            "--nic is for the forwarding lab",
+        ),
+    ] {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("building"), "{args:?}: {stderr}");
+    }
+}

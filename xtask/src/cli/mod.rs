@@ -209,7 +209,7 @@ pub const LAB_HOST: &str = "host";
 pub enum LabMode {
     /// The forwarding lab: a target's router kernels in QEMU or on a real
     /// router over SSH.
-    Forwarding(xtask::lab::LabRequest),
+    Forwarding(Box<xtask::lab::LabRequest>),
     /// The host lab.
     Host(xtask::lab::host::HostRequest),
 }
@@ -257,6 +257,11 @@ pub struct LabArgs {
     /// (Mbit/s drops to a few), so normal Mbit/s runs go without it.
     #[arg(long)]
     pub cache_model: bool,
+    /// QEMU lab: boot the guest with this NIC model instead of the target's
+    /// [lab] nic, one of its [lab] other_nics (e.g. `--nic pcnet` on the
+    /// Malta labs, whose driver never uses GRO, to compare with e1000).
+    #[arg(long, value_name = "MODEL")]
+    pub nic: Option<String>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
@@ -300,6 +305,7 @@ impl LabArgs {
             let qemu_only = [
                 (self.target.is_some(), "--target"),
                 (self.gro.is_some(), "--gro"),
+                (self.nic.is_some(), "--nic"),
                 (self.direction.is_some(), "--direction"),
                 (self.build_only, "--build-only"),
                 (self.jobs.is_some(), "--jobs"),
@@ -341,7 +347,7 @@ impl LabArgs {
         };
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
-        Ok(LabMode::Forwarding(xtask::lab::LabRequest {
+        Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
             target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
@@ -357,7 +363,8 @@ impl LabArgs {
             kernel_src: self.kernel_src.clone(),
             machine,
             cache_model: self.cache_model,
-        }))
+            nic: self.nic.clone(),
+        })))
     }
 }
 

@@ -160,6 +160,9 @@ pub struct LabRequest {
     pub machine: Machine,
     /// Load the L1 cache model into every boot (`--cache-model`; QEMU only).
     pub cache_model: bool,
+    /// The guest's NIC model instead of the `[lab]` table's (`--nic`;
+    /// QEMU only): one of its `other_nics`.
+    pub nic: Option<String>,
 }
 
 /// The machine that runs the kernels (`--lab`).
@@ -288,11 +291,14 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         if request.cache_model {
             bail!("--cache-model simulates caches in QEMU: a real router over SSH has its own (use --lab qemu)");
         }
+        if request.nic.is_some() {
+            bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
+        }
         return ssh::run(layout, request, ssh);
     }
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
-    let spec = kernel::spec_of(&target)?.clone();
+    let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
     let names = if request.variants.is_empty() {
         vec![variants::BASELINE.to_string()]
