@@ -1,14 +1,18 @@
 //! The static guest of targets Debian 12 has no port of (ath79: big-endian
 //! MIPS): its initramfs is built from Debian's sources with the cross
 //! compiler and holds static big-endian MIPS programs (checked here against
-//! binutils' `readelf` and `file`); the lab's nftables loader puts into the
-//! kernel exactly what `nft -f` of the ruleset puts there; and the ath79
-//! lab kernel boots it, forwards through its masquerade and toggles GRO.
+//! binutils' `readelf` and `file`), tbench's loadfile among them; the lab's
+//! nftables loader puts into the kernel exactly what `nft -f` of the
+//! ruleset puts there; the lab's batctl answers `-v` and refuses what it
+//! does not do; and the ath79 lab kernel boots it, forwards through its
+//! masquerade, toggles GRO, meshes two batman-adv interfaces and runs
+//! tbench.
 //!
 //! Needs the cross compiler and its static C library
 //! (`gcc-mips-linux-gnu`, `libc6-dev-mips-cross`), `binutils-mips-linux-gnu`,
 //! `file`, Debian's archive (the source packages, once), and for the
-//! loader and boot tests root, `nft`, QEMU and iperf3. A missing tool fails
+//! loader and boot tests root, `nft`, QEMU and iperf3, and dbench's
+//! `client.txt` from the host's dbench package. A missing tool fails
 //! the test naming its package: it never skips. The first build of the
 //! userspace takes a few minutes (busybox at `-j1`). The boot test builds
 //! the ath79 lab kernel when it is not built yet (10–25 minutes on 2
@@ -16,6 +20,9 @@
 //! lab's), so it is manual: `cargo test --test lab_static_guest --
 //! --ignored`; CI boots the Malta lab (`lab_malta.rs`) and builds and
 //! checks this guest.
+
+#[path = "common/guest_checks.rs"]
+mod guest_checks;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -93,7 +100,27 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
     assert_eq!(files["init"], guest::init_script().into_bytes());
     let scratch = tempfile::tempdir().unwrap();
     let paths: Vec<&str> = initramfs.built.iter().map(|b| b.path.as_str()).collect();
-    assert_eq!(paths, ["bin/busybox", "sbin/ethtool", "usr/sbin/nft"]);
+    assert_eq!(
+        paths,
+        [
+            "bin/busybox",
+            "sbin/ethtool",
+            "usr/sbin/nft",
+            "usr/bin/tbench",
+            "usr/bin/tbench_srv",
+            "usr/sbin/batctl"
+        ]
+    );
+    // tbench's loadfile where tbench looks for it, byte for byte Debian's
+    // (the host's dbench package: `cargo xtask setup` installs it).
+    need("tbench", "dbench");
+    let loadfile = files
+        .get("usr/share/dbench/client.txt")
+        .expect("tbench's loadfile in the archive");
+    assert!(
+        loadfile == &std::fs::read("/usr/share/dbench/client.txt").unwrap(),
+        "the guest's client.txt differs from Debian's dbench package's"
+    );
     for built in &initramfs.built {
         let bytes = files
             .get(&built.path)
@@ -138,10 +165,29 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
         busybox.source.starts_with("busybox 1:1.35.0-"),
         "{busybox:?}"
     );
+    let tbench = &initramfs.built[3];
+    assert!(tbench.source.starts_with("dbench 4.0-"), "{tbench:?}");
+    assert!(tbench.source.contains("popt 1.19"), "{tbench:?}");
+    for source in ["busybox_", "popt_", "dbench_"] {
+        assert!(
+            initramfs
+                .packages
+                .iter()
+                .any(|p| p.file.starts_with(source) && p.file.ends_with(".dsc")),
+            "no {source}*.dsc in {:?}",
+            initramfs.packages
+        );
+    }
+    // dbench is its upstream tarball, checked against the .dsc: Debian's
+    // changes are not on the mirror, so they are not in the record either.
     assert!(initramfs
         .packages
         .iter()
-        .any(|p| p.file.starts_with("busybox_") && p.file.ends_with(".dsc")));
+        .any(|p| p.file == "dbench_4.0.orig.tar.gz"));
+    assert!(!initramfs
+        .packages
+        .iter()
+        .any(|p| p.file.starts_with("dbench_") && p.file.contains(".debian.")));
     assert!(!initramfs.toolchain.is_empty());
     // Cached: the same archive without building.
     let again = rootfs::prepare(&layout, spec).unwrap();
@@ -227,6 +273,54 @@ fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
 }
 
 #[test]
+fn the_lab_s_batctl_speaks_batman_adv_s_netlink_or_says_it_is_missing() {
+    need("cc", "gcc");
+    let scratch = tempfile::tempdir().unwrap();
+    let source = scratch.path().join("batctl.c");
+    std::fs::write(&source, build::BATCTL_SOURCE).unwrap();
+    let batctl = scratch.path().join("batctl");
+    let cc = Command::new("cc")
+        .args(build::NFT_CFLAGS)
+        .arg(&source)
+        .arg("-o")
+        .arg(&batctl)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = |args: &[&str]| Command::new(&batctl).args(args).output().unwrap();
+    let version = run(&["-v"]);
+    let text = String::from_utf8_lossy(&version.stdout);
+    assert!(version.status.success());
+    assert!(
+        text.starts_with("batctl xtask-lab-subset [batman-adv: "),
+        "{text}"
+    );
+    // What it does not do is refused before anything is sent.
+    let add = run(&["meshif", "bat0", "if", "add", "eth1"]);
+    assert!(!add.status.success());
+    assert!(String::from_utf8_lossy(&add.stderr).contains("ip link set DEV master bat0"));
+    // This machine's kernel lists its routing algorithms, or has no
+    // batman-adv (a kernel without CONFIG_BATMAN_ADV), and it says which.
+    let ra = run(&["ra"]);
+    let (out, err) = (
+        String::from_utf8_lossy(&ra.stdout),
+        String::from_utf8_lossy(&ra.stderr),
+    );
+    if ra.status.success() {
+        assert!(out.contains(" * BATMAN_IV"), "{out}");
+    } else {
+        assert!(
+            err.contains("no generic netlink family \"batadv\""),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 #[ignore = "manual: builds the ath79 lab kernel (10–25 minutes); run with --ignored"]
 fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let (layout, target) = ath79();
@@ -254,7 +348,7 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
         &scratch.path().join("qemu.log"),
     )
     .unwrap();
-    // GRO off and on again: ethtool's ioctl path works on pcnet.
+    // GRO off and on again: ethtool's ioctl path works on e1000.
     guest.set_gro(Gro::Off).unwrap();
     let features = guest.check("ethtool -k lan").unwrap();
     assert!(
@@ -274,6 +368,14 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
         )),
         "no masqueraded connection in:\n{table}"
     );
+    // The lab's batctl and dbench's tbench, built static, work on the
+    // big-endian kernel: a two-node mesh inside the guest, a 2 s tbench.
+    let version = guest_checks::batctl_version(&mut guest);
+    assert!(version.contains("xtask-lab-subset"), "{version}");
+    eprintln!("{}", guest_checks::batman_pair(&mut guest));
+    let (mb_per_s, line) = guest_checks::tbench(&mut guest, 2);
+    eprintln!("{line}");
+    assert!(mb_per_s > 0.0, "{line}");
     drop(guest);
     assert!(Path::new(&kernels[0].image).is_file());
 }
