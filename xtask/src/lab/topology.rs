@@ -272,11 +272,11 @@ impl Drop for Topology {
 }
 
 /// Readies this process for a lab: Ctrl-C and SIGTERM stop it cleanly
-/// ([`super::process::install_interrupt_handler`]), and what a killed lab
+/// ([`crate::util::cancel::install_handler`]), and what a killed lab
 /// left is removed ([`remove_stale`]) and named on stderr after `who`
 /// (`lab`, `bench`).
 pub fn start_clean(who: &str) -> Result<()> {
-    super::process::install_interrupt_handler();
+    crate::util::cancel::install_handler();
     let stale = remove_stale()?;
     if !stale.is_empty() {
         eprintln!(

@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::process;
 use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Settings};
 use super::runner::{self, round_to, RunSpec, SystemUnderTest};
 use crate::inputs::runtime::{self, RuntimeVariant};
@@ -170,7 +169,7 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
     }
     let chosen = variants(layout, &request.variants)?;
     check_host_tools()?;
-    process::install_interrupt_handler();
+    crate::util::cancel::install_handler();
     let stale = netns::remove_stale()?;
     if !stale.is_empty() {
         eprintln!(
