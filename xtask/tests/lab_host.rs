@@ -96,7 +96,7 @@ fn running(pick: impl Fn(&str) -> bool) -> Vec<(u32, String)> {
         };
         let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
         let cmdline = cmdline.trim().to_string();
-        if pick(&cmdline) && !host::netns::exited(pid) {
+        if pick(&cmdline) && !xtask::lab::net::exited(pid) {
             out.push((pid, cmdline));
         }
     }
@@ -107,7 +107,7 @@ fn running(pick: impl Fn(&str) -> bool) -> Vec<(u32, String)> {
 fn nothing_left(pid: u32) {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let list = String::from_utf8_lossy(&out.stdout);
-    let prefix = format!("{}{pid}-", host::netns::NETNS_PREFIX);
+    let prefix = format!("{}{pid}-", xtask::lab::net::NETNS_PREFIX);
     assert!(!list.contains(&prefix), "namespaces left:\n{list}");
     let program = |c: &str| {
         let first = c.split_whitespace().next().unwrap_or("");

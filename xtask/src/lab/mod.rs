@@ -35,6 +35,7 @@ pub mod guest;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
+pub mod net;
 pub mod process;
 pub mod qemu;
 pub mod record;

@@ -82,7 +82,7 @@ impl Guest {
         (console_log, qemu_log): (&Path, &Path),
         model: Option<&CacheModel>,
     ) -> Result<Guest> {
-        let topology = Topology::create()?;
+        let mut topology = Topology::create()?;
         let socket_dir = tempfile::Builder::new()
             .prefix(&topology::socket_dir_prefix())
             .tempdir()

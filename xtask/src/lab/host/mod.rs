@@ -2,7 +2,7 @@
 //! lo-no-tso-gso`. It measures **this machine's kernel**, not a router's:
 //! each arm is a runtime variant of `lab/runtime.toml`
 //! ([`crate::inputs::runtime`]) applied in a fresh private network
-//! namespace ([`netns`], [`features`]), and each run a benchmark over that
+//! namespace ([`crate::lab::net`], [`features`]), and each run a benchmark over that
 //! namespace's loopback ([`bench`]: tbench in MB/s, iperf3 in Mbit/s).
 //!
 //! Scheduling, warm-ups, the A/A control and `lab.json` are the QEMU
@@ -14,13 +14,13 @@
 
 pub mod bench;
 pub mod features;
-pub mod netns;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use super::net::{Namespace, Net};
 use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Settings};
 use super::runner::{self, round_to, RunSpec, SystemUnderTest};
 use crate::inputs::runtime::{self, RuntimeVariant};
@@ -169,14 +169,7 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
     }
     let chosen = variants(layout, &request.variants)?;
     check_host_tools()?;
-    crate::util::cancel::install_handler();
-    let stale = netns::remove_stale()?;
-    if !stale.is_empty() {
-        eprintln!(
-            "lab: removed what an interrupted host lab left: {}",
-            stale.join(", ")
-        );
-    }
+    crate::lab::net::start_clean("lab")?;
     let host = host_info()?;
     eprintln!(
         "lab: host kernel {} ({}, {} CPUs): this machine's kernel, not a router's",
@@ -294,8 +287,10 @@ struct Host {
 
 /// One arm's settings applied in its own namespace.
 struct Session {
-    ns: netns::Namespace,
+    ns: Namespace,
     variant: RuntimeVariant,
+    // Held for its Drop: kills what runs in the namespace and removes it.
+    _net: Net,
 }
 
 impl SystemUnderTest for Host {
@@ -313,9 +308,17 @@ impl SystemUnderTest for Host {
             .find(|v| v.name == arm.variant)
             .with_context(|| format!("no runtime variant for arm {}", arm.name))?
             .clone();
-        let ns = netns::Namespace::create()?;
+        let mut net = Net::new();
+        let ns = net.namespace("host")?;
         features::apply(&ns, &variant)?;
-        Ok((Session { ns, variant }, None))
+        Ok((
+            Session {
+                ns,
+                variant,
+                _net: net,
+            },
+            None,
+        ))
     }
 
     fn measure(&mut self, s: &mut Session, run: RunSpec<'_>, dir: &Path) -> Result<RunRecord> {
