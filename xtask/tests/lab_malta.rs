@@ -15,7 +15,9 @@ use std::time::Instant;
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::targets;
-use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET, THROUGHPUT};
+use xtask::lab::record::{
+    Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET, THROUGHPUT,
+};
 use xtask::lab::session::Guest;
 use xtask::lab::{self, guest, kernel, rootfs, GroChoice, LabRequest};
 use xtask::util::layout::Layout;
@@ -82,7 +84,7 @@ fn malta_router_forwards_through_masquerade() {
     no_lab_leftovers();
 
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
+    assert_eq!(record.status, Status::Complete);
     assert_eq!(record.lab_target, "brcm47xx-lab");
     assert_eq!(record.boots.len(), 2);
     for boot in &record.boots {
@@ -92,7 +94,7 @@ fn malta_router_forwards_through_masquerade() {
     for direction in Direction::BOTH {
         let on = Condition::Forward {
             direction,
-            gro: true,
+            gro: Gro::On,
         };
         let mbit = record.samples("baseline", on, THROUGHPUT);
         let ns = record.samples("baseline", on, CPU_PER_PACKET);

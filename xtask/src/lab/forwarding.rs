@@ -17,7 +17,7 @@ use super::record::{
     Arm, BootRecord, Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S,
     NS_PER_PACKET, THROUGHPUT,
 };
-use super::router::{Bench, Gro, Router, Up};
+use super::router::{Bench, Router, Up};
 use super::runner::{round_to, Plan, RunSpec, SystemUnderTest};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
 use super::LabRequest;
@@ -124,7 +124,7 @@ impl SystemUnderTest for Forwarding<'_> {
         };
         let router = router.as_mut();
         let mut watch = Stopwatch::default();
-        watch.time(timing::GRO, || router.set_gro(Gro::from(gro)))?;
+        watch.time(timing::GRO, || router.set_gro(gro))?;
         let started = now_rfc3339();
         let prefix = format!("run{:03}", run.index);
         let out = iperf::run(router, direction, run.seconds, dir, &prefix)?;

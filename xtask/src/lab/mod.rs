@@ -88,12 +88,12 @@ impl std::str::FromStr for GroChoice {
 }
 
 impl GroChoice {
-    /// The settings, `true` meaning GRO on.
-    pub fn settings(self) -> Vec<bool> {
+    /// The settings, in the order each boot measures them.
+    pub fn settings(self) -> Vec<record::Gro> {
         match self {
-            GroChoice::On => vec![true],
-            GroChoice::Off => vec![false],
-            GroChoice::Both => vec![true, false],
+            GroChoice::On => vec![record::Gro::On],
+            GroChoice::Off => vec![record::Gro::Off],
+            GroChoice::Both => record::Gro::BOTH.to_vec(),
         }
     }
 }
@@ -424,24 +424,25 @@ pub fn measure_qemu(
         .name;
     let mut lab = record::LabRecord {
         schema: record::SCHEMA,
-        status: "running".to_string(),
+        status: record::Status::running_here(),
         target: target.name.clone(),
         lab_target: kernel::lab_target(target)?.name,
         started,
         finished: None,
         settings: forwarding::settings(request, base),
-        qemu: Some(record::QemuInfo {
-            binary: spec.qemu.clone(),
-            version: version.lines().next().unwrap_or_default().to_string(),
-            machine: spec.machine.clone(),
-            cpu: spec.cpu.clone(),
-            smp: spec.smp,
-            icount: qemu::ICOUNT.to_string(),
-            append: qemu::kernel_cmdline(spec),
-        }),
-        initramfs: Some(initramfs.clone()),
-        router: None,
-        host: None,
+        machine: record::MachineInfo::Qemu {
+            qemu: record::QemuInfo {
+                binary: spec.qemu.clone(),
+                version: version.lines().next().unwrap_or_default().to_string(),
+                machine: spec.machine.clone(),
+                cpu: spec.cpu.clone(),
+                smp: spec.smp,
+                icount: qemu::ICOUNT.to_string(),
+                append: qemu::kernel_cmdline(spec),
+            },
+            initramfs: initramfs.clone(),
+        },
+        topology: Some("nat-router".to_string()),
         cache_model: model.map(|m| m.info.clone()),
         arms,
         boots: Vec::new(),

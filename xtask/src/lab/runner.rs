@@ -16,7 +16,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord};
+use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Status};
 use crate::results::now_rfc3339;
 
 /// Suffix of the A/A control arm's name.
@@ -116,8 +116,8 @@ pub fn with_control(mut arms: Vec<Arm>) -> Vec<Arm> {
 /// Runs the plan on `system` for every arm of `record`, writing `record`
 /// into `dir` after every run. Each run's `wall_seconds` is the wall time
 /// of [`SystemUnderTest::measure`] (writing `lab.json` after it is not
-/// included). On an error the record is written with
-/// `status: failed: …` and the error returned.
+/// included). On an error the record is written with a failed
+/// [`Status`] naming it, and the error returned.
 pub fn execute(
     system: &mut impl SystemUnderTest,
     plan: &Plan,
@@ -127,8 +127,10 @@ pub fn execute(
     let outcome = execute_inner(system, plan, record, dir);
     record.finished = Some(now_rfc3339());
     record.status = match &outcome {
-        Ok(()) => crate::results::lab::COMPLETE.to_string(),
-        Err(e) => format!("failed: {e:#}"),
+        Ok(()) => Status::Complete,
+        Err(e) => Status::Failed {
+            reason: format!("{e:#}"),
+        },
     };
     record.write(dir)?;
     outcome
@@ -411,7 +413,7 @@ mod tests {
             fail_at: None,
         };
         execute(&mut s, &plan, &mut r, dir.path()).unwrap();
-        assert_eq!(r.status, "complete");
+        assert_eq!(r.status, Status::Complete);
         assert_eq!(r.runs.len(), 2 * 3 * 3);
         let starts: Vec<&String> = s.calls.iter().filter(|c| c.starts_with("start")).collect();
         assert_eq!(
@@ -450,7 +452,11 @@ mod tests {
         let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
         assert!(format!("{err:#}").contains("boom"), "{err:#}");
         let written = LabRecord::read(dir.path()).unwrap();
-        assert!(written.status.starts_with("failed: "), "{}", written.status);
+        assert!(
+            matches!(&written.status, Status::Failed { reason } if reason.contains("boom")),
+            "{:?}",
+            written.status
+        );
         assert_eq!(written.runs.len(), 1);
     }
 }

@@ -24,7 +24,7 @@ use super::net::{Namespace, Net};
 use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Settings};
 use super::runner::{self, round_to, RunSpec, SystemUnderTest};
 use crate::inputs::runtime::{self, RuntimeVariant};
-use crate::results::lab::{Benchmark, HostInfo, HostRun, SCHEMA};
+use crate::results::lab::{Benchmark, HostInfo, HostRun, MachineInfo, Status, SCHEMA};
 use crate::results::now_rfc3339;
 use crate::util::layout::Layout;
 
@@ -198,7 +198,7 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
     };
     let mut lab = LabRecord {
         schema: SCHEMA,
-        status: "running".to_string(),
+        status: Status::running_here(),
         target: TARGET.to_string(),
         lab_target: TARGET.to_string(),
         started,
@@ -213,10 +213,8 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
             control: request.control,
             benches,
         },
-        qemu: None,
-        initramfs: None,
-        router: None,
-        host: Some(host),
+        machine: MachineInfo::Host { host },
+        topology: None,
         cache_model: None,
         arms: if request.control {
             runner::with_control(arms)
