@@ -3,12 +3,11 @@
 //! every condition's run; each run's numbers go into `lab.json` as soon as
 //! it ends.
 //!
-//! What a session is comes from the [`SystemUnderTest`]: an arm's kernel
-//! brought up by a [`super::router::Bench`] — booted in QEMU or flashed
-//! onto a real router over SSH — and forwarding ([`super::forwarding`]),
-//! or this machine's kernel with an
-//! arm's runtime settings applied in a fresh private namespace
-//! ([`super::host`]).
+//! What a session is comes from the [`SystemUnderTest`]; the lab's one
+//! flow ([`super::orchestrate`]) gives it a backend that brings up each
+//! arm — booted in QEMU on its topology, flashed onto a real router over
+//! SSH, applied as runtime settings in a fresh namespace — and a workload
+//! that runs each run on it.
 
 use std::io::IsTerminal;
 use std::path::Path;
