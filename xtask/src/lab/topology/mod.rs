@@ -26,6 +26,9 @@
 pub mod nat_router;
 pub mod plan;
 
+#[cfg(test)]
+mod chain;
+
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
