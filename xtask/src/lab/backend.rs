@@ -6,7 +6,7 @@
 //!   reads this machine's kernel) and then brings up one arm at a time
 //!   ([`Backend::bring_up`]: boots the arm's kernel in QEMU on its
 //!   topology, flashes it onto a real router, applies runtime settings in
-//!   a fresh namespace). [`super::session::QemuBackend`],
+//!   a fresh namespace). [`super::qemu_lab::QemuBackend`],
 //!   [`super::ssh::SshBackend`], [`super::host::HostBackend`], and a fake
 //!   in the orchestrator's tests.
 //! * What it brings up is a [`Testbed`]: where the workload's endpoints

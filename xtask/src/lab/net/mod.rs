@@ -397,7 +397,7 @@ pub fn exited(pid: u32) -> bool {
 }
 
 /// SIGKILLs every process in namespace `name` until none is left and each
-/// has exited, within [`KILL_TIMEOUT`]. (A dying process leaves the
+/// has exited, within 10 s. (A dying process leaves the
 /// namespace before it is gone, so `ip netns pids` alone says too early.)
 pub fn kill_all(name: &str) -> Result<()> {
     let deadline = Instant::now() + KILL_TIMEOUT;

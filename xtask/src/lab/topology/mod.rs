@@ -88,7 +88,8 @@ pub struct Guest {
     /// The ruleset it loads, if any.
     pub ruleset: Option<Ruleset>,
     /// The two NICs its samples count, in [`crate::results::lab::GuestSample`]'s
-    /// `lan` and `wan` places: a forwarded packet is received on one.
+    /// `lan` and `wan` places: a forwarded packet is received on one
+    /// (`lo` in a guest that forwards nothing).
     pub counted: [String; 2],
     /// The NICs `--gro on|off` switches.
     pub gro: Vec<String>,
@@ -98,7 +99,7 @@ pub struct Guest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Nic {
     /// Its name in the guest (`lan`): `/init` renames the NIC with
-    /// [`Nic::mac`] to it. Not `ethN` (the kernel's own names).
+    /// [`Nic::mac`] to it. Not `ethN` or `lo` (the kernel's own names).
     pub name: String,
     /// Its MAC, which QEMU gives it and `/init` finds it by.
     pub mac: Mac,
@@ -226,7 +227,9 @@ impl Topology {
             let mut nic_names = BTreeSet::new();
             for n in &g.nics {
                 check_name(&format!("topology {t}: guest {} NIC", g.name), &n.name)?;
-                if n.name.starts_with("eth") && n.name[3..].bytes().all(|b| b.is_ascii_digit()) {
+                let kernel_name = n.name == "lo"
+                    || n.name.starts_with("eth") && n.name[3..].bytes().all(|b| b.is_ascii_digit());
+                if kernel_name {
                     bail!("topology {t}: guest {} NIC {:?}: the kernel names its NICs so; pick another", g.name, n.name);
                 }
                 if !nic_names.insert(n.name.clone()) {
@@ -237,7 +240,9 @@ impl Topology {
                 }
             }
             for nic in g.counted.iter().chain(&g.gro) {
-                if !nic_names.contains(nic) {
+                // `lo`: a guest that forwards nothing (a workload on its
+                // own loopback) counts and switches its loopback.
+                if nic != "lo" && !nic_names.contains(nic) {
                     bail!(
                         "topology {t}: guest {} has no NIC {nic:?} to count or switch GRO on",
                         g.name
@@ -323,5 +328,74 @@ impl Topology {
                 format!("{}: {}", l.name, ports.join(" — "))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(t: &Topology) -> String {
+        format!("{:#}", t.check().unwrap_err())
+    }
+
+    #[test]
+    fn a_topology_the_lab_cannot_make_is_refused_naming_the_part() {
+        let good = nat_router::topology();
+        good.check().unwrap();
+        assert_eq!(named("nat-router").unwrap(), good);
+        assert!(named("mesh")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown topology \"mesh\"; the lab knows nat-router"));
+
+        let mut t = good.clone();
+        t.guests[0].nics[1].mac = t.guests[0].nics[0].mac;
+        assert!(refused(&t).contains("MAC 52:54:00:12:34:01 is given twice"));
+
+        let mut t = good.clone();
+        t.guests[0].nics[0].name = "eth0".into();
+        assert!(refused(&t).contains("the kernel names its NICs so"));
+
+        let mut t = good.clone();
+        t.endpoints[0].name = "lan;reboot".into();
+        assert!(refused(&t).contains("a lowercase letter"));
+
+        let mut t = good.clone();
+        t.links[1].ports.pop();
+        assert!(refused(&t).contains("link wan joins fewer than two ports"));
+
+        let mut t = good.clone();
+        t.links[1].ports[0] = Port::Nic {
+            guest: "router".into(),
+            nic: "dmz".into(),
+        };
+        assert!(refused(&t).contains("link wan names router.dmz"));
+
+        let mut t = good.clone();
+        t.links.pop();
+        assert!(refused(&t).contains("router.wan is on no link"));
+
+        let mut t = good.clone();
+        t.measured = "r2".into();
+        assert!(refused(&t).contains("measured guest \"r2\""));
+    }
+
+    #[test]
+    fn one_guest_on_its_own_loopback_is_a_topology() {
+        let mut t = nat_router::topology();
+        t.name = "loopback".into();
+        t.endpoints.clear();
+        t.links.clear();
+        t.masquerade = None;
+        let g = &mut t.guests[0];
+        g.nics.clear();
+        g.ruleset = None;
+        g.counted = ["lo".into(), "lo".into()];
+        g.gro = vec!["lo".into()];
+        t.check().unwrap();
+        let p = plan::plan(&t, crate::lab::net::Names { pid: 1, serial: 0 }).unwrap();
+        assert!(p.create.is_empty() && p.attach.is_empty() && p.taps.is_empty());
+        assert_eq!(p.nics("router").unwrap(), []);
     }
 }
