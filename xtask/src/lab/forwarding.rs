@@ -14,10 +14,8 @@ use anyhow::{bail, Result};
 
 use super::backend::Testbed;
 use super::iperf;
-use super::kernel::LabKernel;
 use super::record::{
-    Arm, Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET,
-    THROUGHPUT,
+    Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, THROUGHPUT,
 };
 use super::runner::{round_to, Plan, RunSpec};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
@@ -25,11 +23,10 @@ use super::workload::{Place, Workload};
 use super::LabRequest;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{
-    ArmKernel, CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
+    CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
     L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
 };
 use crate::results::now_rfc3339;
-use crate::util::hash::sha256_file;
 
 /// iperf3 from endpoint `client` to endpoint `server` through the router
 /// (see the module docs).
@@ -87,29 +84,6 @@ pub fn settings(request: &LabRequest, base: &str) -> Settings {
         control: request.control,
         benches: Vec::new(),
     }
-}
-
-/// The arms of QEMU lab `kernels`, in order: each kernel's variant with
-/// its image.
-pub fn arms(kernels: &[LabKernel]) -> Result<Vec<Arm>> {
-    kernels
-        .iter()
-        .map(|k| {
-            Ok(Arm {
-                name: k.variant.name.clone(),
-                variant: k.variant.name.clone(),
-                control: false,
-                kernel: Some(ArmKernel {
-                    results_dir: k.image.parent().map(Path::to_path_buf).unwrap_or_default(),
-                    image: k.image.clone(),
-                    image_sha256: sha256_file(&k.image)?,
-                    config_sha256: k.result.config_sha256.clone(),
-                    vmlinux_text: k.result.vmlinux_sections.text,
-                }),
-                runtime: None,
-            })
-        })
-        .collect()
 }
 
 impl Workload for Forwarding {

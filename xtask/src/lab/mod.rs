@@ -170,6 +170,17 @@ pub struct LabRequest {
     pub cache_model: bool,
 }
 
+impl LabRequest {
+    /// Whether the base runs a second time as the A/A control arm.
+    pub fn control(&self) -> orchestrate::Control {
+        if self.control {
+            orchestrate::Control::Twin
+        } else {
+            orchestrate::Control::Without
+        }
+    }
+}
+
 /// The machine that runs the kernels (`--lab`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Machine {

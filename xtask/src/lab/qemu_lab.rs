@@ -13,7 +13,7 @@ use super::backend::{Backend, Prepared, Up};
 use super::cache_model::{self, CacheModel};
 use super::forwarding::{self, Forwarding};
 use super::kernel::{self, LabKernel};
-use super::orchestrate::{Control, LabPlan};
+use super::orchestrate::LabPlan;
 use super::record::{Arm, BootRecord, MachineInfo, QemuInfo};
 use super::rootfs::{self, Initramfs};
 use super::session::{Image, QemuTestbed};
@@ -126,11 +126,7 @@ pub fn resolve<'a>(
         places: (Vec::new(), Vec::new()),
         workload: Box::new(Forwarding::lan_to_wan()),
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
-        control: if request.control {
-            Control::Twin
-        } else {
-            Control::Without
-        },
+        control: request.control(),
         schedule: forwarding::plan(request),
         settings: forwarding::settings(request, &chosen[0].name),
     };

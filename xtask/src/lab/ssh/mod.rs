@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 
 use super::backend::{Backend, EndpointUp, Endpoints, Prepared, Up};
 use super::forwarding::{self, Forwarding};
-use super::orchestrate::{Control, LabPlan};
+use super::orchestrate::LabPlan;
 use super::record::{Arm, BootRecord, MachineInfo};
 use super::LabRequest;
 use crate::inputs::ssh_lab::{Destination, SshFrom, SshLabFile};
@@ -258,11 +258,7 @@ pub fn resolve(
         places: (vec!["lan".to_string(), "wan".to_string()], Vec::new()),
         workload: Box::new(Forwarding::lan_to_wan()),
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
-        control: if request.control {
-            Control::Twin
-        } else {
-            Control::Without
-        },
+        control: request.control(),
         schedule: forwarding::plan(request),
         settings: forwarding::settings(request, &chosen[0].name),
     };
