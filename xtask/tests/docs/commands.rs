@@ -5,7 +5,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 
 use crate::cli::{self, Cli, Command};
-use crate::Page;
+use crate::markdown::Page;
 
 /// Where a command was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
