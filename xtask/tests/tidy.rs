@@ -1,6 +1,7 @@
 //! Checks of the source tree itself, in the style of rust-analyzer's
 //! `xtask/src/tidy.rs`: file sizes, where clap may appear, documented
-//! public items, and which pipeline stage may import which.
+//! public items, which pipeline stage may import which, and that only the
+//! tests' gate reads `CI`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -79,6 +80,26 @@ fn clap_only_in_cli() {
     assert!(
         offenders.is_empty(),
         "clap types belong in src/cli/, which hands the library plain options; found in:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Whether a test needs a host tool is decided in one place,
+/// `tests/common/gate.rs` (fails under CI, counts the skip elsewhere), not
+/// by each test reading `CI` on its own.
+#[test]
+fn only_the_gate_reads_ci() {
+    let needle = format!("{q}CI{q}", q = '"');
+    let gate = crate_dir().join("tests/common/gate.rs");
+    let offenders: Vec<String> = ["src", "tests", "benches"]
+        .iter()
+        .flat_map(|sub| rust_files(&crate_dir().join(sub)))
+        .filter(|f| *f != gate && read(f).contains(&needle))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "decide with tests/common/gate.rs's Needs whether a test can run, not by reading CI; found in:\n{}",
         offenders.join("\n")
     );
 }
