@@ -39,8 +39,8 @@ use anyhow::{bail, Result};
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{mann_whitney_min_p, Interval, Verdict};
 use crate::results::lab::{
-    Arm, CacheModelInfo, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE,
-    CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
+    check, Arm, CacheModelInfo, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings,
+    COMPLETE, CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
     L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET, NS_PER_PACKET, TBENCH,
     THROUGHPUT,
 };
@@ -209,8 +209,11 @@ impl LabReport {
     /// every one) chooses the variant arms compared with the base; the A/A
     /// control is always compared, as it gives the noise floor.
     ///
-    /// Errors when the record names a base without an arm.
+    /// Errors when the record names a base without an arm, or has a
+    /// problem [`check::check`] refuses; its warnings become notes.
     pub fn new(dir: PathBuf, record: LabRecord, variants: &[String]) -> Result<LabReport> {
+        let problems = check::check(&record);
+        problems.refuse(&record, &dir.join(crate::results::lab::FILE_NAME))?;
         let base = record.settings.base.clone();
         if !record.arms.iter().any(|a| a.name == base && !a.control) {
             bail!(
@@ -244,6 +247,7 @@ impl LabReport {
                 record.status
             ));
         }
+        notes.extend(problems.warnings);
         let series = series_of(&record);
         let control = record.arms.iter().find(|a| a.control);
         let mut comparisons = Vec::new();
@@ -273,6 +277,9 @@ impl LabReport {
                 floor.as_ref(),
             ));
         }
+        // An arm without measured runs (a lab that stopped early; the
+        // check's warning says so) gets no empty section.
+        comparisons.retain(|c| !c.families.is_empty());
         let drifting: Vec<String> = comparisons
             .iter()
             .filter(|c| c.role == Role::Control)
