@@ -115,3 +115,23 @@ fn a_known_shift_is_found() {
     let with_floor = power(2.0, 10, Floor::Control);
     assert!(with_floor >= 0.8 && with_floor <= two[1], "{with_floor}");
 }
+
+#[test]
+fn bench_verdicts_prints_the_same_rates() {
+    // `cargo xtask bench verdicts` prints these tables; a cell is the
+    // rate `rate` gives with the table's seed.
+    let sources = known_sources();
+    let table = xtask::report::lab::calibrate::a_a_table(&sources[..1], 200);
+    let r = rate(&sources[0], 10, 0.0, Floor::None, 200, 1000);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("normal, sd 1%"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert_eq!(row.split_whitespace().count(), 3 + 3, "{row}");
+    assert!(
+        row.contains(&format!("{:.2}%", r.fraction() * 100.0)),
+        "{row}"
+    );
+    let power = xtask::report::lab::calibrate::power_table(200);
+    assert_eq!(power.lines().count(), 2 + 4, "{power}");
+}

@@ -514,7 +514,7 @@ pub fn runs_needed_text(c: &stats::Comparison) -> Option<String> {
 /// A note when variants' changes are called significant: how many of the
 /// compared metrics, and how many calls chance alone allows (at most
 /// [`ALPHA`] of metrics without a real change, as the A/A calibration
-/// shows).
+/// shows: `cargo xtask bench verdicts`).
 fn chance_note(comparisons: &[LabComparison]) -> Option<String> {
     let verdicts: Vec<Verdict> = comparisons
         .iter()
@@ -529,7 +529,7 @@ fn chance_note(comparisons: &[LabComparison]) -> Option<String> {
         .count();
     (called > 0).then(|| {
         format!(
-            "{called} of {} changes are called significant; were none real, chance would call at most {:.1} of them (5 % each, as the A/A calibration in tests/stats_calibration.rs measures)",
+            "{called} of {} changes are called significant; were none real, chance would call at most {:.1} of them (5 % each, as the A/A calibration `cargo xtask bench verdicts` measures)",
             verdicts.len(),
             verdicts.len() as f64 * ALPHA
         )
