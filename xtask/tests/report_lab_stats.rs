@@ -262,3 +262,53 @@ fn a_lab_kernel_rebuilt_since_the_run_is_noted() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn a_bcm53xx_like_lab_calls_only_the_changes_that_are_there() {
+    // lab_fixture/bcm53xx-like.json: 4 rounds with the cache model, drawn
+    // from known distributions (lab_fixture/bcm53xx-like.py); the true
+    // changes of no-reorder-blocks are +1 % ns/packet and insns/packet
+    // LAN to WAN and -8 % L1I misses everywhere, nothing else.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/lab_fixture/bcm53xx-like.json");
+    let record: LabRecord = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let l = lab(record);
+    let real = |name: &str| {
+        name.starts_with("l1i_misses_per_packet.")
+            || (name.starts_with("guest_cpu_per_packet.lan-to-wan")
+                || name.starts_with("guest_insns_per_packet.lan-to-wan"))
+    };
+    let v = verdicts(&l.comparisons[1]);
+    let called: Vec<&str> = v
+        .iter()
+        .filter(|m| m.2 == Verdict::Significant)
+        .map(|m| m.0.as_str())
+        .collect();
+    // The percentile bootstrap called 8: these 6, ns/packet LAN to WAN GRO
+    // off (Welch p 0.060, Mann–Whitney p 0.057) and L1D misses WAN to LAN
+    // GRO on (no change there; Welch p 0.032, Mann–Whitney p 0.057).
+    expect![[r#"
+        [
+            "guest_insns_per_packet.lan-to-wan.gro-on",
+            "guest_insns_per_packet.lan-to-wan.gro-off",
+            "l1i_misses_per_packet.lan-to-wan.gro-on",
+            "l1i_misses_per_packet.wan-to-lan.gro-on",
+            "l1i_misses_per_packet.lan-to-wan.gro-off",
+            "l1i_misses_per_packet.wan-to-lan.gro-off",
+        ]
+    "#]]
+    .assert_debug_eq(&called);
+    assert!(called.iter().all(|n| real(n)), "{called:?}");
+    let l1d = v
+        .iter()
+        .find(|m| m.0 == "l1d_misses_per_packet.wan-to-lan.gro-on")
+        .unwrap();
+    assert_eq!(l1d.2, Verdict::TestsDisagree);
+    assert!(
+        l.notes
+            .iter()
+            .any(|n| n.starts_with("6 of 20 changes are called significant; were none real, chance would call at most 1.0 of them")),
+        "{:?}",
+        l.notes
+    );
+}
