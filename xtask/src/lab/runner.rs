@@ -433,6 +433,14 @@ mod tests {
         assert_eq!(s.calls[1], "baseline #0 tbench, 2 clients warm-up");
         assert_eq!(s.calls[3], "baseline #2 iperf3, 1 TCP stream");
         assert_eq!(r.samples("lo-no-tso-gso", tb, "tbench").len(), 2);
+        // What the runner writes passes the reader's checks once the
+        // settings describe the plan (the fixture's are the QEMU lab's).
+        r.settings.runs = plan.runs;
+        r.settings.gro.clear();
+        r.settings.directions.clear();
+        r.settings.benches = vec![Benchmark::Tbench { clients: 2 }, Benchmark::Iperf3];
+        let problems = crate::results::lab::check::check(&r);
+        assert_eq!(problems, Default::default());
     }
 
     #[test]
