@@ -15,9 +15,13 @@
 //!   `failed: interrupted`, and removes its namespace and processes.
 //!
 //! Needs root (network namespaces) and dbench's tbench, iperf3 and
-//! ethtool. Without them the tests are skipped with a message, except
-//! under CI (`CI` set), where they fail naming the packages: CI runs as
-//! root after `cargo xtask setup --tests`. About a minute on 2 cores.
+//! ethtool. Without them the gate (`common/gate.rs`) skips the tests,
+//! except under CI (`CI` set), where they fail naming the packages: CI
+//! runs as root after `cargo xtask setup --tests`. About a minute on 2
+//! cores.
+
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,21 +41,12 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Whether the host lab can run here: root and its tools. Under CI a
-/// missing one fails the test; elsewhere it is skipped with a message.
+/// missing one fails the test; elsewhere the gate skips it.
 fn ready() -> bool {
-    let problem = if !rustix::process::geteuid().is_root() {
-        Some("the host lab needs root (network namespaces)".to_string())
-    } else {
-        host::check_host_tools().err().map(|e| format!("{e:#}"))
-    };
-    match problem {
-        None => true,
-        Some(p) if std::env::var_os("CI").is_some() => panic!("{p}"),
-        Some(p) => {
-            eprintln!("skipped: {p}");
-            false
-        }
-    }
+    gate::Needs::new()
+        .root("network namespaces")
+        .check(host::check_host_tools())
+        .met()
 }
 
 /// A workspace in a temporary directory with the repository's runtime

@@ -6,9 +6,13 @@
 //!
 //! Needs root (namespaces, taps), QEMU, iperf3, ethtool and Debian's
 //! archive (for the guest's packages, once). A missing tool fails the test
-//! with the package to install: it never skips. About 10–15 minutes on 2
+//! under CI with the package to install; elsewhere the gate
+//! (`common/gate.rs`) skips it and says so. About 10–15 minutes on 2
 //! cores from scratch, most of it the kernel build; a minute or two when
 //! the lab kernel is already built.
+
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::time::Instant;
 
@@ -56,8 +60,12 @@ fn malta_router_forwards_through_masquerade() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    // Fails (does not skip) naming the packages when a tool is missing.
-    lab::check_host_tools(spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() {
+        return;
+    }
 
     let sh = Shell::new().unwrap();
     let started = Instant::now();

@@ -9,13 +9,17 @@
 //! (`gcc-mips-linux-gnu`, `libc6-dev-mips-cross`), `binutils-mips-linux-gnu`,
 //! `file`, Debian's archive (the source packages, once), and for the
 //! loader and boot tests root, `nft`, QEMU and iperf3. A missing tool fails
-//! the test naming its package: it never skips. The first build of the
+//! the test under CI naming its package; elsewhere the gate
+//! (`common/gate.rs`) skips it and says so. The first build of the
 //! userspace takes a few minutes (busybox at `-j1`). The boot test builds
 //! the ath79 lab kernel when it is not built yet (10–25 minutes on 2
 //! cores: a router kernel, too big for CI's 90 minutes beside the Malta
 //! lab's), so it is manual: `cargo test --test lab_static_guest --
 //! --ignored`; CI boots the Malta lab (`lab_malta.rs`) and builds and
 //! checks this guest.
+
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,11 +45,6 @@ fn ath79() -> (Layout, targets::Target) {
         .unwrap()
         .remove(0);
     (layout, target)
-}
-
-/// Fails naming the package when `program` is not on `PATH`.
-fn need(program: &str, package: &str) {
-    lab::require_tools("this test", &[(program, package)]).unwrap();
 }
 
 /// The regular files of a `newc` archive (the kernel's initramfs format,
@@ -82,8 +81,13 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
         .static_guest
         .as_ref()
         .expect("ath79 has [lab.static_guest]");
-    need("mips-linux-gnu-readelf", "binutils-mips-linux-gnu");
-    need("file", "file");
+    let needs = gate::Needs::new()
+        .program("mips-linux-gnu-readelf", "binutils-mips-linux-gnu")
+        .program("mips-linux-gnu-gcc", "gcc-mips-linux-gnu")
+        .program("file", "file");
+    if !needs.met() {
+        return;
+    }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     assert_eq!(initramfs.arch, "mips");
     let files = cpio_files(&std::fs::read(&initramfs.path).unwrap());
@@ -176,8 +180,13 @@ impl Drop for Netns {
 
 #[test]
 fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
-    need("nft", "nftables");
-    need("cc", "gcc");
+    let needs = gate::Needs::new()
+        .root("network namespaces")
+        .program("nft", "nftables")
+        .program("cc", "gcc");
+    if !needs.met() {
+        return;
+    }
     let scratch = tempfile::tempdir().unwrap();
     let loader = scratch.path().join("nft-loader");
     let ruleset = guest::ruleset();
@@ -231,7 +240,12 @@ fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
 fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let (layout, target) = ath79();
     let spec = kernel::spec_of(&target).unwrap();
-    lab::check_host_tools(spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() {
+        return;
+    }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = variants::select(&all, &["baseline".to_string()]).unwrap();

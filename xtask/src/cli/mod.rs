@@ -281,7 +281,7 @@ pub struct LabArgs {
     pub machine: String,
     /// With --lab ssh: the lab file (TOML: the router's interfaces, the
     /// LAN and WAN endpoints on this machine, the image per target; see
-    /// README "Real router over SSH").
+    /// docs/lab-ssh.md).
     #[arg(long, value_name = "FILE")]
     pub lab_file: Option<PathBuf>,
     /// With --lab ssh: measure the kernel the router runs now instead of
