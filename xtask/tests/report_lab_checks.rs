@@ -95,33 +95,22 @@ fn every_fixture_and_a_lab_that_stopped_early_pass_the_check() {
 }
 
 #[test]
-fn no_runs_under_a_complete_status_is_refused() {
-    let mut r = record();
-    r.runs.clear();
-    refused(
-        r,
-        expect![[r#"
-            --lab-run target/xtask/lab/brcm47xx/20261201T101500Z-4242: target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json: 3 problems, so no table from it would be right:
-              arm baseline has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
-              arm baseline~control has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
-              arm no-reorder-blocks has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
-            repair or remove those runs, or run the lab again (`cargo xtask lab --target brcm47xx`); lab.json counts rounds from 0, this message from 1"#]],
-    );
-}
-
-#[test]
-fn only_warm_ups_under_a_complete_status_is_refused() {
-    let mut r = record();
-    r.runs.retain(|run| run.warmup);
-    refused(
-        r,
-        expect![[r#"
-            --lab-run target/xtask/lab/brcm47xx/20261201T101500Z-4242: target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json: 3 problems, so no table from it would be right:
-              arm baseline has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
-              arm baseline~control has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
-              arm no-reorder-blocks has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
-            repair or remove those runs, or run the lab again (`cargo xtask lab --target brcm47xx`); lab.json counts rounds from 0, this message from 1"#]],
-    );
+fn no_runs_or_only_warm_ups_under_a_complete_status_is_refused() {
+    let mut empty = record();
+    empty.runs.clear();
+    let mut warm_ups = record();
+    warm_ups.runs.retain(|run| run.warmup);
+    for r in [empty, warm_ups] {
+        refused(
+            r,
+            expect![[r#"
+                --lab-run target/xtask/lab/brcm47xx/20261201T101500Z-4242: target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json: 3 problems, so no table from it would be right:
+                  arm baseline has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
+                  arm baseline~control has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
+                  arm no-reorder-blocks has fewer than the 3 runs lab.json declares per condition, though its status is complete: lan-to-wan GRO on 0/3, wan-to-lan GRO on 0/3, lan-to-wan GRO off 0/3, wan-to-lan GRO off 0/3
+                repair or remove those runs, or run the lab again (`cargo xtask lab --target brcm47xx`); lab.json counts rounds from 0, this message from 1"#]],
+        );
+    }
 }
 
 #[test]
@@ -233,5 +222,16 @@ fn a_lab_that_stopped_before_a_variant_says_so_instead_of_an_empty_section() {
     assert!(
         text.contains("\nnote: no-reorder-blocks has no measured run in this lab run, so it is not compared\n"),
         "{text}"
+    );
+}
+
+#[test]
+fn a_base_without_an_arm_is_refused() {
+    let mut r = record();
+    r.settings.base = "baseline-old".to_string();
+    let error = refusal(&r);
+    assert!(
+        error.contains("\n  the base baseline-old (settings.base) is not one of lab.json's arms (baseline, baseline~control, no-reorder-blocks)\n"),
+        "{error}"
     );
 }

@@ -37,7 +37,7 @@ pub mod text;
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{self, Interval, Verdict};
@@ -214,24 +214,12 @@ impl LabReport {
     /// every one) chooses the variant arms compared with the base; the A/A
     /// control is always compared, as it gives the noise floor.
     ///
-    /// Errors when the record names a base without an arm, or has a
-    /// problem [`check::check`] refuses; its warnings become notes.
+    /// Errors when the record has a problem [`check::check`] refuses (a
+    /// base without an arm among them); its warnings become notes.
     pub fn new(dir: PathBuf, record: LabRecord, variants: &[String]) -> Result<LabReport> {
         let problems = check::check(&record);
         problems.refuse(&record, &dir.join(crate::results::lab::FILE_NAME))?;
         let base = record.settings.base.clone();
-        if !record.arms.iter().any(|a| a.name == base && !a.control) {
-            bail!(
-                "{}: the base {base:?} has no arm (arms: {}); the file is damaged",
-                dir.join(crate::results::lab::FILE_NAME).display(),
-                record
-                    .arms
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
         let mut notes = Vec::new();
         if let Some(h) = &record.host {
             notes.push(format!(

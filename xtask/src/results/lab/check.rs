@@ -13,6 +13,7 @@
 //! * every value is finite and within ±[`MAX_VALUE`];
 //! * the lab's metrics ([`METRICS`]) are in their unit and not negative;
 //!   any other metric keeps the unit its first run recorded;
+//! * the base (`settings.base`) is an arm, not the A/A control;
 //! * a run names one of the record's arms, with that arm's variant, a
 //!   round below `settings.runs`, and a condition the settings list (a
 //!   warm-up may run under any), and records each metric once;
@@ -114,10 +115,27 @@ pub fn run_name(record: &LabRecord, i: usize) -> String {
     )
 }
 
+/// `baseline, baseline~control, no-reorder-blocks`.
+fn arm_list(record: &LabRecord) -> String {
+    record
+        .arms
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Checks `record` against the rules in the module docs.
 pub fn check(record: &LabRecord) -> Problems {
     let mut missing = Vec::new();
     let mut runs = Vec::new();
+    let base = &record.settings.base;
+    if !record.arms.iter().any(|a| a.name == *base && !a.control) {
+        missing.push(format!(
+            "the base {base} (settings.base) is not one of lab.json's arms ({})",
+            arm_list(record)
+        ));
+    }
     let arm_names: Vec<&str> = record.arms.iter().map(|a| a.name.as_str()).collect();
     for (i, name) in arm_names.iter().enumerate() {
         if arm_names[..i].contains(name) {
@@ -202,12 +220,7 @@ fn run_problems<'a>(
         None => out.push(format!(
             "arm {} is not one of lab.json's arms ({})",
             run.arm,
-            record
-                .arms
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            arm_list(record)
         )),
         Some(a) if a.variant != run.variant => out.push(format!(
             "its variant is {}, but arm {} runs {}",
