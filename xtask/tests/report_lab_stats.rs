@@ -100,8 +100,8 @@ fn a_change_inside_the_a_a_floor_is_not_significant_one_outside_it_is() {
         "{floor:?}"
     );
 
-    // The same samples without the control: no floor, so the interval
-    // alone decides, and the report says so.
+    // The same samples without the control: no floor, so the two tests
+    // alone decide, and the report says so.
     let alone = lab(without_arm(
         with_more_rounds(record(), 2),
         "baseline~control",

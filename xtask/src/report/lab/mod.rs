@@ -41,19 +41,18 @@ use anyhow::Result;
 
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{self, Interval, Verdict};
-
 use crate::results::lab::{
     check, Arm, CacheModelInfo, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings,
     COMPLETE, CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
     L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET, NS_PER_PACKET, TBENCH,
     THROUGHPUT,
 };
-pub use stats::runs_for_mann_whitney;
 
 pub use condition::{
     condition_item, condition_item_title, condition_kind, condition_kind_title, direction_title,
     Gro,
 };
+pub use stats::runs_for_mann_whitney;
 
 /// The lab's families in report order: (name, unit, title in sentences).
 /// The last three are the cache model's (`lab --cache-model`).
@@ -301,7 +300,7 @@ impl LabReport {
             ));
         } else if control.is_none() {
             notes.push(
-                "no A/A control (the lab ran with --no-control): the noise floor is unknown, so a change is called significant on its interval alone"
+                "no A/A control (the lab ran with --no-control): the noise floor is unknown, so a change is called significant on its two tests alone"
                     .to_string(),
             );
         }
