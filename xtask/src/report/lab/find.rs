@@ -92,7 +92,8 @@ pub fn targets_with_runs(layout: &Layout) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Reads `dir/lab.json`, checking its schema.
+/// Reads `dir/lab.json`, checking its schema and its runs
+/// ([`lab::check`]): a record with problems is an error naming them.
 pub fn read(dir: &Path) -> Result<LabRecord> {
     let record = LabRecord::read(dir)?;
     if record.schema != lab::SCHEMA {
@@ -108,6 +109,7 @@ pub fn read(dir: &Path) -> Result<LabRecord> {
             lab::SCHEMA,
         );
     }
+    lab::check::check(&record).refuse(&record, &dir.join(lab::FILE_NAME))?;
     Ok(record)
 }
 
