@@ -66,7 +66,9 @@ pub enum Command {
     Lab(LabArgs),
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
     /// make, ccache, patch-only variants, distcc), the runtime lab (`bench
-    /// lab`: boot to ready, per-run overhead) and the patch engine.
+    /// lab`: boot to ready, per-run overhead), the lab verdict's calibration
+    /// (`bench verdicts`: A/A false positives and power) and the patch
+    /// engine.
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Status};
+use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
 
 /// Suffix of the A/A control arm's name.
@@ -149,13 +150,16 @@ fn execute_inner(
     let total = u64::from(plan.runs) * arms.len() as u64 * schedule.len() as u64;
     let progress = Progress::new(total);
     for round in 0..plan.runs {
+        // Rounds count from 1 wherever people read them (lab.json's
+        // `round` counts from 0).
+        let words = round_words(round, plan.runs);
         for arm in &arms {
             let (mut session, boot) = system
                 .start(arm, round, dir)
-                .with_context(|| format!("starting {} (round {round})", arm.name))?;
+                .with_context(|| format!("starting {} ({words})", arm.name))?;
             if let Some(boot) = boot {
                 progress.println(&format!(
-                    "lab: round {round} {}: ready after {:.1} s",
+                    "lab: {} {words}: ready after {:.1} s",
                     arm.name, boot.boot_seconds
                 ));
                 record.boots.push(boot);
@@ -171,11 +175,11 @@ fn execute_inner(
                     seconds: plan.duration_seconds,
                 };
                 let clock = std::time::Instant::now();
-                let mut run = system.measure(&mut session, spec, dir).with_context(|| {
-                    format!("{} round {round}, {}", arm.name, condition.describe())
-                })?;
+                let mut run = system
+                    .measure(&mut session, spec, dir)
+                    .with_context(|| format!("{} {words}, {}", arm.name, condition.describe()))?;
                 run.wall_seconds = Some(round_to(clock.elapsed().as_secs_f64(), 3));
-                progress.done(&format!("lab: {}", run_line(&run)));
+                progress.done(&format!("lab: {}", run_line(&run, plan.runs)));
                 record.runs.push(run);
                 record.write(dir)?;
                 index += 1;
@@ -261,8 +265,9 @@ fn eta(elapsed: std::time::Duration, done: u64, total: u64) -> String {
     humantime::format_duration(std::time::Duration::from_secs(left.round() as u64)).to_string()
 }
 
-/// One line per run for the terminal.
-pub fn run_line(run: &RunRecord) -> String {
+/// One line per run for the terminal, its round counted from 1 of
+/// `rounds` (`baseline round 1 of 4 lan-to-wan GRO on: …`).
+pub fn run_line(run: &RunRecord, rounds: u32) -> String {
     let metrics: Vec<String> = run
         .metrics
         .iter()
@@ -287,10 +292,10 @@ pub fn run_line(run: &RunRecord) -> String {
         None => String::new(),
     };
     format!(
-        "{}{} round {} {}: {}{extra}",
+        "{}{} {} {}: {}{extra}",
         run.arm,
         if run.warmup { " (warm-up)" } else { "" },
-        run.round,
+        round_words(run.round, rounds),
         run.condition.describe(),
         if metrics.is_empty() {
             "-".to_string()
@@ -429,6 +434,42 @@ mod tests {
         assert_eq!(s.calls[1], "baseline #0 tbench, 2 clients warm-up");
         assert_eq!(s.calls[3], "baseline #2 iperf3, 1 TCP stream");
         assert_eq!(r.samples("lo-no-tso-gso", tb, "tbench").len(), 2);
+        // What the runner writes passes the reader's checks once the
+        // settings describe the plan (the fixture's are the QEMU lab's).
+        r.settings.runs = plan.runs;
+        r.settings.gro.clear();
+        r.settings.directions.clear();
+        r.settings.benches = vec![Benchmark::Tbench { clients: 2 }, Benchmark::Iperf3];
+        let problems = crate::results::lab::check::check(&r);
+        assert_eq!(problems, Default::default());
+    }
+
+    #[test]
+    fn a_run_s_line_counts_rounds_from_1() {
+        let tb = Condition::Bench {
+            bench: Benchmark::Tbench { clients: 2 },
+        };
+        let a = arm("baseline");
+        let spec = RunSpec {
+            arm: &a,
+            round: 3,
+            index: 7,
+            condition: tb,
+            warmup: false,
+            seconds: 1,
+        };
+        let run = spec.record(
+            String::new(),
+            vec![Metric {
+                name: "tbench".to_string(),
+                value: 601.2,
+                unit: "MB/s".to_string(),
+            }],
+        );
+        assert_eq!(
+            run_line(&run, 4),
+            "baseline round 4 of 4 tbench, 2 clients: 601.2 MB/s"
+        );
     }
 
     #[test]
@@ -450,6 +491,12 @@ mod tests {
         };
         let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
         assert!(format!("{err:#}").contains("boom"), "{err:#}");
+        // Rounds count from 1 in messages and the log, as in the report's
+        // run tables (lab.json's `round` counts from 0).
+        assert!(
+            format!("{err:#}").starts_with("baseline round 1 of 1, tbench, 2 clients: boom"),
+            "{err:#}"
+        );
         let written = LabRecord::read(dir.path()).unwrap();
         assert!(
             matches!(&written.status, Status::Failed { reason } if reason.contains("boom")),

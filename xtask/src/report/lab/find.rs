@@ -93,10 +93,13 @@ pub fn targets_with_runs(layout: &Layout) -> Result<Vec<String>> {
 }
 
 /// Reads `dir/lab.json` of any schema this xtask knows
-/// ([`crate::results::lab::schema`]); one it does not know (a newer
-/// xtask's) is an error naming the file.
+/// ([`crate::results::lab::schema`]; one it does not know, a newer xtask's,
+/// is an error naming the file), checking its runs ([`lab::check`]): a
+/// record with problems is an error naming them.
 pub fn read(dir: &Path) -> Result<LabRecord> {
-    LabRecord::read(dir)
+    let record = LabRecord::read(dir)?;
+    lab::check::check(&record).refuse(&record, &dir.join(lab::FILE_NAME))?;
+    Ok(record)
 }
 
 /// The newest complete run of `target`, if any; newer runs passed over are

@@ -66,6 +66,7 @@
 //! as before.
 
 pub mod cache;
+pub mod check;
 pub mod gro;
 pub mod guest;
 pub mod host;
