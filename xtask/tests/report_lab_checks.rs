@@ -14,7 +14,7 @@ use expect_test::{expect, Expect};
 use lab_fixture::{record, write, RUN};
 use report_fixture::{request, Fixture};
 use xtask::report::{self, Format, LabRuns, Style};
-use xtask::results::lab::{check, LabRecord, THROUGHPUT};
+use xtask::results::lab::{check, LabRecord, Status, THROUGHPUT};
 
 /// The error `size-report --lab-run DIR` gives for `record`; panics with
 /// the report it rendered instead (what the trial saw) when there is none.
@@ -88,7 +88,9 @@ fn every_fixture_and_a_lab_that_stopped_early_pass_the_check() {
     // A lab that failed in its second round: fewer runs than declared is
     // what such a lab has, and no problem.
     let mut r = record();
-    r.status = "failed: boom".to_string();
+    r.status = Status::Failed {
+        reason: "boom".to_string(),
+    };
     r.runs.retain(|run| run.round == 0 || run.index < 20);
     let p = check::check(&r);
     assert!(p.refusals.is_empty(), "{p:?}");
@@ -210,7 +212,9 @@ fn a_changed_unit_is_refused() {
 #[test]
 fn a_lab_that_stopped_before_a_variant_says_so_instead_of_an_empty_section() {
     let mut r = record();
-    r.status = "failed: no-reorder-blocks did not boot".to_string();
+    r.status = Status::Failed {
+        reason: "no-reorder-blocks did not boot".to_string(),
+    };
     r.runs.retain(|run| run.arm != "no-reorder-blocks");
     let f = Fixture::new();
     let dir = write(&f, RUN, &r);

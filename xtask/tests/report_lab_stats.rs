@@ -197,7 +197,7 @@ fn the_newest_complete_run_is_shown_unless_one_is_named() {
     let f = lab_only();
     let mut newer = record();
     newer.started = "2026-12-02T08:00:00Z".to_string();
-    newer.status = "running".to_string();
+    newer.status = xtask::results::lab::Status::Running { pid: None };
     let newer_dir = write(&f, "20261202T080000Z-5151", &newer);
     let report = report::load(&f.layout(), &request(&[], &[])).unwrap();
     assert_eq!(report.labs.len(), 1);

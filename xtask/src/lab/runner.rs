@@ -3,12 +3,11 @@
 //! every condition's run; each run's numbers go into `lab.json` as soon as
 //! it ends.
 //!
-//! What a session is comes from the [`SystemUnderTest`]: an arm's kernel
-//! brought up by a [`super::router::Bench`] — booted in QEMU or flashed
-//! onto a real router over SSH — and forwarding ([`super::forwarding`]),
-//! or this machine's kernel with an
-//! arm's runtime settings applied in a fresh private namespace
-//! ([`super::host`]).
+//! What a session is comes from the [`SystemUnderTest`]; the lab's one
+//! flow ([`super::orchestrate`]) gives it a backend that brings up each
+//! arm — booted in QEMU on its topology, flashed onto a real router over
+//! SSH, applied as runtime settings in a fresh namespace — and a workload
+//! that runs each run on it.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -16,7 +15,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord};
+use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Status};
 use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
 
@@ -117,8 +116,8 @@ pub fn with_control(mut arms: Vec<Arm>) -> Vec<Arm> {
 /// Runs the plan on `system` for every arm of `record`, writing `record`
 /// into `dir` after every run. Each run's `wall_seconds` is the wall time
 /// of [`SystemUnderTest::measure`] (writing `lab.json` after it is not
-/// included). On an error the record is written with
-/// `status: failed: …` and the error returned.
+/// included). On an error the record is written with a failed
+/// [`Status`] naming it, and the error returned.
 pub fn execute(
     system: &mut impl SystemUnderTest,
     plan: &Plan,
@@ -128,8 +127,10 @@ pub fn execute(
     let outcome = execute_inner(system, plan, record, dir);
     record.finished = Some(now_rfc3339());
     record.status = match &outcome {
-        Ok(()) => crate::results::lab::COMPLETE.to_string(),
-        Err(e) => format!("failed: {e:#}"),
+        Ok(()) => Status::Complete,
+        Err(e) => Status::Failed {
+            reason: format!("{e:#}"),
+        },
     };
     record.write(dir)?;
     outcome
@@ -416,7 +417,7 @@ mod tests {
             fail_at: None,
         };
         execute(&mut s, &plan, &mut r, dir.path()).unwrap();
-        assert_eq!(r.status, "complete");
+        assert_eq!(r.status, Status::Complete);
         assert_eq!(r.runs.len(), 2 * 3 * 3);
         let starts: Vec<&String> = s.calls.iter().filter(|c| c.starts_with("start")).collect();
         assert_eq!(
@@ -497,7 +498,11 @@ mod tests {
             "{err:#}"
         );
         let written = LabRecord::read(dir.path()).unwrap();
-        assert!(written.status.starts_with("failed: "), "{}", written.status);
+        assert!(
+            matches!(&written.status, Status::Failed { reason } if reason.contains("boom")),
+            "{:?}",
+            written.status
+        );
         assert_eq!(written.runs.len(), 1);
     }
 }

@@ -211,11 +211,7 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
     }
     for lab in &report.labs {
-        let soc = match (&lab.router, &lab.qemu) {
-            (Some(r), _) => format!("router {} (SSH)", r.destination),
-            (None, Some(q)) => format!("QEMU {} ({})", q.machine, q.cpu),
-            (None, None) => lab.machine(),
-        };
+        let soc = lab.machine_soc();
         for note in &lab.notes {
             let values = [
                 lab.lab_target.as_str(),

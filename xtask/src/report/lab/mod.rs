@@ -42,8 +42,8 @@ use anyhow::Result;
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{self, Interval, Verdict};
 use crate::results::lab::{
-    check, Arm, CacheModelInfo, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings,
-    COMPLETE, CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
+    check, Arm, CacheModelInfo, Condition, LabRecord, MachineInfo, Settings, Status,
+    CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
     L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET, NS_PER_PACKET, TBENCH,
     THROUGHPUT,
 };
@@ -180,18 +180,14 @@ pub struct LabReport {
     pub target: String,
     /// Its lab kernel's results directory name (`brcm47xx-lab`).
     pub lab_target: String,
-    /// `complete`, `running` or `failed: …`.
-    pub status: String,
+    /// Complete, running or failed.
+    pub status: Status,
     /// When the lab started (RFC 3339).
     pub started: String,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator (the QEMU lab).
-    pub qemu: Option<QemuInfo>,
-    /// The real router measured over SSH (the SSH lab).
-    pub router: Option<RouterInfo>,
-    /// This machine's kernel (the host lab).
-    pub host: Option<HostInfo>,
+    /// What ran the kernels: QEMU, a real router over SSH, this machine.
+    pub machine: MachineInfo,
     /// The L1 cache model, when the lab ran with `--cache-model`.
     pub cache_model: Option<CacheModelInfo>,
     /// The kernels (QEMU and SSH labs) or runtime settings (host lab)
@@ -220,7 +216,7 @@ impl LabReport {
         problems.refuse(&record, &dir.join(crate::results::lab::FILE_NAME))?;
         let base = record.settings.base.clone();
         let mut notes = Vec::new();
-        if let Some(h) = &record.host {
+        if let MachineInfo::Host { host: h } = &record.machine {
             notes.push(format!(
                 "{HOST_NOTE}: Linux {} on {} ({} CPUs) with runtime settings applied in a private network namespace, so a change here is the kernel's answer to those settings on this machine, under its load",
                 h.kernel_release, h.machine, h.cpus
@@ -233,7 +229,7 @@ impl LabReport {
             ));
         }
         notes.extend(describe::gro_note(&record));
-        if record.status != COMPLETE {
+        if !record.status.is_complete() {
             notes.push(format!(
                 "this lab run is not complete ({}): the numbers are those of the runs it finished",
                 record.status
@@ -290,7 +286,7 @@ impl LabReport {
             ));
         }
         if others.is_empty() {
-            let lab = if record.host.is_some() {
+            let lab = if matches!(record.machine, MachineInfo::Host { .. }) {
                 "--lab host".to_string()
             } else {
                 format!("--target {}", record.target)
@@ -324,9 +320,7 @@ impl LabReport {
             status: record.status,
             started: record.started,
             settings: record.settings,
-            qemu: record.qemu,
-            router: record.router,
-            host: record.host,
+            machine: record.machine,
             cache_model: record.cache_model,
             arms: record.arms,
             base,

@@ -35,7 +35,7 @@ use crate::report::{Report, Style};
 /// brcm47xx-lab)`; `Runtime lab, host kernel 6.12.57 (x86_64), runtime
 /// settings in a private network namespace`.
 pub fn heading(lab: &LabReport) -> String {
-    if lab.qemu.is_none() && lab.host.is_some() {
+    if lab.is_host() {
         return format!(
             "Runtime lab, {}, runtime settings in a private network namespace",
             lab.machine()

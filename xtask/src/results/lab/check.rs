@@ -28,7 +28,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{
-    LabRecord, RunRecord, COMPLETE, CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT,
+    LabRecord, RunRecord, Status, CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT,
     L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET,
     NS_PER_PACKET, TBENCH, THROUGHPUT,
 };
@@ -81,7 +81,7 @@ impl Problems {
         if n > LISTED {
             lines.push(format!("  … and {} more", n - LISTED));
         }
-        let again = if record.host.is_some() {
+        let again = if record.machine.host().is_some() {
             "--lab host".to_string()
         } else {
             format!("--target {}", record.target)
@@ -179,7 +179,7 @@ pub fn check(record: &LabRecord) -> Problems {
                 (c.describe(), n)
             })
             .collect();
-        if record.status == COMPLETE {
+        if record.status == Status::Complete {
             let short: Vec<String> = counts
                 .iter()
                 .filter(|(_, n)| *n < rounds as usize)
