@@ -10,9 +10,13 @@
 //!
 //! Needs root (namespaces, taps), QEMU, iperf3, ethtool and Debian's
 //! archive (for the guest's packages, once). A missing tool fails the test
-//! with the package to install: it never skips. About 10–15 minutes on 2
+//! under CI with the package to install; elsewhere the gate
+//! (`common/gate.rs`) skips it and says so. About 10–15 minutes on 2
 //! cores from scratch, most of it the kernel build; a minute or two when
 //! the lab kernel is already built.
+
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::time::Instant;
 
@@ -22,9 +26,14 @@ mod guest_checks;
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::targets;
-use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET, THROUGHPUT};
-use xtask::lab::session::Guest;
-use xtask::lab::{self, guest, kernel, rootfs, GroChoice, LabRequest};
+use xtask::lab::backend::Testbed;
+use xtask::lab::guest::SamplePoint;
+use xtask::lab::record::{
+    Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET, THROUGHPUT,
+};
+use xtask::lab::session::{Image, QemuTestbed};
+use xtask::lab::topology::nat_router;
+use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::util::layout::Layout;
 
 const TARGET: &str = "brcm47xx";
@@ -63,8 +72,12 @@ fn malta_router_forwards_through_masquerade() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    // Fails (does not skip) naming the packages when a tool is missing.
-    lab::check_host_tools(spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() {
+        return;
+    }
 
     let sh = Shell::new().unwrap();
     let started = Instant::now();
@@ -90,7 +103,7 @@ fn malta_router_forwards_through_masquerade() {
     no_lab_leftovers();
 
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
+    assert_eq!(record.status, Status::Complete);
     assert_eq!(record.lab_target, "brcm47xx-lab");
     assert_eq!(record.boots.len(), 2);
     for boot in &record.boots {
@@ -107,7 +120,7 @@ fn malta_router_forwards_through_masquerade() {
     for direction in Direction::BOTH {
         let on = Condition::Forward {
             direction,
-            gro: true,
+            gro: Gro::On,
         };
         let mbit = record.samples("baseline", on, THROUGHPUT);
         let ns = record.samples("baseline", on, CPU_PER_PACKET);
@@ -126,7 +139,8 @@ fn malta_router_forwards_through_masquerade() {
     }
     for run in &record.runs {
         let g = run.guest.as_ref().expect("a QEMU run reads the guest");
-        assert_eq!(g.server_saw_peer.as_deref(), Some(guest::GUEST_WAN_IP));
+        let router_wan = nat_router::GUEST_WAN_IP.to_string();
+        assert_eq!(g.server_saw_peer.as_deref(), Some(router_wan.as_str()));
         assert!(g.guest_work.packets > 100, "{:?}", g.guest_work);
         // The NICs' interrupts are counted (their /proc/interrupts lines).
         assert!(
@@ -139,7 +153,7 @@ fn malta_router_forwards_through_masquerade() {
     // datagrams (InReceives, /proc/net/snmp) than its NICs receive frames
     // (rx_packets) with GRO on; with GRO off each frame is one datagram.
     for direction in Direction::BOTH {
-        let merged = |gro: bool| -> Vec<f64> {
+        let merged = |gro: Gro| -> Vec<f64> {
             record
                 .runs
                 .iter()
@@ -151,7 +165,7 @@ fn malta_router_forwards_through_masquerade() {
                 })
                 .collect()
         };
-        let (on, off) = (merged(true), merged(false));
+        let (on, off) = (merged(Gro::On), merged(Gro::Off));
         eprintln!("{direction:?}: frames per IP datagram, GRO on {on:?}, off {off:?}");
         assert_eq!((on.len(), off.len()), (2, 2));
         assert!(
@@ -171,44 +185,60 @@ fn malta_router_forwards_through_masquerade() {
     // The masquerade's translation, as the guest's conntrack shows it.
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
+    let vmlinux = results.join("vmlinux");
+    let image = Image {
+        kernel: &vmlinux,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let mut bed = QemuTestbed::boot(
         spec,
-        (&results.join("vmlinux"), None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "nat"),
+        None,
     )
     .unwrap();
-    guest
-        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
-        .unwrap();
-    let table = guest.conntrack().unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        1,
+        (scratch.path(), "nat"),
+    )
+    .unwrap();
+    let table = bed.guest("router").unwrap().conntrack().unwrap();
     let translated = table.lines().any(|l| {
         l.contains(&format!(
             "src={} dst={}",
-            guest::LAN_HOST_IP,
-            guest::WAN_HOST_IP
+            nat_router::LAN_HOST_IP,
+            nat_router::WAN_HOST_IP
         )) && l.contains(&format!(
             "src={} dst={}",
-            guest::WAN_HOST_IP,
-            guest::GUEST_WAN_IP
+            nat_router::WAN_HOST_IP,
+            nat_router::GUEST_WAN_IP
         ))
     });
     assert!(translated, "no masqueraded connection in:\n{table}");
-    drop(guest);
+    drop(bed);
     no_lab_leftovers();
 }
 
 /// The brcm47xx lab's baseline kernel (built when missing), its `[lab]`
-/// table and the guest's initramfs.
-fn malta_kernel() -> (lab::LabSpec, std::path::PathBuf, rootfs::Initramfs) {
+/// table and the guest's initramfs; `None` when the gate says a tool is
+/// missing (outside CI).
+fn malta_kernel() -> Option<(lab::LabSpec, std::path::PathBuf, rootfs::Initramfs)> {
     let layout = Layout::from_manifest_dir();
     let all = targets::load_all(&layout.targets_dir()).unwrap();
     let target = targets::select(&all, &[TARGET.to_string()])
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap().clone();
-    lab::check_host_tools(&spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(&spec));
+    if !needs.met() {
+        return None;
+    }
     let variants =
         xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
@@ -223,61 +253,71 @@ fn malta_kernel() -> (lab::LabSpec, std::path::PathBuf, rootfs::Initramfs) {
     )
     .unwrap();
     let initramfs = rootfs::prepare(&layout, &spec).unwrap();
-    (spec, kernels[0].image.clone(), initramfs)
+    Some((spec, kernels[0].image.clone(), initramfs))
+}
+
+/// Boots the nat-router topology on `spec`'s machine with `kernel`.
+fn boot(
+    spec: &lab::LabSpec,
+    kernel: &std::path::Path,
+    initramfs: &rootfs::Initramfs,
+    dir: &std::path::Path,
+) -> QemuTestbed {
+    let image = Image {
+        kernel,
+        dtb: None,
+        initramfs,
+    };
+    QemuTestbed::boot(spec, &nat_router::topology(), image, (dir, "t"), None).unwrap()
 }
 
 #[test]
 fn the_guest_runs_batman_adv_with_batctl_and_tbench() {
     let _serial = one_at_a_time();
-    let (spec, image, initramfs) = malta_kernel();
+    let Some((spec, image, initramfs)) = malta_kernel() else {
+        return;
+    };
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
-        &spec,
-        (&image, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
-    )
-    .unwrap();
-    let version = guest_checks::batctl_version(&mut guest);
+    let mut bed = boot(&spec, &image, &initramfs, scratch.path());
+    let guest = bed.guest("router").unwrap();
+    let version = guest_checks::batctl_version(guest);
     eprintln!("{version}");
     // Debian's batctl, not the static guest's stand-in.
     assert!(!version.contains("xtask-lab-subset"), "{version}");
-    let table = guest_checks::batman_pair(&mut guest);
+    let table = guest_checks::batman_pair(guest);
     eprintln!("{table}");
-    let (mb_per_s, line) = guest_checks::tbench(&mut guest, 2);
+    let (mb_per_s, line) = guest_checks::tbench(guest, 2);
     eprintln!("{line}");
     assert!(mb_per_s > 0.0, "{line}");
-    drop(guest);
+    drop(bed);
     no_lab_leftovers();
 }
 
 #[test]
 fn gro_on_the_pcnet_nic_merges_nothing() {
     let _serial = one_at_a_time();
-    let (spec, image, initramfs) = malta_kernel();
+    let Some((spec, image, initramfs)) = malta_kernel() else {
+        return;
+    };
     let pcnet = spec
         .with_nic(Some("pcnet"), std::path::Path::new("targets/brcm47xx.toml"))
         .unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
-        &pcnet,
-        (&image, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
-    )
-    .unwrap();
-    assert!(guest
+    let mut bed = boot(&pcnet, &image, &initramfs, scratch.path());
+    assert!(bed.guests()[0]
         .qemu_argv
         .iter()
         .any(|a| a.starts_with("pcnet,netdev=lan")));
-    guest.set_gro(lab::router::Gro::On).unwrap();
-    let before = guest.sample(guest::SamplePoint::Before).unwrap();
-    guest
-        .iperf(Direction::LanToWan, 2, scratch.path(), "pcnet")
-        .unwrap();
-    let after = guest.sample(guest::SamplePoint::After).unwrap();
+    bed.set_gro(Gro::On).unwrap();
+    let before = bed.sample(SamplePoint::Before).unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        2,
+        (scratch.path(), "pcnet"),
+    )
+    .unwrap();
+    let after = bed.sample(SamplePoint::After).unwrap();
     let work = xtask::lab::sample::GuestWork::between(&before, &after);
     eprintln!("pcnet, GRO on: {work:?}");
     assert!(work.packets > 100, "{work:?}");
@@ -285,7 +325,7 @@ fn gro_on_the_pcnet_nic_merges_nothing() {
     let f = work.frames_per_ip_datagram.expect("IP datagrams counted");
     assert!((0.9..1.05).contains(&f), "{work:?}");
     assert!(work.packets_per_interrupt.is_some(), "{work:?}");
-    drop(guest);
+    drop(bed);
     no_lab_leftovers();
 }
 
@@ -304,12 +344,17 @@ fn a_kernel_that_does_not_boot_is_a_clear_error() {
     let bogus = scratch.path().join("vmlinux");
     std::fs::write(&bogus, b"not a kernel").unwrap();
     let started = Instant::now();
-    let err = Guest::boot(
+    let image = Image {
+        kernel: &bogus,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let err = QemuTestbed::boot(
         spec,
-        (&bogus, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "bogus"),
+        None,
     )
     .err()
     .expect("a bogus kernel must not boot");

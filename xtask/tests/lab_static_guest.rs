@@ -13,7 +13,8 @@
 //! `file`, Debian's archive (the source packages, once), and for the
 //! loader and boot tests root, `nft`, QEMU and iperf3, and dbench's
 //! `client.txt` from the host's dbench package. A missing tool fails
-//! the test naming its package: it never skips. The first build of the
+//! the test under CI naming its package; elsewhere the gate
+//! (`common/gate.rs`) skips it and says so. The first build of the
 //! userspace takes a few minutes (busybox at `-j1`). The boot test builds
 //! the ath79 lab kernel when it is not built yet (10–25 minutes on 2
 //! cores: a router kernel, too big for CI's 90 minutes beside the Malta
@@ -21,6 +22,8 @@
 //! --ignored`; CI boots the Malta lab (`lab_malta.rs`) and builds and
 //! checks this guest.
 
+#[path = "common/gate.rs"]
+mod gate;
 #[path = "common/guest_checks.rs"]
 mod guest_checks;
 
@@ -31,10 +34,11 @@ use std::process::Command;
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::{targets, variants};
+use xtask::lab::backend::{Gro, Testbed};
 use xtask::lab::record::Direction;
-use xtask::lab::router::Gro;
-use xtask::lab::session::Guest;
+use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::static_guest::build;
+use xtask::lab::topology::nat_router;
 use xtask::lab::{self, guest, kernel, rootfs};
 use xtask::util::hash::sha256_file;
 use xtask::util::layout::Layout;
@@ -48,11 +52,6 @@ fn ath79() -> (Layout, targets::Target) {
         .unwrap()
         .remove(0);
     (layout, target)
-}
-
-/// Fails naming the package when `program` is not on `PATH`.
-fn need(program: &str, package: &str) {
-    lab::require_tools("this test", &[(program, package)]).unwrap();
 }
 
 /// The regular files of a `newc` archive (the kernel's initramfs format,
@@ -89,8 +88,16 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
         .static_guest
         .as_ref()
         .expect("ath79 has [lab.static_guest]");
-    need("mips-linux-gnu-readelf", "binutils-mips-linux-gnu");
-    need("file", "file");
+    let needs = gate::Needs::new()
+        .program("mips-linux-gnu-readelf", "binutils-mips-linux-gnu")
+        .program("mips-linux-gnu-gcc", "gcc-mips-linux-gnu")
+        .program("file", "file")
+        // tbench's loadfile to compare with: `cargo xtask setup` installs
+        // Debian's dbench on the host.
+        .program("tbench", "dbench");
+    if !needs.met() {
+        return;
+    }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     assert_eq!(initramfs.arch, "mips");
     let files = cpio_files(&std::fs::read(&initramfs.path).unwrap());
@@ -112,8 +119,7 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
         ]
     );
     // tbench's loadfile where tbench looks for it, byte for byte Debian's
-    // (the host's dbench package: `cargo xtask setup` installs it).
-    need("tbench", "dbench");
+    // (the host's dbench package).
     let loadfile = files
         .get("usr/share/dbench/client.txt")
         .expect("tbench's loadfile in the archive");
@@ -222,8 +228,13 @@ impl Drop for Netns {
 
 #[test]
 fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
-    need("nft", "nftables");
-    need("cc", "gcc");
+    let needs = gate::Needs::new()
+        .root("network namespaces")
+        .program("nft", "nftables")
+        .program("cc", "gcc");
+    if !needs.met() {
+        return;
+    }
     let scratch = tempfile::tempdir().unwrap();
     let loader = scratch.path().join("nft-loader");
     let ruleset = guest::ruleset();
@@ -274,7 +285,9 @@ fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
 
 #[test]
 fn the_lab_s_batctl_speaks_batman_adv_s_netlink_or_says_it_is_missing() {
-    need("cc", "gcc");
+    if !gate::Needs::new().program("cc", "gcc").met() {
+        return;
+    }
     let scratch = tempfile::tempdir().unwrap();
     let source = scratch.path().join("batctl.c");
     std::fs::write(&source, build::BATCTL_SOURCE).unwrap();
@@ -325,7 +338,12 @@ fn the_lab_s_batctl_speaks_batman_adv_s_netlink_or_says_it_is_missing() {
 fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let (layout, target) = ath79();
     let spec = kernel::spec_of(&target).unwrap();
-    lab::check_host_tools(spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() {
+        return;
+    }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = variants::select(&all, &["baseline".to_string()]).unwrap();
@@ -340,42 +358,56 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     )
     .unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
+    let image = Image {
+        kernel: &kernels[0].image,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let mut bed = QemuTestbed::boot(
         spec,
-        (&kernels[0].image, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "t"),
+        None,
     )
     .unwrap();
     // GRO off and on again: ethtool's ioctl path works on e1000.
-    guest.set_gro(Gro::Off).unwrap();
-    let features = guest.check("ethtool -k lan").unwrap();
+    bed.set_gro(Gro::Off).unwrap();
+    let features = bed
+        .guest("router")
+        .unwrap()
+        .check("ethtool -k lan")
+        .unwrap();
     assert!(
         features.contains("generic-receive-offload: off"),
         "{features}"
     );
-    guest.set_gro(Gro::On).unwrap();
-    guest
-        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
-        .unwrap();
-    let table = guest.conntrack().unwrap();
+    bed.set_gro(Gro::On).unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        1,
+        (scratch.path(), "nat"),
+    )
+    .unwrap();
+    let table = bed.guest("router").unwrap().conntrack().unwrap();
     assert!(
         table.contains(&format!(
             "src={} dst={}",
-            guest::WAN_HOST_IP,
-            guest::GUEST_WAN_IP
+            nat_router::WAN_HOST_IP,
+            nat_router::GUEST_WAN_IP
         )),
         "no masqueraded connection in:\n{table}"
     );
     // The lab's batctl and dbench's tbench, built static, work on the
     // big-endian kernel: a two-node mesh inside the guest, a 2 s tbench.
-    let version = guest_checks::batctl_version(&mut guest);
+    let guest = bed.guest("router").unwrap();
+    let version = guest_checks::batctl_version(guest);
     assert!(version.contains("xtask-lab-subset"), "{version}");
-    eprintln!("{}", guest_checks::batman_pair(&mut guest));
-    let (mb_per_s, line) = guest_checks::tbench(&mut guest, 2);
+    eprintln!("{}", guest_checks::batman_pair(guest));
+    let (mb_per_s, line) = guest_checks::tbench(guest, 2);
     eprintln!("{line}");
     assert!(mb_per_s > 0.0, "{line}");
-    drop(guest);
+    drop(bed);
     assert!(Path::new(&kernels[0].image).is_file());
 }

@@ -1,44 +1,40 @@
-//! What runs inside the guest: `/init`, the nftables ruleset, and the
-//! sampling script the host calls over the console, plus the addresses and
-//! MACs both sides agree on.
+//! What runs inside the guest: `/init`, the network setup it runs, the
+//! nftables ruleset, and the sampling script the host calls over the
+//! console.
 //!
-//! `/init` mounts the pseudo file systems, names the NICs `lan` and `wan`
-//! by their MAC (virtio-mmio machines enumerate them in reverse), addresses
-//! them, enables forwarding, loads the masquerade ruleset and prints
+//! `/init` mounts the pseudo file systems, runs `/etc/xl-net.sh` — the
+//! guest's network setup, generated from its topology ([`setup_script`]:
+//! NICs named by their MAC, since virtio-mmio machines enumerate them in
+//! reverse; addresses; routes; forwarding; the ruleset) and added to the
+//! initramfs per guest ([`super::rootfs::with_setup`]) — and prints
 //! [`READY`] (or [`FAILED`] with the reason), then runs a shell on the
 //! console that the host drives ([`super::console`]).
 
+use std::fmt::Write as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 
-/// MAC of the guest's LAN NIC.
-pub const LAN_MAC: &str = "52:54:00:12:34:01";
-/// MAC of the guest's WAN NIC.
-pub const WAN_MAC: &str = "52:54:00:12:34:02";
-/// The guest's LAN address (the LAN hosts' gateway).
-pub const GUEST_LAN_IP: &str = "192.168.1.1";
-/// The LAN host (namespace `lan`), the iperf3 client.
-pub const LAN_HOST_IP: &str = "192.168.1.2";
-/// The guest's WAN address: what the WAN side sees after masquerade.
-pub const GUEST_WAN_IP: &str = "203.0.113.1";
-/// The WAN host (namespace `wan`, TEST-NET-3), the iperf3 server.
-pub const WAN_HOST_IP: &str = "203.0.113.2";
-/// Prefix length of both links.
-pub const PREFIX: u8 = 24;
-/// Printed by `/init` once the router forwards and masquerades.
+use super::topology::{self, Ruleset};
+
+/// Printed by `/init` once the guest's network is set up.
 pub const READY: &str = "XL-ROUTER-READY";
 /// Printed by `/init` when a setup step fails, followed by the step.
 pub const FAILED: &str = "XL-ROUTER-FAILED";
 /// Path of the sampling script in the guest.
 pub const SAMPLE: &str = "/bin/xl-sample";
-/// Where `/init` writes the names of the NICs' interrupt lines (the
-/// interfaces' and their devices' names, space-separated) for the
-/// sampling script.
+/// Path of the network setup `/init` runs (from the guest's overlay).
+pub const NET_SETUP: &str = "/etc/xl-net.sh";
+/// Path of the nat-router's ruleset ([`ruleset`]).
+pub const RULESET: &str = "/etc/xl-router.nft";
+/// Where `/init` writes, after the network setup, one line per NIC with
+/// a device: `<interface> <device>` (`lan virtio1`), so that the sampling
+/// script finds a NIC's interrupt line when it is named after the device.
 pub const NIC_IRQS: &str = "/run/xl-nic-irqs";
 
-/// The `/init` script (busybox sh).
+/// The `/init` script (busybox sh): the same for every guest; the network
+/// is [`NET_SETUP`]'s.
 pub fn init_script() -> String {
     format!(
         r#"#!/bin/busybox sh
@@ -52,34 +48,71 @@ fail() {{ echo "{FAILED} $*"; exec sh; }}
 # Only errors and worse on the console from now on: it carries the host's commands.
 echo 4 4 1 7 > /proc/sys/kernel/printk
 ip link set lo up
-lan= wan=
+# xl_nic NAME MAC: the NIC with MAC is called NAME from now on.
+xl_nic() {{
+  for d in /sys/class/net/*; do
+    [ "$(cat $d/address)" = "$2" ] || continue
+    [ "${{d##*/}}" = "$1" ] || ip link set "${{d##*/}}" name "$1" || fail "renaming ${{d##*/}} to $1"
+    return 0
+  done
+  fail "NICs: no interface with MAC $2 for $1: $(ls /sys/class/net)"
+}}
+[ -f {NET_SETUP} ] || fail "no network setup {NET_SETUP} in the initramfs"
+. {NET_SETUP}
+# The NICs' devices, for the sampling script: e1000 and pcnet32 name
+# their line in /proc/interrupts after the interface, virtio-net after
+# its virtio device (virtio0, virtio1). Interfaces without a device
+# (lo, bridges, bat0) have no line.
 for d in /sys/class/net/*; do
-  case "$(cat $d/address)" in
-    {LAN_MAC}) lan=${{d##*/}} ;;
-    {WAN_MAC}) wan=${{d##*/}} ;;
-  esac
-done
-[ -n "$lan" ] && [ -n "$wan" ] || fail "NICs: no interface with MAC {LAN_MAC} and {WAN_MAC}: $(ls /sys/class/net)"
-ip link set "$lan" name lan || fail "renaming $lan"
-ip link set "$wan" name wan || fail "renaming $wan"
-ip addr add {GUEST_LAN_IP}/{PREFIX} dev lan || fail "addressing lan"
-ip addr add {GUEST_WAN_IP}/{PREFIX} dev wan || fail "addressing wan"
-ip link set lan up || fail "lan up"
-ip link set wan up || fail "wan up"
-# The NICs' lines in /proc/interrupts, for the sampling script: named
-# after the interface (e1000, pcnet32 request their IRQ when brought up)
-# or after the NIC's virtio device (virtio-net: virtio0, virtio1).
-irqs="lan wan"
-for n in lan wan; do
-  d=$(readlink /sys/class/net/$n/device) && irqs="$irqs ${{d##*/}}"
-done
-echo "$irqs" > {NIC_IRQS} || fail "writing {NIC_IRQS}"
-echo 1 > /proc/sys/net/ipv4/ip_forward || fail "ip_forward"
-nft -f /etc/xl-router.nft || fail "nft -f /etc/xl-router.nft"
+  t=$(readlink $d/device) && echo "${{d##*/}} ${{t##*/}}"
+done > {NIC_IRQS} || fail "writing {NIC_IRQS}"
 echo "{READY} $(cut -d' ' -f1 /proc/uptime)"
 exec sh
 "#
     )
+}
+
+/// The network setup of `guest` that `/init` runs ([`NET_SETUP`]): every
+/// NIC renamed by its MAC first (so that no rename takes a name another
+/// still has), then each one's addresses and link, the routes, forwarding
+/// and the ruleset, each step failing with its name. Every word comes
+/// from the topology's typed, checked data ([`topology::Topology::check`]).
+pub fn setup_script(topology: &str, guest: &topology::Guest) -> String {
+    let mut s = format!(
+        "# The network of guest {} of topology {topology}, generated by xtask.\n",
+        guest.name
+    );
+    for nic in &guest.nics {
+        let _ = writeln!(s, "xl_nic {} {}", nic.name, nic.mac);
+    }
+    for nic in &guest.nics {
+        let n = &nic.name;
+        for a in &nic.addresses {
+            let _ = writeln!(s, "ip addr add {a} dev {n} || fail \"addressing {n}\"");
+        }
+        let _ = writeln!(s, "ip link set {n} up || fail \"{n} up\"");
+    }
+    for r in &guest.routes {
+        let to = r.to.map_or("default".to_string(), |c| c.to_string());
+        let _ = writeln!(
+            s,
+            "ip route add {to} via {} || fail \"route to {to}\"",
+            r.via
+        );
+    }
+    if guest.ip_forward {
+        let _ = writeln!(
+            s,
+            "echo 1 > /proc/sys/net/ipv4/ip_forward || fail \"ip_forward\""
+        );
+    }
+    match guest.ruleset {
+        Some(Ruleset::NatRouter) => {
+            let _ = writeln!(s, "nft -f {RULESET} || fail \"nft -f {RULESET}\"");
+        }
+        None => {}
+    }
+    s
 }
 
 /// The router's ruleset: masquerade LAN→WAN, forward only LAN→WAN and
@@ -107,40 +140,41 @@ table ip xl {
 /// The sampling script: one `XL <key> <values>` line per counter the host
 /// reads before and after each run ([`super::sample::GuestSample`]).
 ///
-/// Its argument is the [`SamplePoint`] (`before` or `after`): the busy
-/// time (`/proc/stat`) is read last before a run and first after it, so
-/// the script's own work stays out of the window that ns/packet divides.
-/// It forks nothing but one `awk`, outside that window: with a `cat` per
-/// counter, its work inside the window was about 120 ms of guest time per
-/// run (brcm47xx, `-icount shift=3`), which lifted ns/packet by 120 ms over
-/// the run's packets — 7 % at 17,000 packets, 48 % at 3,000 when host load
-/// slowed QEMU.
+/// Its arguments are the [`SamplePoint`] (`before` or `after`) and the
+/// NICs to count (the topology's [`topology::Guest::counted`]): `xl-sample
+/// before lan wan`. The busy time (`/proc/stat`) is read last before a
+/// run and first after it, so the script's own work stays out of the
+/// window that ns/packet divides. It forks nothing but `awk`, outside that
+/// window: with a `cat` per counter, its work inside the window was about
+/// 120 ms of guest time per run (brcm47xx, `-icount shift=3`), which
+/// lifted ns/packet by 120 ms over the run's packets — 7 % at 17,000
+/// packets, 48 % at 3,000 when host load slowed QEMU.
 ///
 /// `XL irq` sums the `/proc/interrupts` lines (all CPUs) whose last field
-/// names a NIC's interrupt as `/init` listed them in [`NIC_IRQS`]: the
-/// interface (`lan`, `wan`) or its virtio device (`virtio0`). `XL ip` is
-/// `InReceives` of the `Ip:` lines of `/proc/net/snmp`: the datagrams the
-/// IP layer received, which GRO makes fewer than the frames the NICs
-/// received (each merged packet enters IP once).
+/// names a counted NIC or its device as `/init` listed them in
+/// [`NIC_IRQS`] (virtio-net's `virtio0`). `XL ip` is `InReceives` of the
+/// `Ip:` lines of `/proc/net/snmp` (RFC 4293's ipSystemStatsInReceives):
+/// the datagrams the IP layer received, which GRO makes fewer than the
+/// frames the NICs received (each merged packet enters IP once).
 pub fn sample_script() -> String {
     format!(
         r#"#!/bin/sh
+point=$1; shift
 busy_time() {{ read -r l < /proc/stat; echo "XL stat $l"; }}
-[ "$1" = after ] && busy_time
-for n in lan wan; do
+[ "$point" = after ] && busy_time
+for n in "$@"; do
   s=/sys/class/net/$n/statistics
   read -r a < $s/rx_packets; read -r b < $s/tx_packets
   read -r c < $s/rx_bytes; read -r d < $s/tx_bytes
   read -r e < $s/rx_dropped; read -r f < $s/tx_dropped
   echo "XL net $n $a $b $c $d $e $f"
 done
-read -r irqs < {NIC_IRQS}
-awk -v names="$irqs" 'BEGIN{{n=split(names,a," ");for(i=1;i<=n;i++)w[a[i]]=1}}
-FILENAME=="/proc/interrupts"&&($NF in w){{for(i=2;i<=NF&&$i~/^[0-9]+$/;i++)t+=$i}}
+awk -v nics=" $* " 'FILENAME=="{NIC_IRQS}"{{if(index(nics," "$1" "))w[$2]=1;next}}
+FILENAME=="/proc/interrupts"&&(index(nics," "$NF" ")||($NF in w)){{for(i=2;i<=NF&&$i~/^[0-9]+$/;i++)t+=$i}}
 FILENAME=="/proc/net/snmp"&&$1=="Ip:"{{if(!c){{for(i=2;i<=NF;i++)if($i=="InReceives")c=i}}else ip=$c}}
-END{{print "XL irq",t+0;print "XL ip",ip+0}}' /proc/interrupts /proc/net/snmp
+END{{print "XL irq",t+0;print "XL ip",ip+0}}' {NIC_IRQS} /proc/interrupts /proc/net/snmp
 read -r up idle < /proc/uptime; echo "XL uptime $up"
-[ "$1" = after ] || busy_time
+[ "$point" = after ] || busy_time
 "#
     )
 }
@@ -164,11 +198,12 @@ impl SamplePoint {
     }
 }
 
-/// Writes `/init`, the ruleset and the sampling script into `root`.
+/// Writes `/init`, the ruleset and the sampling script into `root`: what
+/// every guest's initramfs has (its network setup comes per guest).
 pub fn install(root: &Path) -> Result<()> {
     for (rel, text, mode) in [
         ("init", init_script(), 0o755),
-        ("etc/xl-router.nft", ruleset(), 0o644),
+        (&RULESET[1..], ruleset(), 0o644),
         (&SAMPLE[1..], sample_script(), 0o755),
     ] {
         let path = root.join(rel);
@@ -188,8 +223,9 @@ mod tests {
     use crate::lab::sample::GuestSample;
 
     /// Runs the sampling script with the host's `sh` and `awk` on a made-up
-    /// `/proc`, `/sys` and `/run` under `root`: vexpress-a9's virtio-mmio
-    /// NICs, whose interrupt lines are named after their virtio devices.
+    /// `/proc`, `/sys` and `/run` under a temporary root: vexpress-a9's
+    /// virtio-mmio NICs, whose interrupt lines are named after their
+    /// virtio devices, beside an uncounted NIC's.
     #[test]
     fn the_sample_counts_virtio_interrupt_lines_and_ip_datagrams() {
         let dir = tempfile::tempdir().unwrap();
@@ -205,6 +241,7 @@ mod tests {
              \x2040:       5000     1000     GIC-0  72 Level     virtio1\n\
              \x2041:       3000        0     GIC-0  73 Level     virtio0\n\
              \x2042:         77        0     GIC-0  74 Level     mmci-pl18x (cmd)\n\
+             \x2043:        500        0     GIC-0  75 Level     virtio2\n\
              ERR:          0\n",
         );
         write(
@@ -217,8 +254,8 @@ mod tests {
             "cpu  100 0 50 1000 0 5 45 0 0 0\ncpu0 1 2 3 4\n",
         );
         write("proc/uptime", "12.50 11.00\n");
-        // What /init writes: the interfaces, then their devices' names.
-        write(&NIC_IRQS[1..], "lan wan virtio1 virtio0\n");
+        // What /init writes; `dmz` is not counted.
+        write(&NIC_IRQS[1..], "lan virtio1\nwan virtio0\ndmz virtio2\n");
         for nic in ["lan", "wan"] {
             for (counter, value) in [
                 ("rx_packets", "10"),
@@ -236,7 +273,7 @@ mod tests {
             .replace("/sys/class/net/", &format!("{root}/sys/class/net/"))
             .replace(NIC_IRQS, &format!("{root}{NIC_IRQS}"));
         let out = std::process::Command::new("sh")
-            .args(["-c", &script, "xl-sample", "after"])
+            .args(["-c", &script, "xl-sample", "after", "lan", "wan"])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -246,9 +283,30 @@ mod tests {
             String::from_utf8_lossy(&out.stderr)
         );
         let sample = GuestSample::parse(&text).unwrap();
-        // virtio1 on both CPUs and virtio0; not the timer or the MMC.
+        // virtio1 on both CPUs and virtio0; not the timer, the MMC or dmz.
         assert_eq!(sample.nic_interrupts, 9000, "{text}");
         assert_eq!(sample.ip_in_receives, Some(4242), "{text}");
         assert_eq!(sample.lan.rx_packets, 10);
+    }
+
+    #[test]
+    fn the_nat_router_s_setup_is_what_init_once_hard_coded() {
+        let t = topology::nat_router::topology();
+        let script = setup_script(&t.name, &t.guests[0]);
+        let lines: Vec<&str> = script.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "xl_nic lan 52:54:00:12:34:01",
+                "xl_nic wan 52:54:00:12:34:02",
+                "ip addr add 192.168.1.1/24 dev lan || fail \"addressing lan\"",
+                "ip link set lan up || fail \"lan up\"",
+                "ip addr add 203.0.113.1/24 dev wan || fail \"addressing wan\"",
+                "ip link set wan up || fail \"wan up\"",
+                "echo 1 > /proc/sys/net/ipv4/ip_forward || fail \"ip_forward\"",
+                "nft -f /etc/xl-router.nft || fail \"nft -f /etc/xl-router.nft\"",
+            ]
+        );
+        assert!(init_script().contains(". /etc/xl-net.sh\n"));
     }
 }
