@@ -156,12 +156,38 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
             &["bench", "lab", "--target", "brcm47xx", "--duration", "0"][..],
             "not in 1..=3600",
         ),
+        (
+            &["lab", "--target", "brcm47xx", "-P", "0"][..],
+            "not in 1..=128",
+        ),
+        (
+            &["lab", "--target", "brcm47xx", "--set-mss", "87"][..],
+            "not in 88..=9216",
+        ),
+        (
+            &["lab", "--lab", "host", "--parallel", "8"][..],
+            "--parallel is for the forwarding lab",
+        ),
     ] {
         let out = xtask(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// `--topology` names one of the lab's topologies, before anything is
+/// built.
+#[test]
+fn an_unknown_topology_is_refused_naming_the_known_ones() {
+    let out = xtask(&["lab", "--target", "brcm47xx", "--topology", "ring"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("unknown topology \"ring\"; the lab knows nat-router, mesh, mesh-bridged"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("building"), "{stderr}");
 }
 
 /// `--nic` picks one of the NICs the target's lab kernel drives ([lab]

@@ -278,6 +278,8 @@ fn the_lab_reads_the_model_around_each_run() {
         machine: lab::Machine::Qemu,
         cache_model: true,
         nic: None,
+        topology: "nat-router".to_string(),
+        iperf: Default::default(),
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

@@ -95,6 +95,8 @@ fn malta_router_forwards_through_masquerade() {
         machine: lab::Machine::Qemu,
         cache_model: false,
         nic: None,
+        topology: "nat-router".to_string(),
+        iperf: Default::default(),
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

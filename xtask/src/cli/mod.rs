@@ -264,6 +264,19 @@ pub struct LabArgs {
     /// Malta labs, whose driver never uses GRO, to compare with e1000).
     #[arg(long, value_name = "MODEL")]
     pub nic: Option<String>,
+    /// QEMU lab: the network (default nat-router): `mesh` is two routers
+    /// joined by batman-adv with bat0 bridged to their LAN ports, plus a
+    /// reference arm of the same routers bridged without batman-adv.
+    #[arg(long, value_name = "nat-router|mesh")]
+    pub topology: Option<String>,
+    /// Forwarding labs: iperf3's parallel TCP streams (iperf3 -P; 1 to 128).
+    #[arg(long, short = 'P', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=128))]
+    pub parallel: Option<u32>,
+    /// Forwarding labs: iperf3's TCP maximum segment size in bytes
+    /// (iperf3 -M / --set-mss; 88, Linux's TCP_MIN_MSS, to 9216). The
+    /// batman-adv experiment used -P 8 --set-mss 536.
+    #[arg(long = "set-mss", short = 'M', value_name = "BYTES", value_parser = clap::value_parser!(u32).range(88..=9216))]
+    pub mss: Option<u32>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
@@ -308,6 +321,9 @@ impl LabArgs {
                 (self.target.is_some(), "--target"),
                 (self.gro.is_some(), "--gro"),
                 (self.nic.is_some(), "--nic"),
+                (self.topology.is_some(), "--topology"),
+                (self.parallel.is_some(), "--parallel"),
+                (self.mss.is_some(), "--set-mss"),
                 (self.direction.is_some(), "--direction"),
                 (self.build_only, "--build-only"),
                 (self.jobs.is_some(), "--jobs"),
@@ -366,6 +382,14 @@ impl LabArgs {
             machine,
             cache_model: self.cache_model,
             nic: self.nic.clone(),
+            topology: self
+                .topology
+                .clone()
+                .unwrap_or_else(|| xtask::lab::topology::nat_router::NAME.to_string()),
+            iperf: xtask::results::lab::IperfOptions {
+                parallel: self.parallel.unwrap_or(1),
+                mss: self.mss,
+            },
         })))
     }
 }

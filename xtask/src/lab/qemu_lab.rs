@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
 use super::backend::{Backend, Prepared, Up};
@@ -50,6 +50,7 @@ pub struct QemuBackend<'a> {
     target: Target,
     spec: LabSpec,
     topology: Topology,
+    reference: Option<Topology>,
     kernels: Kernels,
     cache_model: bool,
     model: Option<CacheModel>,
@@ -74,6 +75,7 @@ impl<'a> QemuBackend<'a> {
             target,
             spec,
             topology,
+            reference: None,
             kernels,
             cache_model: cache_model == CacheModelChoice::Load,
             model: None,
@@ -115,6 +117,8 @@ pub fn resolve<'a>(
     (sh, layout): (&'a Shell, &'a Layout),
     request: &LabRequest,
 ) -> Result<(LabPlan, QemuBackend<'a>)> {
+    request.iperf.check()?;
+    let topology = topology::named(&request.topology)?;
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
@@ -122,7 +126,20 @@ pub fn resolve<'a>(
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
-    let topology = topology::named(topology::nat_router::NAME)?;
+    // The mesh's third column: the same routers without batman-adv.
+    let reference = if topology.name == topology::mesh::NAME {
+        Some(topology::named(topology::mesh::BRIDGED)?)
+    } else {
+        None
+    };
+    // iperf3 from the topology's first endpoint to its second (lan → wan,
+    // lan → far); LabPlan::check refuses a topology without them.
+    let ends: Vec<&str> = topology.endpoints.iter().map(|e| e.name.as_str()).collect();
+    let workload = match ends.as_slice() {
+        [client, server, ..] => Forwarding::between(client, server),
+        _ => Forwarding::lan_to_wan(),
+    }
+    .with_iperf(request.iperf);
     let plan = LabPlan {
         target: target.name.clone(),
         machine: format!(
@@ -134,13 +151,14 @@ pub fn resolve<'a>(
         ),
         topology: Some(topology.clone()),
         places: (Vec::new(), Vec::new()),
-        workload: Box::new(Forwarding::lan_to_wan()),
+        workload: Box::new(workload),
+        reference: reference.clone(),
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
         control: request.control(),
         schedule: forwarding::plan(request),
         settings: forwarding::settings(request, &chosen[0].name),
     };
-    let backend = QemuBackend::new(
+    let mut backend = QemuBackend::new(
         (sh, layout),
         target,
         topology,
@@ -156,6 +174,7 @@ pub fn resolve<'a>(
         },
     )?
     .with_nic(request.nic.as_deref())?;
+    backend.reference = reference;
     Ok((plan, backend))
 }
 
@@ -177,6 +196,7 @@ pub fn arms(kernels: &[LabKernel]) -> Result<Vec<Arm>> {
                     vmlinux_text: k.result.vmlinux_sections.text,
                 }),
                 runtime: None,
+                topology: None,
             })
         })
         .collect()
@@ -279,13 +299,15 @@ impl Backend for QemuBackend<'_> {
             dtb: kernel.dtb.as_deref(),
             initramfs,
         };
-        let bed = QemuTestbed::boot(
-            &self.spec,
-            &self.topology,
-            image,
-            (dir, tag),
-            self.model.as_ref(),
-        )?;
+        let topology = match (&arm.topology, &self.reference) {
+            (None, _) => &self.topology,
+            (Some(name), Some(r)) if *name == r.name => r,
+            (Some(name), _) => bail!(
+                "arm {} boots topology {name}, which this lab has not",
+                arm.name
+            ),
+        };
+        let bed = QemuTestbed::boot(&self.spec, topology, image, (dir, tag), self.model.as_ref())?;
         let first = &bed.guests()[0];
         let boot = BootRecord {
             arm: arm.name.clone(),

@@ -323,6 +323,7 @@ mod tests {
             control: false,
             kernel: None,
             runtime: None,
+            topology: None,
         }
     }
 

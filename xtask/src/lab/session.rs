@@ -322,7 +322,13 @@ impl QemuTestbed {
         seconds: u32,
         (dir, prefix): (&Path, &str),
     ) -> Result<RunOutput> {
-        super::iperf::run(self, (client, server), direction, seconds, (dir, prefix))
+        super::iperf::run(
+            self,
+            (client, server),
+            (direction, Default::default()),
+            seconds,
+            (dir, prefix),
+        )
     }
 }
 

@@ -112,6 +112,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         machine: Machine::Qemu,
         cache_model: request.cache_model,
         nic: None,
+        topology: "nat-router".to_string(),
+        iperf: Default::default(),
     };
     let topology = topology::named(topology::nat_router::NAME)?;
     let plan = LabPlan {
@@ -120,6 +122,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         topology: Some(topology.clone()),
         places: (Vec::new(), Vec::new()),
         workload: Box::new(forwarding::Forwarding::lan_to_wan()),
+        reference: None,
         variants: vec![variant.name.clone()],
         control: Control::Without,
         schedule: forwarding::plan(&lab_request),

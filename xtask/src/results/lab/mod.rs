@@ -70,6 +70,7 @@ pub mod check;
 pub mod gro;
 pub mod guest;
 pub mod host;
+pub mod iperf;
 pub mod machine;
 pub mod router;
 pub mod schema;
@@ -90,6 +91,7 @@ pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicC
 pub use host::{
     Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
 };
+pub use iperf::IperfOptions;
 pub use machine::{MachineInfo, QemuInfo};
 pub use router::{Flash, KernelCheck, RouterInfo};
 pub use status::Status;
@@ -165,6 +167,10 @@ pub struct Settings {
     /// (none in the QEMU lab).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub benches: Vec<Benchmark>,
+    /// iperf3's options of every forwarding run; left out when they are
+    /// the defaults (one stream, the kernel's MSS), as every older file.
+    #[serde(default, skip_serializing_if = "IperfOptions::is_default")]
+    pub iperf3: IperfOptions,
 }
 
 impl Settings {
@@ -235,6 +241,10 @@ pub struct Arm {
     /// The runtime settings it applies (the host lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeSettings>,
+    /// The topology it boots when not the lab's (the mesh's reference
+    /// arm "without batman-adv": `mesh-bridged`, the base's kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
 }
 
 /// The lab kernel an arm of the QEMU lab boots.
