@@ -62,9 +62,11 @@ xl_nic() {{
 # The NICs' devices, for the sampling script: e1000 and pcnet32 name
 # their line in /proc/interrupts after the interface, virtio-net after
 # its virtio device (virtio0, virtio1). Interfaces without a device
-# (lo, bridges, bat0) have no line.
+# (lo, bridges, bat0) have no line; `if`, not `&&`, so that the loop's
+# status is not that of the last interface's readlink (a mesh router's
+# list ends with a virtual one).
 for d in /sys/class/net/*; do
-  t=$(readlink $d/device) && echo "${{d##*/}} ${{t##*/}}"
+  if t=$(readlink $d/device); then echo "${{d##*/}} ${{t##*/}}"; fi
 done > {NIC_IRQS} || fail "writing {NIC_IRQS}"
 echo "{READY} $(cut -d' ' -f1 /proc/uptime)"
 exec sh

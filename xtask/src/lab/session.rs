@@ -199,6 +199,52 @@ fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
     )
 }
 
+/// The boot step of a mesh: until the first endpoint reaches the others
+/// across it.
+pub const MESH_UP: &str = "mesh-up";
+/// How long batman-adv may take to find its neighbours (an OGM a second).
+const MESH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Waits until the first endpoint of `endpoints` answers-pings every
+/// other one (`ping -c 1 -W 1` from its namespace), within
+/// [`MESH_TIMEOUT`]: batman-adv forwards nothing across `bat0` before its
+/// originator table names the other routers, so a run started right
+/// after boot would find no route to the far endpoint. The error names
+/// the endpoint not reached, with the guests' consoles.
+fn wait_mesh(endpoints: &[plan::EndpointUp], guests: &mut [Guest]) -> Result<()> {
+    let Some((first, others)) = endpoints.split_first() else {
+        return Ok(());
+    };
+    let deadline = Instant::now() + MESH_TIMEOUT;
+    for e in others {
+        let to = e.address.to_string();
+        loop {
+            if interrupted() {
+                bail!("interrupted (Ctrl-C or SIGTERM) while waiting for the mesh");
+            }
+            let out = net::ip::exec(&first.netns, "ping", &["-c", "1", "-W", "1", &to]).output()?;
+            if out.status.success() {
+                break;
+            }
+            guests.iter_mut().try_for_each(Guest::alive)?;
+            if Instant::now() > deadline {
+                let consoles: Vec<String> = guests
+                    .iter()
+                    .map(|g| format!("guest {}'s console:\n{}", g.name, g.console_tail()))
+                    .collect();
+                bail!(
+                    "endpoint {} did not reach endpoint {} ({to}) across the mesh within {} s\n{}",
+                    first.name,
+                    e.name,
+                    MESH_TIMEOUT.as_secs(),
+                    consoles.join("\n")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One boot of a topology: its guests and its network (see the module
 /// docs).
 pub struct QemuTestbed {
@@ -271,6 +317,9 @@ impl QemuTestbed {
             .iter()
             .position(|g| g.name == topology.measured)
             .context("the topology's measured guest is not one of its guests")?;
+        if topology.guests.iter().any(|g| g.batman.is_some()) {
+            watch.time(MESH_UP, || wait_mesh(&plan.endpoints, &mut guests))?;
+        }
         let endpoints = Endpoints {
             list: plan
                 .endpoints

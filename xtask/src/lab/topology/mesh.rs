@@ -25,9 +25,9 @@ use super::{Batman, Bridge, Endpoint, Guest, Link, Nic, Port, Topology};
 use crate::lab::net::{Cidr, Mac};
 
 /// The name of the batman-adv mesh.
-pub const NAME: &str = "mesh";
+pub const NAME: &str = crate::results::lab::MESH_TOPOLOGY;
 /// The name of its reference, the routers bridged without batman-adv.
-pub const BRIDGED: &str = "mesh-bridged";
+pub const BRIDGED: &str = crate::results::lab::MESH_BRIDGED_TOPOLOGY;
 /// The routers of [`NAME`] and [`BRIDGED`] by name.
 pub const ROUTERS: usize = 2;
 /// The mesh ports' MTU: batman-adv's 32 bytes of headers on a full

@@ -13,9 +13,8 @@ use std::fmt::Write as _;
 
 use super::text::run_table;
 use super::{LabReport, Series};
-use crate::lab::topology::mesh;
 use crate::report::model::{mean, Decimal};
-use crate::results::lab::{Arm, THROUGHPUT};
+use crate::results::lab::{Arm, MESH_TOPOLOGY, THROUGHPUT};
 
 /// The mesh table's columns of `lab`, in order: (heading, arm name).
 /// `None` when the lab did not run the mesh topology.
@@ -29,7 +28,7 @@ pub fn columns_of(
     base: &str,
     arms: &[Arm],
 ) -> Option<Vec<(String, String)>> {
-    if topology != Some(mesh::NAME) {
+    if topology != Some(MESH_TOPOLOGY) {
         return None;
     }
     let mut cols = vec![("without patch".to_string(), base.to_string())];
@@ -141,9 +140,9 @@ pub fn markdown(lab: &LabReport, d: Decimal) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::record::{Condition, Direction, Gro};
     use crate::report::model::Decimal;
     use crate::results::lab::MBIT_PER_S;
+    use crate::results::lab::{Condition, Direction, Gro, MESH_BRIDGED_TOPOLOGY};
 
     fn arm(name: &str, control: bool, topology: Option<&str>) -> Arm {
         Arm {
@@ -166,7 +165,7 @@ mod tests {
             arm(
                 "batadv-inline-orig-hash-find~mesh-bridged",
                 false,
-                Some(mesh::BRIDGED),
+                Some(MESH_BRIDGED_TOPOLOGY),
             ),
         ];
         let series = Series {
@@ -189,7 +188,7 @@ mod tests {
     #[test]
     fn the_mesh_table_has_the_original_s_columns_and_average_row() {
         let (arms, series) = mesh_lab();
-        let cols = columns_of(Some(mesh::NAME), &arms[0].name, &arms).unwrap();
+        let cols = columns_of(Some(MESH_TOPOLOGY), &arms[0].name, &arms).unwrap();
         assert_eq!(
             legend(&cols),
             "without patch = batadv-inline-orig-hash-find, with patch = batadv, \

@@ -106,6 +106,13 @@ pub const SCHEMA: u32 = 2;
 /// File name of the record in each lab directory.
 pub const FILE_NAME: &str = "lab.json";
 
+/// `lab.json`'s `topology` of the batman-adv mesh (`--topology mesh`),
+/// whose report adds the original's per-run table.
+pub const MESH_TOPOLOGY: &str = "mesh";
+/// The topology of the mesh's reference arm, the routers bridged without
+/// batman-adv (an arm's `topology`).
+pub const MESH_BRIDGED_TOPOLOGY: &str = "mesh-bridged";
+
 /// The largest `lab.json` read: a 10-round lab of three arms is about
 /// 1.5 MB, so 64 MiB leaves room for long labs and none for a device.
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
