@@ -21,10 +21,11 @@ use super::router::{Bench, Gro, Router, Up};
 use super::runner::{round_to, Plan, RunSpec, SystemUnderTest};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
 use super::LabRequest;
+use crate::results::lab::core_model::mean_frame_bytes;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{
-    ArmKernel, CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
-    L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
+    ArmKernel, CacheRun, CoreTiming, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT,
+    L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
 };
 use crate::results::now_rfc3339;
 use crate::util::hash::sha256_file;
@@ -33,6 +34,9 @@ use crate::util::hash::sha256_file;
 pub struct Forwarding<'a> {
     /// The machine that brings up each arm's kernel.
     pub bench: &'a mut dyn Bench,
+    /// The core model's timing table, which costs each run the cache
+    /// model read (`--cache-model` on a target with `[lab.timing]`).
+    pub timing: Option<&'a CoreTiming>,
 }
 
 /// The plan of `request`: each direction with each GRO setting, as the
@@ -153,9 +157,15 @@ impl SystemUnderTest for Forwarding<'_> {
                 unit: NS_PER_PACKET.to_string(),
             });
         }
+        let frame_bytes = mean_frame_bytes(&out.before, &out.after);
         let cache_model = out
             .model
             .map(|(before, after)| CacheRun::new(before, after, work.packets))
+            .transpose()?
+            .map(|c| match self.timing {
+                Some(t) => c.with_timing(t, frame_bytes),
+                None => Ok(c),
+            })
             .transpose()?;
         if let Some(c) = &cache_model {
             let w = &c.work;
@@ -187,6 +197,7 @@ impl SystemUnderTest for Forwarding<'_> {
                     });
                 }
             }
+            metrics.extend(c.core.iter().flat_map(|core| core.metrics()));
         }
         Ok(RunRecord {
             guest: Some(GuestRun {

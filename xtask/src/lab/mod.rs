@@ -14,7 +14,9 @@
 //!
 //! `--cache-model` loads the lab's L1 cache model into every QEMU boot
 //! ([`cache_model`]): instructions and modelled L1 misses per forwarded
-//! packet, counted over each run's traffic.
+//! packet, counted over each run's traffic, and on a target with
+//! `[lab.timing]` the core model's cycles, packets/s and Mbit/s at the
+//! SoC's clock.
 //!
 //! `--lab host` measures this machine's kernel with runtime settings
 //! instead ([`host`]). Both kinds of lab are a [`runner::SystemUnderTest`]
@@ -454,7 +456,10 @@ pub fn measure_qemu(
         kernels,
         cache_model: model,
     };
-    let mut system = forwarding::Forwarding { bench: &mut bench };
+    let mut system = forwarding::Forwarding {
+        bench: &mut bench,
+        timing: model.and_then(|m| m.info.timing.as_ref()),
+    };
     runner::execute(&mut system, &plan, &mut lab, dir)
         .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))
 }

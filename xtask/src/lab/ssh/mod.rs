@@ -262,7 +262,10 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
         flash: ssh.flash,
         kernels,
     };
-    let mut system = forwarding::Forwarding { bench: &mut bench };
+    let mut system = forwarding::Forwarding {
+        bench: &mut bench,
+        timing: None,
+    };
     runner::execute(&mut system, &plan, &mut lab, &dir)
         .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
     drop(sides);
