@@ -21,8 +21,13 @@
 //! the lab's own `target/xtask/lab/`, so the size report never reads it.
 //! The machine's load average is read before and after and printed with
 //! the figures.
+//!
+//! With `--cache-model` it runs the same plan twice, first without the
+//! model, then with it, and prints what the plugin costs ([`slowdown`]);
+//! the figures and goals are those of the run with the model.
 
 pub mod report;
+pub mod slowdown;
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +46,7 @@ use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 use report::{LabBenchReport, LabFigures, Load};
+use slowdown::Slowdown;
 
 /// What `bench lab` was asked for.
 #[derive(Debug, Clone)]
@@ -54,7 +60,8 @@ pub struct LabBenchRequest {
     pub runs: u32,
     /// `--duration`: iperf3 seconds per run.
     pub duration_seconds: u32,
-    /// `--cache-model`: load the L1 cache model into every boot.
+    /// `--cache-model`: load the cache model into every boot, after the
+    /// same plan without it ([`slowdown`]).
     pub cache_model: bool,
     /// `--json FILE`: the numbers, written atomically.
     pub json: Option<PathBuf>,
@@ -118,30 +125,44 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         cache_model: request.cache_model,
     };
     let load_before = load_average()?;
-    let started = results::now_rfc3339();
     let bench_layout = layout.with_work_dir(&bench_root);
-    let dir = super::create_run_dir(&bench_layout, &target.name, &started)?;
-    eprintln!(
-        "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), in {}",
-        request.runs,
-        target.name,
-        variant.name,
-        lab_kernel.image.display(),
-        request.runs * 5,
-        request.duration_seconds,
-        dir.display()
-    );
     let kernels = [lab_kernel];
-    let prepared = Prepared {
-        target: &target,
-        spec: &spec,
-        kernels: &kernels,
-        initramfs: &initramfs,
-        model: model.as_ref(),
+    let run_once = |model: Option<&cache_model::CacheModel>| -> Result<(PathBuf, String)> {
+        let started = results::now_rfc3339();
+        let dir = super::create_run_dir(&bench_layout, &target.name, &started)?;
+        eprintln!(
+            "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), {}, in {}",
+            request.runs,
+            target.name,
+            variant.name,
+            kernels[0].image.display(),
+            request.runs * 5,
+            request.duration_seconds,
+            if model.is_some() { "with the cache model" } else { "without the cache model" },
+            dir.display()
+        );
+        let prepared = Prepared {
+            target: &target,
+            spec: &spec,
+            kernels: &kernels,
+            initramfs: &initramfs,
+            model,
+        };
+        let lab_request = LabRequest {
+            cache_model: model.is_some(),
+            ..lab_request.clone()
+        };
+        super::measure_qemu(sh, &prepared, &lab_request, &dir, started.clone())?;
+        Ok((dir, started))
     };
-    super::measure_qemu(sh, &prepared, &lab_request, &dir, started.clone())?;
+    let without = match &model {
+        Some(_) => Some(results::lab::LabRecord::read(&run_once(None)?.0)?),
+        None => None,
+    };
+    let (dir, started) = run_once(model.as_ref())?;
     let load_after = load_average()?;
     let record = results::lab::LabRecord::read(&dir)?;
+    let slowdown = without.map(|w| Slowdown::new(&w, &record)).transpose()?;
     let report = LabBenchReport {
         schema: report::SCHEMA,
         target: target.name.clone(),
@@ -156,6 +177,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
             after: load_after,
         },
         figures: LabFigures::from_record(&record)?,
+        model_slowdown: slowdown,
     };
     print!("{}", report.render());
     if let Some(file) = &request.json {
