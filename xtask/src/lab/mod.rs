@@ -16,7 +16,8 @@
 //! ([`cache_model`]): instructions and modelled L1 misses per forwarded
 //! packet, counted over each run's traffic, and on a target with
 //! `[lab.timing]` the core model's cycles, packets/s and Mbit/s at the
-//! SoC's clock.
+//! SoC's clock; `--known-answers` checks that model on guest programs
+//! ([`known_answer`]).
 //!
 //! `--lab host` measures this machine's kernel with runtime settings
 //! instead ([`host`]). Both kinds of lab are a [`runner::SystemUnderTest`]
@@ -37,6 +38,7 @@ pub mod guest;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
+pub mod known_answer;
 pub mod process;
 pub mod qemu;
 pub mod record;
