@@ -15,7 +15,9 @@
 //!    write-backs, `l2writeback=0`, as cache.c's takes none). The counters
 //!    our plugin serves on its socket while the guest runs never decrease
 //!    and stay below the exit totals.
-//! 2. A lab run with the model: every run has the three metrics, the
+//! 2. A lab run with the model: every run has the three metrics and the
+//!    core model's (brcm47xx has `[lab.timing]`: cycles at least the
+//!    instructions, packets/s the clock over them), the
 //!    counters bracket the traffic, and instructions per packet times the
 //!    `-icount` step (2^3 ns) agree with QEMU's own guest clock, the busy
 //!    time behind ns/packet, within the sampling's slack.
@@ -36,6 +38,7 @@ use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET};
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{
     CacheCounters, CacheGeometry, INSNS_PER_PACKET, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
+    PACKETS_PER_SECOND,
 };
 use xtask::util::layout::Layout;
 
@@ -355,6 +358,26 @@ fn the_lab_reads_the_model_around_each_run() {
         assert!(
             c.work.during.insns > 0 && c.work.during.l1i_misses > 0,
             "{c:?}"
+        );
+        assert!(model.timing.is_some(), "lab.json records the timing table");
+        // brcm47xx has [lab.timing]: every run is costed, and its cycles
+        // are at least its instructions (CPI 1) plus its misses' cost.
+        let core = c.core.as_ref().expect("the core model costs every run");
+        let per = |n: u64| n as f64 / c.work.packets as f64;
+        let cycles = &core.cycles_per_packet;
+        assert!(
+            (cycles.base - per(c.work.during.insns)).abs() < 1e-6 && cycles.total > cycles.base,
+            "{core:?}"
+        );
+        assert!(core.taken_per_packet > 0.0 && core.mispredicts_per_packet > 0.0);
+        let pps = run
+            .metrics
+            .iter()
+            .find(|m| m.name == PACKETS_PER_SECOND)
+            .unwrap();
+        assert!(
+            (pps.value - 600e6 / cycles.total).abs() < 1.0,
+            "{pps:?} at 600 MHz"
         );
     }
     for direction in Direction::BOTH {
