@@ -96,9 +96,6 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 /* The snapshot line's format, second word of the line. */
 #define FORMAT_VERSION 2
 
-/* An invalid way: no line address is all ones (lines are >= 4 bytes). */
-#define INVALID UINT64_MAX
-
 static uint64_t load(const uint64_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -111,34 +108,8 @@ static void bump(uint64_t *p)
 }
 
 #include "xtask-branch.h"
-
-typedef struct {
-    uint64_t size, ways, line;
-} Geometry;
-
-/*
- * One cache. Each set's ways hold line addresses (address >> line_shift)
- * from most to least recently used; a hit moves its way to the front, a
- * miss shifts every way back (dropping the last, the LRU line or an
- * invalid one) and puts the new line in front. That is exact LRU, hence
- * the same hits and misses as cache.c's generation counters. `dirty`
- * (write-back caches of the core model only) moves with its line.
- */
-typedef struct {
-    uint64_t *lines;
-    uint8_t *dirty;
-    uint64_t sets;
-    uint64_t ways;
-    unsigned line_shift;
-    uint64_t accesses;
-    uint64_t misses;
-} Cache;
-
-/* What an access did: a miss, and the dirty line it evicted (INVALID: none). */
-typedef struct {
-    bool miss;
-    uint64_t written_back;
-} Outcome;
+#include "xtask-lru.h"
+#include "xtask-server.h"
 
 /* One vCPU's core model: what the L1 misses and branches did. */
 typedef struct {
@@ -156,95 +127,12 @@ static Cache *icaches, *dcaches, *l2caches;
 static Core *core_state;
 static uint64_t insns;
 static char *socket_path;
-static int listen_fd = -1;
 static int isa = ISA_NONE;
 static bool big_endian;
 static PredictorConfig bp;
 /* l2writeback=0 leaves write-backs out: QEMU's cache.c has none, and the
  * tests compare the L2 with its. */
 static uint64_t l2_takes_write_backs = 1;
-
-static bool power_of_two(uint64_t x)
-{
-    return x && !(x & (x - 1));
-}
-
-static const char *geometry_error(const Geometry *g)
-{
-    if (!g->size || !g->ways || !g->line) {
-        return "size, ways and line size must all be given and above 0";
-    }
-    if (!power_of_two(g->line) || g->line < 4) {
-        return "the line size must be a power of two, at least 4";
-    }
-    if (g->size % (g->ways * g->line)) {
-        return "the size must be a multiple of ways * line size";
-    }
-    if (!power_of_two(g->size / (g->ways * g->line))) {
-        return "the number of sets (size / (ways * line size)) must be a power of two";
-    }
-    return NULL;
-}
-
-static void *alloc_or_die(size_t n)
-{
-    void *p = calloc(1, n);
-    if (!p) {
-        fprintf(stderr, "xtask-cache: out of memory\n");
-        abort();
-    }
-    return p;
-}
-
-static void cache_init(Cache *c, const Geometry *g, bool track_dirty)
-{
-    c->sets = g->size / (g->ways * g->line);
-    c->ways = g->ways;
-    c->line_shift = (unsigned)__builtin_ctzll(g->line);
-    c->lines = alloc_or_die(sizeof(uint64_t) * c->sets * c->ways);
-    c->dirty = track_dirty ? alloc_or_die(c->sets * c->ways) : NULL;
-    for (uint64_t i = 0; i < c->sets * c->ways; i++) {
-        c->lines[i] = INVALID;
-    }
-    c->accesses = 0;
-    c->misses = 0;
-}
-
-/* Looks `addr` up in `c`; counts the access, and the miss if it is one. A
- * store marks the line dirty (in a cache that tracks it). */
-static Outcome cache_access(Cache *c, uint64_t addr, bool store)
-{
-    uint64_t line = addr >> c->line_shift;
-    uint64_t first = (line & (c->sets - 1)) * c->ways;
-    uint64_t *set = c->lines + first;
-    Outcome out = { .miss = false, .written_back = INVALID };
-    uint8_t was_dirty = 0;
-    uint64_t i;
-
-    bump(&c->accesses);
-    for (i = 0; i < c->ways; i++) {
-        if (set[i] == line) {
-            break;
-        }
-    }
-    if (i == c->ways) {
-        bump(&c->misses);
-        out.miss = true;
-        i = c->ways - 1;
-        if (c->dirty && c->dirty[first + i] && set[i] != INVALID) {
-            out.written_back = set[i] << c->line_shift;
-        }
-    } else if (c->dirty) {
-        was_dirty = c->dirty[first + i];
-    }
-    memmove(set + 1, set, sizeof(uint64_t) * i);
-    set[0] = line;
-    if (c->dirty) {
-        memmove(c->dirty + first + 1, c->dirty + first, i);
-        c->dirty[first] = store || (!out.miss && was_dirty);
-    }
-    return out;
-}
 
 /* An L1 line fill of the core model: from the L2, or from memory. */
 static void l2_fill(Core *k, int core, uint64_t addr, bool store)
@@ -519,76 +407,6 @@ static void format_counters(char *buf, size_t len)
                  dgeom.line, cores);
     }
 }
-static void write_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            return;
-        }
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
-static void *serve(void *arg)
-{
-    char fields[1536], line[1600];
-
-    (void)arg;
-    for (;;) {
-        int fd = accept(listen_fd, NULL, NULL);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) {
-                continue;
-            }
-            return NULL;
-        }
-        format_counters(fields, sizeof(fields));
-        snprintf(line, sizeof(line), "xtask-cache %d %s\n", FORMAT_VERSION,
-                 fields);
-        write_all(fd, line, strlen(line));
-        close(fd);
-    }
-}
-
-/* Listens on `path` and starts the thread that answers, signals blocked. */
-static int start_server(const char *path)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    sigset_t all, old;
-    pthread_t thread;
-    int err;
-
-    if (strlen(path) >= sizeof(addr.sun_path)) {
-        fprintf(stderr, "xtask-cache: socket path too long: %s\n", path);
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
-    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd < 0 ||
-        bind(listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-        listen(listen_fd, 8) < 0) {
-        fprintf(stderr, "xtask-cache: cannot listen on %s: %s\n", path,
-                strerror(errno));
-        return -1;
-    }
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    err = pthread_create(&thread, NULL, serve, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err) {
-        fprintf(stderr, "xtask-cache: cannot start a thread: %s\n",
-                strerror(err));
-        return -1;
-    }
-    pthread_detach(thread);
-    return 0;
-}
-
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
     char fields[1536], line[1600];

@@ -26,10 +26,22 @@ use crate::util::layout::Layout;
 pub const PLUGIN_SOURCE: &str = include_str!("../../../../lab/plugin/xtask-cache.c");
 /// Where [`PLUGIN_SOURCE`] lives, relative to the workspace root.
 pub const PLUGIN_SOURCE_PATH: &str = "lab/plugin/xtask-cache.c";
-/// The branch half of the core model, which [`PLUGIN_SOURCE`] includes.
-pub const PLUGIN_BRANCH_HEADER: &str = include_str!("../../../../lab/plugin/xtask-branch.h");
-/// [`PLUGIN_BRANCH_HEADER`]'s file name next to the source.
-const PLUGIN_BRANCH_HEADER_NAME: &str = "xtask-branch.h";
+/// The headers [`PLUGIN_SOURCE`] includes, next to it: (file name, text):
+/// the LRU caches, the counters' socket, the core model's branches.
+pub const PLUGIN_HEADERS: [(&str, &str); 3] = [
+    (
+        "xtask-lru.h",
+        include_str!("../../../../lab/plugin/xtask-lru.h"),
+    ),
+    (
+        "xtask-server.h",
+        include_str!("../../../../lab/plugin/xtask-server.h"),
+    ),
+    (
+        "xtask-branch.h",
+        include_str!("../../../../lab/plugin/xtask-branch.h"),
+    ),
+];
 
 /// gcc's flags for the plugin: warnings are errors, so a header that
 /// changed its API fails here rather than at QEMU's start.
@@ -64,13 +76,12 @@ pub fn compiler_version() -> Result<String> {
 
 /// The lab's plugin built against `source`'s header.
 pub fn plugin(layout: &Layout, source: &QemuSource) -> Result<Built> {
+    let mut files = vec![("xtask-cache.c", PLUGIN_SOURCE.as_bytes())];
+    files.extend(PLUGIN_HEADERS.iter().map(|(n, t)| (*n, t.as_bytes())));
     build(
         layout,
         "libxtask-cache.so",
-        &[
-            ("xtask-cache.c", PLUGIN_SOURCE.as_bytes()),
-            (PLUGIN_BRANCH_HEADER_NAME, PLUGIN_BRANCH_HEADER.as_bytes()),
-        ],
+        &files,
         source,
         PLUGIN_CFLAGS,
         &[],
@@ -198,12 +209,14 @@ fn keep_log(e: anyhow::Error, log: &Path, base: &Path) -> anyhow::Error {
 }
 
 /// sha256 of the plugin's source, for `lab.json`: of `xtask-cache.c`
-/// alone while the core model did not exist, of it and
-/// `xtask-branch.h` (each followed by a NUL byte) since.
+/// alone while it was one file, since of it and then each of
+/// [`PLUGIN_HEADERS`] in order, each followed by a NUL byte.
 pub fn plugin_source_sha256() -> String {
     let mut all = PLUGIN_SOURCE.as_bytes().to_vec();
     all.push(0);
-    all.extend_from_slice(PLUGIN_BRANCH_HEADER.as_bytes());
-    all.push(0);
+    for (_, text) in PLUGIN_HEADERS {
+        all.extend_from_slice(text.as_bytes());
+        all.push(0);
+    }
     sha256_bytes(&all)
 }
