@@ -87,7 +87,7 @@ fn known_answers_on_the_malta_guest() {
     )
     .unwrap();
     let k = &kernels[0];
-    lab::topology::start_clean("test").unwrap();
+    lab::net::start_clean("test").unwrap();
     let mt7621 = pick("ramips-mt7621");
     let bimodal_with_l2 = kernel::spec_of(&mt7621).unwrap().timing.clone().unwrap();
     for table in [None, Some(&bimodal_with_l2)] {

@@ -11,7 +11,8 @@
 //!   minus its iperf3 duration, against
 //!   [`report::OVERHEAD_GOAL_SECONDS`], and step by step (`wall_steps`).
 //!
-//! It runs the lab's own code ([`super::measure_qemu`]) on the variant's
+//! It runs the lab's own flow ([`super::orchestrate::run`] with the QEMU
+//! lab's backend, [`super::qemu_lab::QemuBackend`]) on the variant's
 //! lab kernel as an earlier `lab` built it ([`super::kernel::built`]; it
 //! builds nothing), with the cached initramfs, one boot per round, the
 //! lab's default plan in each (a warm-up, then each direction with GRO on
@@ -34,10 +35,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use super::{
-    cache_model, check_host_tools, kernel, rootfs, topology, GroChoice, LabRequest, Machine,
-    Prepared,
-};
+use super::orchestrate::{self, Control, LabPlan, Mode};
+use super::qemu_lab::{CacheModelChoice, Kernels, QemuBackend};
+use super::{check_host_tools, forwarding, kernel, net, rootfs, topology};
+use super::{GroChoice, LabRequest, Machine};
 use crate::build::BuildOptions;
 use crate::inputs::{targets, variants};
 use crate::results;
@@ -103,13 +104,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     if work.exists() {
         std::fs::remove_dir_all(&work).with_context(|| format!("emptying {}", work.display()))?;
     }
-    let initramfs = rootfs::prepare(layout, &spec)?;
-    let model = if request.cache_model {
-        Some(cache_model::prepare(layout, &target, &spec)?)
-    } else {
-        None
-    };
-    topology::start_clean("bench")?;
+    net::start_clean("bench")?;
     let lab_request = LabRequest {
         target: target.name.clone(),
         variants: vec![variant.name.clone()],
@@ -124,42 +119,62 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         machine: Machine::Qemu,
         cache_model: request.cache_model,
     };
-    let load_before = load_average()?;
+    let topology = topology::named(topology::nat_router::NAME)?;
     let bench_layout = layout.with_work_dir(&bench_root);
-    let kernels = [lab_kernel];
-    let run_once = |model: Option<&cache_model::CacheModel>| -> Result<(PathBuf, String)> {
-        let started = results::now_rfc3339();
-        let dir = super::create_run_dir(&bench_layout, &target.name, &started)?;
+    let image_sha256 = sha256_file(&lab_kernel.image)?;
+    let load_before = load_average()?;
+    let run_once = |choice: CacheModelChoice| -> Result<PathBuf> {
+        let lab_request = LabRequest {
+            cache_model: choice == CacheModelChoice::Load,
+            ..lab_request.clone()
+        };
+        let plan = LabPlan {
+            target: target.name.clone(),
+            machine: format!("QEMU {} -cpu {}", spec.machine, spec.cpu),
+            topology: Some(topology.clone()),
+            places: (Vec::new(), Vec::new()),
+            workload: Box::new(forwarding::Forwarding::lan_to_wan()),
+            variants: vec![variant.name.clone()],
+            control: Control::Without,
+            schedule: forwarding::plan(&lab_request),
+            settings: forwarding::settings(&lab_request, &variant.name),
+        };
         eprintln!(
             "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), {}, in {}",
             request.runs,
             target.name,
             variant.name,
-            kernels[0].image.display(),
+            lab_kernel.image.display(),
             request.runs * 5,
             request.duration_seconds,
-            if model.is_some() { "with the cache model" } else { "without the cache model" },
-            dir.display()
+            match choice {
+                CacheModelChoice::Load => "with the cache model",
+                CacheModelChoice::Off => "without the cache model",
+            },
+            work_dir(layout).join(&target.name).display()
         );
-        let prepared = Prepared {
-            target: &target,
-            spec: &spec,
-            kernels: &kernels,
-            initramfs: &initramfs,
-            model,
-        };
-        let lab_request = LabRequest {
-            cache_model: model.is_some(),
-            ..lab_request.clone()
-        };
-        super::measure_qemu(sh, &prepared, &lab_request, &dir, started.clone())?;
-        Ok((dir, started))
+        let mut backend = QemuBackend::new(
+            (sh, layout),
+            target.clone(),
+            topology.clone(),
+            Kernels::Built(vec![lab_kernel.clone()]),
+            choice,
+        )?;
+        orchestrate::run(&bench_layout, &plan, &mut backend, Mode::Run)?
+            .context("the lab benchmark ran nothing")
     };
-    let without = match &model {
-        Some(_) => Some(results::lab::LabRecord::read(&run_once(None)?.0)?),
-        None => None,
+    let without = if request.cache_model {
+        Some(results::lab::LabRecord::read(&run_once(
+            CacheModelChoice::Off,
+        )?)?)
+    } else {
+        None
     };
-    let (dir, started) = run_once(model.as_ref())?;
+    let dir = run_once(if request.cache_model {
+        CacheModelChoice::Load
+    } else {
+        CacheModelChoice::Off
+    })?;
     let load_after = load_average()?;
     let record = results::lab::LabRecord::read(&dir)?;
     let slowdown = without.map(|w| Slowdown::new(&w, &record)).transpose()?;
@@ -168,8 +183,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         target: target.name.clone(),
         variant: variant.name.clone(),
         machine: format!("{} {}", spec.machine, spec.cpu),
-        image_sha256: sha256_file(&kernels[0].image)?,
-        started,
+        image_sha256,
+        started: record.started.clone(),
         lab_dir: dir,
         load: Load {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),

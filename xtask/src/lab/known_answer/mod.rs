@@ -29,14 +29,16 @@
 pub mod program;
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use xshell::Shell;
 
+use super::backend::Testbed;
 use super::cache_model::{self, CacheModel};
-use super::session::Guest;
-use super::{kernel, rootfs};
+use super::session::{Image, QemuTestbed};
+use super::{kernel, rootfs, topology};
 use crate::build::BuildOptions;
 use crate::inputs::targets::{self, Target};
 use crate::inputs::timing::TimingSpec;
@@ -44,6 +46,7 @@ use crate::inputs::variants;
 use crate::results::lab::core_model::Cycles;
 use crate::results::lab::CacheCounters;
 use crate::util::fs::write_atomic;
+use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 
 /// Iterations of the branch loop (the difference between its two runs):
@@ -58,6 +61,9 @@ pub const CHASE_LOADS: u64 = 262_144;
 const WARM_UP: u64 = 1_000;
 /// Pairs of runs per program, the median kept ([`median_of`]).
 const PAIRS: usize = 3;
+/// For one run of a program in the guest (the largest runs 2N
+/// iterations under the plugin: seconds, slower on a loaded machine).
+const PROGRAM_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// One iteration of a program, from the difference of its two runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -200,13 +206,30 @@ pub fn run(
         .context("the model has no timing table")?;
     let initramfs = rootfs::prepare(layout, spec)?;
     let with_program = program::prepare(layout, target, &spec.guest_arch, &initramfs)?;
-    let mut guest = Guest::boot_with_model(
+    let combined = rootfs::Initramfs {
+        path: with_program.path.clone(),
+        sha256: sha256_file(&with_program.path)?,
+        size: std::fs::metadata(&with_program.path)
+            .with_context(|| format!("reading {}", with_program.path.display()))?
+            .len(),
+        ..initramfs.clone()
+    };
+    let topology = topology::named(topology::nat_router::NAME)?;
+    let mut bed = QemuTestbed::boot(
         spec,
-        (image, dtb),
-        &with_program.path,
-        (&dir.join("console.log"), &dir.join("qemu.log")),
+        &topology,
+        Image {
+            kernel: image,
+            dtb,
+            initramfs: &combined,
+        },
+        (dir, "known-answer"),
         Some(model),
     )?;
+    let mut guest = InGuest {
+        bed: &mut bed,
+        name: &topology.measured,
+    };
     let mut answers = Vec::new();
     for pattern in PATTERNS {
         let program = format!("{} branch {pattern}", program::GUEST_PATH);
@@ -260,7 +283,7 @@ pub fn run(
 /// guest did during one run (a page reclaimed, a late timer) lands in one
 /// pair, not in the answer.
 fn median_of(
-    guest: &mut Guest,
+    guest: &mut InGuest<'_>,
     program: &str,
     (n, timing): (u64, &crate::results::lab::CoreTiming),
     quantity: impl Fn(&PerIteration) -> f64,
@@ -276,16 +299,16 @@ fn median_of(
 /// Runs `program N` and `program 2N` in `guest`, reading the model around
 /// each; one iteration's counts.
 fn per_iteration(
-    guest: &mut Guest,
+    guest: &mut InGuest<'_>,
     program: &str,
     n: u64,
     timing: &crate::results::lab::CoreTiming,
 ) -> Result<PerIteration> {
-    guest.check(&format!("{program} {WARM_UP}"))?;
+    guest.run(&format!("{program} {WARM_UP}"))?;
     let mut runs = Vec::new();
     for count in [n, 2 * n] {
         let before = counters(guest)?;
-        let out = guest.check(&format!("{program} {count}"))?;
+        let out = guest.run(&format!("{program} {count}"))?;
         let after = counters(guest)?;
         anyhow::ensure!(
             out.contains("xl-known done"),
@@ -325,10 +348,26 @@ fn per_iteration(
     })
 }
 
-fn counters(guest: &mut Guest) -> Result<CacheCounters> {
+fn counters(guest: &mut InGuest<'_>) -> Result<CacheCounters> {
     guest
+        .bed
         .model_counters()?
         .context("the guest runs without the cache model")
+}
+
+/// The measured guest of a testbed booted with the model: where the
+/// programs run ([`Testbed::guest_shell`]) and whose counters are read
+/// ([`Testbed::model_counters`]).
+struct InGuest<'a> {
+    bed: &'a mut dyn Testbed,
+    name: &'a str,
+}
+
+impl InGuest<'_> {
+    /// Runs `command` in the guest within [`PROGRAM_TIMEOUT`].
+    fn run(&mut self, command: &str) -> Result<String> {
+        self.bed.guest_shell(self.name, command, PROGRAM_TIMEOUT)
+    }
 }
 
 /// What `cargo xtask lab --known-answers` was asked for.
@@ -354,7 +393,7 @@ pub fn command(sh: &Shell, layout: &Layout, request: &KnownAnswerRequest) -> Res
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
     let baseline = variants::select(&all_variants, &[variants::BASELINE.to_string()])?;
     let kernels = kernel::build_all(sh, layout, &target, &baseline, request.build.clone(), None)?;
-    super::topology::start_clean("lab")?;
+    super::net::start_clean("lab")?;
     let dir = layout
         .work_dir()
         .join("lab/known-answer/logs")
