@@ -37,6 +37,7 @@ pub mod console;
 pub mod cpio;
 pub mod forwarding;
 pub mod guest;
+pub mod guest_tbench;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
