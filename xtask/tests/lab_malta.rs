@@ -95,6 +95,8 @@ fn malta_router_forwards_through_masquerade() {
         machine: lab::Machine::Qemu,
         cache_model: false,
         nic: None,
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

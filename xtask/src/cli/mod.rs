@@ -244,7 +244,7 @@ pub struct LabArgs {
     /// (default tbench).
     #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
     pub benches: Vec<xtask::lab::host::BenchName>,
-    /// tbench's clients (host lab; default 2).
+    /// tbench's clients (host lab and --topology loopback; default 2).
     #[arg(long, value_name = "N")]
     pub clients: Option<u32>,
     /// Leave out the A/A control (the base booted a second time as its own arm).
@@ -264,6 +264,11 @@ pub struct LabArgs {
     /// Malta labs, whose driver never uses GRO, to compare with e1000).
     #[arg(long, value_name = "MODEL")]
     pub nic: Option<String>,
+    /// QEMU lab: the network (default nat-router): `loopback` boots one
+    /// guest without NICs and runs tbench inside it, on the variant
+    /// kernel's own loopback (--clients N).
+    #[arg(long, value_name = "nat-router|loopback")]
+    pub topology: Option<String>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
@@ -308,6 +313,7 @@ impl LabArgs {
                 (self.target.is_some(), "--target"),
                 (self.gro.is_some(), "--gro"),
                 (self.nic.is_some(), "--nic"),
+                (self.topology.is_some(), "--topology"),
                 (self.direction.is_some(), "--direction"),
                 (self.build_only, "--build-only"),
                 (self.jobs.is_some(), "--jobs"),
@@ -334,8 +340,28 @@ impl LabArgs {
                 control: !self.no_control,
             }));
         }
-        if !self.benches.is_empty() || self.clients.is_some() {
-            anyhow::bail!("--bench and --clients are for --lab host");
+        let topology = self
+            .topology
+            .clone()
+            .unwrap_or_else(|| xtask::lab::topology::nat_router::NAME.to_string());
+        let loopback = topology == xtask::lab::topology::loopback::NAME;
+        if !self.benches.is_empty() {
+            anyhow::bail!("--bench is for --lab host (--topology loopback runs tbench)");
+        }
+        if self.clients.is_some() && !loopback {
+            anyhow::bail!("--clients is for --lab host and --topology loopback (tbench)");
+        }
+        if loopback {
+            let forwarding_only = [
+                (self.gro.is_some(), "--gro"),
+                (self.direction.is_some(), "--direction"),
+                (self.nic.is_some(), "--nic"),
+            ];
+            if let Some((_, flag)) = forwarding_only.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} is for forwarding through the router; --topology loopback runs tbench inside the guest, which has no NIC"
+                );
+            }
         }
         let Some(target) = &self.target else {
             anyhow::bail!(
@@ -366,6 +392,10 @@ impl LabArgs {
             machine,
             cache_model: self.cache_model,
             nic: self.nic.clone(),
+            topology,
+            tbench_clients: self
+                .clients
+                .unwrap_or(xtask::lab::guest_tbench::DEFAULT_CLIENTS),
         })))
     }
 }

@@ -172,6 +172,11 @@ pub struct LabRequest {
     /// The guest's NIC model instead of the `[lab]` table's (`--nic`;
     /// QEMU only): one of its `other_nics`.
     pub nic: Option<String>,
+    /// The QEMU lab's topology by name (`--topology`; [`topology::NAMES`]):
+    /// `nat-router` (forwarding), or `loopback` (tbench inside the guest).
+    pub topology: String,
+    /// tbench's clients in the `loopback` topology (`--clients`).
+    pub tbench_clients: u32,
 }
 
 impl LabRequest {
@@ -323,6 +328,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             }
             if request.nic.is_some() {
                 bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
+            }
+            if request.topology != topology::nat_router::NAME {
+                bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);
             }
             let (plan, mut backend) = ssh::resolve(layout, request, ssh)?;
             orchestrate::run(layout, &plan, &mut backend, mode)
