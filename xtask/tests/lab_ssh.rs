@@ -346,6 +346,9 @@ fn a_namespace_router_over_ssh_without_flashing() {
             flash: Flash::NotFlashed,
         }),
         cache_model: false,
+        nic: None,
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
     };
     let started = Instant::now();
     let sh = Shell::new().unwrap();
@@ -465,6 +468,9 @@ fn flashing_needs_a_build_and_an_image() {
             flash: Flash::Sysupgrade,
         }),
         cache_model: false,
+        nic: None,
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
     };
     let sh = Shell::new().unwrap();
     let err = |variants: &[&str]| {

@@ -211,7 +211,7 @@ pub const LAB_HOST: &str = "host";
 pub enum LabMode {
     /// The forwarding lab: a target's router kernels in QEMU or on a real
     /// router over SSH.
-    Forwarding(xtask::lab::LabRequest),
+    Forwarding(Box<xtask::lab::LabRequest>),
     /// The host lab.
     Host(xtask::lab::host::HostRequest),
     /// The core model's known answers (`--known-answers`).
@@ -246,7 +246,7 @@ pub struct LabArgs {
     /// (default tbench).
     #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
     pub benches: Vec<xtask::lab::host::BenchName>,
-    /// tbench's clients (host lab; default 2).
+    /// tbench's clients (host lab and --topology loopback; default 2).
     #[arg(long, value_name = "N")]
     pub clients: Option<u32>,
     /// Leave out the A/A control (the base booted a second time as its own arm).
@@ -270,6 +270,16 @@ pub struct LabArgs {
     /// With --known-answers: also write the answers as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// QEMU lab: boot the guest with this NIC model instead of the target's
+    /// [lab] nic, one of its [lab] other_nics (e.g. `--nic pcnet` on the
+    /// Malta labs, whose driver never uses GRO, to compare with e1000).
+    #[arg(long, value_name = "MODEL")]
+    pub nic: Option<String>,
+    /// QEMU lab: the network (default nat-router): `loopback` boots one
+    /// guest without NICs and runs tbench inside it, on the variant
+    /// kernel's own loopback (--clients N).
+    #[arg(long, value_name = "nat-router|loopback")]
+    pub topology: Option<String>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
@@ -313,6 +323,8 @@ impl LabArgs {
             let qemu_only = [
                 (self.target.is_some(), "--target"),
                 (self.gro.is_some(), "--gro"),
+                (self.nic.is_some(), "--nic"),
+                (self.topology.is_some(), "--topology"),
                 (self.direction.is_some(), "--direction"),
                 (self.build_only, "--build-only"),
                 (self.jobs.is_some(), "--jobs"),
@@ -341,8 +353,28 @@ impl LabArgs {
                 control: !self.no_control,
             }));
         }
-        if !self.benches.is_empty() || self.clients.is_some() {
-            anyhow::bail!("--bench and --clients are for --lab host");
+        let topology = self
+            .topology
+            .clone()
+            .unwrap_or_else(|| xtask::lab::topology::nat_router::NAME.to_string());
+        let loopback = topology == xtask::lab::topology::loopback::NAME;
+        if !self.benches.is_empty() {
+            anyhow::bail!("--bench is for --lab host (--topology loopback runs tbench)");
+        }
+        if self.clients.is_some() && !loopback {
+            anyhow::bail!("--clients is for --lab host and --topology loopback (tbench)");
+        }
+        if loopback {
+            let forwarding_only = [
+                (self.gro.is_some(), "--gro"),
+                (self.direction.is_some(), "--direction"),
+                (self.nic.is_some(), "--nic"),
+            ];
+            if let Some((_, flag)) = forwarding_only.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} is for forwarding through the router; --topology loopback runs tbench inside the guest, which has no NIC"
+                );
+            }
         }
         let Some(target) = &self.target else {
             anyhow::bail!(
@@ -353,9 +385,14 @@ impl LabArgs {
             anyhow::bail!("--json is for --known-answers (a forwarding lab writes lab.json)");
         }
         if self.known_answers {
-            if self.machine != "qemu" || !self.variants.is_empty() || self.build_only {
+            if self.machine != "qemu"
+                || !self.variants.is_empty()
+                || self.build_only
+                || self.topology.is_some()
+                || self.nic.is_some()
+            {
                 anyhow::bail!(
-                    "--known-answers boots the target's baseline lab kernel in QEMU under the core model: leave out --lab, --variant and --build-only"
+                    "--known-answers boots the target's baseline lab kernel in QEMU under the core model: leave out --lab, --variant, --build-only, --topology and --nic"
                 );
             }
             return Ok(LabMode::KnownAnswers(
@@ -378,7 +415,7 @@ impl LabArgs {
         };
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
-        Ok(LabMode::Forwarding(xtask::lab::LabRequest {
+        Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
             target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
@@ -394,7 +431,12 @@ impl LabArgs {
             kernel_src: self.kernel_src.clone(),
             machine,
             cache_model: self.cache_model,
-        }))
+            nic: self.nic.clone(),
+            topology,
+            tbench_clients: self
+                .clients
+                .unwrap_or(xtask::lab::guest_tbench::DEFAULT_CLIENTS),
+        })))
     }
 }
 

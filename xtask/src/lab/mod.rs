@@ -40,6 +40,7 @@ pub mod console;
 pub mod cpio;
 pub mod forwarding;
 pub mod guest;
+pub mod guest_tbench;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
@@ -172,6 +173,14 @@ pub struct LabRequest {
     pub machine: Machine,
     /// Load the L1 cache model into every boot (`--cache-model`; QEMU only).
     pub cache_model: bool,
+    /// The guest's NIC model instead of the `[lab]` table's (`--nic`;
+    /// QEMU only): one of its `other_nics`.
+    pub nic: Option<String>,
+    /// The QEMU lab's topology by name (`--topology`; [`topology::NAMES`]):
+    /// `nat-router` (forwarding), or `loopback` (tbench inside the guest).
+    pub topology: String,
+    /// tbench's clients in the `loopback` topology (`--clients`).
+    pub tbench_clients: u32,
 }
 
 impl LabRequest {
@@ -320,6 +329,12 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             }
             if request.build_only {
                 bail!("--build-only builds QEMU lab kernels; build a router's kernels with `cargo xtask build`");
+            }
+            if request.nic.is_some() {
+                bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
+            }
+            if request.topology != topology::nat_router::NAME {
+                bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);
             }
             let (plan, mut backend) = ssh::resolve(layout, request, ssh)?;
             orchestrate::run(layout, &plan, &mut backend, mode)
