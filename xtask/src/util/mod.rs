@@ -1,8 +1,11 @@
 //! Helpers every stage uses: the workspace [`layout`], file-system
-//! operations ([`fs`]), advisory locks ([`lock`]), the safe-path check ([`path`]) and sha256 ([`hash`]).
+//! operations ([`fs`]), advisory locks ([`lock`]), the safe-path check ([`path`]), sha256 ([`hash`]),
+//! subprocesses that die with their parent ([`process`]) and text shown on a terminal ([`text`]).
 
 pub mod fs;
 pub mod hash;
 pub mod layout;
 pub mod lock;
 pub mod path;
+pub mod process;
+pub mod text;
