@@ -4,31 +4,50 @@
 //! job [`merge`]s every tar into `target/xtask/results/` and runs
 //! `size-report`.
 //!
-//! A merge checks everything before writing anything, and refuses:
+//! A merge reads each archive with the `tar` crate ([`members`]) and
+//! checks everything before writing anything, and refuses:
 //!
 //! * an archive with a member outside `<target>/<variant>/<file>` (an
-//!   absolute path, `..`, a link, a deeper or shallower path): its results
-//!   directory would escape or be ill-formed;
-//! * a `result.json` that cannot be read (not JSON, another schema), or that
-//!   names another target or variant than its directory;
+//!   absolute path, `..`, a link, a device, a sparse file, a deeper or
+//!   shallower path): its results directory would escape or be ill-formed;
+//! * a member no build writes ([`members::expected`]: `result.json`,
+//!   `build.log`, the artifacts `result.json` lists, of their recorded
+//!   size and sha256, and a few files made on the side), or one over its
+//!   size cap, and a listed artifact that is missing;
+//! * a `result.json` that cannot be read (over 16 MiB, not JSON, another
+//!   schema), or that names another target or variant than its directory;
 //! * results of one target whose inputs differ from the others' (among the
-//!   archives and the results already there): the target record (every
-//!   field of the target file, fragments by sha256), the kernel source
-//!   (version and tarball sha256, or the tree's path), the compiler. These
-//!   are the input rules of the size report's comparability checks
-//!   (`report/checks.rs`); `.config` and patches may differ between
-//!   variants on purpose, and the report judges them.
+//!   archives and the results already there, each of which must be
+//!   readable): the target record (every field of the target file,
+//!   fragments by sha256), the kernel source (version and tarball sha256,
+//!   or the tree's path), the compiler. These are the input rules of the
+//!   size report's comparability checks (`report/checks.rs`); `.config`
+//!   and patches may differ between variants on purpose, and the report
+//!   judges them.
+//!
+//! Each result is staged next to its destination (so on its file system)
+//! and swapped with the old one in one rename ([`place`]): a merge never
+//! removes a result before the new one is in place. A killed merge's
+//! staging directories are removed by the next merge or build.
+//! A result with the build key of another (already there or merged with
+//! it) but other artifact bytes gets a note: the build is not reproducible.
+
+pub mod members;
+pub mod place;
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use super::{BuildResult, FILE_NAME};
-use crate::util::fs::StagingDir;
+use super::BuildResult;
+use crate::util::fs::{is_not_found, remove_empty_parents};
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
+use crate::util::process::run_tied;
+use members::Found;
+use place::Staged;
 
 /// Writes the results of each (target, variant) as one tar `output`
 /// (members `<target>/<variant>/…`, sorted, owner 0, mtime 0, so equal
@@ -54,12 +73,11 @@ pub fn export(
         }
     }
     let listed = members.join(", ");
-    cmd!(
+    run_tied(cmd!(
         sh,
         "tar --create --file {output} --directory {root} --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 --exclude=.* {members...}"
     )
-    .quiet()
-    .run()
+    .quiet())
     .with_context(|| format!("writing {}; is the directory writable?", output.display()))?;
     println!("exported {listed} to {}", output.display());
     Ok(())
@@ -68,24 +86,57 @@ pub fn export(
 /// One result found in an archive.
 struct Incoming {
     archive: PathBuf,
-    /// `<staging>/<target>/<variant>`.
-    dir: PathBuf,
-    result: BuildResult,
+    found: Found,
 }
 
-/// Unpacks every archive into `target/xtask/results/` (see the module
+impl Incoming {
+    fn result(&self) -> &BuildResult {
+        &self.found.result
+    }
+
+    fn label(&self) -> String {
+        format!(
+            "{}/{} from {}",
+            self.found.target,
+            self.found.variant,
+            self.archive.display()
+        )
+    }
+}
+
+/// What a merge did: the (target, variant) pairs merged, and notes (a
+/// result whose build key another has, with other bytes).
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// `(target, variant)`, in merge order.
+    pub merged: Vec<(String, String)>,
+    /// Notes printed to stderr, each one line.
+    pub notes: Vec<String>,
+}
+
+/// Merges every archive into `target/xtask/results/` (see the module
 /// docs for what is refused; then nothing is written). Each (target,
-/// variant) replaces the results there, under its results lock.
-pub fn merge(sh: &Shell, layout: &Layout, archives: &[PathBuf]) -> Result<()> {
-    let staging = StagingDir::new(&layout.work_dir(), ".staging-merge-")?;
+/// variant) replaces the results there, under its results lock, all of
+/// which are held from the checks to the end.
+///
+/// Errors: a refusal (naming the archive, the member and why), I/O.
+pub fn merge(layout: &Layout, archives: &[PathBuf]) -> Result<Merged> {
+    place::remove_stale(layout)?;
+    let mut opened = Vec::new();
     let mut incoming: Vec<Incoming> = Vec::new();
-    for (n, archive) in archives.iter().enumerate() {
-        let into = staging.path().join(n.to_string());
-        for found in unpack(sh, archive, &into)? {
-            let key = (&found.result.target.name, &found.result.variant.name);
+    for archive in archives {
+        let refuse = |e: anyhow::Error| {
+            anyhow::anyhow!(
+                "nothing merged: {}: {e:#}; make it with `cargo xtask results export`",
+                archive.display()
+            )
+        };
+        let mut file = members::open(archive).map_err(refuse)?;
+        for found in members::scan(&mut file).map_err(refuse)? {
+            let key = (&found.target, &found.variant);
             if let Some(other) = incoming
                 .iter()
-                .find(|i| (&i.result.target.name, &i.result.variant.name) == key)
+                .find(|i| (&i.found.target, &i.found.variant) == key)
             {
                 bail!(
                     "nothing merged: {}/{} is in both {} and {}; merge one of them",
@@ -95,139 +146,112 @@ pub fn merge(sh: &Shell, layout: &Layout, archives: &[PathBuf]) -> Result<()> {
                     archive.display()
                 );
             }
-            incoming.push(found);
+            incoming.push(Incoming {
+                archive: archive.clone(),
+                found,
+            });
         }
+        opened.push(file);
     }
-    check_inputs(layout, &incoming)?;
-    for found in &incoming {
-        let (t, v) = (&found.result.target.name, &found.result.variant.name);
-        let _lock = Lock::acquire(
+    let mut pairs: Vec<(&str, &str)> = incoming
+        .iter()
+        .map(|i| (i.found.target.as_str(), i.found.variant.as_str()))
+        .collect();
+    pairs.sort();
+    let mut _locks = Vec::new();
+    for (t, v) in pairs {
+        _locks.push(Lock::acquire(
             &layout.results_lock(t, v),
             &format!(
                 "the results directory {}",
                 layout.results_dir(t, v).display()
             ),
             Wait::Yes,
-        )?;
-        let dest = layout.results_dir(t, v);
-        if dest.exists() {
-            std::fs::remove_dir_all(&dest)
-                .with_context(|| format!("removing the old {}", dest.display()))?;
-        }
-        let parent = dest.parent().context("a results directory has a parent")?;
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-        std::fs::rename(&found.dir, &dest)
-            .with_context(|| format!("moving {} to {}", found.dir.display(), dest.display()))?;
-        println!("merged {t}/{v} from {}", found.archive.display());
+        )?);
     }
-    Ok(())
-}
-
-/// Checks `archive`'s member names, unpacks it into `into` and reads
-/// every `<target>/<variant>/result.json`.
-fn unpack(sh: &Shell, archive: &Path, into: &Path) -> Result<Vec<Incoming>> {
-    let refuse = |why: String| -> anyhow::Error {
-        anyhow::anyhow!(
-            "nothing merged: {}: {why}; make it with `cargo xtask results export`",
-            archive.display()
-        )
+    let existing = check_inputs(layout, &incoming)?;
+    let notes = reproducibility_notes(&incoming, &existing);
+    let mut staged = Vec::new();
+    for i in &incoming {
+        let dest = layout.results_dir(&i.found.target, &i.found.variant);
+        let file = &mut opened[archives.iter().position(|a| *a == i.archive).unwrap_or(0)];
+        let stage =
+            Staged::new(&dest).and_then(|s| members::extract(file, &i.found, &s.dir()).map(|()| s));
+        match stage {
+            Ok(s) => staged.push(s),
+            Err(e) => {
+                drop(staged);
+                for i in &incoming {
+                    let dest = layout.results_dir(&i.found.target, &i.found.variant);
+                    remove_empty_parents(&layout.results_root(), dest.parent());
+                }
+                bail!(
+                    "nothing merged: {}: {e:#}; make it with `cargo xtask results export`",
+                    i.archive.display()
+                );
+            }
+        }
+    }
+    let mut merged = Merged {
+        notes,
+        ..Merged::default()
     };
-    let listing = cmd!(sh, "tar --list --verbose --absolute-names --file {archive}")
-        .quiet()
-        .read()
-        .with_context(|| {
+    for (i, s) in incoming.iter().zip(staged) {
+        let (t, v) = (&i.found.target, &i.found.variant);
+        s.put_in_place().with_context(|| {
+            let done: Vec<String> = merged
+                .merged
+                .iter()
+                .map(|(t, v)| format!("{t}/{v}"))
+                .collect();
             format!(
-                "nothing merged: {} is not a readable tar",
-                archive.display()
+                "merging {t}/{v} (merged before it: {}; the rest were not)",
+                if done.is_empty() {
+                    "none".to_string()
+                } else {
+                    done.join(", ")
+                }
             )
         })?;
-    let names = cmd!(sh, "tar --list --absolute-names --file {archive}")
-        .quiet()
-        .read()?;
-    for (line, name) in listing.lines().zip(names.lines()) {
-        let kind = line.chars().next().unwrap_or('?');
-        check_member(name, kind).map_err(refuse)?;
+        println!("merged {t}/{v} from {}", i.archive.display());
+        merged.merged.push((t.clone(), v.clone()));
     }
-    std::fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
-    cmd!(
-        sh,
-        "tar --extract --file {archive} --directory {into} --no-same-owner --no-same-permissions"
-    )
-    .quiet()
-    .run()
-    .with_context(|| format!("nothing merged: unpacking {}", archive.display()))?;
-    let mut found = Vec::new();
-    for target in read_dirs(into)? {
-        for dir in read_dirs(&target)? {
-            let result = BuildResult::read(&dir).map_err(|e| {
-                refuse(format!(
-                    "{} is unreadable: {e:#}",
-                    dir.strip_prefix(into)
-                        .unwrap_or(&dir)
-                        .join(FILE_NAME)
-                        .display()
-                ))
-            })?;
-            let named = (
-                target.file_name().map(|n| n.to_string_lossy().to_string()),
-                dir.file_name().map(|n| n.to_string_lossy().to_string()),
-            );
-            if named
-                != (
-                    Some(result.target.name.clone()),
-                    Some(result.variant.name.clone()),
-                )
-            {
-                return Err(refuse(format!(
-                    "{} holds the result of {}/{}",
-                    dir.strip_prefix(into).unwrap_or(&dir).display(),
-                    result.target.name,
-                    result.variant.name
-                )));
+    for note in &merged.notes {
+        eprintln!("note: {note}");
+    }
+    Ok(merged)
+}
+
+/// A note for each incoming result that has the build key of another
+/// result (incoming, or already there: the one it replaces included) but
+/// other artifact bytes.
+fn reproducibility_notes(incoming: &[Incoming], existing: &[(String, BuildResult)]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (n, i) in incoming.iter().enumerate() {
+        let others = incoming[..n]
+            .iter()
+            .map(|o| (o.label(), o.result()))
+            .chain(existing.iter().map(|(l, r)| (l.clone(), r)));
+        for (label, other) in others {
+            if let Some(note) = super::differing_bytes(other, i.result()) {
+                notes.push(format!("{} and {label}: {note}", i.label()));
             }
-            found.push(Incoming {
-                archive: archive.to_path_buf(),
-                dir,
-                result,
-            });
         }
     }
-    if found.is_empty() {
-        return Err(refuse("it holds no results".to_string()));
-    }
-    Ok(found)
+    notes
 }
 
-/// A member must be `<target>/<variant>/` or a regular file
-/// `<target>/<variant>/<file>` (`kind`: the first letter of `tar -tv`),
-/// each part a plain name.
-pub fn check_member(name: &str, kind: char) -> std::result::Result<(), String> {
-    let path = Path::new(name);
-    let plain = path
-        .components()
-        .all(|c| matches!(c, Component::Normal(n) if !n.to_string_lossy().starts_with('.')));
-    let depth = path.components().count();
-    match kind {
-        _ if !plain => Err(format!(
-            "member {name:?} would escape its results directory (absolute, `..` or hidden)"
-        )),
-        'd' if (1..=2).contains(&depth) => Ok(()),
-        '-' if depth == 3 => Ok(()),
-        '-' | 'd' => Err(format!("member {name:?} is not <target>/<variant>/<file>")),
-        _ => Err(format!(
-            "member {name:?} is a link or special file, which could point outside the results"
-        )),
-    }
-}
-
+/// The subdirectories of `dir`, hidden ones (staging) left out, sorted.
 fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut dirs = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry
             .with_context(|| format!("reading {}", dir.display()))?
             .path();
-        if path.is_dir() {
+        let hidden = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if path.is_dir() && !hidden {
             dirs.push(path);
         }
     }
@@ -257,36 +281,56 @@ fn inputs_of(r: &BuildResult) -> Vec<(&'static str, String)> {
 
 /// Refuses results of one target with different inputs (see the module
 /// docs), comparing the incoming ones with each other and with the results
-/// already in `target/xtask/results/` that they do not replace.
-fn check_inputs(layout: &Layout, incoming: &[Incoming]) -> Result<()> {
+/// already in `target/xtask/results/` that they do not replace; one of
+/// those that cannot be read is a refusal too (a directory without
+/// `result.json` is an unfinished build, not a result). Returns the
+/// results already there (those replaced too, when readable) with labels.
+fn check_inputs(layout: &Layout, incoming: &[Incoming]) -> Result<Vec<(String, BuildResult)>> {
     let mut by_target: BTreeMap<&str, Vec<(String, &BuildResult)>> = BTreeMap::new();
     for i in incoming {
-        by_target.entry(&i.result.target.name).or_default().push((
-            format!(
-                "{}/{} from {}",
-                i.result.target.name,
-                i.result.variant.name,
-                i.archive.display()
-            ),
-            &i.result,
-        ));
+        by_target
+            .entry(&i.found.target)
+            .or_default()
+            .push((i.label(), i.result()));
     }
     let mut existing = Vec::new();
+    let mut kept = Vec::new();
     for target in by_target.keys() {
         let dir = layout.results_root().join(target);
         for variant_dir in read_dirs(&dir).unwrap_or_default() {
             let variant = variant_dir
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string());
-            let replaced = incoming.iter().any(|i| {
-                i.result.target.name == *target && Some(&i.result.variant.name) == variant.as_ref()
-            });
-            if let (false, Ok(r)) = (replaced, BuildResult::read(&variant_dir)) {
-                existing.push((format!("{} (already merged)", variant_dir.display()), r));
+            let replaced = incoming
+                .iter()
+                .any(|i| i.found.target == *target && Some(&i.found.variant) == variant.as_ref());
+            let label = format!(
+                "{} ({})",
+                variant_dir.display(),
+                if replaced {
+                    "replaced"
+                } else {
+                    "already merged"
+                }
+            );
+            match BuildResult::read(&variant_dir) {
+                Ok(r) => {
+                    if !replaced {
+                        kept.push(existing.len());
+                    }
+                    existing.push((label, r));
+                }
+                Err(e) if replaced || is_not_found(&e) => {}
+                Err(e) => bail!(
+                    "nothing merged: the result already in {} cannot be read, so the \
+                     inputs of the merged results cannot be checked against it: {e:#}",
+                    variant_dir.display()
+                ),
             }
         }
     }
-    for (label, r) in &existing {
+    for &n in &kept {
+        let (label, r) = &existing[n];
         if let Some(list) = by_target.get_mut(r.target.name.as_str()) {
             list.push((label.clone(), r));
         }
@@ -310,30 +354,5 @@ fn check_inputs(layout: &Layout, incoming: &[Incoming]) -> Result<()> {
             problems.join("\n- ")
         );
     }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::check_member;
-
-    #[test]
-    fn members_stay_in_their_results_directory() {
-        assert!(check_member("t/v/", 'd').is_ok());
-        assert!(check_member("t/", 'd').is_ok());
-        assert!(check_member("t/v/result.json", '-').is_ok());
-        assert!(check_member("t/v/vmlinux", '-').is_ok());
-        for (name, kind) in [
-            ("/etc/passwd", '-'),
-            ("t/../../x", '-'),
-            ("../t/v/result.json", '-'),
-            ("t/v/sub/file", '-'),
-            ("t/result.json", '-'),
-            ("t/v/link", 'l'),
-            ("t/v/hard", 'h'),
-            ("t/.hidden/x", '-'),
-        ] {
-            assert!(check_member(name, kind).is_err(), "{name} accepted");
-        }
-    }
+    Ok(existing)
 }
