@@ -2,6 +2,8 @@
 //! `flags set` refuses hostile flags before writing anything, and so does
 //! every function that writes flags into 201-extra_optimization.patch.
 
+#[path = "common/gate.rs"]
+mod gate;
 #[path = "common/mount_ns.rs"]
 mod mount_ns;
 

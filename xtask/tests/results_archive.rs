@@ -2,6 +2,8 @@
 //! (target, variant) job, merged into a fresh workspace whose size report
 //! then works; and what a merge refuses (nothing is written then).
 
+#[path = "common/gate.rs"]
+mod gate;
 #[path = "common/mount_ns.rs"]
 mod mount_ns;
 #[path = "common/report_fixture.rs"]

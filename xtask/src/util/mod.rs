@@ -1,7 +1,9 @@
 //! Helpers every stage uses: the workspace [`layout`], file-system
 //! operations ([`fs`]), advisory locks ([`lock`]), the safe-path check ([`path`]), sha256 ([`hash`]),
-//! subprocesses that die with their parent ([`process`]) and text shown on a terminal ([`text`]).
+//! subprocesses that die with their parent ([`process`]), text shown on a terminal ([`text`])
+//! and the one cancellation token of long steps ([`cancel`]).
 
+pub mod cancel;
 pub mod fs;
 pub mod hash;
 pub mod layout;

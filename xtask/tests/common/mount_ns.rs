@@ -13,32 +13,37 @@ use rustix::mount::{
 };
 use rustix::thread::{unshare_unsafe, UnshareFlags};
 
-/// Runs `test` on a new thread in its own mount namespace. `None` when
-/// the namespace cannot be made (not root): a note outside CI, a failure
-/// under CI, which runs as root.
+/// Runs `test` on a new thread (named as the calling test's, so the gate
+/// names the test) in its own mount namespace. `None` when the namespace
+/// cannot be made (not root), through the gate ([`crate::gate::Needs`]:
+/// a failure under CI, which runs as root, a counted skip elsewhere).
 pub fn in_private_mounts<T: Send>(test: impl FnOnce() -> T + Send) -> Option<T> {
+    let name = std::thread::current().name().map(str::to_string);
+    let mut builder = std::thread::Builder::new();
+    if let Some(name) = name {
+        builder = builder.name(name);
+    }
     std::thread::scope(|s| {
-        s.spawn(|| {
-            // SAFETY: NEWNS (with the FS it implies) gives this thread its
-            // own mount table, cwd and root; no file descriptor is unshared.
-            let private = unsafe { unshare_unsafe(UnshareFlags::NEWNS) }.and_then(|()| {
-                mount_change(
-                    "/",
-                    MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
-                )
-            });
-            if let Err(e) = private {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "CI runs as root and must be able to make a mount namespace: {e}"
-                );
-                eprintln!("note: skipping: no private mount namespace ({e}; run as root)");
-                return None;
-            }
-            Some(test())
-        })
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        builder
+            .spawn_scoped(s, || {
+                // SAFETY: NEWNS (with the FS it implies) gives this thread its
+                // own mount table, cwd and root; no file descriptor is unshared.
+                let private = unsafe { unshare_unsafe(UnshareFlags::NEWNS) }.and_then(|()| {
+                    mount_change(
+                        "/",
+                        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+                    )
+                });
+                let made =
+                    private.map_err(|e| format!("a private mount namespace ({e}; run as root)"));
+                if !crate::gate::Needs::new().check(made).met() {
+                    return None;
+                }
+                Some(test())
+            })
+            .expect("spawning a test thread")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 
