@@ -176,10 +176,14 @@ fn a_killed_copy_takes_its_cp_with_it() {
         COPY_ENV,
         &format!("{}\n{}", from.display(), dest.display()),
     );
+    // Killed once cp has begun writing: under load, a cp just started may
+    // not have made its staging directory yet.
+    let staging = dir.path().join("copy.copying");
     let cp = wait_for(Duration::from_secs(60), || {
-        children(child.id(), "cp").into_iter().next()
+        let cp = children(child.id(), "cp").into_iter().next()?;
+        staging.is_dir().then_some(cp)
     })
-    .expect("the copy never started cp");
+    .expect("the copy never started cp writing into its staging directory");
     child.kill().unwrap();
     child.wait().unwrap();
     let gone = wait_for(Duration::from_secs(1), || (!alive(cp)).then_some(()));
@@ -190,7 +194,6 @@ fn a_killed_copy_takes_its_cp_with_it() {
     // The next copy to the same place removes the killed one's staging
     // name first: nothing writes there any more ("Directory not empty"
     // before).
-    let staging = dir.path().join("copy.copying");
     assert!(
         staging.is_dir(),
         "the killed copy left no {}",
