@@ -77,7 +77,7 @@ fn run(cli: Cli) -> Result<()> {
             output,
         }) => results::archive::export(&sh, &layout, &targets, &variants, &output),
         Command::Results(ResultsCommand::Merge { files }) => {
-            results::archive::merge(&sh, &layout, &files)
+            results::archive::merge(&layout, &files).map(drop)
         }
         Command::Bench(BenchCommand::Build(args)) => {
             build::bench::run(&sh, &layout, &args.request()).map(drop)

@@ -114,6 +114,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         print!("{}", describe_plan(layout, &plan));
         return Ok(());
     }
+    // A killed `results merge` left its staging directories among the
+    // results this run writes.
+    crate::results::archive::place::remove_stale(layout)?;
     // SIGINT or SIGTERM sent to this process alone (a CI timeout, `kill`)
     // stops the makes too (the run's token sees it), instead of leaving
     // them running without it; a terminal's Ctrl-C reaches them anyway.
@@ -139,16 +142,23 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
 
 /// The plan as `--dry-run` prints it: one line per job, `target/variant`,
 /// the build key, and `up to date`, `build (no result)`, `build (inputs
-/// changed)` or `build (tree source: always rebuilt)`.
+/// changed)`, `build (result.json unreadable)` or `build (tree source:
+/// always rebuilt)`; then a `note:` line for each unreadable result.json
+/// saying what is wrong with it (the build replaces it).
 pub fn describe_plan(layout: &Layout, plan: &[PlannedJob]) -> String {
     let mut out = String::new();
+    let mut notes = String::new();
     for planned in plan {
         let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
         let status = match crate::results::BuildResult::read(&dir) {
             _ if planned.inputs.source.sha256.is_none() => "build (tree source: always rebuilt)",
             Ok(r) if planned.is_up_to_date(&r) => "up to date",
             Ok(_) => "build (inputs changed)",
-            Err(_) => "build (no result)",
+            Err(e) if crate::util::fs::is_not_found(&e) => "build (no result)",
+            Err(e) => {
+                notes.push_str(&format!("note: {e:#}\n"));
+                "build (result.json unreadable)"
+            }
         };
         out.push_str(&format!(
             "{:<32} {}  {status}\n",
@@ -156,5 +166,50 @@ pub fn describe_plan(layout: &Layout, plan: &[PlannedJob]) -> String {
             planned.key
         ));
     }
-    out
+    out + &notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::SourceRecord;
+
+    /// `--dry-run` over a result.json that is a symlink to /dev/zero says
+    /// what is wrong with it; before, it read /dev/zero until the OOM
+    /// killer ended it (23.5 GB).
+    #[test]
+    fn a_result_json_that_is_a_device_is_named_not_read() {
+        let project = Layout::from_manifest_dir();
+        let target = targets::Target::load(&project.targets_dir().join("arm-tiny.toml")).unwrap();
+        let variant = variants::load(&project.variants_file(), &project.patches_dir())
+            .unwrap()
+            .remove(0);
+        let planned = PlannedJob {
+            target: plan::target_record(&target).unwrap(),
+            variant: plan::variant_record(&variant, &project.patches_dir()).unwrap(),
+            job: super::super::Job { target, variant },
+            inputs: plan::JobInputs {
+                source: SourceRecord {
+                    version: "6.12.117".into(),
+                    origin: "/usr/src/linux-source-6.12.tar.xz".into(),
+                    sha256: Some("1".repeat(64)),
+                },
+                compiler: "gcc".into(),
+                patches: Vec::new(),
+            },
+            key: "2".repeat(64),
+            reuse_key: String::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = Layout::new(dir.path());
+        let results = scratch.results_dir(&planned.job.target.name, &planned.job.variant.name);
+        std::fs::create_dir_all(&results).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", results.join(crate::results::FILE_NAME)).unwrap();
+        let out = describe_plan(&scratch, std::slice::from_ref(&planned));
+        assert!(out.contains("build (result.json unreadable)"), "{out}");
+        assert!(out.contains("a symlink to /dev/zero"), "{out}");
+        std::fs::remove_file(results.join(crate::results::FILE_NAME)).unwrap();
+        let out = describe_plan(&scratch, &[planned]);
+        assert!(out.contains("build (no result)"), "{out}");
+    }
 }
