@@ -219,16 +219,14 @@ impl Backend for KernelTree {
         ccache::reset_stats(&build)?;
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
-        let make = options
-            .parallel(self.make(sh, job, &tree.dir, &build, &options))
-            .args(&goals);
+        let make = options.parallel(self.make(sh, job, &tree.dir, &build, &options).args(&goals));
         let expected = if fresh {
             previous_object_count(&self.layout, job)
         } else {
             None
         };
         let objects = run_logged(
-            Command::from(make),
+            make,
             &label,
             log,
             options.verbose,

@@ -376,17 +376,8 @@ impl Backend for OpenwrtBackend {
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
         ccache::reset_stats(&build)?;
-        let make = options
-            .parallel(self.make(sh, job, &build, &kcflags, &options))
-            .args(&goals);
-        run_logged(
-            Command::from(make),
-            &label,
-            log,
-            options.verbose,
-            None,
-            &options.control,
-        )?;
+        let make = options.parallel(self.make(sh, job, &build, &kcflags, &options).args(&goals));
+        run_logged(make, &label, log, options.verbose, None, &options.control)?;
 
         let cflags =
             super::kbuild::cflags_in_effect(job, &build, &final_config, &r.kcflags.kcflags)?;
