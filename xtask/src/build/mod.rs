@@ -12,6 +12,7 @@ pub mod ccache;
 pub mod command;
 pub mod distcc;
 pub mod distccd;
+pub mod estimate;
 pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;
