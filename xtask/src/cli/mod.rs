@@ -66,7 +66,8 @@ pub enum Command {
     Lab(LabArgs),
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
     /// make, ccache, patch-only variants, distcc), the runtime lab (`bench
-    /// lab`: boot to ready, per-run overhead) and the patch engine.
+    /// lab`: boot to ready, per-run overhead), the patch engine and the
+    /// symbol diff against bloat-o-meter (`bench symbols`).
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
