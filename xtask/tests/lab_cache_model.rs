@@ -32,7 +32,7 @@ use xtask::build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::ChildGuard;
-use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET};
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{
     CacheCounters, CacheGeometry, INSNS_PER_PACKET, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
@@ -282,7 +282,7 @@ fn the_lab_reads_the_model_around_each_run() {
         .unwrap()
         .expect("a lab directory");
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
+    assert_eq!(record.status, Status::Complete);
     let model = record
         .cache_model
         .as_ref()
@@ -310,7 +310,7 @@ fn the_lab_reads_the_model_around_each_run() {
     for direction in Direction::BOTH {
         let on = Condition::Forward {
             direction,
-            gro: true,
+            gro: Gro::On,
         };
         let insns = record.samples("baseline", on, INSNS_PER_PACKET);
         let ns = record.samples("baseline", on, CPU_PER_PACKET);

@@ -19,9 +19,12 @@ use std::time::Instant;
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::targets;
-use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET, THROUGHPUT};
-use xtask::lab::session::Guest;
-use xtask::lab::{self, guest, kernel, rootfs, GroChoice, LabRequest};
+use xtask::lab::record::{
+    Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET, THROUGHPUT,
+};
+use xtask::lab::session::{Image, QemuTestbed};
+use xtask::lab::topology::nat_router;
+use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::util::layout::Layout;
 
 const TARGET: &str = "brcm47xx";
@@ -90,7 +93,7 @@ fn malta_router_forwards_through_masquerade() {
     no_lab_leftovers();
 
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
+    assert_eq!(record.status, Status::Complete);
     assert_eq!(record.lab_target, "brcm47xx-lab");
     assert_eq!(record.boots.len(), 2);
     for boot in &record.boots {
@@ -100,7 +103,7 @@ fn malta_router_forwards_through_masquerade() {
     for direction in Direction::BOTH {
         let on = Condition::Forward {
             direction,
-            gro: true,
+            gro: Gro::On,
         };
         let mbit = record.samples("baseline", on, THROUGHPUT);
         let ns = record.samples("baseline", on, CPU_PER_PACKET);
@@ -119,7 +122,8 @@ fn malta_router_forwards_through_masquerade() {
     }
     for run in &record.runs {
         let g = run.guest.as_ref().expect("a QEMU run reads the guest");
-        assert_eq!(g.server_saw_peer.as_deref(), Some(guest::GUEST_WAN_IP));
+        let router_wan = nat_router::GUEST_WAN_IP.to_string();
+        assert_eq!(g.server_saw_peer.as_deref(), Some(router_wan.as_str()));
         assert!(g.guest_work.packets > 100, "{:?}", g.guest_work);
     }
     // The lab kernel is recorded like any build.
@@ -129,31 +133,41 @@ fn malta_router_forwards_through_masquerade() {
     // The masquerade's translation, as the guest's conntrack shows it.
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
+    let vmlinux = results.join("vmlinux");
+    let image = Image {
+        kernel: &vmlinux,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let mut bed = QemuTestbed::boot(
         spec,
-        (&results.join("vmlinux"), None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "nat"),
+        None,
     )
     .unwrap();
-    guest
-        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
-        .unwrap();
-    let table = guest.conntrack().unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        1,
+        (scratch.path(), "nat"),
+    )
+    .unwrap();
+    let table = bed.guest("router").unwrap().conntrack().unwrap();
     let translated = table.lines().any(|l| {
         l.contains(&format!(
             "src={} dst={}",
-            guest::LAN_HOST_IP,
-            guest::WAN_HOST_IP
+            nat_router::LAN_HOST_IP,
+            nat_router::WAN_HOST_IP
         )) && l.contains(&format!(
             "src={} dst={}",
-            guest::WAN_HOST_IP,
-            guest::GUEST_WAN_IP
+            nat_router::WAN_HOST_IP,
+            nat_router::GUEST_WAN_IP
         ))
     });
     assert!(translated, "no masqueraded connection in:\n{table}");
-    drop(guest);
+    drop(bed);
     no_lab_leftovers();
 }
 
@@ -174,12 +188,17 @@ fn a_kernel_that_does_not_boot_is_a_clear_error() {
     let bogus = scratch.path().join("vmlinux");
     std::fs::write(&bogus, b"not a kernel").unwrap();
     let started = Instant::now();
-    let err = Guest::boot(
+    let image = Image {
+        kernel: &bogus,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let err = QemuTestbed::boot(
         spec,
-        (&bogus, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "bogus"),
+        None,
     )
     .err()
     .expect("a bogus kernel must not boot");

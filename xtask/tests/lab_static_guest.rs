@@ -28,10 +28,11 @@ use std::process::Command;
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::{targets, variants};
+use xtask::lab::backend::{Gro, Testbed};
 use xtask::lab::record::Direction;
-use xtask::lab::router::Gro;
-use xtask::lab::session::Guest;
+use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::static_guest::build;
+use xtask::lab::topology::nat_router;
 use xtask::lab::{self, guest, kernel, rootfs};
 use xtask::util::hash::sha256_file;
 use xtask::util::layout::Layout;
@@ -260,34 +261,47 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     )
     .unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
+    let image = Image {
+        kernel: &kernels[0].image,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let mut bed = QemuTestbed::boot(
         spec,
-        (&kernels[0].image, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "t"),
+        None,
     )
     .unwrap();
     // GRO off and on again: ethtool's ioctl path works on pcnet.
-    guest.set_gro(Gro::Off).unwrap();
-    let features = guest.check("ethtool -k lan").unwrap();
+    bed.set_gro(Gro::Off).unwrap();
+    let features = bed
+        .guest("router")
+        .unwrap()
+        .check("ethtool -k lan")
+        .unwrap();
     assert!(
         features.contains("generic-receive-offload: off"),
         "{features}"
     );
-    guest.set_gro(Gro::On).unwrap();
-    guest
-        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
-        .unwrap();
-    let table = guest.conntrack().unwrap();
+    bed.set_gro(Gro::On).unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        1,
+        (scratch.path(), "nat"),
+    )
+    .unwrap();
+    let table = bed.guest("router").unwrap().conntrack().unwrap();
     assert!(
         table.contains(&format!(
             "src={} dst={}",
-            guest::WAN_HOST_IP,
-            guest::GUEST_WAN_IP
+            nat_router::WAN_HOST_IP,
+            nat_router::GUEST_WAN_IP
         )),
         "no masqueraded connection in:\n{table}"
     );
-    drop(guest);
+    drop(bed);
     assert!(Path::new(&kernels[0].image).is_file());
 }

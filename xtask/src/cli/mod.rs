@@ -66,8 +66,9 @@ pub enum Command {
     Lab(LabArgs),
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
     /// make, ccache, patch-only variants, distcc), the runtime lab (`bench
-    /// lab`: boot to ready, per-run overhead), the patch engine and the
-    /// symbol diff against bloat-o-meter (`bench symbols`).
+    /// lab`: boot to ready, per-run overhead), the lab verdict's calibration
+    /// (`bench verdicts`: A/A false positives and power), the patch engine
+    /// and the symbol diff against bloat-o-meter (`bench symbols`).
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
@@ -280,7 +281,7 @@ pub struct LabArgs {
     pub machine: String,
     /// With --lab ssh: the lab file (TOML: the router's interfaces, the
     /// LAN and WAN endpoints on this machine, the image per target; see
-    /// README "Real router over SSH").
+    /// docs/lab-ssh.md).
     #[arg(long, value_name = "FILE")]
     pub lab_file: Option<PathBuf>,
     /// With --lab ssh: measure the kernel the router runs now instead of

@@ -103,24 +103,9 @@ pub fn build_all(
     let backend = KernelTree::new(layout.clone(), kernel_src);
     let plan = build::plan::plan(sh, layout, &backend, &jobs)
         .with_context(|| format!("planning the lab kernels of {}", target.name))?;
-    // The lab's SIGINT/SIGTERM handler only sets a flag: pass it on to the
-    // makes, or a `kill` of this process alone would wait for the builds.
-    let control = options.control.clone();
-    let building = std::sync::atomic::AtomicBool::new(true);
-    let outcomes = std::thread::scope(|s| {
-        s.spawn(|| {
-            while building.load(std::sync::atomic::Ordering::SeqCst) {
-                if super::process::interrupted() {
-                    control.stop();
-                    break;
-                }
-                std::thread::sleep(super::process::POLL);
-            }
-        });
-        let outcomes = build::run(sh, layout, &backend, &plan, options);
-        building.store(false, std::sync::atomic::Ordering::SeqCst);
-        outcomes
-    });
+    // The makes stop on SIGINT/SIGTERM: their run's token is the lab's
+    // (crate::util::cancel).
+    let outcomes = build::run(sh, layout, &backend, &plan, options);
     let results: Vec<BuildResult> = outcomes
         .with_context(|| format!("building the lab kernels of {}", target.name))?
         .into_iter()

@@ -13,6 +13,12 @@
 //! package names, the init script and ruleset. A cached archive is reused
 //! without network access; its manifest lists the packages' versions and
 //! sha256s.
+//!
+//! Each guest boots that archive with its own network setup appended as a
+//! second `newc` archive ([`with_setup`]; the kernel unpacks concatenated
+//! archives in order, Documentation/driver-api/early-userspace/
+//! buffer-format.rst), so that a new topology never rebuilds the guest's
+//! programs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -169,4 +175,80 @@ pub fn pack(root: &Path, archive: &Path) -> Result<u64> {
     let bytes = writer.finish()?;
     write_atomic(archive, &bytes)?;
     Ok(bytes.len() as u64)
+}
+
+/// The initramfs `base` with `setup` (a guest's generated network setup,
+/// [`guest::setup_script`]) as [`guest::NET_SETUP`], for QEMU's
+/// `-initrd`: `base`'s bytes followed by a small archive of that one file.
+/// Cached next to `base` as `<base>-net-<key>.cpio`, the key the sha256 of
+/// `base`'s sha256 and `setup`, written atomically once.
+pub fn with_setup(base: &Initramfs, setup: &str) -> Result<PathBuf> {
+    let mut h = Sha256::new();
+    h.update(base.sha256.as_bytes());
+    h.update([0]);
+    h.update(setup.as_bytes());
+    let key = hex::encode(h.finalize());
+    let stem = base
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let path = base
+        .path
+        .with_file_name(format!("{stem}-net-{}.cpio", &key[..16]));
+    let mut overlay = cpio::Writer::new(Vec::new());
+    overlay.dir("etc", 0o755)?;
+    overlay.file(&guest::NET_SETUP[1..], 0o644, setup.as_bytes())?;
+    let overlay = overlay.finish()?;
+    let size = std::fs::metadata(&path).map(|m| m.len()).ok();
+    if size != Some(base.size + overlay.len() as u64) {
+        let mut bytes = std::fs::read(&base.path)
+            .with_context(|| format!("reading {}", base.path.display()))?;
+        anyhow::ensure!(
+            bytes.len() as u64 == base.size && bytes.len() % 4 == 0,
+            "{}: {} bytes, but its manifest says {}",
+            base.path.display(),
+            bytes.len(),
+            base.size
+        );
+        bytes.extend_from_slice(&overlay);
+        write_atomic(&path, &bytes)?;
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_s_setup_follows_the_base_archive() {
+        let dir = tempfile::tempdir().unwrap();
+        let base_path = dir.path().join("mipsel-0123.cpio");
+        let mut w = cpio::Writer::new(Vec::new());
+        w.file("init", 0o755, b"#!/bin/sh\n").unwrap();
+        let bytes = w.finish().unwrap();
+        std::fs::write(&base_path, &bytes).unwrap();
+        let base = Initramfs {
+            sha256: sha256_file(&base_path).unwrap(),
+            size: bytes.len() as u64,
+            path: base_path,
+            arch: "mipsel".into(),
+            packages: Vec::new(),
+            built: Vec::new(),
+            toolchain: Vec::new(),
+        };
+        let a = with_setup(&base, "xl_nic lan 52:54:00:12:34:01\n").unwrap();
+        let joined = std::fs::read(&a).unwrap();
+        assert!(joined.starts_with(&bytes));
+        let tail = String::from_utf8_lossy(&joined[bytes.len()..]).into_owned();
+        assert!(tail.starts_with("070701"), "{tail}");
+        assert!(tail.contains("etc/xl-net.sh\0"), "{tail}");
+        assert!(tail.contains("xl_nic lan 52:54:00:12:34:01\n"), "{tail}");
+        assert_eq!(
+            with_setup(&base, "xl_nic lan 52:54:00:12:34:01\n").unwrap(),
+            a
+        );
+        assert_ne!(with_setup(&base, "other").unwrap(), a);
+    }
 }
