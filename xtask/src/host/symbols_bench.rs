@@ -277,3 +277,37 @@ fn load_average() -> String {
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "unknown".to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nm_wrapper_takes_only_a_plain_cross_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = filtering_prefix(dir.path(), "arm-linux-gnueabi-").unwrap();
+        assert_eq!(
+            prefix,
+            format!("{}/arm-linux-gnueabi-", dir.path().display())
+        );
+        let script = std::fs::read_to_string(dir.path().join("arm-linux-gnueabi-nm")).unwrap();
+        assert!(script.contains("\"arm-linux-gnueabi-nm\" \"$@\" | awk 'NF != 2'"));
+        for bad in ["../x-", "a b-", "x$(id)-", "a\"-"] {
+            assert!(filtering_prefix(dir.path(), bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn children_cpu_time_grows_with_a_waited_for_child() {
+        let before = children_cpu_ticks().unwrap();
+        // A child that burns some CPU: sha256 of this test executable
+        // (tens of MB).
+        let status = Command::new("sha256sum")
+            .arg(std::env::current_exe().unwrap())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(children_cpu_ticks().unwrap() > before);
+    }
+}
