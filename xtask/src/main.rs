@@ -82,6 +82,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Build(args)) => {
             build::bench::run(&sh, &layout, &args.request()).map(drop)
         }
+        Command::Bench(BenchCommand::Symbols(args)) => {
+            host::symbols_bench::run(&sh, &layout, &args.request()).map(drop)
+        }
         Command::Bench(BenchCommand::Lab(args)) => {
             lab::bench::run(&sh, &layout, &args.request()).map(drop)
         }

@@ -340,7 +340,9 @@ fn a_kernel_that_does_not_boot_is_a_clear_error() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    lab::check_host_tools(spec).unwrap();
+    if !gate::Needs::new().check(lab::check_host_tools(spec)).met() {
+        return;
+    }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let bogus = scratch.path().join("vmlinux");

@@ -67,8 +67,8 @@ pub enum Command {
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
     /// make, ccache, patch-only variants, distcc), the runtime lab (`bench
     /// lab`: boot to ready, per-run overhead), the lab verdict's calibration
-    /// (`bench verdicts`: A/A false positives and power) and the patch
-    /// engine.
+    /// (`bench verdicts`: A/A false positives and power), the patch engine
+    /// and the symbol diff against bloat-o-meter (`bench symbols`).
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
