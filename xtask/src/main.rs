@@ -95,6 +95,7 @@ fn run(cli: Cli) -> Result<()> {
             cli::LabMode::Forwarding(request) => lab::command(&sh, &layout, &request),
             cli::LabMode::Host(request) => lab::host::command(&layout, &request),
         },
+        Command::Experiment(args) => xtask::experiment::command(&sh, &layout, &args.request()),
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &args.layout(&layout),
