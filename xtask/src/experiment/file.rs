@@ -74,7 +74,6 @@ struct RawLab {
     directions: Option<Spanned<String>>,
     control: Option<bool>,
     model: Option<Spanned<String>>,
-    side_by_side: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -168,10 +167,6 @@ pub struct LabSpec {
     pub control: bool,
     /// The model counted alongside.
     pub model: Model,
-    /// Run the targets' labs at the same time (only with the cache model,
-    /// whose counts do not depend on load; Mbit/s is then marked as
-    /// measured under concurrency).
-    pub side_by_side: bool,
 }
 
 /// Where and how the report is written.
@@ -225,7 +220,7 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             .span()
             .map_or(String::new(), |s| format!(":{}", line_of(text, &s)));
         anyhow::anyhow!(
-            "{}{at}: {} — see experiments/README or docs for the keys",
+            "{}{at}: {} (the file's keys: docs/incoming/experiments.md)",
             file.display(),
             e.message().trim_end()
         )
@@ -502,7 +497,6 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
         directions,
         control: l.control.unwrap_or(true),
         model,
-        side_by_side: l.side_by_side.unwrap_or(false),
     })
 }
 

@@ -216,7 +216,7 @@ impl Plan {
         }
         out.push_str("report:\n");
         for (format, path) in &self.reports {
-            out.push_str(&format!("  {format:<8} {}\n", path.display()));
+            out.push_str(&format!("  {:<8} {}\n", format.name(), path.display()));
         }
         out
     }
