@@ -101,6 +101,7 @@ fn run(cli: Cli) -> Result<()> {
                 lab::known_answer::command(&sh, &layout, &request).map(drop)
             }
         },
+        Command::Experiment(args) => xtask::experiment::command(&sh, &layout, &args.request()),
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &args.layout(&layout),

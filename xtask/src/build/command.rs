@@ -61,14 +61,46 @@ pub struct BuildRequest {
 /// Errors: unknown target or variant names (with the known ones), anything
 /// preflight finds (each problem listed), the first failing build.
 pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
-    let openwrt_layout;
+    let planned = plan(sh, layout, request)?;
+    if request.mode == Mode::DryRun {
+        print!("{}", describe_plan(&planned.layout, &planned.jobs));
+        return Ok(());
+    }
+    build(sh, &planned, request)
+}
+
+/// A checked plan of a [`BuildRequest`]: every job with its build key,
+/// the layout its results go to (OpenWrt mode's with `--openwrt`) and
+/// the backend that builds them.
+pub struct Planned {
+    /// Where the results go.
+    pub layout: Layout,
+    /// Every job, in order.
+    pub jobs: Vec<PlannedJob>,
+    backend: Box<dyn Backend>,
+}
+
+impl Planned {
+    /// The jobs whose result.json already has their build key.
+    pub fn up_to_date(&self) -> Vec<&PlannedJob> {
+        self.jobs
+            .iter()
+            .filter(|p| status(&self.layout, p).0 == UP_TO_DATE)
+            .collect()
+    }
+}
+
+/// Selects targets × variants of `request`, checks (preflight) and plans
+/// every job; builds nothing.
+///
+/// Errors: unknown target or variant names (with the known ones), missing
+/// ccache or distcc for [`Mode::Build`], anything preflight finds.
+pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Planned> {
     let layout = match &request.openwrt {
-        Some(_) => {
-            openwrt_layout = layout.openwrt_mode();
-            &openwrt_layout
-        }
-        None => layout,
+        Some(_) => layout.openwrt_mode(),
+        None => layout.clone(),
     };
+    let layout = &layout;
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let chosen = targets::select(&all_targets, &request.targets)?;
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
@@ -108,12 +140,20 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         )?),
         None => Box::new(KernelTree::new(layout.clone(), request.kernel_src.clone())),
     };
-    let backend = backend.as_ref();
-    let plan = plan::plan(sh, layout, backend, &jobs)?;
-    if request.mode == Mode::DryRun {
-        print!("{}", describe_plan(layout, &plan));
-        return Ok(());
-    }
+    let jobs = plan::plan(sh, layout, backend.as_ref(), &jobs)?;
+    Ok(Planned {
+        layout: layout.clone(),
+        jobs,
+        backend,
+    })
+}
+
+/// Builds every job of `planned` that is not up to date (all of them
+/// with [`Rebuild::Always`]), side by side within `request.jobs`.
+///
+/// Errors: the first failing build.
+pub fn build(sh: &Shell, planned: &Planned, request: &BuildRequest) -> Result<()> {
+    let layout = &planned.layout;
     // A killed `results merge` left its staging directories among the
     // results this run writes.
     crate::results::archive::place::remove_stale(layout)?;
@@ -131,7 +171,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         distcc: request.distcc.clone(),
         control,
     };
-    let outcomes = super::run(sh, layout, backend, &plan, options)?;
+    let outcomes = super::run(sh, layout, planned.backend.as_ref(), &planned.jobs, options)?;
     println!(
         "{} job(s) done; results in {}",
         outcomes.len(),
@@ -149,26 +189,36 @@ pub fn describe_plan(layout: &Layout, plan: &[PlannedJob]) -> String {
     let mut out = String::new();
     let mut notes = String::new();
     for planned in plan {
-        let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
-        let status = match crate::results::BuildResult::read(&dir) {
-            _ if planned.inputs.source.sha256.is_none() => "build (tree source: always rebuilt)",
-            Ok(r) if planned.is_up_to_date(&r) => "up to date",
-            Ok(_) => "build (inputs changed)",
-            Err(e) if crate::util::fs::is_not_found(&e) => "build (no result)",
-            Err(e) => {
-                notes.push_str(&format!("note: {e:#}\n"));
-                "build (result.json unreadable)"
-            }
-        };
+        let (status, note) = status(layout, planned);
+        if let Some(note) = note {
+            notes.push_str(&format!("note: {note}\n"));
+        }
         out.push_str(&format!(
             "{:<32} {}  {status}\n",
             planned.job.label(),
-            planned.key
+            planned.key,
         ));
     }
     out + &notes
 }
 
+const UP_TO_DATE: &str = "up to date";
+
+/// `up to date`, `build (no result)`, `build (inputs changed)`, `build
+/// (result.json unreadable)` (with what is wrong with it) or `build (tree
+/// source: always rebuilt)`.
+fn status(layout: &Layout, planned: &PlannedJob) -> (&'static str, Option<String>) {
+    let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
+    match crate::results::BuildResult::read(&dir) {
+        _ if planned.inputs.source.sha256.is_none() => {
+            ("build (tree source: always rebuilt)", None)
+        }
+        Ok(r) if planned.is_up_to_date(&r) => (UP_TO_DATE, None),
+        Ok(_) => ("build (inputs changed)", None),
+        Err(e) if crate::util::fs::is_not_found(&e) => ("build (no result)", None),
+        Err(e) => ("build (result.json unreadable)", Some(format!("{e:#}"))),
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;

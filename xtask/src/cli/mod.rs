@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod experiment;
 mod patches;
 pub use bench::BenchCommand;
+pub use experiment::ExperimentArgs;
 pub use patches::{changed_files, until, PatchesCommand};
 use xtask::build;
 use xtask::measure::bloat;
@@ -71,6 +73,12 @@ pub enum Command {
     /// and the symbol diff against bloat-o-meter (`bench symbols`).
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run an experiment file (experiments/<name>.toml: targets, variants,
+    /// mode, lab, report): prints the plan, builds every target side by
+    /// side within -j, runs each lab, writes the report. Run again after a
+    /// crash to resume: finished builds are up to date, finished lab runs
+    /// kept.
+    Experiment(ExperimentArgs),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
     /// `cargo test --workspace`.
