@@ -195,11 +195,22 @@ fn known_answers_take_only_a_qemu_target() {
                 "--variant",
                 "baseline",
             ][..],
-            "leave out --lab, --variant and --build-only",
+            "leave out --lab, --variant, --build-only, --topology and --nic",
         ),
         (
             &["lab", "--target", "brcm47xx", "--json", "x.json"][..],
             "--json is for --known-answers",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--known-answers",
+                "--topology",
+                "loopback",
+            ][..],
+            "leave out --lab, --variant, --build-only, --topology and --nic",
         ),
     ] {
         let out = xtask(args);
@@ -207,20 +218,6 @@ fn known_answers_take_only_a_qemu_target() {
         assert!(!out.status.success(), "{args:?}: {stderr}");
         assert!(stderr.contains(words), "{args:?}: {stderr}");
     }
-}
-
-/// `--topology` names one of the lab's topologies, before anything is
-/// built.
-#[test]
-fn an_unknown_topology_is_refused_naming_the_known_ones() {
-    let out = xtask(&["lab", "--target", "brcm47xx", "--topology", "ring"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        stderr.contains("unknown topology \"ring\"; the lab knows nat-router, mesh, mesh-bridged"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("building"), "{stderr}");
 }
 
 /// `--nic` picks one of the NICs the target's lab kernel drives ([lab]
@@ -236,6 +233,92 @@ fn a_nic_the_lab_kernel_does_not_drive_is_refused() {
         (
             &["lab", "--lab", "host", "--nic", "pcnet"][..],
             "--nic is for the forwarding lab",
+        ),
+    ] {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("building"), "{args:?}: {stderr}");
+    }
+}
+
+/// `--topology` names one the lab knows, and the loopback topology's
+/// tbench takes no forwarding options (and forwarding no `--clients`);
+/// each refusal comes before anything is built.
+#[test]
+fn a_topology_and_its_options_are_checked_before_building() {
+    for (args, says) in [
+        (
+            &["lab", "--target", "brcm47xx", "--topology", "ring"][..],
+            "unknown topology \"ring\"; the lab knows nat-router, loopback, mesh, mesh-bridged",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--gro",
+                "on",
+            ][..],
+            "--gro is for forwarding through the router; --topology loopback runs tbench",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--nic",
+                "pcnet",
+            ][..],
+            "--nic is for forwarding through the router",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "-P",
+                "8",
+            ][..],
+            "--parallel is for forwarding through the router",
+        ),
+        (
+            &["lab", "--target", "brcm47xx", "--clients", "4"][..],
+            "--clients is for --lab host and --topology loopback",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--clients",
+                "0",
+            ][..],
+            "--clients 0: tbench inside a guest runs 1 to 64 clients",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--cache-model",
+            ][..],
+            "the loopback topology forwards nothing",
+        ),
+        (
+            &["lab", "--lab", "host", "--topology", "loopback"][..],
+            "--topology is for the forwarding lab",
         ),
     ] {
         let out = xtask(args);

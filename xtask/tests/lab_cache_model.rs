@@ -352,7 +352,8 @@ fn the_lab_reads_the_model_around_each_run() {
         machine: lab::Machine::Qemu,
         cache_model: true,
         nic: None,
-        topology: "nat-router".to_string(),
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
         iperf: Default::default(),
     };
     let dir = lab::run(&sh, &layout, &request)

@@ -347,7 +347,8 @@ fn a_namespace_router_over_ssh_without_flashing() {
         }),
         cache_model: false,
         nic: None,
-        topology: "nat-router".to_string(),
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
         iperf: Default::default(),
     };
     let started = Instant::now();
@@ -469,7 +470,8 @@ fn flashing_needs_a_build_and_an_image() {
         }),
         cache_model: false,
         nic: None,
-        topology: "nat-router".to_string(),
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
         iperf: Default::default(),
     };
     let sh = Shell::new().unwrap();

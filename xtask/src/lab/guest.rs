@@ -59,7 +59,19 @@ xl_nic() {{
 }}
 [ -f {NET_SETUP} ] || fail "no network setup {NET_SETUP} in the initramfs"
 . {NET_SETUP}
-# The NICs' devices, for the sampling script: e1000 and pcnet32 name
+{nic_devices}echo "{READY} $(cut -d' ' -f1 /proc/uptime)"
+exec sh
+"#,
+        nic_devices = nic_devices_script()
+    )
+}
+
+/// The part of `/init` that writes [`NIC_IRQS`]: a line `<interface>
+/// <device>` per interface with a device (`lan virtio1`); none for `lo`,
+/// bridges or `bat0`, and an empty file in a guest without NICs.
+fn nic_devices_script() -> String {
+    format!(
+        r#"# The NICs' devices, for the sampling script: e1000 and pcnet32 name
 # their line in /proc/interrupts after the interface, virtio-net after
 # its virtio device (virtio0, virtio1). Interfaces without a device
 # (lo, bridges, bat0) have no line; `if`, not `&&`, so that the loop's
@@ -68,8 +80,6 @@ xl_nic() {{
 for d in /sys/class/net/*; do
   if t=$(readlink $d/device); then echo "${{d##*/}} ${{t##*/}}"; fi
 done > {NIC_IRQS} || fail "writing {NIC_IRQS}"
-echo "{READY} $(cut -d' ' -f1 /proc/uptime)"
-exec sh
 "#
     )
 }
@@ -249,6 +259,41 @@ pub fn install(root: &Path) -> Result<()> {
 mod tests {
     use super::*;
     use crate::lab::sample::GuestSample;
+
+    /// Runs `/init`'s [`NIC_IRQS`] part with the host's `sh` on a made-up
+    /// `/sys/class/net`: a virtio NIC, and `lo` alone (the loopback
+    /// topology's guest), which must not fail `/init`.
+    #[test]
+    fn init_lists_the_nics_devices_and_nothing_for_lo() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().display().to_string();
+        let net = dir.path().join("sys/class/net");
+        let run = |expected: &str| {
+            let script = nic_devices_script()
+                .replace("/sys/class/net/", &format!("{root}/sys/class/net/"))
+                .replace(NIC_IRQS, &format!("{root}{NIC_IRQS}"));
+            let out = std::process::Command::new("sh")
+                .args([
+                    "-c",
+                    &format!("fail() {{ echo FAILED $*; exit 1; }}\n{script}"),
+                ])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let written = std::fs::read_to_string(format!("{root}{NIC_IRQS}")).unwrap();
+            assert_eq!(written, expected);
+        };
+        std::fs::create_dir_all(dir.path().join("run")).unwrap();
+        std::fs::create_dir_all(net.join("lo")).unwrap();
+        run("");
+        let device = dir
+            .path()
+            .join("sys/devices/platform/a000000.virtio_mmio/virtio1");
+        std::fs::create_dir_all(&device).unwrap();
+        std::fs::create_dir_all(net.join("lan")).unwrap();
+        std::os::unix::fs::symlink(&device, net.join("lan/device")).unwrap();
+        run("lan virtio1\n");
+    }
 
     /// Runs the sampling script with the host's `sh` and `awk` on a made-up
     /// `/proc`, `/sys` and `/run` under a temporary root: vexpress-a9's

@@ -40,6 +40,7 @@ pub mod console;
 pub mod cpio;
 pub mod forwarding;
 pub mod guest;
+pub mod guest_tbench;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
@@ -176,9 +177,12 @@ pub struct LabRequest {
     /// QEMU only): one of its `other_nics`.
     pub nic: Option<String>,
     /// The QEMU lab's topology by name (`--topology`; [`topology::NAMES`]):
-    /// `nat-router`, or `mesh`, which adds the reference arm
-    /// `<base>~mesh-bridged` (the routers without batman-adv).
+    /// `nat-router` (forwarding), `loopback` (tbench inside the guest), or
+    /// `mesh`, which adds the reference arm `<base>~mesh-bridged` (the
+    /// routers without batman-adv).
     pub topology: String,
+    /// tbench's clients in the `loopback` topology (`--clients`).
+    pub tbench_clients: u32,
     /// iperf3's streams and MSS (`--parallel`, `--set-mss`).
     pub iperf: crate::results::lab::IperfOptions,
 }
@@ -336,6 +340,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             request.iperf.check()?;
             if request.nic.is_some() {
                 bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
+            }
+            if request.topology != topology::nat_router::NAME {
+                bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);
             }
             let (plan, mut backend) = ssh::resolve(layout, request, ssh)?;
             orchestrate::run(layout, &plan, &mut backend, mode)

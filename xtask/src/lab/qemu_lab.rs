@@ -12,12 +12,15 @@ use xshell::{cmd, Shell};
 use super::backend::{Backend, Prepared, Up};
 use super::cache_model::{self, CacheModel};
 use super::forwarding::{self, Forwarding};
+use super::guest_tbench::GuestTbench;
 use super::kernel::{self, LabKernel};
 use super::orchestrate::LabPlan;
-use super::record::{Arm, BootRecord, MachineInfo, QemuInfo};
+use super::record::{Arm, BootRecord, MachineInfo, QemuInfo, Settings};
 use super::rootfs::{self, Initramfs};
+use super::runner;
 use super::session::{Image, QemuTestbed};
 use super::topology::{self, Topology};
+use super::workload::Workload;
 use super::{qemu, LabRequest};
 use crate::build::BuildOptions;
 use crate::inputs::lab::LabSpec;
@@ -118,28 +121,16 @@ pub fn resolve<'a>(
     request: &LabRequest,
 ) -> Result<(LabPlan, QemuBackend<'a>)> {
     request.iperf.check()?;
-    let topology = topology::named(&request.topology)?;
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
     let chosen = super::chosen_variants(layout, &request.variants)?;
+    let topology = topology::named(&request.topology)?;
+    let (workload, schedule, settings) = workload(&topology, request, &chosen[0].name)?;
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
-    // The mesh's third column: the same routers without batman-adv.
-    let reference = if topology.name == topology::mesh::NAME {
-        Some(topology::named(topology::mesh::BRIDGED)?)
-    } else {
-        None
-    };
-    // iperf3 from the topology's first endpoint to its second (lan → wan,
-    // lan → far); LabPlan::check refuses a topology without them.
-    let ends: Vec<&str> = topology.endpoints.iter().map(|e| e.name.as_str()).collect();
-    let workload = match ends.as_slice() {
-        [client, server, ..] => Forwarding::between(client, server),
-        _ => Forwarding::lan_to_wan(),
-    }
-    .with_iperf(request.iperf);
+    let reference = reference(&topology)?;
     let plan = LabPlan {
         target: target.name.clone(),
         machine: format!(
@@ -151,12 +142,12 @@ pub fn resolve<'a>(
         ),
         topology: Some(topology.clone()),
         places: (Vec::new(), Vec::new()),
-        workload: Box::new(workload),
+        workload,
         reference: reference.clone(),
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
         control: request.control(),
-        schedule: forwarding::plan(request),
-        settings: forwarding::settings(request, &chosen[0].name),
+        schedule,
+        settings,
     };
     let mut backend = QemuBackend::new(
         (sh, layout),
@@ -176,6 +167,51 @@ pub fn resolve<'a>(
     .with_nic(request.nic.as_deref())?;
     backend.reference = reference;
     Ok((plan, backend))
+}
+
+/// The reference arm's topology of a lab on `topology`: the mesh's third
+/// column, the same routers bridged without batman-adv
+/// (`mesh-bridged`); none for every other topology.
+pub fn reference(topology: &Topology) -> Result<Option<Topology>> {
+    if topology.name == topology::mesh::NAME {
+        return Ok(Some(topology::named(topology::mesh::BRIDGED)?));
+    }
+    Ok(None)
+}
+
+/// What runs on `topology` as `request` asks, with the schedule and
+/// `lab.json`'s settings (`base` the base variant): tbench inside the
+/// guest of the `loopback` topology ([`GuestTbench`], `--clients`), iperf3
+/// from the topology's first endpoint to its second (`lan` → `wan`, `lan`
+/// → `far`) with `--parallel`/`--set-mss` on every other ([`Forwarding`]). Errors: the cache
+/// model on `loopback`, whose figures are per forwarded packet.
+pub fn workload(
+    topology: &Topology,
+    request: &LabRequest,
+    base: &str,
+) -> Result<(Box<dyn Workload>, runner::Plan, Settings)> {
+    if topology.name == topology::loopback::NAME {
+        if request.cache_model {
+            bail!("--cache-model counts per forwarded packet; the loopback topology forwards nothing (drop --cache-model or use --topology nat-router)");
+        }
+        let tbench = GuestTbench::new(topology::loopback::GUEST, request.tbench_clients)?;
+        let schedule = tbench.plan(request.runs, request.duration_seconds);
+        let settings = tbench.settings(&schedule, (base, request.control));
+        return Ok((Box::new(tbench), schedule, settings));
+    }
+    // iperf3 from the topology's first endpoint to its second (lan → wan,
+    // lan → far); LabPlan::check refuses a topology without them.
+    let ends: Vec<&str> = topology.endpoints.iter().map(|e| e.name.as_str()).collect();
+    let forwarding = match ends.as_slice() {
+        [client, server, ..] => Forwarding::between(client, server),
+        _ => Forwarding::lan_to_wan(),
+    }
+    .with_iperf(request.iperf);
+    Ok((
+        Box::new(forwarding),
+        forwarding::plan(request),
+        forwarding::settings(request, base),
+    ))
 }
 
 /// The arms of lab `kernels`, in order: each kernel's variant with its
@@ -323,5 +359,136 @@ impl Backend for QemuBackend<'_> {
             bed: Box::new(bed),
             boot: Some(boot),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::orchestrate::Control;
+    use crate::lab::record::{Condition, Direction, Gro};
+    use crate::lab::{DirectionChoice, GroChoice, Machine};
+    use crate::results::lab::Benchmark;
+
+    fn request(topology: &str) -> LabRequest {
+        LabRequest {
+            target: "brcm47xx".into(),
+            variants: vec!["baseline".into(), "lo-no-tso-gso".into()],
+            runs: 5,
+            duration_seconds: 2,
+            gro: GroChoice::Both,
+            direction: DirectionChoice::Both,
+            control: true,
+            build_only: false,
+            build: BuildOptions::with_jobs(1),
+            kernel_src: None,
+            machine: Machine::Qemu,
+            cache_model: false,
+            nic: None,
+            topology: topology.into(),
+            tbench_clients: 2,
+            iperf: Default::default(),
+        }
+    }
+
+    /// The QEMU lab's plan as `resolve` builds it, without the target's
+    /// tools or kernels.
+    fn plan_of(request: &LabRequest) -> Result<LabPlan> {
+        let topology = topology::named(&request.topology)?;
+        let (workload, schedule, settings) = workload(&topology, request, &request.variants[0])?;
+        Ok(LabPlan {
+            target: request.target.clone(),
+            machine: "QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)".into(),
+            reference: reference(&topology)?,
+            topology: Some(topology),
+            places: (Vec::new(), Vec::new()),
+            workload,
+            variants: request.variants.clone(),
+            control: request.control(),
+            schedule,
+            settings,
+        })
+    }
+
+    #[test]
+    fn the_loopback_topology_runs_tbench_inside_its_guest() {
+        let plan = plan_of(&request(topology::loopback::NAME)).unwrap();
+        plan.check().unwrap();
+        let tbench = Condition::Bench {
+            bench: Benchmark::Tbench { clients: 2 },
+        };
+        assert_eq!(plan.schedule.warmup, tbench);
+        assert_eq!(plan.schedule.conditions, [tbench]);
+        assert_eq!((plan.schedule.runs, plan.schedule.duration_seconds), (5, 2));
+        assert_eq!(plan.settings.benches, [Benchmark::Tbench { clients: 2 }]);
+        assert!(plan.settings.gro.is_empty() && plan.settings.directions.is_empty());
+        assert_eq!(plan.settings.conditions(), [tbench]);
+        assert_eq!(plan.control, Control::Twin);
+        assert_eq!(
+            plan.describe(),
+            "lab plan for brcm47xx:\n\
+             \x20 machine:  QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)\n\
+             \x20 topology: loopback (one guest, no NIC: the workload runs on the variant kernel's own loopback)\n\
+             \x20 workload: tbench, 2 clients, against tbench_srv inside guest router over its own loopback (the variant kernel's), MB/s\n\
+             \x20 arms:     baseline, baseline~control (A/A control), lo-no-tso-gso\n\
+             \x20 session:  warm-up tbench, 2 clients (discarded), then tbench, 2 clients\n\
+             \x20 runs:     5 rounds × 3 arms × 2 runs of 2 s = 30 runs, 1m of traffic\n"
+        );
+    }
+
+    #[test]
+    fn the_nat_router_still_forwards_and_loopback_refuses_the_cache_model() {
+        let plan = plan_of(&request(topology::nat_router::NAME)).unwrap();
+        plan.check().unwrap();
+        assert_eq!(plan.schedule.conditions.len(), 4);
+        assert_eq!(
+            plan.schedule.warmup,
+            Condition::Forward {
+                direction: Direction::LanToWan,
+                gro: Gro::On
+            }
+        );
+        assert!(plan.settings.benches.is_empty());
+        assert!(plan
+            .workload
+            .describe()
+            .starts_with("iperf3 from endpoint lan"));
+
+        let mut cached = request(topology::loopback::NAME);
+        cached.cache_model = true;
+        let err = plan_of(&cached).err().unwrap().to_string();
+        assert!(
+            err.contains("the loopback topology forwards nothing"),
+            "{err}"
+        );
+        let mut none = request(topology::loopback::NAME);
+        none.tbench_clients = 0;
+        assert!(plan_of(&none).is_err());
+    }
+
+    /// The mesh: iperf3 with its options from the LAN endpoint to the far
+    /// one, and the reference arm without batman-adv last.
+    #[test]
+    fn the_mesh_runs_iperf3_lan_to_far_with_its_options_and_a_reference_arm() {
+        let mut mesh = request(topology::mesh::NAME);
+        mesh.iperf = crate::results::lab::IperfOptions {
+            parallel: 8,
+            mss: Some(536),
+        };
+        let plan = plan_of(&mesh).unwrap();
+        plan.check().unwrap();
+        assert_eq!(
+            plan.workload.describe(),
+            "iperf3 -P8 -M 536 from endpoint lan to endpoint far through the router (-R for FAR to LAN), GRO switched per run"
+        );
+        assert_eq!(plan.settings.iperf3, mesh.iperf);
+        assert_eq!(
+            plan.arm_names().last().map(String::as_str),
+            Some("baseline~mesh-bridged")
+        );
+        assert!(plan_of(&request(topology::nat_router::NAME))
+            .unwrap()
+            .reference
+            .is_none());
     }
 }

@@ -103,7 +103,11 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
     let out_dir = lab_dir.join("initramfs");
     let archive = out_dir.join(format!("{arch}-{}.cpio", &key[..16]));
     let manifest = archive.with_extension("json");
-    if let Ok(text) = std::fs::read_to_string(&manifest) {
+    let limit = crate::util::fs::FileLimit {
+        what: "initramfs manifest",
+        max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+    };
+    if let Ok(text) = crate::util::fs::read_limited(&manifest, limit, "") {
         if let Ok(found) = serde_json::from_str::<Initramfs>(&text) {
             if archive.is_file() && sha256_file(&archive)? == found.sha256 {
                 return Ok(found);

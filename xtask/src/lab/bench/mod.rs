@@ -119,7 +119,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         machine: Machine::Qemu,
         cache_model: request.cache_model,
         nic: None,
-        topology: "nat-router".to_string(),
+        topology: super::topology::nat_router::NAME.to_string(),
+        tbench_clients: super::guest_tbench::DEFAULT_CLIENTS,
         iperf: Default::default(),
     };
     let topology = topology::named(topology::nat_router::NAME)?;

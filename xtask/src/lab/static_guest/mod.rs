@@ -193,7 +193,11 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
         .join("initramfs")
         .join(format!("{arch}-static-{}.cpio", &key[..16]));
     let manifest = archive.with_extension("json");
-    if let Ok(text) = std::fs::read_to_string(&manifest) {
+    let limit = crate::util::fs::FileLimit {
+        what: "initramfs manifest",
+        max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+    };
+    if let Ok(text) = crate::util::fs::read_limited(&manifest, limit, "") {
         if let Ok(found) = serde_json::from_str::<Initramfs>(&text) {
             if archive.is_file() && sha256_file(&archive)? == found.sha256 {
                 return Ok(found);

@@ -23,6 +23,7 @@
 //! [`nat_router`]), and its name in [`named`]. `docs/incoming/seams.md`
 //! has the walk-through.
 
+pub mod loopback;
 pub mod mesh;
 pub mod nat_router;
 pub mod plan;
@@ -38,12 +39,13 @@ use anyhow::{bail, Result};
 use super::net::{Cidr, Mac};
 
 /// The topologies the lab knows, by name.
-pub const NAMES: &[&str] = &[nat_router::NAME, mesh::NAME, mesh::BRIDGED];
+pub const NAMES: &[&str] = &[nat_router::NAME, loopback::NAME, mesh::NAME, mesh::BRIDGED];
 
 /// The topology called `name`, or an error naming the known ones.
 pub fn named(name: &str) -> Result<Topology> {
     let topology = match name {
         nat_router::NAME => nat_router::topology(),
+        loopback::NAME => loopback::topology(),
         mesh::NAME => mesh::topology(mesh::ROUTERS, mesh::Mesh::Batman),
         mesh::BRIDGED => mesh::topology(mesh::ROUTERS, mesh::Mesh::Bridged),
         _ => bail!(
@@ -78,7 +80,7 @@ pub struct Topology {
 }
 
 /// One QEMU machine of a topology.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Guest {
     /// Its name (`router`, `r1`): short, lowercase.
     pub name: String,
@@ -459,10 +461,9 @@ mod tests {
         let good = nat_router::topology();
         good.check().unwrap();
         assert_eq!(named("nat-router").unwrap(), good);
-        assert!(named("ring")
-            .unwrap_err()
-            .to_string()
-            .contains("unknown topology \"ring\"; the lab knows nat-router, mesh, mesh-bridged"));
+        assert!(named("ring").unwrap_err().to_string().contains(
+            "unknown topology \"ring\"; the lab knows nat-router, loopback, mesh, mesh-bridged"
+        ));
 
         let mut t = good.clone();
         t.guests[0].nics[1].mac = t.guests[0].nics[0].mac;
