@@ -156,6 +156,18 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
             &["bench", "lab", "--target", "brcm47xx", "--duration", "0"][..],
             "not in 1..=3600",
         ),
+        (
+            &["lab", "--target", "brcm47xx", "-P", "0"][..],
+            "not in 1..=128",
+        ),
+        (
+            &["lab", "--target", "brcm47xx", "--set-mss", "87"][..],
+            "not in 88..=9216",
+        ),
+        (
+            &["lab", "--lab", "host", "--parallel", "8"][..],
+            "--parallel is for the forwarding lab",
+        ),
     ] {
         let out = xtask(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -239,7 +251,7 @@ fn a_topology_and_its_options_are_checked_before_building() {
     for (args, says) in [
         (
             &["lab", "--target", "brcm47xx", "--topology", "ring"][..],
-            "unknown topology \"ring\"; the lab knows nat-router, loopback",
+            "unknown topology \"ring\"; the lab knows nat-router, loopback, mesh, mesh-bridged",
         ),
         (
             &[
@@ -264,6 +276,18 @@ fn a_topology_and_its_options_are_checked_before_building() {
                 "pcnet",
             ][..],
             "--nic is for forwarding through the router",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "-P",
+                "8",
+            ][..],
+            "--parallel is for forwarding through the router",
         ),
         (
             &["lab", "--target", "brcm47xx", "--clients", "4"][..],

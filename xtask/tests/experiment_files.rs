@@ -81,8 +81,7 @@ fn an_accepted_file_reads_into_the_experiment() {
 }
 
 /// The project's experiments load; one whose topology the lab does not
-/// register yet (the mesh, the loopback guest: other branches) is
-/// refused for exactly that, naming the file and line.
+/// register is refused for exactly that, naming the file and line.
 #[test]
 fn the_project_s_experiment_files_load() {
     let layout = Layout::from_manifest_dir();
@@ -113,4 +112,19 @@ fn the_project_s_experiment_files_load() {
         }
     }
     assert_eq!(seen, 3, "the three experiments in {}", dir.display());
+}
+
+/// The batman-adv experiment runs on the mesh with the original report's
+/// iperf3 options: 8 streams, MSS 536 (`iperf -P8 -M 536`).
+#[test]
+fn the_mesh_experiment_asks_iperf3_for_8_streams_of_mss_536() {
+    let layout = Layout::from_manifest_dir();
+    let path = layout.root().join("experiments/batman-adv-deinline.toml");
+    let lab = file::load(&layout, &path).unwrap().lab.unwrap();
+    assert_eq!(lab.topology, topology::mesh::NAME);
+    assert_eq!(lab.workload.describe(), "iperf3 -P8 -M 536 lan → far");
+    let file::WorkloadSpec::Iperf3 { iperf, .. } = lab.workload else {
+        panic!("iperf3");
+    };
+    assert_eq!((iperf.parallel, iperf.mss), (8, Some(536)));
 }

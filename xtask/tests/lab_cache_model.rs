@@ -354,6 +354,7 @@ fn the_lab_reads_the_model_around_each_run() {
         nic: None,
         topology: xtask::lab::topology::nat_router::NAME.to_string(),
         tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
+        iperf: Default::default(),
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

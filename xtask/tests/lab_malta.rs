@@ -97,6 +97,7 @@ fn malta_router_forwards_through_masquerade() {
         nic: None,
         topology: xtask::lab::topology::nat_router::NAME.to_string(),
         tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
+        iperf: Default::default(),
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

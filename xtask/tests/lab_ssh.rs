@@ -349,6 +349,7 @@ fn a_namespace_router_over_ssh_without_flashing() {
         nic: None,
         topology: xtask::lab::topology::nat_router::NAME.to_string(),
         tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
+        iperf: Default::default(),
     };
     let started = Instant::now();
     let sh = Shell::new().unwrap();
@@ -471,6 +472,7 @@ fn flashing_needs_a_build_and_an_image() {
         nic: None,
         topology: xtask::lab::topology::nat_router::NAME.to_string(),
         tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
+        iperf: Default::default(),
     };
     let sh = Shell::new().unwrap();
     let err = |variants: &[&str]| {

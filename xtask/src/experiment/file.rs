@@ -12,7 +12,9 @@
 //!
 //! [lab]                             # optional: sizes only without it
 //! topology = "nat-router"           # lab::topology::NAMES
-//! workload = "iperf3"               # iperf3 (from, to) | tbench (guest, clients)
+//! workload = "iperf3"               # iperf3 (from, to, parallel, mss) | tbench (guest, clients)
+//! # parallel = 8                    # iperf3 -P, 1 to 128 (default 1)
+//! # mss = 536                       # iperf3 --set-mss in bytes, 88 to 9216
 //! runs = 10                         # rounds
 //! duration = 10                     # seconds per run
 //! gro = "both"                      # on | off | both (iperf3)
@@ -42,6 +44,7 @@ use crate::lab::topology;
 use crate::lab::workload::Place;
 use crate::lab::{DirectionChoice, GroChoice};
 use crate::report::Format;
+use crate::results::lab::IperfOptions;
 use crate::util::layout::Layout;
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +70,8 @@ struct RawLab {
     to: Option<Spanned<String>>,
     guest: Option<Spanned<String>>,
     clients: Option<Spanned<u32>>,
+    parallel: Option<Spanned<u32>>,
+    mss: Option<Spanned<u32>>,
     targets: Option<Vec<Spanned<String>>>,
     runs: Option<Spanned<u32>>,
     duration: Option<Spanned<u32>>,
@@ -103,6 +108,8 @@ pub enum WorkloadSpec {
         from: String,
         /// The server's endpoint (`wan`; the mesh's `far`).
         to: String,
+        /// iperf3's streams and MSS (`parallel`, `mss`; `lab -P`, `-M`).
+        iperf: IperfOptions,
     },
     /// tbench inside guest `guest`, over its own loopback.
     Tbench {
@@ -117,17 +124,21 @@ impl WorkloadSpec {
     /// The places it runs programs in.
     pub fn places(&self) -> Vec<Place> {
         match self {
-            WorkloadSpec::Iperf3 { from, to } => {
+            WorkloadSpec::Iperf3 { from, to, .. } => {
                 vec![Place::Endpoint(from.clone()), Place::Endpoint(to.clone())]
             }
             WorkloadSpec::Tbench { guest, .. } => vec![Place::Guest(guest.clone())],
         }
     }
 
-    /// `iperf3 lan → wan`, `tbench in router, 2 clients`.
+    /// `iperf3 lan → wan`, `iperf3 -P8 -M 536 lan → far`, `tbench in
+    /// guest router, 2 clients`.
     pub fn describe(&self) -> String {
         match self {
-            WorkloadSpec::Iperf3 { from, to } => format!("iperf3 {from} → {to}"),
+            WorkloadSpec::Iperf3 { from, to, iperf } => match iperf.describe() {
+                o if o.is_empty() => format!("iperf3 {from} → {to}"),
+                o => format!("iperf3 {o} {from} → {to}"),
+            },
             WorkloadSpec::Tbench { guest, clients } => {
                 format!("tbench in guest {guest}, {clients} clients")
             }
@@ -350,7 +361,24 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
             if let Some(c) = &l.clients {
                 bail!("{}: clients is for workload = \"tbench\"", at(c.span()));
             }
+            let iperf = IperfOptions {
+                parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
+                mss: l.mss.as_ref().map(|m| *m.get_ref()),
+            };
+            if let Err(e) = iperf.check() {
+                let span = match e.to_string().starts_with("--parallel") {
+                    true => l.parallel.as_ref().map(|p| p.span()),
+                    false => l.mss.as_ref().map(|m| m.span()),
+                };
+                let e = e.to_string().replacen("--set-mss", "mss =", 1);
+                bail!(
+                    "{}: {}",
+                    at(span.unwrap_or_default()),
+                    e.replacen("--parallel", "parallel =", 1)
+                );
+            }
             WorkloadSpec::Iperf3 {
+                iperf,
                 from: l
                     .from
                     .as_ref()
@@ -366,6 +394,12 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
             {
                 bail!(
                     "{}: from, to, gro and directions are for workload = \"iperf3\" through a router; tbench runs inside one guest (guest, clients)",
+                    at(k.span())
+                );
+            }
+            if let Some(k) = [&l.parallel, &l.mss].into_iter().flatten().next() {
+                bail!(
+                    "{}: parallel and mss are iperf3's options (workload = \"iperf3\"); tbench takes clients",
                     at(k.span())
                 );
             }

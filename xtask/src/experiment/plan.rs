@@ -96,18 +96,23 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
     let mut labs = Vec::new();
     if let Some(spec) = &experiment.lab {
         for target in &spec.targets {
-            // What `lab` runs today: nat-router with iperf3 LAN to WAN
-            // (`-R` for the other direction), and tbench inside the
-            // loopback topology's one guest.
+            // What `lab` runs today: iperf3 from the topology's first
+            // endpoint to its second (`-R` for the other direction):
+            // nat-router's LAN to WAN, the mesh's (and its bridged
+            // reference's) LAN to far; and tbench inside the loopback
+            // topology's one guest.
             let runnable = match &spec.workload {
-                WorkloadSpec::Iperf3 { from, to } => {
-                    spec.topology == topology::nat_router::NAME && from == "lan" && to == "wan"
+                WorkloadSpec::Iperf3 { from, to, .. } => {
+                    let ends = topology::named(&spec.topology)?.endpoints;
+                    let forwards = spec.topology != topology::loopback::NAME;
+                    forwards && ends.len() >= 2 && from == &ends[0].name && to == &ends[1].name
                 }
                 WorkloadSpec::Tbench { guest, .. } => {
                     spec.topology == topology::loopback::NAME && guest == topology::loopback::GUEST
                 }
             };
-            let arms = experiment.variants.len() as u64 + u64::from(spec.control);
+            let reference = u64::from(spec.topology == topology::mesh::NAME);
+            let arms = experiment.variants.len() as u64 + u64::from(spec.control) + reference;
             let boots = u64::from(spec.runs) * arms;
             let per_session = match spec.workload {
                 WorkloadSpec::Iperf3 { .. } => {
@@ -122,8 +127,8 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
                     request: None,
                     text: format!(
                         "lab plan for {target}:\n  topology: {} (registered), workload: {}\n  \
-                         not runnable yet: the QEMU lab runs nat-router with iperf3 lan → wan \
-                         and loopback with tbench in its guest\n",
+                         not runnable yet: the QEMU lab runs iperf3 lan → wan on nat-router, \
+                         lan → far on mesh and mesh-bridged, and tbench in loopback's guest\n",
                         spec.topology,
                         spec.workload.describe()
                     ),
@@ -149,6 +154,10 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
                 tbench_clients: match spec.workload {
                     WorkloadSpec::Tbench { clients, .. } => clients,
                     WorkloadSpec::Iperf3 { .. } => crate::lab::guest_tbench::DEFAULT_CLIENTS,
+                },
+                iperf: match spec.workload {
+                    WorkloadSpec::Iperf3 { iperf, .. } => iperf,
+                    WorkloadSpec::Tbench { .. } => Default::default(),
                 },
             };
             let (lab_plan, _) = qemu_lab::resolve((sh, layout), &request)?;

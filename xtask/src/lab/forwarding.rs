@@ -25,8 +25,8 @@ use super::LabRequest;
 use crate::results::lab::core_model::mean_frame_bytes;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{
-    CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
-    L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
+    CacheRun, GuestRun, IperfOptions, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT,
+    L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
 };
 use crate::results::now_rfc3339;
 
@@ -38,14 +38,30 @@ pub struct Forwarding {
     pub client: String,
     /// The endpoint iperf3's server runs in (`wan`).
     pub server: String,
+    /// iperf3's streams and MSS.
+    pub iperf: IperfOptions,
 }
 
 impl Forwarding {
-    /// The lab's forwarding workload: from `lan` to `wan`.
+    /// The lab's forwarding workload: from `lan` to `wan`, one stream.
     pub fn lan_to_wan() -> Forwarding {
+        Forwarding::between("lan", "wan")
+    }
+
+    /// From endpoint `client` to endpoint `server`, one stream.
+    pub fn between(client: &str, server: &str) -> Forwarding {
         Forwarding {
-            client: "lan".to_string(),
-            server: "wan".to_string(),
+            client: client.to_string(),
+            server: server.to_string(),
+            iperf: IperfOptions::default(),
+        }
+    }
+
+    /// The same with iperf3's `options` (`-P`, `-M`).
+    pub fn with_iperf(self, options: IperfOptions) -> Forwarding {
+        Forwarding {
+            iperf: options,
+            ..self
         }
     }
 }
@@ -85,14 +101,22 @@ pub fn settings(request: &LabRequest, base: &str) -> Settings {
         base: base.to_string(),
         control: request.control,
         benches: Vec::new(),
+        iperf3: request.iperf,
     }
 }
 
 impl Workload for Forwarding {
     fn describe(&self) -> String {
+        let options = match self.iperf.describe() {
+            o if o.is_empty() => o,
+            o => format!(" {o}"),
+        };
         format!(
-            "iperf3 from endpoint {} to endpoint {} through the router (-R for WAN to LAN), GRO switched per run",
-            self.client, self.server
+            "iperf3{options} from endpoint {} to endpoint {} through the router (-R for {} to {}), GRO switched per run",
+            self.client,
+            self.server,
+            self.server.to_uppercase(),
+            self.client.to_uppercase()
         )
     }
 
@@ -115,7 +139,13 @@ impl Workload for Forwarding {
         let started = now_rfc3339();
         let prefix = format!("run{:03}", run.index);
         let ends = (self.client.as_str(), self.server.as_str());
-        let out = iperf::run(router, ends, direction, run.seconds, (dir, &prefix))?;
+        let out = iperf::run(
+            router,
+            ends,
+            (direction, self.iperf),
+            run.seconds,
+            (dir, &prefix),
+        )?;
         let mut wall_steps = watch.into_steps();
         wall_steps.extend(out.steps.iter().cloned());
         let summary = iperf_summary(&out.client)?;

@@ -74,7 +74,9 @@ fn nic_devices_script() -> String {
         r#"# The NICs' devices, for the sampling script: e1000 and pcnet32 name
 # their line in /proc/interrupts after the interface, virtio-net after
 # its virtio device (virtio0, virtio1). Interfaces without a device
-# (lo, bridges, bat0) have no line.
+# (lo, bridges, bat0) have no line; `if`, not `&&`, so that the loop's
+# status is not that of the last interface's readlink (a mesh router's
+# list ends with a virtual one).
 for d in /sys/class/net/*; do
   if t=$(readlink $d/device); then echo "${{d##*/}} ${{t##*/}}"; fi
 done > {NIC_IRQS} || fail "writing {NIC_IRQS}"
@@ -100,7 +102,33 @@ pub fn setup_script(topology: &str, guest: &topology::Guest) -> String {
         for a in &nic.addresses {
             let _ = writeln!(s, "ip addr add {a} dev {n} || fail \"addressing {n}\"");
         }
+        if let Some(b) = guest.batman.as_ref().filter(|b| b.ports.contains(n)) {
+            let mtu = b.port_mtu;
+            let _ = writeln!(s, "ip link set {n} mtu {mtu} || fail \"MTU {mtu} on {n}\"");
+        }
         let _ = writeln!(s, "ip link set {n} up || fail \"{n} up\"");
+    }
+    if let Some(b) = &guest.batman {
+        let bat = topology::BATMAN_IF;
+        let _ = writeln!(
+            s,
+            "ip link add {bat} type batadv || fail \"batman-adv: {bat}\""
+        );
+        for p in &b.ports {
+            let _ = writeln!(s, "ip link set {p} master {bat} || fail \"{p} into {bat}\"");
+        }
+        let _ = writeln!(s, "ip link set {bat} up || fail \"{bat} up\"");
+    }
+    for br in &guest.bridges {
+        let b = &br.name;
+        let _ = writeln!(s, "ip link add {b} type bridge || fail \"bridge {b}\"");
+        for p in &br.ports {
+            let _ = writeln!(s, "ip link set {p} master {b} || fail \"{p} into {b}\"");
+        }
+        for a in &br.addresses {
+            let _ = writeln!(s, "ip addr add {a} dev {b} || fail \"addressing {b}\"");
+        }
+        let _ = writeln!(s, "ip link set {b} up || fail \"{b} up\"");
     }
     for r in &guest.routes {
         let to = r.to.map_or("default".to_string(), |c| c.to_string());

@@ -97,6 +97,7 @@ impl GuestTbench {
             base: base.to_string(),
             control,
             benches: vec![self.bench()],
+            iperf3: Default::default(),
         }
     }
 
@@ -245,6 +246,7 @@ mod tests {
             control: false,
             kernel: None,
             runtime: None,
+            topology: None,
         }
     }
 

@@ -16,7 +16,7 @@ use super::process::{interrupted, ChildGuard};
 use super::record::Direction;
 use super::sample::{read_json, GuestSample};
 use crate::results::lab::timing::{self, Stopwatch};
-use crate::results::lab::{CacheCounters, WallStep};
+use crate::results::lab::{CacheCounters, IperfOptions, WallStep};
 
 /// For the iperf3 server to listen, and to exit after its one test.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -47,13 +47,14 @@ pub struct RunOutput {
 
 /// One iperf3 run of `seconds` in `direction` through `router`, the
 /// client in endpoint `client` and the server in endpoint `server`
-/// (`--reverse` when the direction is WAN → LAN: the server sends); the
+/// (`--reverse` when the direction is WAN → LAN: the server sends) with
+/// iperf3's `options` (`--parallel`, `--set-mss`); the
 /// reports are kept as `<prefix>-client.json` and `<prefix>-server.json`
 /// in `dir`.
 pub fn run(
     router: &mut dyn Testbed,
     (client, server): (&str, &str),
-    direction: Direction,
+    (direction, options): (Direction, IperfOptions),
     seconds: u32,
     (dir, prefix): (&Path, &str),
 ) -> Result<RunOutput> {
@@ -95,6 +96,7 @@ pub fn run(
         .arg(&server_ip)
         .args(["--port", &port, "--time", &seconds.to_string(), "--json"])
         .args(["--connect-timeout", "5000"]);
+    client.args(options.args());
     if direction == Direction::WanToLan {
         client.arg("--reverse");
     }

@@ -177,10 +177,14 @@ pub struct LabRequest {
     /// QEMU only): one of its `other_nics`.
     pub nic: Option<String>,
     /// The QEMU lab's topology by name (`--topology`; [`topology::NAMES`]):
-    /// `nat-router` (forwarding), or `loopback` (tbench inside the guest).
+    /// `nat-router` (forwarding), `loopback` (tbench inside the guest), or
+    /// `mesh`, which adds the reference arm `<base>~mesh-bridged` (the
+    /// routers without batman-adv).
     pub topology: String,
     /// tbench's clients in the `loopback` topology (`--clients`).
     pub tbench_clients: u32,
+    /// iperf3's streams and MSS (`--parallel`, `--set-mss`).
+    pub iperf: crate::results::lab::IperfOptions,
 }
 
 impl LabRequest {
@@ -330,6 +334,10 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             if request.build_only {
                 bail!("--build-only builds QEMU lab kernels; build a router's kernels with `cargo xtask build`");
             }
+            if request.topology != topology::nat_router::NAME {
+                bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);
+            }
+            request.iperf.check()?;
             if request.nic.is_some() {
                 bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
             }

@@ -53,6 +53,7 @@ pub struct QemuBackend<'a> {
     target: Target,
     spec: LabSpec,
     topology: Topology,
+    reference: Option<Topology>,
     kernels: Kernels,
     cache_model: bool,
     model: Option<CacheModel>,
@@ -77,6 +78,7 @@ impl<'a> QemuBackend<'a> {
             target,
             spec,
             topology,
+            reference: None,
             kernels,
             cache_model: cache_model == CacheModelChoice::Load,
             model: None,
@@ -118,6 +120,7 @@ pub fn resolve<'a>(
     (sh, layout): (&'a Shell, &'a Layout),
     request: &LabRequest,
 ) -> Result<(LabPlan, QemuBackend<'a>)> {
+    request.iperf.check()?;
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
@@ -127,6 +130,7 @@ pub fn resolve<'a>(
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
+    let reference = reference(&topology)?;
     let plan = LabPlan {
         target: target.name.clone(),
         machine: format!(
@@ -139,12 +143,13 @@ pub fn resolve<'a>(
         topology: Some(topology.clone()),
         places: (Vec::new(), Vec::new()),
         workload,
+        reference: reference.clone(),
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
         control: request.control(),
         schedule,
         settings,
     };
-    let backend = QemuBackend::new(
+    let mut backend = QemuBackend::new(
         (sh, layout),
         target,
         topology,
@@ -160,13 +165,25 @@ pub fn resolve<'a>(
         },
     )?
     .with_nic(request.nic.as_deref())?;
+    backend.reference = reference;
     Ok((plan, backend))
+}
+
+/// The reference arm's topology of a lab on `topology`: the mesh's third
+/// column, the same routers bridged without batman-adv
+/// (`mesh-bridged`); none for every other topology.
+pub fn reference(topology: &Topology) -> Result<Option<Topology>> {
+    if topology.name == topology::mesh::NAME {
+        return Ok(Some(topology::named(topology::mesh::BRIDGED)?));
+    }
+    Ok(None)
 }
 
 /// What runs on `topology` as `request` asks, with the schedule and
 /// `lab.json`'s settings (`base` the base variant): tbench inside the
 /// guest of the `loopback` topology ([`GuestTbench`], `--clients`), iperf3
-/// through the router on every other ([`Forwarding`]). Errors: the cache
+/// from the topology's first endpoint to its second (`lan` → `wan`, `lan`
+/// → `far`) with `--parallel`/`--set-mss` on every other ([`Forwarding`]). Errors: the cache
 /// model on `loopback`, whose figures are per forwarded packet.
 pub fn workload(
     topology: &Topology,
@@ -182,8 +199,16 @@ pub fn workload(
         let settings = tbench.settings(&schedule, (base, request.control));
         return Ok((Box::new(tbench), schedule, settings));
     }
+    // iperf3 from the topology's first endpoint to its second (lan → wan,
+    // lan → far); LabPlan::check refuses a topology without them.
+    let ends: Vec<&str> = topology.endpoints.iter().map(|e| e.name.as_str()).collect();
+    let forwarding = match ends.as_slice() {
+        [client, server, ..] => Forwarding::between(client, server),
+        _ => Forwarding::lan_to_wan(),
+    }
+    .with_iperf(request.iperf);
     Ok((
-        Box::new(Forwarding::lan_to_wan()),
+        Box::new(forwarding),
         forwarding::plan(request),
         forwarding::settings(request, base),
     ))
@@ -207,6 +232,7 @@ pub fn arms(kernels: &[LabKernel]) -> Result<Vec<Arm>> {
                     vmlinux_text: k.result.vmlinux_sections.text,
                 }),
                 runtime: None,
+                topology: None,
             })
         })
         .collect()
@@ -309,13 +335,15 @@ impl Backend for QemuBackend<'_> {
             dtb: kernel.dtb.as_deref(),
             initramfs,
         };
-        let bed = QemuTestbed::boot(
-            &self.spec,
-            &self.topology,
-            image,
-            (dir, tag),
-            self.model.as_ref(),
-        )?;
+        let topology = match (&arm.topology, &self.reference) {
+            (None, _) => &self.topology,
+            (Some(name), Some(r)) if *name == r.name => r,
+            (Some(name), _) => bail!(
+                "arm {} boots topology {name}, which this lab has not",
+                arm.name
+            ),
+        };
+        let bed = QemuTestbed::boot(&self.spec, topology, image, (dir, tag), self.model.as_ref())?;
         let first = &bed.guests()[0];
         let boot = BootRecord {
             arm: arm.name.clone(),
@@ -359,6 +387,7 @@ mod tests {
             nic: None,
             topology: topology.into(),
             tbench_clients: 2,
+            iperf: Default::default(),
         }
     }
 
@@ -370,6 +399,7 @@ mod tests {
         Ok(LabPlan {
             target: request.target.clone(),
             machine: "QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)".into(),
+            reference: reference(&topology)?,
             topology: Some(topology),
             places: (Vec::new(), Vec::new()),
             workload,
@@ -434,5 +464,31 @@ mod tests {
         let mut none = request(topology::loopback::NAME);
         none.tbench_clients = 0;
         assert!(plan_of(&none).is_err());
+    }
+
+    /// The mesh: iperf3 with its options from the LAN endpoint to the far
+    /// one, and the reference arm without batman-adv last.
+    #[test]
+    fn the_mesh_runs_iperf3_lan_to_far_with_its_options_and_a_reference_arm() {
+        let mut mesh = request(topology::mesh::NAME);
+        mesh.iperf = crate::results::lab::IperfOptions {
+            parallel: 8,
+            mss: Some(536),
+        };
+        let plan = plan_of(&mesh).unwrap();
+        plan.check().unwrap();
+        assert_eq!(
+            plan.workload.describe(),
+            "iperf3 -P8 -M 536 from endpoint lan to endpoint far through the router (-R for FAR to LAN), GRO switched per run"
+        );
+        assert_eq!(plan.settings.iperf3, mesh.iperf);
+        assert_eq!(
+            plan.arm_names().last().map(String::as_str),
+            Some("baseline~mesh-bridged")
+        );
+        assert!(plan_of(&request(topology::nat_router::NAME))
+            .unwrap()
+            .reference
+            .is_none());
     }
 }

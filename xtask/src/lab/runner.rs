@@ -348,6 +348,7 @@ mod tests {
             control: false,
             kernel: None,
             runtime: None,
+            topology: None,
         }
     }
 

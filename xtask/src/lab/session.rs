@@ -199,6 +199,96 @@ fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
     )
 }
 
+/// What each guest's batman-adv and bridge and this machine's side of
+/// the links look like, for the error of a mesh that passes no frame:
+/// `batctl n`, `batctl o`, its translation tables, BusyBox's `ip link`
+/// and `ip addr`, each bridge port's STP state (`brport/state`: 3 is
+/// forwarding) and each interface's packet counters in each guest
+/// (through its console); `ip -s link` and `bridge link` in each
+/// namespace of `plan`.
+fn mesh_state(plan: &plan::NetPlan, guests: &mut [Guest]) -> String {
+    const GUEST: &str = "batctl n; batctl o; batctl tl; batctl tg; ip link; ip addr; \
+        for p in /sys/class/net/*/brport; do echo \"$p $(cat $p/state)\"; done; \
+        for n in /sys/class/net/*; do echo \"${n##*/} rx $(cat $n/statistics/rx_packets) tx $(cat $n/statistics/tx_packets)\"; done";
+    let mut out = String::new();
+    for g in guests.iter_mut() {
+        let text = match g.console.run(GUEST, &mut g.qemu, COMMAND_TIMEOUT) {
+            Ok((text, _)) => text,
+            Err(e) => format!("({e:#})"),
+        };
+        out.push_str(&format!("guest {} ({GUEST}):\n{text}", g.name));
+    }
+    let namespaces = plan.create.iter().filter_map(|s| match s {
+        net::Step::Namespace { name } => Some(name),
+        _ => None,
+    });
+    for ns in namespaces {
+        let link = net::ip::run_in(ns, "ip", &["-s", "link"]).unwrap_or_else(|e| format!("{e:#}"));
+        let bridge = net::ip::run_in(ns, "bridge", &["link"]).unwrap_or_else(|e| format!("{e:#}"));
+        out.push_str(&format!(
+            "namespace {ns} (ip -s link; bridge link):\n{link}{bridge}"
+        ));
+    }
+    for g in guests.iter() {
+        out.push_str(&format!(
+            "guest {}'s console:\n{}\n",
+            g.name,
+            g.console_tail()
+        ));
+    }
+    out
+}
+
+/// The boot step of a mesh: until every router reaches every endpoint
+/// across it.
+pub const MESH_UP: &str = "mesh-up";
+/// How long batman-adv may take to find its neighbours (an OGM a second).
+const MESH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Waits until every guest pings every endpoint of `plan` (BusyBox's
+/// `ping -c 1 -W 2` on the guest's console), within [`MESH_TIMEOUT`]:
+/// batman-adv forwards a frame across `bat0` only to a client its
+/// translation table names, so a run started right after boot finds no
+/// route to the far endpoint (iperf3: "No route to host"). Pinging from
+/// the guests (this machine need not have `ping`) sends a frame from each
+/// router to each endpoint and back, so both routers' tables name both
+/// endpoints before the first run. The error names the guest and the
+/// endpoint not reached, with what batman-adv, the bridges and this
+/// machine's side of the links look like ([`mesh_state`]).
+fn wait_mesh(plan: &plan::NetPlan, guests: &mut [Guest]) -> Result<()> {
+    let deadline = Instant::now() + MESH_TIMEOUT;
+    for i in 0..guests.len() {
+        for e in &plan.endpoints {
+            let ping = format!("ping -c 1 -W 2 {}", e.address);
+            let mut tries = 0;
+            loop {
+                if interrupted() {
+                    bail!("interrupted (Ctrl-C or SIGTERM) while waiting for the mesh");
+                }
+                let g = &mut guests[i];
+                let (out, status) = g.console.run(&ping, &mut g.qemu, COMMAND_TIMEOUT)?;
+                if status == 0 {
+                    break;
+                }
+                tries += 1;
+                if Instant::now() > deadline {
+                    let name = g.name.clone();
+                    bail!(
+                        "guest {name} did not reach endpoint {} ({}) across the mesh within {} s ({tries} tries of `{ping}`; the last said: {})\n{}",
+                        e.name,
+                        e.address,
+                        MESH_TIMEOUT.as_secs(),
+                        out.trim(),
+                        mesh_state(plan, guests)
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One boot of a topology: its guests and its network (see the module
 /// docs).
 pub struct QemuTestbed {
@@ -271,6 +361,9 @@ impl QemuTestbed {
             .iter()
             .position(|g| g.name == topology.measured)
             .context("the topology's measured guest is not one of its guests")?;
+        if topology.guests.iter().any(|g| g.batman.is_some()) {
+            watch.time(MESH_UP, || wait_mesh(&plan, &mut guests))?;
+        }
         let endpoints = Endpoints {
             list: plan
                 .endpoints
@@ -322,7 +415,13 @@ impl QemuTestbed {
         seconds: u32,
         (dir, prefix): (&Path, &str),
     ) -> Result<RunOutput> {
-        super::iperf::run(self, (client, server), direction, seconds, (dir, prefix))
+        super::iperf::run(
+            self,
+            (client, server),
+            (direction, Default::default()),
+            seconds,
+            (dir, prefix),
+        )
     }
 }
 

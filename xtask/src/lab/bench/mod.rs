@@ -121,6 +121,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         nic: None,
         topology: super::topology::nat_router::NAME.to_string(),
         tbench_clients: super::guest_tbench::DEFAULT_CLIENTS,
+        iperf: Default::default(),
     };
     let topology = topology::named(topology::nat_router::NAME)?;
     let bench_layout = layout.with_work_dir(&bench_root);
@@ -137,6 +138,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
             topology: Some(topology.clone()),
             places: (Vec::new(), Vec::new()),
             workload: Box::new(forwarding::Forwarding::lan_to_wan()),
+            reference: None,
             variants: vec![variant.name.clone()],
             control: Control::Without,
             schedule: forwarding::plan(&lab_request),

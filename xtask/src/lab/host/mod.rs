@@ -192,6 +192,7 @@ pub fn resolve(layout: &Layout, request: &HostRequest) -> Result<(LabPlan, HostB
         workload: Box::new(LoopbackBench {
             endpoint: ENDPOINT.to_string(),
         }),
+        reference: None,
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
         control: if request.control {
             Control::Twin
@@ -216,6 +217,7 @@ pub fn resolve(layout: &Layout, request: &HostRequest) -> Result<(LabPlan, HostB
             base: chosen[0].name.clone(),
             control: request.control,
             benches,
+            iperf3: Default::default(),
         },
     };
     let backend = HostBackend {
@@ -293,6 +295,7 @@ impl Backend for HostBackend {
                     control: false,
                     kernel: None,
                     runtime: Some(features::record(v)),
+                    topology: None,
                 })
                 .collect(),
             cache_model: None,

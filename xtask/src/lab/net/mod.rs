@@ -143,6 +143,17 @@ pub enum Step {
         /// The address with its prefix.
         address: Cidr,
     },
+    /// `ip link set dev mtu N`: a link whose frames are bigger than
+    /// Ethernet's 1500 bytes (batman-adv's mesh port, 1532) needs its
+    /// bridge's ports to pass them.
+    Mtu {
+        /// The namespace.
+        netns: String,
+        /// The device.
+        dev: String,
+        /// The MTU in bytes.
+        mtu: u32,
+    },
     /// `dev` up.
     Up {
         /// The namespace.
@@ -217,6 +228,16 @@ impl Step {
                 &address.to_string(),
                 "dev",
                 dev,
+            ])],
+            Step::Mtu { netns, dev, mtu } => vec![argv(&[
+                "ip",
+                "-n",
+                netns,
+                "link",
+                "set",
+                dev,
+                "mtu",
+                &mtu.to_string(),
             ])],
             Step::Up { netns, dev } => vec![argv(&["ip", "-n", netns, "link", "set", dev, "up"])],
             Step::OffloadsOff { netns, dev } => vec![argv(&[

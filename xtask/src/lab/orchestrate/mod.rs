@@ -71,6 +71,10 @@ pub struct LabPlan {
     pub places: (Vec<String>, Vec<String>),
     /// What each run does.
     pub workload: Box<dyn Workload>,
+    /// A reference arm: the base's kernel on this topology instead (the
+    /// mesh's "without batman-adv", [`super::topology::mesh::BRIDGED`]),
+    /// run after the other arms as `<base>~<topology>`.
+    pub reference: Option<Topology>,
     /// The arms' variants, the base first, without repeats.
     pub variants: Vec<String>,
     /// The A/A control.
@@ -87,6 +91,9 @@ impl LabPlan {
         let mut names = self.variants.clone();
         if self.control == Control::Twin && !names.is_empty() {
             names.insert(1, format!("{}{}", names[0], runner::CONTROL_SUFFIX));
+        }
+        if let (Some(t), Some(base)) = (&self.reference, self.variants.first()) {
+            names.push(reference_arm_name(base, t));
         }
         names
     }
@@ -106,6 +113,17 @@ impl LabPlan {
         match &self.topology {
             Some(t) => {
                 t.check()?;
+                if let Some(r) = &self.reference {
+                    r.check()?;
+                    let endpoints: Vec<String> =
+                        r.endpoints.iter().map(|e| e.name.clone()).collect();
+                    let guests: Vec<String> = r.guests.iter().map(|g| g.name.clone()).collect();
+                    check_places(
+                        self.workload.as_ref(),
+                        (&endpoints, &guests),
+                        &format!("topology {}", r.name),
+                    )?;
+                }
                 let endpoints: Vec<String> = t.endpoints.iter().map(|e| e.name.clone()).collect();
                 let guests: Vec<String> = t.guests.iter().map(|g| g.name.clone()).collect();
                 check_places(
@@ -133,6 +151,12 @@ impl LabPlan {
                 out.push_str(&format!("    {line}\n"));
             }
         }
+        if let Some(r) = &self.reference {
+            out.push_str(&format!(
+                "  reference: {} ({}), booting the base's kernel\n",
+                r.name, r.summary
+            ));
+        }
         out.push_str(&format!("  workload: {}\n", self.workload.describe()));
         let arms = self.arm_names();
         let twin = arms
@@ -140,6 +164,8 @@ impl LabPlan {
             .map(|a| {
                 if a.ends_with(runner::CONTROL_SUFFIX) {
                     format!("{a} (A/A control)")
+                } else if self.reference.is_some() && Some(a) == arms.last() {
+                    format!("{a} (reference)")
                 } else {
                     a.clone()
                 }
@@ -168,6 +194,11 @@ impl LabPlan {
         ));
         out
     }
+}
+
+/// The reference arm's name: `<base>~<topology>` (`baseline~mesh-bridged`).
+pub fn reference_arm_name(base: &str, topology: &Topology) -> String {
+    format!("{base}~{}", topology.name)
 }
 
 /// The runner's system under test: `backend` brings up each arm,
@@ -287,10 +318,17 @@ pub fn run_from(
         }
         _ => create_run_dir(layout, &plan.target, &started)?,
     };
-    let arms = match plan.control {
+    let mut arms = match plan.control {
         Control::Twin => runner::with_control(prepared.arms),
         Control::Without => prepared.arms,
     };
+    if let (Some(t), Some(base)) = (&plan.reference, arms.first()) {
+        let mut reference = base.clone();
+        reference.name = reference_arm_name(&base.variant, t);
+        reference.control = false;
+        reference.topology = Some(t.name.clone());
+        arms.push(reference);
+    }
     let mut record = LabRecord {
         schema: SCHEMA,
         status: Status::running_here(),

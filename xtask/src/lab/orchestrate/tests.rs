@@ -49,6 +49,7 @@ impl Backend for Fake {
                     control: false,
                     kernel: None,
                     runtime: None,
+                    topology: None,
                 })
                 .collect(),
             cache_model: None,
@@ -140,6 +141,7 @@ fn plan(place: Place) -> LabPlan {
         topology: Some(nat_router::topology()),
         places: (Vec::new(), Vec::new()),
         workload: Box::new(Fixed { place }),
+        reference: None,
         variants: vec!["baseline".into(), "other".into()],
         control: Control::Twin,
         schedule: runner::Plan {
@@ -157,6 +159,7 @@ fn plan(place: Place) -> LabPlan {
             base: "baseline".into(),
             control: true,
             benches: Vec::new(),
+            iperf3: Default::default(),
         },
     }
 }
@@ -247,6 +250,46 @@ fn arms_the_backend_did_not_plan_are_an_error() {
     let err = run(&layout, &p, &mut backend, Mode::Run).unwrap_err();
     assert!(err.to_string().contains("prepared arms"), "{err}");
     assert!(!root.path().join("target/xtask/lab").exists());
+}
+
+/// The mesh's plan: its routers, batman-adv and bridges printed, the
+/// reference arm (the base's kernel on the routers bridged without
+/// batman-adv) last, booted on its own topology and recorded as such.
+#[test]
+fn the_mesh_runs_a_reference_arm_without_batman_adv() {
+    use crate::lab::topology::mesh::{self, Mesh};
+    let mut p = plan(Place::Endpoint("far".into()));
+    p.topology = Some(mesh::topology(mesh::ROUTERS, Mesh::Batman));
+    p.reference = Some(mesh::topology(mesh::ROUTERS, Mesh::Bridged));
+    let text = p.describe();
+    for line in [
+        "  topology: mesh (2 routers in a chain, batman-adv over their mesh links (MTU 1532), bat0 bridged with the LAN port in br-lan, no NAT)\n",
+        "    mesh1 (MTU 1532): r1.mesh1 — r2.mesh1\n",
+        "    far: endpoint far 192.168.1.200/24 — r2.lan\n",
+        "    r1: bat0 = batman-adv over mesh1 (MTU 1532); br-lan = lan + bat0 192.168.1.1/24\n",
+        "  reference: mesh-bridged (2 routers in a chain without batman-adv: each bridges its LAN and mesh ports in br-lan, no NAT), booting the base's kernel\n",
+        "  arms:     baseline, baseline~control (A/A control), other, baseline~mesh-bridged (reference)\n",
+        "  runs:     2 rounds × 4 arms × 3 runs of 3 s = 24 runs, 1m 12s of traffic\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let calls = Calls::default();
+    let dir = run(&layout, &p, &mut fake(&calls), Mode::Run)
+        .unwrap()
+        .expect("a lab directory");
+    assert!(calls
+        .borrow()
+        .contains(&"up baseline~mesh-bridged r1 r1-baseline-mesh-bridged".to_string()));
+    let record = LabRecord::read(&dir).unwrap();
+    assert_eq!(record.topology.as_deref(), Some("mesh"));
+    let reference = record.arms.last().unwrap();
+    assert_eq!(reference.name, "baseline~mesh-bridged");
+    assert_eq!(reference.variant, "baseline");
+    assert_eq!(reference.topology.as_deref(), Some("mesh-bridged"));
+    assert!(!reference.control);
+    assert_eq!(record.runs.len(), 24);
 }
 
 /// A pid that no longer runs: a child that has exited and been reaped.

@@ -256,7 +256,8 @@ pub fn resolve(
         ),
         topology: None,
         places: (vec!["lan".to_string(), "wan".to_string()], Vec::new()),
-        workload: Box::new(Forwarding::lan_to_wan()),
+        workload: Box::new(Forwarding::lan_to_wan().with_iperf(request.iperf)),
+        reference: None,
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
         control: request.control(),
         schedule: forwarding::plan(request),
@@ -342,6 +343,7 @@ fn arm_of(
             vmlinux_text: result.as_ref().map_or(0, |r| r.vmlinux_sections.text),
         }),
         runtime: None,
+        topology: None,
     };
     Ok((arm, image, banner))
 }

@@ -40,6 +40,8 @@ pub fn topology() -> Topology {
         routes: vec![route],
         ip_forward: true,
         ruleset: None,
+        batman: None,
+        bridges: Vec::new(),
     };
     let port = |guest: &str, nic: &str| Port::Nic {
         guest: guest.to_string(),
@@ -88,14 +90,17 @@ pub fn topology() -> Topology {
             Link {
                 name: "lan".to_string(),
                 ports: vec![Port::Endpoint("lan".to_string()), port("r1", "lan")],
+                mtu: None,
             },
             Link {
                 name: "mid".to_string(),
                 ports: vec![port("r1", "mid"), port("r2", "mid")],
+                mtu: None,
             },
             Link {
                 name: "wan".to_string(),
                 ports: vec![port("r2", "wan"), Port::Endpoint("wan".to_string())],
+                mtu: None,
             },
         ],
         measured: "r1".to_string(),
@@ -203,10 +208,7 @@ mod tests {
         let endpoints: Vec<String> = p.endpoints.iter().map(|e| e.name.clone()).collect();
         let guests: Vec<String> = t.guests.iter().map(|g| g.name.clone()).collect();
         check_places(&Forwarding::lan_to_wan(), (&endpoints, &guests), "chain").unwrap();
-        let to_r3 = Forwarding {
-            client: "lan".into(),
-            server: "r3".into(),
-        };
+        let to_r3 = Forwarding::between("lan", "r3");
         assert!(check_places(&to_r3, (&endpoints, &guests), "chain").is_err());
     }
 }

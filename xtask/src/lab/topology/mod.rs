@@ -24,6 +24,7 @@
 //! has the walk-through.
 
 pub mod loopback;
+pub mod mesh;
 pub mod nat_router;
 pub mod plan;
 
@@ -38,13 +39,15 @@ use anyhow::{bail, Result};
 use super::net::{Cidr, Mac};
 
 /// The topologies the lab knows, by name.
-pub const NAMES: &[&str] = &[nat_router::NAME, loopback::NAME];
+pub const NAMES: &[&str] = &[nat_router::NAME, loopback::NAME, mesh::NAME, mesh::BRIDGED];
 
 /// The topology called `name`, or an error naming the known ones.
 pub fn named(name: &str) -> Result<Topology> {
     let topology = match name {
         nat_router::NAME => nat_router::topology(),
         loopback::NAME => loopback::topology(),
+        mesh::NAME => mesh::topology(mesh::ROUTERS, mesh::Mesh::Batman),
+        mesh::BRIDGED => mesh::topology(mesh::ROUTERS, mesh::Mesh::Bridged),
         _ => bail!(
             "unknown topology {name:?}; the lab knows {}",
             NAMES.join(", ")
@@ -95,6 +98,38 @@ pub struct Guest {
     pub counted: [String; 2],
     /// The NICs `--gro on|off` switches.
     pub gro: Vec<String>,
+    /// batman-adv in the guest, if it meshes.
+    pub batman: Option<Batman>,
+    /// Bridges inside the guest (`br-lan`), made after [`Guest::batman`]
+    /// so that `bat0` can be a port.
+    pub bridges: Vec<Bridge>,
+}
+
+/// batman-adv's soft interface: the mesh as one Ethernet device.
+pub const BATMAN_IF: &str = "bat0";
+
+/// batman-adv in a guest, as an OpenWrt mesh node runs it: its hard
+/// interfaces (the mesh ports) join [`BATMAN_IF`], each with an MTU that
+/// carries batman-adv's header on a full 1500-byte frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batman {
+    /// The guest's NICs that are batman-adv hard interfaces.
+    pub ports: Vec<String>,
+    /// Their MTU in bytes: 1532, as batman-adv's documentation asks of a
+    /// mesh link (1500 plus its 32-byte unicast and Ethernet headers, so
+    /// that nothing fragments; batman-adv's wiki, "Fragmentation").
+    pub port_mtu: u32,
+}
+
+/// A bridge inside a guest (`br-lan` of OpenWrt's `network` config).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bridge {
+    /// Its name (`br-lan`).
+    pub name: String,
+    /// Its ports: the guest's NICs, or [`BATMAN_IF`].
+    pub ports: Vec<String>,
+    /// Its addresses (the router's own on the LAN).
+    pub addresses: Vec<Cidr>,
 }
 
 /// A guest NIC.
@@ -147,6 +182,9 @@ pub struct Link {
     pub name: String,
     /// Its ports, at least two.
     pub ports: Vec<Port>,
+    /// The MTU of its ports on this machine (taps, veths), when frames
+    /// bigger than 1500 bytes cross it (a batman-adv mesh link: 1532).
+    pub mtu: Option<u32>,
 }
 
 /// One end of a link.
@@ -186,6 +224,62 @@ fn check_name(what: &str, name: &str) -> Result<()> {
         bail!(
             "{what} {name:?}: a lowercase letter, then lowercase letters, digits or -, at most 8"
         );
+    }
+    Ok(())
+}
+
+/// Checks `g`'s batman-adv and bridges: their ports are its NICs (or
+/// `bat0` when it meshes), each on one of them at most, their names its
+/// own.
+fn check_mesh(t: &str, g: &Guest, nic_names: &BTreeSet<String>) -> Result<()> {
+    let mut taken = BTreeSet::new();
+    let mut devices = nic_names.clone();
+    if let Some(b) = &g.batman {
+        if b.ports.is_empty() {
+            bail!("topology {t}: guest {}'s batman-adv has no port", g.name);
+        }
+        if !(1500..=9000).contains(&b.port_mtu) {
+            bail!(
+                "topology {t}: guest {}'s batman-adv port MTU {} is outside 1500..=9000 (batman-adv wants 1532)",
+                g.name,
+                b.port_mtu
+            );
+        }
+        for p in &b.ports {
+            if !nic_names.contains(p) {
+                bail!(
+                    "topology {t}: guest {}'s batman-adv names NIC {p:?}, which it does not have",
+                    g.name
+                );
+            }
+            if !taken.insert(p.clone()) {
+                bail!("topology {t}: guest {}'s NIC {p:?} is a port twice", g.name);
+            }
+        }
+        devices.insert(BATMAN_IF.to_string());
+    }
+    for br in &g.bridges {
+        check_name(&format!("topology {t}: guest {} bridge", g.name), &br.name)?;
+        if devices.contains(&br.name) {
+            bail!(
+                "topology {t}: guest {}'s bridge {:?} has a NIC's name",
+                g.name,
+                br.name
+            );
+        }
+        for p in &br.ports {
+            if !devices.contains(p) {
+                bail!(
+                    "topology {t}: guest {}'s bridge {} names {p:?}, which it does not have",
+                    g.name,
+                    br.name
+                );
+            }
+            if !taken.insert(p.clone()) {
+                bail!("topology {t}: guest {}'s {p:?} is a port twice", g.name);
+            }
+        }
+        devices.insert(br.name.clone());
     }
     Ok(())
 }
@@ -241,6 +335,7 @@ impl Topology {
                     bail!("topology {t}: MAC {} is given twice", n.mac);
                 }
             }
+            check_mesh(t, g, &nic_names)?;
             for nic in g.counted.iter().chain(&g.gro) {
                 // `lo`: a guest that forwards nothing (a workload on its
                 // own loopback) counts and switches its loopback.
@@ -323,13 +418,33 @@ impl Topology {
                 .trim_end()
                 .to_string()
         };
-        self.links
-            .iter()
-            .map(|l| {
-                let ports: Vec<String> = l.ports.iter().map(address).collect();
-                format!("{}: {}", l.name, ports.join(" — "))
-            })
-            .collect()
+        let links = self.links.iter().map(|l| {
+            let ports: Vec<String> = l.ports.iter().map(address).collect();
+            let mtu = l.mtu.map_or(String::new(), |m| format!(" (MTU {m})"));
+            format!("{}{mtu}: {}", l.name, ports.join(" — "))
+        });
+        // Inside the guests: batman-adv and the bridges.
+        let inside = self.guests.iter().filter_map(|g| {
+            let mut parts: Vec<String> = g
+                .batman
+                .iter()
+                .map(|b| {
+                    format!(
+                        "{BATMAN_IF} = batman-adv over {} (MTU {})",
+                        b.ports.join(" + "),
+                        b.port_mtu
+                    )
+                })
+                .collect();
+            parts.extend(g.bridges.iter().map(|br| {
+                let a: Vec<String> = br.addresses.iter().map(Cidr::to_string).collect();
+                format!("{} = {} {}", br.name, br.ports.join(" + "), a.join(" "))
+                    .trim_end()
+                    .to_string()
+            }));
+            (!parts.is_empty()).then(|| format!("{}: {}", g.name, parts.join("; ")))
+        });
+        links.chain(inside).collect()
     }
 }
 
@@ -346,10 +461,9 @@ mod tests {
         let good = nat_router::topology();
         good.check().unwrap();
         assert_eq!(named("nat-router").unwrap(), good);
-        assert!(named("mesh")
-            .unwrap_err()
-            .to_string()
-            .contains("unknown topology \"mesh\"; the lab knows nat-router, loopback"));
+        assert!(named("ring").unwrap_err().to_string().contains(
+            "unknown topology \"ring\"; the lab knows nat-router, loopback, mesh, mesh-bridged"
+        ));
 
         let mut t = good.clone();
         t.guests[0].nics[1].mac = t.guests[0].nics[0].mac;

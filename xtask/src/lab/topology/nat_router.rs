@@ -54,6 +54,7 @@ pub fn topology() -> Topology {
                 nic: name.to_string(),
             },
         ],
+        mtu: None,
     };
     Topology {
         name: NAME.to_string(),
@@ -69,6 +70,8 @@ pub fn topology() -> Topology {
             ruleset: Some(Ruleset::NatRouter),
             counted: ["lan".to_string(), "wan".to_string()],
             gro: vec!["lan".to_string(), "wan".to_string()],
+            batman: None,
+            bridges: Vec::new(),
         }],
         endpoints: vec![
             Endpoint {

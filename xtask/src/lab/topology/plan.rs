@@ -147,6 +147,13 @@ pub fn plan(topology: &Topology, names: Names) -> Result<NetPlan> {
             if point_to_point {
                 attach.push(address(&netns, tap, link_endpoints[0].address));
             }
+            if let Some(mtu) = link.mtu {
+                attach.push(Step::Mtu {
+                    netns: netns.clone(),
+                    dev: tap.clone(),
+                    mtu,
+                });
+            }
             attach.push(Step::Up {
                 netns: netns.clone(),
                 dev: tap.clone(),
@@ -174,6 +181,13 @@ pub fn plan(topology: &Topology, names: Names) -> Result<NetPlan> {
                     dev: e.name.clone(),
                     bridge: BRIDGE.to_string(),
                 });
+                if let Some(mtu) = link.mtu {
+                    attach.push(Step::Mtu {
+                        netns: bridge_ns.clone(),
+                        dev: e.name.clone(),
+                        mtu,
+                    });
+                }
                 attach.push(Step::Up {
                     netns: bridge_ns.clone(),
                     dev: e.name.clone(),

@@ -122,6 +122,7 @@ pub fn section(report: &Report, lab: &LabReport, style: &Style) -> String {
     for c in &lab.comparisons {
         comparison_table(&mut out, lab, c, d);
     }
+    out.push_str(&super::mesh::markdown(lab, d));
     for n in &lab.notes {
         let _ = writeln!(out, "> Note: {n}\n");
     }

@@ -36,6 +36,7 @@ pub mod describe;
 pub mod find;
 pub mod json;
 pub mod markdown;
+pub mod mesh;
 pub mod svg;
 pub mod text;
 
@@ -249,6 +250,9 @@ pub struct LabReport {
     pub base: String,
     /// Every arm's samples, by family, then GRO setting, then direction.
     pub series: Vec<Series>,
+    /// The topology the lab booted (`nat-router`, `mesh`); `None` for the
+    /// SSH and host labs and schema-1 files.
+    pub topology: Option<String>,
     /// The A/A control first (when the lab ran one), then each variant.
     pub comparisons: Vec<LabComparison>,
     /// Sentences about this run: status, missing control or variants,
@@ -378,6 +382,7 @@ impl LabReport {
             arms: record.arms,
             base,
             series,
+            topology: record.topology,
             comparisons,
             notes,
         })

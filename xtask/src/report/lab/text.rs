@@ -223,6 +223,7 @@ pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
     for c in &lab.comparisons {
         comparison_lines(&mut out, lab, c, d);
     }
+    out.push_str(&super::mesh::text(lab, d));
     for n in &lab.notes {
         let _ = writeln!(out, "note: {n}");
     }

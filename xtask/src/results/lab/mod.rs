@@ -77,6 +77,7 @@ pub mod core_model;
 pub mod gro;
 pub mod guest;
 pub mod host;
+pub mod iperf;
 pub mod machine;
 pub mod router;
 pub mod schema;
@@ -102,6 +103,7 @@ pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicC
 pub use host::{
     Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
 };
+pub use iperf::IperfOptions;
 pub use machine::{MachineInfo, QemuInfo};
 pub use router::{Flash, KernelCheck, RouterInfo};
 pub use status::Status;
@@ -115,6 +117,13 @@ pub const SCHEMA: u32 = 2;
 
 /// File name of the record in each lab directory.
 pub const FILE_NAME: &str = "lab.json";
+
+/// `lab.json`'s `topology` of the batman-adv mesh (`--topology mesh`),
+/// whose report adds the original's per-run table.
+pub const MESH_TOPOLOGY: &str = "mesh";
+/// The topology of the mesh's reference arm, the routers bridged without
+/// batman-adv (an arm's `topology`).
+pub const MESH_BRIDGED_TOPOLOGY: &str = "mesh-bridged";
 
 /// The largest `lab.json` read: a 10-round lab of three arms is about
 /// 1.5 MB, so 64 MiB leaves room for long labs and none for a device.
@@ -177,6 +186,10 @@ pub struct Settings {
     /// (none in the QEMU lab).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub benches: Vec<Benchmark>,
+    /// iperf3's options of every forwarding run; left out when they are
+    /// the defaults (one stream, the kernel's MSS), as every older file.
+    #[serde(default, skip_serializing_if = "IperfOptions::is_default")]
+    pub iperf3: IperfOptions,
 }
 
 impl Settings {
@@ -247,6 +260,10 @@ pub struct Arm {
     /// The runtime settings it applies (the host lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeSettings>,
+    /// The topology it boots when not the lab's (the mesh's reference
+    /// arm "without batman-adv": `mesh-bridged`, the base's kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
 }
 
 /// The lab kernel an arm of the QEMU lab boots.
