@@ -36,7 +36,7 @@ use crate::build::{ccache, openwrt_image, toolchain};
 use crate::inputs::kconfig as fragments;
 use crate::inputs::kernel_source::{self, PristineTree};
 use crate::inputs::openwrt::image::DeviceRecipe;
-use crate::inputs::openwrt::{flags, kconfig, select, Checkout, Selection};
+use crate::inputs::openwrt::{flags, kconfig, select_for, Checkout, Selection, Wanted};
 use crate::patches::extra_optimization;
 use crate::patches::openwrt_series::{self, OpenwrtSeries, PreparedTree};
 use crate::patches::patched_source::{self, PatchedTree};
@@ -92,18 +92,15 @@ impl OpenwrtBackend {
         let input = kernel_source::resolve_input(self.source_arg.as_deref(), &job.target.kernel)?;
         let pristine = kernel_source::pristine_tree(sh, &self.layout, &input)?;
         let kver = kernel_source::series_of(&pristine.version);
-        let selection = select(
+        let selection = select_for(
             &self.checkout,
             &self.layout.targets_dir(),
             &job.target.name,
-            Some(&kver),
-        )
-        .with_context(|| {
-            format!(
-                "the source is Linux {}; pass --kernel-src with a source of a version OpenWrt has",
-                pristine.version
-            )
-        })?;
+            Wanted::Source {
+                series: &kver,
+                version: &pristine.version,
+            },
+        )?;
         let series = OpenwrtSeries::load(&self.checkout, &selection.target, &kver)?;
         let openwrt = openwrt_series::prepare_cached(sh, &self.layout, &pristine, &series)?;
         let makefile_path = openwrt.dir.join("Makefile");
@@ -269,6 +266,13 @@ impl Backend for OpenwrtBackend {
                     r.pristine.version,
                     c.summary()
                 );
+                for w in kconfig::missing_config_warnings(
+                    &self.checkout,
+                    &r.selection.target,
+                    &r.selection.kernel,
+                ) {
+                    eprintln!("warning: {}: {w}", job.label());
+                }
                 for p in c.of_class(Class::Conflict) {
                     eprintln!("  left out (conflict): {}", p.name);
                 }
