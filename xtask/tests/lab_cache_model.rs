@@ -252,6 +252,7 @@ fn the_lab_reads_the_model_around_each_run() {
         kernel_src: None,
         machine: lab::Machine::Qemu,
         cache_model: true,
+        openwrt: None,
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

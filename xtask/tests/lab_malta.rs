@@ -74,6 +74,7 @@ fn malta_router_forwards_through_masquerade() {
         kernel_src: None,
         machine: lab::Machine::Qemu,
         cache_model: false,
+        openwrt: None,
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

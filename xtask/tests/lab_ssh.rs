@@ -368,6 +368,7 @@ fn a_namespace_router_over_ssh_without_flashing() {
             flash: Flash::NotFlashed,
         }),
         cache_model: false,
+        openwrt: None,
     };
     let started = Instant::now();
     let sh = Shell::new().unwrap();
@@ -488,6 +489,7 @@ fn flashing_needs_a_build_and_an_image() {
             flash: Flash::Sysupgrade,
         }),
         cache_model: false,
+        openwrt: None,
     };
     let sh = Shell::new().unwrap();
     let err = |variants: &[&str]| {

@@ -286,6 +286,13 @@ pub struct LabArgs {
     /// flashing each variant's image (its /proc/version is still recorded).
     #[arg(long)]
     pub no_flash: bool,
+    /// QEMU lab in OpenWrt mode: build each variant's lab kernel as this
+    /// OpenWrt checkout builds its target for the QEMU machine (malta,
+    /// armsr: config, patch series), with the router target's KCFLAGS and
+    /// only what the lab needs added; the guest loads firewall4's ruleset.
+    /// Kernels and runs go to target/xtask/openwrt/ (`size-report --openwrt`).
+    #[arg(long, value_name = "PATH")]
+    pub openwrt: Option<PathBuf>,
 }
 
 impl LabArgs {
@@ -307,6 +314,7 @@ impl LabArgs {
                 (self.verbose, "--verbose"),
                 (self.lab_file.is_some(), "--lab-file"),
                 (self.no_flash, "--no-flash"),
+                (self.openwrt.is_some(), "--openwrt"),
             ];
             if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
@@ -357,6 +365,7 @@ impl LabArgs {
             kernel_src: self.kernel_src.clone(),
             machine,
             cache_model: self.cache_model,
+            openwrt: self.openwrt.clone(),
         }))
     }
 }

@@ -142,9 +142,15 @@ impl SamplePoint {
 
 /// Writes `/init`, the ruleset and the sampling script into `root`.
 pub fn install(root: &Path) -> Result<()> {
+    install_with(root, &ruleset())
+}
+
+/// [`install`] with the ruleset `ruleset` (text for `nft -f`) in place of
+/// the lab's ([`super::firewall4`]).
+pub fn install_with(root: &Path, ruleset: &str) -> Result<()> {
     for (rel, text, mode) in [
         ("init", init_script(), 0o755),
-        ("etc/xl-router.nft", ruleset(), 0o644),
+        ("etc/xl-router.nft", ruleset.to_string(), 0o644),
         (&SAMPLE[1..], sample_script(), 0o755),
     ] {
         let path = root.join(rel);

@@ -7,13 +7,21 @@
 //! name, which stays) and `router.config` are the target's. It is named
 //! `<target>-lab`, so its results land in
 //! `target/xtask/results/<target>-lab/<variant>/` like any build's.
+//!
+//! With `lab --openwrt PATH` the same jobs go to OpenWrt mode's backend
+//! instead, built as OpenWrt builds its target for the QEMU machine
+//! (`[lab] openwrt`) with the router's KCFLAGS
+//! ([`crate::build::openwrt_lab`]), into OpenWrt mode's layout
+//! (`target/xtask/openwrt/results/<target>-lab/<variant>/`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use crate::build::{self, kbuild::KernelTree, BuildOptions, Job};
+use crate::build::openwrt::OpenwrtBackend;
+use crate::build::openwrt_lab::OpenwrtLab;
+use crate::build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
 use crate::inputs::lab::LabSpec;
 use crate::inputs::targets::{Artifact, Target};
 use crate::inputs::variants::Variant;
@@ -76,7 +84,10 @@ pub fn lab_target(target: &Target) -> Result<Target> {
 }
 
 /// Builds the lab kernel of `target` for every variant (in order, without
-/// repeating a variant) through [`build::run`], and returns them.
+/// repeating a variant) through [`build::run`], and returns them: from the
+/// workbench's profiles, or with `openwrt` (an OpenWrt checkout) as
+/// OpenWrt builds its target for the QEMU machine (`layout` is then OpenWrt
+/// mode's, [`Layout::openwrt_mode`]).
 pub fn build_all(
     sh: &Shell,
     layout: &Layout,
@@ -84,6 +95,7 @@ pub fn build_all(
     variants: &[Variant],
     options: BuildOptions,
     kernel_src: Option<PathBuf>,
+    openwrt: Option<&Path>,
 ) -> Result<Vec<LabKernel>> {
     let spec = spec_of(target)?;
     let lab = lab_target(target)?;
@@ -100,8 +112,17 @@ pub fn build_all(
             variant: v.clone(),
         })
         .collect();
-    let backend = KernelTree::new(layout.clone(), kernel_src);
-    let plan = build::plan::plan(sh, layout, &backend, &jobs)
+    let backend: Box<dyn Backend> = match openwrt {
+        None => Box::new(KernelTree::new(layout.clone(), kernel_src)),
+        Some(checkout) => Box::new(OpenwrtBackend::for_lab(
+            layout.clone(),
+            checkout,
+            kernel_src,
+            OpenwrtLab::of(target, &lab.name, &layout.targets_dir())?,
+        )?),
+    };
+    let backend = backend.as_ref();
+    let plan = build::plan::plan(sh, layout, backend, &jobs)
         .with_context(|| format!("planning the lab kernels of {}", target.name))?;
     // The lab's SIGINT/SIGTERM handler only sets a flag: pass it on to the
     // makes, or a `kill` of this process alone would wait for the builds.
@@ -117,7 +138,7 @@ pub fn build_all(
                 std::thread::sleep(super::process::POLL);
             }
         });
-        let outcomes = build::run(sh, layout, &backend, &plan, options);
+        let outcomes = build::run(sh, layout, backend, &plan, options);
         building.store(false, std::sync::atomic::Ordering::SeqCst);
         outcomes
     });
@@ -129,8 +150,13 @@ pub fn build_all(
     let mut kernels = Vec::new();
     for (variant, result) in unique.into_iter().zip(results) {
         if let Some(goal) = &spec.dtb {
-            let built = layout
-                .build_dir(&lab.name, &variant.name)
+            // OpenWrt mode builds in the tree (`<build dir>/linux/`).
+            let build_dir = layout.build_dir(&lab.name, &variant.name);
+            let tree = match openwrt {
+                Some(_) => build_dir.join("linux"),
+                None => build_dir,
+            };
+            let built = tree
                 .join("arch")
                 .join(&lab.arch)
                 .join("boot/dts")

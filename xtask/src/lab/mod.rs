@@ -30,6 +30,7 @@ pub mod bench;
 pub mod cache_model;
 pub mod console;
 pub mod cpio;
+pub mod firewall4;
 pub mod forwarding;
 pub mod guest;
 pub mod host;
@@ -160,6 +161,9 @@ pub struct LabRequest {
     pub machine: Machine,
     /// Load the L1 cache model into every boot (`--cache-model`; QEMU only).
     pub cache_model: bool,
+    /// `--openwrt PATH`: build the lab kernels as this OpenWrt checkout
+    /// builds its target for the QEMU machine ([`openwrt`]); QEMU only.
+    pub openwrt: Option<PathBuf>,
 }
 
 /// The machine that runs the kernels (`--lab`).
@@ -288,8 +292,15 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         if request.cache_model {
             bail!("--cache-model simulates caches in QEMU: a real router over SSH has its own (use --lab qemu)");
         }
+        if request.openwrt.is_some() {
+            bail!("--openwrt builds QEMU lab kernels as OpenWrt builds its QEMU targets; a real router over SSH runs the images its lab file names (build them with `cargo xtask build --openwrt`)");
+        }
         return ssh::run(layout, request, ssh);
     }
+    // OpenWrt mode's lab kernels and runs live apart from the default
+    // mode's, where `size-report --openwrt` finds them.
+    let openwrt_layout = request.openwrt.as_ref().map(|_| layout.openwrt_mode());
+    let runs_layout = openwrt_layout.as_ref().unwrap_or(layout);
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?.clone();
@@ -326,7 +337,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
     let missing: Vec<&str> = chosen
         .iter()
         .filter(|v| {
-            !layout
+            !runs_layout
                 .results_dir(&lab_name, &v.name)
                 .join(results::FILE_NAME)
                 .is_file()
@@ -341,13 +352,18 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
     }
     let kernels = kernel::build_all(
         sh,
-        layout,
+        runs_layout,
         &target,
         &chosen,
         request.build.clone(),
         request.kernel_src.clone(),
+        request.openwrt.as_deref(),
     )?;
-    let initramfs = rootfs::prepare(layout, &spec)?;
+    let ruleset = match &request.openwrt {
+        Some(_) => firewall4::Ruleset::Firewall4,
+        None => firewall4::Ruleset::Lab,
+    };
+    let initramfs = rootfs::prepare_with(layout, &spec, ruleset)?;
     for k in &kernels {
         eprintln!("lab: kernel {}: {}", k.variant.name, k.image.display());
     }
@@ -360,7 +376,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         return Ok(None);
     }
     let started = results::now_rfc3339();
-    let dir = create_run_dir(layout, &target.name, &started)?;
+    let dir = create_run_dir(runs_layout, &target.name, &started)?;
     let prepared = Prepared {
         target: &target,
         spec: &spec,

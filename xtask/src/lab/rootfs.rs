@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 pub use super::apt::MIRROR;
 use super::apt::{PrivateApt, KEYRING};
+use super::firewall4::Ruleset;
 use super::process::run_logged;
 use super::{cpio, guest, static_guest, LabSpec};
 pub use crate::results::lab::{DebRecord, Initramfs};
@@ -48,8 +49,14 @@ const PRUNE: &[&str] = &[
     "usr/share/bash-completion",
 ];
 
-/// The cache key of an initramfs for `arch`: sha256 over every input.
+/// The cache key of an initramfs for `arch` with the lab's ruleset:
+/// sha256 over every input.
 pub fn cache_key(arch: &str) -> String {
+    cache_key_with(arch, Ruleset::Lab)
+}
+
+/// [`cache_key`] with `ruleset`.
+pub fn cache_key_with(arch: &str, ruleset: Ruleset) -> String {
     let mut h = Sha256::new();
     for part in [
         "xtask-lab-initramfs-2",
@@ -58,7 +65,7 @@ pub fn cache_key(arch: &str) -> String {
         MIRROR,
         &GUEST_PACKAGES.join(" "),
         &guest::init_script(),
-        &guest::ruleset(),
+        &ruleset.text(),
         &guest::sample_script(),
     ] {
         h.update(part.as_bytes());
@@ -80,16 +87,34 @@ pub fn check(spec: &LabSpec) -> Result<()> {
 /// binary packages of `guest_arch`, or with `[lab.static_guest]` the same
 /// programs built from Debian's sources ([`static_guest`]).
 pub fn prepare(layout: &Layout, spec: &LabSpec) -> Result<Initramfs> {
-    match &spec.static_guest {
-        Some(g) => static_guest::prepare(layout, &spec.guest_arch, g),
-        None => prepare_debian(layout, &spec.guest_arch),
+    prepare_with(layout, spec, Ruleset::Lab)
+}
+
+/// [`prepare`] with `ruleset` as the guest's masquerade where the guest can
+/// load it: a static guest's loader knows only the lab's
+/// ([`Ruleset::for_guest`]), which it then keeps, saying so.
+pub fn prepare_with(layout: &Layout, spec: &LabSpec, ruleset: Ruleset) -> Result<Initramfs> {
+    let loaded = ruleset.for_guest(spec.static_guest.is_some());
+    if loaded != ruleset {
+        eprintln!(
+            "lab: {}'s guest is built static with the lab's loader of its own ruleset (lab/static-guest/nft.c): it loads {}, not {}",
+            spec.guest_arch,
+            loaded.describe(),
+            ruleset.describe()
+        );
     }
+    let mut made = match &spec.static_guest {
+        Some(g) => static_guest::prepare(layout, &spec.guest_arch, g)?,
+        None => prepare_debian(layout, &spec.guest_arch, loaded)?,
+    };
+    made.ruleset = Some(loaded.describe().to_string());
+    Ok(made)
 }
 
 /// The initramfs of Debian's binary packages for `arch`.
-fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
+fn prepare_debian(layout: &Layout, arch: &str, ruleset: Ruleset) -> Result<Initramfs> {
     let lab_dir = layout.work_dir().join("lab");
-    let key = cache_key(arch);
+    let key = cache_key_with(arch, ruleset);
     let out_dir = lab_dir.join("initramfs");
     let archive = out_dir.join(format!("{arch}-{}.cpio", &key[..16]));
     let manifest = archive.with_extension("json");
@@ -141,7 +166,7 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
                 .with_context(|| format!("removing {}", path.display()))?;
         }
     }
-    guest::install(stage.path())?;
+    guest::install_with(stage.path(), &ruleset.text())?;
     let size = pack(stage.path(), &archive)?;
     let made = Initramfs {
         sha256: sha256_file(&archive)?,
@@ -151,6 +176,7 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
         packages,
         built: Vec::new(),
         toolchain: Vec::new(),
+        ruleset: Some(ruleset.describe().to_string()),
     };
     write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
     Ok(made)

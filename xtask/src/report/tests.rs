@@ -269,10 +269,84 @@ fn an_openwrt_mode_base_says_what_became_of_openwrts_series_and_config() {
                 got: Some("m".into()),
             }],
         },
+        config_files: Vec::new(),
+        lab: None,
     });
     let line = "OpenWrt bcm53xx/generic (Linux 6.12 series on 6.12.117, KCFLAGS -fno-caller-saves -falign-functions=32): 350 patches applied, 11 dropped (upstream), 2 left out (conflict); olddefconfig: 1 symbols the source does not know, 0 set symbols with unmet dependencies, 1 values changed\n";
     for format in [Format::Text, Format::Mail, Format::Markdown] {
         let out = render(&report, format, &Style::default()).unwrap();
         assert!(out.contains(line), "{format:?}:\n{out}");
+    }
+}
+
+#[test]
+fn an_openwrt_lab_kernel_says_what_is_openwrts_and_what_the_lab_added() {
+    use crate::results::openwrt::{
+        CpuRecord, FragmentRecord, KconfigChanges, LabSymbol, LeftOutPatch, OpenwrtLabRecord,
+        OpenwrtRecord,
+    };
+    let mut report = report_with_made_up_family();
+    let symbol = |name: &str, openwrt: Option<&str>, set_by: Option<&str>| LabSymbol {
+        symbol: name.into(),
+        openwrt: openwrt.map(String::from),
+        lab: Some("y".into()),
+        set_by: set_by.map(String::from),
+    };
+    report.targets[0].base.openwrt = Some(OpenwrtRecord {
+        checkout: "/src/openwrt".into(),
+        target: "armsr/armv7".into(),
+        kernel: "6.12".into(),
+        kcflags: vec!["-fno-caller-saves".into(), "-falign-functions=32".into()],
+        patch_counts: BTreeMap::from([
+            ("clean".into(), 172),
+            ("offset".into(), 119),
+            ("fuzz".into(), 17),
+            ("upstream".into(), 11),
+            ("conflict".into(), 28),
+        ]),
+        dropped: Vec::new(),
+        kconfig: KconfigChanges::default(),
+        config_files: vec![
+            "target/linux/generic/config-6.12".into(),
+            "target/linux/armsr/config-6.12".into(),
+            "target/linux/armsr/armv7/config-6.12".into(),
+        ],
+        lab: Some(OpenwrtLabRecord {
+            router_target: "bcm53xx/generic".into(),
+            kcflags_from: "bcm53xx/generic: EXTRA_OPTIMIZATION from config/Config-devel.in:210, KERNEL_CFLAGS from config/Config-devel.in:148".into(),
+            cpu: CpuRecord {
+                cpu_type: "cortex-a9".into(),
+                cpu_subtype: String::new(),
+                from: "target/linux/bcm53xx/Makefile:11".into(),
+                flags: vec!["-mcpu=cortex-a9".into()],
+                flags_from: "OpenWrt's ARM toolchain default".into(),
+            },
+            fragments: vec![FragmentRecord {
+                file: "kconfig/lab-openwrt.config".into(),
+                sha256: "0".repeat(64),
+            }],
+            added: vec![
+                symbol("ARCH_VEXPRESS", Some("n"), Some("kconfig/lab-vexpress.config:7")),
+                symbol("CLK_SP810", None, None),
+            ],
+            left_out: vec![LeftOutPatch {
+                name: "target/linux/bcm53xx/patches-6.12".into(),
+                reason: "not in this checkout".into(),
+            }],
+        }),
+    });
+    let lines = [
+        "OpenWrt-mode lab kernel of bcm53xx/generic (Linux 6.12 series on 6.12.117):\n",
+        "- config: OpenWrt's armsr/armv7 (target/linux/generic/config-6.12, target/linux/armsr/config-6.12, target/linux/armsr/armv7/config-6.12)\n",
+        "- patches: OpenWrt's armsr/armv7 series, 308 applied, 11 dropped (upstream), 28 left out (conflict); left out on purpose: target/linux/bcm53xx/patches-6.12 (not in this checkout)\n",
+        "- KCFLAGS: bcm53xx/generic's, -fno-caller-saves -falign-functions=32 (bcm53xx/generic: EXTRA_OPTIMIZATION from config/Config-devel.in:210, KERNEL_CFLAGS from config/Config-devel.in:148)\n",
+        "- CPU: bcm53xx/generic's CPU_TYPE cortex-a9 (target/linux/bcm53xx/Makefile:11) gives -mcpu=cortex-a9 (OpenWrt's ARM toolchain default) to OpenWrt's userspace and toolchain; OpenWrt's kernel build passes none of it (include/kernel.mk), so neither does the lab\n",
+        "- the lab added 2 symbols to OpenWrt's config (kconfig/lab-openwrt.config): 1 set by its fragments, ARCH_VEXPRESS=y (OpenWrt: n); 1 follow from them: CLK_SP810\n",
+    ]
+    .concat();
+    for format in [Format::Text, Format::Mail, Format::Markdown] {
+        let out = render(&report, format, &Style::default()).unwrap();
+        assert!(out.contains(&lines), "{format:?}:\n{out}");
+        assert!(!out.contains("OpenWrt armsr/armv7 (Linux"), "{format:?}:\n{out}");
     }
 }

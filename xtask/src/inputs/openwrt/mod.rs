@@ -7,12 +7,14 @@
 //!   overlays (include/quilt.mk `Kernel/Patch/Default`, scripts/patch-kernel.sh).
 //! * [`flags`]: KCFLAGS from `CONFIG_EXTRA_OPTIMIZATION` and
 //!   `CONFIG_KERNEL_CFLAGS` (include/kernel.mk, config/Config-devel.in).
+//! * [`cpu`]: `CPU_TYPE` and the flags include/target.mk derives from it.
 //! * [`image`]: one device's `KERNEL` recipe (target/linux/<board>/image/),
 //!   evaluated by GNU make.
 //!
 //! This module only reads the checkout; applying patches is
 //! `patches::openwrt_series`.
 
+pub mod cpu;
 pub mod flags;
 pub mod image;
 pub mod kconfig;
@@ -141,7 +143,7 @@ impl Checkout {
 }
 
 /// `KEY:=value`, `KEY=value` or `KEY?=value` of a Makefile line, trimmed.
-fn make_assignment(line: &str) -> Option<(&str, &str)> {
+pub(crate) fn make_assignment(line: &str) -> Option<(&str, &str)> {
     let (key, value) = line.split_once('=')?;
     let key = key.trim_end_matches([':', '?', '+']).trim();
     if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {

@@ -116,6 +116,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         kernel_src: None,
         machine: Machine::Qemu,
         cache_model: request.cache_model,
+        openwrt: None,
     };
     let load_before = load_average()?;
     let started = results::now_rfc3339();

@@ -204,6 +204,11 @@ pub struct Initramfs {
     /// target triplet, and `package version` of its Debian packages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolchain: Vec<String>,
+    /// The masquerade ruleset `/init` loads, in words (`lab (table ip xl:
+    /// …)`, `firewall4 (table inet fw4: …)`); `None` in older files, whose
+    /// guests loaded the lab's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruleset: Option<String>,
 }
 
 /// One program a static guest's initramfs holds, built by the lab.
