@@ -15,6 +15,8 @@
 
 #[path = "../tests/common/elf_tools.rs"]
 mod elf_tools;
+#[path = "../tests/common/gate.rs"]
+mod gate;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -2,12 +2,28 @@
 //! Library behind `cargo xtask`: everything an OpenWrt kernel developer needs to
 //! answer "what does this compiler flag or kernel patch do to my router?".
 //!
-//! One folder per pipeline stage; data flows one way, and a stage imports
-//! only the stages before it (checked by the tidy test):
+//! One folder per pipeline stage. Data flows one way: inputs → patched
+//! tree → build → results → measurements → reports. Imports follow a
+//! stricter rule, because the records ([`results`]) and the ELF readers
+//! ([`measure`]) are types the build uses to write what it measured. Each
+//! stage may import only these (the tidy test checks the code against its
+//! table `ALLOWED` and that table against this one):
 //!
 //! ```text
-//! inputs → patches → build → results → measure → report
+//! stage    may import
+//! util     -
+//! inputs   util
+//! measure  util
+//! results  measure, util
+//! patches  inputs, results, util
+//! build    inputs, patches, measure, results, util
+//! report   patches, measure, results, util
+//! lab      inputs, build, measure, results, util
+//! host     inputs, build, results, lab, util
 //! ```
+//!
+//! The report never reads inputs (`targets/`, `variants.toml`): only the
+//! records.
 //!
 //! * [`inputs`]: targets, variants, kconfig fragments, kernel source.
 //! * [`patches`]: the patch engine (GNU patch semantics), the diff writer,

@@ -85,6 +85,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(BenchCommand::Lab(args)) => {
             lab::bench::run(&sh, &layout, &args.request()).map(drop)
         }
+        Command::Bench(BenchCommand::Verdicts(args)) => {
+            report::lab::calibrate::run(&args.request())
+        }
         Command::Bench(BenchCommand::Patches(args)) => {
             patches::bench::run(&sh, &layout, &args.options())
         }

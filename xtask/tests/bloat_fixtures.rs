@@ -6,6 +6,8 @@
 mod elf_fixtures;
 #[path = "common/elf_tools.rs"]
 mod elf_tools;
+#[path = "common/gate.rs"]
+mod gate;
 
 use elf_tools::BloatJob;
 use xtask::measure::bloat::{self, Mode, Options};
@@ -13,11 +15,7 @@ use xtask::measure::symbols::read_symbols;
 
 #[test]
 fn fixtures_match_nm_and_bloat_o_meter() {
-    if !elf_tools::have(
-        "bloat-o-meter fixture comparison",
-        &["python3", "tar"],
-        &[elf_tools::KERNEL_TARBALL],
-    ) {
+    if !elf_tools::with_bloat_o_meter(gate::Needs::new()).met() {
         return;
     }
     let script = elf_tools::bloat_o_meter();
@@ -108,7 +106,7 @@ fn folding_clones_keeps_totals_and_says_so() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let fixtures = elf_fixtures::build_fixtures(dir.path());
     let Some(fixture) = fixtures.first() else {
-        return; // build_fixtures printed why (or failed under CI)
+        return; // the gate skipped every toolchain (or failed under CI)
     };
     let old = read_symbols(&fixture.old).unwrap().symbols;
     let new = read_symbols(&fixture.new).unwrap().symbols;

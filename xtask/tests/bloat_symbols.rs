@@ -5,6 +5,8 @@
 
 #[path = "common/elf_tools.rs"]
 mod elf_tools;
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::path::Path;
 
@@ -17,7 +19,7 @@ fn error_text(path: &Path) -> String {
 
 #[test]
 fn own_executable_matches_host_nm() {
-    if !elf_tools::have("host nm comparison", &["nm"], &[]) {
+    if !gate::Needs::new().program("nm", "binutils").met() {
         return;
     }
     let exe = std::env::current_exe().expect("test executable path");

@@ -7,6 +7,8 @@
 
 #[path = "common/elf_tools.rs"]
 mod elf_tools;
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::fmt::Write as _;
 
@@ -124,11 +126,10 @@ fn edge_cases() -> Vec<(Vec<NmSymbol>, Vec<NmSymbol>)> {
 
 #[test]
 fn synthetic_listings_match_bloat_o_meter() {
-    if !elf_tools::have(
-        "synthetic bloat-o-meter comparison",
-        &["python3", "tar", "sh", "cat"],
-        &[elf_tools::KERNEL_TARBALL],
-    ) {
+    let needs = gate::Needs::new()
+        .program("sh", "dash")
+        .program("cat", "coreutils");
+    if !elf_tools::with_bloat_o_meter(needs).met() {
         return;
     }
     let script = elf_tools::bloat_o_meter();
@@ -219,7 +220,7 @@ fn synthetic_listings_match_bloat_o_meter() {
 /// expression bloat-o-meter uses.
 #[test]
 fn strip_numbers_matches_python_re() {
-    if !elf_tools::have("re_NUMBER comparison", &["python3"], &[]) {
+    if !gate::Needs::new().program("python3", "python3").met() {
         return;
     }
     let mut names: Vec<String> = NAMES.iter().map(|s| s.to_string()).collect();

@@ -2,20 +2,22 @@
 //! (`arm-tiny`, `baseline` and `no-reorder-blocks`; CI builds them before
 //! the tests, so there a missing file fails) compared with the cross
 //! `nm --size-sort` and with `python3 scripts/bloat-o-meter -p <prefix>` in
-//! every mode and both directions. Elsewhere missing files skip with a note;
+//! every mode and both directions. Elsewhere missing files are skipped by the
+//! gate (`common/gate.rs`);
 //! `XTASK_TEST_VMLINUX_OLD`/`_NEW` (and `_PREFIX`) pick another pair.
 
 #[path = "common/elf_tools.rs"]
 mod elf_tools;
+#[path = "common/gate.rs"]
+mod gate;
 
 use xtask::measure::bloat::{self, Mode};
 use xtask::measure::symbols::read_symbols;
 
 #[test]
 fn vmlinux_symbols_match_cross_nm() {
-    for pair in elf_tools::vmlinux_pairs("vmlinux nm comparison") {
-        let nm = format!("{}nm", pair.prefix);
-        if !elf_tools::have("vmlinux nm comparison", &[&nm], &[]) {
+    for pair in elf_tools::vmlinux_pairs() {
+        if !elf_tools::cross_tools(gate::Needs::new(), &pair.prefix, &["nm"]).met() {
             continue;
         }
         for file in [&pair.old, &pair.new] {
@@ -35,14 +37,8 @@ fn vmlinux_symbols_match_cross_nm() {
 
 #[test]
 fn vmlinux_diff_matches_bloat_o_meter() {
-    let pairs = elf_tools::vmlinux_pairs("vmlinux bloat-o-meter comparison");
-    if pairs.is_empty()
-        || !elf_tools::have(
-            "vmlinux bloat-o-meter comparison",
-            &["python3", "tar"],
-            &[elf_tools::KERNEL_TARBALL],
-        )
-    {
+    let pairs = elf_tools::vmlinux_pairs();
+    if pairs.is_empty() || !elf_tools::with_bloat_o_meter(gate::Needs::new()).met() {
         return;
     }
     let script = elf_tools::bloat_o_meter();

@@ -7,15 +7,17 @@
 //! group, on drop).
 //! One tiny build: 3–7 minutes on 2 cores.
 
+#[path = "common/gate.rs"]
+mod gate;
+
 use std::os::unix::fs::PermissionsExt;
 
 use xshell::Shell;
 use xtask::build::ccache::Ccache;
 use xtask::build::command::{self, BuildRequest, Mode};
 use xtask::build::distccd::{count_jobs, LocalDistccd};
-use xtask::build::toolchain::find_in_path;
 use xtask::build::Rebuild;
-use xtask::host::selftest::{e2e_results_dir, E2E_TARGET, E2E_VARIANTS};
+use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
 use xtask::results::BuildResult;
 use xtask::util::hash::sha256_file;
 use xtask::util::layout::Layout;
@@ -43,15 +45,13 @@ fn scratch_workspace(layout: &Layout) -> tempfile::TempDir {
 #[test]
 fn a_distcc_build_compiles_remotely_with_the_same_bytes() {
     let variant = E2E_VARIANTS[0];
-    let Some(dir) = e2e_results_dir(variant).unwrap() else {
+    let Some(dir) = gate::e2e_results_dir(variant) else {
         return;
     };
-    if find_in_path("distccd").is_none() || find_in_path("distcc").is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "distcc is missing under CI; `cargo xtask setup --tests` installs it"
-        );
-        eprintln!("note: skipping: distcc is not installed (apt-get install distcc)");
+    let needs = gate::Needs::new()
+        .program("distcc", "distcc")
+        .program("distccd", "distcc");
+    if !needs.met() {
         return;
     }
     let local = BuildResult::read(&dir).unwrap();

@@ -3,17 +3,20 @@
 //! really were built with different KBUILD_CFLAGS, and every recorded number
 //! agrees with the files and with binutils `size`.
 
+#[path = "common/gate.rs"]
+mod gate;
+
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::host::selftest::{e2e_results_dir, E2E_VARIANTS};
+use xtask::host::selftest::E2E_VARIANTS;
 use xtask::results::BuildResult;
 use xtask::util::hash::sha256_file;
 
 fn results() -> Option<Vec<(std::path::PathBuf, BuildResult)>> {
     let mut out = Vec::new();
     for variant in E2E_VARIANTS {
-        let dir = e2e_results_dir(variant).unwrap()?;
+        let dir = gate::e2e_results_dir(variant)?;
         let result = BuildResult::read(&dir).unwrap();
         out.push((dir, result));
     }

@@ -6,6 +6,8 @@
 mod elf_fixtures;
 #[path = "common/elf_tools.rs"]
 mod elf_tools;
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::path::{Path, PathBuf};
 
@@ -38,7 +40,7 @@ fn fixtures_match_cross_size() {
 #[test]
 fn vmlinux_files_match_cross_size() {
     let mut files: Vec<(String, PathBuf)> = Vec::new();
-    for pair in elf_tools::vmlinux_pairs("Berkeley size of vmlinux") {
+    for pair in elf_tools::vmlinux_pairs() {
         files.push((pair.prefix.clone(), pair.old));
         files.push((pair.prefix, pair.new));
     }
@@ -47,7 +49,7 @@ fn vmlinux_files_match_cross_size() {
     files.dedup();
     let mut failures = Vec::new();
     for (prefix, file) in &files {
-        if elf_tools::have("Berkeley size of vmlinux", &[&format!("{prefix}size")], &[]) {
+        if elf_tools::cross_tools(gate::Needs::new(), prefix, &["size"]).met() {
             compare(prefix, file, &mut failures);
         }
     }

@@ -2,6 +2,9 @@
 //! them: -p1, no fuzz) to the real pristine Linux 6.12 tree that
 //! `cargo xtask test` unpacked, after the series they follow.
 
+#[path = "common/gate.rs"]
+mod gate;
+
 use xtask::inputs::variants;
 use xtask::patches::engine::{check_patch, parse_patch, ApplyOptions};
 use xtask::util::layout::Layout;
@@ -16,14 +19,12 @@ fn experiment_patches_apply_to_the_real_kernel() {
         .map(|e| e.path().join("linux-source-6.12"))
         .find(|p| p.join("Makefile").is_file());
     let Some(tree) = pristine else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have unpacked Linux 6.12 (cargo xtask test builds first)"
-        );
-        eprintln!(
-            "note: skipping: no unpacked Linux 6.12 under {}",
+        let what = format!(
+            "an unpacked Linux 6.12 under {} (`cargo xtask test` builds first)",
             layout.pristine_dir().display()
         );
+        // Always unmet: a failure under CI, a counted skip elsewhere.
+        let _ = gate::Needs::new().missing(what).met();
         return;
     };
     let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();

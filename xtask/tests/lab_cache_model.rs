@@ -1,7 +1,8 @@
 //! The lab's L1 cache model (`cargo xtask lab --cache-model`) against a
 //! reference and in the lab, as CI runs it (root, QEMU, gcc, glib's
 //! headers, Debian's archive for QEMU's source package once; a missing
-//! tool fails the test naming its package, it never skips):
+//! tool fails the test under CI naming its package, elsewhere the gate,
+//! `common/gate.rs`, skips it and says so):
 //!
 //! 1. Our plugin and QEMU's own `contrib/plugins/cache.c`, both built from
 //!    the installed QEMU's Debian source package, run in one QEMU process
@@ -19,6 +20,9 @@
 //! About 10–15 minutes on 2 cores when the lab kernel must be built, a few
 //! minutes when it is.
 
+#[path = "common/gate.rs"]
+mod gate;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -28,7 +32,7 @@ use xtask::build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::ChildGuard;
-use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET};
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{
     CacheCounters, CacheGeometry, INSNS_PER_PACKET, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
@@ -172,10 +176,17 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    // Fails (does not skip) naming the packages when a tool is missing.
-    lab::check_host_tools(spec).unwrap();
-    lab::require_tools("the cache model", cache_model::HOST_TOOLS).unwrap();
-    lab::require_tools("QEMU's cache.c", &[("pkg-config", "pkg-config")]).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec))
+        .check(lab::require_tools(
+            "the cache model",
+            cache_model::HOST_TOOLS,
+        ))
+        .program("pkg-config", "pkg-config");
+    if !needs.met() {
+        return;
+    }
 
     let qemu_src = source::fetch(&layout, &spec.qemu_package).unwrap();
     let ours = compile::plugin(&layout, &qemu_src).unwrap();
@@ -238,6 +249,20 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
 fn the_lab_reads_the_model_around_each_run() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let layout = Layout::from_manifest_dir();
+    let all = targets::load_all(&layout.targets_dir()).unwrap();
+    let target = targets::select(&all, &[TARGET.to_string()])
+        .unwrap()
+        .remove(0);
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(kernel::spec_of(&target).unwrap()))
+        .check(lab::require_tools(
+            "the cache model",
+            cache_model::HOST_TOOLS,
+        ));
+    if !needs.met() {
+        return;
+    }
     let sh = Shell::new().unwrap();
     let request = LabRequest {
         target: TARGET.to_string(),
@@ -258,15 +283,11 @@ fn the_lab_reads_the_model_around_each_run() {
         .unwrap()
         .expect("a lab directory");
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
+    assert_eq!(record.status, Status::Complete);
     let model = record
         .cache_model
         .as_ref()
         .expect("lab.json records the model");
-    let all = targets::load_all(&layout.targets_dir()).unwrap();
-    let target = targets::select(&all, &[TARGET.to_string()])
-        .unwrap()
-        .remove(0);
     let l1 = kernel::spec_of(&target).unwrap().l1.unwrap();
     assert_eq!(model.icache, geometry(&l1.icache));
     assert_eq!(model.dcache, geometry(&l1.dcache));
@@ -290,7 +311,7 @@ fn the_lab_reads_the_model_around_each_run() {
     for direction in Direction::BOTH {
         let on = Condition::Forward {
             direction,
-            gro: true,
+            gro: Gro::On,
         };
         let insns = record.samples("baseline", on, INSNS_PER_PACKET);
         let ns = record.samples("baseline", on, CPU_PER_PACKET);

@@ -15,9 +15,13 @@
 //!   `failed: interrupted`, and removes its namespace and processes.
 //!
 //! Needs root (network namespaces) and dbench's tbench, iperf3 and
-//! ethtool. Without them the tests are skipped with a message, except
-//! under CI (`CI` set), where they fail naming the packages: CI runs as
-//! root after `cargo xtask setup --tests`. About a minute on 2 cores.
+//! ethtool. Without them the gate (`common/gate.rs`) skips the tests,
+//! except under CI (`CI` set), where they fail naming the packages: CI
+//! runs as root after `cargo xtask setup --tests`. About a minute on 2
+//! cores.
+
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use xtask::lab::host::{self, features, BenchName, HostRequest};
 use xtask::report::{Format, LabRuns, Request, Style};
-use xtask::results::lab::{Benchmark, Condition, LabRecord, MB_PER_S, TBENCH, THROUGHPUT};
+use xtask::results::lab::{Benchmark, Condition, LabRecord, Status, MB_PER_S, TBENCH, THROUGHPUT};
 use xtask::util::layout::Layout;
 
 /// One test at a time: each checks that no namespace of this process is
@@ -37,21 +41,12 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Whether the host lab can run here: root and its tools. Under CI a
-/// missing one fails the test; elsewhere it is skipped with a message.
+/// missing one fails the test; elsewhere the gate skips it.
 fn ready() -> bool {
-    let problem = if !rustix::process::geteuid().is_root() {
-        Some("the host lab needs root (network namespaces)".to_string())
-    } else {
-        host::check_host_tools().err().map(|e| format!("{e:#}"))
-    };
-    match problem {
-        None => true,
-        Some(p) if std::env::var_os("CI").is_some() => panic!("{p}"),
-        Some(p) => {
-            eprintln!("skipped: {p}");
-            false
-        }
-    }
+    gate::Needs::new()
+        .root("network namespaces")
+        .check(host::check_host_tools())
+        .met()
 }
 
 /// A workspace in a temporary directory with the repository's runtime
@@ -96,7 +91,7 @@ fn running(pick: impl Fn(&str) -> bool) -> Vec<(u32, String)> {
         };
         let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
         let cmdline = cmdline.trim().to_string();
-        if pick(&cmdline) && !host::netns::exited(pid) {
+        if pick(&cmdline) && !xtask::lab::net::exited(pid) {
             out.push((pid, cmdline));
         }
     }
@@ -107,7 +102,7 @@ fn running(pick: impl Fn(&str) -> bool) -> Vec<(u32, String)> {
 fn nothing_left(pid: u32) {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let list = String::from_utf8_lossy(&out.stdout);
-    let prefix = format!("{}{pid}-", host::netns::NETNS_PREFIX);
+    let prefix = format!("{}{pid}-", xtask::lab::net::NETNS_PREFIX);
     assert!(!list.contains(&prefix), "namespaces left:\n{list}");
     let program = |c: &str| {
         let first = c.split_whitespace().next().unwrap_or("");
@@ -153,9 +148,9 @@ fn tbench_baseline_against_lo_without_tso_gso() {
     assert_eq!(host_lo(), lo_before, "the host's own lo changed");
 
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
+    assert_eq!(record.status, Status::Complete);
     assert_eq!(record.target, "host");
-    let h = record.host.as_ref().expect("the host kernel is recorded");
+    let h = record.machine.host().expect("the host kernel is recorded");
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     assert_eq!(h.kernel_release, release.trim());
     assert!(
@@ -163,7 +158,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
         "{}",
         h.proc_version
     );
-    assert!(record.qemu.is_none() && record.boots.is_empty());
+    assert!(record.boots.is_empty());
     let arms: Vec<&str> = record.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(arms, ["baseline", "baseline~control", "lo-no-tso-gso"]);
     let lo = record.arms[2].runtime.as_ref().expect("its settings");
@@ -283,7 +278,11 @@ fn a_setting_the_driver_refuses_stops_the_lab() {
     nothing_left(std::process::id());
     let dir = lab_dirs(&layout).pop().expect("a lab directory");
     let record = LabRecord::read(&dir).unwrap();
-    assert!(record.status.starts_with("failed: "), "{}", record.status);
+    assert!(
+        matches!(record.status, Status::Failed { .. }),
+        "{}",
+        record.status
+    );
 }
 
 #[test]
@@ -388,7 +387,7 @@ fn ctrl_c_stops_and_cleans_up() {
     nothing_left(pid);
     let record = LabRecord::read(lab_dirs(&layout).last().unwrap()).unwrap();
     assert!(
-        record.status.starts_with("failed: ") && record.status.contains("interrupted"),
+        matches!(&record.status, Status::Failed { reason } if reason.contains("interrupted")),
         "{}",
         record.status
     );

@@ -6,18 +6,25 @@
 //!
 //! Needs root (namespaces, taps), QEMU, iperf3, ethtool and Debian's
 //! archive (for the guest's packages, once). A missing tool fails the test
-//! with the package to install: it never skips. About 10–15 minutes on 2
+//! under CI with the package to install; elsewhere the gate
+//! (`common/gate.rs`) skips it and says so. About 10–15 minutes on 2
 //! cores from scratch, most of it the kernel build; a minute or two when
 //! the lab kernel is already built.
+
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::time::Instant;
 
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::targets;
-use xtask::lab::record::{Condition, Direction, LabRecord, CPU_PER_PACKET, THROUGHPUT};
-use xtask::lab::session::Guest;
-use xtask::lab::{self, guest, kernel, rootfs, GroChoice, LabRequest};
+use xtask::lab::record::{
+    Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET, THROUGHPUT,
+};
+use xtask::lab::session::{Image, QemuTestbed};
+use xtask::lab::topology::nat_router;
+use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::util::layout::Layout;
 
 const TARGET: &str = "brcm47xx";
@@ -56,8 +63,12 @@ fn malta_router_forwards_through_masquerade() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    // Fails (does not skip) naming the packages when a tool is missing.
-    lab::check_host_tools(spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() {
+        return;
+    }
 
     let sh = Shell::new().unwrap();
     let started = Instant::now();
@@ -83,7 +94,7 @@ fn malta_router_forwards_through_masquerade() {
     no_lab_leftovers();
 
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
+    assert_eq!(record.status, Status::Complete);
     assert_eq!(record.lab_target, "brcm47xx-lab");
     assert_eq!(record.boots.len(), 2);
     for boot in &record.boots {
@@ -93,7 +104,7 @@ fn malta_router_forwards_through_masquerade() {
     for direction in Direction::BOTH {
         let on = Condition::Forward {
             direction,
-            gro: true,
+            gro: Gro::On,
         };
         let mbit = record.samples("baseline", on, THROUGHPUT);
         let ns = record.samples("baseline", on, CPU_PER_PACKET);
@@ -112,7 +123,8 @@ fn malta_router_forwards_through_masquerade() {
     }
     for run in &record.runs {
         let g = run.guest.as_ref().expect("a QEMU run reads the guest");
-        assert_eq!(g.server_saw_peer.as_deref(), Some(guest::GUEST_WAN_IP));
+        let router_wan = nat_router::GUEST_WAN_IP.to_string();
+        assert_eq!(g.server_saw_peer.as_deref(), Some(router_wan.as_str()));
         assert!(g.guest_work.packets > 100, "{:?}", g.guest_work);
     }
     // The lab kernel is recorded like any build.
@@ -122,31 +134,41 @@ fn malta_router_forwards_through_masquerade() {
     // The masquerade's translation, as the guest's conntrack shows it.
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
+    let vmlinux = results.join("vmlinux");
+    let image = Image {
+        kernel: &vmlinux,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let mut bed = QemuTestbed::boot(
         spec,
-        (&results.join("vmlinux"), None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "nat"),
+        None,
     )
     .unwrap();
-    guest
-        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
-        .unwrap();
-    let table = guest.conntrack().unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        1,
+        (scratch.path(), "nat"),
+    )
+    .unwrap();
+    let table = bed.guest("router").unwrap().conntrack().unwrap();
     let translated = table.lines().any(|l| {
         l.contains(&format!(
             "src={} dst={}",
-            guest::LAN_HOST_IP,
-            guest::WAN_HOST_IP
+            nat_router::LAN_HOST_IP,
+            nat_router::WAN_HOST_IP
         )) && l.contains(&format!(
             "src={} dst={}",
-            guest::WAN_HOST_IP,
-            guest::GUEST_WAN_IP
+            nat_router::WAN_HOST_IP,
+            nat_router::GUEST_WAN_IP
         ))
     });
     assert!(translated, "no masqueraded connection in:\n{table}");
-    drop(guest);
+    drop(bed);
     no_lab_leftovers();
 }
 
@@ -165,12 +187,17 @@ fn a_kernel_that_does_not_boot_is_a_clear_error() {
     let bogus = scratch.path().join("vmlinux");
     std::fs::write(&bogus, b"not a kernel").unwrap();
     let started = Instant::now();
-    let err = Guest::boot(
+    let image = Image {
+        kernel: &bogus,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let err = QemuTestbed::boot(
         spec,
-        (&bogus, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "bogus"),
+        None,
     )
     .err()
     .expect("a bogus kernel must not boot");

@@ -1,19 +1,20 @@
-//! `lab --openwrt PATH` end to end, as CI runs it: the brcm47xx lab kernel
-//! built as OpenWrt builds its malta/le target (the fixture's config and
-//! patch series, brcm47xx's KCFLAGS, the lab's fragments on top), booted
-//! with a guest that loads firewall4's ruleset, 2 runs of 2 s each way;
-//! then the masquerade's translation in the guest's conntrack table, and
-//! the lab kernel's OpenWrt record in its `result.json`. Before that, the
+//! `lab --openwrt PATH` end to end: the brcm47xx lab kernel built as
+//! OpenWrt builds its malta/le target (the fixture's config and patch
+//! series, brcm47xx's KCFLAGS, the lab's fragments on top), booted with a
+//! guest that loads firewall4's ruleset, 2 runs of 2 s each way; then the
+//! masquerade's translation in the guest's conntrack table, and the lab
+//! kernel's OpenWrt record in its `result.json`. Before that, the
 //! firewall4 ruleset itself is loaded by the host's nft (Debian's, the
 //! guest's version) into a private namespace.
 //!
 //! Needs root (namespaces, taps), QEMU, iperf3, ethtool, nft, Debian's
 //! archive (the guest's packages, once), Debian's 6.12 source and the
-//! OpenWrt fixture. A missing tool fails the test with the package to
-//! install. The kernel build is OpenWrt's whole malta config (about twice
-//! the objects of the workbench's own lab kernel): see
-//! docs/incoming/openwrt-lab.md for what it costs.
+//! OpenWrt fixture (through the gate: a failure under CI). The kernel
+//! build is OpenWrt's whole malta config: see docs/incoming/openwrt-lab.md
+//! for what it costs.
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 
 use std::process::Command;
@@ -22,10 +23,11 @@ use openwrt_fixture::Fixture;
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::targets;
-use xtask::lab::firewall4::{self, Ruleset};
-use xtask::lab::record::{Condition, Direction, LabRecord, THROUGHPUT};
-use xtask::lab::session::Guest;
-use xtask::lab::{self, guest, kernel, rootfs, GroChoice, LabRequest};
+use xtask::lab::firewall4;
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, MachineInfo, Status, THROUGHPUT};
+use xtask::lab::session::{Image, QemuTestbed};
+use xtask::lab::topology::{nat_router, Ruleset};
+use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
 
@@ -37,16 +39,19 @@ fn ip(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn firewall4_ruleset_loads_with_debians_nft() {
-    assert!(
-        xtask::build::toolchain::find_in_path("nft").is_some(),
-        "the test needs nft: apt-get install nftables"
-    );
+    let needs = gate::Needs::new()
+        .root("a network namespace")
+        .program("nft", "nftables");
+    if !needs.met() {
+        return;
+    }
     let ns = format!("xlfw4-{}", std::process::id());
     assert!(ip(&["netns", "add", &ns]).status.success(), "needs root");
     let run = || -> String {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("fw4.nft");
-        std::fs::write(&file, firewall4::ruleset()).unwrap();
+        let topology = nat_router::topology();
+        std::fs::write(&file, firewall4::ruleset(&topology.guests[0]).unwrap()).unwrap();
         let add = ip(&[
             "-n", &ns, "link", "add", "lan", "type", "veth", "peer", "name", "wan",
         ]);
@@ -88,17 +93,19 @@ fn firewall4_ruleset_loads_with_debians_nft() {
 
 #[test]
 fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
-    let Some(_) = openwrt_fixture::debian_tarball("6.12") else {
-        return;
-    };
-    let Some(fx) = Fixture::unpack() else { return };
     let layout = Layout::from_manifest_dir();
     let all = targets::load_all(&layout.targets_dir()).unwrap();
     let target = targets::select(&all, &[TARGET.to_string()])
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    lab::check_host_tools(spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() || openwrt_fixture::debian_tarball("6.12").is_none() {
+        return;
+    }
+    let Some(fx) = Fixture::unpack() else { return };
 
     let sh = Shell::new().unwrap();
     let request = LabRequest {
@@ -133,21 +140,27 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
     );
 
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
-    let ruleset = record.initramfs.as_ref().and_then(|i| i.ruleset.clone());
-    assert_eq!(ruleset.as_deref(), Some(Ruleset::Firewall4.describe()));
+    assert_eq!(record.status, Status::Complete);
+    let MachineInfo::Qemu { initramfs, .. } = &record.machine else {
+        panic!("not a QEMU lab: {:?}", record.machine);
+    };
+    assert_eq!(
+        initramfs.ruleset.as_deref(),
+        Some(Ruleset::Firewall4.describe())
+    );
     for direction in Direction::BOTH {
         let on = Condition::Forward {
             direction,
-            gro: true,
+            gro: Gro::On,
         };
         let mbit = record.samples("baseline", on, THROUGHPUT);
         assert_eq!(mbit.len(), 2, "{direction:?}: {mbit:?}");
         assert!(mbit.iter().all(|&m| m > 0.1), "{direction:?}: {mbit:?}");
     }
+    let router_wan = nat_router::GUEST_WAN_IP.to_string();
     for run in &record.runs {
         let g = run.guest.as_ref().expect("a QEMU run reads the guest");
-        assert_eq!(g.server_saw_peer.as_deref(), Some(guest::GUEST_WAN_IP));
+        assert_eq!(g.server_saw_peer.as_deref(), Some(router_wan.as_str()));
     }
 
     // The lab kernel's OpenWrt record: malta/le's config and series,
@@ -193,26 +206,38 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
     assert!(!lab.left_out.is_empty());
 
     // The masquerade's translation under firewall4's ruleset.
-    let initramfs = rootfs::prepare_with(&layout, spec, Ruleset::Firewall4).unwrap();
+    let base = rootfs::prepare(&layout, spec).unwrap();
+    let mut topology = nat_router::topology();
+    lab::qemu_lab::openwrt_ruleset(&mut topology, spec);
+    assert_eq!(topology.guests[0].ruleset, Some(Ruleset::Firewall4));
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
-        spec,
-        (&results.join("vmlinux"), None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+    let vmlinux = results.join("vmlinux");
+    let image = Image {
+        kernel: &vmlinux,
+        dtb: None,
+        initramfs: &base,
+    };
+    let mut bed = QemuTestbed::boot(spec, &topology, image, (scratch.path(), "nat"), None).unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        1,
+        (scratch.path(), "nat"),
     )
     .unwrap();
-    guest
-        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
-        .unwrap();
-    let table = guest.conntrack().unwrap();
+    let router = bed.guest("router").unwrap();
+    let rules = router.check("nft list table inet fw4").unwrap();
     assert!(
-        table.lines().any(|l| l.contains(&format!(
-            "src={} dst={}",
-            guest::WAN_HOST_IP,
-            guest::GUEST_WAN_IP
-        ))),
-        "no masqueraded connection in:\n{table}"
+        rules.contains("chain srcnat_wan"),
+        "the guest runs firewall4's table:\n{rules}"
     );
+    let table = router.conntrack().unwrap();
+    let translated = table.lines().any(|l| {
+        l.contains(&format!(
+            "src={} dst={}",
+            nat_router::WAN_HOST_IP,
+            nat_router::GUEST_WAN_IP
+        ))
+    });
+    assert!(translated, "no masqueraded connection in:\n{table}");
 }

@@ -13,9 +13,12 @@
 //!
 //! Needs root (namespaces), iproute2, nftables, ethtool, iperf3,
 //! openssh-client and openssh-server (`cargo xtask setup --tests`). Under
-//! CI a missing tool fails the test; elsewhere it is skipped with a note.
+//! CI a missing tool fails the test; elsewhere the gate (`common/gate.rs`)
+//! skips it.
 //! Namespaces, sshd and iperf3 are removed afterwards, on failure too.
 
+#[path = "common/gate.rs"]
+mod gate;
 #[path = "common/report_fixture.rs"]
 mod report_fixture;
 
@@ -25,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use xshell::Shell;
 use xtask::build::BuildOptions;
-use xtask::lab::record::{Condition, Direction, LabRecord, THROUGHPUT};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, THROUGHPUT};
 use xtask::lab::ssh::SshRequest;
 use xtask::lab::{self, Flash, GroChoice, LabRequest, Machine};
 
@@ -46,42 +49,17 @@ const TOOLS: &[(&str, &str)] = &[
     ("ssh-keygen", "openssh-client"),
 ];
 
-fn in_path(tool: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join(tool).is_file())
-            || ["/usr/sbin", "/sbin"]
-                .iter()
-                .any(|d| Path::new(d).join(tool).is_file())
-    })
-}
-
-/// Whether the test can run; under CI anything missing is a failure.
+/// Whether the test can run (through the gate: under CI anything
+/// missing is a failure, elsewhere a counted skip).
 fn can_run() -> bool {
-    let mut missing: Vec<String> = TOOLS
+    TOOLS
         .iter()
-        .filter(|(t, _)| !in_path(t))
-        .map(|(t, p)| format!("{t} ({p})"))
-        .collect();
-    if !Path::new(SSHD).is_file() {
-        missing.push(format!("{SSHD} (openssh-server)"));
-    }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
-        missing.push("root (network namespaces)".to_string());
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!(
-        "the SSH lab test needs {}; `cargo xtask setup --tests` installs the packages",
-        missing.join(", ")
-    );
-    assert!(std::env::var_os("CI").is_none(), "{msg}");
-    eprintln!("note: skipping: {msg}");
-    false
+        .fold(gate::Needs::new(), |n, (tool, package)| {
+            n.program(tool, package)
+        })
+        .file(Path::new(SSHD), "apt-get install openssh-server")
+        .root("network namespaces")
+        .met()
 }
 
 /// Runs `program args`, failing the test with its output.
@@ -378,9 +356,8 @@ fn a_namespace_router_over_ssh_without_flashing() {
     eprintln!("the SSH lab took {:.1} s", started.elapsed().as_secs_f64());
 
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.status, "complete");
-    assert!(record.qemu.is_none() && record.initramfs.is_none());
-    let info = record.router.as_ref().expect("the router is recorded");
+    assert_eq!(record.status, Status::Complete);
+    let info = record.machine.router().expect("the machine is the router");
     assert_eq!(info.destination, format!("root@{ROUTER_LAN}"));
     assert_eq!((info.port, info.flash), (port, Flash::NotFlashed));
     let text = std::fs::read_to_string(dir.join("lab.json")).unwrap();
@@ -399,10 +376,10 @@ fn a_namespace_router_over_ssh_without_flashing() {
 
     // Samples both ways with GRO on and off, each masqueraded.
     for direction in Direction::BOTH {
-        for gro in [true, false] {
+        for gro in Gro::BOTH {
             for arm in ["baseline", "baseline~control"] {
                 let mbit = record.samples(arm, Condition::Forward { direction, gro }, THROUGHPUT);
-                assert_eq!(mbit.len(), 2, "{arm} {direction:?} GRO {gro}: {mbit:?}");
+                assert_eq!(mbit.len(), 2, "{arm} {direction:?} GRO {gro:?}: {mbit:?}");
                 assert!(mbit.iter().all(|&m| m > 1.0), "{mbit:?} Mbit/s");
             }
         }

@@ -9,13 +9,17 @@
 //! (`gcc-mips-linux-gnu`, `libc6-dev-mips-cross`), `binutils-mips-linux-gnu`,
 //! `file`, Debian's archive (the source packages, once), and for the
 //! loader and boot tests root, `nft`, QEMU and iperf3. A missing tool fails
-//! the test naming its package: it never skips. The first build of the
+//! the test under CI naming its package; elsewhere the gate
+//! (`common/gate.rs`) skips it and says so. The first build of the
 //! userspace takes a few minutes (busybox at `-j1`). The boot test builds
 //! the ath79 lab kernel when it is not built yet (10–25 minutes on 2
 //! cores: a router kernel, too big for CI's 90 minutes beside the Malta
 //! lab's), so it is manual: `cargo test --test lab_static_guest --
 //! --ignored`; CI boots the Malta lab (`lab_malta.rs`) and builds and
 //! checks this guest.
+
+#[path = "common/gate.rs"]
+mod gate;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,10 +28,11 @@ use std::process::Command;
 use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::{targets, variants};
+use xtask::lab::backend::{Gro, Testbed};
 use xtask::lab::record::Direction;
-use xtask::lab::router::Gro;
-use xtask::lab::session::Guest;
+use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::static_guest::build;
+use xtask::lab::topology::nat_router;
 use xtask::lab::{self, guest, kernel, rootfs};
 use xtask::util::hash::sha256_file;
 use xtask::util::layout::Layout;
@@ -41,11 +46,6 @@ fn ath79() -> (Layout, targets::Target) {
         .unwrap()
         .remove(0);
     (layout, target)
-}
-
-/// Fails naming the package when `program` is not on `PATH`.
-fn need(program: &str, package: &str) {
-    lab::require_tools("this test", &[(program, package)]).unwrap();
 }
 
 /// The regular files of a `newc` archive (the kernel's initramfs format,
@@ -82,8 +82,13 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
         .static_guest
         .as_ref()
         .expect("ath79 has [lab.static_guest]");
-    need("mips-linux-gnu-readelf", "binutils-mips-linux-gnu");
-    need("file", "file");
+    let needs = gate::Needs::new()
+        .program("mips-linux-gnu-readelf", "binutils-mips-linux-gnu")
+        .program("mips-linux-gnu-gcc", "gcc-mips-linux-gnu")
+        .program("file", "file");
+    if !needs.met() {
+        return;
+    }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     assert_eq!(initramfs.arch, "mips");
     let files = cpio_files(&std::fs::read(&initramfs.path).unwrap());
@@ -176,8 +181,13 @@ impl Drop for Netns {
 
 #[test]
 fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
-    need("nft", "nftables");
-    need("cc", "gcc");
+    let needs = gate::Needs::new()
+        .root("network namespaces")
+        .program("nft", "nftables")
+        .program("cc", "gcc");
+    if !needs.met() {
+        return;
+    }
     let scratch = tempfile::tempdir().unwrap();
     let loader = scratch.path().join("nft-loader");
     let ruleset = guest::ruleset();
@@ -231,7 +241,12 @@ fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
 fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let (layout, target) = ath79();
     let spec = kernel::spec_of(&target).unwrap();
-    lab::check_host_tools(spec).unwrap();
+    let needs = gate::Needs::new()
+        .root("taps and network namespaces")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() {
+        return;
+    }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = variants::select(&all, &["baseline".to_string()]).unwrap();
@@ -246,34 +261,47 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     )
     .unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut guest = Guest::boot(
+    let image = Image {
+        kernel: &kernels[0].image,
+        dtb: None,
+        initramfs: &initramfs,
+    };
+    let mut bed = QemuTestbed::boot(
         spec,
-        (&kernels[0].image, None),
-        &initramfs.path,
-        &scratch.path().join("console.log"),
-        &scratch.path().join("qemu.log"),
+        &nat_router::topology(),
+        image,
+        (scratch.path(), "t"),
+        None,
     )
     .unwrap();
     // GRO off and on again: ethtool's ioctl path works on pcnet.
-    guest.set_gro(Gro::Off).unwrap();
-    let features = guest.check("ethtool -k lan").unwrap();
+    bed.set_gro(Gro::Off).unwrap();
+    let features = bed
+        .guest("router")
+        .unwrap()
+        .check("ethtool -k lan")
+        .unwrap();
     assert!(
         features.contains("generic-receive-offload: off"),
         "{features}"
     );
-    guest.set_gro(Gro::On).unwrap();
-    guest
-        .iperf(Direction::LanToWan, 1, scratch.path(), "nat")
-        .unwrap();
-    let table = guest.conntrack().unwrap();
+    bed.set_gro(Gro::On).unwrap();
+    bed.iperf(
+        ("lan", "wan"),
+        Direction::LanToWan,
+        1,
+        (scratch.path(), "nat"),
+    )
+    .unwrap();
+    let table = bed.guest("router").unwrap().conntrack().unwrap();
     assert!(
         table.contains(&format!(
             "src={} dst={}",
-            guest::WAN_HOST_IP,
-            guest::GUEST_WAN_IP
+            nat_router::WAN_HOST_IP,
+            nat_router::GUEST_WAN_IP
         )),
         "no masqueraded connection in:\n{table}"
     );
-    drop(guest);
+    drop(bed);
     assert!(Path::new(&kernels[0].image).is_file());
 }

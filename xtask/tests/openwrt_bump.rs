@@ -6,6 +6,8 @@
 //! lists); the configs are copies; nothing else in the checkout changed;
 //! a second bump is refused.
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 
 use std::collections::BTreeMap;

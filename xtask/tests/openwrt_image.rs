@@ -12,6 +12,8 @@
 //!
 //! Each step on its own: `openwrt_image_steps.rs`.
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 #[path = "common/openwrt_image.rs"]
 mod openwrt_image_common;
@@ -63,7 +65,7 @@ fn summary(fx: &Fixture, linux: &Path, r: &DeviceRecipe) -> String {
 
 #[test]
 fn each_target_device_resolves_to_its_recipe() {
-    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let linux = fake_linux(dir.path());
     let mut all = String::new();
@@ -118,7 +120,7 @@ fn each_target_device_resolves_to_its_recipe() {
 
 #[test]
 fn an_unsupported_step_names_device_line_and_step() {
-    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let linux = fake_linux(dir.path());
     let r = recipe(
@@ -242,7 +244,7 @@ fn objcopy_binary(sh: &Shell, cross: &str, vmlinux: &Path, out: &Path) -> Vec<u8
 
 #[test]
 fn whole_recipes_on_a_tiny_kernel() {
-    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let linux = fake_linux(dir.path());
     let sh = Shell::new().unwrap();
@@ -319,7 +321,7 @@ fn whole_recipes_on_a_tiny_kernel() {
 #[ignore = "manual: needs real kernel builds in $XTASK_REAL_BUILDS"]
 fn real_router_kernels() {
     let builds = PathBuf::from(std::env::var_os("XTASK_REAL_BUILDS").expect("XTASK_REAL_BUILDS"));
-    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let sh = Shell::new().unwrap();
     for t in targets::load_all(&targets_dir()).unwrap() {

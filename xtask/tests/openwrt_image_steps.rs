@@ -6,6 +6,8 @@
 //! the chosen devices' real device trees compiled against Debian's 6.12
 //! headers (their `model` as `fdtget` reads it is the source's).
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 #[path = "common/openwrt_image.rs"]
 mod openwrt_image_common;
@@ -20,7 +22,7 @@ use xtask::inputs::openwrt::image::Step;
 
 #[test]
 fn lzma_steps_decode_with_xz_and_carry_their_parameters() {
-    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let linux = fake_linux(dir.path());
     let sh = Shell::new().unwrap();
@@ -72,7 +74,7 @@ fn lzma_steps_decode_with_xz_and_carry_their_parameters() {
 
 #[test]
 fn uimage_step_is_image_commands_mk_mkimage() {
-    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let linux = fake_linux(dir.path());
     let sh = Shell::new().unwrap();
@@ -233,7 +235,7 @@ fn dts_model(dts: &Path) -> Option<String> {
 
 #[test]
 fn the_chosen_devices_trees_compile_against_the_kernel_headers() {
-    let fx = Fixture::unpack().expect("the OpenWrt fixture");
+    let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let sh = Shell::new().unwrap();
     let linux = kernel_dts_tree(&sh, dir.path());

@@ -6,6 +6,8 @@
 //! on the fixture's own include/target.mk), the router board's patches
 //! and overlays it leaves out, and the fragments that are the lab's.
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 
 use std::path::Path;
@@ -15,7 +17,8 @@ use xshell::{cmd, Shell};
 use xtask::build::openwrt_lab::OpenwrtLab;
 use xtask::inputs::openwrt::{cpu, flags, kconfig, series, Checkout, OpenwrtTarget};
 use xtask::inputs::targets;
-use xtask::lab::firewall4::Ruleset;
+use xtask::lab::qemu_lab;
+use xtask::lab::topology::{nat_router, Ruleset};
 use xtask::util::layout::Layout;
 
 /// What GNU make makes of include/target.mk's CPU flags for `cpu_type`
@@ -187,8 +190,16 @@ fn each_lab_kernel_is_the_machines_openwrt_target_with_the_routers_kcflags() {
 
         // The guest loads firewall4's ruleset, except ath79's static guest.
         let spec = router.lab.as_ref().unwrap();
-        let loaded = Ruleset::Firewall4.for_guest(spec.static_guest.is_some());
-        assert_eq!(loaded == Ruleset::Lab, name == "ath79", "{name}");
+        let mut topology = nat_router::topology();
+        qemu_lab::openwrt_ruleset(&mut topology, spec);
+        topology.check().unwrap();
+        let loaded = topology.guest("router").unwrap().ruleset;
+        let expected = if name == "ath79" {
+            Ruleset::NatRouter
+        } else {
+            Ruleset::Firewall4
+        };
+        assert_eq!(loaded, Some(expected), "{name}");
     }
 }
 

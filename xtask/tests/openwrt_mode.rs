@@ -14,6 +14,8 @@
 //!
 //! Test (c), the series on Debian's 6.12, is in `openwrt_point_release.rs`.
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 
 use std::path::{Path, PathBuf};

@@ -5,6 +5,8 @@
 //! it, cached); then, on a fresh copy, every patch that is neither
 //! upstream nor a conflict applies in order.
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 
 use openwrt_fixture::Fixture;

@@ -14,6 +14,8 @@
 //!   `patches rebase --openwrt`, not to pass `--kernel-src`; one whose
 //!   source is older is told to pass `--kernel-src` with the board's.
 
+#[path = "common/gate.rs"]
+mod gate;
 mod openwrt_fixture;
 
 use std::path::Path;

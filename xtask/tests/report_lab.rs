@@ -24,47 +24,46 @@ fn text() {
         A/A control baseline → baseline~control (the noise floor):
         Throughput, GRO on:
         LAN to WAN: 170.6 Mbit/s → 171.1 Mbit/s (+0.25%)
-          sd ±0.86% → ±0.53%, 95% interval -0.72% … +1.12%, Welch p 0.6908, Mann–Whitney p 0.7000
+          sd ±0.86% → ±0.53%, 95% Welch interval -1.51% … +2.02%, Welch p 0.6908, Mann–Whitney p 0.7000; seeing a change this size takes 126 runs per side (80 % power)
         WAN to LAN: 175.3 Mbit/s → 177.6 Mbit/s (+1.27%)
-          sd ±0.43% → ±0.23%, 95% interval +0.80% … +1.70%, Welch p 0.0196, Mann–Whitney p 0.1000
+          sd ±0.43% → ±0.23%, 95% Welch interval +0.38% … +2.16%, Welch p 0.0196, Mann–Whitney p 0.1000; seeing a change this size takes 4 runs per side (80 % power)
         Throughput, GRO off:
         LAN to WAN: 150.1 Mbit/s → 150.4 Mbit/s (+0.20%)
-          sd ±0.64% → ±0.37%, 95% interval -0.46% … +0.87%, Welch p 0.6681, Mann–Whitney p 1.0000
+          sd ±0.64% → ±0.37%, 95% Welch interval -1.10% … +1.50%, Welch p 0.6681, Mann–Whitney p 1.0000; seeing a change this size takes 108 runs per side (80 % power)
         WAN to LAN: 155.1 Mbit/s → 155.3 Mbit/s (+0.11%)
-          sd ±0.62% → ±0.37%, 95% interval -0.54% … +0.76%, Welch p 0.8105, Mann–Whitney p 1.0000
+          sd ±0.62% → ±0.37%, 95% Welch interval -1.15% … +1.37%, Welch p 0.8105, Mann–Whitney p 1.0000; seeing a change this size takes 350 runs per side (80 % power)
         Guest CPU per packet, GRO on:
         LAN to WAN: 82017 ns/packet → 82047 ns/packet (+0.04%)
-          sd ±0.09% → ±0.04%, 95% interval -0.06% … +0.13%, Welch p 0.5830, Mann–Whitney p 0.7000
+          sd ±0.09% → ±0.04%, 95% Welch interval -0.16% … +0.23%, Welch p 0.5830, Mann–Whitney p 0.7000; seeing a change this size takes 63 runs per side (80 % power)
         WAN to LAN: 83510 ns/packet → 83523 ns/packet (+0.02%)
-          sd ±0.04% → ±0.04%, 95% interval -0.04% … +0.07%, Welch p 0.6702, Mann–Whitney p 0.7000
+          sd ±0.04% → ±0.04%, 95% Welch interval -0.08% … +0.11%, Welch p 0.6702, Mann–Whitney p 0.7000; seeing a change this size takes 113 runs per side (80 % power)
         Guest CPU per packet, GRO off:
         LAN to WAN: 91017 ns/packet → 91040 ns/packet (+0.03%)
-          sd ±0.08% → ±0.05%, 95% interval -0.07% … +0.11%, Welch p 0.6784, Mann–Whitney p 1.0000
+          sd ±0.08% → ±0.05%, 95% Welch interval -0.15% … +0.20%, Welch p 0.6784, Mann–Whitney p 1.0000; seeing a change this size takes 116 runs per side (80 % power)
         WAN to LAN: 92010 ns/packet → 92310 ns/packet (+0.33%)
-          sd ±0.04% → ±0.04%, 95% interval +0.28% … +0.38%, Welch p 0.0005, Mann–Whitney p 0.1000
+          sd ±0.04% → ±0.04%, 95% Welch interval +0.24% … +0.41%, Welch p 0.0005, Mann–Whitney p 0.1000; seeing a change this size takes 4 runs per side (80 % power)
         baseline → no-reorder-blocks:
         Throughput, GRO on:
         LAN to WAN: 170.6 Mbit/s → 180.5 Mbit/s (+5.78%)
-          sd ±0.86% → ±0.49%, 95% interval +4.80% … +6.70%, Welch p 0.0015, Mann–Whitney p 0.1000: significant
+          sd ±0.86% → ±0.49%, 95% Welch interval +4.02% … +7.55%, Welch p 0.0015, Mann–Whitney p 0.1000: too few runs for Mann–Whitney (4 per side)
         WAN to LAN: 175.3 Mbit/s → 176.6 Mbit/s (+0.72%)
-          sd ±0.43% → ±0.20%, 95% interval +0.26% … +1.12%, Welch p 0.0832, Mann–Whitney p 0.1000: within A/A noise (±1.27%)
+          sd ±0.43% → ±0.20%, 95% Welch interval -0.18% … +1.63%, Welch p 0.0832, Mann–Whitney p 0.1000: interval contains 0
         Throughput, GRO off:
         LAN to WAN: 150.1 Mbit/s → 150.5 Mbit/s (+0.29%)
-          sd ±0.64% → ±0.87%, 95% interval -0.69% … +1.27%, Welch p 0.6687, Mann–Whitney p 1.0000: interval contains 0
+          sd ±0.64% → ±0.87%, 95% Welch interval -1.50% … +2.08%, Welch p 0.6687, Mann–Whitney p 1.0000: interval contains 0
         WAN to LAN: 155.1 Mbit/s → 159.5 Mbit/s (+2.84%)
-          sd ±0.62% → ±0.38%, 95% interval +2.16% … +3.52%, Welch p 0.0045, Mann–Whitney p 0.1000: significant
+          sd ±0.62% → ±0.38%, 95% Welch interval +1.58% … +4.09%, Welch p 0.0045, Mann–Whitney p 0.1000: too few runs for Mann–Whitney (4 per side)
         Guest CPU per packet, GRO on:
         LAN to WAN: 82017 ns/packet → 80100 ns/packet (-2.34%)
-          sd ±0.09% → ±0.06%, 95% interval -2.44% … -2.24%, Welch p <0.0001, Mann–Whitney p 0.1000: significant
+          sd ±0.09% → ±0.06%, 95% Welch interval -2.53% … -2.15%, Welch p <0.0001, Mann–Whitney p 0.1000: too few runs for Mann–Whitney (4 per side)
         WAN to LAN: 83510 ns/packet → 83310 ns/packet (-0.24%)
-          sd ±0.04% → ±0.04%, 95% interval -0.30% … -0.18%, Welch p 0.0025, Mann–Whitney p 0.1000: significant
+          sd ±0.04% → ±0.04%, 95% Welch interval -0.34% … -0.14%, Welch p 0.0025, Mann–Whitney p 0.1000: too few runs for Mann–Whitney (4 per side)
         Guest CPU per packet, GRO off:
         LAN to WAN: 91017 ns/packet → 91030 ns/packet (+0.01%)
-          sd ±0.08% → ±0.05%, 95% interval -0.08% … +0.10%, Welch p 0.8109, Mann–Whitney p 1.0000: interval contains 0
+          sd ±0.08% → ±0.05%, 95% Welch interval -0.16% … +0.19%, Welch p 0.8109, Mann–Whitney p 1.0000: interval contains 0
         WAN to LAN: 92010 ns/packet → 92157 ns/packet (+0.16%)
-          sd ±0.04% → ±0.04%, 95% interval +0.11% … +0.21%, Welch p 0.0097, Mann–Whitney p 0.1000: within A/A noise (±0.33%)
-        note: the A/A control differs from its base beyond the 95 % interval in throughput.wan-to-lan.gro-on, guest_cpu_per_packet.wan-to-lan.gro-off: the same kernel measured apart (chance, one metric in 20 at 95 %, or an effect of the arms' order within each round), so read changes of that size with care
-        note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
+          sd ±0.04% → ±0.04%, 95% Welch interval +0.06% … +0.25%, Welch p 0.0097, Mann–Whitney p 0.1000: too few runs for Mann–Whitney (4 per side)
+        note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100, and a change is called significant only when Welch and Mann–Whitney agree, so none can be; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
         What the numbers can show: Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare; ns/packet is the guest's CPU time per forwarded packet: under -icount shift=3,align=off,sleep=on guest time counts instructions, so it is a path-length proxy that host load does not move; neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware.
     "#]].assert_eq(&lab(Format::Text, Style::default()));
 }
@@ -87,7 +86,7 @@ fn the_seed_lines_honour_the_decimal_comma() {
             "baseline → no-reorder-blocks:",
             "Throughput, GRO on:",
             "LAN to WAN: 170,6 Mbit/s → 180,5 Mbit/s (+5,78%)",
-            "  sd ±0,86% → ±0,49%, 95% interval +4,80% … +6,70%, Welch p 0,0015, Mann–Whitney p 0,1000: significant",
+            "  sd ±0,86% → ±0,49%, 95% Welch interval +4,02% … +7,55%, Welch p 0,0015, Mann–Whitney p 0,1000: too few runs for Mann–Whitney (4 per side)",
             "WAN to LAN: 175,3 Mbit/s → 176,6 Mbit/s (+0,72%)",
         ]
     "#]].assert_debug_eq(&seed);
@@ -177,33 +176,31 @@ fn markdown() {
 
         **A/A control** baseline → baseline~control (the noise floor):
 
-        | baseline mean ± %sd | %change | baseline~control mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |
+        | baseline mean ± %sd | %change | baseline~control mean ± %sd | 95% Welch interval | Welch p | Mann–Whitney p | verdict | metric |
         |--:|--:|--:|--:|--:|--:|:--|:--|
-        | 170.63 ± 0.86% | +0.25% | 171.07 ± 0.53% | -0.72% … +1.12% | 0.6908 | 0.7000 | A/A noise floor | throughput.lan-to-wan.gro-on (Mbit/s) |
-        | 175.33 ± 0.43% | +1.27% | 177.57 ± 0.23% | +0.80% … +1.70% | 0.0196 | 0.1000 | A/A noise floor | throughput.wan-to-lan.gro-on (Mbit/s) |
-        | 150.10 ± 0.64% | +0.20% | 150.40 ± 0.37% | -0.46% … +0.87% | 0.6681 | 1.0000 | A/A noise floor | throughput.lan-to-wan.gro-off (Mbit/s) |
-        | 155.10 ± 0.62% | +0.11% | 155.27 ± 0.37% | -0.54% … +0.76% | 0.8105 | 1.0000 | A/A noise floor | throughput.wan-to-lan.gro-off (Mbit/s) |
-        | 82016.67 ± 0.09% | +0.04% | 82046.67 ± 0.04% | -0.06% … +0.13% | 0.5830 | 0.7000 | A/A noise floor | guest_cpu_per_packet.lan-to-wan.gro-on (ns/packet) |
-        | 83510.00 ± 0.04% | +0.02% | 83523.33 ± 0.04% | -0.04% … +0.07% | 0.6702 | 0.7000 | A/A noise floor | guest_cpu_per_packet.wan-to-lan.gro-on (ns/packet) |
-        | 91016.67 ± 0.08% | +0.03% | 91040.00 ± 0.05% | -0.07% … +0.11% | 0.6784 | 1.0000 | A/A noise floor | guest_cpu_per_packet.lan-to-wan.gro-off (ns/packet) |
-        | 92010.00 ± 0.04% | +0.33% | 92310.00 ± 0.04% | +0.28% … +0.38% | 0.0005 | 0.1000 | A/A noise floor | guest_cpu_per_packet.wan-to-lan.gro-off (ns/packet) |
+        | 170.63 ± 0.86% | +0.25% | 171.07 ± 0.53% | -1.51% … +2.02% | 0.6908 | 0.7000 | A/A noise floor; seeing a change this size takes 126 runs per side (80 % power) | throughput.lan-to-wan.gro-on (Mbit/s) |
+        | 175.33 ± 0.43% | +1.27% | 177.57 ± 0.23% | +0.38% … +2.16% | 0.0196 | 0.1000 | A/A noise floor; seeing a change this size takes 4 runs per side (80 % power) | throughput.wan-to-lan.gro-on (Mbit/s) |
+        | 150.10 ± 0.64% | +0.20% | 150.40 ± 0.37% | -1.10% … +1.50% | 0.6681 | 1.0000 | A/A noise floor; seeing a change this size takes 108 runs per side (80 % power) | throughput.lan-to-wan.gro-off (Mbit/s) |
+        | 155.10 ± 0.62% | +0.11% | 155.27 ± 0.37% | -1.15% … +1.37% | 0.8105 | 1.0000 | A/A noise floor; seeing a change this size takes 350 runs per side (80 % power) | throughput.wan-to-lan.gro-off (Mbit/s) |
+        | 82016.67 ± 0.09% | +0.04% | 82046.67 ± 0.04% | -0.16% … +0.23% | 0.5830 | 0.7000 | A/A noise floor; seeing a change this size takes 63 runs per side (80 % power) | guest_cpu_per_packet.lan-to-wan.gro-on (ns/packet) |
+        | 83510.00 ± 0.04% | +0.02% | 83523.33 ± 0.04% | -0.08% … +0.11% | 0.6702 | 0.7000 | A/A noise floor; seeing a change this size takes 113 runs per side (80 % power) | guest_cpu_per_packet.wan-to-lan.gro-on (ns/packet) |
+        | 91016.67 ± 0.08% | +0.03% | 91040.00 ± 0.05% | -0.15% … +0.20% | 0.6784 | 1.0000 | A/A noise floor; seeing a change this size takes 116 runs per side (80 % power) | guest_cpu_per_packet.lan-to-wan.gro-off (ns/packet) |
+        | 92010.00 ± 0.04% | +0.33% | 92310.00 ± 0.04% | +0.24% … +0.41% | 0.0005 | 0.1000 | A/A noise floor; seeing a change this size takes 4 runs per side (80 % power) | guest_cpu_per_packet.wan-to-lan.gro-off (ns/packet) |
 
         **baseline → no-reorder-blocks:**
 
-        | baseline mean ± %sd | %change | no-reorder-blocks mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |
+        | baseline mean ± %sd | %change | no-reorder-blocks mean ± %sd | 95% Welch interval | Welch p | Mann–Whitney p | verdict | metric |
         |--:|--:|--:|--:|--:|--:|:--|:--|
-        | 170.63 ± 0.86% | +5.78% | 180.50 ± 0.49% | +4.80% … +6.70% | 0.0015 | 0.1000 | significant | throughput.lan-to-wan.gro-on (Mbit/s) |
-        | 175.33 ± 0.43% | +0.72% | 176.60 ± 0.20% | +0.26% … +1.12% | 0.0832 | 0.1000 | within A/A noise (±1.27%) | throughput.wan-to-lan.gro-on (Mbit/s) |
-        | 150.10 ± 0.64% | +0.29% | 150.53 ± 0.87% | -0.69% … +1.27% | 0.6687 | 1.0000 | interval contains 0 | throughput.lan-to-wan.gro-off (Mbit/s) |
-        | 155.10 ± 0.62% | +2.84% | 159.50 ± 0.38% | +2.16% … +3.52% | 0.0045 | 0.1000 | significant | throughput.wan-to-lan.gro-off (Mbit/s) |
-        | 82016.67 ± 0.09% | -2.34% | 80100.00 ± 0.06% | -2.44% … -2.24% | <0.0001 | 0.1000 | significant | guest_cpu_per_packet.lan-to-wan.gro-on (ns/packet) |
-        | 83510.00 ± 0.04% | -0.24% | 83310.00 ± 0.04% | -0.30% … -0.18% | 0.0025 | 0.1000 | significant | guest_cpu_per_packet.wan-to-lan.gro-on (ns/packet) |
-        | 91016.67 ± 0.08% | +0.01% | 91030.00 ± 0.05% | -0.08% … +0.10% | 0.8109 | 1.0000 | interval contains 0 | guest_cpu_per_packet.lan-to-wan.gro-off (ns/packet) |
-        | 92010.00 ± 0.04% | +0.16% | 92156.67 ± 0.04% | +0.11% … +0.21% | 0.0097 | 0.1000 | within A/A noise (±0.33%) | guest_cpu_per_packet.wan-to-lan.gro-off (ns/packet) |
+        | 170.63 ± 0.86% | +5.78% | 180.50 ± 0.49% | +4.02% … +7.55% | 0.0015 | 0.1000 | too few runs for Mann–Whitney (4 per side) | throughput.lan-to-wan.gro-on (Mbit/s) |
+        | 175.33 ± 0.43% | +0.72% | 176.60 ± 0.20% | -0.18% … +1.63% | 0.0832 | 0.1000 | interval contains 0 | throughput.wan-to-lan.gro-on (Mbit/s) |
+        | 150.10 ± 0.64% | +0.29% | 150.53 ± 0.87% | -1.50% … +2.08% | 0.6687 | 1.0000 | interval contains 0 | throughput.lan-to-wan.gro-off (Mbit/s) |
+        | 155.10 ± 0.62% | +2.84% | 159.50 ± 0.38% | +1.58% … +4.09% | 0.0045 | 0.1000 | too few runs for Mann–Whitney (4 per side) | throughput.wan-to-lan.gro-off (Mbit/s) |
+        | 82016.67 ± 0.09% | -2.34% | 80100.00 ± 0.06% | -2.53% … -2.15% | <0.0001 | 0.1000 | too few runs for Mann–Whitney (4 per side) | guest_cpu_per_packet.lan-to-wan.gro-on (ns/packet) |
+        | 83510.00 ± 0.04% | -0.24% | 83310.00 ± 0.04% | -0.34% … -0.14% | 0.0025 | 0.1000 | too few runs for Mann–Whitney (4 per side) | guest_cpu_per_packet.wan-to-lan.gro-on (ns/packet) |
+        | 91016.67 ± 0.08% | +0.01% | 91030.00 ± 0.05% | -0.16% … +0.19% | 0.8109 | 1.0000 | interval contains 0 | guest_cpu_per_packet.lan-to-wan.gro-off (ns/packet) |
+        | 92010.00 ± 0.04% | +0.16% | 92156.67 ± 0.04% | +0.06% … +0.25% | 0.0097 | 0.1000 | too few runs for Mann–Whitney (4 per side) | guest_cpu_per_packet.wan-to-lan.gro-off (ns/packet) |
 
-        > Note: the A/A control differs from its base beyond the 95 % interval in throughput.wan-to-lan.gro-on, guest_cpu_per_packet.wan-to-lan.gro-off: the same kernel measured apart (chance, one metric in 20 at 95 %, or an effect of the arms' order within each round), so read changes of that size with care
-
-        > Note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
+        > Note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100, and a change is called significant only when Welch and Mann–Whitney agree, so none can be; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
 
         What the numbers can show:
 

@@ -46,13 +46,13 @@ fn text() {
         A/A control baseline → baseline~control (the noise floor):
         tbench, 2 clients:
         loopback: 601.6 MB/s → 601.1 MB/s (-0.08%)
-          sd ±0.52% → ±0.29%, 95% interval -0.63% … +0.44%, Welch p 0.8238, Mann–Whitney p 1.0000
+          sd ±0.52% → ±0.29%, 95% Welch interval -1.15% … +0.98%, Welch p 0.8238, Mann–Whitney p 1.0000; seeing a change this size takes 404 runs per side (80 % power)
         baseline → lo-no-tso-gso:
         tbench, 2 clients:
         loopback: 601.6 MB/s → 548.6 MB/s (-8.81%)
-          sd ±0.52% → ±0.58%, 95% interval -9.47% … -8.15%, Welch p <0.0001, Mann–Whitney p 0.1000: significant
+          sd ±0.52% → ±0.58%, 95% Welch interval -9.99% … -7.63%, Welch p <0.0001, Mann–Whitney p 0.1000: too few runs for Mann–Whitney (4 per side)
         note: measures this machine's kernel, not a router's: Linux 6.12.57+deb13-amd64 on x86_64 (2 CPUs) with runtime settings applied in a private network namespace, so a change here is the kernel's answer to those settings on this machine, under its load
-        note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
+        note: Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100, and a change is called significant only when Welch and Mann–Whitney agree, so none can be; it needs 4 runs per side (cargo xtask lab --runs N, default 5)
         What the numbers can show: the host lab measures this machine's kernel, not a router's: tbench MB/s and iperf3 Mbit/s over loopback follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare; loopback has no NIC, driver or wire: offload settings there change how the stack segments and checksums, not what a router's hardware does.
     "#]]
     .assert_eq(&host(Format::Text));
@@ -79,7 +79,7 @@ fn mail_has_the_per_run_table() {
 fn markdown_has_the_lkp_row() {
     let md = host(Format::Markdown);
     assert!(md.contains(
-        "| 601.60 ± 0.52% | -8.81% | 548.60 ± 0.58% | -9.47% … -8.15% | <0.0001 | 0.1000 | significant | tbench.loopback.clients-2 (MB/s) |"
+        "| 601.60 ± 0.52% | -8.81% | 548.60 ± 0.58% | -9.99% … -7.63% | <0.0001 | 0.1000 | too few runs for Mann–Whitney (4 per side) | tbench.loopback.clients-2 (MB/s) |"
     ), "{md}");
     assert!(
         md.contains("> Note: measures this machine's kernel, not a router's"),

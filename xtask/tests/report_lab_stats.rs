@@ -1,7 +1,8 @@
 //! What the size report concludes from a lab run: a change is significant
-//! only when its bootstrap interval excludes 0 and it exceeds the A/A
-//! control's noise floor; Mann–Whitney's limits with few runs are stated;
-//! which lab run a report shows; lab and size results side by side.
+//! only when Welch's interval excludes 0, Mann–Whitney agrees and it
+//! exceeds the A/A control's noise floor; Mann–Whitney's limits with few
+//! runs are stated; which lab run a report shows; lab and size results
+//! side by side.
 
 #[path = "common/lab_fixture.rs"]
 mod lab_fixture;
@@ -39,33 +40,35 @@ fn verdicts(c: &LabComparison) -> Vec<(String, String, Verdict)> {
 
 #[test]
 fn a_change_inside_the_a_a_floor_is_not_significant_one_outside_it_is() {
-    let l = lab(record());
+    // 5 rounds (the fixture's 3 and copies of its first 2): with 3 runs a
+    // side Mann–Whitney cannot agree with Welch, so nothing would be.
+    let l = lab(with_more_rounds(record(), 2));
     assert_eq!(l.comparisons[0].role, Role::Control);
     let variant = &l.comparisons[1];
     assert_eq!(variant.arm, "no-reorder-blocks");
-    // WAN to LAN with GRO on: +0.72%, its interval excludes 0, but the A/A
-    // control moved +1.27%: within the noise. LAN to WAN: +5.78% against a
+    // WAN to LAN with GRO on: +0.70%, both tests agree, but the A/A
+    // control moved +1.25%: within the noise. LAN to WAN: +5.72% against a
     // floor of 0.25%: significant.
     expect![[r#"
         [
             (
                 "throughput.lan-to-wan.gro-on",
-                "+5.78",
+                "+5.72",
                 Significant,
             ),
             (
                 "throughput.wan-to-lan.gro-on",
-                "+0.72",
+                "+0.70",
                 WithinNoise,
             ),
             (
                 "throughput.lan-to-wan.gro-off",
-                "+0.29",
+                "+0.47",
                 IntervalContainsZero,
             ),
             (
                 "throughput.wan-to-lan.gro-off",
-                "+2.84",
+                "+2.97",
                 Significant,
             ),
             (
@@ -93,13 +96,16 @@ fn a_change_inside_the_a_a_floor_is_not_significant_one_outside_it_is() {
     .assert_debug_eq(&verdicts(variant));
     let floor = variant.families[0].metrics[1].stats().unwrap().noise_floor;
     assert!(
-        (floor.unwrap() - 1.2737642585551416).abs() < 1e-12,
+        (floor.unwrap() - 1.253989968080265).abs() < 1e-12,
         "{floor:?}"
     );
 
-    // The same samples without the control: no floor, so the interval
-    // alone decides, and the report says so.
-    let alone = lab(without_arm(record(), "baseline~control"));
+    // The same samples without the control: no floor, so the two tests
+    // alone decide, and the report says so.
+    let alone = lab(without_arm(
+        with_more_rounds(record(), 2),
+        "baseline~control",
+    ));
     assert_eq!(alone.comparisons.len(), 1);
     let v = verdicts(&alone.comparisons[0]);
     assert_eq!(v[1].2, Verdict::Significant, "{v:?}");
@@ -107,6 +113,18 @@ fn a_change_inside_the_a_a_floor_is_not_significant_one_outside_it_is() {
         alone.notes.iter().any(|n| n.starts_with("no A/A control")),
         "{:?}",
         alone.notes
+    );
+
+    // The fixture's 3 rounds: Welch's interval leaves 0 for five of the
+    // changes (the percentile bootstrap called four of them significant),
+    // but Mann–Whitney cannot agree with 3 runs a side.
+    let three = lab(record());
+    let v = verdicts(&three.comparisons[1]);
+    assert!(v.iter().all(|m| m.2 != Verdict::Significant), "{v:?}");
+    assert_eq!(
+        v.iter().filter(|m| m.2 == Verdict::TooFewSamples).count(),
+        5,
+        "{v:?}"
     );
 }
 
@@ -120,7 +138,7 @@ fn the_report_says_when_mann_whitney_cannot_reach_0_05() {
     };
     expect![[r#"
         Some(
-            "Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100; it needs 4 runs per side (cargo xtask lab --runs N, default 5)",
+            "Mann–Whitney U cannot reach p < 0.05 with 3 runs per side: its smallest p is then 0.100, and a change is called significant only when Welch and Mann–Whitney agree, so none can be; it needs 4 runs per side (cargo xtask lab --runs N, default 5)",
         )
     "#]]
     .assert_debug_eq(&note(&lab(record())));
@@ -179,7 +197,7 @@ fn the_newest_complete_run_is_shown_unless_one_is_named() {
     let f = lab_only();
     let mut newer = record();
     newer.started = "2026-12-02T08:00:00Z".to_string();
-    newer.status = "running".to_string();
+    newer.status = xtask::results::lab::Status::Running { pid: None };
     let newer_dir = write(&f, "20261202T080000Z-5151", &newer);
     let report = report::load(&f.layout(), &request(&[], &[])).unwrap();
     assert_eq!(report.labs.len(), 1);
@@ -242,5 +260,55 @@ fn a_lab_kernel_rebuilt_since_the_run_is_noted() {
             "brcm47xx-lab/baseline was rebuilt after this lab run: its vmlinux is not the one the lab booted"
         )),
         "{notes:?}"
+    );
+}
+
+#[test]
+fn a_bcm53xx_like_lab_calls_only_the_changes_that_are_there() {
+    // lab_fixture/bcm53xx-like.json: 4 rounds with the cache model, drawn
+    // from known distributions (lab_fixture/bcm53xx-like.py); the true
+    // changes of no-reorder-blocks are +1 % ns/packet and insns/packet
+    // LAN to WAN and -8 % L1I misses everywhere, nothing else.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/lab_fixture/bcm53xx-like.json");
+    let record: LabRecord = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let l = lab(record);
+    let real = |name: &str| {
+        name.starts_with("l1i_misses_per_packet.")
+            || (name.starts_with("guest_cpu_per_packet.lan-to-wan")
+                || name.starts_with("guest_insns_per_packet.lan-to-wan"))
+    };
+    let v = verdicts(&l.comparisons[1]);
+    let called: Vec<&str> = v
+        .iter()
+        .filter(|m| m.2 == Verdict::Significant)
+        .map(|m| m.0.as_str())
+        .collect();
+    // The percentile bootstrap called 8: these 6, ns/packet LAN to WAN GRO
+    // off (Welch p 0.060, Mann–Whitney p 0.057) and L1D misses WAN to LAN
+    // GRO on (no change there; Welch p 0.032, Mann–Whitney p 0.057).
+    expect![[r#"
+        [
+            "guest_insns_per_packet.lan-to-wan.gro-on",
+            "guest_insns_per_packet.lan-to-wan.gro-off",
+            "l1i_misses_per_packet.lan-to-wan.gro-on",
+            "l1i_misses_per_packet.wan-to-lan.gro-on",
+            "l1i_misses_per_packet.lan-to-wan.gro-off",
+            "l1i_misses_per_packet.wan-to-lan.gro-off",
+        ]
+    "#]]
+    .assert_debug_eq(&called);
+    assert!(called.iter().all(|n| real(n)), "{called:?}");
+    let l1d = v
+        .iter()
+        .find(|m| m.0 == "l1d_misses_per_packet.wan-to-lan.gro-on")
+        .unwrap();
+    assert_eq!(l1d.2, Verdict::TestsDisagree);
+    assert!(
+        l.notes
+            .iter()
+            .any(|n| n.starts_with("6 of 20 changes are called significant; were none real, chance would call at most 1.0 of them")),
+        "{:?}",
+        l.notes
     );
 }

@@ -4,10 +4,12 @@
 //! `cargo xtask build --target arm-tiny --variant baseline --variant
 //! no-reorder-blocks` leaves in `target/xtask/results/`.
 //!
-//! When the tool or the real results are missing the tests print a note and
-//! pass, except under CI (the `CI` environment variable set), where that is
-//! a failure.
+//! When the tool or the real results are missing the gate (`common/gate.rs`)
+//! skips the tests, except under CI (the `CI` environment variable set),
+//! where that is a failure.
 
+#[path = "common/gate.rs"]
+mod gate;
 #[path = "common/report_fixture.rs"]
 mod report_fixture;
 
@@ -20,28 +22,8 @@ use xtask::util::layout::Layout;
 
 const SIZE: &str = "arm-linux-gnueabi-size";
 
-fn in_ci() -> bool {
-    std::env::var_os("CI").is_some()
-}
-
-/// Whether `what` is available; otherwise a CI failure or a skip note.
-fn available(ok: bool, what: &str) -> bool {
-    if !ok {
-        if in_ci() {
-            panic!("{what} (CI is set, so this is a failure)");
-        }
-        eprintln!("note: skipping: {what}");
-    }
-    ok
-}
-
-fn have_size() -> bool {
-    let on_path = std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(SIZE).is_file()));
-    available(
-        on_path,
-        &format!("{SIZE} is not installed (apt-get install binutils-arm-linux-gnueabi)"),
-    )
+fn needs_size() -> gate::Needs {
+    gate::Needs::new().program(SIZE, "binutils-arm-linux-gnueabi")
 }
 
 fn request(target: &str) -> Request {
@@ -72,7 +54,7 @@ fn binutils_size(root: &Path, target: &str) -> String {
 
 #[test]
 fn sections_block_equals_size_on_fixtures() {
-    if !have_size() {
+    if !needs_size().met() {
         return;
     }
     let f = report_fixture::Fixture::new();
@@ -88,17 +70,14 @@ fn sections_block_equals_size_on_fixtures() {
 #[test]
 fn sections_block_equals_size_on_real_arm_tiny() {
     let layout = Layout::from_manifest_dir();
-    let built = ["baseline", "no-reorder-blocks"].iter().all(|v| {
-        layout
-            .results_dir("arm-tiny", v)
-            .join("result.json")
-            .is_file()
-    });
-    if !available(
-        built,
-        "no arm-tiny results; make them with `cargo xtask build --target arm-tiny --variant baseline --variant no-reorder-blocks`",
-    ) || !have_size()
-    {
+    let how =
+        "`cargo xtask build --target arm-tiny --variant baseline --variant no-reorder-blocks`";
+    let needs = ["baseline", "no-reorder-blocks"]
+        .iter()
+        .fold(needs_size(), |n, v| {
+            n.file(&layout.results_dir("arm-tiny", v).join("result.json"), how)
+        });
+    if !needs.met() {
         return;
     }
     let report = report::load(&layout, &request("arm-tiny")).unwrap();
@@ -126,8 +105,9 @@ fn sections_block_equals_size_on_real_arm_tiny() {
 
 /// Every other target whose baseline and no-reorder-blocks results exist
 /// (the router targets, when built): the block equals that target's cross
-/// `size`. Targets without both results, or without their binutils, are
-/// skipped with a note (the CI build makes only arm-tiny).
+/// `size`. Targets without both results are left out with a note (the CI
+/// build makes only arm-tiny); a built target without its binutils is a
+/// skip of the gate.
 #[test]
 fn sections_block_equals_size_on_every_real_target() {
     let layout = Layout::from_manifest_dir();
@@ -136,16 +116,15 @@ fn sections_block_equals_size_on_every_real_target() {
         let built = ["baseline", "no-reorder-blocks"]
             .iter()
             .all(|v| layout.results_dir(&t.name, v).join("result.json").is_file());
+        if !built {
+            // Optional: CI builds only arm-tiny, so no gate here.
+            eprintln!("note: skipping {}: no results", t.name);
+            continue;
+        }
+        // Built, so its cross binutils should be here (`cargo xtask setup`).
         let size = format!("{}size", t.cross_compile);
-        let tool = std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|dir| dir.join(&size).is_file())
-        });
-        if !built || !tool {
-            eprintln!(
-                "note: skipping {}: {}",
-                t.name,
-                if built { "no cross size" } else { "no results" }
-            );
+        let package = format!("binutils-{}", t.cross_compile.trim_end_matches('-'));
+        if !gate::Needs::new().program(&size, &package).met() {
             continue;
         }
         let report = report::load(&layout, &request(&t.name)).unwrap();

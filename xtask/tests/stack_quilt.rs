@@ -302,9 +302,13 @@ fn push_refresh_pop_equal_quilt() {
     }
 }
 
-/// An unchanged patch is not rewritten: same bytes, same mtime.
+/// An unchanged patch is not rewritten: same bytes, same file (inode) and
+/// the old mtime it was given, then a changed one is. No sleep: the patch's
+/// mtime is first set an hour back, which a rewrite replaces with now on
+/// any filesystem, however coarse its timestamps.
 #[test]
 fn unchanged_refresh_keeps_file() {
+    use std::os::unix::fs::MetadataExt;
     let f = fixture(42);
     let tree = f.root.join("o");
     copy_tree(&f.base, &tree);
@@ -312,13 +316,25 @@ fn unchanged_refresh_keeps_file() {
     let s = stack(&f, &tree, &patches);
     s.push_next().unwrap();
     let file = patches.join(&f.names[0]);
-    let before = std::fs::metadata(&file).unwrap().modified().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let handle = std::fs::File::options().write(true).open(&file).unwrap();
+    handle.set_modified(old).unwrap();
+    let before = std::fs::metadata(&file).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
     assert_eq!(s.refresh(None).unwrap().1, Refreshed::Unchanged);
-    assert_eq!(
-        std::fs::metadata(&file).unwrap().modified().unwrap(),
-        before
-    );
+    let after = std::fs::metadata(&file).unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    assert_eq!(after.ino(), before.ino(), "the patch was replaced");
+    assert_eq!(after.modified().unwrap(), old, "the patch was written");
+    // The same checks see a rewrite: edit a file of the patch, refresh.
+    let edited = tree.join(&s.state.files(&f.names[0]).unwrap()[0].path);
+    let text = std::fs::read_to_string(&edited).unwrap_or_default();
+    std::fs::write(&edited, text + "/* edited */\n").unwrap();
+    assert_eq!(s.refresh(None).unwrap().1, Refreshed::Rewritten);
+    let rewritten = std::fs::metadata(&file).unwrap();
+    assert_ne!(std::fs::read(&file).unwrap(), bytes);
+    assert_ne!(rewritten.ino(), before.ino());
+    assert!(rewritten.modified().unwrap() > old);
 }
 
 /// A failed push leaves the tree and the state exactly as before.

@@ -407,24 +407,25 @@ fn a_second_command_waits_for_the_tree_lock() {
     assert!(err.contains(".xtask-pc/lock"), "{err}");
     assert!(applied(&f).is_empty());
 
-    let waiting = xtask(&f, &["push", "-a"])
+    // Readiness, not a sleep: the lock is released only once the child
+    // says it waits for it, however slow the machine.
+    let mut waiting = xtask(&f, &["push", "-a"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    let mut stderr = std::io::BufReader::new(waiting.stderr.take().unwrap());
+    let expected = format!("waiting for pid {}, which holds", std::process::id());
+    let mut err = String::new();
+    while !err.contains(&expected) {
+        let read = std::io::BufRead::read_line(&mut stderr, &mut err).unwrap();
+        assert!(read > 0, "exited without waiting for the lock: {err}");
+    }
     assert!(applied(&f).is_empty(), "pushed while the tree was locked");
     drop(held);
-    let out = waiting.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(
-        err.contains(&format!(
-            "waiting for pid {}, which holds",
-            std::process::id()
-        )),
-        "{err}"
-    );
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    let status = waiting.wait().unwrap();
+    assert!(status.success(), "{err}");
     assert_eq!(check_consistent(&f, "after waiting"), PATCHES);
 }
 

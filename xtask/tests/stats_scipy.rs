@@ -2,7 +2,7 @@
 //! python3-scipy), on generated samples: small and large, with and without
 //! ties, equal and unequal sizes and spreads.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use xshell::{cmd, Shell};
 use xtask::measure::stats;
 
@@ -114,52 +114,112 @@ fn welch_and_mann_whitney_equal_scipy() {
     assert!(exact > 10 && asymptotic > 10 && welch > 50);
 }
 
-const SCIPY_BOOTSTRAP: &str = r#"
+const SCIPY_WELCH_INTERVAL: &str = r#"
 import json, sys
 import numpy as np
 from scipy import stats
-a, b = json.load(sys.stdin)
-def change(x, y):
-    return (np.mean(y) - np.mean(x)) * 100 / np.mean(x)
-r = stats.bootstrap((a, b), change, vectorized=False, paired=False,
-                    n_resamples=10000, method="percentile", random_state=3,
-                    confidence_level=0.95)
-print(json.dumps([r.confidence_interval.low, r.confidence_interval.high]))
+out = []
+for base, variant in json.load(sys.stdin):
+    a, b = np.array(base), np.array(variant)
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    if va + vb == 0:
+        out.append(None)
+        continue
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    d = b.mean() - a.mean()
+    half = stats.t.ppf(0.975, df) * np.sqrt(va + vb)
+    low, high = d - half, d + half
+    # The interval's bounds are where SciPy's own Welch test gives p = 0.05.
+    for bound in (low, high):
+        p = stats.ttest_ind(b - bound, a, equal_var=False).pvalue
+        assert abs(p - 0.05) < 1e-9, p
+    scale = 100 / abs(a.mean())
+    out.append([low * scale, high * scale])
+print(json.dumps(out))
 "#;
 
 #[test]
-fn bootstrap_interval_agrees_with_scipy_percentile_bootstrap() {
-    let mut rng = Lcg(11);
-    let a: Vec<f64> = (0..10).map(|_| 800.0 + 40.0 * rng.next()).collect();
-    let b: Vec<f64> = (0..10).map(|_| 850.0 + 40.0 * rng.next()).collect();
+fn welch_interval_equals_scipy_and_is_where_welch_p_is_0_05() {
+    let cases = cases();
     let sh = Shell::new().unwrap();
-    let out = cmd!(sh, "{PYTHON} -c {SCIPY_BOOTSTRAP}")
-        .stdin(json!([a, b]).to_string())
+    let out = cmd!(sh, "{PYTHON} -c {SCIPY_WELCH_INTERVAL}")
+        .stdin(serde_json::to_string(&cases).unwrap())
         .read()
         .expect("python3 with scipy");
-    let theirs: Vec<f64> = serde_json::from_str(&out).unwrap();
-    let ours = stats::bootstrap_percent_change(&a, &b, 0.95, 1).unwrap();
-    // Different random resamples: the bounds agree to a tenth of the width.
-    let width = theirs[1] - theirs[0];
-    assert!(
-        (ours.low - theirs[0]).abs() < width / 10.0,
-        "{ours:?} vs {theirs:?}"
-    );
-    assert!(
-        (ours.high - theirs[1]).abs() < width / 10.0,
-        "{ours:?} vs {theirs:?}"
-    );
-    let point = stats::percent_change(
-        stats::summary(&a).unwrap().mean,
-        stats::summary(&b).unwrap().mean,
-    )
-    .unwrap();
-    assert!(ours.low < point && point < ours.high);
-    assert!(ours.excludes_zero());
+    let reference: Vec<Option<(f64, f64)>> = serde_json::from_str(&out).unwrap();
+    let mut checked = 0;
+    for (case, r) in cases.iter().zip(&reference) {
+        let ours = stats::welch_interval(&case.0, &case.1, 0.95).unwrap();
+        let Some((low, high)) = r else {
+            assert_eq!(ours.low, ours.high, "{case:?}");
+            continue;
+        };
+        close(ours.low, *low, "interval low", case);
+        close(ours.high, *high, "interval high", case);
+        // It excludes 0 exactly when Welch's p is below 0.05.
+        let p = stats::welch(&case.1, &case.0).unwrap().2;
+        assert_eq!(ours.excludes_zero(), p < 0.05, "{case:?}");
+        checked += 1;
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+/// The power of a two-sided two-sample t-test at 0.05 from SciPy's
+/// noncentral t distribution, and the smallest n per side reaching 80 %.
+const SCIPY_POWER: &str = r#"
+import json, sys
+from scipy import stats
+def power(n, change, sd):
+    df = 2 * n - 2
+    nc = change / (sd * (2 / n) ** 0.5)
+    t = stats.t.ppf(0.975, df)
+    return stats.nct.sf(t, df, nc) + stats.nct.cdf(-t, df, nc)
+out = []
+for change, sd in json.load(sys.stdin):
+    n = 2
+    while power(n, change, sd) < 0.8:
+        n += 1
+    out.append({"n": n, "powers": [power(k, change, sd) for k in (2, 3, 5, 8, n)]})
+print(json.dumps(out))
+"#;
+
+#[test]
+fn t_test_power_and_runs_for_a_change_equal_scipy_s_noncentral_t() {
+    let grid: Vec<(f64, f64)> = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0]
+        .iter()
+        .flat_map(|&change| [0.05, 0.3, 1.0, 3.0].map(|sd| (change, sd)))
+        .filter(|(c, sd)| sd / c < 20.0)
+        .collect();
+    let sh = Shell::new().unwrap();
+    let out = cmd!(sh, "{PYTHON} -c {SCIPY_POWER}")
+        .stdin(serde_json::to_string(&grid).unwrap())
+        .read()
+        .expect("python3 with scipy");
+    let reference: Vec<Value> = serde_json::from_str(&out).unwrap();
+    for (&(change, sd), r) in grid.iter().zip(&reference) {
+        let n = r["n"].as_u64().unwrap() as usize;
+        for (k, p) in [2, 3, 5, 8, n].iter().zip(r["powers"].as_array().unwrap()) {
+            let ours = stats::t_test_power(*k, change, sd).unwrap();
+            let theirs = p.as_f64().unwrap();
+            assert!(
+                (ours - theirs).abs() < 1e-5,
+                "power at n = {k}, change {change}%, sd {sd}%: ours {ours}, SciPy {theirs}"
+            );
+        }
+        // SciPy's n, or 4 where Mann-Whitney needs more.
+        assert_eq!(
+            stats::runs_for_change(change, sd),
+            Some(n.max(4)),
+            "change {change}%, sd {sd}%"
+        );
+        assert_eq!(stats::runs_for_change(-change, sd), Some(n.max(4)));
+    }
+    assert_eq!(stats::runs_for_change(0.0, 1.0), None);
+    assert_eq!(stats::runs_for_change(0.001, 10.0), None, "beyond MAX_RUNS");
 }
 
 #[test]
-fn verdicts_need_an_interval_away_from_zero_and_above_the_noise_floor() {
+fn verdicts_need_both_tests_an_interval_away_from_zero_and_the_noise_floor() {
     let base = [100.0, 101.0, 99.0, 100.5, 99.5];
     let faster = [110.0, 111.0, 109.0, 110.5, 109.5];
     let c = stats::compare(&base, &faster, 1.0).unwrap();
@@ -171,7 +231,21 @@ fn verdicts_need_an_interval_away_from_zero_and_above_the_noise_floor() {
     assert_eq!(c.verdict, stats::Verdict::IntervalContainsZero);
     let c = stats::compare(&base[..1], &faster[..1], 0.0).unwrap();
     assert_eq!(c.verdict, stats::Verdict::TooFewSamples);
-    // 3 runs a side: Mann-Whitney's smallest p is 0.1, above 0.05.
+    // 3 runs a side: Mann-Whitney's smallest p is 0.1, so it can never
+    // agree, however far apart the sides are.
     assert!((stats::mann_whitney_min_p(3, 3) - 0.1).abs() < 1e-12);
+    let c = stats::compare(&base[..3], &faster[..3], 0.0).unwrap();
+    assert!(c.welch_p.unwrap() < 0.001);
+    assert_eq!(c.verdict, stats::Verdict::TooFewSamples);
     assert!(stats::mann_whitney_min_p(4, 4) < 0.05);
+    assert_eq!(stats::runs_for_mann_whitney(), 4);
+    // Evenly spread runs, shifted by 2.5: Welch p 0.043 (its interval
+    // leaves 0), Mann-Whitney p 0.065 (SciPy's figures): the tests
+    // disagree, so no verdict of a change.
+    let spread = [100.0, 101.0, 102.0, 103.0, 104.0, 105.0];
+    let shifted = spread.map(|x| x + 2.5);
+    let c = stats::compare(&spread, &shifted, 0.0).unwrap();
+    assert!(c.interval.unwrap().excludes_zero(), "{c:?}");
+    assert!((c.mann_whitney_p.unwrap() - 0.06493506493506493).abs() < 1e-12);
+    assert_eq!(c.verdict, stats::Verdict::TestsDisagree);
 }

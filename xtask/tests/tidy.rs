@@ -1,6 +1,7 @@
 //! Checks of the source tree itself, in the style of rust-analyzer's
 //! `xtask/src/tidy.rs`: file sizes, where clap may appear, documented
-//! public items, and which pipeline stage may import which.
+//! public items, which pipeline stage may import which, and that only the
+//! tests' gate reads `CI`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -9,8 +10,12 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 600;
 
 /// Which top-level modules of `src/` each stage may import (`crate::X`).
-/// Data flows one way: inputs → patches → build → results → measure →
-/// report, and the runtime lab after build; `util` is below everything.
+/// Data flows one way (inputs → patched tree → build → results →
+/// measurements → reports), but imports follow this table: the records
+/// (`results`) and the ELF readers (`measure`) sit below `patches` and
+/// `build`, which write them; `report` never imports `inputs`, `build` or
+/// `lab`; `util` is below everything. `src/lib.rs` documents the same
+/// table ([`lib_rs_documents_the_allowed_imports`]).
 const ALLOWED: &[(&str, &[&str])] = &[
     ("util", &[]),
     ("inputs", &["util"]),
@@ -75,6 +80,26 @@ fn clap_only_in_cli() {
     assert!(
         offenders.is_empty(),
         "clap types belong in src/cli/, which hands the library plain options; found in:\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// Whether a test needs a host tool is decided in one place,
+/// `tests/common/gate.rs` (fails under CI, counts the skip elsewhere), not
+/// by each test reading `CI` on its own.
+#[test]
+fn only_the_gate_reads_ci() {
+    let needle = format!("{q}CI{q}", q = '"');
+    let gate = crate_dir().join("tests/common/gate.rs");
+    let offenders: Vec<String> = ["src", "tests", "benches"]
+        .iter()
+        .flat_map(|sub| rust_files(&crate_dir().join(sub)))
+        .filter(|f| *f != gate && read(f).contains(&needle))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "decide with tests/common/gate.rs's Needs whether a test can run, not by reading CI; found in:\n{}",
         offenders.join("\n")
     );
 }
@@ -145,7 +170,7 @@ fn stages_import_only_earlier_stages() {
     }
     assert!(
         problems.is_empty(),
-        "imports against the pipeline's direction (report must never read inputs):\n{}",
+        "imports the table ALLOWED does not allow (report must never read inputs):\n{}",
         problems.join("\n")
     );
 }
@@ -164,4 +189,43 @@ fn the_allowed_imports_have_no_cycle() {
     for n in graph.keys() {
         visit(n, &graph, &mut Vec::new());
     }
+}
+
+/// The table in `src/lib.rs`'s module docs (`stage    may import`) is
+/// [`ALLOWED`], so what contributors read is the rule the test enforces.
+#[test]
+fn lib_rs_documents_the_allowed_imports() {
+    let lib = read(&crate_dir().join("src/lib.rs"));
+    let rows: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with("stage ") || !l.ends_with("may import"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect();
+    let documented: BTreeMap<String, BTreeSet<String>> = rows
+        .iter()
+        .map(|row| {
+            let (stage, rest) = row.split_once(char::is_whitespace).unwrap_or((row, ""));
+            let imports = rest
+                .split(',')
+                .map(str::trim)
+                .filter(|i| !i.is_empty() && *i != "-")
+                .map(String::from)
+                .collect();
+            (stage.to_string(), imports)
+        })
+        .collect();
+    let allowed: BTreeMap<String, BTreeSet<String>> = ALLOWED
+        .iter()
+        .map(|(stage, imports)| {
+            let imports = imports.iter().map(|i| i.to_string()).collect();
+            (stage.to_string(), imports)
+        })
+        .collect();
+    assert_eq!(
+        documented, allowed,
+        "src/lib.rs's table of stages and their imports differs from tidy.rs's ALLOWED"
+    );
 }

@@ -114,16 +114,11 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         print!("{}", describe_plan(layout, &plan));
         return Ok(());
     }
-    let control = super::progress::RunControl::default();
     // SIGINT or SIGTERM sent to this process alone (a CI timeout, `kill`)
-    // stops the makes too, instead of leaving them running without it; a
-    // terminal's Ctrl-C reaches them anyway.
-    let stopper = control.clone();
-    if let Err(e) = ctrlc::set_handler(move || stopper.stop()) {
-        eprintln!(
-            "note: no SIGINT/SIGTERM handler ({e}); stop the builds with Ctrl-C in their terminal"
-        );
-    }
+    // stops the makes too (the run's token sees it), instead of leaving
+    // them running without it; a terminal's Ctrl-C reaches them anyway.
+    crate::util::cancel::install_handler();
+    let control = super::progress::RunControl::default();
     let options = BuildOptions {
         jobs: request.jobs,
         verbose: request.verbose,

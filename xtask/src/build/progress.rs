@@ -8,12 +8,13 @@ use std::io::IsTerminal;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::util::cancel::Token;
 
 /// How many of the log's last lines a failure shows.
 const TAIL_LINES: usize = 25;
@@ -29,12 +30,13 @@ const TERMINATE_GRACE: Duration = Duration::from_secs(20);
 const POLL_EVERY: Duration = Duration::from_millis(100);
 
 /// What the jobs of one `build` run share: one progress line per running
-/// command (an indicatif [`MultiProgress`]) and the signal that stops every
-/// command when one job fails. Cloning shares both.
+/// command (an indicatif [`MultiProgress`]) and the cancellation token
+/// ([`Token`]) that stops every command when one job fails or SIGINT or
+/// SIGTERM arrives. Cloning shares both.
 #[derive(Clone)]
 pub struct RunControl {
     bars: MultiProgress,
-    stop: Arc<AtomicBool>,
+    stop: Token,
     jobserver: Option<Arc<super::jobserver::Jobserver>>,
 }
 
@@ -42,7 +44,7 @@ impl Default for RunControl {
     fn default() -> RunControl {
         RunControl {
             bars: MultiProgress::new(),
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Token::new(),
             jobserver: None,
         }
     }
@@ -59,12 +61,13 @@ impl std::fmt::Debug for RunControl {
 impl RunControl {
     /// Stops every command run with this control (now and later).
     pub fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.cancel();
     }
 
-    /// Whether [`RunControl::stop`] was called.
+    /// Whether [`RunControl::stop`] was called or SIGINT/SIGTERM arrived
+    /// ([`crate::util::cancel`]).
     pub fn is_stopped(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+        self.stop.is_cancelled()
     }
 
     /// The same control, its makes clients of `jobserver`.

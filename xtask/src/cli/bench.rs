@@ -1,6 +1,6 @@
 //! The `bench` subcommands' command line: the build benchmark, the lab
-//! benchmark, and the patch-engine benchmark also reachable as `patches
-//! bench`.
+//! benchmark, the lab verdict's calibration, and the patch-engine
+//! benchmark also reachable as `patches bench`.
 
 use std::path::PathBuf;
 
@@ -28,6 +28,34 @@ pub enum BenchCommand {
     /// average; prints a table with the goals of issue #9. Boots the lab
     /// kernel an earlier `lab` built (it builds nothing).
     Lab(LabBenchArgs),
+    /// The lab verdict's calibration: how often A/A comparisons (both
+    /// sides from one distribution) are called significant at 4, 10 and
+    /// 20 runs per side, from known distributions and from the A/A runs
+    /// of `--lab-run` directories, and how often a known shift is found.
+    /// Seeded: the same request prints the same table.
+    Verdicts(VerdictBenchArgs),
+}
+
+/// `bench verdicts`.
+#[derive(Debug, clap::Args)]
+pub struct VerdictBenchArgs {
+    /// Comparisons drawn per cell of the tables.
+    #[arg(long, default_value_t = 2000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub trials: u32,
+    /// A lab run (its directory or lab.json) whose base and A/A control
+    /// runs are resampled too; repeatable.
+    #[arg(long = "lab-run", value_name = "DIR")]
+    pub lab_runs: Vec<PathBuf>,
+}
+
+impl VerdictBenchArgs {
+    /// The library's request.
+    pub fn request(self) -> xtask::report::lab::calibrate::VerdictBenchRequest {
+        xtask::report::lab::calibrate::VerdictBenchRequest {
+            trials: self.trials as usize,
+            lab_runs: self.lab_runs,
+        }
+    }
 }
 
 /// `bench lab`.

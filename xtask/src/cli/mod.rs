@@ -66,7 +66,9 @@ pub enum Command {
     Lab(LabArgs),
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
     /// make, ccache, patch-only variants, distcc), the runtime lab (`bench
-    /// lab`: boot to ready, per-run overhead) and the patch engine.
+    /// lab`: boot to ready, per-run overhead), the lab verdict's calibration
+    /// (`bench verdicts`: A/A false positives and power) and the patch
+    /// engine.
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Run the test suite as CI does: build the tiny ARM profile for
@@ -208,8 +210,8 @@ pub const LAB_HOST: &str = "host";
 /// What `cargo xtask lab` runs, as the library takes it.
 pub enum LabMode {
     /// The forwarding lab: a target's router kernels in QEMU or on a real
-    /// router over SSH.
-    Forwarding(xtask::lab::LabRequest),
+    /// router over SSH (boxed: the request is ten times the host lab's).
+    Forwarding(Box<xtask::lab::LabRequest>),
     /// The host lab.
     Host(xtask::lab::host::HostRequest),
 }
@@ -279,7 +281,7 @@ pub struct LabArgs {
     pub machine: String,
     /// With --lab ssh: the lab file (TOML: the router's interfaces, the
     /// LAN and WAN endpoints on this machine, the image per target; see
-    /// README "Real router over SSH").
+    /// docs/lab-ssh.md).
     #[arg(long, value_name = "FILE")]
     pub lab_file: Option<PathBuf>,
     /// With --lab ssh: measure the kernel the router runs now instead of
@@ -349,7 +351,7 @@ impl LabArgs {
         };
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
-        Ok(LabMode::Forwarding(xtask::lab::LabRequest {
+        Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
             target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
@@ -366,7 +368,7 @@ impl LabArgs {
             machine,
             cache_model: self.cache_model,
             openwrt: self.openwrt.clone(),
-        }))
+        })))
     }
 }
 

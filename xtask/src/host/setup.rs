@@ -42,6 +42,47 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
     packages
 }
 
+/// Which of `packages` are not installed, as dpkg records them
+/// (`dpkg-query -W`: status `ii`, installed and configured, in any
+/// architecture); in `packages`' order.
+///
+/// Errors when dpkg-query cannot run (not a Debian system).
+pub fn missing(sh: &Shell, packages: &[String]) -> Result<Vec<String>> {
+    if packages.is_empty() {
+        return Ok(Vec::new());
+    }
+    let format = "${Package} ${db:Status-Abbrev}\n";
+    // dpkg-query exits 1 when a name is unknown to it; such a package is
+    // missing, not an error.
+    let out = cmd!(sh, "dpkg-query -W -f {format} {packages...}")
+        .quiet()
+        .ignore_status()
+        .ignore_stderr()
+        .output()
+        .context("running dpkg-query (setup installs Debian packages)")?;
+    Ok(not_installed(
+        packages,
+        &String::from_utf8_lossy(&out.stdout),
+    ))
+}
+
+/// The `packages` that `dpkg-query -W -f '${Package} ${db:Status-Abbrev}\n'`
+/// output `status` does not list as `ii`.
+fn not_installed(packages: &[String], status: &str) -> Vec<String> {
+    let installed: std::collections::BTreeSet<&str> = status
+        .lines()
+        .filter_map(|l| {
+            let (name, abbrev) = l.split_once(' ')?;
+            abbrev.starts_with("ii").then_some(name)
+        })
+        .collect();
+    packages
+        .iter()
+        .filter(|p| !installed.contains(p.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// Installs `packages` with apt-get when running as root; otherwise prints
 /// the command to run. Returns whether it installed.
 pub fn install(sh: &Shell, packages: &[String]) -> Result<bool> {
@@ -116,8 +157,31 @@ pub fn command(
             "apt-get install -y --no-install-recommends --no-upgrade {}",
             packages.join(" ")
         );
-    } else if install(sh, &packages)? {
-        println!("installed: {}", packages.join(" "));
+        return Ok(());
+    }
+    // Only what dpkg does not have: "installed: …" names what this run
+    // installed, and a machine that has everything needs no apt-get (nor
+    // root).
+    let absent = missing(sh, &packages)?;
+    if absent.is_empty() {
+        println!(
+            "already installed: {} ({})",
+            packages.len(),
+            packages.join(" ")
+        );
+        return Ok(());
+    }
+    if install(sh, &absent)? {
+        let still = missing(sh, &absent)?;
+        anyhow::ensure!(
+            still.is_empty(),
+            "apt-get install finished, but dpkg still lacks {}",
+            still.join(" ")
+        );
+        println!("installed: {}", absent.join(" "));
+        if absent.len() < packages.len() {
+            println!("already installed: {} more", packages.len() - absent.len());
+        }
     }
     Ok(())
 }
@@ -151,6 +215,17 @@ mod tests {
         ] {
             assert!(packages.contains(&lab.to_string()), "{lab}");
         }
+    }
+
+    #[test]
+    fn only_packages_dpkg_has_as_ii_count_as_installed() {
+        let packages: Vec<String> = ["bc", "flex", "make", "perl", "tar"]
+            .map(String::from)
+            .to_vec();
+        // As dpkg-query prints them: one line per architecture, `rc` for a
+        // package removed with its configuration left, `un` for unknown.
+        let status = "bc ii \nflex rc \nmake un \nperl:i386 ii \nperl ii \n";
+        assert_eq!(not_installed(&packages, status), ["flex", "make", "tar"]);
     }
 
     #[test]

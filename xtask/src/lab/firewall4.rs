@@ -25,58 +25,24 @@
 //!   and not the test's own deprecated-option rule.
 //!
 //! ath79's static guest has only the lab's loader of its one ruleset
-//! (`lab/static-guest/nft.c`), so it keeps the lab's ([`Ruleset::for_guest`]).
+//! (`lab/static-guest/nft.c`), so it keeps the lab's
+//! ([`crate::lab::qemu_lab::resolve`] says so).
 
-use super::guest;
+use std::net::{IpAddr, Ipv4Addr};
 
-/// Which ruleset a guest loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ruleset {
-    /// The lab's own, `table ip xl` ([`guest::ruleset`]).
-    Lab,
-    /// firewall4's shape, `table inet fw4` ([`ruleset`]).
-    Firewall4,
-}
+use anyhow::{Context, Result};
 
-impl Ruleset {
-    /// The ruleset's text, as `nft -f` reads it.
-    pub fn text(self) -> String {
-        match self {
-            Ruleset::Lab => guest::ruleset(),
-            Ruleset::Firewall4 => ruleset(),
-        }
-    }
+use super::topology::Guest;
 
-    /// What the lab records of it: `lab (table ip xl)`, `firewall4 (table
-    /// inet fw4, OpenWrt's default zones and rules)`.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Ruleset::Lab => "lab (table ip xl: forward lan to wan and replies, masquerade on wan)",
-            Ruleset::Firewall4 => {
-                "firewall4 (table inet fw4: OpenWrt's default zones, rules and masquerade, as fw4 renders /etc/config/firewall)"
-            }
-        }
-    }
-
-    /// The ruleset a guest can load: a static guest (`[lab.static_guest]`),
-    /// whose loader knows only the lab's ruleset, gets [`Ruleset::Lab`]
-    /// whatever was asked.
-    pub fn for_guest(self, static_guest: bool) -> Ruleset {
-        if static_guest {
-            Ruleset::Lab
-        } else {
-            self
-        }
-    }
-}
-
-/// firewall4's ruleset for OpenWrt's default firewall configuration, with
-/// the guest's interfaces (see the module docs).
-pub fn ruleset() -> String {
+/// firewall4's ruleset for OpenWrt's default firewall configuration, its
+/// zones `lan` and `wan` the guest's NICs of those names and their IPv4
+/// networks (see the module docs). Errors: `guest` lacks either NIC or its
+/// IPv4 address ([`super::topology::Topology::check`] refuses that first).
+pub fn ruleset(guest: &Guest) -> Result<String> {
     let (lan, wan) = ("\"lan\"", "\"wan\"");
-    let lan_net = format!("{}.0/{}", three_octets(guest::GUEST_LAN_IP), guest::PREFIX);
-    let wan_net = format!("{}.0/{}", three_octets(guest::GUEST_WAN_IP), guest::PREFIX);
-    format!(
+    let lan_net = zone_subnet(guest, "lan")?;
+    let wan_net = zone_subnet(guest, "wan")?;
+    Ok(format!(
         r#"table inet fw4
 flush table inet fw4
 
@@ -254,29 +220,56 @@ table inet fw4 {{
 	}}
 }}
 "#
-    )
+    ))
 }
 
-/// `192.168.1.1` → `192.168.1`.
-fn three_octets(ip: &str) -> &str {
-    ip.rsplit_once('.').map_or(ip, |(net, _)| net)
+/// The IPv4 network of `guest`'s NIC `zone` (`192.168.1.0/24`), as fw4
+/// writes a zone's subnets.
+fn zone_subnet(guest: &Guest, zone: &str) -> Result<String> {
+    let (addr, prefix) = guest
+        .nics
+        .iter()
+        .find(|n| n.name == zone)
+        .and_then(|n| {
+            n.addresses.iter().find_map(|a| match a.addr {
+                IpAddr::V4(v4) => Some((v4, a.prefix)),
+                IpAddr::V6(_) => None,
+            })
+        })
+        .with_context(|| {
+            format!(
+                "guest {}: firewall4's zone {zone} needs a NIC {zone:?} with an IPv4 address",
+                guest.name
+            )
+        })?;
+    let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+    Ok(format!(
+        "{}/{prefix}",
+        Ipv4Addr::from(u32::from(addr) & mask)
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::topology::nat_router;
 
     #[test]
     fn the_ruleset_is_fw4_s_table_with_the_guest_s_zones() {
-        let r = ruleset();
+        let mut t = nat_router::topology();
+        let r = ruleset(&t.guests[0]).unwrap();
         assert!(r.starts_with("table inet fw4\nflush table inet fw4\n"));
         assert!(r.contains("define lan_subnets = { 192.168.1.0/24 }"), "{r}");
         assert!(r.contains("define wan_subnets = { 203.0.113.0/24 }"), "{r}");
         assert!(r.contains(
             "chain srcnat_wan {\n\t\tmeta nfproto ipv4 masquerade comment \"!fw4: Masquerade IPv4 wan traffic\"\n\t}"
         ));
-        assert_eq!(r.matches("{").count(), r.matches("}").count());
-        assert_eq!(Ruleset::Firewall4.for_guest(true), Ruleset::Lab);
-        assert_eq!(Ruleset::Firewall4.for_guest(false), Ruleset::Firewall4);
+        assert_eq!(r.matches('{').count(), r.matches('}').count());
+        t.guests[0].nics.retain(|n| n.name != "wan");
+        let err = ruleset(&t.guests[0]).unwrap_err().to_string();
+        assert!(
+            err.contains("firewall4's zone wan needs a NIC \"wan\""),
+            "{err}"
+        );
     }
 }

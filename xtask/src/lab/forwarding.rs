@@ -1,38 +1,51 @@
-//! Forwarding through a router as the lab's [`SystemUnderTest`]: each
-//! session is an arm's kernel brought up by a [`Bench`] — QEMU boots it
-//! ([`super::session::QemuBench`]), a real router is flashed with it over
-//! SSH ([`super::ssh`]) — and each run is iperf3 through the router's
-//! masquerade in one direction with GRO on or off, giving Mbit/s and the
-//! router's CPU time per forwarded packet (ns/packet), and with the cache
-//! model ([`super::cache_model`]) instructions and modelled L1 I- and
-//! D-cache misses per forwarded packet.
+//! Forwarding through a router as a [`Workload`]: each run is iperf3
+//! from one endpoint to another through the testbed (QEMU booted the
+//! arm's kernel on its topology, [`super::session`], or a real router was
+//! flashed with it over SSH, [`super::ssh`]) in one direction with GRO on
+//! or off, giving Mbit/s and the router's CPU time per forwarded packet
+//! (ns/packet), and with the cache model ([`super::cache_model`])
+//! instructions and modelled L1 I- and D-cache misses per forwarded
+//! packet. The server must see the client as the path makes it: the
+//! router's masquerade address, or the client's own.
 
 use std::path::Path;
 
 use anyhow::{bail, Result};
 
+use super::backend::Testbed;
 use super::iperf;
-use super::kernel::LabKernel;
 use super::record::{
-    Arm, BootRecord, Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S,
-    NS_PER_PACKET, THROUGHPUT,
+    Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, THROUGHPUT,
 };
-use super::router::{Bench, Gro, Router, Up};
-use super::runner::{round_to, Plan, RunSpec, SystemUnderTest};
+use super::runner::{round_to, Plan, RunSpec};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
+use super::workload::{Place, Workload};
 use super::LabRequest;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{
-    ArmKernel, CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
+    CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
     L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
 };
 use crate::results::now_rfc3339;
-use crate::util::hash::sha256_file;
 
-/// A [`Bench`] driven by the runner: QEMU or a real router.
-pub struct Forwarding<'a> {
-    /// The machine that brings up each arm's kernel.
-    pub bench: &'a mut dyn Bench,
+/// iperf3 from endpoint `client` to endpoint `server` through the router
+/// (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forwarding {
+    /// The endpoint iperf3's client runs in (`lan`).
+    pub client: String,
+    /// The endpoint iperf3's server runs in (`wan`).
+    pub server: String,
+}
+
+impl Forwarding {
+    /// The lab's forwarding workload: from `lan` to `wan`.
+    pub fn lan_to_wan() -> Forwarding {
+        Forwarding {
+            client: "lan".to_string(),
+            server: "wan".to_string(),
+        }
+    }
 }
 
 /// The plan of `request`: each direction with each GRO setting, as the
@@ -73,72 +86,56 @@ pub fn settings(request: &LabRequest, base: &str) -> Settings {
     }
 }
 
-/// The arms of QEMU lab `kernels`, in order: each kernel's variant with
-/// its image.
-pub fn arms(kernels: &[LabKernel]) -> Result<Vec<Arm>> {
-    kernels
-        .iter()
-        .map(|k| {
-            Ok(Arm {
-                name: k.variant.name.clone(),
-                variant: k.variant.name.clone(),
-                control: false,
-                kernel: Some(ArmKernel {
-                    results_dir: k.image.parent().map(Path::to_path_buf).unwrap_or_default(),
-                    image: k.image.clone(),
-                    image_sha256: sha256_file(&k.image)?,
-                    config_sha256: k.result.config_sha256.clone(),
-                    vmlinux_text: k.result.vmlinux_sections.text,
-                }),
-                runtime: None,
-            })
-        })
-        .collect()
-}
-
-impl SystemUnderTest for Forwarding<'_> {
-    type Session = Box<dyn Router>;
-
-    fn start(
-        &mut self,
-        arm: &Arm,
-        round: u32,
-        dir: &Path,
-    ) -> Result<(Box<dyn Router>, Option<BootRecord>)> {
-        let tag = format!("r{round}-{}", arm.name.replace('~', "-"));
-        let Up { router, boot } = self.bench.bring_up(arm, round, &tag, dir)?;
-        Ok((router, Some(boot)))
+impl Workload for Forwarding {
+    fn describe(&self) -> String {
+        format!(
+            "iperf3 from endpoint {} to endpoint {} through the router (-R for WAN to LAN), GRO switched per run",
+            self.client, self.server
+        )
     }
 
-    fn measure(
-        &mut self,
-        router: &mut Box<dyn Router>,
-        run: RunSpec<'_>,
-        dir: &Path,
-    ) -> Result<RunRecord> {
+    fn places(&self) -> Vec<Place> {
+        vec![
+            Place::Endpoint(self.client.clone()),
+            Place::Endpoint(self.server.clone()),
+        ]
+    }
+
+    fn run(&self, router: &mut dyn Testbed, run: RunSpec<'_>, dir: &Path) -> Result<RunRecord> {
         let Condition::Forward { direction, gro } = run.condition else {
             bail!(
                 "a router lab measures forwarding, not {}",
                 run.condition.describe()
             );
         };
-        let router = router.as_mut();
         let mut watch = Stopwatch::default();
-        watch.time(timing::GRO, || router.set_gro(Gro::from(gro)))?;
+        watch.time(timing::GRO, || router.set_gro(gro))?;
         let started = now_rfc3339();
         let prefix = format!("run{:03}", run.index);
-        let out = iperf::run(router, direction, run.seconds, dir, &prefix)?;
+        let ends = (self.client.as_str(), self.server.as_str());
+        let out = iperf::run(router, ends, direction, run.seconds, (dir, &prefix))?;
         let mut wall_steps = watch.into_steps();
         wall_steps.extend(out.steps.iter().cloned());
         let summary = iperf_summary(&out.client)?;
         let peer = iperf_peer(&out.server);
-        let expected = router.endpoints().router_wan_ip.clone();
-        if peer.as_deref() != Some(expected.as_str()) {
-            bail!(
+        let ends = router.endpoints();
+        let seen = peer
+            .as_deref()
+            .and_then(|p| p.parse::<std::net::IpAddr>().ok());
+        match ends.masquerade {
+            Some(expected) if seen != Some(expected) => bail!(
                 "the WAN side saw the client as {peer:?}, not as the router's {expected}: \
                  the masquerade did not happen\n{}",
                 router.diagnostics()
-            );
+            ),
+            None if seen != Some(ends.address(&self.client)?) => bail!(
+                "the server saw the client as {peer:?}, not as endpoint {}'s own {}: \
+                 something on the path translated it\n{}",
+                self.client,
+                ends.address(&self.client)?,
+                router.diagnostics()
+            ),
+            _ => {}
         }
         let work = GuestWork::between(&out.before, &out.after);
         let mut metrics = vec![Metric {

@@ -1,6 +1,7 @@
-//! One iperf3 run through a [`Router`]: the server in the WAN endpoint's
-//! namespace, the client in the LAN endpoint's, the router's counters
-//! sampled before and after. The same for a QEMU guest and a real router.
+//! One iperf3 run through a [`Testbed`]: the server in one endpoint's
+//! namespace, the client in another's, the measured router's counters
+//! sampled before and after. The same for a QEMU topology and a real
+//! router.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,18 +9,18 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use super::backend::Testbed;
 use super::guest::SamplePoint;
+use super::net::ip::{wait_listening, TCP, TCP6};
 use super::process::{interrupted, ChildGuard};
 use super::record::Direction;
-use super::router::Router;
 use super::sample::{read_json, GuestSample};
-use super::topology::{wait_listening, TCP, TCP6};
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{CacheCounters, WallStep};
 
 /// For the iperf3 server to listen, and to exit after its one test.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
-/// iperf3's port in the WAN namespace.
+/// iperf3's port in the server's namespace.
 pub const IPERF_PORT: u16 = 5201;
 /// How long a run may overstay its length, in seconds, before it counts
 /// as stalled.
@@ -44,23 +45,28 @@ pub struct RunOutput {
     pub steps: Vec<WallStep>,
 }
 
-/// One iperf3 run of `seconds` in `direction` through `router`; the
+/// One iperf3 run of `seconds` in `direction` through `router`, the
+/// client in endpoint `client` and the server in endpoint `server`
+/// (`--reverse` when the direction is WAN → LAN: the server sends); the
 /// reports are kept as `<prefix>-client.json` and `<prefix>-server.json`
 /// in `dir`.
 pub fn run(
-    router: &mut dyn Router,
+    router: &mut dyn Testbed,
+    (client, server): (&str, &str),
     direction: Direction,
     seconds: u32,
-    dir: &Path,
-    prefix: &str,
+    (dir, prefix): (&Path, &str),
 ) -> Result<RunOutput> {
     let file = |suffix: &str| -> PathBuf { dir.join(format!("{prefix}-{suffix}")) };
-    let ends = router.endpoints().clone();
+    let ends = router.endpoints();
+    let client_netns = ends.get(client)?.netns.clone();
+    let server_netns = ends.get(server)?.netns.clone();
+    let server_ip = ends.address(server)?.to_string();
     let port = IPERF_PORT.to_string();
     let mut server = Command::new("ip");
     server
-        .args(["netns", "exec", &ends.wan_netns, "iperf3", "--server"])
-        .args(["--one-off", "--json", "--bind", &ends.server_ip])
+        .args(["netns", "exec", &server_netns, "iperf3", "--server"])
+        .args(["--one-off", "--json", "--bind", &server_ip])
         .args(["--port", &port]);
     let mut watch = Stopwatch::default();
     let mut server = watch.time(timing::SERVER_START, || -> Result<ChildGuard> {
@@ -70,13 +76,9 @@ pub fn run(
             &file("server.json"),
             &file("server.stderr"),
         )?;
-        let table = if ends.server_ip.contains(':') {
-            TCP6
-        } else {
-            TCP
-        };
+        let table = if server_ip.contains(':') { TCP6 } else { TCP };
         wait_listening(
-            (&ends.wan_netns, table),
+            (&server_netns, table),
             IPERF_PORT,
             &mut server,
             SERVER_TIMEOUT,
@@ -89,8 +91,8 @@ pub fn run(
     let model_before = router_model(&mut watch, router, timing::MODEL_BEFORE)?;
     let mut client = Command::new("ip");
     client
-        .args(["netns", "exec", &ends.lan_netns, "iperf3", "--client"])
-        .arg(&ends.server_ip)
+        .args(["netns", "exec", &client_netns, "iperf3", "--client"])
+        .arg(&server_ip)
         .args(["--port", &port, "--time", &seconds.to_string(), "--json"])
         .args(["--connect-timeout", "5000"]);
     if direction == Direction::WanToLan {
@@ -149,7 +151,7 @@ pub fn run(
 /// model (a run without one records no such step).
 fn router_model(
     watch: &mut Stopwatch,
-    router: &mut dyn Router,
+    router: &mut dyn Testbed,
     step: &str,
 ) -> Result<Option<CacheCounters>> {
     let mut timed = Stopwatch::default();

@@ -8,13 +8,13 @@
 //! `<target>-lab`, so its results land in
 //! `target/xtask/results/<target>-lab/<variant>/` like any build's.
 //!
-//! With `lab --openwrt PATH` the same jobs go to OpenWrt mode's backend
-//! instead, built as OpenWrt builds its target for the QEMU machine
-//! (`[lab] openwrt`) with the router's KCFLAGS
+//! With `lab --openwrt PATH` ([`Recipe::Openwrt`]) the same jobs go to
+//! OpenWrt mode's backend instead, built as OpenWrt builds its target for
+//! the QEMU machine (`[lab] openwrt`) with the router's KCFLAGS
 //! ([`crate::build::openwrt_lab`]), into OpenWrt mode's layout
 //! (`target/xtask/openwrt/results/<target>-lab/<variant>/`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use xshell::Shell;
@@ -83,11 +83,20 @@ pub fn lab_target(target: &Target) -> Result<Target> {
     Ok(lab)
 }
 
+/// How the lab kernels are built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recipe {
+    /// From the workbench's hand-written profiles (the target's fragments
+    /// with the lab's swapped in).
+    Profiles,
+    /// `lab --openwrt PATH`: as the OpenWrt checkout at this path builds
+    /// its target for the QEMU machine ([`crate::build::openwrt_lab`]).
+    Openwrt(PathBuf),
+}
+
 /// Builds the lab kernel of `target` for every variant (in order, without
-/// repeating a variant) through [`build::run`], and returns them: from the
-/// workbench's profiles, or with `openwrt` (an OpenWrt checkout) as
-/// OpenWrt builds its target for the QEMU machine (`layout` is then OpenWrt
-/// mode's, [`Layout::openwrt_mode`]).
+/// repeating a variant) from the workbench's profiles: [`build_with`]
+/// [`Recipe::Profiles`].
 pub fn build_all(
     sh: &Shell,
     layout: &Layout,
@@ -95,7 +104,30 @@ pub fn build_all(
     variants: &[Variant],
     options: BuildOptions,
     kernel_src: Option<PathBuf>,
-    openwrt: Option<&Path>,
+) -> Result<Vec<LabKernel>> {
+    build_with(
+        sh,
+        layout,
+        target,
+        variants,
+        options,
+        kernel_src,
+        &Recipe::Profiles,
+    )
+}
+
+/// Builds the lab kernel of `target` for every variant (in order, without
+/// repeating a variant) through [`build::run`] as `recipe` says, and
+/// returns them. With [`Recipe::Openwrt`] `layout` is OpenWrt mode's
+/// ([`Layout::openwrt_mode`]).
+pub fn build_with(
+    sh: &Shell,
+    layout: &Layout,
+    target: &Target,
+    variants: &[Variant],
+    options: BuildOptions,
+    kernel_src: Option<PathBuf>,
+    recipe: &Recipe,
 ) -> Result<Vec<LabKernel>> {
     let spec = spec_of(target)?;
     let lab = lab_target(target)?;
@@ -112,9 +144,9 @@ pub fn build_all(
             variant: v.clone(),
         })
         .collect();
-    let backend: Box<dyn Backend> = match openwrt {
-        None => Box::new(KernelTree::new(layout.clone(), kernel_src)),
-        Some(checkout) => Box::new(OpenwrtBackend::for_lab(
+    let backend: Box<dyn Backend> = match recipe {
+        Recipe::Profiles => Box::new(KernelTree::new(layout.clone(), kernel_src)),
+        Recipe::Openwrt(checkout) => Box::new(OpenwrtBackend::for_lab(
             layout.clone(),
             checkout,
             kernel_src,
@@ -124,24 +156,9 @@ pub fn build_all(
     let backend = backend.as_ref();
     let plan = build::plan::plan(sh, layout, backend, &jobs)
         .with_context(|| format!("planning the lab kernels of {}", target.name))?;
-    // The lab's SIGINT/SIGTERM handler only sets a flag: pass it on to the
-    // makes, or a `kill` of this process alone would wait for the builds.
-    let control = options.control.clone();
-    let building = std::sync::atomic::AtomicBool::new(true);
-    let outcomes = std::thread::scope(|s| {
-        s.spawn(|| {
-            while building.load(std::sync::atomic::Ordering::SeqCst) {
-                if super::process::interrupted() {
-                    control.stop();
-                    break;
-                }
-                std::thread::sleep(super::process::POLL);
-            }
-        });
-        let outcomes = build::run(sh, layout, backend, &plan, options);
-        building.store(false, std::sync::atomic::Ordering::SeqCst);
-        outcomes
-    });
+    // The makes stop on SIGINT/SIGTERM: their run's token is the lab's
+    // (crate::util::cancel).
+    let outcomes = build::run(sh, layout, backend, &plan, options);
     let results: Vec<BuildResult> = outcomes
         .with_context(|| format!("building the lab kernels of {}", target.name))?
         .into_iter()
@@ -152,9 +169,9 @@ pub fn build_all(
         if let Some(goal) = &spec.dtb {
             // OpenWrt mode builds in the tree (`<build dir>/linux/`).
             let build_dir = layout.build_dir(&lab.name, &variant.name);
-            let tree = match openwrt {
-                Some(_) => build_dir.join("linux"),
-                None => build_dir,
+            let tree = match recipe {
+                Recipe::Openwrt(_) => build_dir.join("linux"),
+                Recipe::Profiles => build_dir,
             };
             let built = tree
                 .join("arch")

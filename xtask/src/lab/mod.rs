@@ -1,31 +1,36 @@
-//! The QEMU router lab: `cargo xtask lab --target T --variant V...`.
+//! The runtime lab: `cargo xtask lab --target T --variant V...`.
 //!
-//! Each variant's router kernel is built for a QEMU machine of the target's
-//! ISA ([`kernel`]), booted with a Debian initramfs ([`rootfs`]; for a
-//! guest Debian has no port of, built from Debian's sources:
-//! [`static_guest`]) between two network namespaces (`lan` — tap — guest
-//! — tap — `wan`, [`topology`]), and measured with iperf3 through the
-//! guest's nftables masquerade.
+//! Every kind of lab runs one flow ([`orchestrate`]: resolve → plan →
+//! record → run) over a [`backend::Backend`] that brings up one arm at a
+//! time as a [`backend::Testbed`], on which a [`workload::Workload`] runs
+//! each run of the schedule ([`runner`]).
 //!
-//! `--lab ssh://root@HOST` measures a real router instead ([`ssh`]): each
-//! variant's image is flashed with `sysupgrade -n`, and the same plan
-//! ([`runner`]) runs through the router between two endpoints on this
-//! machine. [`router`] is the seam both machines implement.
+//! * QEMU ([`qemu_lab`]): each variant's router kernel is built for a QEMU
+//!   machine of the target's ISA ([`kernel`]) and booted with a Debian
+//!   initramfs ([`rootfs`]; for a guest Debian has no port of, built from
+//!   Debian's sources: [`static_guest`]) on a [`topology`] — data: guests,
+//!   endpoints, links — whose network the lab's one owner of namespaces
+//!   and taps makes ([`net`]) and whose guests [`session`] boots. The
+//!   default topology, `nat-router`, is `lan` — tap — guest — tap —
+//!   `wan`, measured with iperf3 through the guest's nftables masquerade
+//!   ([`forwarding`]).
+//! * `--lab ssh://root@HOST` measures a real router instead ([`ssh`]):
+//!   each variant's image is flashed with `sysupgrade -n`, and the same
+//!   workload runs through the router between two endpoints on this
+//!   machine.
+//! * `--lab host` measures this machine's kernel with runtime settings
+//!   instead ([`host`]): tbench and iperf3 over a private namespace's
+//!   loopback.
 //!
 //! `--cache-model` loads the lab's L1 cache model into every QEMU boot
 //! ([`cache_model`]): instructions and modelled L1 misses per forwarded
 //! packet, counted over each run's traffic.
 //!
-//! `--lab host` measures this machine's kernel with runtime settings
-//! instead ([`host`]). Both kinds of lab are a [`runner::SystemUnderTest`]
-//! to the one schedule in [`runner`]: forwarding through a router
-//! ([`forwarding`], over a [`router::Bench`]) and the host's own
-//! benchmarks.
-//!
 //! `cargo xtask bench lab` ([`bench`]) times the lab itself: boot to
 //! ready, and each run's wall time beyond its iperf3 duration.
 
 pub mod apt;
+pub mod backend;
 pub mod bench;
 pub mod cache_model;
 pub mod console;
@@ -36,31 +41,34 @@ pub mod guest;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
+pub mod net;
+pub mod orchestrate;
 pub mod process;
 pub mod qemu;
+pub mod qemu_lab;
 pub mod record;
 pub mod rootfs;
-pub mod router;
 pub mod runner;
 pub mod sample;
 pub mod session;
 pub mod ssh;
 pub mod static_guest;
 pub mod topology;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use xshell::{cmd, Shell};
+use xshell::Shell;
 
 use crate::build::toolchain::find_in_path;
 use crate::build::BuildOptions;
-use crate::inputs::{targets, variants};
-use crate::results;
+use crate::inputs::variants;
 use crate::util::layout::Layout;
 
 pub use crate::inputs::lab::LabSpec;
 pub use crate::results::lab::Flash;
+pub use orchestrate::create_run_dir;
 
 /// Which GRO settings of the guest's NICs to measure (`--gro on|off|both`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +96,12 @@ impl std::str::FromStr for GroChoice {
 }
 
 impl GroChoice {
-    /// The settings, `true` meaning GRO on.
-    pub fn settings(self) -> Vec<bool> {
+    /// The settings, in the order each boot measures them.
+    pub fn settings(self) -> Vec<record::Gro> {
         match self {
-            GroChoice::On => vec![true],
-            GroChoice::Off => vec![false],
-            GroChoice::Both => vec![true, false],
+            GroChoice::On => vec![record::Gro::On],
+            GroChoice::Off => vec![record::Gro::Off],
+            GroChoice::Both => record::Gro::BOTH.to_vec(),
         }
     }
 }
@@ -164,6 +172,17 @@ pub struct LabRequest {
     /// `--openwrt PATH`: build the lab kernels as this OpenWrt checkout
     /// builds its target for the QEMU machine ([`openwrt`]); QEMU only.
     pub openwrt: Option<PathBuf>,
+}
+
+impl LabRequest {
+    /// Whether the base runs a second time as the A/A control arm.
+    pub fn control(&self) -> orchestrate::Control {
+        if self.control {
+            orchestrate::Control::Twin
+        } else {
+            orchestrate::Control::Without
+        }
+    }
 }
 
 /// The machine that runs the kernels (`--lab`).
@@ -265,16 +284,16 @@ pub fn require_tools(who: &str, tools: &[(&str, &str)]) -> Result<()> {
     Ok(())
 }
 
-/// Creates `target/xtask/lab/<target>/<started>-<pid>/`, where one lab
-/// run writes `lab.json` and its logs (the size report looks there).
-pub fn create_run_dir(layout: &Layout, target: &str, started: &str) -> Result<PathBuf> {
-    let dir = layout.work_dir().join("lab").join(target).join(format!(
-        "{}-{}",
-        started.replace([':', '-'], ""),
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
+/// `names` selected from `patches/variants.toml` (baseline when empty),
+/// in order; [`variants::select`] drops repeats.
+pub fn chosen_variants(layout: &Layout, names: &[String]) -> Result<Vec<variants::Variant>> {
+    let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let names = if names.is_empty() {
+        vec![variants::BASELINE.to_string()]
+    } else {
+        names.to_vec()
+    };
+    variants::select(&all, &names)
 }
 
 /// `cargo xtask lab`: [`run`], then the path of the results.
@@ -285,192 +304,36 @@ pub fn command(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<()> 
     Ok(())
 }
 
-/// Runs the lab as `request` says; returns the lab directory (with
+/// Runs the lab as `request` says ([`orchestrate::run`] of the QEMU or
+/// SSH lab's plan and backend); returns the lab directory (with
 /// `lab.json`), or `None` with `build_only`.
 pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<PathBuf>> {
-    if let Machine::Ssh(ssh) = &request.machine {
-        if request.cache_model {
-            bail!("--cache-model simulates caches in QEMU: a real router over SSH has its own (use --lab qemu)");
+    let mode = if request.build_only {
+        orchestrate::Mode::PrepareOnly
+    } else {
+        orchestrate::Mode::Run
+    };
+    match &request.machine {
+        Machine::Ssh(ssh) => {
+            if request.cache_model {
+                bail!("--cache-model simulates caches in QEMU: a real router over SSH has its own (use --lab qemu)");
+            }
+            if request.build_only {
+                bail!("--build-only builds QEMU lab kernels; build a router's kernels with `cargo xtask build`");
+            }
+            if request.openwrt.is_some() {
+                bail!("--openwrt builds QEMU lab kernels as OpenWrt builds its QEMU targets; a real router over SSH runs the images its lab file names (build them with `cargo xtask build --openwrt`)");
+            }
+            let (plan, mut backend) = ssh::resolve(layout, request, ssh)?;
+            orchestrate::run(layout, &plan, &mut backend, mode)
         }
-        if request.openwrt.is_some() {
-            bail!("--openwrt builds QEMU lab kernels as OpenWrt builds its QEMU targets; a real router over SSH runs the images its lab file names (build them with `cargo xtask build --openwrt`)");
+        Machine::Qemu => {
+            // OpenWrt mode's lab kernels and runs live apart from the
+            // default mode's, where `size-report --openwrt` finds them.
+            let openwrt_layout = request.openwrt.as_ref().map(|_| layout.openwrt_mode());
+            let runs_layout = openwrt_layout.as_ref().unwrap_or(layout);
+            let (plan, mut backend) = qemu_lab::resolve((sh, layout), request)?;
+            orchestrate::run(runs_layout, &plan, &mut backend, mode)
         }
-        return ssh::run(layout, request, ssh);
     }
-    // OpenWrt mode's lab kernels and runs live apart from the default
-    // mode's, where `size-report --openwrt` finds them.
-    let openwrt_layout = request.openwrt.as_ref().map(|_| layout.openwrt_mode());
-    let runs_layout = openwrt_layout.as_ref().unwrap_or(layout);
-    let all_targets = targets::load_all(&layout.targets_dir())?;
-    let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
-    let spec = kernel::spec_of(&target)?.clone();
-    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-    let names = if request.variants.is_empty() {
-        vec![variants::BASELINE.to_string()]
-    } else {
-        request.variants.clone()
-    };
-    let chosen = variants::select(&all_variants, &names)?;
-    anyhow::ensure!(
-        request.runs >= 1 && request.duration_seconds >= 1,
-        "--runs and --duration must be at least 1"
-    );
-    check_host_tools(&spec)?;
-    rootfs::check(&spec)
-        .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
-    let model = if request.cache_model {
-        Some(cache_model::prepare(layout, &target, &spec)?)
-    } else {
-        None
-    };
-    if let Some(m) = &model {
-        eprintln!(
-            "lab: cache model {} (I: {}; D: {}, from {})",
-            m.plugin.display(),
-            m.info.icache.describe(),
-            m.info.dcache.describe(),
-            m.info.geometry_from
-        );
-    }
-    topology::start_clean("lab")?;
-    let lab_name = kernel::lab_target(&target)?.name;
-    let missing: Vec<&str> = chosen
-        .iter()
-        .filter(|v| {
-            !runs_layout
-                .results_dir(&lab_name, &v.name)
-                .join(results::FILE_NAME)
-                .is_file()
-        })
-        .map(|v| v.name.as_str())
-        .collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "lab: no {lab_name} kernel yet for {}: building (a router kernel, 10–25 minutes each on 2 cores; Ctrl-C stops it)",
-            missing.join(", ")
-        );
-    }
-    let kernels = kernel::build_all(
-        sh,
-        runs_layout,
-        &target,
-        &chosen,
-        request.build.clone(),
-        request.kernel_src.clone(),
-        request.openwrt.as_deref(),
-    )?;
-    let ruleset = match &request.openwrt {
-        Some(_) => firewall4::Ruleset::Firewall4,
-        None => firewall4::Ruleset::Lab,
-    };
-    let initramfs = rootfs::prepare_with(layout, &spec, ruleset)?;
-    for k in &kernels {
-        eprintln!("lab: kernel {}: {}", k.variant.name, k.image.display());
-    }
-    eprintln!(
-        "lab: initramfs {} ({} bytes)",
-        initramfs.path.display(),
-        initramfs.size
-    );
-    if request.build_only {
-        return Ok(None);
-    }
-    let started = results::now_rfc3339();
-    let dir = create_run_dir(runs_layout, &target.name, &started)?;
-    let prepared = Prepared {
-        target: &target,
-        spec: &spec,
-        kernels: &kernels,
-        initramfs: &initramfs,
-        model: model.as_ref(),
-    };
-    measure_qemu(sh, &prepared, request, &dir, started)?;
-    Ok(Some(dir))
-}
-
-/// What a QEMU lab boots, ready: the target, its `[lab]` table, the lab
-/// kernels, the guest's initramfs and the cache model.
-pub struct Prepared<'a> {
-    /// The target (its lab kernels' results are `<target>-lab`).
-    pub target: &'a targets::Target,
-    /// The target's `[lab]` table.
-    pub spec: &'a LabSpec,
-    /// The arms' kernels, the base's first.
-    pub kernels: &'a [kernel::LabKernel],
-    /// The guest's userspace.
-    pub initramfs: &'a rootfs::Initramfs,
-    /// The cache model every boot loads (`--cache-model`).
-    pub model: Option<&'a cache_model::CacheModel>,
-}
-
-/// Boots and measures `prepared`'s kernels as `request` plans it
-/// ([`runner::execute`]), `lab.json` and the logs in `dir` (which exists);
-/// `started` is the lab's start (RFC 3339).
-pub fn measure_qemu(
-    sh: &Shell,
-    prepared: &Prepared<'_>,
-    request: &LabRequest,
-    dir: &Path,
-    started: String,
-) -> Result<()> {
-    let Prepared {
-        target,
-        spec,
-        kernels,
-        initramfs,
-        model,
-    } = *prepared;
-    let qemu_bin = &spec.qemu;
-    let version = cmd!(sh, "{qemu_bin} --version")
-        .quiet()
-        .read()
-        .with_context(|| format!("running {qemu_bin} --version"))?;
-    let plan = forwarding::plan(request);
-    let arms = forwarding::arms(kernels)?;
-    let arms = if request.control {
-        runner::with_control(arms)
-    } else {
-        arms
-    };
-    let base = &kernels
-        .first()
-        .context("the lab has no kernel to boot")?
-        .variant
-        .name;
-    let mut lab = record::LabRecord {
-        schema: record::SCHEMA,
-        status: "running".to_string(),
-        target: target.name.clone(),
-        lab_target: kernel::lab_target(target)?.name,
-        started,
-        finished: None,
-        settings: forwarding::settings(request, base),
-        qemu: Some(record::QemuInfo {
-            binary: spec.qemu.clone(),
-            version: version.lines().next().unwrap_or_default().to_string(),
-            machine: spec.machine.clone(),
-            cpu: spec.cpu.clone(),
-            smp: spec.smp,
-            icount: qemu::ICOUNT.to_string(),
-            append: qemu::kernel_cmdline(spec),
-        }),
-        initramfs: Some(initramfs.clone()),
-        router: None,
-        host: None,
-        cache_model: model.map(|m| m.info.clone()),
-        arms,
-        boots: Vec::new(),
-        runs: Vec::new(),
-    };
-    lab.write(dir)?;
-    eprintln!("lab: writing {}", dir.join(record::FILE_NAME).display());
-    let mut bench = session::QemuBench {
-        spec,
-        initramfs,
-        kernels,
-        cache_model: model,
-    };
-    let mut system = forwarding::Forwarding { bench: &mut bench };
-    runner::execute(&mut system, &plan, &mut lab, dir)
-        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))
 }

@@ -1,20 +1,20 @@
-//! Child processes with deadlines, killed when dropped, and the Ctrl-C flag
-//! every wait loop checks.
+//! Child processes with deadlines, killed when dropped.
 //!
 //! Every wait here polls in steps of [`POLL`] until a deadline, so no step of
 //! the lab can hang, and returns an error as soon as SIGINT or SIGTERM
-//! arrived: the callers' guards then stop QEMU and iperf3 and remove the
+//! arrived ([`crate::util::cancel`], the one token every long step
+//! polls): the callers' guards then stop QEMU and iperf3 and remove the
 //! namespaces and taps as the error unwinds.
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+
+pub use crate::util::cancel::{check as check_interrupted, interrupted};
 
 /// How often wait loops look at a child, a file or a socket. It bounds
 /// how late the lab notices that a step ended: every `ip` command, every
@@ -24,33 +24,6 @@ use anyhow::{bail, Context, Result};
 /// per run, against 0.16 s and 0.02 s at 10 ms. A look costs
 /// microseconds (`waitpid`, a copy of the console's output).
 pub const POLL: Duration = Duration::from_millis(10);
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-static HANDLER: Once = Once::new();
-
-/// Installs the SIGINT/SIGTERM handler (once per process) that makes
-/// [`check_interrupted`] fail. A handler another part of the program
-/// installed first is kept; the lab then relies on its own deadlines.
-pub fn install_interrupt_handler() {
-    HANDLER.call_once(|| {
-        if let Err(e) = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst)) {
-            eprintln!("note: no Ctrl-C handler for the lab ({e}); cleanup still runs on errors");
-        }
-    });
-}
-
-/// Fails once SIGINT or SIGTERM arrived.
-pub fn check_interrupted() -> Result<()> {
-    if interrupted() {
-        bail!("interrupted (Ctrl-C or SIGTERM); the lab stops and cleans up");
-    }
-    Ok(())
-}
-
-/// Whether SIGINT or SIGTERM arrived.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
 
 /// Sleeps one [`POLL`] step, failing when interrupted.
 pub fn tick() -> Result<()> {

@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use super::guest::{LAN_MAC, WAN_MAC};
+use anyhow::{bail, Result};
+
+use super::topology::plan::QemuNic;
 use crate::inputs::lab::LabSpec;
 
 /// `-icount`: one guest instruction per 2^3 ns of virtual time, not tied to
@@ -35,8 +37,20 @@ pub fn kernel_cmdline(spec: &LabSpec) -> String {
     )
 }
 
-/// QEMU's argv after the program name; `taps` are the LAN and WAN taps.
-pub fn argv(spec: &LabSpec, boot: Boot<'_>, taps: [&str; 2]) -> Vec<String> {
+/// QEMU's argv after the program name, with `nics` (a guest's NICs as its
+/// topology's plan gives them: `-netdev tap` of its tap, `-device` of the
+/// `[lab]` table's NIC model with its MAC, on the table's PCI slot when
+/// the machine's NICs are on PCI). Fails when a PCI machine has more
+/// NICs than its table has slots.
+pub fn argv(spec: &LabSpec, boot: Boot<'_>, nics: &[QemuNic]) -> Result<Vec<String>> {
+    if !spec.nic_pci_slots.is_empty() && nics.len() > spec.nic_pci_slots.len() {
+        bail!(
+            "the guest has {} NICs, but the [lab] table's nic_pci_slots has {} slots ({}): add slots with their own IRQs",
+            nics.len(),
+            spec.nic_pci_slots.len(),
+            spec.nic_pci_slots.join(", ")
+        );
+    }
     let mut a: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
     push(&["-M", &spec.machine, "-cpu", &spec.cpu]);
@@ -63,10 +77,10 @@ pub fn argv(spec: &LabSpec, boot: Boot<'_>, taps: [&str; 2]) -> Vec<String> {
         boot.console_socket.display()
     );
     push(&["-chardev", &chardev, "-serial", "chardev:con"]);
-    for (i, (tap, mac)) in taps.into_iter().zip([LAN_MAC, WAN_MAC]).enumerate() {
-        let id = if i == 0 { "lan" } else { "wan" };
-        let netdev = format!("tap,id={id},ifname={tap},script=no,downscript=no");
-        let mut device = format!("{},netdev={id},mac={mac}", spec.nic);
+    for (i, nic) in nics.iter().enumerate() {
+        let id = &nic.id;
+        let netdev = format!("tap,id={id},ifname={},script=no,downscript=no", nic.tap);
+        let mut device = format!("{},netdev={id},mac={}", spec.nic, nic.mac);
         if let Some(slot) = spec.nic_pci_slots.get(i) {
             // An empty romfile: Debian's qemu-system-mips has no option ROMs.
             device.push_str(&format!(",addr={slot},romfile="));
@@ -77,7 +91,7 @@ pub fn argv(spec: &LabSpec, boot: Boot<'_>, taps: [&str; 2]) -> Vec<String> {
         push(&["-plugin", plugin]);
     }
     a.extend(spec.qemu_args.iter().cloned());
-    a
+    Ok(a)
 }
 
 #[cfg(test)]
@@ -110,13 +124,17 @@ qemu_args = ["-vga", "none"]
             dtb: None,
             plugin: None,
         };
-        let a = argv(&malta(), boot, ["xl1l", "xl1w"]).join(" ");
+        let t = crate::lab::topology::nat_router::topology();
+        let names = crate::lab::net::Names { pid: 1, serial: 0 };
+        let plan = crate::lab::topology::plan::plan(&t, names).unwrap();
+        let nics = plan.nics("router").unwrap();
+        let a = argv(&malta(), boot, nics).unwrap().join(" ");
         assert!(!a.contains("-plugin"), "{a}");
         let with = Boot {
             plugin: Some("/p/lib.so,icachesize=32768"),
             ..boot
         };
-        let b = argv(&malta(), with, ["xl1l", "xl1w"]).join(" ");
+        let b = argv(&malta(), with, nics).unwrap().join(" ");
         assert!(
             b.contains(" -plugin /p/lib.so,icachesize=32768 -vga none"),
             "{b}"
@@ -131,10 +149,13 @@ qemu_args = ["-vga", "none"]
             "{a}"
         );
         assert!(
-            a.contains("-netdev tap,id=wan,ifname=xl1w,script=no,downscript=no"),
+            a.contains("-netdev tap,id=wan,ifname=xl1_0b,script=no,downscript=no"),
             "{a}"
         );
         assert!(a.contains("path=/s/console.sock,server=on,wait=on"), "{a}");
         assert!(a.ends_with("-vga none"), "{a}");
+        let three = [nics, &nics[..1]].concat();
+        let err = argv(&malta(), boot, &three).unwrap_err().to_string();
+        assert!(err.contains("3 NICs") && err.contains("2 slots"), "{err}");
     }
 }

@@ -3,6 +3,7 @@
 //! too; this module re-exports it for the lab's own code.
 
 pub use crate::results::lab::{
-    Arm, BootRecord, Condition, Direction, LabRecord, Metric, QemuInfo, RunRecord, Settings,
-    CPU_PER_PACKET, FILE_NAME, MBIT_PER_S, NS_PER_PACKET, SCHEMA, THROUGHPUT,
+    Arm, BootRecord, Condition, Direction, Gro, LabRecord, MachineInfo, Metric, QemuInfo,
+    RunRecord, Settings, Status, CPU_PER_PACKET, FILE_NAME, MBIT_PER_S, NS_PER_PACKET, SCHEMA,
+    THROUGHPUT,
 };

@@ -13,6 +13,12 @@
 //! package names, the init script and ruleset. A cached archive is reused
 //! without network access; its manifest lists the packages' versions and
 //! sha256s.
+//!
+//! Each guest boots that archive with its own network setup appended as a
+//! second `newc` archive ([`with_setup`]; the kernel unpacks concatenated
+//! archives in order, Documentation/driver-api/early-userspace/
+//! buffer-format.rst), so that a new topology never rebuilds the guest's
+//! programs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,7 +29,6 @@ use sha2::{Digest, Sha256};
 
 pub use super::apt::MIRROR;
 use super::apt::{PrivateApt, KEYRING};
-use super::firewall4::Ruleset;
 use super::process::run_logged;
 use super::{cpio, guest, static_guest, LabSpec};
 pub use crate::results::lab::{DebRecord, Initramfs};
@@ -49,14 +54,8 @@ const PRUNE: &[&str] = &[
     "usr/share/bash-completion",
 ];
 
-/// The cache key of an initramfs for `arch` with the lab's ruleset:
-/// sha256 over every input.
+/// The cache key of an initramfs for `arch`: sha256 over every input.
 pub fn cache_key(arch: &str) -> String {
-    cache_key_with(arch, Ruleset::Lab)
-}
-
-/// [`cache_key`] with `ruleset`.
-pub fn cache_key_with(arch: &str, ruleset: Ruleset) -> String {
     let mut h = Sha256::new();
     for part in [
         "xtask-lab-initramfs-2",
@@ -65,7 +64,7 @@ pub fn cache_key_with(arch: &str, ruleset: Ruleset) -> String {
         MIRROR,
         &GUEST_PACKAGES.join(" "),
         &guest::init_script(),
-        &ruleset.text(),
+        &guest::ruleset(),
         &guest::sample_script(),
     ] {
         h.update(part.as_bytes());
@@ -87,34 +86,16 @@ pub fn check(spec: &LabSpec) -> Result<()> {
 /// binary packages of `guest_arch`, or with `[lab.static_guest]` the same
 /// programs built from Debian's sources ([`static_guest`]).
 pub fn prepare(layout: &Layout, spec: &LabSpec) -> Result<Initramfs> {
-    prepare_with(layout, spec, Ruleset::Lab)
-}
-
-/// [`prepare`] with `ruleset` as the guest's masquerade where the guest can
-/// load it: a static guest's loader knows only the lab's
-/// ([`Ruleset::for_guest`]), which it then keeps, saying so.
-pub fn prepare_with(layout: &Layout, spec: &LabSpec, ruleset: Ruleset) -> Result<Initramfs> {
-    let loaded = ruleset.for_guest(spec.static_guest.is_some());
-    if loaded != ruleset {
-        eprintln!(
-            "lab: {}'s guest is built static with the lab's loader of its own ruleset (lab/static-guest/nft.c): it loads {}, not {}",
-            spec.guest_arch,
-            loaded.describe(),
-            ruleset.describe()
-        );
+    match &spec.static_guest {
+        Some(g) => static_guest::prepare(layout, &spec.guest_arch, g),
+        None => prepare_debian(layout, &spec.guest_arch),
     }
-    let mut made = match &spec.static_guest {
-        Some(g) => static_guest::prepare(layout, &spec.guest_arch, g)?,
-        None => prepare_debian(layout, &spec.guest_arch, loaded)?,
-    };
-    made.ruleset = Some(loaded.describe().to_string());
-    Ok(made)
 }
 
 /// The initramfs of Debian's binary packages for `arch`.
-fn prepare_debian(layout: &Layout, arch: &str, ruleset: Ruleset) -> Result<Initramfs> {
+fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
     let lab_dir = layout.work_dir().join("lab");
-    let key = cache_key_with(arch, ruleset);
+    let key = cache_key(arch);
     let out_dir = lab_dir.join("initramfs");
     let archive = out_dir.join(format!("{arch}-{}.cpio", &key[..16]));
     let manifest = archive.with_extension("json");
@@ -166,7 +147,7 @@ fn prepare_debian(layout: &Layout, arch: &str, ruleset: Ruleset) -> Result<Initr
                 .with_context(|| format!("removing {}", path.display()))?;
         }
     }
-    guest::install_with(stage.path(), &ruleset.text())?;
+    guest::install(stage.path())?;
     let size = pack(stage.path(), &archive)?;
     let made = Initramfs {
         sha256: sha256_file(&archive)?,
@@ -176,7 +157,7 @@ fn prepare_debian(layout: &Layout, arch: &str, ruleset: Ruleset) -> Result<Initr
         packages,
         built: Vec::new(),
         toolchain: Vec::new(),
-        ruleset: Some(ruleset.describe().to_string()),
+        ruleset: None,
     };
     write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
     Ok(made)
@@ -195,4 +176,104 @@ pub fn pack(root: &Path, archive: &Path) -> Result<u64> {
     let bytes = writer.finish()?;
     write_atomic(archive, &bytes)?;
     Ok(bytes.len() as u64)
+}
+
+/// The initramfs `base` with a guest's overlay `files` (path under `/`
+/// without the leading `/`, text; [`guest::overlay`]: its generated network
+/// setup as [`guest::NET_SETUP`], its ruleset if not the shared one) for
+/// QEMU's `-initrd`: `base`'s bytes followed by a small archive of those
+/// files under `etc/`. Cached next to `base` as `<base>-net-<key>.cpio`,
+/// the key the sha256 of `base`'s sha256 and the files, written
+/// atomically once. Errors: a path outside `etc/`.
+pub fn with_setup(base: &Initramfs, files: &[(String, String)]) -> Result<PathBuf> {
+    let mut h = Sha256::new();
+    h.update(base.sha256.as_bytes());
+    for (path, text) in files {
+        anyhow::ensure!(
+            path.strip_prefix("etc/")
+                .is_some_and(|f| !f.is_empty() && !f.contains('/')),
+            "a guest's overlay holds files in /etc only, not {path:?}"
+        );
+        h.update([0]);
+        h.update(path.as_bytes());
+        h.update([0]);
+        h.update(text.as_bytes());
+    }
+    let key = hex::encode(h.finalize());
+    let stem = base
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let path = base
+        .path
+        .with_file_name(format!("{stem}-net-{}.cpio", &key[..16]));
+    let mut overlay = cpio::Writer::new(Vec::new());
+    overlay.dir("etc", 0o755)?;
+    for (path, text) in files {
+        overlay.file(path, 0o644, text.as_bytes())?;
+    }
+    let overlay = overlay.finish()?;
+    let size = std::fs::metadata(&path).map(|m| m.len()).ok();
+    if size != Some(base.size + overlay.len() as u64) {
+        let mut bytes = std::fs::read(&base.path)
+            .with_context(|| format!("reading {}", base.path.display()))?;
+        anyhow::ensure!(
+            bytes.len() as u64 == base.size && bytes.len() % 4 == 0,
+            "{}: {} bytes, but its manifest says {}",
+            base.path.display(),
+            bytes.len(),
+            base.size
+        );
+        bytes.extend_from_slice(&overlay);
+        write_atomic(&path, &bytes)?;
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_s_setup_follows_the_base_archive() {
+        let dir = tempfile::tempdir().unwrap();
+        let base_path = dir.path().join("mipsel-0123.cpio");
+        let mut w = cpio::Writer::new(Vec::new());
+        w.file("init", 0o755, b"#!/bin/sh\n").unwrap();
+        let bytes = w.finish().unwrap();
+        std::fs::write(&base_path, &bytes).unwrap();
+        let base = Initramfs {
+            sha256: sha256_file(&base_path).unwrap(),
+            size: bytes.len() as u64,
+            path: base_path,
+            arch: "mipsel".into(),
+            packages: Vec::new(),
+            built: Vec::new(),
+            toolchain: Vec::new(),
+            ruleset: None,
+        };
+        let setup = |text: &str| vec![("etc/xl-net.sh".to_string(), text.to_string())];
+        let a = with_setup(&base, &setup("xl_nic lan 52:54:00:12:34:01\n")).unwrap();
+        let joined = std::fs::read(&a).unwrap();
+        assert!(joined.starts_with(&bytes));
+        let tail = String::from_utf8_lossy(&joined[bytes.len()..]).into_owned();
+        assert!(tail.starts_with("070701"), "{tail}");
+        assert!(tail.contains("etc/xl-net.sh\0"), "{tail}");
+        assert!(tail.contains("xl_nic lan 52:54:00:12:34:01\n"), "{tail}");
+        assert_eq!(
+            with_setup(&base, &setup("xl_nic lan 52:54:00:12:34:01\n")).unwrap(),
+            a
+        );
+        assert_ne!(with_setup(&base, &setup("other")).unwrap(), a);
+        let mut two = setup("xl_nic lan 52:54:00:12:34:01\n");
+        two.push(("etc/xl-fw4.nft".into(), "table inet fw4\n".into()));
+        let b = with_setup(&base, &two).unwrap();
+        assert_ne!(b, a);
+        let tail = String::from_utf8_lossy(&std::fs::read(&b).unwrap()[bytes.len()..]).into_owned();
+        assert!(tail.contains("etc/xl-fw4.nft\0"), "{tail}");
+        assert!(tail.contains("table inet fw4\n"), "{tail}");
+        let outside = vec![("init".to_string(), String::new())];
+        assert!(with_setup(&base, &outside).is_err());
+    }
 }

@@ -3,12 +3,11 @@
 //! every condition's run; each run's numbers go into `lab.json` as soon as
 //! it ends.
 //!
-//! What a session is comes from the [`SystemUnderTest`]: an arm's kernel
-//! brought up by a [`super::router::Bench`] — booted in QEMU or flashed
-//! onto a real router over SSH — and forwarding ([`super::forwarding`]),
-//! or this machine's kernel with an
-//! arm's runtime settings applied in a fresh private namespace
-//! ([`super::host`]).
+//! What a session is comes from the [`SystemUnderTest`]; the lab's one
+//! flow ([`super::orchestrate`]) gives it a backend that brings up each
+//! arm — booted in QEMU on its topology, flashed onto a real router over
+//! SSH, applied as runtime settings in a fresh namespace — and a workload
+//! that runs each run on it.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -16,7 +15,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord};
+use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Status};
+use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
 
 /// Suffix of the A/A control arm's name.
@@ -116,8 +116,8 @@ pub fn with_control(mut arms: Vec<Arm>) -> Vec<Arm> {
 /// Runs the plan on `system` for every arm of `record`, writing `record`
 /// into `dir` after every run. Each run's `wall_seconds` is the wall time
 /// of [`SystemUnderTest::measure`] (writing `lab.json` after it is not
-/// included). On an error the record is written with
-/// `status: failed: …` and the error returned.
+/// included). On an error the record is written with a failed
+/// [`Status`] naming it, and the error returned.
 pub fn execute(
     system: &mut impl SystemUnderTest,
     plan: &Plan,
@@ -127,8 +127,10 @@ pub fn execute(
     let outcome = execute_inner(system, plan, record, dir);
     record.finished = Some(now_rfc3339());
     record.status = match &outcome {
-        Ok(()) => crate::results::lab::COMPLETE.to_string(),
-        Err(e) => format!("failed: {e:#}"),
+        Ok(()) => Status::Complete,
+        Err(e) => Status::Failed {
+            reason: format!("{e:#}"),
+        },
     };
     record.write(dir)?;
     outcome
@@ -148,13 +150,16 @@ fn execute_inner(
     let total = u64::from(plan.runs) * arms.len() as u64 * schedule.len() as u64;
     let progress = Progress::new(total);
     for round in 0..plan.runs {
+        // Rounds count from 1 wherever people read them (lab.json's
+        // `round` counts from 0).
+        let words = round_words(round, plan.runs);
         for arm in &arms {
             let (mut session, boot) = system
                 .start(arm, round, dir)
-                .with_context(|| format!("starting {} (round {round})", arm.name))?;
+                .with_context(|| format!("starting {} ({words})", arm.name))?;
             if let Some(boot) = boot {
                 progress.println(&format!(
-                    "lab: round {round} {}: ready after {:.1} s",
+                    "lab: {} {words}: ready after {:.1} s",
                     arm.name, boot.boot_seconds
                 ));
                 record.boots.push(boot);
@@ -170,11 +175,11 @@ fn execute_inner(
                     seconds: plan.duration_seconds,
                 };
                 let clock = std::time::Instant::now();
-                let mut run = system.measure(&mut session, spec, dir).with_context(|| {
-                    format!("{} round {round}, {}", arm.name, condition.describe())
-                })?;
+                let mut run = system
+                    .measure(&mut session, spec, dir)
+                    .with_context(|| format!("{} {words}, {}", arm.name, condition.describe()))?;
                 run.wall_seconds = Some(round_to(clock.elapsed().as_secs_f64(), 3));
-                progress.done(&format!("lab: {}", run_line(&run)));
+                progress.done(&format!("lab: {}", run_line(&run, plan.runs)));
                 record.runs.push(run);
                 record.write(dir)?;
                 index += 1;
@@ -260,8 +265,9 @@ fn eta(elapsed: std::time::Duration, done: u64, total: u64) -> String {
     humantime::format_duration(std::time::Duration::from_secs(left.round() as u64)).to_string()
 }
 
-/// One line per run for the terminal.
-pub fn run_line(run: &RunRecord) -> String {
+/// One line per run for the terminal, its round counted from 1 of
+/// `rounds` (`baseline round 1 of 4 lan-to-wan GRO on: …`).
+pub fn run_line(run: &RunRecord, rounds: u32) -> String {
     let metrics: Vec<String> = run
         .metrics
         .iter()
@@ -286,10 +292,10 @@ pub fn run_line(run: &RunRecord) -> String {
         None => String::new(),
     };
     format!(
-        "{}{} round {} {}: {}{extra}",
+        "{}{} {} {}: {}{extra}",
         run.arm,
         if run.warmup { " (warm-up)" } else { "" },
-        run.round,
+        round_words(run.round, rounds),
         run.condition.describe(),
         if metrics.is_empty() {
             "-".to_string()
@@ -411,7 +417,7 @@ mod tests {
             fail_at: None,
         };
         execute(&mut s, &plan, &mut r, dir.path()).unwrap();
-        assert_eq!(r.status, "complete");
+        assert_eq!(r.status, Status::Complete);
         assert_eq!(r.runs.len(), 2 * 3 * 3);
         let starts: Vec<&String> = s.calls.iter().filter(|c| c.starts_with("start")).collect();
         assert_eq!(
@@ -428,6 +434,42 @@ mod tests {
         assert_eq!(s.calls[1], "baseline #0 tbench, 2 clients warm-up");
         assert_eq!(s.calls[3], "baseline #2 iperf3, 1 TCP stream");
         assert_eq!(r.samples("lo-no-tso-gso", tb, "tbench").len(), 2);
+        // What the runner writes passes the reader's checks once the
+        // settings describe the plan (the fixture's are the QEMU lab's).
+        r.settings.runs = plan.runs;
+        r.settings.gro.clear();
+        r.settings.directions.clear();
+        r.settings.benches = vec![Benchmark::Tbench { clients: 2 }, Benchmark::Iperf3];
+        let problems = crate::results::lab::check::check(&r);
+        assert_eq!(problems, Default::default());
+    }
+
+    #[test]
+    fn a_run_s_line_counts_rounds_from_1() {
+        let tb = Condition::Bench {
+            bench: Benchmark::Tbench { clients: 2 },
+        };
+        let a = arm("baseline");
+        let spec = RunSpec {
+            arm: &a,
+            round: 3,
+            index: 7,
+            condition: tb,
+            warmup: false,
+            seconds: 1,
+        };
+        let run = spec.record(
+            String::new(),
+            vec![Metric {
+                name: "tbench".to_string(),
+                value: 601.2,
+                unit: "MB/s".to_string(),
+            }],
+        );
+        assert_eq!(
+            run_line(&run, 4),
+            "baseline round 4 of 4 tbench, 2 clients: 601.2 MB/s"
+        );
     }
 
     #[test]
@@ -449,8 +491,18 @@ mod tests {
         };
         let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
         assert!(format!("{err:#}").contains("boom"), "{err:#}");
+        // Rounds count from 1 in messages and the log, as in the report's
+        // run tables (lab.json's `round` counts from 0).
+        assert!(
+            format!("{err:#}").starts_with("baseline round 1 of 1, tbench, 2 clients: boom"),
+            "{err:#}"
+        );
         let written = LabRecord::read(dir.path()).unwrap();
-        assert!(written.status.starts_with("failed: "), "{}", written.status);
+        assert!(
+            matches!(&written.status, Status::Failed { reason } if reason.contains("boom")),
+            "{:?}",
+            written.status
+        );
         assert_eq!(written.runs.len(), 1);
     }
 }

@@ -1,7 +1,10 @@
-//! One booted guest: its namespaces and taps, QEMU (with the cache model's
-//! plugin, if asked), the console, and the iperf3 runs through it.
-//! Dropping a [`Guest`] stops QEMU and removes the namespaces and taps, on
-//! success, error or Ctrl-C alike.
+//! One boot of a topology in QEMU ([`QemuTestbed`]): its network on this
+//! machine ([`crate::lab::net::Net`], as [`super::topology::plan`]
+//! plans it), one QEMU per guest ([`Guest`]: its console, its NICs, its
+//! network setup in the initramfs, the cache model's plugin in the
+//! measured guest) and the endpoints the workload runs in. Dropping it
+//! stops every QEMU, then removes the namespaces and taps, on success,
+//! error or Ctrl-C alike.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,191 +12,152 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use super::backend::{EndpointUp, Endpoints, Gro, Testbed};
 use super::cache_model::CacheModel;
 use super::console::Console;
-use super::guest::{SamplePoint, FAILED, READY, SAMPLE};
+use super::guest::{self, SamplePoint, FAILED, READY, SAMPLE};
 pub use super::iperf::RunOutput;
-use super::iperf::{self};
-use super::kernel::LabKernel;
+use super::net::{self, Names, Net};
 use super::process::{interrupted, ChildGuard};
 use super::qemu::{self, Boot};
-use super::record::{Arm, BootRecord, Direction};
-use super::rootfs::Initramfs;
-use super::router::{Bench, Endpoints, Gro, Router, Up};
+use super::record::Direction;
+use super::rootfs::{self, Initramfs};
 use super::sample::GuestSample;
+use super::topology::plan::{self, QemuNic};
 use super::topology::{self, Topology};
 use crate::inputs::lab::LabSpec;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{CacheCounters, WallStep};
 
-/// From starting QEMU to the router being ready.
+/// From starting QEMU to the guests being ready.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
 /// For QEMU to open its console socket and its taps.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// For one console command (sampling, ethtool, conntrack).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A running guest; stopped and cleaned up when dropped.
+/// One running QEMU of a testbed.
 pub struct Guest {
-    // Field order is drop order: console, then QEMU, then the network.
+    // Field order is drop order: the console, then QEMU.
     console: Console,
     qemu: ChildGuard,
-    // Held for its Drop: removes the namespaces and taps.
-    _topology: Topology,
-    endpoints: Endpoints,
-    /// The cache model loaded into QEMU and the socket it serves.
+    /// Its name in the topology.
+    pub name: String,
+    counted: [String; 2],
+    gro: Vec<String>,
+    /// The cache model loaded into it and the socket it serves.
     model: Option<(CacheModel, PathBuf)>,
-    _socket_dir: tempfile::TempDir,
-    /// QEMU's own output, for errors.
     qemu_log: PathBuf,
-    /// Wall seconds from starting QEMU to the router being ready.
-    pub boot_seconds: f64,
-    /// The guest's uptime when it said it was ready.
-    pub uptime_at_ready: Option<f64>,
     /// QEMU's command line (program first).
     pub qemu_argv: Vec<String>,
-    /// Where `boot_seconds` went ([`timing::BOOT_CONSOLE`],
-    /// [`timing::BOOT_TAPS`], [`timing::BOOT_READY`]).
-    pub boot_steps: Vec<WallStep>,
+    /// Its console log's file name, in the boot's log directory.
+    pub console_log: String,
+    /// The guest's uptime when it said it was ready.
+    pub uptime_at_ready: Option<f64>,
+}
+
+/// What a guest boots: its kernel and device tree, the initramfs its
+/// network setup is added to.
+#[derive(Debug, Clone, Copy)]
+pub struct Image<'a> {
+    /// The kernel image.
+    pub kernel: &'a Path,
+    /// The device tree, if the machine takes one.
+    pub dtb: Option<&'a Path>,
+    /// The guest's userspace (without a network setup).
+    pub initramfs: &'a Initramfs,
 }
 
 impl Guest {
-    /// Creates the network, starts QEMU with `kernel` (and its device tree)
-    /// and `initramfs` and
-    /// waits until `/init` says the router forwards and masquerades. The
-    /// console goes to `console_log`, QEMU's own output to `qemu_log`.
-    pub fn boot(
+    /// Starts `g`'s QEMU with `nics` and connects its console (QEMU starts
+    /// the guest then); `/init` has not said anything yet.
+    fn start(
         spec: &LabSpec,
-        kernel: (&Path, Option<&Path>),
-        initramfs: &Path,
-        console_log: &Path,
-        qemu_log: &Path,
-    ) -> Result<Guest> {
-        Guest::boot_with_model(spec, kernel, initramfs, (console_log, qemu_log), None)
-    }
-
-    /// [`Guest::boot`] with `model`'s plugin loaded into QEMU, serving its
-    /// counters on a socket next to the console's
-    /// ([`Guest::model_counters`]); the logs are the console's and QEMU's.
-    pub fn boot_with_model(
-        spec: &LabSpec,
-        (kernel, dtb): (&Path, Option<&Path>),
-        initramfs: &Path,
-        (console_log, qemu_log): (&Path, &Path),
+        (topology, g): (&Topology, &topology::Guest),
+        nics: &[QemuNic],
+        image: Image<'_>,
+        (dir, tag, sockets): (&Path, &str, &Path),
         model: Option<&CacheModel>,
     ) -> Result<Guest> {
-        let topology = Topology::create()?;
-        let socket_dir = tempfile::Builder::new()
-            .prefix(&topology::socket_dir_prefix())
-            .tempdir()
-            .context("creating a directory for QEMU's console socket")?;
-        let socket = socket_dir.path().join("console.sock");
-        let model_socket = socket_dir.path().join("cache-model.sock");
+        let initrd = rootfs::with_setup(image.initramfs, &guest::overlay(&topology.name, g)?)?;
+        let suffix = if topology.guests.len() == 1 {
+            String::new()
+        } else {
+            format!("-{}", g.name)
+        };
+        let console_log = format!("console-{tag}{suffix}.log");
+        let qemu_log = dir.join(format!("qemu-{tag}{suffix}.log"));
+        let socket = sockets.join(format!("{}-console.sock", g.name));
+        let model_socket = sockets.join(format!("{}-cache-model.sock", g.name));
         let plugin = model.map(|m| m.plugin_arg(&model_socket)).transpose()?;
-        let args = qemu::argv(
-            spec,
-            Boot {
-                kernel,
-                initramfs,
-                console_socket: &socket,
-                dtb,
-                plugin: plugin.as_deref(),
-            },
-            [&topology.lan.tap, &topology.wan.tap],
-        );
+        let boot = Boot {
+            kernel: image.kernel,
+            initramfs: &initrd,
+            console_socket: &socket,
+            dtb: image.dtb,
+            plugin: plugin.as_deref(),
+        };
+        let args = qemu::argv(spec, boot, nics)
+            .with_context(|| format!("guest {} of topology {}", g.name, topology.name))?;
         let mut command = Command::new(&spec.qemu);
         command.args(&args);
         let mut qemu_argv = vec![spec.qemu.clone()];
         qemu_argv.extend(args);
-        let started = Instant::now();
-        let mut watch = Stopwatch::default();
-        let mut qemu = ChildGuard::spawn(command, "QEMU", qemu_log)?;
-        let console = watch
-            .time(timing::BOOT_CONSOLE, || {
-                Console::connect(&socket, console_log, &mut qemu, START_TIMEOUT)
-            })
-            .map_err(|e| with_qemu_log(e, qemu_log))?;
-        watch
-            .time(timing::BOOT_TAPS, || {
-                topology.attach(START_TIMEOUT, || match qemu.try_status()? {
-                    Some(status) => bail!("QEMU exited ({status}) before opening its taps"),
-                    None => Ok(()),
-                })
-            })
-            .map_err(|e| with_qemu_log(e, qemu_log))?;
-        let line = watch
-            .time(timing::BOOT_READY, || {
-                console.wait_for_line(
-                    0,
-                    &[READY, FAILED, "Kernel panic"],
-                    &mut qemu,
-                    BOOT_TIMEOUT,
-                    "booting the lab kernel",
-                )
-            })
-            .map_err(|e| with_qemu_log(e, qemu_log))?;
-        if !line.contains(READY) {
-            bail!(
-                "the guest did not become a router: {line}\n{}",
-                console.tail()
-            );
-        }
-        let uptime_at_ready = line.split_whitespace().last().and_then(|s| s.parse().ok());
-        let endpoints = Endpoints {
-            lan_netns: topology.lan.netns.clone(),
-            wan_netns: topology.wan.netns.clone(),
-            server_ip: topology.wan.host_ip.to_string(),
-            router_wan_ip: topology.wan.guest_ip.to_string(),
+        let what = if topology.guests.len() == 1 {
+            "QEMU".to_string()
+        } else {
+            format!("QEMU of {}", g.name)
         };
+        let mut qemu = ChildGuard::spawn(command, &what, &qemu_log)?;
+        let console = Console::connect(&socket, &dir.join(&console_log), &mut qemu, START_TIMEOUT)
+            .map_err(|e| with_qemu_log(e, &qemu_log))?;
         Ok(Guest {
             console,
             qemu,
-            _topology: topology,
-            qemu_log: qemu_log.to_path_buf(),
-            endpoints,
+            name: g.name.clone(),
+            counted: g.counted.clone(),
+            gro: g.gro.clone(),
             model: model.map(|m| (m.clone(), model_socket)),
-            _socket_dir: socket_dir,
-            boot_seconds: started.elapsed().as_secs_f64(),
-            uptime_at_ready,
+            qemu_log,
             qemu_argv,
-            boot_steps: watch.into_steps(),
+            console_log,
+            uptime_at_ready: None,
         })
+    }
+
+    /// Waits until `/init` says the network is set up.
+    fn wait_ready(&mut self) -> Result<()> {
+        let line = self
+            .console
+            .wait_for_line(
+                0,
+                &[READY, FAILED, "Kernel panic"],
+                &mut self.qemu,
+                BOOT_TIMEOUT,
+                "booting the lab kernel",
+            )
+            .map_err(|e| with_qemu_log(e, &self.qemu_log))?;
+        if !line.contains(READY) {
+            bail!(
+                "guest {} did not come up: {line}\n{}",
+                self.name,
+                self.console.tail()
+            );
+        }
+        self.uptime_at_ready = line.split_whitespace().last().and_then(|s| s.parse().ok());
+        Ok(())
     }
 
     /// Runs `command` in the guest's shell, failing on a non-zero status.
     pub fn check(&mut self, command: &str) -> Result<String> {
+        self.check_within(command, COMMAND_TIMEOUT)
+    }
+
+    /// [`Guest::check`] within `timeout`.
+    pub fn check_within(&mut self, command: &str, timeout: Duration) -> Result<String> {
         self.console
-            .check(command, &mut self.qemu, COMMAND_TIMEOUT)
+            .check(command, &mut self.qemu, timeout)
             .map_err(|e| anyhow::anyhow!("{e:#}\n{}", self.console.tail()))
-    }
-
-    /// Turns GRO on or off on both guest NICs (ethtool).
-    pub fn set_gro(&mut self, gro: Gro) -> Result<()> {
-        let v = gro.word();
-        self.check(&format!("ethtool -K lan gro {v} && ethtool -K wan gro {v}"))
-            .context("switching GRO in the guest")?;
-        Ok(())
-    }
-
-    /// The guest's counters now, read in the order `point` asks for.
-    pub fn sample(&mut self, point: SamplePoint) -> Result<GuestSample> {
-        let out = self.check(&format!("{SAMPLE} {}", point.word()))?;
-        GuestSample::parse(&out)
-    }
-
-    /// The cache model's counters now, from QEMU's plugin; `None` when
-    /// the guest was booted without a model.
-    pub fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
-        let Some((model, socket)) = &self.model else {
-            return Ok(None);
-        };
-        match model.read(socket) {
-            Ok(c) => Ok(Some(c)),
-            Err(e) => match self.qemu.try_status() {
-                Ok(Some(status)) => Err(e.context(format!("QEMU exited ({status})"))),
-                _ => Err(e),
-            },
-        }
     }
 
     /// The guest's connection-tracking table (`/proc/net/nf_conntrack`).
@@ -201,22 +165,24 @@ impl Guest {
         self.check("cat /proc/net/nf_conntrack")
     }
 
-    /// One iperf3 run of `seconds` in `direction`, the server in the WAN
-    /// namespace and the client in the LAN namespace; the reports are kept
-    /// as `<prefix>-client.json` and `<prefix>-server.json` in `dir`.
-    pub fn iperf(
-        &mut self,
-        direction: Direction,
-        seconds: u32,
-        dir: &Path,
-        prefix: &str,
-    ) -> Result<RunOutput> {
-        iperf::run(self, direction, seconds, dir, prefix)
-    }
-
     /// The last console lines.
     pub fn console_tail(&self) -> String {
         self.console.tail()
+    }
+
+    /// An error when its QEMU exited, with QEMU's own output.
+    fn alive(&mut self) -> Result<()> {
+        match self.qemu.try_status()? {
+            Some(status) => Err(with_qemu_log(
+                anyhow::anyhow!(
+                    "{} exited ({status})\n{}",
+                    self.qemu.what,
+                    self.console_tail()
+                ),
+                &self.qemu_log,
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -233,85 +199,195 @@ fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
     )
 }
 
-impl Router for Guest {
+/// One boot of a topology: its guests and its network (see the module
+/// docs).
+pub struct QemuTestbed {
+    // Field order is drop order: the guests (console, then QEMU), their
+    // sockets, then the network.
+    guests: Vec<Guest>,
+    _socket_dir: tempfile::TempDir,
+    _net: Net,
+    endpoints: Endpoints,
+    measured: usize,
+    /// Wall seconds from making the network to every guest being ready.
+    pub boot_seconds: f64,
+    /// Where `boot_seconds` went ([`timing::BOOT_CONSOLE`],
+    /// [`timing::BOOT_TAPS`], [`timing::BOOT_READY`]), over all guests.
+    pub boot_steps: Vec<WallStep>,
+}
+
+impl QemuTestbed {
+    /// Makes `topology`'s network, starts one QEMU per guest booting
+    /// `image` (the measured guest with `model`'s plugin, serving its
+    /// counters, [`Testbed::model_counters`]), and waits until every
+    /// guest's `/init` says its network is set up. Logs go into `dir` as
+    /// `console-<tag>.log` and `qemu-<tag>.log` (with `-<guest>` when
+    /// the topology has more than one guest).
+    pub fn boot(
+        spec: &LabSpec,
+        topology: &Topology,
+        image: Image<'_>,
+        (dir, tag): (&Path, &str),
+        model: Option<&CacheModel>,
+    ) -> Result<QemuTestbed> {
+        let names = Names::next();
+        let plan = plan::plan(topology, names)?;
+        let mut net = Net::with_names(names);
+        net.apply(&plan.create)?;
+        let sockets = tempfile::Builder::new()
+            .prefix(&net::socket_dir_prefix())
+            .tempdir()
+            .context("creating a directory for QEMU's console sockets")?;
+        let started = Instant::now();
+        let mut watch = Stopwatch::default();
+        let mut guests: Vec<Guest> = Vec::new();
+        watch.time(timing::BOOT_CONSOLE, || -> Result<()> {
+            for g in &topology.guests {
+                let model = model.filter(|_| g.name == topology.measured);
+                guests.push(Guest::start(
+                    spec,
+                    (topology, g),
+                    plan.nics(&g.name)?,
+                    image,
+                    (dir, tag, sockets.path()),
+                    model,
+                )?);
+            }
+            Ok(())
+        })?;
+        watch.time(timing::BOOT_TAPS, || -> Result<()> {
+            net.wait_carrier(&plan.taps, START_TIMEOUT, || {
+                guests
+                    .iter_mut()
+                    .try_for_each(|g| g.alive().context("QEMU exited before opening its taps"))
+            })?;
+            net.apply(&plan.attach)
+        })?;
+        watch.time(timing::BOOT_READY, || {
+            guests.iter_mut().try_for_each(Guest::wait_ready)
+        })?;
+        let measured = topology
+            .guests
+            .iter()
+            .position(|g| g.name == topology.measured)
+            .context("the topology's measured guest is not one of its guests")?;
+        let endpoints = Endpoints {
+            list: plan
+                .endpoints
+                .iter()
+                .map(|e| EndpointUp {
+                    name: e.name.clone(),
+                    netns: e.netns.clone(),
+                    address: Some(e.address),
+                })
+                .collect(),
+            masquerade: topology.masquerade,
+        };
+        Ok(QemuTestbed {
+            guests,
+            _socket_dir: sockets,
+            _net: net,
+            endpoints,
+            measured,
+            boot_seconds: started.elapsed().as_secs_f64(),
+            boot_steps: watch.into_steps(),
+        })
+    }
+
+    /// The guests, in the topology's order.
+    pub fn guests(&self) -> &[Guest] {
+        &self.guests
+    }
+
+    /// The guest called `name`.
+    pub fn guest(&mut self, name: &str) -> Result<&mut Guest> {
+        self.guests
+            .iter_mut()
+            .find(|g| g.name == name)
+            .with_context(|| format!("this testbed has no guest {name}"))
+    }
+
+    /// The guest each run samples.
+    pub fn measured(&mut self) -> &mut Guest {
+        &mut self.guests[self.measured]
+    }
+
+    /// One iperf3 run of `seconds` from endpoint `client` to `server` in
+    /// `direction` ([`super::iperf::run`]), the reports kept as
+    /// `<prefix>-client.json` and `<prefix>-server.json` in `dir`.
+    pub fn iperf(
+        &mut self,
+        (client, server): (&str, &str),
+        direction: Direction,
+        seconds: u32,
+        (dir, prefix): (&Path, &str),
+    ) -> Result<RunOutput> {
+        super::iperf::run(self, (client, server), direction, seconds, (dir, prefix))
+    }
+}
+
+impl Testbed for QemuTestbed {
     fn endpoints(&self) -> &Endpoints {
         &self.endpoints
     }
 
     fn set_gro(&mut self, gro: Gro) -> Result<()> {
-        Guest::set_gro(self, gro)
+        let v = gro.word();
+        for g in &mut self.guests {
+            if g.gro.is_empty() {
+                continue;
+            }
+            let calls: Vec<String> = g
+                .gro
+                .iter()
+                .map(|n| format!("ethtool -K {n} gro {v}"))
+                .collect();
+            g.check(&calls.join(" && "))
+                .with_context(|| format!("switching GRO {v} in guest {}", g.name))?;
+        }
+        Ok(())
     }
 
     fn sample(&mut self, point: SamplePoint) -> Result<GuestSample> {
-        Guest::sample(self, point)
+        let g = self.measured();
+        let [a, b] = g.counted.clone();
+        let out = g.check(&format!("{SAMPLE} {} {a} {b}", point.word()))?;
+        GuestSample::parse_counted(&out, [&a, &b])
     }
 
     fn diagnostics(&self) -> String {
-        self.console_tail()
-    }
-
-    fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
-        Guest::model_counters(self)
+        match self.guests.as_slice() {
+            [one] => one.console_tail(),
+            many => many
+                .iter()
+                .map(|g| format!("guest {}'s console:\n{}", g.name, g.console_tail()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
     }
 
     fn check_alive(&mut self) -> Result<()> {
-        match self.qemu.try_status()? {
-            Some(status) => Err(with_qemu_log(
-                anyhow::anyhow!(
-                    "QEMU exited ({status}) during the run\n{}",
-                    self.console_tail()
-                ),
-                &self.qemu_log,
-            )),
-            None => Ok(()),
+        for g in &mut self.guests {
+            g.alive().context("during the run")?;
+        }
+        Ok(())
+    }
+
+    fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
+        let g = self.measured();
+        let Some((model, socket)) = &g.model else {
+            return Ok(None);
+        };
+        match model.read(socket) {
+            Ok(c) => Ok(Some(c)),
+            Err(e) => match g.qemu.try_status() {
+                Ok(Some(status)) => Err(e.context(format!("QEMU exited ({status})"))),
+                _ => Err(e),
+            },
         }
     }
-}
 
-/// The QEMU machine of a target's `[lab]` table: each bring-up boots the
-/// arm's lab kernel with the initramfs in a fresh network.
-pub struct QemuBench<'a> {
-    /// The target's `[lab]` table.
-    pub spec: &'a LabSpec,
-    /// The guest's userspace.
-    pub initramfs: &'a Initramfs,
-    /// Each variant's lab kernel; an arm runs its variant's.
-    pub kernels: &'a [LabKernel],
-    /// The cache model every boot loads (`--cache-model`).
-    pub cache_model: Option<&'a CacheModel>,
-}
-
-impl Bench for QemuBench<'_> {
-    fn bring_up(&mut self, arm: &Arm, round: u32, tag: &str, dir: &Path) -> Result<Up> {
-        let kernel = self
-            .kernels
-            .iter()
-            .find(|k| k.variant.name == arm.variant)
-            .with_context(|| format!("no lab kernel for arm {}", arm.name))?;
-        let console_log = format!("console-{tag}.log");
-        let guest = Guest::boot_with_model(
-            self.spec,
-            (&kernel.image, kernel.dtb.as_deref()),
-            &self.initramfs.path,
-            (
-                &dir.join(&console_log),
-                &dir.join(format!("qemu-{tag}.log")),
-            ),
-            self.cache_model,
-        )?;
-        let boot = BootRecord {
-            arm: arm.name.clone(),
-            round,
-            boot_seconds: (guest.boot_seconds * 1e3).round() / 1e3,
-            guest_uptime_at_ready: guest.uptime_at_ready,
-            console_log,
-            qemu_argv: guest.qemu_argv.clone(),
-            kernel: None,
-            wall_steps: guest.boot_steps.clone(),
-        };
-        Ok(Up {
-            router: Box::new(guest),
-            boot,
-        })
+    fn guest_shell(&mut self, guest: &str, command: &str, timeout: Duration) -> Result<String> {
+        self.guest(guest)?.check_within(command, timeout)
     }
 }

@@ -3,6 +3,7 @@
 //! ([`symbols`]), and bloat-o-meter's symbol diff ([`bloat`]).
 
 pub mod bloat;
+pub mod calibration;
 pub mod sections;
 pub mod stats;
 pub mod symbols;

@@ -8,18 +8,36 @@
 //!   `scipy.stats.mannwhitneyu(a, b)` (SciPy 1.10, `method="auto"`: exact
 //!   when a side has at most 8 samples and no value is tied, else the
 //!   normal approximation with tie and continuity corrections);
-//! * [`bootstrap_percent_change`]: a percentile bootstrap interval of the
-//!   %change of the means, resampling each side independently;
+//! * [`welch_interval`]: Welch's t interval of the difference of the
+//!   means, in percent of the base's mean;
+//! * [`t_test_power`] and [`runs_for_change`]: how many runs per side a
+//!   two-sample t-test needs to find a change of a given size (80 % power
+//!   at [`ALPHA`]), as `scipy.stats.nct` computes the power;
 //! * [`compare`]: all of it, and the verdict: a change is significant only
-//!   when the interval excludes 0 and |%change| exceeds the noise floor an
-//!   A/A run measured.
+//!   when Welch's interval excludes 0, Mann–Whitney agrees (p < [`ALPHA`])
+//!   and |%change| exceeds the noise floor an A/A run measured.
+//!
+//! Why Welch's t interval and not a bootstrap: a percentile bootstrap of
+//! 4 values per side is too narrow (a resample of 4 values has less
+//! spread than the population), and so called 14 % of A/A comparisons
+//! significant at n = 4 and still 7.5 % at n = 20 (normal runs;
+//! `tests/stats_calibration.rs`). Welch's interval holds its 95 %
+//! coverage at any n for normal runs and stays close for the skewed and
+//! outlier-hit runs the calibration draws; the rank test's agreement
+//! guards against a single outlier making a t-test significant.
 //!
 //! The distributions come from `statrs`; the tests check every number
 //! against SciPy.
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// The two-sided level every test and interval here uses: p must be below
+/// it, intervals are at `1 - ALPHA` (95 %).
+pub const ALPHA: f64 = 0.05;
+
+/// The power [`runs_for_change`] plans for: a change of the given size is
+/// found in 80 % of labs (the usual planning figure, Cohen 1988).
+pub const POWER: f64 = 0.8;
 
 /// Mean and spread of one side's samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -188,6 +206,14 @@ pub fn mann_whitney_min_p(m: usize, n: usize) -> f64 {
     (2.0 / c).min(1.0)
 }
 
+/// The fewest runs per side with which Mann–Whitney can reach p <
+/// [`ALPHA`] (4: its smallest p is then 2/70 ≈ 0.029).
+pub fn runs_for_mann_whitney() -> usize {
+    (1..)
+        .find(|&n| mann_whitney_min_p(n, n) < ALPHA)
+        .unwrap_or(1)
+}
+
 /// A confidence interval, in percent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
@@ -204,61 +230,134 @@ impl Interval {
     }
 }
 
-/// Resamples a bootstrap interval draws.
-pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
-
-/// Percentile bootstrap interval at `confidence` (e.g. 0.95) of the %change
-/// of the mean from `base` to `variant`: each side resampled with
-/// replacement [`BOOTSTRAP_RESAMPLES`] times from a fixed `seed`, so the
-/// same samples give the same interval. `None` when a side is empty or the
-/// base mean can be 0.
-pub fn bootstrap_percent_change(
-    base: &[f64],
-    variant: &[f64],
-    confidence: f64,
-    seed: u64,
-) -> Option<Interval> {
-    if base.is_empty() || variant.is_empty() {
+/// Welch's t interval at `confidence` (e.g. 0.95) of `mean(variant) -
+/// mean(base)`, in percent of `|mean(base)|`: `d ± t(1 - (1 - confidence)
+/// / 2, ν) · √(s²ᵥ/nᵥ + s²ᵦ/nᵦ)` with Welch–Satterthwaite's ν, as
+/// `scipy.stats.ttest_ind(variant, base, equal_var=False)
+/// .confidence_interval()` (SciPy ≥ 1.11) gives it in units. The base's
+/// mean is taken as known when scaling to percent (its own error is the
+/// base's relative standard error, a few tenths of a percent of the
+/// bound for the lab's spreads). It excludes 0 exactly when Welch's p
+/// is below `1 - confidence`. When neither side varies, the interval is
+/// the difference itself. `None` with fewer than 2 samples on a side or
+/// a base mean of 0.
+pub fn welch_interval(base: &[f64], variant: &[f64], confidence: f64) -> Option<Interval> {
+    let (sb, sv) = (summary(base)?, summary(variant)?);
+    if sb.n < 2 || sv.n < 2 || sb.mean == 0.0 {
         return None;
     }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut resample = |xs: &[f64]| -> f64 {
-        (0..xs.len())
-            .map(|_| xs[rng.random_range(0..xs.len())])
-            .sum::<f64>()
-            / xs.len() as f64
+    let (vb, vv) = (sb.sd.powi(2) / sb.n as f64, sv.sd.powi(2) / sv.n as f64);
+    let d = sv.mean - sb.mean;
+    let half = if vb + vv == 0.0 {
+        0.0
+    } else {
+        let df =
+            (vb + vv).powi(2) / (vb.powi(2) / (sb.n - 1) as f64 + vv.powi(2) / (sv.n - 1) as f64);
+        let t = StudentsT::new(0.0, 1.0, df).ok()?;
+        t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0) * (vb + vv).sqrt()
     };
-    let mut changes = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
-    for _ in 0..BOOTSTRAP_RESAMPLES {
-        let b = resample(base);
-        let v = resample(variant);
-        changes.push(percent_change(b, v)?);
-    }
-    changes.sort_by(f64::total_cmp);
-    let tail = (1.0 - confidence) / 2.0;
-    let at = |q: f64| -> f64 {
-        // Linear interpolation between order statistics, as numpy's
-        // default percentile.
-        let pos = q * (changes.len() - 1) as f64;
-        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-        changes[lo] + (changes[hi] - changes[lo]) * (pos - lo as f64)
-    };
+    let scale = 100.0 / sb.mean.abs();
     Some(Interval {
-        low: at(tail),
-        high: at(1.0 - tail),
+        low: (d - half) * scale,
+        high: (d + half) * scale,
     })
+}
+
+/// The largest number of runs per side [`runs_for_change`] reports.
+pub const MAX_RUNS: usize = 100_000;
+
+/// The power of a two-sided two-sample t-test at [`ALPHA`] with `n` runs
+/// per side to find a change of `change` percent of the mean when runs
+/// spread by `sd` percent on both sides: `P(|T| > t(1 − α/2, ν))` for
+/// `T` noncentral t with ν = 2n − 2 and noncentrality `change / (sd ·
+/// √(2/n))`, as `scipy.stats.nct` gives it, integrated over the
+/// chi-square distribution of the pooled variance. `None` for n < 2.
+pub fn t_test_power(n: usize, change: f64, sd: f64) -> Option<f64> {
+    if n < 2 || !change.is_finite() || !sd.is_finite() || sd <= 0.0 {
+        return None;
+    }
+    let df = 2.0 * n as f64 - 2.0;
+    let delta = change.abs() / (sd * (2.0 / n as f64).sqrt());
+    let t = StudentsT::new(0.0, 1.0, df)
+        .ok()?
+        .inverse_cdf(1.0 - ALPHA / 2.0);
+    let z = Normal::new(0.0, 1.0).ok()?;
+    let chi = statrs::distribution::ChiSquared::new(df).ok()?;
+    // T = (Z + δ) / S with S = √(V/ν), V ~ χ²(ν): reject when |T| > t, i.e.
+    // Z > t·S − δ or Z < −t·S − δ. Integrated over S (density
+    // 2νs·f_χ²(νs²), smooth at 0 where V's is not for ν = 2) by
+    // Simpson's rule up to where χ²'s tail is below 1e-12.
+    let f = |s: f64| {
+        // ln_pdf: statrs' pdf overflows to inf from ν ≈ 280 (x^(ν/2−1)).
+        let density =
+            2.0 * df * s * statrs::distribution::Continuous::ln_pdf(&chi, df * s * s).exp();
+        density * (z.sf(t * s - delta) + z.cdf(-t * s - delta))
+    };
+    let top = (chi.inverse_cdf(1.0 - 1e-12) / df).sqrt();
+    let steps = 4_000;
+    let h = top / steps as f64;
+    let mut sum = f(0.0) + f(top);
+    for i in 1..steps {
+        sum += f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 };
+    }
+    Some((sum * h / 3.0).clamp(0.0, 1.0))
+}
+
+/// Runs per side with which a two-sided two-sample t-test at [`ALPHA`]
+/// finds a change of `change` percent of the mean with [`POWER`], when
+/// runs spread by `sd` percent of the mean on both sides: the smallest n
+/// whose [`t_test_power`] reaches it (searched from the normal
+/// approximation `2 (z(1 − α/2) + z(POWER))² (sd / change)²`), and at
+/// least the runs Mann–Whitney needs to reach [`ALPHA`] at all (4), since
+/// a verdict needs both. `None` when `change` is 0 or the runs needed
+/// exceed [`MAX_RUNS`].
+pub fn runs_for_change(change: f64, sd: f64) -> Option<usize> {
+    let (change, sd) = (change.abs(), sd.abs());
+    if change == 0.0 || !change.is_finite() || !sd.is_finite() {
+        return None;
+    }
+    let least = runs_for_mann_whitney();
+    if sd == 0.0 {
+        return Some(least);
+    }
+    let z = Normal::new(0.0, 1.0).ok()?;
+    let guess = 2.0
+        * (z.inverse_cdf(1.0 - ALPHA / 2.0) + z.inverse_cdf(POWER)).powi(2)
+        * (sd / change).powi(2);
+    if guess > MAX_RUNS as f64 {
+        return None;
+    }
+    let enough = |n: usize| t_test_power(n, change, sd).is_some_and(|p| p >= POWER);
+    let mut n = (guess.ceil() as usize).max(2);
+    while !enough(n) {
+        n += 1;
+        if n > MAX_RUNS {
+            return None;
+        }
+    }
+    while n > 2 && enough(n - 1) {
+        n -= 1;
+    }
+    Some(n.max(least))
 }
 
 /// Whether a change is real, and why not when it is not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// The interval excludes 0 and |%change| exceeds the noise floor.
+    /// Welch's interval excludes 0, Mann–Whitney agrees (p < [`ALPHA`])
+    /// and |%change| exceeds the noise floor.
     Significant,
-    /// The interval contains 0.
+    /// Welch's interval contains 0.
     IntervalContainsZero,
-    /// The interval excludes 0 but the change is within the A/A noise floor.
+    /// Welch's interval excludes 0, but Mann–Whitney's p is not below
+    /// [`ALPHA`]: the tests disagree (one run far out moves a mean, not
+    /// the ranks).
+    TestsDisagree,
+    /// Both tests agree, but the change is within the A/A noise floor.
     WithinNoise,
-    /// Too few samples for an interval.
+    /// Too few samples: fewer than 2 on a side (no interval), or so few
+    /// that Mann–Whitney cannot reach [`ALPHA`] (3 or fewer per side)
+    /// while Welch's interval excludes 0.
     TooFewSamples,
 }
 
@@ -271,7 +370,7 @@ pub struct Comparison {
     pub variant: Summary,
     /// %change of the means.
     pub percent: Option<f64>,
-    /// Bootstrap 95 % interval of the %change.
+    /// Welch's t 95 % interval of the %change ([`welch_interval`]).
     pub interval: Option<Interval>,
     /// Welch's t-test p.
     pub welch_p: Option<f64>,
@@ -284,22 +383,51 @@ pub struct Comparison {
     pub verdict: Verdict,
 }
 
-/// Compares `variant` with `base`: summaries, %change, a bootstrap 95 %
-/// interval (seed 1), both tests, and the verdict against `noise_floor`
-/// (|%change| of an A/A run, in percent; 0 when there was none).
+impl Comparison {
+    /// Runs per side that would find a change of this comparison's
+    /// |%change| ([`runs_for_change`]) at the two sides' pooled spread; for
+    /// an A/A control, the runs needed to see a change of the noise
+    /// floor's size. `None` for no change, one run a side, or more than
+    /// [`MAX_RUNS`]. (Not part of [`compare`]: it integrates, and the
+    /// calibration compares hundreds of thousands of samples.)
+    pub fn runs_for_change(&self) -> Option<usize> {
+        if self.base.n < 2 || self.variant.n < 2 {
+            return None;
+        }
+        runs_for_change(self.percent?, self.pooled_sd_percent()?)
+    }
+
+    /// The two sides' pooled standard deviation, in percent of the base's
+    /// mean; `None` with fewer than 3 samples in all or a base mean of 0.
+    pub fn pooled_sd_percent(&self) -> Option<f64> {
+        let (b, v) = (&self.base, &self.variant);
+        let df = (b.n + v.n).checked_sub(2).filter(|&d| d > 0)?;
+        if b.mean == 0.0 {
+            return None;
+        }
+        let var = (b.sd.powi(2) * (b.n - 1) as f64 + v.sd.powi(2) * (v.n - 1) as f64) / df as f64;
+        Some(var.sqrt() * 100.0 / b.mean.abs())
+    }
+}
+
+/// Compares `variant` with `base`: summaries, %change, Welch's 95 %
+/// interval, both tests, and the verdict against `noise_floor` (|%change| of an A/A run, in percent; 0
+/// when there was none). The verdict's order: too few samples for an
+/// interval, the interval contains 0, Mann–Whitney cannot reach
+/// [`ALPHA`], the tests disagree, within the noise floor, significant.
 pub fn compare(base: &[f64], variant: &[f64], noise_floor: f64) -> Option<Comparison> {
     let (sb, sv) = (summary(base)?, summary(variant)?);
     let percent = percent_change(sb.mean, sv.mean);
-    let interval = if base.len() >= 2 && variant.len() >= 2 {
-        bootstrap_percent_change(base, variant, 0.95, 1)
-    } else {
-        None
-    };
+    let interval = welch_interval(base, variant, 1.0 - ALPHA);
+    let mann_whitney_p = mann_whitney(base, variant).map(|m| m.1);
+    let min_p = mann_whitney_min_p(base.len(), variant.len());
     let verdict = match (interval, percent) {
-        (Some(i), Some(p)) if i.excludes_zero() && p.abs() > noise_floor => Verdict::Significant,
-        (Some(i), Some(_)) if i.excludes_zero() => Verdict::WithinNoise,
-        (Some(_), _) => Verdict::IntervalContainsZero,
-        (None, _) => Verdict::TooFewSamples,
+        (Some(i), _) if !i.excludes_zero() => Verdict::IntervalContainsZero,
+        (Some(_), _) if min_p >= ALPHA => Verdict::TooFewSamples,
+        (Some(_), _) if !mann_whitney_p.is_some_and(|p| p < ALPHA) => Verdict::TestsDisagree,
+        (Some(_), Some(p)) if p.abs() > noise_floor => Verdict::Significant,
+        (Some(_), Some(_)) => Verdict::WithinNoise,
+        _ => Verdict::TooFewSamples,
     };
     Some(Comparison {
         base: sb,
@@ -307,8 +435,8 @@ pub fn compare(base: &[f64], variant: &[f64], noise_floor: f64) -> Option<Compar
         percent,
         interval,
         welch_p: welch(base, variant).map(|w| w.2),
-        mann_whitney_p: mann_whitney(base, variant).map(|m| m.1),
-        mann_whitney_min_p: mann_whitney_min_p(base.len(), variant.len()),
+        mann_whitney_p,
+        mann_whitney_min_p: min_p,
         verdict,
     })
 }

@@ -7,10 +7,10 @@
 //! per side (the runtime lab's), its statistics:
 //! `base_n,variant_n,base_sd_percent,variant_sd_percent` (standard
 //! deviation in percent of the mean), `interval_low,interval_high`
-//! (bootstrap 95 % interval of the %change, percent),
+//! (Welch's t 95 % interval of the %change, percent),
 //! `welch_p,mann_whitney_p`, `noise_floor` (the A/A control's |%change|,
 //! percent) and `verdict` (`significant`, `within-noise`,
-//! `interval-contains-zero`, `too-few-samples`; `control` for the A/A
+//! `interval-contains-zero`, `tests-disagree`, `too-few-samples`; `control` for the A/A
 //! control's own row). Other rows leave them empty.
 //!
 //! One row per metric of every family ([`super::model::Family`]): `kind`
@@ -211,11 +211,7 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
     }
     for lab in &report.labs {
-        let soc = match (&lab.router, &lab.qemu) {
-            (Some(r), _) => format!("router {} (SSH)", r.destination),
-            (None, Some(q)) => format!("QEMU {} ({})", q.machine, q.cpu),
-            (None, None) => lab.machine(),
-        };
+        let soc = lab.machine_soc();
         for note in &lab.notes {
             let values = [
                 lab.lab_target.as_str(),

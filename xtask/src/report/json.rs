@@ -26,7 +26,7 @@
 //! left out when empty so that size-only reports keep their layout.
 //!
 //! A metric measured N times per side (the runtime lab's) has `stats`
-//! ([`JsonStats`]: sample counts, `%sd`, the bootstrap 95 % interval of
+//! ([`JsonStats`]: sample counts, `%sd`, Welch's t 95 % interval of
 //! the %change, Welch and Mann–Whitney p, the A/A noise floor and the
 //! verdict). `Lab` is one lab run ([`JsonLab`]): how it ran, its arms, one
 //! comparison per arm against the base (the A/A control's first, each with
@@ -268,7 +268,7 @@ pub struct JsonStats {
     pub base_sd_percent: f64,
     /// The variant's standard deviation in percent of its mean.
     pub variant_sd_percent: f64,
-    /// Bootstrap 95 % interval of the %change, percent; `null` with fewer
+    /// Welch's t 95 % interval of the %change, percent; `null` with fewer
     /// than 2 samples on a side.
     pub interval: Option<JsonInterval>,
     /// Welch's t-test p, two-sided; `null` without variance.
@@ -280,9 +280,15 @@ pub struct JsonStats {
     /// The A/A control's |%change| of this metric, percent; `null` without
     /// a control.
     pub noise_floor_percent: Option<f64>,
-    /// `significant` (interval excludes 0 and |%change| exceeds the noise
-    /// floor), `within-noise`, `interval-contains-zero` or
-    /// `too-few-samples`; for the A/A control itself, against a floor of 0.
+    /// Runs per side that would find a change of this |%change| (80 %
+    /// power, at the two sides' pooled spread); for the A/A control, of
+    /// the noise floor's size. `null` for no change, one run a side, or
+    /// more than 100000.
+    pub runs_for_change: Option<usize>,
+    /// `significant` (Welch's interval excludes 0, Mann–Whitney p < 0.05
+    /// and |%change| exceeds the noise floor), `within-noise`,
+    /// `interval-contains-zero`, `tests-disagree` or `too-few-samples`;
+    /// for the A/A control itself, against a floor of 0.
     pub verdict: &'static str,
 }
 
@@ -373,6 +379,7 @@ fn stats(s: &Stats) -> JsonStats {
         mann_whitney_p: c.mann_whitney_p,
         mann_whitney_min_p: c.mann_whitney_min_p,
         noise_floor_percent: s.noise_floor,
+        runs_for_change: c.runs_for_change(),
         verdict: verdict_name(s, Role::Variant),
     }
 }

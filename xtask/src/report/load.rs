@@ -137,7 +137,7 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
                 // The host lab has no kernel of its own to build.
                 if labs
                     .iter()
-                    .any(|l| l.covers(spelling) && l.record.host.is_some())
+                    .any(|l| l.covers(spelling) && l.record.machine.host().is_some())
                 {
                     continue;
                 }

@@ -260,7 +260,7 @@ pub struct Metric {
 /// measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
-    /// Summaries, %change, bootstrap 95 % interval, Welch and Mann–Whitney
+    /// Summaries, %change, Welch's t 95 % interval, Welch and Mann–Whitney
     /// p, and the verdict.
     pub comparison: stats::Comparison,
     /// The A/A control's |%change| of this metric, in percent; `None`

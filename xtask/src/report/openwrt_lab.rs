@@ -176,7 +176,11 @@ pub fn run_notes(record: &crate::results::lab::LabRecord) -> Vec<String> {
         .and_then(lab_note)
     {
         notes.push(note);
-        if let Some(r) = record.initramfs.as_ref().and_then(|i| i.ruleset.as_ref()) {
+        let initramfs = match &record.machine {
+            crate::results::lab::MachineInfo::Qemu { initramfs, .. } => Some(initramfs),
+            _ => None,
+        };
+        if let Some(r) = initramfs.and_then(|i| i.ruleset.as_ref()) {
             notes.push(format!("the guest's masquerade ruleset: {r}"));
         }
     }

@@ -347,6 +347,9 @@ fn an_openwrt_lab_kernel_says_what_is_openwrts_and_what_the_lab_added() {
     for format in [Format::Text, Format::Mail, Format::Markdown] {
         let out = render(&report, format, &Style::default()).unwrap();
         assert!(out.contains(&lines), "{format:?}:\n{out}");
-        assert!(!out.contains("OpenWrt armsr/armv7 (Linux"), "{format:?}:\n{out}");
+        assert!(
+            !out.contains("OpenWrt armsr/armv7 (Linux"),
+            "{format:?}:\n{out}"
+        );
     }
 }

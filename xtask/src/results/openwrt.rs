@@ -62,7 +62,7 @@ pub struct OpenwrtLabRecord {
     pub left_out: Vec<LeftOutPatch>,
 }
 
-/// [`crate::inputs::openwrt::cpu::CpuType`] as recorded.
+/// The router's `CPU_TYPE` as recorded (`inputs::openwrt::cpu::CpuType`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuRecord {
     /// `CPU_TYPE` (`24kc`), empty when unset.

@@ -179,8 +179,9 @@ pub struct Fixture {
     pub new: PathBuf,
 }
 
-/// Builds every fixture pair under `dir`: for each toolchain whose `gcc`
-/// and `nm` exist (see [`crate::elf_tools::have`]) and each configuration,
+/// Builds every fixture pair under `dir`: for each toolchain whose `gcc`,
+/// `nm` and `size` exist (a toolchain missing one is a skip of the gate,
+/// [`crate::gate::Needs`]) and each configuration,
 /// a relocatable object (`-c`) and a `-nostdlib -static` executable linked
 /// from it, in both versions.
 pub fn build_fixtures(dir: &Path) -> Vec<Fixture> {
@@ -191,12 +192,8 @@ pub fn build_fixtures(dir: &Path) -> Vec<Fixture> {
     for cross in CROSSES {
         let prefix = cross.prefix;
         let cc = format!("{prefix}gcc");
-        let tools = [
-            cc.as_str(),
-            &format!("{prefix}nm"),
-            &format!("{prefix}size"),
-        ];
-        if !crate::elf_tools::have(&format!("{prefix} fixtures"), &tools, &[]) {
+        let needs = crate::gate::Needs::new();
+        if !crate::elf_tools::cross_tools(needs, prefix, &["gcc", "nm", "size"]).met() {
             continue;
         }
         let configs = COMMON_CONFIGS.iter().copied().chain([cross.extra]);

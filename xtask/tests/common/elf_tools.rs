@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::gate::Needs;
 use xshell::{cmd, Shell};
 use xtask::measure::bloat::Mode;
 use xtask::util::layout::Layout;
@@ -18,35 +19,36 @@ pub const KERNEL_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 /// The script's path inside [`KERNEL_TARBALL`].
 pub const SCRIPT_MEMBER: &str = "linux-source-6.12/scripts/bloat-o-meter";
 
-/// Whether the tests run in CI (the `CI` environment variable is set), where
-/// missing tools or build outputs are failures rather than skips.
-pub fn in_ci() -> bool {
-    std::env::var_os("CI").is_some()
+/// The Debian package of a cross tool, e.g. `arm-linux-gnueabi-nm` →
+/// `binutils-arm-linux-gnueabi`, `mipsel-linux-gnu-gcc` →
+/// `gcc-mipsel-linux-gnu` (what `cargo xtask setup` installs).
+pub fn cross_package(prefix: &str, tool: &str) -> String {
+    // Debian's package names have `-` where the triplet has `_`.
+    let triplet = prefix.trim_end_matches('-').replace('_', "-");
+    match tool {
+        "gcc" => format!("gcc-{triplet}"),
+        _ => format!("binutils-{triplet}"),
+    }
 }
 
-/// Whether `program` is an executable file on `PATH` (or a path to one).
-pub fn on_path(program: &str) -> bool {
-    if program.contains('/') {
-        return Path::new(program).is_file();
+/// `needs` plus the cross `<prefix><tool>` of each of `tools`.
+pub fn cross_tools(mut needs: Needs, prefix: &str, tools: &[&str]) -> Needs {
+    for tool in tools {
+        needs = needs.program(&format!("{prefix}{tool}"), &cross_package(prefix, tool));
     }
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+    needs
 }
 
-/// Whether all of `programs` (and the files in `files`) exist; when not, fails
-/// under CI and otherwise prints a note saying what `what` skips.
-pub fn have(what: &str, programs: &[&str], files: &[&str]) -> bool {
-    let mut missing: Vec<&str> = programs.iter().copied().filter(|p| !on_path(p)).collect();
-    missing.extend(files.iter().copied().filter(|f| !Path::new(f).exists()));
-    if missing.is_empty() {
-        return true;
-    }
-    let message = format!("{what}: missing {}", missing.join(", "));
-    if in_ci() {
-        panic!("{message} (CI is set, so this is a failure)");
-    }
-    eprintln!("note: skipping {message}");
-    false
+/// `needs` plus python3 and the kernel source tarball that
+/// [`bloat_o_meter`] extracts the script from.
+pub fn with_bloat_o_meter(needs: Needs) -> Needs {
+    needs
+        .program("python3", "python3")
+        .program("tar", "tar")
+        .file(
+            Path::new(KERNEL_TARBALL),
+            "apt-get install linux-source-6.12",
+        )
 }
 
 /// The path of `scripts/bloat-o-meter`, extracted once from
@@ -255,9 +257,9 @@ pub struct VmlinuxPair {
 /// `XTASK_TEST_VMLINUX_OLD`/`_NEW` (and `XTASK_TEST_VMLINUX_PREFIX`, default
 /// `arm-linux-gnueabi-`) name a pair by hand. Otherwise the pair is
 /// `target/xtask/results/arm-tiny/{baseline,no-reorder-blocks}/vmlinux`, which
-/// CI builds before the tests: when those are missing the test fails under
-/// CI and is skipped with a note elsewhere (an empty list).
-pub fn vmlinux_pairs(what: &str) -> Vec<VmlinuxPair> {
+/// CI builds before the tests: when those are missing the gate fails the
+/// test under CI and skips it elsewhere (an empty list).
+pub fn vmlinux_pairs() -> Vec<VmlinuxPair> {
     if let (Some(old), Some(new)) = (
         std::env::var_os("XTASK_TEST_VMLINUX_OLD"),
         std::env::var_os("XTASK_TEST_VMLINUX_NEW"),
@@ -277,21 +279,11 @@ pub fn vmlinux_pairs(what: &str) -> Vec<VmlinuxPair> {
     let new = layout
         .results_dir(target, "no-reorder-blocks")
         .join("vmlinux");
-    let missing: Vec<String> = [&old, &new]
-        .iter()
-        .filter(|p| !p.is_file())
-        .map(|p| p.display().to_string())
-        .collect();
-    if !missing.is_empty() {
-        let message = format!(
-            "{what}: no vmlinux at {} (run `cargo xtask build --target {target} --variant \
-             baseline --variant no-reorder-blocks`, or set XTASK_TEST_VMLINUX_OLD/_NEW)",
-            missing.join(", ")
-        );
-        if in_ci() {
-            panic!("{message}; CI is set, so this is a failure");
-        }
-        eprintln!("note: skipping {message}");
+    let how = format!(
+        "`cargo xtask build --target {target} --variant baseline --variant no-reorder-blocks`, \
+         or set XTASK_TEST_VMLINUX_OLD/_NEW"
+    );
+    if !Needs::new().file(&old, &how).file(&new, &how).met() {
         return Vec::new();
     }
     let target_file = layout.targets_dir().join(format!("{target}.toml"));

@@ -22,20 +22,15 @@ pub fn tarball() -> PathBuf {
     )
 }
 
-/// Debian's `linux-source-<kver>` tarball; `None` (with a note) when it is
-/// not installed outside CI, a failure in CI (`.ci/run` installs it).
+/// Debian's `linux-source-<kver>` tarball; `None` when it is not
+/// installed (through the gate, [`crate::gate::Needs`]: a failure under
+/// CI, where `.ci/run` installs it, a counted skip elsewhere).
 pub fn debian_tarball(kver: &str) -> Option<PathBuf> {
     let tarball = xtask::inputs::kernel_source::default_tarball(kver);
-    if tarball.is_file() {
-        return Some(tarball);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have {} (apt-get install linux-source-{kver})",
-        tarball.display()
-    );
-    eprintln!("note: skipping: no {}", tarball.display());
-    None
+    crate::gate::Needs::new()
+        .file(&tarball, &format!("apt-get install linux-source-{kver}"))
+        .met()
+        .then_some(tarball)
 }
 
 /// An unpacked fixture, removed on drop.
@@ -46,20 +41,12 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// Unpacks the fixture; `None` (with a note) when the tarball is
-    /// missing outside CI, a failure in CI.
+    /// Unpacks the fixture; `None` when the tarball is missing (through
+    /// the gate: a failure under CI, a counted skip elsewhere).
     pub fn unpack() -> Option<Fixture> {
         let tarball = tarball();
-        if !tarball.is_file() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI must provide the OpenWrt fixture {} (or set OPENWRT_FIXTURE)",
-                tarball.display()
-            );
-            eprintln!(
-                "note: skipping: no OpenWrt fixture at {}",
-                tarball.display()
-            );
+        let how = "the OpenWrt snapshot of shared/openwrt/, or set OPENWRT_FIXTURE";
+        if !crate::gate::Needs::new().file(&tarball, how).met() {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -121,8 +121,11 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
     )?;
     empty_except_lock(&work)?;
     let bench = layout.with_work_dir(&work);
+    // Ctrl-C (or SIGTERM) stops the running make and later steps (the
+    // run's token sees it) instead of killing this process, so that
+    // distccd's guard still stops it.
+    crate::util::cancel::install_handler();
     let control = RunControl::default();
-    stop_on_interrupt(&control);
     let backend = KernelTree::new(bench.clone(), None);
     let started = results::now_rfc3339();
     let t = base_job.target.name.clone();
@@ -445,15 +448,6 @@ fn empty_except_lock(work: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Ctrl-C (or SIGTERM) stops the running make and later steps instead of
-/// killing this process, so that distccd's guard still stops it.
-fn stop_on_interrupt(control: &RunControl) {
-    let control = control.clone();
-    if let Err(e) = ctrlc::set_handler(move || control.stop()) {
-        eprintln!("note: Ctrl-C will not stop the benchmark cleanly: {e}");
-    }
 }
 
 fn step(what: &str) {

@@ -11,7 +11,8 @@
 //!   minus its iperf3 duration, against
 //!   [`report::OVERHEAD_GOAL_SECONDS`], and step by step (`wall_steps`).
 //!
-//! It runs the lab's own code ([`super::measure_qemu`]) on the variant's
+//! It runs the lab's own flow ([`super::orchestrate::run`] with the QEMU
+//! lab's backend, [`super::qemu_lab::QemuBackend`]) on the variant's
 //! lab kernel as an earlier `lab` built it ([`super::kernel::built`]; it
 //! builds nothing), with the cached initramfs, one boot per round, the
 //! lab's default plan in each (a warm-up, then each direction with GRO on
@@ -29,10 +30,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use super::{
-    cache_model, check_host_tools, kernel, rootfs, topology, GroChoice, LabRequest, Machine,
-    Prepared,
-};
+use super::orchestrate::{self, Control, LabPlan, Mode};
+use super::qemu_lab::{CacheModelChoice, Kernels, QemuBackend};
+use super::{check_host_tools, forwarding, kernel, net, rootfs, topology};
+use super::{GroChoice, LabRequest, Machine};
 use crate::build::BuildOptions;
 use crate::inputs::{targets, variants};
 use crate::results;
@@ -96,13 +97,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     if work.exists() {
         std::fs::remove_dir_all(&work).with_context(|| format!("emptying {}", work.display()))?;
     }
-    let initramfs = rootfs::prepare(layout, &spec)?;
-    let model = if request.cache_model {
-        Some(cache_model::prepare(layout, &target, &spec)?)
-    } else {
-        None
-    };
-    topology::start_clean("bench")?;
+    net::start_clean("bench")?;
     let lab_request = LabRequest {
         target: target.name.clone(),
         variants: vec![variant.name.clone()],
@@ -118,10 +113,19 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         cache_model: request.cache_model,
         openwrt: None,
     };
-    let load_before = load_average()?;
-    let started = results::now_rfc3339();
+    let topology = topology::named(topology::nat_router::NAME)?;
+    let plan = LabPlan {
+        target: target.name.clone(),
+        machine: format!("QEMU {} -cpu {}", spec.machine, spec.cpu),
+        topology: Some(topology.clone()),
+        places: (Vec::new(), Vec::new()),
+        workload: Box::new(forwarding::Forwarding::lan_to_wan()),
+        variants: vec![variant.name.clone()],
+        control: Control::Without,
+        schedule: forwarding::plan(&lab_request),
+        settings: forwarding::settings(&lab_request, &variant.name),
+    };
     let bench_layout = layout.with_work_dir(&bench_root);
-    let dir = super::create_run_dir(&bench_layout, &target.name, &started)?;
     eprintln!(
         "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), in {}",
         request.runs,
@@ -130,17 +134,23 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         lab_kernel.image.display(),
         request.runs * 5,
         request.duration_seconds,
-        dir.display()
+        work_dir(layout).join(&target.name).display()
     );
-    let kernels = [lab_kernel];
-    let prepared = Prepared {
-        target: &target,
-        spec: &spec,
-        kernels: &kernels,
-        initramfs: &initramfs,
-        model: model.as_ref(),
-    };
-    super::measure_qemu(sh, &prepared, &lab_request, &dir, started.clone())?;
+    let image_sha256 = sha256_file(&lab_kernel.image)?;
+    let mut backend = QemuBackend::new(
+        (sh, layout),
+        target.clone(),
+        topology,
+        Kernels::Built(vec![lab_kernel]),
+        if request.cache_model {
+            CacheModelChoice::Load
+        } else {
+            CacheModelChoice::Off
+        },
+    )?;
+    let load_before = load_average()?;
+    let dir = orchestrate::run(&bench_layout, &plan, &mut backend, Mode::Run)?
+        .context("the lab benchmark ran nothing")?;
     let load_after = load_average()?;
     let record = results::lab::LabRecord::read(&dir)?;
     let report = LabBenchReport {
@@ -148,8 +158,8 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         target: target.name.clone(),
         variant: variant.name.clone(),
         machine: format!("{} {}", spec.machine, spec.cpu),
-        image_sha256: sha256_file(&kernels[0].image)?,
-        started,
+        image_sha256,
+        started: record.started.clone(),
         lab_dir: dir,
         load: Load {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::netns::Namespace;
+use crate::lab::net::ip::{wait_listening, TCP};
+use crate::lab::net::Namespace;
 use crate::lab::process::{last_lines, ChildGuard};
 use crate::lab::sample::{iperf_summary, read_json};
-use crate::lab::topology::{wait_listening, TCP};
 
 /// The TCP port `tbench_srv` listens on (dbench's default).
 pub const TBENCH_PORT: u16 = 7003;

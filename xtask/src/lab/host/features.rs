@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 
-use super::netns::Namespace;
 use crate::inputs::runtime::{shown_as, EthtoolChange, RuntimeVariant};
+use crate::lab::net::Namespace;
 
 /// One feature as `ethtool -k` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

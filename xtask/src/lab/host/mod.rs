@@ -2,11 +2,13 @@
 //! lo-no-tso-gso`. It measures **this machine's kernel**, not a router's:
 //! each arm is a runtime variant of `lab/runtime.toml`
 //! ([`crate::inputs::runtime`]) applied in a fresh private network
-//! namespace ([`netns`], [`features`]), and each run a benchmark over that
+//! namespace ([`crate::lab::net`], [`features`]), and each run a benchmark over that
 //! namespace's loopback ([`bench`]: tbench in MB/s, iperf3 in Mbit/s).
 //!
 //! Scheduling, warm-ups, the A/A control and `lab.json` are the QEMU
-//! lab's ([`crate::lab::runner`]): rounds interleave the arms (A B A B …),
+//! lab's (the one flow of [`crate::lab::orchestrate`], this lab's part
+//! being [`resolve`], [`HostBackend`] and the [`LoopbackBench`]
+//! workload): rounds interleave the arms (A B A B …),
 //! every session (arm and round) discards one warm-up run, and the base
 //! runs twice per round (`baseline~control`) unless `--no-control`.
 //! Results go to `target/xtask/lab/host/<started>-<pid>/`, target `host`,
@@ -14,18 +16,20 @@
 
 pub mod bench;
 pub mod features;
-pub mod netns;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::process;
-use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Settings};
-use super::runner::{self, round_to, RunSpec, SystemUnderTest};
+use super::backend::{Backend, EndpointUp, Endpoints, Prepared, Testbed, Up};
+use super::net::{Namespace, Net};
+use super::orchestrate::{self, Control, LabPlan, Mode};
+use super::record::{Arm, Condition, MachineInfo, Metric, RunRecord, Settings};
+use super::runner::{self, round_to, RunSpec};
+use super::workload::{Place, Workload};
 use crate::inputs::runtime::{self, RuntimeVariant};
-use crate::results::lab::{Benchmark, HostInfo, HostRun, SCHEMA};
+use crate::results::lab::{Benchmark, HostInfo, HostRun};
 use crate::results::now_rfc3339;
 use crate::util::layout::Layout;
 
@@ -152,9 +156,18 @@ pub fn command(layout: &Layout, request: &HostRequest) -> Result<()> {
     Ok(())
 }
 
-/// Runs the host lab as `request` says; returns its directory (with
+/// Runs the host lab as `request` says ([`crate::lab::orchestrate::run`]
+/// of [`resolve`]'s plan and backend); returns its directory (with
 /// `lab.json`). Everything is checked before anything runs.
 pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
+    let (plan, mut backend) = resolve(layout, request)?;
+    orchestrate::run(layout, &plan, &mut backend, Mode::Run)?.context("the host lab ran nothing")
+}
+
+/// The host lab's plan of `request` and its backend: the benchmarks, the
+/// runtime variants (their devices checked against the namespace's) and
+/// the host tools.
+pub fn resolve(layout: &Layout, request: &HostRequest) -> Result<(LabPlan, HostBackend)> {
     anyhow::ensure!(
         request.runs >= 1 && request.duration_seconds >= 1 && request.tbench_clients >= 1,
         "--runs, --duration and --clients must be at least 1"
@@ -170,47 +183,30 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
     }
     let chosen = variants(layout, &request.variants)?;
     check_host_tools()?;
-    process::install_interrupt_handler();
-    let stale = netns::remove_stale()?;
-    if !stale.is_empty() {
-        eprintln!(
-            "lab: removed what an interrupted host lab left: {}",
-            stale.join(", ")
-        );
-    }
-    let host = host_info()?;
-    eprintln!(
-        "lab: host kernel {} ({}, {} CPUs): this machine's kernel, not a router's",
-        host.kernel_release, host.machine, host.cpus
-    );
-    let started = now_rfc3339();
-    let dir = super::create_run_dir(layout, TARGET, &started)?;
-    let arms: Vec<Arm> = chosen
-        .iter()
-        .map(|v| Arm {
-            name: v.name.clone(),
-            variant: v.name.clone(),
-            control: false,
-            kernel: None,
-            runtime: Some(features::record(v)),
-        })
-        .collect();
-    let plan = runner::Plan {
-        runs: request.runs,
-        duration_seconds: request.duration_seconds,
-        warmup: Condition::Bench { bench: benches[0] },
-        conditions: benches
-            .iter()
-            .map(|&bench| Condition::Bench { bench })
-            .collect(),
-    };
-    let mut lab = LabRecord {
-        schema: SCHEMA,
-        status: "running".to_string(),
+    let plan = LabPlan {
         target: TARGET.to_string(),
-        lab_target: TARGET.to_string(),
-        started,
-        finished: None,
+        machine: "this machine's kernel, runtime settings in a fresh private namespace per session"
+            .to_string(),
+        topology: None,
+        places: (vec![ENDPOINT.to_string()], Vec::new()),
+        workload: Box::new(LoopbackBench {
+            endpoint: ENDPOINT.to_string(),
+        }),
+        variants: chosen.iter().map(|v| v.name.clone()).collect(),
+        control: if request.control {
+            Control::Twin
+        } else {
+            Control::Without
+        },
+        schedule: runner::Plan {
+            runs: request.runs,
+            duration_seconds: request.duration_seconds,
+            warmup: Condition::Bench { bench: benches[0] },
+            conditions: benches
+                .iter()
+                .map(|&bench| Condition::Bench { bench })
+                .collect(),
+        },
         settings: Settings {
             runs: request.runs,
             duration_seconds: request.duration_seconds,
@@ -221,31 +217,12 @@ pub fn run(layout: &Layout, request: &HostRequest) -> Result<PathBuf> {
             control: request.control,
             benches,
         },
-        qemu: None,
-        initramfs: None,
-        router: None,
-        host: Some(host),
-        cache_model: None,
-        arms: if request.control {
-            runner::with_control(arms)
-        } else {
-            arms
-        },
-        boots: Vec::new(),
-        runs: Vec::new(),
     };
-    lab.write(&dir)?;
-    eprintln!(
-        "lab: writing {}",
-        dir.join(super::record::FILE_NAME).display()
-    );
-    let mut system = Host {
+    let backend = HostBackend {
         watched: features::watched(&chosen),
         variants: chosen,
     };
-    runner::execute(&mut system, &plan, &mut lab, &dir)
-        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
-    Ok(dir)
+    Ok((plan, backend))
 }
 
 /// This machine's kernel and the tools' versions.
@@ -287,54 +264,131 @@ pub fn host_info() -> Result<HostInfo> {
     })
 }
 
-/// This machine's kernel as the system under test.
-struct Host {
+/// The host lab's one endpoint: each session's private namespace.
+pub const ENDPOINT: &str = "host";
+
+/// This machine's kernel as the lab's [`Backend`]: each arm's runtime
+/// settings applied in a fresh namespace per session.
+pub struct HostBackend {
     variants: Vec<RuntimeVariant>,
     watched: BTreeMap<String, Vec<String>>,
 }
 
-/// One arm's settings applied in its own namespace.
-struct Session {
-    ns: netns::Namespace,
-    variant: RuntimeVariant,
-}
+impl Backend for HostBackend {
+    fn prepare(&mut self) -> Result<Prepared> {
+        let host = host_info()?;
+        eprintln!(
+            "lab: host kernel {} ({}, {} CPUs): this machine's kernel, not a router's",
+            host.kernel_release, host.machine, host.cpus
+        );
+        Ok(Prepared {
+            lab_target: TARGET.to_string(),
+            machine: MachineInfo::Host { host },
+            arms: self
+                .variants
+                .iter()
+                .map(|v| Arm {
+                    name: v.name.clone(),
+                    variant: v.name.clone(),
+                    control: false,
+                    kernel: None,
+                    runtime: Some(features::record(v)),
+                })
+                .collect(),
+            cache_model: None,
+        })
+    }
 
-impl SystemUnderTest for Host {
-    type Session = Session;
-
-    fn start(
-        &mut self,
-        arm: &Arm,
-        _round: u32,
-        _dir: &Path,
-    ) -> Result<(Session, Option<BootRecord>)> {
+    fn bring_up(&mut self, arm: &Arm, _round: u32, _tag: &str, _dir: &Path) -> Result<Up> {
         let variant = self
             .variants
             .iter()
             .find(|v| v.name == arm.variant)
             .with_context(|| format!("no runtime variant for arm {}", arm.name))?
             .clone();
-        let ns = netns::Namespace::create()?;
+        let mut net = Net::new();
+        let ns = net.namespace(ENDPOINT)?;
         features::apply(&ns, &variant)?;
-        Ok((Session { ns, variant }, None))
+        let endpoints = Endpoints {
+            list: vec![EndpointUp {
+                name: ENDPOINT.to_string(),
+                netns: ns.name.clone(),
+                address: Some(std::net::IpAddr::from([127, 0, 0, 1])),
+            }],
+            masquerade: None,
+        };
+        Ok(Up {
+            bed: Box::new(HostTestbed {
+                ns,
+                variant,
+                watched: self.watched.clone(),
+                endpoints,
+                _net: net,
+            }),
+            boot: None,
+        })
+    }
+}
+
+/// One arm's settings applied in its own namespace.
+struct HostTestbed {
+    ns: Namespace,
+    variant: RuntimeVariant,
+    watched: BTreeMap<String, Vec<String>>,
+    endpoints: Endpoints,
+    // Held for its Drop: kills what runs in the namespace and removes it.
+    _net: Net,
+}
+
+impl Testbed for HostTestbed {
+    fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
     }
 
-    fn measure(&mut self, s: &mut Session, run: RunSpec<'_>, dir: &Path) -> Result<RunRecord> {
+    fn settings_read_back(&mut self) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+        features::snapshot(&self.ns, &self.watched, &self.variant)
+    }
+}
+
+/// tbench or iperf3 (the run's [`Benchmark`]) inside endpoint `endpoint`'s
+/// namespace, over its loopback, then the arm's settings read back there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopbackBench {
+    /// The endpoint it runs in.
+    pub endpoint: String,
+}
+
+impl Workload for LoopbackBench {
+    fn describe(&self) -> String {
+        format!(
+            "the run's benchmark (tbench in MB/s, iperf3 in Mbit/s) over endpoint {}'s loopback",
+            self.endpoint
+        )
+    }
+
+    fn places(&self) -> Vec<Place> {
+        vec![Place::Endpoint(self.endpoint.clone())]
+    }
+
+    fn run(&self, bed: &mut dyn Testbed, run: RunSpec<'_>, dir: &Path) -> Result<RunRecord> {
         let Condition::Bench { bench } = run.condition else {
             bail!(
-                "the host lab runs benchmarks, not {}",
+                "a loopback benchmark runs benchmarks, not {}",
                 run.condition.describe()
             );
+        };
+        let ns = Namespace {
+            name: bed.endpoints().get(&self.endpoint)?.netns.clone(),
         };
         let started = now_rfc3339();
         let prefix = format!("run{:03}", run.index);
         let outcome = match bench {
             Benchmark::Tbench { clients } => {
-                bench::tbench(&s.ns, clients, run.seconds, dir, &prefix)?
+                bench::tbench(&ns, clients, run.seconds, dir, &prefix)?
             }
-            Benchmark::Iperf3 => bench::iperf3(&s.ns, run.seconds, dir, &prefix)?,
+            Benchmark::Iperf3 => bench::iperf3(&ns, run.seconds, dir, &prefix)?,
         };
-        let features = features::snapshot(&s.ns, &self.watched, &s.variant)?;
+        let features = bed.settings_read_back()?;
         let (name, unit) = bench.metric();
         let metrics = vec![Metric {
             name: name.to_string(),
@@ -344,7 +398,7 @@ impl SystemUnderTest for Host {
         Ok(RunRecord {
             iperf3_client: outcome.iperf3_client,
             host: Some(HostRun {
-                netns: s.ns.name.clone(),
+                netns: ns.name,
                 features,
                 summary: outcome.summary,
                 log: outcome.log,

@@ -1,18 +1,20 @@
 //! The two sides of the real router on this machine, where iperf3's
 //! client (LAN) and server (WAN) run. A side is a namespace the user made
 //! (checked to exist, left alone), or an interface the lab moves into a
-//! namespace of its own (`xlab-<pid>-ssh-lan`), addresses and routes, and
-//! removes again when [`HostSides`] is dropped — the interface then
-//! returns to the host's namespace without its address. A lab killed
-//! before that leaves the namespace to the next lab's stale sweep
-//! ([`crate::lab::topology::remove_stale`]).
+//! namespace of its own (`xlab-<pid>-<n>-ssh-lan`), addresses and routes,
+//! and removes again when [`HostSides`] is dropped — the interface then
+//! returns to the host's namespace without its address. The namespaces
+//! are the lab's one owner's ([`crate::lab::net`]); a lab killed before
+//! that leaves them to the next lab's stale sweep
+//! ([`crate::lab::net::remove_stale`]).
 
 use std::net::IpAddr;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::inputs::ssh_lab::{Endpoint, Place};
-use crate::lab::topology::{tool, NETNS_PREFIX};
+use crate::lab::net::ip::{netns_exists, tool};
+use crate::lab::net::{Cidr, Net, Step};
 
 /// Both sides, ready; namespaces the lab made are removed on drop.
 #[derive(Debug)]
@@ -21,7 +23,8 @@ pub struct HostSides {
     pub lan_netns: String,
     /// The WAN side's namespace.
     pub wan_netns: String,
-    created: Vec<String>,
+    // Held for its Drop: removes the namespaces the lab made.
+    net: Net,
 }
 
 impl HostSides {
@@ -31,7 +34,7 @@ impl HostSides {
         let mut sides = HostSides {
             lan_netns: String::new(),
             wan_netns: String::new(),
-            created: Vec::new(),
+            net: Net::new(),
         };
         sides.lan_netns = sides.side("lan", lan)?;
         sides.wan_netns = sides.side("wan", wan)?;
@@ -55,58 +58,51 @@ impl HostSides {
                 Ok(ns.clone())
             }
             Place::Interface(interface) => {
-                let ns = format!("{NETNS_PREFIX}{}-ssh-{name}", std::process::id());
                 if !std::path::Path::new("/sys/class/net")
                     .join(interface)
                     .exists()
                 {
                     bail!("[{name}] interface {interface:?} is not in the host's namespace");
                 }
-                tool("ip", &["netns", "add", &ns])
-                    .context("creating a namespace for an endpoint (the lab runs as root)")?;
-                self.created.push(ns.clone());
                 let Some((ip, Some(len))) = endpoint.address else {
                     bail!("[{name}] interface {interface:?} has no address/prefix");
                 };
-                let addr = format!("{ip}/{len}");
-                tool("ip", &["link", "set", interface, "netns", &ns])?;
-                tool("ip", &["-n", &ns, "link", "set", "lo", "up"])?;
-                tool("ip", &["-n", &ns, "addr", "add", &addr, "dev", interface])?;
-                tool("ip", &["-n", &ns, "link", "set", interface, "up"])?;
-                if let Some(gw) = endpoint.gateway {
-                    let gw = gw.to_string();
-                    tool("ip", &["-n", &ns, "route", "add", "default", "via", &gw])?;
+                let netns = self.net.names.netns(&format!("ssh-{name}"));
+                let mut steps = vec![
+                    Step::Namespace {
+                        name: netns.clone(),
+                    },
+                    Step::Move {
+                        dev: interface.clone(),
+                        netns: netns.clone(),
+                    },
+                    Step::Address {
+                        netns: netns.clone(),
+                        dev: interface.clone(),
+                        address: Cidr::new(ip, len)?,
+                    },
+                    Step::Up {
+                        netns: netns.clone(),
+                        dev: interface.clone(),
+                    },
+                ];
+                if let Some(via) = endpoint.gateway {
+                    steps.push(Step::Route {
+                        netns: netns.clone(),
+                        to: None,
+                        via,
+                    });
                 }
-                Ok(ns)
+                self.net.apply(&steps)?;
+                Ok(netns)
             }
         }
     }
 
     /// Removes the namespaces the lab made; errors are reported, not returned.
     pub fn remove(&mut self) {
-        for ns in self.created.drain(..) {
-            let mut c = std::process::Command::new("ip");
-            c.args(["netns", "del", &ns]);
-            match c.status() {
-                Ok(s) if s.success() => {}
-                other => eprintln!("warning: removing network namespace {ns}: {other:?}"),
-            }
-        }
+        self.net.remove();
     }
-}
-
-impl Drop for HostSides {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
-
-/// Whether `ip netns list` shows `name`.
-pub fn netns_exists(name: &str) -> Result<bool> {
-    let list = tool("ip", &["netns", "list"])?;
-    Ok(list
-        .lines()
-        .any(|l| l.split_whitespace().next() == Some(name)))
 }
 
 /// Whether `ip -o addr show` output carries `ip`.

@@ -8,9 +8,10 @@
 //! `/proc/version` against the build's `Linux version` banner
 //! ([`flash`]); `--no-flash` measures the kernel the router runs, one
 //! variant only, and records its `/proc/version` all the same. Then the
-//! plan runs as in QEMU ([`crate::lab::runner`]): iperf3 between the LAN
-//! and WAN endpoints on this machine ([`endpoint`]), GRO switched and
-//! counters read over ssh ([`router`], [`remote`]).
+//! lab's one flow runs ([`crate::lab::orchestrate`], [`resolve`] and
+//! [`SshBackend`] being this lab's part): the forwarding workload
+//! between the LAN and WAN endpoints on this machine ([`endpoint`]), GRO
+//! switched and counters read over ssh ([`router`], [`remote`]).
 
 pub mod endpoint;
 pub mod flash;
@@ -21,11 +22,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::record::{self, Arm, BootRecord, LabRecord};
-use super::router::{Bench, Endpoints, Up};
-use super::{forwarding, runner, LabRequest};
+use super::backend::{Backend, EndpointUp, Endpoints, Prepared, Up};
+use super::forwarding::{self, Forwarding};
+use super::orchestrate::LabPlan;
+use super::record::{Arm, BootRecord, MachineInfo};
+use super::LabRequest;
 use crate::inputs::ssh_lab::{Destination, SshFrom, SshLabFile};
-use crate::inputs::{targets, variants};
+use crate::inputs::targets;
 use crate::results::lab::{ArmKernel, Flash, KernelCheck, RouterInfo};
 use crate::results::BuildResult;
 use crate::util::hash::sha256_file;
@@ -63,26 +66,92 @@ struct VariantImage {
     banner: Option<String>,
 }
 
-/// The real router as the lab's [`Bench`].
-pub struct SshBench {
-    ssh: Ssh,
+/// The real router as the lab's [`Backend`].
+pub struct SshBackend {
+    destination: Destination,
+    request: SshRequest,
     file: SshLabFile,
-    endpoints: Endpoints,
-    flash: Flash,
+    arms: Vec<Arm>,
     kernels: Vec<VariantImage>,
+    kernels_target: String,
+    /// Made by [`Backend::prepare`]: the endpoints' namespaces (removed
+    /// when the backend is dropped), ssh, where iperf3 runs.
+    ready: Option<(HostSides, Ssh, Endpoints)>,
 }
 
-impl Bench for SshBench {
+impl Backend for SshBackend {
+    fn prepare(&mut self) -> Result<Prepared> {
+        let file = &self.file;
+        let sides = HostSides::prepare(&file.lan, &file.wan)?;
+        let netns = match file.from {
+            SshFrom::Host => None,
+            SshFrom::Lan => Some(sides.lan_netns.clone()),
+            SshFrom::Wan => Some(sides.wan_netns.clone()),
+        };
+        let destination = &self.destination;
+        let client = Ssh {
+            destination: destination.clone(),
+            identity: file.identity.clone(),
+            options: file.options.clone(),
+            netns,
+            timeouts: file.timeouts,
+            log: None,
+        };
+        let version = flash::proc_version(&client)
+            .with_context(|| format!("reaching the router {} over ssh", destination.login()))?;
+        eprintln!("lab: {} runs {version}", destination.login());
+        let endpoint =
+            |name: &str, netns: &str, address: Option<(std::net::IpAddr, _)>| EndpointUp {
+                name: name.to_string(),
+                netns: netns.to_string(),
+                address: address.map(|(ip, _)| ip),
+            };
+        let endpoints = Endpoints {
+            list: vec![
+                endpoint("lan", &sides.lan_netns, file.lan.address),
+                endpoint("wan", &sides.wan_netns, file.wan.address),
+            ],
+            masquerade: Some(file.router.wan_address),
+        };
+        let router = RouterInfo {
+            access: "ssh".to_string(),
+            destination: destination.login(),
+            host: destination.host.clone(),
+            port: destination.port,
+            lan_interface: file.router.lan_interface.clone(),
+            wan_interface: file.router.wan_interface.clone(),
+            gro_interfaces: file.router.gro_interfaces.clone(),
+            wan_address: file.router.wan_address.to_string(),
+            flash: self.request.flash,
+            lab_file: std::path::absolute(&self.request.lab_file)
+                .unwrap_or(self.request.lab_file.clone()),
+            lab_file_sha256: file.sha256.clone(),
+        };
+        self.ready = Some((sides, client, endpoints));
+        Ok(Prepared {
+            // The target's own builds, not a lab target's.
+            lab_target: self.kernels_target.clone(),
+            machine: MachineInfo::Router { router },
+            arms: self.arms.clone(),
+            cache_model: None,
+        })
+    }
+
     fn bring_up(&mut self, arm: &Arm, round: u32, tag: &str, dir: &Path) -> Result<Up> {
+        let Some((_, client, endpoints)) = &self.ready else {
+            bail!("the SSH lab brings up nothing before it is prepared");
+        };
+        let endpoints = endpoints.clone();
+        let flash_mode = self.request.flash;
         let log = format!("ssh-{tag}.log");
-        let mut ssh = self.ssh.clone();
+        let mut ssh = client.clone();
         ssh.log = Some(dir.join(&log));
         let kernel = self
             .kernels
             .iter()
             .find(|k| k.variant == arm.variant)
             .with_context(|| format!("no kernel for arm {}", arm.name))?;
-        let boot_seconds = match (self.flash, &kernel.image) {
+        let boot_seconds = match (flash_mode, &kernel.image) {
             (Flash::Sysupgrade, Some(image)) => {
                 eprintln!(
                     "lab: flashing {} onto {}",
@@ -96,7 +165,7 @@ impl Bench for SshBench {
         };
         let proc_version = flash::proc_version(&ssh)?;
         let matches_build = kernel.banner.as_ref().map(|b| *b == proc_version);
-        match (matches_build, self.flash) {
+        match (matches_build, flash_mode) {
             (Some(false), Flash::Sysupgrade) => bail!(
                 "after sysupgrade the router runs\n  {proc_version}\nnot {}'s build\n  {}",
                 arm.variant,
@@ -109,7 +178,7 @@ impl Bench for SshBench {
             _ => {}
         }
         let uptime = flash::uptime(&ssh)?;
-        let mut router = SshRouter::new(ssh, self.file.router.clone(), self.endpoints.clone());
+        let mut router = SshRouter::new(ssh, self.file.router.clone(), endpoints);
         router.check_interfaces()?;
         let boot = BootRecord {
             arm: arm.name.clone(),
@@ -122,39 +191,28 @@ impl Bench for SshBench {
                 proc_version,
                 built_banner: kernel.banner.clone(),
                 matches_build,
-                flash: self.flash,
+                flash: flash_mode,
             }),
             wall_steps: Vec::new(),
         };
         Ok(Up {
-            router: Box::new(router),
-            boot,
+            bed: Box::new(router),
+            boot: Some(boot),
         })
     }
 }
 
-/// Runs the lab on the real router `ssh` names; returns the lab directory.
-pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Option<PathBuf>> {
-    if request.build_only {
-        bail!("--build-only builds QEMU lab kernels; build a router's kernels with `cargo xtask build`");
-    }
-    anyhow::ensure!(
-        request.runs >= 1 && request.duration_seconds >= 1,
-        "--runs and --duration must be at least 1"
-    );
+/// The SSH lab's plan of `request` and its backend: the lab file, the
+/// destination, the variants' builds and images are checked here, before
+/// anything runs.
+pub fn resolve(
+    layout: &Layout,
+    request: &LabRequest,
+    ssh: &SshRequest,
+) -> Result<(LabPlan, SshBackend)> {
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
-    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-    let mut names: Vec<String> = Vec::new();
-    for v in &request.variants {
-        if !names.contains(v) {
-            names.push(v.clone());
-        }
-    }
-    if names.is_empty() {
-        names.push(variants::BASELINE.to_string());
-    }
-    let chosen = variants::select(&all_variants, &names)?;
+    let chosen = super::chosen_variants(layout, &request.variants)?;
     let file = SshLabFile::load(&ssh.lab_file)?;
     let destination = match (&ssh.destination, &file.destination) {
         (Some(a), Some(b)) if a != b => bail!(
@@ -187,86 +245,33 @@ pub fn run(layout: &Layout, request: &LabRequest, ssh: &SshRequest) -> Result<Op
             banner,
         });
     }
-    let arms = if request.control {
-        runner::with_control(arms)
-    } else {
-        arms
-    };
     check_host_tools()?;
-    super::topology::start_clean("lab")?;
-    let sides = HostSides::prepare(&file.lan, &file.wan)?;
-    let netns = match file.from {
-        SshFrom::Host => None,
-        SshFrom::Lan => Some(sides.lan_netns.clone()),
-        SshFrom::Wan => Some(sides.wan_netns.clone()),
-    };
-    let client = Ssh {
-        destination: destination.clone(),
-        identity: file.identity.clone(),
-        options: file.options.clone(),
-        netns,
-        timeouts: file.timeouts,
-        log: None,
-    };
-    let version = flash::proc_version(&client)
-        .with_context(|| format!("reaching the router {} over ssh", destination.login()))?;
-    eprintln!("lab: {} runs {version}", destination.login());
-    let endpoints = Endpoints {
-        lan_netns: sides.lan_netns.clone(),
-        wan_netns: sides.wan_netns.clone(),
-        server_ip: file
-            .wan
-            .address
-            .map(|(ip, _)| ip.to_string())
-            .unwrap_or_default(),
-        router_wan_ip: file.router.wan_address.to_string(),
-    };
-    let started = crate::results::now_rfc3339();
-    let dir = super::create_run_dir(layout, &target.name, &started)?;
-    let plan = forwarding::plan(request);
-    let mut lab = LabRecord {
-        schema: record::SCHEMA,
-        status: "running".to_string(),
+    let plan = LabPlan {
         target: target.name.clone(),
-        lab_target: target.name.clone(),
-        started,
-        finished: None,
+        machine: format!(
+            "router {} over SSH ({}, {})",
+            destination.login(),
+            ssh.lab_file.display(),
+            ssh.flash.describe()
+        ),
+        topology: None,
+        places: (vec!["lan".to_string(), "wan".to_string()], Vec::new()),
+        workload: Box::new(Forwarding::lan_to_wan()),
+        variants: chosen.iter().map(|v| v.name.clone()).collect(),
+        control: request.control(),
+        schedule: forwarding::plan(request),
         settings: forwarding::settings(request, &chosen[0].name),
-        qemu: None,
-        initramfs: None,
-        router: Some(RouterInfo {
-            access: "ssh".to_string(),
-            destination: destination.login(),
-            host: destination.host.clone(),
-            port: destination.port,
-            lan_interface: file.router.lan_interface.clone(),
-            wan_interface: file.router.wan_interface.clone(),
-            gro_interfaces: file.router.gro_interfaces.clone(),
-            wan_address: file.router.wan_address.to_string(),
-            flash: ssh.flash,
-            lab_file: std::path::absolute(&ssh.lab_file).unwrap_or(ssh.lab_file.clone()),
-            lab_file_sha256: file.sha256.clone(),
-        }),
-        host: None,
-        cache_model: None,
-        arms,
-        boots: Vec::new(),
-        runs: Vec::new(),
     };
-    lab.write(&dir)?;
-    eprintln!("lab: writing {}", dir.join(record::FILE_NAME).display());
-    let mut bench = SshBench {
-        ssh: client,
+    let backend = SshBackend {
+        destination,
+        request: ssh.clone(),
         file,
-        endpoints,
-        flash: ssh.flash,
+        arms,
         kernels,
+        kernels_target: target.name.clone(),
+        ready: None,
     };
-    let mut system = forwarding::Forwarding { bench: &mut bench };
-    runner::execute(&mut system, &plan, &mut lab, &dir)
-        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
-    drop(sides);
-    Ok(Some(dir))
+    Ok((plan, backend))
 }
 
 /// Fails naming every missing host program and the packages to install.

@@ -1,4 +1,4 @@
-//! The real router as a [`Router`]: GRO switched with `ethtool -K` over
+//! The real router as a [`Testbed`]: GRO switched with `ethtool -K` over
 //! ssh (and read back with `ethtool -k`), its counters read in one ssh
 //! call of `grep -H . FILES…`, which prefixes each line with its file so
 //! the output parses without ambiguity.
@@ -14,8 +14,8 @@ use anyhow::{bail, Context, Result};
 
 use super::remote::Ssh;
 use crate::inputs::ssh_lab::RouterSide;
+use crate::lab::backend::{Endpoints, Gro, Testbed};
 use crate::lab::guest::SamplePoint;
-use crate::lab::router::{Endpoints, Gro, Router};
 use crate::lab::sample::{GuestSample, NicCounters};
 
 /// The statistics files read per interface, in [`NicCounters`]' order.
@@ -82,7 +82,7 @@ impl SshRouter {
     }
 }
 
-impl Router for SshRouter {
+impl Testbed for SshRouter {
     fn endpoints(&self) -> &Endpoints {
         &self.endpoints
     }
@@ -226,12 +226,7 @@ mod tests {
                 log: None,
             },
             side.clone(),
-            Endpoints {
-                lan_netns: "l".into(),
-                wan_netns: "w".into(),
-                server_ip: "203.0.113.2".into(),
-                router_wan_ip: "203.0.113.1".into(),
-            },
+            Endpoints::default(),
         );
         let files = router.files();
         let mut text = String::new();

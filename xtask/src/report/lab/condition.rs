@@ -18,7 +18,7 @@ pub fn direction_title(direction: Direction) -> &'static str {
 /// benchmark's setting (`clients-2`, `tcp`).
 pub fn condition_kind(c: Condition) -> String {
     match c {
-        Condition::Forward { gro, .. } => Gro::from(gro).kind().to_string(),
+        Condition::Forward { gro, .. } => gro.kind().to_string(),
         Condition::Bench { bench } => bench.kind(),
     }
 }
@@ -27,7 +27,7 @@ pub fn condition_kind(c: Condition) -> String {
 /// stream`.
 pub fn condition_kind_title(c: Condition) -> String {
     match c {
-        Condition::Forward { gro, .. } => Gro::from(gro).title().to_string(),
+        Condition::Forward { gro, .. } => gro.title().to_string(),
         Condition::Bench {
             bench: Benchmark::Tbench { clients },
         } => format!("{clients} client{}", if clients == 1 { "" } else { "s" }),

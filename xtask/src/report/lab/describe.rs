@@ -3,7 +3,7 @@
 //! lab's runtime settings.
 
 use super::{LabReport, HOST_NOTE};
-use crate::results::lab::{CacheModelInfo, LabRecord};
+use crate::results::lab::{CacheModelInfo, LabRecord, MachineInfo};
 
 /// A note when the QEMU lab switched GRO on NICs whose driver never uses
 /// it: QEMU's `pcnet` (Linux's pcnet32, the Malta labs' NIC) hands every
@@ -12,7 +12,7 @@ use crate::results::lab::{CacheModelInfo, LabRecord};
 /// changes nothing there. `None` for other NICs, for one GRO setting, and
 /// outside QEMU.
 pub fn gro_note(record: &LabRecord) -> Option<String> {
-    record.qemu.as_ref()?;
+    record.machine.qemu()?;
     if record.settings.gro.len() < 2 {
         return None;
     }
@@ -39,17 +39,16 @@ pub fn model_words(m: &CacheModelInfo) -> String {
 impl LabReport {
     /// What each metric can and cannot show, one sentence each.
     pub fn caveats(&self) -> Vec<String> {
-        if self.router.is_some() {
-            return vec![
+        let qemu = match &self.machine {
+            MachineInfo::Router { .. } => return vec![
                 "Mbit/s is the real router's forwarding speed, as far as the hosts running iperf3 keep up with it".to_string(),
                 "ns/packet is the router's CPU time per packet its two interfaces received (busy /proc/stat time, 10 ms ticks): real time on real hardware, so it sees cache, TLB and branch-layout effects, and whatever else the router's CPU did during the run".to_string(),
-            ];
-        }
-        let Some(qemu) = &self.qemu else {
-            return vec![
+            ],
+            MachineInfo::Host { .. } => return vec![
                 format!("the host lab {HOST_NOTE}: tbench MB/s and iperf3 Mbit/s over loopback follow this machine's kernel, CPU and load (other processes, frequency), so only runs interleaved on one quiet machine compare"),
                 "loopback has no NIC, driver or wire: offload settings there change how the stack segments and checksums, not what a router's hardware does".to_string(),
-            ];
+            ],
+            MachineInfo::Qemu { qemu, .. } => qemu,
         };
         let icount = if qemu.icount.is_empty() {
             "without -icount it is host time, which host load moves too".to_string()
@@ -81,31 +80,47 @@ impl LabReport {
     /// What ran, for headings: `QEMU malta -cpu 74Kf`, `router
     /// root@192.168.1.1 over SSH`, `host kernel 6.12.57 (x86_64)`.
     pub fn machine(&self) -> String {
-        match (&self.router, &self.qemu, &self.host) {
-            (Some(r), _, _) => format!("router {} over SSH", r.destination),
-            (None, Some(q), _) => format!("QEMU {} -cpu {}", q.machine, q.cpu),
-            (None, None, Some(h)) => format!("host kernel {} ({})", h.kernel_release, h.machine),
-            (None, None, None) => "an unknown machine".to_string(),
+        match &self.machine {
+            MachineInfo::Router { router } => format!("router {} over SSH", router.destination),
+            MachineInfo::Qemu { qemu, .. } => format!("QEMU {} -cpu {}", qemu.machine, qemu.cpu),
+            MachineInfo::Host { host } => {
+                format!("host kernel {} ({})", host.kernel_release, host.machine)
+            }
         }
     }
 
     /// The machine in few words, for plot titles: `QEMU malta`, `router
     /// root@192.168.1.1`, or [`LabReport::machine`] for the host.
     pub fn machine_short(&self) -> String {
-        match (&self.router, &self.qemu) {
-            (Some(r), _) => format!("router {}", r.destination),
-            (None, Some(q)) => format!("QEMU {}", q.machine),
-            (None, None) => self.machine(),
+        match &self.machine {
+            MachineInfo::Router { router } => format!("router {}", router.destination),
+            MachineInfo::Qemu { qemu, .. } => format!("QEMU {}", qemu.machine),
+            MachineInfo::Host { .. } => self.machine(),
         }
+    }
+
+    /// The machine for a CSV row's `soc` column: `router root@… (SSH)`,
+    /// `QEMU malta (74Kf)`, or [`LabReport::machine`] for the host.
+    pub fn machine_soc(&self) -> String {
+        match &self.machine {
+            MachineInfo::Router { router } => format!("router {} (SSH)", router.destination),
+            MachineInfo::Qemu { qemu, .. } => format!("QEMU {} ({})", qemu.machine, qemu.cpu),
+            MachineInfo::Host { .. } => self.machine(),
+        }
+    }
+
+    /// Whether it measured this machine's kernel (the host lab): no
+    /// target, no router, headings say so.
+    pub fn is_host(&self) -> bool {
+        matches!(self.machine, MachineInfo::Host { .. })
     }
 
     /// What its kernels are called in headings: `lab kernels` in QEMU,
     /// `kernels` on a real router (the target's own).
     pub fn kernels_word(&self) -> &'static str {
-        if self.router.is_some() {
-            "kernels"
-        } else {
-            "lab kernels"
+        match self.machine {
+            MachineInfo::Router { .. } => "kernels",
+            MachineInfo::Qemu { .. } | MachineInfo::Host { .. } => "lab kernels",
         }
     }
 
@@ -142,9 +157,9 @@ impl LabReport {
 #[cfg(test)]
 mod tests {
     use super::gro_note;
-    use crate::results::lab::LabRecord;
+    use crate::results::lab::{Gro, LabRecord};
 
-    fn fixture(device: &str, gro: Vec<bool>) -> LabRecord {
+    fn fixture(device: &str, gro: Vec<Gro>) -> LabRecord {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/lab_fixture/lab.json"
@@ -161,13 +176,21 @@ mod tests {
     #[test]
     fn gro_is_said_to_do_nothing_on_pcnet_only() {
         let pcnet = "pcnet,netdev=lan,mac=52:54:00:12:34:01,addr=0x12,romfile=";
-        let note = gro_note(&fixture(pcnet, vec![true, false])).unwrap();
+        let note = gro_note(&fixture(pcnet, Gro::BOTH.to_vec())).unwrap();
         assert!(note.contains("netif_receive_skb()"), "{note}");
-        assert_eq!(gro_note(&fixture(pcnet, vec![false])), None);
+        assert_eq!(gro_note(&fixture(pcnet, vec![Gro::Off])), None);
         let virtio = "virtio-net-device,netdev=lan,mac=52:54:00:12:34:01";
-        assert_eq!(gro_note(&fixture(virtio, vec![true, false])), None);
-        let mut host = fixture(pcnet, vec![true, false]);
-        host.qemu = None;
+        assert_eq!(gro_note(&fixture(virtio, Gro::BOTH.to_vec())), None);
+        let mut host = fixture(pcnet, Gro::BOTH.to_vec());
+        let host_lab: LabRecord = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/lab_fixture/host-lab.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        host.machine = host_lab.machine;
         assert_eq!(gro_note(&host), None);
     }
 }

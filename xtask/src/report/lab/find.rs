@@ -9,9 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use crate::results::lab::{self, LabRecord, COMPLETE};
+use crate::results::lab::{self, LabRecord};
 use crate::util::layout::Layout;
 
 /// Which lab runs a report shows.
@@ -92,22 +92,13 @@ pub fn targets_with_runs(layout: &Layout) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Reads `dir/lab.json`, checking its schema.
+/// Reads `dir/lab.json` of any schema this xtask knows
+/// ([`crate::results::lab::schema`]; one it does not know, a newer xtask's,
+/// is an error naming the file), checking its runs ([`lab::check`]): a
+/// record with problems is an error naming them.
 pub fn read(dir: &Path) -> Result<LabRecord> {
     let record = LabRecord::read(dir)?;
-    if record.schema != lab::SCHEMA {
-        let again = if record.host.is_some() {
-            "--lab host".to_string()
-        } else {
-            format!("--target {}", record.target)
-        };
-        bail!(
-            "{}: lab.json schema {}, but this xtask reads schema {}; run the lab again with `cargo xtask lab {again}`",
-            dir.join(lab::FILE_NAME).display(),
-            record.schema,
-            lab::SCHEMA,
-        );
-    }
+    lab::check::check(&record).refuse(&record, &dir.join(lab::FILE_NAME))?;
     Ok(record)
 }
 
@@ -127,10 +118,15 @@ pub fn newest(layout: &Layout, target: &str, notes: &mut Vec<String>) -> Result<
     for (_, dir, record) in candidates {
         let shown = layout_relative(layout, &dir);
         match record {
-            Ok(r) if r.status == COMPLETE => return Ok(Some(Found { dir, record: r })),
+            Ok(r) if r.status.is_complete() => return Ok(Some(Found { dir, record: r })),
             Ok(r) => notes.push(format!(
-                "{target}: lab run {shown} passed over, its status is {:?} (show it with --lab-run {shown})",
-                r.status
+                "{target}: lab run {shown} passed over, its status is {:?}{} (show it with --lab-run {shown})",
+                r.status.to_string(),
+                if r.status.lab_alive() == Some(false) {
+                    ", but its lab no longer runs (killed before it finished)"
+                } else {
+                    ""
+                }
             )),
             Err(e) => notes.push(format!("{target}: lab run {shown} passed over: {e:#}")),
         }

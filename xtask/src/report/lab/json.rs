@@ -129,12 +129,12 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
         target: lab.target.clone(),
         lab_target: lab.lab_target.clone(),
         lab_json: report.display_path(&lab.dir.join(crate::results::lab::FILE_NAME)),
-        status: lab.status.clone(),
+        status: lab.status.to_string(),
         started: lab.started.clone(),
         settings: lab.settings.clone(),
-        qemu: lab.qemu.clone(),
-        router: lab.router.clone(),
-        host: lab.host.clone(),
+        qemu: lab.machine.qemu().cloned(),
+        router: lab.machine.router().cloned(),
+        host: lab.machine.host().cloned(),
         cache_model: lab.cache_model.clone(),
         base: lab.base.clone(),
         arms: lab
@@ -177,7 +177,7 @@ pub fn lab(report: &Report, lab: &LabReport, style: &Style) -> JsonLab {
                     Condition::Bench { .. } => None,
                 },
                 gro: match s.condition {
-                    Condition::Forward { gro, .. } => Some(gro),
+                    Condition::Forward { gro, .. } => Some(gro.is_on()),
                     Condition::Bench { .. } => None,
                 },
                 bench: match s.condition {

@@ -1,17 +1,18 @@
 //! The lab's part of the Markdown format: per comparison an LKP-style
 //! table (as the kernel test robot's reports: `mean ± %sd   %change   mean
-//! ± %sd   metric`), with the bootstrap 95 % interval of the %change, both
+//! ± %sd   metric`), with Welch's t 95 % interval of the %change, both
 //! tests' p and the verdict:
 //!
 //! ```text
-//! | baseline mean ± %sd | %change | no-reorder-blocks mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |
+//! | baseline mean ± %sd | %change | no-reorder-blocks mean ± %sd | 95% Welch interval | Welch p | Mann–Whitney p | verdict | metric |
 //! |--:|--:|--:|--:|--:|--:|:--|:--|
-//! | 170.63 ± 0.86% | +5.78% | 180.50 ± 0.49% | +4.80% … +6.70% | 0.0015 | 0.1000 | significant | throughput.lan-to-wan.gro-on (Mbit/s) |
+//! | 170.63 ± 0.86% | +5.78% | 180.50 ± 0.49% | +4.80% … +6.70% | 0.0015 | 0.0286 | significant | throughput.lan-to-wan.gro-on (Mbit/s) |
 //! ```
 //!
 //! Means with two decimals in the metric's unit, `%sd` the standard
 //! deviation in percent of the mean. The A/A control's table comes first
-//! (its verdict column says `A/A noise floor`); a lab that ran only its
+//! (its verdict column says `A/A noise floor` and how many runs per side
+//! would see a change of its size); a lab that ran only its
 //! base gets a table of the base's means. Notes, what each metric can and
 //! cannot show, and every run's values (in a collapsed `<details>`) follow.
 
@@ -45,7 +46,7 @@ fn comparison_table(out: &mut String, lab: &LabReport, c: &LabComparison, d: Dec
     }
     let _ = writeln!(
         out,
-        "| {} mean ± %sd | %change | {} mean ± %sd | 95% interval | Welch p | Mann–Whitney p | verdict | metric |",
+        "| {} mean ± %sd | %change | {} mean ± %sd | 95% Welch interval | Welch p | Mann–Whitney p | verdict | metric |",
         lab.base, c.arm
     );
     out.push_str("|--:|--:|--:|--:|--:|--:|:--|:--|\n");

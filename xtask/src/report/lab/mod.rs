@@ -19,11 +19,14 @@
 //!   (`clients-2`, `tcp`), `item` `loopback`, its arms runtime variants.
 //! * Statistics: [`crate::measure::stats::compare`] through
 //!   [`Metric::with_stats`]; a variant's change is significant only when
-//!   its bootstrap 95 % interval excludes 0 and |%change| exceeds the A/A
-//!   control's |%change| of the same metric (its noise floor).
+//!   Welch's t 95 % interval of its %change excludes 0, Mann–Whitney
+//!   agrees (p < 0.05) and |%change| exceeds the A/A control's |%change|
+//!   of the same metric (its noise floor). The control's lines say how
+//!   many runs per side would see a change of the floor's size.
 //! * [`text`], [`markdown`], [`json`], [`svg`]: the lab's part of each
 //!   format (CSV rows come from the model directly).
 
+pub mod calibrate;
 pub mod condition;
 pub mod describe;
 pub mod find;
@@ -34,12 +37,12 @@ pub mod text;
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
-use crate::measure::stats::{mann_whitney_min_p, Interval, Verdict};
+use crate::measure::stats::{self, Interval, Verdict};
 use crate::results::lab::{
-    Arm, CacheModelInfo, Condition, HostInfo, LabRecord, QemuInfo, RouterInfo, Settings, COMPLETE,
+    check, Arm, CacheModelInfo, Condition, LabRecord, MachineInfo, Settings, Status,
     CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
     L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET, NS_PER_PACKET, TBENCH,
     THROUGHPUT,
@@ -49,6 +52,7 @@ pub use condition::{
     condition_item, condition_item_title, condition_kind, condition_kind_title, direction_title,
     Gro,
 };
+pub use stats::runs_for_mann_whitney;
 
 /// The lab's families in report order: (name, unit, title in sentences).
 /// The last three are the cache model's (`lab --cache-model`).
@@ -77,7 +81,7 @@ pub const FAMILIES: [(&str, &str, &str); 6] = [
 pub const HOST_NOTE: &str = "measures this machine's kernel, not a router's";
 
 /// The smallest two-sided p a test must reach to count.
-pub const ALPHA: f64 = 0.05;
+pub const ALPHA: f64 = stats::ALPHA;
 
 /// The title of family `name` (`Throughput`), or the name itself.
 pub fn family_title(name: &str) -> &str {
@@ -176,18 +180,14 @@ pub struct LabReport {
     pub target: String,
     /// Its lab kernel's results directory name (`brcm47xx-lab`).
     pub lab_target: String,
-    /// `complete`, `running` or `failed: …`.
-    pub status: String,
+    /// Complete, running or failed.
+    pub status: Status,
     /// When the lab started (RFC 3339).
     pub started: String,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator (the QEMU lab).
-    pub qemu: Option<QemuInfo>,
-    /// The real router measured over SSH (the SSH lab).
-    pub router: Option<RouterInfo>,
-    /// This machine's kernel (the host lab).
-    pub host: Option<HostInfo>,
+    /// What ran the kernels: QEMU, a real router over SSH, this machine.
+    pub machine: MachineInfo,
     /// The L1 cache model, when the lab ran with `--cache-model`.
     pub cache_model: Option<CacheModelInfo>,
     /// The kernels (QEMU and SSH labs) or runtime settings (host lab)
@@ -209,23 +209,14 @@ impl LabReport {
     /// every one) chooses the variant arms compared with the base; the A/A
     /// control is always compared, as it gives the noise floor.
     ///
-    /// Errors when the record names a base without an arm.
+    /// Errors when the record has a problem [`check::check`] refuses (a
+    /// base without an arm among them); its warnings become notes.
     pub fn new(dir: PathBuf, record: LabRecord, variants: &[String]) -> Result<LabReport> {
+        let problems = check::check(&record);
+        problems.refuse(&record, &dir.join(crate::results::lab::FILE_NAME))?;
         let base = record.settings.base.clone();
-        if !record.arms.iter().any(|a| a.name == base && !a.control) {
-            bail!(
-                "{}: the base {base:?} has no arm (arms: {}); the file is damaged",
-                dir.join(crate::results::lab::FILE_NAME).display(),
-                record
-                    .arms
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
         let mut notes = Vec::new();
-        if let Some(h) = &record.host {
+        if let MachineInfo::Host { host: h } = &record.machine {
             notes.push(format!(
                 "{HOST_NOTE}: Linux {} on {} ({} CPUs) with runtime settings applied in a private network namespace, so a change here is the kernel's answer to those settings on this machine, under its load",
                 h.kernel_release, h.machine, h.cpus
@@ -238,12 +229,13 @@ impl LabReport {
             ));
         }
         notes.extend(describe::gro_note(&record));
-        if record.status != COMPLETE {
+        if !record.status.is_complete() {
             notes.push(format!(
                 "this lab run is not complete ({}): the numbers are those of the runs it finished",
                 record.status
             ));
         }
+        notes.extend(problems.warnings);
         let series = series_of(&record);
         let control = record.arms.iter().find(|a| a.control);
         let mut comparisons = Vec::new();
@@ -273,6 +265,9 @@ impl LabReport {
                 floor.as_ref(),
             ));
         }
+        // An arm without measured runs (a lab that stopped early; the
+        // check's warning says so) gets no empty section.
+        comparisons.retain(|c| !c.families.is_empty());
         let drifting: Vec<String> = comparisons
             .iter()
             .filter(|c| c.role == Role::Control)
@@ -286,12 +281,12 @@ impl LabReport {
             .collect();
         if !drifting.is_empty() {
             notes.push(format!(
-                "the A/A control differs from its base beyond the 95 % interval in {}: the same kernel measured apart (chance, one metric in 20 at 95 %, or an effect of the arms' order within each round), so read changes of that size with care",
+                "the A/A control differs from its base in {} (Welch's 95 % interval excludes 0 and Mann–Whitney agrees): the same kernel measured apart (chance, at most one metric in 20, or an effect of the arms' order within each round), so read changes of that size with care",
                 drifting.join(", ")
             ));
         }
         if others.is_empty() {
-            let lab = if record.host.is_some() {
+            let lab = if matches!(record.machine, MachineInfo::Host { .. }) {
                 "--lab host".to_string()
             } else {
                 format!("--target {}", record.target)
@@ -301,7 +296,7 @@ impl LabReport {
             ));
         } else if control.is_none() {
             notes.push(
-                "no A/A control (the lab ran with --no-control): the noise floor is unknown, so a change is called significant on its interval alone"
+                "no A/A control (the lab ran with --no-control): the noise floor is unknown, so a change is called significant on its two tests alone"
                     .to_string(),
             );
         }
@@ -312,11 +307,12 @@ impl LabReport {
             .filter(|(p, _, _)| *p > ALPHA)
         {
             notes.push(format!(
-                "Mann–Whitney U cannot reach p < {ALPHA} with {} runs per side: its smallest p is then {p:.3}; it needs {} runs per side (cargo xtask lab --runs N, default 5)",
+                "Mann–Whitney U cannot reach p < {ALPHA} with {} runs per side: its smallest p is then {p:.3}, and a change is called significant only when Welch and Mann–Whitney agree, so none can be; it needs {} runs per side (cargo xtask lab --runs N, default 5)",
                 if m == n { m.to_string() } else { format!("{m} and {n}") },
                 runs_for_mann_whitney()
             ));
         }
+        notes.extend(chance_note(&comparisons));
         Ok(LabReport {
             dir,
             target: record.target,
@@ -324,9 +320,7 @@ impl LabReport {
             status: record.status,
             started: record.started,
             settings: record.settings,
-            qemu: record.qemu,
-            router: record.router,
-            host: record.host,
+            machine: record.machine,
             cache_model: record.cache_model,
             arms: record.arms,
             base,
@@ -349,13 +343,6 @@ impl LabReport {
             .find(|s| s.family == family && s.kind() == kind)
             .map_or(kind.to_string(), |s| condition_kind_title(s.condition))
     }
-}
-
-/// The fewest runs per side with which Mann–Whitney can reach [`ALPHA`].
-pub fn runs_for_mann_whitney() -> usize {
-    (1..)
-        .find(|&n| mann_whitney_min_p(n, n) <= ALPHA)
-        .unwrap_or(1)
 }
 
 fn series_of(record: &LabRecord) -> Vec<Series> {
@@ -460,26 +447,79 @@ pub fn interval_text(i: Option<Interval>, decimal: Decimal) -> String {
     }
 }
 
-/// The verdict in words: `significant`, `interval contains 0`, `within
-/// A/A noise (±0.90%)`, `too few runs`; for the control itself, `A/A noise
-/// floor`.
+/// The verdict in words: `significant`, `interval contains 0`, `Welch
+/// and Mann–Whitney disagree`, `within A/A noise (±0.90%)`, `too few
+/// runs`, `too few runs for Mann–Whitney (4 per side)`; for the control
+/// itself, `A/A noise floor` and the runs a change of its size needs.
 pub fn verdict_text(stats: &Stats, role: Role, decimal: Decimal) -> String {
     if role == Role::Control {
-        return "A/A noise floor".to_string();
+        return match runs_needed_text(&stats.comparison) {
+            Some(runs) => format!("A/A noise floor; {runs}"),
+            None => "A/A noise floor".to_string(),
+        };
     }
-    match stats.comparison.verdict {
+    let c = &stats.comparison;
+    match c.verdict {
         Verdict::Significant => "significant".to_string(),
         Verdict::IntervalContainsZero => "interval contains 0".to_string(),
+        Verdict::TestsDisagree => "Welch and Mann–Whitney disagree".to_string(),
         Verdict::WithinNoise => format!(
             "within A/A noise (±{})",
             decimal.apply(format!("{:.2}%", stats.noise_floor.unwrap_or(0.0)))
         ),
-        Verdict::TooFewSamples => "too few runs".to_string(),
+        Verdict::TooFewSamples if c.base.n < 2 || c.variant.n < 2 => "too few runs".to_string(),
+        Verdict::TooFewSamples => format!(
+            "too few runs for Mann–Whitney ({} per side)",
+            runs_for_mann_whitney()
+        ),
     }
 }
 
+/// `seeing a change this size takes 61 runs per side (80 % power)`: what an A/A control's
+/// comparison says of the runs needed to see a change of its own size
+/// (80 % power, [`stats::runs_for_change`]); `None` for no change or
+/// fewer than 2 runs a side.
+pub fn runs_needed_text(c: &stats::Comparison) -> Option<String> {
+    if c.base.n < 2 || c.variant.n < 2 || c.percent.is_none_or(|p| p == 0.0) {
+        return None;
+    }
+    Some(match c.runs_for_change() {
+        Some(n) => format!("seeing a change this size takes {n} runs per side (80 % power)"),
+        None => format!(
+            "seeing a change this size takes more than {} runs per side",
+            stats::MAX_RUNS
+        ),
+    })
+}
+
+/// A note when variants' changes are called significant: how many of the
+/// compared metrics, and how many calls chance alone allows (at most
+/// [`ALPHA`] of metrics without a real change, as the A/A calibration
+/// shows: `cargo xtask bench verdicts`).
+fn chance_note(comparisons: &[LabComparison]) -> Option<String> {
+    let verdicts: Vec<Verdict> = comparisons
+        .iter()
+        .filter(|c| c.role == Role::Variant)
+        .flat_map(|c| &c.families)
+        .flat_map(|f| &f.metrics)
+        .filter_map(|m| m.stats().map(|s| s.comparison.verdict))
+        .collect();
+    let called = verdicts
+        .iter()
+        .filter(|v| **v == Verdict::Significant)
+        .count();
+    (called > 0).then(|| {
+        format!(
+            "{called} of {} changes are called significant; were none real, chance would call at most {:.1} of them (5 % each, as the A/A calibration `cargo xtask bench verdicts` measures)",
+            verdicts.len(),
+            verdicts.len() as f64 * ALPHA
+        )
+    })
+}
+
 /// The verdict for machines: `significant`, `interval-contains-zero`,
-/// `within-noise`, `too-few-samples`, or `control` for the A/A control.
+/// `tests-disagree`, `within-noise`, `too-few-samples`, or `control` for
+/// the A/A control.
 pub fn verdict_name(stats: &Stats, role: Role) -> &'static str {
     if role == Role::Control {
         return "control";
@@ -487,6 +527,7 @@ pub fn verdict_name(stats: &Stats, role: Role) -> &'static str {
     match stats.comparison.verdict {
         Verdict::Significant => "significant",
         Verdict::IntervalContainsZero => "interval-contains-zero",
+        Verdict::TestsDisagree => "tests-disagree",
         Verdict::WithinNoise => "within-noise",
         Verdict::TooFewSamples => "too-few-samples",
     }

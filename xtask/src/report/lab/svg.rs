@@ -68,7 +68,7 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
         }
         if !rows.is_empty() {
             out.push(Panel {
-                title: if lab.qemu.is_none() && lab.router.is_none() {
+                title: if lab.is_host() {
                     format!(
                         "Runtime lab, {}: {} ({unit}), every run",
                         lab.machine(),

@@ -9,14 +9,15 @@
 //! baseline → no-reorder-blocks:
 //! Throughput, GRO on:
 //! LAN to WAN: 170.6 Mbit/s → 180.5 Mbit/s (+5.78%)
-//!   sd ±0.86% → ±0.49%, 95% interval +4.80% … +6.70%, Welch p 0.0015, Mann–Whitney p 0.1000: significant
+//!   sd ±0.86% → ±0.49%, 95% Welch interval +4.80% … +6.70%, Welch p 0.0015, Mann–Whitney p 0.0286: significant
 //! ```
 //!
 //! (the seed's `LAN to WAN: 824 Mb/s → 940 Mb/s (+14,08%)`, in the lab's
 //! unit; `--decimal-comma` writes `170,6 Mbit/s` and `+5,78%`). The indented line gives each side's
-//! standard deviation in percent of its mean, the bootstrap interval of
+//! standard deviation in percent of its mean, Welch's t interval of
 //! the %change, both tests' p and the verdict (the control's line has no
-//! verdict: it is the noise floor). A lab that ran only its base lists the
+//! verdict: it is the noise floor; it says instead how many runs per side
+//! would see a change of its size). A lab that ran only its base lists the
 //! base's means and spreads. Notes and what each metric can and cannot
 //! show close the block. The mail format adds the per-run tables
 //! ([`run_tables`]).
@@ -24,8 +25,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    family_title, interval_text, p_text, percent_text, verdict_text, LabComparison, LabReport,
-    Role, Series,
+    family_title, interval_text, p_text, percent_text, runs_needed_text, verdict_text,
+    LabComparison, LabReport, Role, Series,
 };
 use crate::report::model::{Decimal, Family};
 use crate::report::{Report, Style};
@@ -34,7 +35,7 @@ use crate::report::{Report, Style};
 /// brcm47xx-lab)`; `Runtime lab, host kernel 6.12.57 (x86_64), runtime
 /// settings in a private network namespace`.
 pub fn heading(lab: &LabReport) -> String {
-    if lab.qemu.is_none() && lab.host.is_some() {
+    if lab.is_host() {
         return format!(
             "Runtime lab, {}, runtime settings in a private network namespace",
             lab.machine()
@@ -86,19 +87,20 @@ pub fn seed_value(value: f64, decimal: Decimal) -> String {
     }
 }
 
-/// `sd ±1.20% → ±0.80%, 95% interval …, Welch p …, Mann–Whitney p …[:
-/// verdict]`.
+/// `sd ±1.20% → ±0.80%, 95% Welch interval …, Welch p …, Mann–Whitney p
+/// …[: verdict]`; the control's ends with the runs a change of its size
+/// needs.
 fn stats_line(m: &crate::report::model::Metric, role: Role, d: Decimal) -> Option<String> {
     let s = m.stats()?;
     let c = &s.comparison;
     let sd =
         |x: &crate::measure::stats::Summary| d.apply(format!("±{:.2}%", x.relative_sd_percent()));
     let verdict = match role {
-        Role::Control => String::new(),
+        Role::Control => runs_needed_text(c).map_or(String::new(), |r| format!("; {r}")),
         Role::Variant => format!(": {}", verdict_text(s, role, d)),
     };
     Some(format!(
-        "sd {} → {}, 95% interval {}, Welch p {}, Mann–Whitney p {}{verdict}",
+        "sd {} → {}, 95% Welch interval {}, Welch p {}, Mann–Whitney p {}{verdict}",
         sd(&c.base),
         sd(&c.variant),
         interval_text(c.interval, d),

@@ -52,9 +52,16 @@ pub struct GuestSample {
 }
 
 impl GuestSample {
-    /// Parses the sampling script's `XL …` lines; other lines (kernel
-    /// messages on the console) are ignored.
+    /// Parses the sampling script's `XL …` lines for NICs `lan` and
+    /// `wan`; other lines (kernel messages on the console) are ignored.
     pub fn parse(text: &str) -> Result<GuestSample> {
+        GuestSample::parse_counted(text, ["lan", "wan"])
+    }
+
+    /// [`GuestSample::parse`] of a guest whose counted NICs are `nics`:
+    /// the first's counters are [`GuestSample::lan`], the second's
+    /// [`GuestSample::wan`].
+    pub fn parse_counted(text: &str, nics: [&str; 2]) -> Result<GuestSample> {
         let mut cpu = None;
         let (mut lan, mut wan, mut uptime) = (None, None, None);
         let mut nic_interrupts = 0;
@@ -89,10 +96,10 @@ impl GuestSample {
                         rx_dropped: v[4],
                         tx_dropped: v[5],
                     };
-                    match nic {
-                        Some("lan") => lan = Some(c),
-                        Some("wan") => wan = Some(c),
-                        _ => {}
+                    if nic == Some(nics[0]) {
+                        lan = Some(c);
+                    } else if nic == Some(nics[1]) {
+                        wan = Some(c);
                     }
                 }
                 Some("uptime") => uptime = words.next().and_then(|s| s.parse().ok()),
@@ -204,9 +211,11 @@ pub struct Initramfs {
     /// target triplet, and `package version` of its Debian packages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolchain: Vec<String>,
-    /// The masquerade ruleset `/init` loads, in words (`lab (table ip xl:
-    /// …)`, `firewall4 (table inet fw4: …)`); `None` in older files, whose
-    /// guests loaded the lab's.
+    /// The masquerade ruleset the measured guest's `/init` loads, in words
+    /// (`nat-router (table ip xl: …)`, `firewall4 (table inet fw4: …)`;
+    /// `lab::topology::Ruleset::describe`), recorded by the lab;
+    /// `None` in the cache's manifest and in older files, whose guests
+    /// loaded the nat-router's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ruleset: Option<String>,
 }

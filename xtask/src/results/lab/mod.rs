@@ -8,8 +8,16 @@
 //! `status` says whether it finished. Next to it: one console log and one
 //! QEMU log per boot, and each run's iperf3 reports.
 //!
-//! Schema ([`SCHEMA`] 1):
+//! Schema ([`SCHEMA`] 2; schema 1 reads too, [`schema`]):
 //!
+//! * `status`: `{"state": "running", "pid": …}` (the lab's process, so
+//!   that a later look can tell a live lab from a killed one),
+//!   `{"state": "complete"}` or `{"state": "failed", "reason": …}`
+//!   ([`Status`]).
+//! * `machine`: what ran the kernels, one of `{"kind": "qemu", "qemu":
+//!   …, "initramfs": …}`, `{"kind": "router", "router": …}`, `{"kind":
+//!   "host", "host": …}` ([`MachineInfo`]); and `topology`, the QEMU
+//!   lab's network (`nat-router`).
 //! * `settings`: runs per (arm, direction, GRO), seconds per run, the GRO
 //!   settings and directions, warm-up runs per boot, the base variant and
 //!   whether an A/A control arm ran.
@@ -28,8 +36,8 @@
 //!   masquerade's).
 //!
 //! A host lab (`cargo xtask lab --lab host`, [`host`]) measures this
-//! machine's kernel instead: `target` and `lab_target` are `host`, `host`
-//! replaces `qemu` and `initramfs` (`uname -r`, `/proc/version`), an arm
+//! machine's kernel instead: `target` and `lab_target` are `host`, the
+//! machine is `host` (`uname -r`, `/proc/version`), an arm
 //! is a runtime variant (`runtime`: its `ethtool -K` settings) rather than
 //! a kernel, `settings.benches` lists the benchmarks, and a run has a
 //! `bench` instead of `direction` and `gro`, the `tbench` metric in `MB/s`
@@ -38,7 +46,7 @@
 //! write as before.
 //!
 //! A lab run on a real router over SSH (`--lab ssh://…`, [`router`]) has
-//! no `qemu` and no `initramfs` but a `router` (its host, interfaces,
+//! the machine `router` (its host, interfaces,
 //! whether each arm's image was flashed), and each boot records the
 //! router's `/proc/version` against the build's banner (`kernel`). Its
 //! runs have the same metrics; ns/packet is then the router's real CPU
@@ -58,10 +66,14 @@
 //! as before.
 
 pub mod cache;
+pub mod check;
 pub mod gro;
 pub mod guest;
 pub mod host;
+pub mod machine;
 pub mod router;
+pub mod schema;
+pub mod status;
 pub mod timing;
 
 use std::path::{Path, PathBuf};
@@ -73,17 +85,21 @@ pub use cache::{
     CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, CacheWork, INSNS_PER_PACKET,
     INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
 };
+pub use gro::Gro;
 pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
 pub use host::{
     Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
 };
+pub use machine::{MachineInfo, QemuInfo};
 pub use router::{Flash, KernelCheck, RouterInfo};
+pub use status::Status;
 pub use timing::WallStep;
 
 use crate::util::fs::write_atomic;
 
-/// The version of the `lab.json` layout.
-pub const SCHEMA: u32 = 1;
+/// The version of the `lab.json` layout this xtask writes; it reads
+/// every one from [`schema::OLDEST`] ([`schema`]).
+pub const SCHEMA: u32 = 2;
 
 /// File name of the record in each lab directory.
 pub const FILE_NAME: &str = "lab.json";
@@ -95,9 +111,6 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// Appended to a target's name for its lab kernel's build and results
 /// (`brcm47xx-lab`, in `target/xtask/results/brcm47xx-lab/<variant>/`).
 pub const LAB_TARGET_SUFFIX: &str = "-lab";
-
-/// Status of a lab that ran every run it planned.
-pub const COMPLETE: &str = "complete";
 
 /// Metric name of the receiver's throughput.
 pub const THROUGHPUT: &str = "throughput";
@@ -138,8 +151,8 @@ pub struct Settings {
     pub runs: u32,
     /// Seconds per iperf3 run.
     pub duration_seconds: u32,
-    /// GRO settings measured (`true` = on).
-    pub gro: Vec<bool>,
+    /// GRO settings measured (written `true` for on).
+    pub gro: Vec<Gro>,
     /// Directions measured.
     pub directions: Vec<Direction>,
     /// Warm-up runs per boot, discarded.
@@ -184,8 +197,8 @@ pub enum Condition {
     Forward {
         /// Traffic direction.
         direction: Direction,
-        /// GRO on the router's NICs.
-        gro: bool,
+        /// GRO on the router's NICs (written `true` for on).
+        gro: Gro,
     },
     /// A benchmark over the host lab's loopback.
     Bench {
@@ -199,34 +212,11 @@ impl Condition {
     pub fn describe(&self) -> String {
         match self {
             Condition::Forward { direction, gro } => {
-                format!(
-                    "{} GRO {}",
-                    direction.name(),
-                    if *gro { "on" } else { "off" }
-                )
+                format!("{} GRO {}", direction.name(), gro.word())
             }
             Condition::Bench { bench } => bench.title(),
         }
     }
-}
-
-/// The emulator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QemuInfo {
-    /// The binary, e.g. `qemu-system-mipsel`.
-    pub binary: String,
-    /// First line of `--version`.
-    pub version: String,
-    /// `-M`.
-    pub machine: String,
-    /// `-cpu`.
-    pub cpu: String,
-    /// `-smp`.
-    pub smp: u32,
-    /// `-icount` value.
-    pub icount: String,
-    /// The kernel command line.
-    pub append: String,
 }
 
 /// One compared arm: a lab kernel (the QEMU lab) or runtime settings
@@ -360,13 +350,15 @@ pub struct GuestRun {
     pub server_saw_peer: Option<String>,
 }
 
-/// The whole record.
+/// The whole record. It reads from every schema this xtask knows
+/// ([`schema::read`]) and writes [`SCHEMA`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
 pub struct LabRecord {
-    /// [`SCHEMA`].
+    /// [`SCHEMA`] (a record read from an older file is upgraded).
     pub schema: u32,
-    /// `running`, `complete`, or `failed: <reason>`.
-    pub status: String,
+    /// Running (with the lab's pid), complete, or failed with the reason.
+    pub status: Status,
     /// The target (`targets/<t>.toml`).
     pub target: String,
     /// The lab kernel's target name (`<target>-lab`), its results' directory.
@@ -377,19 +369,12 @@ pub struct LabRecord {
     pub finished: Option<String>,
     /// How it ran.
     pub settings: Settings,
-    /// The emulator (the QEMU lab); `None` on a real router
-    /// ([`LabRecord::router`]) and in a host lab ([`LabRecord::host`]).
+    /// What ran the kernels: QEMU, a real router, this machine.
+    pub machine: MachineInfo,
+    /// The QEMU lab's topology (`nat-router`); `None` elsewhere and in
+    /// schema-1 files (which were all `nat-router`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub qemu: Option<QemuInfo>,
-    /// The guest's userspace (the QEMU lab).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub initramfs: Option<Initramfs>,
-    /// The real router measured over SSH (`--lab ssh://…`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub router: Option<RouterInfo>,
-    /// This machine's kernel (the host lab).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<HostInfo>,
+    pub topology: Option<String>,
     /// The L1 cache model, when the lab ran with `--cache-model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_model: Option<CacheModelInfo>,
@@ -402,8 +387,13 @@ pub struct LabRecord {
 }
 
 impl LabRecord {
-    /// Writes `dir/lab.json` atomically.
+    /// Writes `dir/lab.json` atomically, as schema [`SCHEMA`].
     pub fn write(&self, dir: &Path) -> Result<()> {
+        anyhow::ensure!(
+            self.schema == SCHEMA,
+            "a lab record claims schema {}, but this xtask writes schema {SCHEMA}",
+            self.schema
+        );
         let mut json = serde_json::to_string_pretty(self)?;
         json.push('\n');
         write_atomic(&dir.join(FILE_NAME), json.as_bytes())
@@ -449,21 +439,88 @@ impl LabRecord {
 mod tests {
     use super::*;
 
-    fn fixture() -> String {
-        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab_fixture/lab.json");
+    fn fixture(name: &str) -> String {
+        let file = format!("{}/tests/lab_fixture/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(file).unwrap()
     }
 
     #[test]
-    fn a_qemu_lab_json_reads_and_writes_unchanged() {
-        let text = fixture();
+    fn a_schema_1_file_reads_into_the_new_types() {
+        let text = fixture("lab.json");
+        let v1: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v1["schema"], 1);
         let record: LabRecord = serde_json::from_str(&text).unwrap();
-        assert!(record.qemu.is_some() && record.host.is_none());
+        assert_eq!(record.schema, SCHEMA);
+        assert_eq!(record.status, Status::Complete);
+        let MachineInfo::Qemu { qemu, initramfs } = &record.machine else {
+            panic!("not QEMU: {:?}", record.machine);
+        };
+        assert_eq!(
+            (qemu.machine.as_str(), qemu.cpu.as_str()),
+            ("malta", "74Kf")
+        );
+        assert_eq!(initramfs.arch, "mipsel");
+        assert_eq!(record.settings.gro, Gro::BOTH);
         assert!(record.arms.iter().all(|a| a.kernel.is_some()));
         assert!(record.runs.iter().all(|r| r.guest.is_some()));
-        let again: serde_json::Value = serde_json::to_value(&record).unwrap();
-        let original: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(again, original);
+        let gro_off = record
+            .runs
+            .iter()
+            .filter(|r| matches!(r.condition, Condition::Forward { gro: Gro::Off, .. }))
+            .count();
+        let written_off = v1["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["gro"] == false)
+            .count();
+        assert!(gro_off > 0);
+        assert_eq!(gro_off, written_off);
+        // Everything below the top level is written as schema 1 wrote it.
+        let again = serde_json::to_value(&record).unwrap();
+        for key in ["settings", "arms", "boots", "runs", "started", "target"] {
+            assert_eq!(again[key], v1[key], "{key}");
+        }
+        assert_eq!(again["schema"], 2);
+        assert_eq!(again["status"], serde_json::json!({"state": "complete"}));
+        assert_eq!(again["machine"]["kind"], "qemu");
+        assert_eq!(again["machine"]["qemu"], v1["qemu"]);
+        // And schema 2 reads back as written.
+        let back: LabRecord = serde_json::from_value(again).unwrap();
+        assert_eq!(back, record);
+    }
+
+    #[test]
+    fn every_machine_of_schema_1_reads() {
+        let host: LabRecord = serde_json::from_str(&fixture("host-lab.json")).unwrap();
+        assert!(
+            matches!(host.machine, MachineInfo::Host { .. }),
+            "{:?}",
+            host.machine
+        );
+        let mut v1: serde_json::Value = serde_json::from_str(&fixture("lab.json")).unwrap();
+        v1["status"] = "failed: interrupted".into();
+        let failed: LabRecord = serde_json::from_value(v1.clone()).unwrap();
+        assert_eq!(
+            failed.status,
+            Status::Failed {
+                reason: "interrupted".into()
+            }
+        );
+        let host_v1: serde_json::Value = serde_json::from_str(&fixture("host-lab.json")).unwrap();
+        v1["host"] = host_v1["host"].clone();
+        let two = serde_json::from_value::<LabRecord>(v1.clone()).unwrap_err();
+        assert!(
+            two.to_string()
+                .contains("this record has qemu, initramfs, host"),
+            "{two}"
+        );
+        v1["schema"] = 3.into();
+        let newer = serde_json::from_value::<LabRecord>(v1).unwrap_err();
+        assert!(
+            newer.to_string().contains("reads schemas 1 to 2"),
+            "{newer}"
+        );
     }
 
     #[test]

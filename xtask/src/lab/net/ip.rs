@@ -1,0 +1,143 @@
+//! Every `ip` and `ethtool` call of the lab: argv only, within
+//! [`STEP_TIMEOUT`], its output in the error when it fails, and stopped
+//! by Ctrl-C ([`tool`]) or not ([`cleanup_tool`], for removing what the
+//! lab made while an interruption unwinds).
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::lab::process::{last_lines, tick, ChildGuard, POLL};
+
+/// Longest a single `ip`/`ethtool` call may take.
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The kernel's table of IPv4 TCP sockets, for [`wait_listening`].
+pub const TCP: &str = "/proc/net/tcp";
+
+/// The kernel's table of IPv6 TCP sockets, for [`wait_listening`].
+pub const TCP6: &str = "/proc/net/tcp6";
+
+/// Runs `ip`/`ethtool`/… with `args`, failing with its output (and as
+/// soon as Ctrl-C arrived).
+pub fn tool(program: &str, args: &[&str]) -> Result<String> {
+    run_tool(program, args, Interrupt::Stops)
+}
+
+/// Like [`tool`], but runs to the end after Ctrl-C: for cleaning up.
+pub fn cleanup_tool(program: &str, args: &[&str]) -> Result<String> {
+    run_tool(program, args, Interrupt::Ignored)
+}
+
+/// Whether Ctrl-C ends a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interrupt {
+    /// It does, with an error.
+    Stops,
+    /// It does not: the call runs to its end or its timeout.
+    Ignored,
+}
+
+fn run_tool(program: &str, args: &[&str], interrupt: Interrupt) -> Result<String> {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    let out = run_with_timeout(cmd, STEP_TIMEOUT, interrupt)
+        .with_context(|| format!("running {program} {}", args.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "`{program} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            last_lines(&String::from_utf8_lossy(&out.stderr), 5)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn run_with_timeout(mut cmd: Command, timeout: Duration, interrupt: Interrupt) -> Result<Output> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| {
+            format!(
+                "starting {}; is it installed? (`cargo xtask setup`)",
+                cmd.get_program().to_string_lossy()
+            )
+        })?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if child.try_wait()?.is_some() {
+            return Ok(child.wait_with_output()?);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("timed out after {} s", timeout.as_secs());
+        }
+        match interrupt {
+            Interrupt::Stops => tick()?,
+            Interrupt::Ignored => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// `ip netns exec NETNS program args…`, to spawn.
+pub fn exec(netns: &str, program: &str, args: &[&str]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", netns, program]).args(args);
+    c
+}
+
+/// Runs `program args…` in `netns` to the end (within [`STEP_TIMEOUT`]),
+/// failing with its output; returns its stdout.
+pub fn run_in(netns: &str, program: &str, args: &[&str]) -> Result<String> {
+    let mut argv = vec!["netns", "exec", netns, program];
+    argv.extend_from_slice(args);
+    tool("ip", &argv)
+}
+
+/// Whether `ip netns list` shows `name`.
+pub fn netns_exists(name: &str) -> Result<bool> {
+    let list = tool("ip", &["netns", "list"])?;
+    Ok(list
+        .lines()
+        .any(|l| l.split_whitespace().next() == Some(name)))
+}
+
+/// Waits up to `timeout` until something listens on TCP `port` in
+/// `netns` (its `table`, [`TCP`] or [`TCP6`], read from inside it);
+/// fails at once when `server` exits first.
+pub fn wait_listening(
+    (netns, table): (&str, &str),
+    port: u16,
+    server: &mut ChildGuard,
+    timeout: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let local = format!(":{port:04X} ");
+    loop {
+        let table = run_in(netns, "cat", &[table])?;
+        // Columns: sl local_address rem_address st …; st 0A is LISTEN.
+        let listening = table.lines().any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 3 && format!("{} ", cols[1]).ends_with(&local) && cols[3] == "0A"
+        });
+        if listening {
+            return Ok(());
+        }
+        if let Some(status) = server.try_status()? {
+            bail!("the {} exited ({status}) before listening", server.what);
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "the {} did not listen on port {port} within {} s",
+                server.what,
+                timeout.as_secs()
+            );
+        }
+        tick()?;
+    }
+}

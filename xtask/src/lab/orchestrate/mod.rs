@@ -1,0 +1,278 @@
+//! The lab's one flow, whatever the machine: **resolve → plan → record →
+//! run**, in the manner of cargo-dist (plan first, printed, then
+//! execute).
+//!
+//! 1. *Resolve* (each lab kind, cheap and without side effects): the
+//!    target, the variants ([`crate::inputs::variants::select`], which
+//!    drops repeats), the lab file or the runtime variants, the host
+//!    tools; it yields a [`LabPlan`] and a [`Backend`].
+//! 2. *Plan*: [`LabPlan`] is data — the machine in words, the topology,
+//!    the workload, the arms with the A/A control, the schedule of every
+//!    session — checked ([`LabPlan::check`]: the workload's places exist)
+//!    and printed ([`LabPlan::describe`]) before anything runs.
+//! 3. *Prepare* ([`Backend::prepare`]): what the machine needs once
+//!    (lab kernels built, the router reached, this machine read), after
+//!    the stale sweep and with Ctrl-C armed ([`Backend::start_clean`]).
+//!    `--build-only` stops here ([`Mode::PrepareOnly`]).
+//! 4. *Record*: `target/xtask/lab/<target>/<started>-<pid>/lab.json`
+//!    with status running (and this process's pid), the machine, the
+//!    arms, the settings.
+//! 5. *Run*: [`super::runner::execute`] over [`System`] (the backend
+//!    brings up each arm, the workload runs each run), writing the record
+//!    after every run and its final status at the end.
+//!
+//! The QEMU ([`super::qemu_lab`]), SSH ([`super::ssh`]) and host
+//! ([`super::host`]) labs are three resolvers and three backends of this
+//! one flow.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::backend::{Backend, Testbed, Up};
+use super::record::{Arm, BootRecord, LabRecord, RunRecord, Settings, Status, SCHEMA};
+use super::runner::{self, RunSpec, SystemUnderTest};
+use super::topology::Topology;
+use super::workload::{check_places, Workload};
+use crate::results;
+use crate::util::layout::Layout;
+
+/// Whether the flow runs the plan or stops once the machine is ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Prepare, record and run.
+    Run,
+    /// Prepare only (`--build-only`: the lab kernels and the initramfs).
+    PrepareOnly,
+}
+
+/// Whether the base runs a second time as the A/A control arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// It does (`<base>~control`, the noise floor).
+    Twin,
+    /// It does not (`--no-control`).
+    Without,
+}
+
+/// What the lab will do, before it does anything (see the module docs).
+pub struct LabPlan {
+    /// `lab.json`'s target, and the directory under `target/xtask/lab/`
+    /// (`brcm47xx`, `host`).
+    pub target: String,
+    /// The machine in words: `QEMU malta -cpu 74Kf`, `router
+    /// root@192.168.1.1 over SSH`, `this machine's kernel`.
+    pub machine: String,
+    /// The QEMU lab's topology; `None` where the network is the lab
+    /// file's (SSH) or one namespace (host).
+    pub topology: Option<Topology>,
+    /// The endpoints and guests the machine offers when there is no
+    /// topology (the SSH lab's `lan` and `wan`, the host lab's `host`).
+    pub places: (Vec<String>, Vec<String>),
+    /// What each run does.
+    pub workload: Box<dyn Workload>,
+    /// The arms' variants, the base first, without repeats.
+    pub variants: Vec<String>,
+    /// The A/A control.
+    pub control: Control,
+    /// The schedule of every session.
+    pub schedule: runner::Plan,
+    /// `lab.json`'s settings.
+    pub settings: Settings,
+}
+
+impl LabPlan {
+    /// The arms' names in run order: the base, its A/A twin, the others.
+    pub fn arm_names(&self) -> Vec<String> {
+        let mut names = self.variants.clone();
+        if self.control == Control::Twin && !names.is_empty() {
+            names.insert(1, format!("{}{}", names[0], runner::CONTROL_SUFFIX));
+        }
+        names
+    }
+
+    /// Fails when the plan cannot run: no variant, no run, no condition,
+    /// or a workload whose places the topology (or the machine) lacks.
+    pub fn check(&self) -> Result<()> {
+        if self.variants.is_empty() {
+            bail!("the lab has no variant to measure");
+        }
+        if self.schedule.runs < 1 || self.schedule.duration_seconds < 1 {
+            bail!("--runs and --duration must be at least 1");
+        }
+        if self.schedule.conditions.is_empty() {
+            bail!("the lab has nothing to measure in a session");
+        }
+        match &self.topology {
+            Some(t) => {
+                t.check()?;
+                let endpoints: Vec<String> = t.endpoints.iter().map(|e| e.name.clone()).collect();
+                let guests: Vec<String> = t.guests.iter().map(|g| g.name.clone()).collect();
+                check_places(
+                    self.workload.as_ref(),
+                    (&endpoints, &guests),
+                    &format!("topology {}", t.name),
+                )
+            }
+            None => check_places(
+                self.workload.as_ref(),
+                (&self.places.0, &self.places.1),
+                &self.machine,
+            ),
+        }
+    }
+
+    /// The plan as printed before anything runs: machine, network,
+    /// workload, arms, one session, the number of runs.
+    pub fn describe(&self) -> String {
+        let mut out = format!("lab plan for {}:\n", self.target);
+        out.push_str(&format!("  machine:  {}\n", self.machine));
+        if let Some(t) = &self.topology {
+            out.push_str(&format!("  topology: {} ({})\n", t.name, t.summary));
+            for line in t.describe() {
+                out.push_str(&format!("    {line}\n"));
+            }
+        }
+        out.push_str(&format!("  workload: {}\n", self.workload.describe()));
+        let arms = self.arm_names();
+        let twin = arms
+            .iter()
+            .map(|a| {
+                if a.ends_with(runner::CONTROL_SUFFIX) {
+                    format!("{a} (A/A control)")
+                } else {
+                    a.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push_str(&format!("  arms:     {twin}\n"));
+        let s = &self.schedule;
+        let conditions: Vec<String> = s.conditions.iter().map(|c| c.describe()).collect();
+        out.push_str(&format!(
+            "  session:  warm-up {} (discarded), then {}\n",
+            s.warmup.describe(),
+            conditions.join(", ")
+        ));
+        let per_session = s.conditions.len() as u64 + 1;
+        let runs = u64::from(s.runs) * arms.len() as u64 * per_session;
+        let traffic = runs * u64::from(s.duration_seconds);
+        out.push_str(&format!(
+            "  runs:     {} round{} × {} arm{} × {per_session} runs of {} s = {runs} runs, {} of traffic\n",
+            s.runs,
+            if s.runs == 1 { "" } else { "s" },
+            arms.len(),
+            if arms.len() == 1 { "" } else { "s" },
+            s.duration_seconds,
+            humantime::format_duration(std::time::Duration::from_secs(traffic))
+        ));
+        out
+    }
+}
+
+/// The runner's system under test: `backend` brings up each arm,
+/// `workload` runs each run on it.
+pub struct System<'a> {
+    /// The machine.
+    pub backend: &'a mut dyn Backend,
+    /// What each run does.
+    pub workload: &'a dyn Workload,
+}
+
+impl SystemUnderTest for System<'_> {
+    type Session = Box<dyn Testbed>;
+
+    fn start(
+        &mut self,
+        arm: &Arm,
+        round: u32,
+        dir: &Path,
+    ) -> Result<(Box<dyn Testbed>, Option<BootRecord>)> {
+        let tag = format!("r{round}-{}", arm.name.replace('~', "-"));
+        let Up { bed, boot } = self.backend.bring_up(arm, round, &tag, dir)?;
+        Ok((bed, boot))
+    }
+
+    fn measure(
+        &mut self,
+        bed: &mut Box<dyn Testbed>,
+        run: RunSpec<'_>,
+        dir: &Path,
+    ) -> Result<RunRecord> {
+        self.workload.run(bed.as_mut(), run, dir)
+    }
+}
+
+/// Creates `target/xtask/lab/<target>/<started>-<pid>/` under `layout`'s
+/// work directory, where one lab run writes `lab.json` and its logs (the
+/// size report looks there).
+pub fn create_run_dir(layout: &Layout, target: &str, started: &str) -> Result<PathBuf> {
+    let dir = layout.work_dir().join("lab").join(target).join(format!(
+        "{}-{}",
+        started.replace([':', '-'], ""),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Runs the flow (see the module docs): prints `plan`, prepares
+/// `backend`, records and runs in a new directory under `layout`'s work
+/// directory; returns it (`None` with [`Mode::PrepareOnly`]).
+pub fn run(
+    layout: &Layout,
+    plan: &LabPlan,
+    backend: &mut dyn Backend,
+    mode: Mode,
+) -> Result<Option<PathBuf>> {
+    plan.check()?;
+    eprint!("{}", plan.describe());
+    backend.start_clean()?;
+    let prepared = backend.prepare()?;
+    let variants: Vec<&str> = prepared.arms.iter().map(|a| a.variant.as_str()).collect();
+    if variants != plan.variants {
+        bail!(
+            "the lab prepared arms {variants:?}, but the plan has {:?}",
+            plan.variants
+        );
+    }
+    if mode == Mode::PrepareOnly {
+        return Ok(None);
+    }
+    let started = results::now_rfc3339();
+    let dir = create_run_dir(layout, &plan.target, &started)?;
+    let arms = match plan.control {
+        Control::Twin => runner::with_control(prepared.arms),
+        Control::Without => prepared.arms,
+    };
+    let mut record = LabRecord {
+        schema: SCHEMA,
+        status: Status::running_here(),
+        target: plan.target.clone(),
+        lab_target: prepared.lab_target,
+        started,
+        finished: None,
+        settings: plan.settings.clone(),
+        machine: prepared.machine,
+        topology: plan.topology.as_ref().map(|t| t.name.clone()),
+        cache_model: prepared.cache_model,
+        arms,
+        boots: Vec::new(),
+        runs: Vec::new(),
+    };
+    record.write(&dir)?;
+    eprintln!(
+        "lab: writing {}",
+        dir.join(super::record::FILE_NAME).display()
+    );
+    let mut system = System {
+        backend,
+        workload: plan.workload.as_ref(),
+    };
+    runner::execute(&mut system, &plan.schedule, &mut record, &dir)
+        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
+    Ok(Some(dir))
+}
+
+#[cfg(test)]
+mod tests;

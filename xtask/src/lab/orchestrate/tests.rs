@@ -1,0 +1,250 @@
+//! The one flow over a fake backend and a fake workload: what it prints,
+//! the order it calls the backend in, what `lab.json` says while it runs
+//! and after, and what it refuses before touching anything.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+
+use super::*;
+use crate::lab::backend::{EndpointUp, Endpoints, Prepared};
+use crate::lab::record::{Condition, Direction, Gro, MachineInfo, Metric};
+use crate::lab::topology::nat_router;
+use crate::lab::workload::Place;
+
+type Calls = Rc<RefCell<Vec<String>>>;
+
+/// A machine that records what the flow asks of it.
+struct Fake {
+    calls: Calls,
+    arms: Vec<String>,
+}
+
+fn host_machine() -> MachineInfo {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/lab_fixture/host-lab.json"
+    ))
+    .unwrap();
+    serde_json::from_str::<LabRecord>(&text).unwrap().machine
+}
+
+impl Backend for Fake {
+    fn start_clean(&mut self) -> Result<()> {
+        self.calls.borrow_mut().push("start clean".into());
+        Ok(())
+    }
+
+    fn prepare(&mut self) -> Result<Prepared> {
+        self.calls.borrow_mut().push("prepare".into());
+        Ok(Prepared {
+            lab_target: "fake-lab".into(),
+            machine: host_machine(),
+            arms: self
+                .arms
+                .iter()
+                .map(|v| Arm {
+                    name: v.clone(),
+                    variant: v.clone(),
+                    control: false,
+                    kernel: None,
+                    runtime: None,
+                })
+                .collect(),
+            cache_model: None,
+        })
+    }
+
+    fn bring_up(&mut self, arm: &Arm, round: u32, tag: &str, dir: &Path) -> Result<Up> {
+        // While it runs, lab.json says so, with this process's pid.
+        let record = LabRecord::read(dir)?;
+        let pid = std::process::id();
+        assert_eq!(record.status, Status::Running { pid: Some(pid) });
+        assert_eq!(record.status.lab_alive(), Some(true));
+        self.calls
+            .borrow_mut()
+            .push(format!("up {} r{round} {tag}", arm.name));
+        let bed = FakeBed {
+            endpoints: Endpoints {
+                list: ["lan", "wan"]
+                    .map(|name| EndpointUp {
+                        name: name.into(),
+                        netns: format!("fake-{name}"),
+                        address: None,
+                    })
+                    .to_vec(),
+                masquerade: None,
+            },
+        };
+        Ok(Up {
+            bed: Box::new(bed),
+            boot: Some(BootRecord {
+                arm: arm.name.clone(),
+                round,
+                boot_seconds: 1.0,
+                guest_uptime_at_ready: None,
+                console_log: format!("console-{tag}.log"),
+                qemu_argv: Vec::new(),
+                kernel: None,
+                wall_steps: Vec::new(),
+            }),
+        })
+    }
+}
+
+struct FakeBed {
+    endpoints: Endpoints,
+}
+
+impl Testbed for FakeBed {
+    fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+}
+
+/// A workload that needs `place` and measures 1 Mbit/s.
+struct Fixed {
+    place: Place,
+}
+
+impl Workload for Fixed {
+    fn describe(&self) -> String {
+        "a fixed 1 Mbit/s".into()
+    }
+
+    fn places(&self) -> Vec<Place> {
+        vec![self.place.clone()]
+    }
+
+    fn run(&self, bed: &mut dyn Testbed, run: RunSpec<'_>, _: &Path) -> Result<RunRecord> {
+        bed.endpoints().get("lan")?;
+        Ok(run.record(
+            String::new(),
+            vec![Metric {
+                name: "throughput".into(),
+                value: 1.0,
+                unit: "Mbit/s".into(),
+            }],
+        ))
+    }
+}
+
+fn plan(place: Place) -> LabPlan {
+    let on = |direction| Condition::Forward {
+        direction,
+        gro: Gro::On,
+    };
+    LabPlan {
+        target: "fake".into(),
+        machine: "a fake machine".into(),
+        topology: Some(nat_router::topology()),
+        places: (Vec::new(), Vec::new()),
+        workload: Box::new(Fixed { place }),
+        variants: vec!["baseline".into(), "other".into()],
+        control: Control::Twin,
+        schedule: runner::Plan {
+            runs: 2,
+            duration_seconds: 3,
+            warmup: on(Direction::LanToWan),
+            conditions: vec![on(Direction::LanToWan), on(Direction::WanToLan)],
+        },
+        settings: Settings {
+            runs: 2,
+            duration_seconds: 3,
+            gro: vec![Gro::On],
+            directions: Direction::BOTH.to_vec(),
+            warmup_runs_per_boot: 1,
+            base: "baseline".into(),
+            control: true,
+            benches: Vec::new(),
+        },
+    }
+}
+
+fn fake(calls: &Calls) -> Fake {
+    Fake {
+        calls: calls.clone(),
+        arms: vec!["baseline".into(), "other".into()],
+    }
+}
+
+#[test]
+fn the_plan_is_printed_then_prepared_recorded_and_run() {
+    let p = plan(Place::Endpoint("lan".into()));
+    let text = p.describe();
+    for line in [
+        "  machine:  a fake machine\n",
+        "  topology: nat-router (one router between a LAN and a WAN, masquerading out of its WAN)\n",
+        "    lan: endpoint lan 192.168.1.2/24 — router.lan 192.168.1.1/24\n",
+        "  workload: a fixed 1 Mbit/s\n",
+        "  arms:     baseline, baseline~control (A/A control), other\n",
+        "  session:  warm-up lan-to-wan GRO on (discarded), then lan-to-wan GRO on, wan-to-lan GRO on\n",
+        "  runs:     2 rounds × 3 arms × 3 runs of 3 s = 18 runs, 54s of traffic\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let calls = Calls::default();
+    let dir = run(&layout, &p, &mut fake(&calls), Mode::Run)
+        .unwrap()
+        .expect("a lab directory");
+    assert!(dir.starts_with(root.path().join("target/xtask/lab/fake")));
+    let calls = calls.borrow();
+    assert_eq!(
+        calls[..3],
+        ["start clean", "prepare", "up baseline r0 r0-baseline"]
+    );
+    assert_eq!(calls[4], "up other r0 r0-other");
+    assert_eq!(calls.len(), 2 + 6);
+    let record = LabRecord::read(&dir).unwrap();
+    assert_eq!(record.status, Status::Complete);
+    assert_eq!(record.topology.as_deref(), Some("nat-router"));
+    assert_eq!(record.lab_target, "fake-lab");
+    assert!(matches!(record.machine, MachineInfo::Host { .. }));
+    let arms: Vec<&str> = record.arms.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(arms, ["baseline", "baseline~control", "other"]);
+    assert_eq!(record.boots.len(), 6);
+    assert_eq!(record.runs.len(), 18);
+}
+
+#[test]
+fn prepare_only_records_and_runs_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let calls = Calls::default();
+    let p = plan(Place::Endpoint("wan".into()));
+    let out = run(&layout, &p, &mut fake(&calls), Mode::PrepareOnly).unwrap();
+    assert_eq!(out, None);
+    assert_eq!(*calls.borrow(), ["start clean", "prepare"]);
+    assert!(!root.path().join("target/xtask/lab").exists());
+}
+
+#[test]
+fn a_workload_the_topology_cannot_host_is_refused_before_anything_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let calls = Calls::default();
+    let p = plan(Place::Guest("r2".into()));
+    let err = run(&layout, &p, &mut fake(&calls), Mode::Run).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("needs guest r2, which topology nat-router does not have"),
+        "{msg}"
+    );
+    assert!(msg.contains("guests: router"), "{msg}");
+    assert!(calls.borrow().is_empty(), "{:?}", calls.borrow());
+}
+
+#[test]
+fn arms_the_backend_did_not_plan_are_an_error() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let calls = Calls::default();
+    let mut backend = fake(&calls);
+    backend.arms.pop();
+    let p = plan(Place::Endpoint("lan".into()));
+    let err = run(&layout, &p, &mut backend, Mode::Run).unwrap_err();
+    assert!(err.to_string().contains("prepared arms"), "{err}");
+    assert!(!root.path().join("target/xtask/lab").exists());
+}

@@ -1,0 +1,442 @@
+//! A lab network as data: which guests (QEMU machines, each with its NICs,
+//! addresses, routes and firewall), which endpoints (network namespaces on
+//! this machine where the workload's hosts run), and which links join
+//! them. A topology is a value ([`Topology`]); nothing about it is spelled
+//! out in the code that boots guests or makes namespaces:
+//!
+//! * [`plan`] turns it into the namespaces, taps, bridges, veths,
+//!   addresses and routes to make on this machine ([`crate::lab::net`]
+//!   steps) and each guest's QEMU NICs ([`crate::lab::qemu::argv`]);
+//! * [`crate::lab::guest::setup_script`] turns each guest into the network
+//!   setup its `/init` runs (NICs named by MAC, addresses, routes,
+//!   forwarding, the ruleset);
+//! * [`crate::lab::session`] boots every guest of it and hands the
+//!   workload its endpoints.
+//!
+//! A link with one guest NIC and one endpoint is a tap moved into the
+//! endpoint's namespace; any other link (two guests' mesh ports, a LAN
+//! with several hosts) is a bridge in a namespace of its own
+//! (`xlab-<pid>-<n>-<link>-link`), each guest NIC's tap and a veth per
+//! endpoint its ports.
+//!
+//! Adding a topology: a file here with a function that returns it (see
+//! [`nat_router`]), and its name in [`named`]. `docs/incoming/seams.md`
+//! has the walk-through.
+
+pub mod nat_router;
+pub mod plan;
+
+#[cfg(test)]
+mod chain;
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use anyhow::{bail, Result};
+
+use super::net::{Cidr, Mac};
+
+/// The topologies the lab knows, by name.
+pub const NAMES: &[&str] = &[nat_router::NAME];
+
+/// The topology called `name`, or an error naming the known ones.
+pub fn named(name: &str) -> Result<Topology> {
+    let topology = match name {
+        nat_router::NAME => nat_router::topology(),
+        _ => bail!(
+            "unknown topology {name:?}; the lab knows {}",
+            NAMES.join(", ")
+        ),
+    };
+    topology.check()?;
+    Ok(topology)
+}
+
+/// A lab network (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// Its name, as `lab.json` records it (`nat-router`).
+    pub name: String,
+    /// One line on what it is, for the printed plan.
+    pub summary: String,
+    /// The QEMU machines, each booting the arm's kernel.
+    pub guests: Vec<Guest>,
+    /// The namespaces on this machine where workloads run.
+    pub endpoints: Vec<Endpoint>,
+    /// What joins guest NICs and endpoints.
+    pub links: Vec<Link>,
+    /// The guest whose counters each run samples (busy time, packets,
+    /// interrupts: ns/packet) and whose QEMU loads the cache model.
+    pub measured: String,
+    /// The address the far side sees a client as when the path
+    /// translates it (the nat-router's WAN address); `None` when nothing
+    /// translates, so the server must see the client's own address.
+    pub masquerade: Option<IpAddr>,
+}
+
+/// One QEMU machine of a topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guest {
+    /// Its name (`router`, `r1`): short, lowercase.
+    pub name: String,
+    /// Its NICs, in QEMU's order (PCI slots, virtio-mmio transports).
+    pub nics: Vec<Nic>,
+    /// Routes besides its NICs' own networks.
+    pub routes: Vec<Route>,
+    /// Whether it forwards IPv4 (`/proc/sys/net/ipv4/ip_forward`).
+    pub ip_forward: bool,
+    /// The ruleset it loads, if any.
+    pub ruleset: Option<Ruleset>,
+    /// The two NICs its samples count, in [`crate::results::lab::GuestSample`]'s
+    /// `lan` and `wan` places: a forwarded packet is received on one
+    /// (`lo` in a guest that forwards nothing).
+    pub counted: [String; 2],
+    /// The NICs `--gro on|off` switches.
+    pub gro: Vec<String>,
+}
+
+/// A guest NIC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nic {
+    /// Its name in the guest (`lan`): `/init` renames the NIC with
+    /// [`Nic::mac`] to it. Not `ethN` or `lo` (the kernel's own names).
+    pub name: String,
+    /// Its MAC, which QEMU gives it and `/init` finds it by.
+    pub mac: Mac,
+    /// Its addresses.
+    pub addresses: Vec<Cidr>,
+}
+
+/// A route in a guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// The destination; `None`: the default route.
+    pub to: Option<Cidr>,
+    /// The gateway.
+    pub via: IpAddr,
+}
+
+/// A ruleset the guest's initramfs carries and `/init` loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ruleset {
+    /// [`crate::lab::guest::ruleset`]: masquerade out of `wan`, forward
+    /// only `lan` → `wan` and replies, as an OpenWrt firewall does (`nft
+    /// -f /etc/xl-router.nft`; the static guest's loader has it built in).
+    NatRouter,
+    /// [`crate::lab::firewall4::ruleset`]: the shape OpenWrt's firewall4
+    /// renders from its default `/etc/config/firewall` (`table inet fw4`,
+    /// zones `lan` and `wan`, masquerade on `wan`), for `lab --openwrt`;
+    /// carried in the guest's overlay (`nft -f /etc/xl-fw4.nft`). Debian's
+    /// `nft` only: a static guest's loader knows the lab's ruleset alone.
+    Firewall4,
+}
+
+impl Ruleset {
+    /// What the lab records of it: `nat-router (table ip xl: …)`,
+    /// `firewall4 (table inet fw4: …)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Ruleset::NatRouter => {
+                "nat-router (table ip xl: forward lan to wan and replies, masquerade on wan)"
+            }
+            Ruleset::Firewall4 => {
+                "firewall4 (table inet fw4: OpenWrt's default zones, rules and masquerade, as fw4 renders /etc/config/firewall)"
+            }
+        }
+    }
+}
+
+/// A namespace on this machine where a workload's host runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Its name (`lan`): the workload names it, the namespace is called
+    /// after it.
+    pub name: String,
+    /// Its address on its link.
+    pub address: Cidr,
+    /// Its default route, if any.
+    pub gateway: Option<IpAddr>,
+}
+
+/// What one link joins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Its name (`lan`); a bridged link's namespace is called after it
+    /// (`<name>-link`).
+    pub name: String,
+    /// Its ports, at least two.
+    pub ports: Vec<Port>,
+}
+
+/// One end of a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Port {
+    /// A guest's NIC.
+    Nic {
+        /// The guest.
+        guest: String,
+        /// The NIC.
+        nic: String,
+    },
+    /// An endpoint.
+    Endpoint(String),
+}
+
+impl Port {
+    /// `router.lan`, `endpoint lan`.
+    pub fn describe(&self) -> String {
+        match self {
+            Port::Nic { guest, nic } => format!("{guest}.{nic}"),
+            Port::Endpoint(e) => format!("endpoint {e}"),
+        }
+    }
+}
+
+/// A name that goes into namespace and device names and the guest's
+/// generated shell script: a lowercase letter, then lowercase letters,
+/// digits or `-`, 8 bytes at most.
+fn check_name(what: &str, name: &str) -> Result<()> {
+    let ok = (1..=8).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !ok {
+        bail!(
+            "{what} {name:?}: a lowercase letter, then lowercase letters, digits or -, at most 8"
+        );
+    }
+    Ok(())
+}
+
+impl Topology {
+    /// The guest called `name`.
+    pub fn guest(&self, name: &str) -> Option<&Guest> {
+        self.guests.iter().find(|g| g.name == name)
+    }
+
+    /// The endpoint called `name`.
+    pub fn endpoint(&self, name: &str) -> Option<&Endpoint> {
+        self.endpoints.iter().find(|e| e.name == name)
+    }
+
+    /// Checks it is a network the lab can make: safe, unique names and
+    /// MACs; every port names a guest NIC or an endpoint that exists;
+    /// every NIC and endpoint on exactly one link; the measured guest,
+    /// counted and GRO NICs exist. Errors name the topology and the part.
+    pub fn check(&self) -> Result<()> {
+        let t = &self.name;
+        for (what, names) in [
+            (
+                "guest",
+                self.guests.iter().map(|g| &g.name).collect::<Vec<_>>(),
+            ),
+            ("endpoint", self.endpoints.iter().map(|e| &e.name).collect()),
+            ("link", self.links.iter().map(|l| &l.name).collect()),
+        ] {
+            let mut seen = BTreeSet::new();
+            for name in names {
+                check_name(&format!("topology {t}: {what}"), name)?;
+                if !seen.insert(name) {
+                    bail!("topology {t}: two {what}s are called {name:?}");
+                }
+            }
+        }
+        let mut macs = BTreeSet::new();
+        let mut on_links: Vec<Port> = Vec::new();
+        for g in &self.guests {
+            let mut nic_names = BTreeSet::new();
+            for n in &g.nics {
+                check_name(&format!("topology {t}: guest {} NIC", g.name), &n.name)?;
+                let kernel_name = n.name == "lo"
+                    || n.name.starts_with("eth") && n.name[3..].bytes().all(|b| b.is_ascii_digit());
+                if kernel_name {
+                    bail!("topology {t}: guest {} NIC {:?}: the kernel names its NICs so; pick another", g.name, n.name);
+                }
+                if !nic_names.insert(n.name.clone()) {
+                    bail!("topology {t}: guest {} has two NICs {:?}", g.name, n.name);
+                }
+                if !macs.insert(n.mac) {
+                    bail!("topology {t}: MAC {} is given twice", n.mac);
+                }
+            }
+            if g.ruleset.is_some() {
+                for zone in ["lan", "wan"] {
+                    let v4 = g
+                        .nics
+                        .iter()
+                        .find(|n| n.name == zone)
+                        .is_some_and(|n| n.addresses.iter().any(|a| a.addr.is_ipv4()));
+                    if !v4 {
+                        bail!(
+                            "topology {t}: guest {} loads a ruleset of zones lan and wan, but has no NIC {zone:?} with an IPv4 address",
+                            g.name
+                        );
+                    }
+                }
+            }
+            for nic in g.counted.iter().chain(&g.gro) {
+                // `lo`: a guest that forwards nothing (a workload on its
+                // own loopback) counts and switches its loopback.
+                if nic != "lo" && !nic_names.contains(nic) {
+                    bail!(
+                        "topology {t}: guest {} has no NIC {nic:?} to count or switch GRO on",
+                        g.name
+                    );
+                }
+            }
+        }
+        if self.guest(&self.measured).is_none() {
+            bail!(
+                "topology {t}: the measured guest {:?} is not one of its guests",
+                self.measured
+            );
+        }
+        for l in &self.links {
+            if l.ports.len() < 2 {
+                bail!("topology {t}: link {} joins fewer than two ports", l.name);
+            }
+            for p in &l.ports {
+                let exists = match p {
+                    Port::Nic { guest, nic } => self
+                        .guest(guest)
+                        .is_some_and(|g| g.nics.iter().any(|n| n.name == *nic)),
+                    Port::Endpoint(e) => self.endpoint(e).is_some(),
+                };
+                if !exists {
+                    bail!(
+                        "topology {t}: link {} names {}, which it does not have",
+                        l.name,
+                        p.describe()
+                    );
+                }
+                if on_links.contains(p) {
+                    bail!("topology {t}: {} is on two links", p.describe());
+                }
+                on_links.push(p.clone());
+            }
+        }
+        let every_port = self
+            .guests
+            .iter()
+            .flat_map(|g| {
+                g.nics.iter().map(|n| Port::Nic {
+                    guest: g.name.clone(),
+                    nic: n.name.clone(),
+                })
+            })
+            .chain(
+                self.endpoints
+                    .iter()
+                    .map(|e| Port::Endpoint(e.name.clone())),
+            );
+        for p in every_port {
+            if !on_links.contains(&p) {
+                bail!("topology {t}: {} is on no link", p.describe());
+            }
+        }
+        Ok(())
+    }
+
+    /// Its network in one line per link, for the printed plan: `lan:
+    /// endpoint lan 192.168.1.2/24 — router.lan 192.168.1.1/24`.
+    pub fn describe(&self) -> Vec<String> {
+        let address = |p: &Port| -> String {
+            let a: Vec<String> = match p {
+                Port::Nic { guest, nic } => self
+                    .guest(guest)
+                    .and_then(|g| g.nics.iter().find(|n| n.name == *nic))
+                    .map(|n| n.addresses.iter().map(Cidr::to_string).collect())
+                    .unwrap_or_default(),
+                Port::Endpoint(e) => self
+                    .endpoint(e)
+                    .map(|e| vec![e.address.to_string()])
+                    .unwrap_or_default(),
+            };
+            format!("{} {}", p.describe(), a.join(" "))
+                .trim_end()
+                .to_string()
+        };
+        self.links
+            .iter()
+            .map(|l| {
+                let ports: Vec<String> = l.ports.iter().map(address).collect();
+                format!("{}: {}", l.name, ports.join(" — "))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(t: &Topology) -> String {
+        format!("{:#}", t.check().unwrap_err())
+    }
+
+    #[test]
+    fn a_topology_the_lab_cannot_make_is_refused_naming_the_part() {
+        let good = nat_router::topology();
+        good.check().unwrap();
+        assert_eq!(named("nat-router").unwrap(), good);
+        assert!(named("mesh")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown topology \"mesh\"; the lab knows nat-router"));
+
+        let mut t = good.clone();
+        t.guests[0].nics[1].mac = t.guests[0].nics[0].mac;
+        assert!(refused(&t).contains("MAC 52:54:00:12:34:01 is given twice"));
+
+        let mut t = good.clone();
+        t.guests[0].nics[0].name = "eth0".into();
+        assert!(refused(&t).contains("the kernel names its NICs so"));
+
+        let mut t = good.clone();
+        t.endpoints[0].name = "lan;reboot".into();
+        assert!(refused(&t).contains("a lowercase letter"));
+
+        let mut t = good.clone();
+        t.links[1].ports.pop();
+        assert!(refused(&t).contains("link wan joins fewer than two ports"));
+
+        let mut t = good.clone();
+        t.links[1].ports[0] = Port::Nic {
+            guest: "router".into(),
+            nic: "dmz".into(),
+        };
+        assert!(refused(&t).contains("link wan names router.dmz"));
+
+        let mut t = good.clone();
+        t.links.pop();
+        assert!(refused(&t).contains("router.wan is on no link"));
+
+        let mut t = good.clone();
+        t.measured = "r2".into();
+        assert!(refused(&t).contains("measured guest \"r2\""));
+
+        let mut t = good.clone();
+        t.guests[0].nics[1].addresses.clear();
+        t.guests[0].ruleset = Some(Ruleset::Firewall4);
+        assert!(refused(&t).contains("router loads a ruleset of zones lan and wan, but has no NIC \"wan\" with an IPv4 address"));
+    }
+
+    #[test]
+    fn one_guest_on_its_own_loopback_is_a_topology() {
+        let mut t = nat_router::topology();
+        t.name = "loopback".into();
+        t.endpoints.clear();
+        t.links.clear();
+        t.masquerade = None;
+        let g = &mut t.guests[0];
+        g.nics.clear();
+        g.ruleset = None;
+        g.counted = ["lo".into(), "lo".into()];
+        g.gro = vec!["lo".into()];
+        t.check().unwrap();
+        let p = plan::plan(&t, crate::lab::net::Names { pid: 1, serial: 0 }).unwrap();
+        assert!(p.create.is_empty() && p.attach.is_empty() && p.taps.is_empty());
+        assert_eq!(p.nics("router").unwrap(), []);
+    }
+}

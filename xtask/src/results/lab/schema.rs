@@ -1,0 +1,124 @@
+//! Reading `lab.json` of every schema this xtask knows into today's
+//! [`LabRecord`]: [`SCHEMA`] 2 as written, schema 1 upgraded.
+//!
+//! Schema 1 → 2 changed only the record's top level: `status` was a
+//! string (`running`, `complete`, `failed: <reason>`) and is now a
+//! [`Status`] with the running lab's pid; the machine was three optional
+//! fields (`qemu` with `initramfs`, `router`, `host`) and is now one
+//! [`MachineInfo`]; the QEMU lab records its `topology`. Settings, arms,
+//! boots and runs kept their shape (GRO is still written `true`/`false`),
+//! so a schema-1 file reads unchanged into the new types.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use super::{
+    Arm, BootRecord, CacheModelInfo, HostInfo, Initramfs, LabRecord, MachineInfo, QemuInfo,
+    RouterInfo, RunRecord, Settings, Status, SCHEMA,
+};
+
+/// The oldest schema this xtask reads.
+pub const OLDEST: u32 = 1;
+
+/// Schema 2's fields, as written (see [`LabRecord`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Schema2 {
+    schema: u32,
+    status: Status,
+    target: String,
+    lab_target: String,
+    started: String,
+    finished: Option<String>,
+    settings: Settings,
+    machine: MachineInfo,
+    #[serde(default)]
+    topology: Option<String>,
+    #[serde(default)]
+    cache_model: Option<CacheModelInfo>,
+    arms: Vec<Arm>,
+    boots: Vec<BootRecord>,
+    runs: Vec<RunRecord>,
+}
+
+/// Schema 1's fields.
+#[derive(Deserialize)]
+struct Schema1 {
+    status: String,
+    target: String,
+    lab_target: String,
+    started: String,
+    finished: Option<String>,
+    settings: Settings,
+    #[serde(default)]
+    qemu: Option<QemuInfo>,
+    #[serde(default)]
+    initramfs: Option<Initramfs>,
+    #[serde(default)]
+    router: Option<RouterInfo>,
+    #[serde(default)]
+    host: Option<HostInfo>,
+    #[serde(default)]
+    cache_model: Option<CacheModelInfo>,
+    arms: Vec<Arm>,
+    boots: Vec<BootRecord>,
+    runs: Vec<RunRecord>,
+}
+
+/// A `lab.json` value of schema [`OLDEST`] to [`SCHEMA`] as today's
+/// record. Errors name the schema, or the field that does not fit.
+pub fn read(value: serde_json::Value) -> Result<LabRecord> {
+    let schema = value
+        .get("schema")
+        .and_then(|s| s.as_u64())
+        .context("no \"schema\" number: not a lab.json")?;
+    match schema {
+        1 => {
+            let v: Schema1 = serde_json::from_value(value).context("schema 1")?;
+            Ok(LabRecord {
+                schema: SCHEMA,
+                status: Status::from_schema1(&v.status)?,
+                target: v.target,
+                lab_target: v.lab_target,
+                started: v.started,
+                finished: v.finished,
+                settings: v.settings,
+                machine: MachineInfo::from_schema1(v.qemu, v.initramfs, v.router, v.host)?,
+                topology: None,
+                cache_model: v.cache_model,
+                arms: v.arms,
+                boots: v.boots,
+                runs: v.runs,
+            })
+        }
+        2 => {
+            let v: Schema2 = serde_json::from_value(value).context("schema 2")?;
+            Ok(LabRecord {
+                schema: v.schema,
+                status: v.status,
+                target: v.target,
+                lab_target: v.lab_target,
+                started: v.started,
+                finished: v.finished,
+                settings: v.settings,
+                machine: v.machine,
+                topology: v.topology,
+                cache_model: v.cache_model,
+                arms: v.arms,
+                boots: v.boots,
+                runs: v.runs,
+            })
+        }
+        n => bail!("lab.json schema {n}, but this xtask reads schemas {OLDEST} to {SCHEMA}"),
+    }
+}
+
+impl TryFrom<serde_json::Value> for LabRecord {
+    type Error = String;
+
+    /// [`read`], for serde (`#[serde(try_from)]`): every reader of a
+    /// `LabRecord` reads every schema.
+    fn try_from(value: serde_json::Value) -> Result<LabRecord, String> {
+        read(value).map_err(|e| format!("{e:#}"))
+    }
+}
