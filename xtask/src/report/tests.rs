@@ -353,3 +353,62 @@ fn an_openwrt_lab_kernel_says_what_is_openwrts_and_what_the_lab_added() {
         );
     }
 }
+
+#[test]
+fn a_lab_run_of_openwrt_kernels_notes_their_record_and_the_ruleset() {
+    use crate::results::lab::{LabRecord, MachineInfo};
+    use crate::results::openwrt::{
+        CpuRecord, KconfigChanges, LeftOutPatch, OpenwrtLabRecord, OpenwrtRecord,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = result("baseline", 4000);
+    base.openwrt = Some(OpenwrtRecord {
+        checkout: "/src/openwrt".into(),
+        target: "malta/le".into(),
+        kernel: "6.12".into(),
+        kcflags: vec!["-fno-caller-saves".into()],
+        patch_counts: BTreeMap::from([("clean".into(), 300)]),
+        dropped: Vec::new(),
+        kconfig: KconfigChanges::default(),
+        config_files: vec!["target/linux/generic/config-6.12".into()],
+        lab: Some(OpenwrtLabRecord {
+            router_target: "bcm47xx/mips74k".into(),
+            kcflags_from: "bcm47xx/mips74k: EXTRA_OPTIMIZATION from config/Config-devel.in:210"
+                .into(),
+            cpu: CpuRecord::default(),
+            fragments: Vec::new(),
+            added: Vec::new(),
+            left_out: vec![LeftOutPatch {
+                name: "target/linux/bcm47xx/patches-6.12".into(),
+                reason: "not in this checkout".into(),
+            }],
+        }),
+    });
+    base.write(dir.path()).unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lab_fixture/lab.json");
+    let mut record: LabRecord =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let notes = super::openwrt_lab::run_notes(&record);
+    assert!(notes.is_empty(), "a default-mode run: {notes:?}");
+    for arm in record.arms.iter_mut() {
+        if let Some(k) = arm.kernel.as_mut() {
+            k.results_dir = dir.path().to_path_buf();
+        }
+    }
+    let MachineInfo::Qemu { initramfs, .. } = &mut record.machine else {
+        panic!("the fixture is a QEMU run");
+    };
+    initramfs.ruleset = Some("firewall4 (table inet fw4: …)".into());
+    let notes = super::openwrt_lab::run_notes(&record);
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].starts_with("the lab kernels are OpenWrt's malta/le kernel (its config files and patch series, on Linux 6.12 series) with bcm47xx/mips74k's KCFLAGS -fno-caller-saves; "),
+        "{}",
+        notes[0]
+    );
+    assert_eq!(
+        notes[1],
+        "the guest's masquerade ruleset: firewall4 (table inet fw4: …)"
+    );
+}
