@@ -1,23 +1,39 @@
 /*
- * xtask-cache: the QEMU router lab's L1 cache model (`cargo xtask lab
- * --cache-model`), a TCG plugin built against the qemu-plugin.h of the
+ * xtask-cache: the QEMU router lab's cache and core model (`cargo xtask
+ * lab --cache-model`), a TCG plugin built against the qemu-plugin.h of the
  * installed QEMU's Debian source package (xtask/src/lab/cache_model/).
  *
  * It counts every executed guest instruction (an inline add, no call) and
  * feeds TCG's instruction and memory streams to set-associative L1
  * instruction and data caches with LRU replacement, one pair per vCPU (as
  * QEMU's contrib/plugins/cache.c, whose miss counts it reproduces: see
- * xtask/tests/lab_cache_model.rs). Nothing is timed: no prefetch, no TLB,
- * no L2, no write buffer; a miss is a count.
+ * xtask/tests/lab_cache_model.rs). Nothing is timed here: a miss is a
+ * count; xtask/src/results/lab/core_model.rs turns counts into cycles.
+ *
+ * With `isa=` (the core model, from the target's [lab.timing]) it also
+ * counts, per vCPU:
+ *   - branches taken and not taken, jumps, and the mispredictions of a
+ *     predictor of the core's kind and size (xtask-branch.h);
+ *   - an L2 fed by the L1 misses: instruction fetches, data line fills
+ *     (loads and stores: the L1 D-cache allocates on a write miss) and the
+ *     write-backs of dirty L1 D-cache lines (the L1 D-cache is write-back);
+ *     without `l2size` there is no L2 and every fill goes to memory;
+ *   - L1 D-cache misses of stores apart from those of loads;
+ *   - uncached accesses (to I/O regions, left out of the caches) and
+ *     unaligned ones (address not a multiple of the access size).
+ * The L1 counts are the same with or without it.
  *
  * Addresses, as cache.c takes them in system emulation:
  *   - instruction: qemu_plugin_insn_haddr(), the host address of the
  *     instruction's bytes in QEMU's guest RAM (RAM blocks are mapped 2 MiB
  *     aligned on x86-64 Linux hosts, so every set-index bit of an L1 is
- *     that of the guest physical address);
+ *     that of the guest physical address; the same holds for an L2 of up
+ *     to 2 MiB per way);
  *   - data: the guest physical address (qemu_plugin_hwaddr_phys_addr()),
  *     the virtual address when QEMU has none; accesses to I/O regions are
  *     left out (not cached on a router either).
+ * Instruction and data lines therefore never share an L2 line: code read
+ * as data (rare on the forwarding path) is cached twice.
  *
  * Instruction fetches: cache.c looks the cache up once per instruction. A
  * lookup of the line the previous lookup of the same cache hit or filled
@@ -27,26 +43,39 @@
  * block: the same misses for a fraction of the calls. Instructions are
  * counted by the inline counter, so "accesses" of the I-cache is "insns".
  *
- * Arguments (all required but cores and socket):
+ * Arguments (the six geometry ones required):
  *   icachesize=BYTES,iassoc=WAYS,iblksize=BYTES   the L1 I-cache
  *   dcachesize=BYTES,dassoc=WAYS,dblksize=BYTES   the L1 D-cache
  *   cores=N          caches per vCPU index modulo N (default: vCPUs)
  *   socket=PATH      serve a snapshot of the counters on this unix socket
- * (cache.c's names for the geometry). Line sizes and set counts must be
- * powers of two.
+ *   isa=mips|arm     the core model, decoding this instruction set
+ *   endian=big|little  byte order of the guest's instructions (default little)
+ *   bp=bimodal|gshare|majority,bpentries=N,bphist=BITS,ras=N,btac=N
+ *                    the branch predictor (with isa; see xtask-branch.h)
+ *   l2size=BYTES,l2assoc=WAYS,l2blksize=BYTES     the L2 (with isa)
+ *   l2writeback=0    the L2 takes no write-backs (as cache.c's L2; the
+ *                    tests compare the two)
+ * (cache.c's names for the L1 geometry). Line sizes, set counts and
+ * predictor table sizes must be powers of two.
  *
  * Reading the counters: every connection to the socket gets one line and
  * is closed:
- *   xtask-cache 1 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
- *       icache=SIZE/WAYS/LINE dcache=SIZE/WAYS/LINE cores=N
- * (one line, fields separated by one space). A thread of the plugin serves
- * it with every signal blocked (QEMU uses SIGUSR1 and others itself), so a
- * reader stops nothing. At exit the same fields go to QEMU's log
- * (`-d plugin`) as "xtask-cache exit insns=N ...".
+ *   xtask-cache 2 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
+ *       [CORE] icache=SIZE/WAYS/LINE dcache=SIZE/WAYS/LINE cores=N
+ * where CORE, with the core model only, is
+ *   l1d_store_misses=N l1d_writebacks=N l2_accesses=N l2_misses=N
+ *   l2_store_misses=N l2_writebacks=N cond_taken=N cond_not_taken=N
+ *   jumps=N cond_mispredicts=N return_mispredicts=N indirect_mispredicts=N
+ *   target_mispredicts=N unresolved=N uncached=N unaligned=N
+ *   l2=SIZE/WAYS/LINE bp=KIND/ENTRIES/HIST/RAS/BTAC
+ * (one line, fields separated by one space; l2=0/0/0 without an L2). A
+ * thread of the plugin serves it with every signal blocked (QEMU uses
+ * SIGUSR1 and others itself), so a reader stops nothing. At exit the same
+ * fields go to QEMU's log (`-d plugin`) as "xtask-cache exit insns=N ...".
  *
  * The counters are written by the one TCG thread of a run under -icount
  * (which forbids multi-threaded TCG) and read with relaxed atomic loads:
- * each value is exact, the four are read a few instructions apart.
+ * each value is exact, the others are read a few instructions apart.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -65,37 +94,7 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 /* The snapshot line's format, second word of the line. */
-#define FORMAT_VERSION 1
-
-/* An invalid way: no line address is all ones (lines are >= 4 bytes). */
-#define INVALID UINT64_MAX
-
-typedef struct {
-    uint64_t size, ways, line;
-} Geometry;
-
-/*
- * One cache. Each set's ways hold line addresses (address >> line_shift)
- * from most to least recently used; a hit moves its way to the front, a
- * miss shifts every way back (dropping the last, the LRU line or an
- * invalid one) and puts the new line in front. That is exact LRU, hence
- * the same hits and misses as cache.c's generation counters.
- */
-typedef struct {
-    uint64_t *lines;
-    uint64_t sets;
-    uint64_t ways;
-    unsigned line_shift;
-    uint64_t accesses;
-    uint64_t misses;
-} Cache;
-
-static Geometry igeom, dgeom;
-static int cores;
-static Cache *icaches, *dcaches;
-static uint64_t insns;
-static char *socket_path;
-static int listen_fd = -1;
+#define FORMAT_VERSION 2
 
 static uint64_t load(const uint64_t *p)
 {
@@ -108,83 +107,197 @@ static void bump(uint64_t *p)
     __atomic_store_n(p, *p + 1, __ATOMIC_RELAXED);
 }
 
-static bool power_of_two(uint64_t x)
-{
-    return x && !(x & (x - 1));
-}
+#include "xtask-branch.h"
+#include "xtask-lru.h"
+#include "xtask-server.h"
 
-static const char *geometry_error(const Geometry *g)
-{
-    if (!g->size || !g->ways || !g->line) {
-        return "size, ways and line size must all be given and above 0";
-    }
-    if (!power_of_two(g->line) || g->line < 4) {
-        return "the line size must be a power of two, at least 4";
-    }
-    if (g->size % (g->ways * g->line)) {
-        return "the size must be a multiple of ways * line size";
-    }
-    if (!power_of_two(g->size / (g->ways * g->line))) {
-        return "the number of sets (size / (ways * line size)) must be a power of two";
-    }
-    return NULL;
-}
+/* One vCPU's core model: what the L1 misses and branches did. */
+typedef struct {
+    Predictor predictor;
+    BranchCounts branches;
+    const Branch *pending;
+    uint64_t l1d_store_misses, l1d_writebacks;
+    uint64_t l2_accesses, l2_misses, l2_store_misses, l2_writebacks;
+    uint64_t uncached, unaligned;
+} Core;
 
-static void cache_init(Cache *c, const Geometry *g)
-{
-    c->sets = g->size / (g->ways * g->line);
-    c->ways = g->ways;
-    c->line_shift = (unsigned)__builtin_ctzll(g->line);
-    c->lines = malloc(sizeof(uint64_t) * c->sets * c->ways);
-    if (!c->lines) {
-        fprintf(stderr, "xtask-cache: out of memory\n");
-        abort();
-    }
-    for (uint64_t i = 0; i < c->sets * c->ways; i++) {
-        c->lines[i] = INVALID;
-    }
-    c->accesses = 0;
-    c->misses = 0;
-}
+static Geometry igeom, dgeom, l2geom;
+static int cores;
+static Cache *icaches, *dcaches, *l2caches;
+static Core *core_state;
+static uint64_t insns;
+static char *socket_path;
+static int isa = ISA_NONE;
+static bool big_endian;
+static PredictorConfig bp;
+/* l2writeback=0 leaves write-backs out: QEMU's cache.c has none, and the
+ * tests compare the L2 with its. */
+static uint64_t l2_takes_write_backs = 1;
 
-/* Looks `addr` up in `c`; counts the access, and the miss if it is one. */
-static void cache_access(Cache *c, uint64_t addr)
+/* An L1 line fill of the core model: from the L2, or from memory. */
+static void l2_fill(Core *k, int core, uint64_t addr, bool store)
 {
-    uint64_t line = addr >> c->line_shift;
-    uint64_t *set = c->lines + (line & (c->sets - 1)) * c->ways;
-    uint64_t i;
-
-    bump(&c->accesses);
-    for (i = 0; i < c->ways; i++) {
-        if (set[i] == line) {
-            break;
+    bump(&k->l2_accesses);
+    if (!l2caches || cache_access(&l2caches[core], addr, false).miss) {
+        bump(&k->l2_misses);
+        if (store) {
+            bump(&k->l2_store_misses);
         }
     }
-    if (i == c->ways) {
-        bump(&c->misses);
-        i = c->ways - 1;
+}
+
+/* A dirty L1 D-cache line written back: into the L2 (write-allocate). */
+static void l2_write_back(Core *k, int core, uint64_t addr)
+{
+    bump(&k->l1d_writebacks);
+    if (l2caches && l2_takes_write_backs) {
+        bump(&k->l2_writebacks);
+        cache_access(&l2caches[core], addr, true);
     }
-    memmove(set + 1, set, sizeof(uint64_t) * i);
-    set[0] = line;
 }
 
 static void icache_access(unsigned int vcpu_index, void *udata)
 {
-    cache_access(&icaches[vcpu_index % cores], (uint64_t)(uintptr_t)udata);
+    int core = (int)(vcpu_index % (unsigned)cores);
+    uint64_t addr = (uint64_t)(uintptr_t)udata;
+
+    if (cache_access(&icaches[core], addr, false).miss && core_state) {
+        l2_fill(&core_state[core], core, addr, false);
+    }
 }
 
 static void dcache_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
                           uint64_t vaddr, void *udata)
 {
     struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+    int core = (int)(vcpu_index % (unsigned)cores);
+    Core *k = core_state ? &core_state[core] : NULL;
+    bool store = qemu_plugin_mem_is_store(info);
     uint64_t addr;
+    Outcome out;
 
     (void)udata;
     if (hw && qemu_plugin_hwaddr_is_io(hw)) {
+        if (k) {
+            bump(&k->uncached);
+        }
         return;
     }
     addr = hw ? qemu_plugin_hwaddr_phys_addr(hw) : vaddr;
-    cache_access(&dcaches[vcpu_index % cores], addr);
+    out = cache_access(&dcaches[core], addr, store);
+    if (!k) {
+        return;
+    }
+    if (vaddr & ((1ULL << qemu_plugin_mem_size_shift(info)) - 1)) {
+        bump(&k->unaligned);
+    }
+    if (out.miss) {
+        if (store) {
+            bump(&k->l1d_store_misses);
+        }
+        if (out.written_back != INVALID) {
+            l2_write_back(k, core, out.written_back);
+        }
+        l2_fill(k, core, addr, store);
+    }
+}
+
+/* A block starts: it resolves the branch that left the one before. */
+static void block_start(unsigned int vcpu_index, void *udata)
+{
+    int core = (int)(vcpu_index % (unsigned)cores);
+    Core *k = &core_state[core];
+    uint64_t vaddr = (uint64_t)(uintptr_t)udata;
+    const Branch *b = k->pending;
+
+    if (!b) {
+        return;
+    }
+    if (b->slot_in_next_block && vaddr == b->pc + 4) {
+        return; /* the delay slot, alone in its block */
+    }
+    k->pending = NULL;
+    resolve_branch(&k->predictor, &bp, &k->branches, b, vaddr, bump);
+}
+
+/* A branch executes: the next block's start resolves it. */
+static void branch_exec(unsigned int vcpu_index, void *udata)
+{
+    Core *k = &core_state[vcpu_index % (unsigned)cores];
+
+    if (k->pending) {
+        bump(&k->branches.unresolved); /* never resolved: an exception */
+    }
+    k->pending = udata;
+}
+
+/*
+ * The decoded branches, one per (address, host address, word): blocks are
+ * translated again and again (after flushes, in other processes), and the
+ * callbacks point into this table, which only grows.
+ */
+typedef struct BranchNode {
+    Branch branch;
+    uint64_t haddr;
+    uint32_t word;
+    struct BranchNode *next;
+} BranchNode;
+
+#define BRANCH_BUCKETS 65536
+static BranchNode *branch_table[BRANCH_BUCKETS];
+
+static const Branch *intern_branch(const Branch *b, uint64_t haddr, uint32_t word)
+{
+    uint64_t h = (b->pc ^ haddr ^ word) * 0x9e3779b97f4a7c15ULL;
+    BranchNode **bucket = &branch_table[h >> 48];
+
+    for (BranchNode *n = *bucket; n; n = n->next) {
+        if (n->branch.pc == b->pc && n->haddr == haddr && n->word == word &&
+            n->branch.slot_in_next_block == b->slot_in_next_block) {
+            return &n->branch;
+        }
+    }
+    BranchNode *n = alloc_or_die(sizeof(*n));
+    n->branch = *b;
+    n->haddr = haddr;
+    n->word = word;
+    n->next = *bucket;
+    *bucket = n;
+    return &n->branch;
+}
+
+/* Decodes the control transfer that ends `tb` and hooks its instruction. */
+static void instrument_branch(struct qemu_plugin_tb *tb, size_t n)
+{
+    Branch b;
+    size_t at;
+    struct qemu_plugin_insn *insn;
+    uint32_t word;
+
+    for (size_t i = 0; i < n; i++) {
+        if (qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, i)) != 4) {
+            return; /* Thumb or MIPS16: not decoded */
+        }
+    }
+    for (int back = 1; back <= (isa == ISA_MIPS ? 2 : 1); back++) {
+        if ((size_t)back > n) {
+            return;
+        }
+        at = n - (size_t)back;
+        insn = qemu_plugin_tb_get_insn(tb, at);
+        word = word_of(qemu_plugin_insn_data(insn), big_endian);
+        bool found = isa == ISA_MIPS
+                         ? decode_mips(word, qemu_plugin_insn_vaddr(insn), &b)
+                         : decode_arm(word, qemu_plugin_insn_vaddr(insn), &b);
+        if (found) {
+            b.slot_in_next_block = isa == ISA_MIPS && back == 1;
+            qemu_plugin_register_vcpu_insn_exec_cb(
+                insn, branch_exec, QEMU_PLUGIN_CB_NO_REGS,
+                (void *)intern_branch(
+                    &b, (uint64_t)(uintptr_t)qemu_plugin_insn_haddr(insn), word));
+            return;
+        }
+    }
 }
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -194,6 +307,11 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     uint64_t previous_line = 0;
 
     (void)id;
+    if (core_state) {
+        qemu_plugin_register_vcpu_tb_exec_cb(
+            tb, block_start, QEMU_PLUGIN_CB_NO_REGS,
+            (void *)(uintptr_t)qemu_plugin_tb_vaddr(tb));
+    }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint64_t addr = (uint64_t)(uintptr_t)qemu_plugin_insn_haddr(insn);
@@ -210,99 +328,88 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                                          QEMU_PLUGIN_CB_NO_REGS,
                                          QEMU_PLUGIN_MEM_RW, NULL);
     }
+    if (core_state && n > 0) {
+        instrument_branch(tb, n);
+    }
+}
+
+static const char *bp_name(int kind)
+{
+    switch (kind) {
+    case BP_BIMODAL:
+        return "bimodal";
+    case BP_GSHARE:
+        return "gshare";
+    default:
+        return "majority";
+    }
+}
+
+/* The core model's fields of the snapshot line, appended at `buf + at`. */
+static size_t format_core(char *buf, size_t len, size_t at)
+{
+    uint64_t sum[16] = { 0 };
+
+    for (int i = 0; i < cores; i++) {
+        const Core *k = &core_state[i];
+        const BranchCounts *b = &k->branches;
+        const uint64_t *fields[16] = {
+            &k->l1d_store_misses,   &k->l1d_writebacks,   &k->l2_accesses,
+            &k->l2_misses,          &k->l2_store_misses,  &k->l2_writebacks,
+            &b->cond_taken,         &b->cond_not_taken,   &b->jumps,
+            &b->cond_mispredicts,   &b->return_mispredicts,
+            &b->indirect_mispredicts, &b->target_mispredicts, &b->unresolved,
+            &k->uncached,           &k->unaligned,
+        };
+        for (int f = 0; f < 16; f++) {
+            sum[f] += load(fields[f]);
+        }
+    }
+    return at + (size_t)snprintf(
+        buf + at, len - at,
+        " l1d_store_misses=%" PRIu64 " l1d_writebacks=%" PRIu64
+        " l2_accesses=%" PRIu64 " l2_misses=%" PRIu64 " l2_store_misses=%" PRIu64
+        " l2_writebacks=%" PRIu64 " cond_taken=%" PRIu64 " cond_not_taken=%" PRIu64
+        " jumps=%" PRIu64 " cond_mispredicts=%" PRIu64
+        " return_mispredicts=%" PRIu64 " indirect_mispredicts=%" PRIu64
+        " target_mispredicts=%" PRIu64 " unresolved=%" PRIu64 " uncached=%" PRIu64
+        " unaligned=%" PRIu64 " l2=%" PRIu64 "/%" PRIu64 "/%" PRIu64
+        " bp=%s/%" PRIu64 "/%u/%" PRIu64 "/%" PRIu64,
+        sum[0], sum[1], sum[2], sum[3], sum[4], sum[5], sum[6], sum[7], sum[8],
+        sum[9], sum[10], sum[11], sum[12], sum[13], sum[14], sum[15],
+        l2geom.size, l2geom.ways, l2geom.line, bp_name(bp.kind), bp.entries,
+        bp.hist, bp.ras, bp.btac);
 }
 
 /* The counters' fields of the snapshot line, into `buf`. */
 static void format_counters(char *buf, size_t len)
 {
     uint64_t imisses = 0, daccesses = 0, dmisses = 0;
+    size_t at;
 
     for (int i = 0; i < cores; i++) {
         imisses += load(&icaches[i].misses);
         daccesses += load(&dcaches[i].accesses);
         dmisses += load(&dcaches[i].misses);
     }
-    snprintf(buf, len,
-             "insns=%" PRIu64 " l1i_misses=%" PRIu64 " l1d_accesses=%" PRIu64
-             " l1d_misses=%" PRIu64 " icache=%" PRIu64 "/%" PRIu64 "/%" PRIu64
-             " dcache=%" PRIu64 "/%" PRIu64 "/%" PRIu64 " cores=%d",
-             load(&insns), imisses, daccesses, dmisses, igeom.size, igeom.ways,
-             igeom.line, dgeom.size, dgeom.ways, dgeom.line, cores);
-}
-
-static void write_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            return;
-        }
-        s += w;
-        n -= (size_t)w;
+    at = (size_t)snprintf(buf, len,
+                          "insns=%" PRIu64 " l1i_misses=%" PRIu64
+                          " l1d_accesses=%" PRIu64 " l1d_misses=%" PRIu64,
+                          load(&insns), imisses, daccesses, dmisses);
+    if (core_state && at < len) {
+        at = format_core(buf, len, at);
+    }
+    if (at < len) {
+        snprintf(buf + at, len - at,
+                 " icache=%" PRIu64 "/%" PRIu64 "/%" PRIu64 " dcache=%" PRIu64
+                 "/%" PRIu64 "/%" PRIu64 " cores=%d",
+                 igeom.size, igeom.ways, igeom.line, dgeom.size, dgeom.ways,
+                 dgeom.line, cores);
     }
 }
-
-static void *serve(void *arg)
-{
-    char fields[512], line[600];
-
-    (void)arg;
-    for (;;) {
-        int fd = accept(listen_fd, NULL, NULL);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) {
-                continue;
-            }
-            return NULL;
-        }
-        format_counters(fields, sizeof(fields));
-        snprintf(line, sizeof(line), "xtask-cache %d %s\n", FORMAT_VERSION,
-                 fields);
-        write_all(fd, line, strlen(line));
-        close(fd);
-    }
-}
-
-/* Listens on `path` and starts the thread that answers, signals blocked. */
-static int start_server(const char *path)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    sigset_t all, old;
-    pthread_t thread;
-    int err;
-
-    if (strlen(path) >= sizeof(addr.sun_path)) {
-        fprintf(stderr, "xtask-cache: socket path too long: %s\n", path);
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
-    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd < 0 ||
-        bind(listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-        listen(listen_fd, 8) < 0) {
-        fprintf(stderr, "xtask-cache: cannot listen on %s: %s\n", path,
-                strerror(errno));
-        return -1;
-    }
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    err = pthread_create(&thread, NULL, serve, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err) {
-        fprintf(stderr, "xtask-cache: cannot start a thread: %s\n",
-                strerror(err));
-        return -1;
-    }
-    pthread_detach(thread);
-    return 0;
-}
-
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
-    char fields[512], line[600];
+    char fields[1536], line[1600];
 
     (void)id;
     (void)p;
@@ -324,10 +431,56 @@ static bool parse_u64(const char *value, uint64_t *out)
     return !errno && !*end;
 }
 
+/* One word argument of `choices` (NULL-terminated); its index + 1, or 0. */
+static int parse_choice(const char *value, const char *const *choices)
+{
+    for (int i = 0; choices[i]; i++) {
+        if (!strcmp(value, choices[i])) {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Checks the core model's arguments; an error message or NULL. */
+static const char *core_error(uint64_t hist)
+{
+    if (!isa) {
+        if (bp.kind || bp.entries || hist || bp.ras || bp.btac || l2geom.size ||
+            l2geom.ways || l2geom.line) {
+            return "the branch predictor and the L2 need isa=mips or isa=arm";
+        }
+        return NULL;
+    }
+    if (!bp.kind || !power_of_two(bp.entries)) {
+        return "bp= and bpentries= (a power of two) are required with isa=";
+    }
+    if (hist > 30 || (bp.kind != BP_BIMODAL && !hist)) {
+        return "bphist= must be 1 to 30 for gshare and majority (0 or absent for bimodal)";
+    }
+    if (l2_takes_write_backs > 1) {
+        return "l2writeback= is 0 or 1";
+    }
+    if (bp.ras > 64) {
+        return "ras= must be at most 64";
+    }
+    if (bp.btac && (bp.btac < 2 || !power_of_two(bp.btac))) {
+        return "btac= must be 0 or a power of two of at least 2 (2-way)";
+    }
+    if (l2geom.size || l2geom.ways || l2geom.line) {
+        return geometry_error(&l2geom);
+    }
+    return NULL;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
                                            const qemu_info_t *info, int argc,
                                            char **argv)
 {
+    static const char *const isas[] = { "mips", "arm", NULL };
+    static const char *const endians[] = { "little", "big", NULL };
+    static const char *const kinds[] = { "bimodal", "gshare", "majority", NULL };
+    uint64_t hist = 0;
     struct {
         const char *key;
         uint64_t *value;
@@ -335,6 +488,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         { "icachesize", &igeom.size }, { "iassoc", &igeom.ways },
         { "iblksize", &igeom.line },   { "dcachesize", &dgeom.size },
         { "dassoc", &dgeom.ways },     { "dblksize", &dgeom.line },
+        { "l2size", &l2geom.size },    { "l2assoc", &l2geom.ways },
+        { "l2blksize", &l2geom.line }, { "bpentries", &bp.entries },
+        { "bphist", &hist },           { "ras", &bp.ras },
+        { "btac", &bp.btac },          { "l2writeback", &l2_takes_write_backs },
     };
     uint64_t n_cores = 0;
     const char *err;
@@ -372,6 +529,25 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         } else if (!strcmp(argv[i], "socket")) {
             socket_path = strdup(eq + 1);
             known = true;
+        } else if (!strcmp(argv[i], "isa") || !strcmp(argv[i], "endian") ||
+                   !strcmp(argv[i], "bp")) {
+            const char *const *choices = !strcmp(argv[i], "isa")      ? isas
+                                         : !strcmp(argv[i], "endian") ? endians
+                                                                      : kinds;
+            int choice = parse_choice(eq + 1, choices);
+            if (!choice) {
+                fprintf(stderr, "xtask-cache: %s=%s is not one of the choices\n",
+                        argv[i], eq + 1);
+                return -1;
+            }
+            if (!strcmp(argv[i], "isa")) {
+                isa = choice == 1 ? ISA_MIPS : ISA_ARM;
+            } else if (!strcmp(argv[i], "endian")) {
+                big_endian = choice == 2;
+            } else {
+                bp.kind = choice;
+            }
+            known = true;
         }
         if (!known) {
             fprintf(stderr, "xtask-cache: unknown argument %s\n", argv[i]);
@@ -386,19 +562,34 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
         fprintf(stderr, "xtask-cache: D-cache: %s\n", err);
         return -1;
     }
+    if ((err = core_error(hist))) {
+        fprintf(stderr, "xtask-cache: core model: %s\n", err);
+        return -1;
+    }
+    bp.hist = (unsigned)hist;
     cores = n_cores ? (int)n_cores : qemu_plugin_n_vcpus();
     if (cores < 1) {
         cores = 1;
     }
-    icaches = calloc((size_t)cores, sizeof(Cache));
-    dcaches = calloc((size_t)cores, sizeof(Cache));
-    if (!icaches || !dcaches) {
-        fprintf(stderr, "xtask-cache: out of memory\n");
-        return -1;
+    icaches = alloc_or_die((size_t)cores * sizeof(Cache));
+    dcaches = alloc_or_die((size_t)cores * sizeof(Cache));
+    if (isa) {
+        core_state = alloc_or_die((size_t)cores * sizeof(Core));
+        if (l2geom.size) {
+            l2caches = alloc_or_die((size_t)cores * sizeof(Cache));
+        }
     }
     for (int i = 0; i < cores; i++) {
-        cache_init(&icaches[i], &igeom);
-        cache_init(&dcaches[i], &dgeom);
+        cache_init(&icaches[i], &igeom, false);
+        /* The core model writes dirty lines back into its L2. */
+        cache_init(&dcaches[i], &dgeom, isa != ISA_NONE);
+        if (l2caches) {
+            cache_init(&l2caches[i], &l2geom, false);
+        }
+        if (core_state && !predictor_init(&core_state[i].predictor, &bp)) {
+            fprintf(stderr, "xtask-cache: out of memory\n");
+            return -1;
+        }
     }
     if (socket_path && start_server(socket_path) < 0) {
         return -1;

@@ -163,3 +163,36 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// `--known-answers` boots the baseline lab kernel in QEMU: another lab,
+/// variants or `--build-only` make no sense with it, and `--json` is only
+/// its; all refused before anything is built.
+#[test]
+fn known_answers_take_only_a_qemu_target() {
+    for (args, words) in [
+        (
+            &["lab", "--lab", "host", "--known-answers"][..],
+            "--known-answers is for the forwarding lab",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--known-answers",
+                "--variant",
+                "baseline",
+            ][..],
+            "leave out --lab, --variant and --build-only",
+        ),
+        (
+            &["lab", "--target", "brcm47xx", "--json", "x.json"][..],
+            "--json is for --known-answers",
+        ),
+    ] {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(stderr.contains(words), "{args:?}: {stderr}");
+    }
+}

@@ -9,10 +9,16 @@
 //!    (so on one instruction stream) while the brcm47xx lab kernel boots
 //!    its initramfs to `/init`'s shell; at exit both report: instructions
 //!    (cache.c's I-cache accesses), L1I misses, L1D accesses and misses
-//!    must be equal, for the target's geometry and a very different one.
-//!    The counters our plugin serves on its socket while the guest runs
-//!    never decrease and stay below the exit totals.
-//! 2. A lab run with the model: every run has the three metrics, the
+//!    must be equal, for the target's geometry with its core model
+//!    (`[lab.timing]`: branch predictor, L2) and a very different geometry
+//!    with another core model and an L2 that cache.c models too: its L2
+//!    accesses and misses must be equal as well (our L2 taking no
+//!    write-backs, `l2writeback=0`, as cache.c's takes none). The counters
+//!    our plugin serves on its socket while the guest runs never decrease
+//!    and stay below the exit totals.
+//! 2. A lab run with the model: every run has the three metrics and the
+//!    core model's (brcm47xx has `[lab.timing]`: cycles at least the
+//!    instructions, packets/s the clock over them), the
 //!    counters bracket the traffic, and instructions per packet times the
 //!    `-icount` step (2^3 ns) agree with QEMU's own guest clock, the busy
 //!    time behind ns/packet, within the sampling's slack.
@@ -36,6 +42,7 @@ use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, CPU_PER_P
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{
     CacheCounters, CacheGeometry, INSNS_PER_PACKET, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
+    PACKETS_PER_SECOND,
 };
 use xtask::util::layout::Layout;
 
@@ -50,8 +57,9 @@ fn jobs() -> BuildOptions {
 }
 
 /// What QEMU's `cache.c` printed at exit for core 0: data accesses, data
-/// misses, instruction accesses, instruction misses.
-fn reference_counts(log: &str) -> CacheCounters {
+/// misses, instruction accesses, instruction misses, and with its L2 the
+/// L2's accesses and misses.
+fn reference_counts(log: &str) -> (CacheCounters, Option<(u64, u64)>) {
     let line = log
         .lines()
         .skip_while(|l| !l.starts_with("core #, data accesses"))
@@ -62,14 +70,19 @@ fn reference_counts(log: &str) -> CacheCounters {
         .filter(|w| !w.ends_with('%'))
         .map(|w| w.parse().unwrap())
         .collect();
-    assert_eq!(n.len(), 5, "core, daccess, dmiss, iaccess, imiss: {line}");
+    assert!(
+        n.len() == 5 || n.len() == 7,
+        "core, daccess, dmiss, iaccess, imiss[, l2access, l2miss]: {line}"
+    );
     assert_eq!(n[0], 0, "{line}");
-    CacheCounters {
+    let l1 = CacheCounters {
         insns: n[3],
         l1i_misses: n[4],
         l1d_accesses: n[1],
         l1d_misses: n[2],
-    }
+        core: None,
+    };
+    (l1, (n.len() == 7).then(|| (n[5], n[6])))
 }
 
 /// What our plugin printed at exit.
@@ -78,30 +91,50 @@ fn our_counts(log: &str) -> CacheCounters {
         .lines()
         .find_map(|l| l.strip_prefix("xtask-cache exit "))
         .unwrap_or_else(|| panic!("no exit line of our plugin in the log:\n{log}"));
-    CacheCounters::parse(&format!("xtask-cache 1 {line}"), None).unwrap()
+    CacheCounters::parse(&format!("xtask-cache 2 {line}"), None).unwrap()
+}
+
+/// The core model one comparison runs ours with: its plugin arguments
+/// (`isa=…`, without `l2writeback`) and the L2 they give (cache.c models
+/// that too).
+struct Core {
+    args: String,
+    l2: Option<CacheGeometry>,
 }
 
 /// Boots `kernel` with `initramfs` and no NICs (so `/init` reports the
 /// missing NICs and starts its shell), both plugins loaded with
-/// `(icache, dcache)`; reads our socket while the guest runs, then stops
-/// QEMU with SIGTERM (it runs the plugins' exit callbacks) and returns
-/// (ours, cache.c's) exit counts.
+/// `(icache, dcache)` and `core`'s L2, ours with `core`'s model; reads our
+/// socket while the guest runs, then stops QEMU with SIGTERM (it runs the
+/// plugins' exit callbacks) and returns (ours, cache.c's L1 counts,
+/// cache.c's L2 accesses and misses) at exit.
 fn both_plugins(
     spec: &xtask::inputs::lab::LabSpec,
     (kernel, initramfs): (&Path, &Path),
     (ours, reference): (&Path, &Path),
     (icache, dcache): (&CacheGeometry, &CacheGeometry),
+    core: &Core,
     dir: &Path,
-) -> (CacheCounters, CacheCounters) {
+) -> (CacheCounters, CacheCounters, Option<(u64, u64)>) {
     let socket = dir.join("cache.sock");
     let console = dir.join("console.log");
     let log = dir.join("plugin.log");
-    let ours = cache_model::plugin_arg(ours, (icache, dcache), Some(&socket)).unwrap();
-    let reference = format!(
+    let ours = format!(
+        "{},{},l2writeback=0",
+        cache_model::plugin_arg(ours, (icache, dcache), Some(&socket)).unwrap(),
+        core.args
+    );
+    let mut reference = format!(
         "{},{},limit=1",
         reference.display(),
         cache_model::geometry_args(icache, dcache)
     );
+    if let Some(l2) = &core.l2 {
+        reference.push_str(&format!(
+            ",l2cachesize={},l2assoc={},l2blksize={}",
+            l2.size_bytes, l2.ways, l2.line_bytes
+        ));
+    }
     let mut cmd = Command::new(&spec.qemu);
     cmd.args(["-M", &spec.machine, "-cpu", &spec.cpu, "-smp", "1", "-m"])
         .arg(spec.memory_mib.to_string())
@@ -150,7 +183,7 @@ fn both_plugins(
     .unwrap();
     qemu.wait(Duration::from_secs(60)).unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
-    let (ours, reference) = (our_counts(&text), reference_counts(&text));
+    let (ours, (reference, reference_l2)) = (our_counts(&text), reference_counts(&text));
     for pair in snapshots.windows(2) {
         let (a, b) = (pair[0], pair[1]);
         assert!(
@@ -164,7 +197,7 @@ fn both_plugins(
         "{last:?} read before exit, {ours:?} at exit"
     );
     assert!(last.insns > 0, "{snapshots:?}");
-    (ours, reference)
+    (ours, reference, reference_l2)
 }
 
 #[test]
@@ -199,6 +232,28 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
 
     let l1 = spec.l1.expect("brcm47xx declares [lab.l1]");
+    let timing = spec
+        .timing
+        .as_ref()
+        .expect("brcm47xx declares [lab.timing]");
+    let own = Core {
+        args: cache_model::core::plugin_args(spec, timing).unwrap(),
+        l2: (timing.l2_size_bytes.value > 0).then_some(CacheGeometry {
+            size_bytes: timing.l2_size_bytes.value,
+            ways: timing.l2_ways.value,
+            line_bytes: timing.l2_line_bytes.value,
+        }),
+    };
+    let other = Core {
+        args: "isa=mips,endian=little,bp=gshare,bpentries=1024,bphist=10,ras=2,btac=0,\
+               l2size=65536,l2assoc=4,l2blksize=32"
+            .to_string(),
+        l2: Some(CacheGeometry {
+            size_bytes: 65536,
+            ways: 4,
+            line_bytes: 32,
+        }),
+    };
     let small = (
         CacheGeometry {
             size_bytes: 8192,
@@ -212,21 +267,40 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
         },
     );
     let mut results = Vec::new();
-    for (icache, dcache) in [(geometry(&l1.icache), geometry(&l1.dcache)), small] {
+    for ((icache, dcache), core) in [
+        ((geometry(&l1.icache), geometry(&l1.dcache)), &own),
+        (small, &other),
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        let (mine, theirs) = both_plugins(
+        let (mine, theirs, their_l2) = both_plugins(
             spec,
             (&kernels[0].image, &initramfs.path),
             (&ours.path, &reference.path),
             (&icache, &dcache),
+            core,
             dir.path(),
         );
         eprintln!(
-            "I {} / D {}: ours {mine:?}, cache.c {theirs:?}",
+            "I {} / D {}: ours {mine:?}, cache.c {theirs:?}, its L2 {their_l2:?}",
             icache.describe(),
             dcache.describe()
         );
-        assert_eq!(mine, theirs, "I {icache:?}, D {dcache:?}");
+        assert_eq!(mine.l1(), theirs, "I {icache:?}, D {dcache:?}");
+        let c = mine.core.expect("our plugin ran the core model");
+        assert_eq!(their_l2.is_some(), core.l2.is_some());
+        if let Some((accesses, misses)) = their_l2 {
+            assert_eq!((c.l2_accesses, c.l2_misses), (accesses, misses), "{c:?}");
+            assert!(misses > 1_000 && misses < accesses, "{c:?}");
+        }
+        // A boot runs tens of millions of branches; the predictor gets
+        // most right, but not all.
+        let branches = c.cond_taken + c.cond_not_taken;
+        assert!(branches > 1_000_000, "{c:?}");
+        assert!(
+            c.cond_mispredicts > 1_000 && c.cond_mispredicts < branches / 4,
+            "{c:?}"
+        );
+        assert!(c.jumps > 100_000 && c.unresolved < branches / 100, "{c:?}");
         // A boot to a shell: hundreds of millions of instructions, misses
         // in both caches, far fewer misses than accesses.
         assert!(mine.insns > 50_000_000, "{mine:?}");
@@ -306,6 +380,26 @@ fn the_lab_reads_the_model_around_each_run() {
         assert!(
             c.work.during.insns > 0 && c.work.during.l1i_misses > 0,
             "{c:?}"
+        );
+        assert!(model.timing.is_some(), "lab.json records the timing table");
+        // brcm47xx has [lab.timing]: every run is costed, and its cycles
+        // are at least its instructions (CPI 1) plus its misses' cost.
+        let core = c.core.as_ref().expect("the core model costs every run");
+        let per = |n: u64| n as f64 / c.work.packets as f64;
+        let cycles = &core.cycles_per_packet;
+        assert!(
+            (cycles.base - per(c.work.during.insns)).abs() < 1e-6 && cycles.total > cycles.base,
+            "{core:?}"
+        );
+        assert!(core.taken_per_packet > 0.0 && core.mispredicts_per_packet > 0.0);
+        let pps = run
+            .metrics
+            .iter()
+            .find(|m| m.name == PACKETS_PER_SECOND)
+            .unwrap();
+        assert!(
+            (pps.value - 600e6 / cycles.total).abs() < 1.0,
+            "{pps:?} at 600 MHz"
         );
     }
     for direction in Direction::BOTH {

@@ -41,6 +41,7 @@ fn with_model() -> LabRecord {
         compiler: "gcc (Debian 12.2.0-14) 12.2.0".to_string(),
         qemu_source: "qemu 1:7.2+dfsg-7+deb12u18".to_string(),
         plugin_header_sha256: "2".repeat(64),
+        timing: None,
     });
     for run in &mut r.runs {
         let packets = run.guest.as_ref().unwrap().guest_work.packets;
@@ -61,12 +62,14 @@ fn with_model() -> LabRecord {
             l1i_misses: 5_000 + (insns as f64 * 0.01 * factor) as u64 + u64::from(run.round),
             l1d_accesses: 300_000 + insns / 3,
             l1d_misses: 2_000 + insns * 3 / 1000,
+            core: None,
         };
         let before = CacheCounters {
             insns: 1_000_000,
             l1i_misses: 5_000,
             l1d_accesses: 300_000,
             l1d_misses: 2_000,
+            core: None,
         };
         let c = CacheRun::new(before, after, packets).unwrap();
         for (name, unit, v) in [

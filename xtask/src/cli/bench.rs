@@ -75,8 +75,10 @@ pub struct LabBenchArgs {
     /// iperf3 seconds per run.
     #[arg(long, default_value_t = 2, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub duration: u32,
-    /// Load the L1 cache model into every boot (its reads then count in
-    /// the overhead).
+    /// Load the cache model into every boot (its reads then count in the
+    /// overhead), after running the same plan without it: prints the
+    /// model's slowdown (boot, run wall time, Mbit/s, packets forwarded
+    /// per second) beside the figures.
     #[arg(long)]
     pub cache_model: bool,
     /// Also write the numbers and goals as JSON to FILE.

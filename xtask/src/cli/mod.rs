@@ -214,6 +214,8 @@ pub enum LabMode {
     Forwarding(Box<xtask::lab::LabRequest>),
     /// The host lab.
     Host(xtask::lab::host::HostRequest),
+    /// The core model's known answers (`--known-answers`).
+    KnownAnswers(xtask::lab::known_answer::KnownAnswerRequest),
 }
 
 #[derive(Debug, clap::Args)]
@@ -259,6 +261,15 @@ pub struct LabArgs {
     /// (Mbit/s drops to a few), so normal Mbit/s runs go without it.
     #[arg(long)]
     pub cache_model: bool,
+    /// QEMU lab, a target with [lab.timing]: instead of forwarding, boot
+    /// the baseline lab kernel under the core model and run its known
+    /// answers (branch patterns, a pointer chase), printing expected
+    /// against measured; fails when one is off.
+    #[arg(long)]
+    pub known_answers: bool,
+    /// With --known-answers: also write the answers as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
     /// Parallel make jobs (make -jN); default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
@@ -317,6 +328,8 @@ impl LabArgs {
                 (self.lab_file.is_some(), "--lab-file"),
                 (self.no_flash, "--no-flash"),
                 (self.openwrt.is_some(), "--openwrt"),
+                (self.known_answers, "--known-answers"),
+                (self.json.is_some(), "--json"),
             ];
             if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
@@ -344,6 +357,28 @@ impl LabArgs {
                 "the forwarding lab needs --target (a target with a [lab] table, e.g. brcm47xx, or the router's); --lab host measures this machine's kernel instead"
             );
         };
+        if self.json.is_some() && !self.known_answers {
+            anyhow::bail!("--json is for --known-answers (a forwarding lab writes lab.json)");
+        }
+        if self.known_answers {
+            if self.machine != "qemu" || !self.variants.is_empty() || self.build_only {
+                anyhow::bail!(
+                    "--known-answers boots the target's baseline lab kernel in QEMU under the core model: leave out --lab, --variant and --build-only"
+                );
+            }
+            return Ok(LabMode::KnownAnswers(
+                xtask::lab::known_answer::KnownAnswerRequest {
+                    target: target.clone(),
+                    build: xtask::build::BuildOptions {
+                        verbose: self.verbose,
+                        ..xtask::build::BuildOptions::with_jobs(
+                            self.jobs.unwrap_or_else(default_jobs),
+                        )
+                    },
+                    json: self.json.clone(),
+                },
+            ));
+        }
         let flash = if self.no_flash {
             xtask::lab::Flash::NotFlashed
         } else {

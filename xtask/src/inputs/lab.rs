@@ -17,6 +17,11 @@
 //! [lab.l1]
 //! icache = { size = 32768, ways = 4, line = 32 }
 //! dcache = { size = 32768, ways = 4, line = 32 }
+//!
+//! # The SoC's clock, costs, L2 and branch predictor, each value with its
+//! # source, with which `lab --cache-model` costs every run in cycles.
+//! [lab.timing]
+//! # … (see crate::inputs::timing)
 //! ```
 
 use std::path::Path;
@@ -24,8 +29,10 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use super::timing::TimingSpec;
+
 /// How the lab runs one target (see the module docs for an example).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LabSpec {
     /// The QEMU system emulator, e.g. `qemu-system-mipsel`.
@@ -96,6 +103,12 @@ pub struct LabSpec {
     /// userland, the ruleset's netfilter built in).
     #[serde(default)]
     pub openwrt_fragments: Vec<String>,
+    /// The real SoC's timing (`[lab.timing]`): the clock, the costs the
+    /// core model turns counts into cycles with, the L2 and the branch
+    /// predictor, each with its source; `None`: the cache model counts
+    /// misses only.
+    #[serde(default)]
+    pub timing: Option<TimingSpec>,
 }
 
 /// How the lab builds a static guest userspace (`[lab.static_guest]`) when
@@ -294,6 +307,13 @@ impl LabSpec {
                 .check("icache")
                 .and_then(|()| l1.dcache.check("dcache"))
                 .with_context(|| format!("{file}: refusing this [lab] table"))?;
+        }
+        if let Some(t) = &self.timing {
+            if self.l1.is_none() {
+                bail!("{file}: [lab.timing] needs [lab.l1]: the core model costs the L1 misses the cache model counts");
+            }
+            t.check()
+                .with_context(|| format!("{file}: refusing this [lab.timing] table"))?;
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ use anyhow::{bail, Context, Result};
 use super::guest::SamplePoint;
 use super::record::{Arm, BootRecord};
 use super::sample::GuestSample;
-use crate::results::lab::{CacheCounters, CacheModelInfo, MachineInfo};
+use crate::results::lab::{CacheCounters, CacheModelInfo, CoreTiming, MachineInfo};
 
 pub use crate::results::lab::gro::Gro;
 
@@ -121,6 +121,13 @@ pub trait Testbed {
     fn guest_shell(&mut self, guest: &str, command: &str, timeout: Duration) -> Result<String> {
         let _ = (command, timeout);
         bail!("this lab has no guest {guest:?} to run a command in")
+    }
+
+    /// The core model's timing table the cache model's counters are
+    /// costed with (`--cache-model` on a target with `[lab.timing]`);
+    /// `None` without one.
+    fn model_timing(&self) -> Option<&CoreTiming> {
+        None
     }
 
     /// What the arm's runtime settings read back now (device → feature →

@@ -5,7 +5,8 @@
 //! or off, giving Mbit/s and the router's CPU time per forwarded packet
 //! (ns/packet), and with the cache model ([`super::cache_model`])
 //! instructions and modelled L1 I- and D-cache misses per forwarded
-//! packet. The server must see the client as the path makes it: the
+//! packet, and on a target with `[lab.timing]` the core model's cycles,
+//! packets/s and Mbit/s at the SoC's clock ([`Testbed::model_timing`]). The server must see the client as the path makes it: the
 //! router's masquerade address, or the client's own.
 
 use std::path::Path;
@@ -21,6 +22,7 @@ use super::runner::{round_to, Plan, RunSpec};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
 use super::workload::{Place, Workload};
 use super::LabRequest;
+use crate::results::lab::core_model::mean_frame_bytes;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{
     CacheRun, GuestRun, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
@@ -150,9 +152,15 @@ impl Workload for Forwarding {
                 unit: NS_PER_PACKET.to_string(),
             });
         }
+        let frame_bytes = mean_frame_bytes(&out.before, &out.after);
         let cache_model = out
             .model
             .map(|(before, after)| CacheRun::new(before, after, work.packets))
+            .transpose()?
+            .map(|c| match router.model_timing() {
+                Some(t) => c.with_timing(t, frame_bytes),
+                None => Ok(c),
+            })
             .transpose()?;
         if let Some(c) = &cache_model {
             let w = &c.work;
@@ -184,6 +192,7 @@ impl Workload for Forwarding {
                     });
                 }
             }
+            metrics.extend(c.core.iter().flat_map(|core| core.metrics()));
         }
         Ok(RunRecord {
             guest: Some(GuestRun {

@@ -24,7 +24,10 @@
 //!
 //! `--cache-model` loads the lab's L1 cache model into every QEMU boot
 //! ([`cache_model`]): instructions and modelled L1 misses per forwarded
-//! packet, counted over each run's traffic.
+//! packet, counted over each run's traffic, and on a target with
+//! `[lab.timing]` the core model's cycles, packets/s and Mbit/s at the
+//! SoC's clock; `--known-answers` checks that model on guest programs
+//! ([`known_answer`]).
 //!
 //! `cargo xtask bench lab` ([`bench`]) times the lab itself: boot to
 //! ready, and each run's wall time beyond its iperf3 duration.
@@ -41,6 +44,7 @@ pub mod guest;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
+pub mod known_answer;
 pub mod net;
 pub mod orchestrate;
 pub mod process;

@@ -27,7 +27,7 @@ use super::topology::plan::{self, QemuNic};
 use super::topology::{self, Topology};
 use crate::inputs::lab::LabSpec;
 use crate::results::lab::timing::{self, Stopwatch};
-use crate::results::lab::{CacheCounters, WallStep};
+use crate::results::lab::{CacheCounters, CoreTiming, WallStep};
 
 /// From starting QEMU to the guests being ready.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
@@ -385,6 +385,11 @@ impl Testbed for QemuTestbed {
                 _ => Err(e),
             },
         }
+    }
+
+    fn model_timing(&self) -> Option<&CoreTiming> {
+        let g = &self.guests[self.measured];
+        g.model.as_ref().and_then(|(m, _)| m.info.timing.as_ref())
     }
 
     fn guest_shell(&mut self, guest: &str, command: &str, timeout: Duration) -> Result<String> {

@@ -22,8 +22,13 @@
 //! the lab's own `target/xtask/lab/`, so the size report never reads it.
 //! The machine's load average is read before and after and printed with
 //! the figures.
+//!
+//! With `--cache-model` it runs the same plan twice, first without the
+//! model, then with it, and prints what the plugin costs ([`slowdown`]);
+//! the figures and goals are those of the run with the model.
 
 pub mod report;
+pub mod slowdown;
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +47,7 @@ use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 use report::{LabBenchReport, LabFigures, Load};
+use slowdown::Slowdown;
 
 /// What `bench lab` was asked for.
 #[derive(Debug, Clone)]
@@ -55,7 +61,8 @@ pub struct LabBenchRequest {
     pub runs: u32,
     /// `--duration`: iperf3 seconds per run.
     pub duration_seconds: u32,
-    /// `--cache-model`: load the L1 cache model into every boot.
+    /// `--cache-model`: load the cache model into every boot, after the
+    /// same plan without it ([`slowdown`]).
     pub cache_model: bool,
     /// `--json FILE`: the numbers, written atomically.
     pub json: Option<PathBuf>,
@@ -114,45 +121,64 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         openwrt: None,
     };
     let topology = topology::named(topology::nat_router::NAME)?;
-    let plan = LabPlan {
-        target: target.name.clone(),
-        machine: format!("QEMU {} -cpu {}", spec.machine, spec.cpu),
-        topology: Some(topology.clone()),
-        places: (Vec::new(), Vec::new()),
-        workload: Box::new(forwarding::Forwarding::lan_to_wan()),
-        variants: vec![variant.name.clone()],
-        control: Control::Without,
-        schedule: forwarding::plan(&lab_request),
-        settings: forwarding::settings(&lab_request, &variant.name),
-    };
     let bench_layout = layout.with_work_dir(&bench_root);
-    eprintln!(
-        "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), in {}",
-        request.runs,
-        target.name,
-        variant.name,
-        lab_kernel.image.display(),
-        request.runs * 5,
-        request.duration_seconds,
-        work_dir(layout).join(&target.name).display()
-    );
     let image_sha256 = sha256_file(&lab_kernel.image)?;
-    let mut backend = QemuBackend::new(
-        (sh, layout),
-        target.clone(),
-        topology,
-        Kernels::Built(vec![lab_kernel]),
-        if request.cache_model {
-            CacheModelChoice::Load
-        } else {
-            CacheModelChoice::Off
-        },
-    )?;
     let load_before = load_average()?;
-    let dir = orchestrate::run(&bench_layout, &plan, &mut backend, Mode::Run)?
-        .context("the lab benchmark ran nothing")?;
+    let run_once = |choice: CacheModelChoice| -> Result<PathBuf> {
+        let lab_request = LabRequest {
+            cache_model: choice == CacheModelChoice::Load,
+            ..lab_request.clone()
+        };
+        let plan = LabPlan {
+            target: target.name.clone(),
+            machine: format!("QEMU {} -cpu {}", spec.machine, spec.cpu),
+            topology: Some(topology.clone()),
+            places: (Vec::new(), Vec::new()),
+            workload: Box::new(forwarding::Forwarding::lan_to_wan()),
+            variants: vec![variant.name.clone()],
+            control: Control::Without,
+            schedule: forwarding::plan(&lab_request),
+            settings: forwarding::settings(&lab_request, &variant.name),
+        };
+        eprintln!(
+            "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), {}, in {}",
+            request.runs,
+            target.name,
+            variant.name,
+            lab_kernel.image.display(),
+            request.runs * 5,
+            request.duration_seconds,
+            match choice {
+                CacheModelChoice::Load => "with the cache model",
+                CacheModelChoice::Off => "without the cache model",
+            },
+            work_dir(layout).join(&target.name).display()
+        );
+        let mut backend = QemuBackend::new(
+            (sh, layout),
+            target.clone(),
+            topology.clone(),
+            Kernels::Built(vec![lab_kernel.clone()]),
+            choice,
+        )?;
+        orchestrate::run(&bench_layout, &plan, &mut backend, Mode::Run)?
+            .context("the lab benchmark ran nothing")
+    };
+    let without = if request.cache_model {
+        Some(results::lab::LabRecord::read(&run_once(
+            CacheModelChoice::Off,
+        )?)?)
+    } else {
+        None
+    };
+    let dir = run_once(if request.cache_model {
+        CacheModelChoice::Load
+    } else {
+        CacheModelChoice::Off
+    })?;
     let load_after = load_average()?;
     let record = results::lab::LabRecord::read(&dir)?;
+    let slowdown = without.map(|w| Slowdown::new(&w, &record)).transpose()?;
     let report = LabBenchReport {
         schema: report::SCHEMA,
         target: target.name.clone(),
@@ -167,6 +193,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
             after: load_after,
         },
         figures: LabFigures::from_record(&record)?,
+        model_slowdown: slowdown,
     };
     print!("{}", report.render());
     if let Some(file) = &request.json {

@@ -271,6 +271,10 @@ pub struct LabBenchReport {
     pub load: Load,
     /// The figures.
     pub figures: LabFigures,
+    /// With `--cache-model`: the same plan without the model against with
+    /// it ([`super::slowdown`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_slowdown: Option<super::slowdown::Slowdown>,
 }
 
 impl LabBenchReport {
@@ -362,6 +366,9 @@ impl LabBenchReport {
                 "| **total** | {:.3} s | |\n",
                 parts.iter().map(|p| p.mean_seconds).sum::<f64>()
             ));
+        }
+        if let Some(s) = &self.model_slowdown {
+            out.push_str(&s.render());
         }
         let passed = goals.iter().filter(|g| g.2).count();
         out.push_str(&format!(
@@ -501,6 +508,7 @@ mod tests {
                 after: [6.59, 5.56, 3.76],
             },
             figures: f,
+            model_slowdown: None,
         };
         let text = report.render();
         assert!(text.contains("6.65 5.39 3.61 at the start"), "{text}");

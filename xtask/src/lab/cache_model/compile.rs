@@ -26,6 +26,22 @@ use crate::util::layout::Layout;
 pub const PLUGIN_SOURCE: &str = include_str!("../../../../lab/plugin/xtask-cache.c");
 /// Where [`PLUGIN_SOURCE`] lives, relative to the workspace root.
 pub const PLUGIN_SOURCE_PATH: &str = "lab/plugin/xtask-cache.c";
+/// The headers [`PLUGIN_SOURCE`] includes, next to it: (file name, text):
+/// the LRU caches, the counters' socket, the core model's branches.
+pub const PLUGIN_HEADERS: [(&str, &str); 3] = [
+    (
+        "xtask-lru.h",
+        include_str!("../../../../lab/plugin/xtask-lru.h"),
+    ),
+    (
+        "xtask-server.h",
+        include_str!("../../../../lab/plugin/xtask-server.h"),
+    ),
+    (
+        "xtask-branch.h",
+        include_str!("../../../../lab/plugin/xtask-branch.h"),
+    ),
+];
 
 /// gcc's flags for the plugin: warnings are errors, so a header that
 /// changed its API fails here rather than at QEMU's start.
@@ -60,10 +76,12 @@ pub fn compiler_version() -> Result<String> {
 
 /// The lab's plugin built against `source`'s header.
 pub fn plugin(layout: &Layout, source: &QemuSource) -> Result<Built> {
+    let mut files = vec![("xtask-cache.c", PLUGIN_SOURCE.as_bytes())];
+    files.extend(PLUGIN_HEADERS.iter().map(|(n, t)| (*n, t.as_bytes())));
     build(
         layout,
         "libxtask-cache.so",
-        ("xtask-cache.c", PLUGIN_SOURCE.as_bytes()),
+        &files,
         source,
         PLUGIN_CFLAGS,
         &[],
@@ -99,34 +117,38 @@ pub fn reference(layout: &Layout, source: &QemuSource) -> Result<Built> {
     build(
         layout,
         "libcache.so",
-        ("cache.c", &text),
+        &[("cache.c", &text)],
         source,
         &flags,
         &libs,
     )
 }
 
-/// Compiles `(name, text)` into `out_name` with `flags` (and `libs` after
-/// the source), cached by the sha256 of every input.
+/// Compiles the first of `files` (`(name, text)`, the others headers it
+/// includes) into `out_name` with `flags` (and `libs` after the source),
+/// cached by the sha256 of every input.
 fn build(
     layout: &Layout,
     out_name: &str,
-    (name, text): (&str, &[u8]),
+    files: &[(&str, &[u8])],
     source: &QemuSource,
     flags: &[&str],
     libs: &[&str],
 ) -> Result<Built> {
     let compiler = compiler_version()?;
     let mut h = Sha256::new();
-    for part in [
-        "xtask-cache-model-plugin-1".as_bytes(),
-        out_name.as_bytes(),
-        text,
+    let (name, _) = files[0];
+    let mut parts: Vec<&[u8]> = vec!["xtask-cache-model-plugin-2".as_bytes(), out_name.as_bytes()];
+    for (file, text) in files {
+        parts.push(file.as_bytes());
+        parts.push(text);
+    }
+    for part in parts.into_iter().chain([
         source.header_sha256.as_bytes(),
         compiler.as_bytes(),
         flags.join(" ").as_bytes(),
         libs.join(" ").as_bytes(),
-    ] {
+    ]) {
         h.update(part);
         h.update([0]);
     }
@@ -143,8 +165,11 @@ fn build(
     }
     remove_stale_staging(&base, ".build-")?;
     let stage = StagingDir::new(&base, ".build-")?;
+    for (file, text) in files {
+        let path = stage.path().join(file);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
     let src = stage.path().join(name);
-    std::fs::write(&src, text).with_context(|| format!("writing {}", src.display()))?;
     let mut gcc = Command::new("gcc");
     gcc.args(flags)
         .arg("-I")
@@ -183,7 +208,15 @@ fn keep_log(e: anyhow::Error, log: &Path, base: &Path) -> anyhow::Error {
     }
 }
 
-/// sha256 of the plugin's source, for `lab.json`.
+/// sha256 of the plugin's source, for `lab.json`: of `xtask-cache.c`
+/// alone while it was one file, since of it and then each of
+/// [`PLUGIN_HEADERS`] in order, each followed by a NUL byte.
 pub fn plugin_source_sha256() -> String {
-    sha256_bytes(PLUGIN_SOURCE.as_bytes())
+    let mut all = PLUGIN_SOURCE.as_bytes().to_vec();
+    all.push(0);
+    for (_, text) in PLUGIN_HEADERS {
+        all.extend_from_slice(text.as_bytes());
+        all.push(0);
+    }
+    sha256_bytes(&all)
 }

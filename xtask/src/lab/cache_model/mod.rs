@@ -15,10 +15,13 @@
 //! The model sees the instruction stream TCG executes and the addresses
 //! it touches: how code and data map onto the SoC's cache sets, hence
 //! what a layout change (`-fno-reorder-blocks`, alignment) does to misses.
-//! It has no timing, no prefetch, no TLB and no L2; its counts are exact
-//! for that model, not cycles of a real router.
+//! Its L1 counts are exact for that model, not cycles of a real router.
+//! On a target with `[lab.timing]` the plugin also runs the core model
+//! ([`core`]: the SoC's branch predictor and L2), and every run is costed
+//! in cycles ([`crate::results::lab::core_model`]).
 
 pub mod compile;
+pub mod core;
 pub mod source;
 
 use std::io::Read;
@@ -61,6 +64,9 @@ pub struct CacheModel {
     pub plugin: PathBuf,
     /// What `lab.json` records of it.
     pub info: CacheModelInfo,
+    /// The core model's plugin arguments ([`core::plugin_args`]), when
+    /// the target has `[lab.timing]`.
+    pub core_args: Option<String>,
 }
 
 /// The recorded form of a `[lab.l1]` cache.
@@ -83,6 +89,11 @@ pub fn prepare(layout: &Layout, target: &Target, spec: &LabSpec) -> Result<Cache
             target.file.display()
         )
     })?;
+    let core_args = spec
+        .timing
+        .as_ref()
+        .map(|t| core::plugin_args(spec, t))
+        .transpose()?;
     require_tools("the cache model", HOST_TOOLS)?;
     let qemu = source::fetch(layout, &spec.qemu_package)?;
     let built = compile::plugin(layout, &qemu)?;
@@ -90,8 +101,13 @@ pub fn prepare(layout: &Layout, target: &Target, spec: &LabSpec) -> Result<Cache
         .file
         .strip_prefix(layout.root())
         .unwrap_or(&target.file);
+    let timing = spec
+        .timing
+        .as_ref()
+        .map(|t| core::timing_record(t, &format!("{} [lab.timing]", file.display())));
     Ok(CacheModel {
         plugin: built.path,
+        core_args,
         info: CacheModelInfo {
             icache: geometry(&l1.icache),
             dcache: geometry(&l1.dcache),
@@ -102,6 +118,7 @@ pub fn prepare(layout: &Layout, target: &Target, spec: &LabSpec) -> Result<Cache
             compiler: built.compiler,
             qemu_source: qemu.describe(),
             plugin_header_sha256: qemu.header_sha256,
+            timing,
         },
     })
 }
@@ -147,13 +164,18 @@ fn no_comma(p: &Path) -> Result<String> {
 }
 
 impl CacheModel {
-    /// [`plugin_arg`] of this model.
+    /// [`plugin_arg`] of this model, with the core model's arguments.
     pub fn plugin_arg(&self, socket: &Path) -> Result<String> {
-        plugin_arg(
+        let mut arg = plugin_arg(
             &self.plugin,
             (&self.info.icache, &self.info.dcache),
             Some(socket),
-        )
+        )?;
+        if let Some(core) = &self.core_args {
+            arg.push(',');
+            arg.push_str(core);
+        }
+        Ok(arg)
     }
 
     /// The counters now, from the plugin serving `socket`; its geometry

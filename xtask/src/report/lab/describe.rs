@@ -3,7 +3,7 @@
 //! lab's runtime settings.
 
 use super::{LabReport, HOST_NOTE};
-use crate::results::lab::{CacheModelInfo, LabRecord, MachineInfo};
+use crate::results::lab::{CacheModelInfo, CoreTiming, LabRecord, MachineInfo};
 
 /// A note when the QEMU lab switched GRO on NICs whose driver never uses
 /// it: QEMU's `pcnet` (Linux's pcnet32, the Malta labs' NIC) hands every
@@ -28,11 +28,61 @@ pub fn gro_note(record: &LabRecord) -> Option<String> {
 
 /// What the cache model is, in words the report's notes and caveats share.
 pub fn model_words(m: &CacheModelInfo) -> String {
+    let rest = if m.timing.is_some() {
+        "LRU, no prefetch, no TLB, behind them the core model's L2 (see its note)"
+    } else {
+        "LRU, no timing, no prefetch, no TLB, no L2"
+    };
     format!(
-        "a model of the SoC's L1 caches (I: {}; D: {}; from {}) fed by TCG's instruction stream and its data accesses: LRU, no timing, no prefetch, no TLB, no L2, addresses of QEMU's machine rather than the router's",
+        "a model of the SoC's L1 caches (I: {}; D: {}; from {}) fed by TCG's instruction stream and its data accesses: {rest}, addresses of QEMU's machine rather than the router's",
         m.icache.describe(),
         m.dcache.describe(),
         m.geometry_from
+    )
+}
+
+/// The note on the core model's figures: the formula with the table's
+/// values, what it includes and leaves out, and which values have no
+/// source.
+pub fn timing_note(t: &CoreTiming) -> String {
+    let c = &t.costs;
+    let l2 = match &t.l2 {
+        Some(g) => format!("an L2 of {} ({} cycles)", g.describe(), c.l2_hit_cycles),
+        None => "no L2 (every L1 miss goes to DRAM)".to_string(),
+    };
+    let p = &t.predictor;
+    let btac = if p.btac > 0 {
+        format!(", a {}-entry BTAC", p.btac)
+    } else {
+        String::new()
+    };
+    let history = if p.history_bits > 0 {
+        format!(" with {} bits of global history", p.history_bits)
+    } else {
+        String::new()
+    };
+    let unsourced = t.unsourced();
+    let sources = if unsourced.is_empty() {
+        format!("every value has its source in {}", t.from)
+    } else {
+        format!(
+            "no source for {} (each says why in {}): read those terms as assumptions",
+            unsourced.join(", "),
+            t.from
+        )
+    };
+    format!(
+        "the modelled cycles/packet, packets/s and Mbit/s are a model, not a measurement: a single-issue in-order {} at {} MHz, cycles = {} × instructions + {} × taken branches + {} × mispredictions + {} × (L1I + L1D load misses) + {} × their L2 misses, with {l2} and a {} predictor of {} counters{history}, a {}-entry return stack{btac}; Mbit/s at the run's mean received frame; it includes the instructions TCG executes, taken branches, mispredictions, L1 and L2 misses of the forwarding path; it leaves out out-of-order and dual issue, prefetch, stalls on store misses and write-backs, TLB refills beyond their instructions, DMA, the other cores and the NIC hardware (QEMU's NIC is not the router's: its uncached register accesses are counted, not costed); {sources}",
+        t.core,
+        c.clock_mhz,
+        c.base_cpi,
+        c.taken_branch_cycles,
+        c.mispredict_cycles,
+        c.l2_hit_cycles,
+        c.dram_cycles - c.l2_hit_cycles,
+        p.kind,
+        p.entries,
+        p.return_stack,
     )
 }
 
@@ -74,6 +124,9 @@ impl LabReport {
                 model_words(m)
             ),
         ]);
+        if m.timing.is_some() {
+            out.push("modelled cycles/packet prices those counts with the SoC's documented costs (its note has the formula): it moves with path length, taken branches, mispredictions and misses, not with host load, and packets/s and Mbit/s at the SoC's clock are its inverse, a model's rate rather than one measured anywhere".to_string());
+        }
         out
     }
 

@@ -11,7 +11,11 @@
 //! * Families: [`THROUGHPUT`] in Mbit/s and [`CPU_PER_PACKET`] in
 //!   ns/packet, and with the cache model (`lab --cache-model`)
 //!   [`INSNS_PER_PACKET`] in insns/packet, [`L1I_MISSES_PER_PACKET`] and
-//!   [`L1D_MISSES_PER_PACKET`] in misses/packet; a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
+//!   [`L1D_MISSES_PER_PACKET`] in misses/packet, and on a target with
+//!   `[lab.timing]` the core model's [`CYCLES_PER_PACKET`],
+//!   [`PACKETS_PER_SECOND`] and [`MODELLED_THROUGHPUT`] at the SoC's clock,
+//!   with the counts behind them ([`TAKEN_PER_PACKET`],
+//!   [`MISPREDICTS_PER_PACKET`], [`L2_MISSES_PER_PACKET`]); a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
 //!   its `item` the direction (`lan-to-wan`, `wan-to-lan`), each sample
 //!   one measured run (warm-ups left out). A host lab (`--lab host`)
 //!   measures this machine's kernel instead: [`TBENCH`] in MB/s and
@@ -43,9 +47,11 @@ use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{self, Interval, Verdict};
 use crate::results::lab::{
     check, Arm, CacheModelInfo, Condition, LabRecord, MachineInfo, Settings, Status,
-    CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
-    L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET, NS_PER_PACKET, TBENCH,
-    THROUGHPUT,
+    BRANCHES_PER_PACKET, CPU_PER_PACKET, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT,
+    INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
+    L2_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISPREDICTS_PER_PACKET, MISPREDICTS_UNIT,
+    MISSES_PER_PACKET, MODELLED_THROUGHPUT, NS_PER_PACKET, PACKETS_PER_SECOND,
+    PACKETS_PER_SECOND_UNIT, TAKEN_PER_PACKET, TBENCH, THROUGHPUT,
 };
 
 pub use condition::{
@@ -55,8 +61,9 @@ pub use condition::{
 pub use stats::runs_for_mann_whitney;
 
 /// The lab's families in report order: (name, unit, title in sentences).
-/// The last three are the cache model's (`lab --cache-model`).
-pub const FAMILIES: [(&str, &str, &str); 6] = [
+/// After the first three, the cache model's (`lab --cache-model`): three
+/// of misses, then six of the core model's (a target with `[lab.timing]`).
+pub const FAMILIES: [(&str, &str, &str); 12] = [
     (TBENCH, MB_PER_S, "tbench"),
     (THROUGHPUT, MBIT_PER_S, "Throughput"),
     (CPU_PER_PACKET, NS_PER_PACKET, "Guest CPU per packet"),
@@ -75,7 +82,52 @@ pub const FAMILIES: [(&str, &str, &str); 6] = [
         MISSES_PER_PACKET,
         "Modelled L1D misses per packet",
     ),
+    (
+        CYCLES_PER_PACKET,
+        CYCLES_PER_PACKET_UNIT,
+        "Modelled cycles per packet",
+    ),
+    (
+        PACKETS_PER_SECOND,
+        PACKETS_PER_SECOND_UNIT,
+        "Modelled packets/s at the SoC's clock",
+    ),
+    (
+        MODELLED_THROUGHPUT,
+        MBIT_PER_S,
+        "Modelled Mbit/s at the SoC's clock",
+    ),
+    (
+        TAKEN_PER_PACKET,
+        BRANCHES_PER_PACKET,
+        "Modelled taken branches per packet",
+    ),
+    (
+        MISPREDICTS_PER_PACKET,
+        MISPREDICTS_UNIT,
+        "Modelled mispredictions per packet",
+    ),
+    (
+        L2_MISSES_PER_PACKET,
+        MISSES_PER_PACKET,
+        "Modelled L2 misses per packet",
+    ),
 ];
+
+/// The core model's families (the last six of [`FAMILIES`]).
+pub const CORE_MODEL_FAMILIES: [&str; 6] = [
+    CYCLES_PER_PACKET,
+    PACKETS_PER_SECOND,
+    MODELLED_THROUGHPUT,
+    TAKEN_PER_PACKET,
+    MISPREDICTS_PER_PACKET,
+    L2_MISSES_PER_PACKET,
+];
+
+/// Appended to the SVG titles of [`CORE_MODEL_FAMILIES`]: the plot says
+/// it is a model, and what it leaves out, as the notes do.
+pub const CORE_MODEL_CAPTION: &str =
+    " (a model: in-order core; no out-of-order issue, prefetch, DMA, other cores or NIC)";
 
 /// What [`LabReport::notes`] says of every host lab.
 pub const HOST_NOTE: &str = "measures this machine's kernel, not a router's";
@@ -227,6 +279,7 @@ impl LabReport {
                 "the cache model ran (--cache-model): its L1I and L1D misses come from {}; its plugin slows QEMU, so Mbit/s here does not compare with a lab run without it",
                 describe::model_words(m)
             ));
+            notes.extend(m.timing.as_ref().map(describe::timing_note));
         }
         notes.extend(describe::gro_note(&record));
         if !record.status.is_complete() {

@@ -85,6 +85,11 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
                 unit: unit.to_string(),
                 rows,
             });
+            if super::CORE_MODEL_FAMILIES.contains(&family) {
+                if let Some(p) = out.last_mut() {
+                    p.title.push_str(super::CORE_MODEL_CAPTION);
+                }
+            }
         }
     }
     out

@@ -12,12 +12,17 @@
 //!   in [`MISSES_PER_PACKET`].
 //!
 //! A model of an L1 cache fed by TCG's instruction stream: set-associative,
-//! LRU, no timing, no prefetch, no TLB, no L2 (lab/plugin/xtask-cache.c).
+//! LRU, no timing, no prefetch, no TLB (lab/plugin/xtask-cache.c). On a
+//! target with `[lab.timing]` the same plugin also models the branch
+//! predictor and the L2 and the lab costs every run in cycles
+//! ([`super::core_model`]: `timing` here, `core` in the counters and runs).
 //! Runs of a lab without the model have no `cache_model`, and files
 //! written before it existed read unchanged.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+
+use super::core_model::{CoreCounters, CoreTiming, CoreWork};
 
 /// Metric name of the guest's instructions per forwarded packet.
 pub const INSNS_PER_PACKET: &str = "guest_insns_per_packet";
@@ -32,8 +37,9 @@ pub const MISSES_PER_PACKET: &str = "misses/packet";
 
 /// First word of the plugin's snapshot line, then its format version.
 pub const SNAPSHOT_MAGIC: &str = "xtask-cache";
-/// The snapshot format this workbench reads (the plugin's `FORMAT_VERSION`).
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The snapshot format this workbench reads (the plugin's `FORMAT_VERSION`:
+/// 2 since the core model's fields).
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// One cache's geometry, as modelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,7 +70,7 @@ impl CacheGeometry {
 }
 
 /// What the lab's cache model was, for a whole lab run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheModelInfo {
     /// The modelled L1 instruction cache (the target's `[lab.l1]`).
     pub icache: CacheGeometry,
@@ -86,6 +92,10 @@ pub struct CacheModelInfo {
     pub qemu_source: String,
     /// sha256 of that `qemu-plugin.h`.
     pub plugin_header_sha256: String,
+    /// The core model's timing table (`[lab.timing]`), when the target
+    /// has one; absent in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<CoreTiming>,
 }
 
 /// The plugin's counters at one instant, since QEMU started.
@@ -99,13 +109,17 @@ pub struct CacheCounters {
     pub l1d_accesses: u64,
     /// Misses of the modelled L1 D-cache.
     pub l1d_misses: u64,
+    /// The core model's counters (branches, L2), when the plugin ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<CoreCounters>,
 }
 
 impl CacheCounters {
     /// Parses the plugin's snapshot line
-    /// (`xtask-cache 1 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
-    /// icache=S/W/L dcache=S/W/L cores=N`); with `expect`, the geometry it
-    /// reports must be those caches'.
+    /// (`xtask-cache 2 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
+    /// [core fields] icache=S/W/L dcache=S/W/L cores=N`, the core fields
+    /// those of [`CoreCounters`]); with `expect`, the geometry it reports
+    /// must be those caches'.
     ///
     /// Errors on another first word or format version, a missing or
     /// non-numeric counter, or another geometry.
@@ -149,7 +163,17 @@ impl CacheCounters {
             l1i_misses: number("l1i_misses")?,
             l1d_accesses: number("l1d_accesses")?,
             l1d_misses: number("l1d_misses")?,
+            core: CoreCounters::from_fields(&fields)
+                .with_context(|| format!("in the snapshot {line:?}"))?,
         })
+    }
+
+    /// The L1 counters alone (what QEMU's `cache.c` also counts).
+    pub fn l1(&self) -> CacheCounters {
+        CacheCounters {
+            core: None,
+            ..*self
+        }
     }
 
     /// `self - before`, each counter; errors when one went backwards (not
@@ -164,6 +188,11 @@ impl CacheCounters {
             l1i_misses: d(self.l1i_misses, before.l1i_misses, "L1I misses")?,
             l1d_accesses: d(self.l1d_accesses, before.l1d_accesses, "L1D accesses")?,
             l1d_misses: d(self.l1d_misses, before.l1d_misses, "L1D misses")?,
+            core: match (&self.core, &before.core) {
+                (Some(a), Some(b)) => Some(a.since(b)?),
+                (None, None) => None,
+                _ => bail!("one cache-model snapshot has the core model's counters, the other not"),
+            },
         })
     }
 }
@@ -195,6 +224,10 @@ pub struct CacheRun {
     pub after: CacheCounters,
     /// Their difference, per packet.
     pub work: CacheWork,
+    /// What the core model made of the run (a target with
+    /// `[lab.timing]`); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<CoreWork>,
 }
 
 impl CacheRun {
@@ -212,6 +245,25 @@ impl CacheRun {
                 l1i_misses_per_packet: per(during.l1i_misses),
                 l1d_misses_per_packet: per(during.l1d_misses),
             },
+            core: None,
+        })
+    }
+
+    /// This run costed with `timing` ([`CoreWork`]) over frames of
+    /// `frame_bytes` on average; unchanged when the counters have no core
+    /// model or the run no packets.
+    pub fn with_timing(self, timing: &CoreTiming, frame_bytes: Option<f64>) -> Result<CacheRun> {
+        let w = &self.work;
+        let Some(core) = w.during.core else {
+            return Ok(self);
+        };
+        if w.packets == 0 {
+            return Ok(self);
+        }
+        let core = CoreWork::new(&w.during, &core, w.packets, frame_bytes, &timing.costs)?;
+        Ok(CacheRun {
+            core: Some(core),
+            ..self
         })
     }
 }
@@ -220,7 +272,7 @@ impl CacheRun {
 mod tests {
     use super::*;
 
-    const LINE: &str = "xtask-cache 1 insns=1000 l1i_misses=30 l1d_accesses=400 \
+    const LINE: &str = "xtask-cache 2 insns=1000 l1i_misses=30 l1d_accesses=400 \
         l1d_misses=12 icache=32768/4/32 dcache=32768/4/32 cores=1\n";
 
     fn g() -> CacheGeometry {
@@ -242,10 +294,11 @@ mod tests {
         let err = CacheCounters::parse(LINE, Some((&other, &g()))).unwrap_err();
         assert!(err.to_string().contains("icache=32768/4/32"), "{err}");
         for bad in [
-            "xtask-cache 2 insns=1",
-            "cache 1 insns=1",
-            "xtask-cache 1 insns=x l1i_misses=1 l1d_accesses=1 l1d_misses=1",
-            "xtask-cache 1 insns=1 l1d_accesses=1 l1d_misses=1",
+            "xtask-cache 1 insns=1 l1i_misses=1 l1d_accesses=1 l1d_misses=1",
+            "cache 2 insns=1",
+            "xtask-cache 2 insns=x l1i_misses=1 l1d_accesses=1 l1d_misses=1",
+            "xtask-cache 2 insns=1 l1d_accesses=1 l1d_misses=1",
+            "xtask-cache 2 insns=1 l1i_misses=1 l1d_accesses=1 l1d_misses=1 jumps=3",
         ] {
             assert!(CacheCounters::parse(bad, None).is_err(), "{bad}");
         }
@@ -259,6 +312,7 @@ mod tests {
             l1i_misses: 1030,
             l1d_accesses: 10_400,
             l1d_misses: 512,
+            core: None,
         };
         let run = CacheRun::new(before, after, 100).unwrap();
         assert_eq!(run.work.insns_per_packet, Some(500.0));

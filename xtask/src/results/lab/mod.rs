@@ -57,8 +57,14 @@
 //! source it was built against), and each run the plugin's counters
 //! before and after it (`cache_model`) and three more metrics:
 //! `guest_insns_per_packet` in `insns/packet`, `l1i_misses_per_packet`
-//! and `l1d_misses_per_packet` in `misses/packet`. Files without them
-//! read as before.
+//! and `l1d_misses_per_packet` in `misses/packet`. On a target with
+//! `[lab.timing]` the model also costs each run ([`core_model`]):
+//! `cache_model.timing` holds the table, each run's `cache_model.core` the
+//! branch and L2 counts and the modelled cycles, and its metrics add
+//! `modelled_cycles_per_packet` (`cycles/packet`),
+//! `modelled_packets_per_second` (`packets/s`), `modelled_throughput`
+//! (`Mbit/s`), `taken_branches_per_packet`, `mispredicts_per_packet` and
+//! `l2_misses_per_packet`. Files without them read as before.
 //!
 //! Every run also records its wall time on this machine (`wall_seconds`)
 //! and, in the forwarding lab, the steps it went into (`wall_steps`,
@@ -67,6 +73,7 @@
 
 pub mod cache;
 pub mod check;
+pub mod core_model;
 pub mod gro;
 pub mod guest;
 pub mod host;
@@ -84,6 +91,11 @@ use serde::{Deserialize, Serialize};
 pub use cache::{
     CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, CacheWork, INSNS_PER_PACKET,
     INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
+};
+pub use core_model::{
+    CoreCounters, CoreTiming, CoreWork, BRANCHES_PER_PACKET, CYCLES_PER_PACKET,
+    CYCLES_PER_PACKET_UNIT, L2_MISSES_PER_PACKET, MISPREDICTS_PER_PACKET, MISPREDICTS_UNIT,
+    MODELLED_THROUGHPUT, PACKETS_PER_SECOND, PACKETS_PER_SECOND_UNIT, TAKEN_PER_PACKET,
 };
 pub use gro::Gro;
 pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};

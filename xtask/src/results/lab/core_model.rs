@@ -1,0 +1,543 @@
+//! The core model's part of `lab.json` (`cargo xtask lab --cache-model`
+//! on a target with `[lab.timing]`): the timing table the run used
+//! ([`CoreTiming`], in `cache_model.timing`), the plugin's branch and L2
+//! counters ([`CoreCounters`], in each snapshot's `core`), and what each
+//! run makes of them ([`CoreWork`], in each run's `cache_model.core`):
+//! modelled cycles per forwarded packet, and from them packets/s and
+//! Mbit/s at the SoC's clock.
+//!
+//! # The formula
+//!
+//! Over a run, with `N` the packets both NICs received:
+//!
+//! ```text
+//! cycles = base_cpi            × instructions
+//!        + taken_branch_cycles × (conditional branches taken + jumps)
+//!        + mispredict_cycles   × mispredictions
+//!        + l2_hit_cycles       × (L1I misses + L1D load misses)
+//!        + (dram_cycles − l2_hit_cycles) × (L2 misses of fetches and loads)
+//! cycles/packet = cycles / N
+//! packets/s     = clock_mhz × 10⁶ / (cycles/packet)
+//! Mbit/s        = packets/s × frame bytes × 8 / 10⁶
+//! ```
+//!
+//! where mispredictions are those of direction, return address, indirect
+//! target and (Cortex-A9) BTAC; the frame bytes are the run's mean
+//! received frame (both NICs' `rx_bytes` over `rx_packets`, Ethernet
+//! header included, no FCS). Without an L2, `l2_hit_cycles` is 0 and every
+//! L1 miss is an L2 miss, so each costs `dram_cycles`. It is the cost of a
+//! single-issue, in-order core that stalls on every fetch or load miss for
+//! the whole latency: store misses (written through the cores' store and
+//! fill buffers), write-backs, uncached (NIC register) accesses and
+//! unaligned accesses are counted, not costed; out-of-order and dual
+//! issue, prefetch, TLB refills beyond their instructions, DMA, the other
+//! cores and the NIC hardware are left out.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::cache::{CacheCounters, CacheGeometry, MISSES_PER_PACKET};
+use super::guest::GuestSample;
+use super::{Metric, MBIT_PER_S};
+
+/// Metric name of the modelled core cycles per forwarded packet.
+pub const CYCLES_PER_PACKET: &str = "modelled_cycles_per_packet";
+/// Unit of [`CYCLES_PER_PACKET`].
+pub const CYCLES_PER_PACKET_UNIT: &str = "cycles/packet";
+/// Metric name of the modelled forwarding rate at the SoC's clock.
+pub const PACKETS_PER_SECOND: &str = "modelled_packets_per_second";
+/// Unit of [`PACKETS_PER_SECOND`].
+pub const PACKETS_PER_SECOND_UNIT: &str = "packets/s";
+/// Metric name of the modelled forwarding rate in Mbit/s ([`MBIT_PER_S`])
+/// at the run's mean frame size.
+pub const MODELLED_THROUGHPUT: &str = "modelled_throughput";
+/// Metric name of taken branches and jumps per forwarded packet.
+pub const TAKEN_PER_PACKET: &str = "taken_branches_per_packet";
+/// Unit of [`TAKEN_PER_PACKET`].
+pub const BRANCHES_PER_PACKET: &str = "branches/packet";
+/// Metric name of the modelled predictor's mispredictions per packet.
+pub const MISPREDICTS_PER_PACKET: &str = "mispredicts_per_packet";
+/// Unit of [`MISPREDICTS_PER_PACKET`].
+pub const MISPREDICTS_UNIT: &str = "mispredicts/packet";
+/// Metric name of the modelled L2's misses (fetches and loads) per
+/// packet, in [`MISSES_PER_PACKET`]; every L1 miss without an L2.
+pub const L2_MISSES_PER_PACKET: &str = "l2_misses_per_packet";
+
+/// The costs of the formula (see the module docs), from `[lab.timing]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CoreCosts {
+    /// The SoC's CPU clock, MHz.
+    pub clock_mhz: f64,
+    /// Cycles per instruction without branch or miss costs.
+    pub base_cpi: f64,
+    /// Cycles per taken branch or jump.
+    pub taken_branch_cycles: f64,
+    /// Cycles per misprediction.
+    pub mispredict_cycles: f64,
+    /// Cycles of an L1 miss the L2 serves (0: no L2).
+    pub l2_hit_cycles: f64,
+    /// Cycles of an L1 miss DRAM serves.
+    pub dram_cycles: f64,
+}
+
+/// The modelled branch predictor, as the plugin ran it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PredictorInfo {
+    /// `bimodal`, `gshare` or `majority`.
+    pub kind: String,
+    /// 2-bit counters per table.
+    pub entries: u64,
+    /// Global history bits.
+    pub history_bits: u64,
+    /// Return stack entries.
+    pub return_stack: u64,
+    /// BTAC entries (0: none).
+    pub btac: u64,
+}
+
+/// One value of the timing table and its source, as the target file
+/// gives them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueSource {
+    /// The key (`dram_cycles`).
+    pub name: String,
+    /// Its value, rendered.
+    pub value: String,
+    /// The document, or `no source: …`.
+    pub source: String,
+}
+
+/// The timing table a lab ran with (`cache_model.timing` in `lab.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoreTiming {
+    /// The modelled core (`MIPS 74Kc`).
+    pub core: String,
+    /// Where the table comes from (`targets/brcm47xx.toml [lab.timing]`).
+    pub from: String,
+    /// The formula's costs.
+    pub costs: CoreCosts,
+    /// The L2 (`None`: the SoC has none).
+    pub l2: Option<CacheGeometry>,
+    /// The branch predictor.
+    pub predictor: PredictorInfo,
+    /// Every value with its source, in file order.
+    pub sources: Vec<ValueSource>,
+}
+
+impl CoreTiming {
+    /// The names of the values without a source.
+    pub fn unsourced(&self) -> Vec<&str> {
+        self.sources
+            .iter()
+            .filter(|v| {
+                v.source
+                    .trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("no source")
+            })
+            .map(|v| v.name.as_str())
+            .collect()
+    }
+}
+
+/// The plugin's core-model counters at one instant (`core` of a snapshot;
+/// the plugin's format, xtask-cache.c).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoreCounters {
+    /// L1 D-cache misses of stores (the rest of `l1d_misses` are loads').
+    pub l1d_store_misses: u64,
+    /// Dirty L1 D-cache lines written back.
+    pub l1d_writebacks: u64,
+    /// L1 line fills looked up in the L2 (every fill without an L2).
+    pub l2_accesses: u64,
+    /// Fills the L2 missed (every fill without an L2).
+    pub l2_misses: u64,
+    /// Of `l2_misses`, those of store fills.
+    pub l2_store_misses: u64,
+    /// Write-backs into the L2.
+    pub l2_writebacks: u64,
+    /// Conditional branches taken.
+    pub cond_taken: u64,
+    /// Conditional branches not taken.
+    pub cond_not_taken: u64,
+    /// Unconditional jumps, calls and returns.
+    pub jumps: u64,
+    /// Conditional branches whose direction was mispredicted.
+    pub cond_mispredicts: u64,
+    /// Returns the return stack mispredicted.
+    pub return_mispredicts: u64,
+    /// Indirect jumps mispredicted (all of them without a BTAC).
+    pub indirect_mispredicts: u64,
+    /// Taken direct branches without a (right) BTAC entry.
+    pub target_mispredicts: u64,
+    /// Branches an exception or interrupt came between (not counted).
+    pub unresolved: u64,
+    /// Accesses to I/O regions (uncached).
+    pub uncached: u64,
+    /// Data accesses not aligned to their size.
+    pub unaligned: u64,
+}
+
+/// The snapshot's field names of [`CoreCounters`], in its order.
+const FIELDS: [&str; 16] = [
+    "l1d_store_misses",
+    "l1d_writebacks",
+    "l2_accesses",
+    "l2_misses",
+    "l2_store_misses",
+    "l2_writebacks",
+    "cond_taken",
+    "cond_not_taken",
+    "jumps",
+    "cond_mispredicts",
+    "return_mispredicts",
+    "indirect_mispredicts",
+    "target_mispredicts",
+    "unresolved",
+    "uncached",
+    "unaligned",
+];
+
+impl CoreCounters {
+    fn as_array(&self) -> [u64; 16] {
+        [
+            self.l1d_store_misses,
+            self.l1d_writebacks,
+            self.l2_accesses,
+            self.l2_misses,
+            self.l2_store_misses,
+            self.l2_writebacks,
+            self.cond_taken,
+            self.cond_not_taken,
+            self.jumps,
+            self.cond_mispredicts,
+            self.return_mispredicts,
+            self.indirect_mispredicts,
+            self.target_mispredicts,
+            self.unresolved,
+            self.uncached,
+            self.unaligned,
+        ]
+    }
+
+    fn from_array(a: [u64; 16]) -> CoreCounters {
+        CoreCounters {
+            l1d_store_misses: a[0],
+            l1d_writebacks: a[1],
+            l2_accesses: a[2],
+            l2_misses: a[3],
+            l2_store_misses: a[4],
+            l2_writebacks: a[5],
+            cond_taken: a[6],
+            cond_not_taken: a[7],
+            jumps: a[8],
+            cond_mispredicts: a[9],
+            return_mispredicts: a[10],
+            indirect_mispredicts: a[11],
+            target_mispredicts: a[12],
+            unresolved: a[13],
+            uncached: a[14],
+            unaligned: a[15],
+        }
+    }
+
+    /// The counters of a snapshot's `key=value` fields; `None` when it has
+    /// none of them (a plugin without the core model). Errors when some
+    /// are there and others missing or not numbers.
+    pub fn from_fields(fields: &[(&str, &str)]) -> Result<Option<CoreCounters>> {
+        let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+        if FIELDS.iter().all(|f| get(f).is_none()) {
+            return Ok(None);
+        }
+        let mut a = [0u64; 16];
+        for (slot, key) in a.iter_mut().zip(FIELDS) {
+            let v = get(key).with_context(|| format!("the cache-model snapshot has no {key}"))?;
+            *slot = v
+                .parse()
+                .with_context(|| format!("{key}={v} in the cache-model snapshot"))?;
+        }
+        Ok(Some(CoreCounters::from_array(a)))
+    }
+
+    /// `self - before`, each counter; errors when one went backwards.
+    pub fn since(&self, before: &CoreCounters) -> Result<CoreCounters> {
+        let (a, b) = (self.as_array(), before.as_array());
+        let mut d = [0u64; 16];
+        for i in 0..16 {
+            d[i] = a[i].checked_sub(b[i]).with_context(|| {
+                format!(
+                    "the core model's {} went backwards ({} → {})",
+                    FIELDS[i], b[i], a[i]
+                )
+            })?;
+        }
+        Ok(CoreCounters::from_array(d))
+    }
+
+    /// Taken conditional branches and jumps.
+    pub fn taken(&self) -> u64 {
+        self.cond_taken + self.jumps
+    }
+
+    /// Every misprediction the formula charges.
+    pub fn mispredicts(&self) -> u64 {
+        self.cond_mispredicts
+            + self.return_mispredicts
+            + self.indirect_mispredicts
+            + self.target_mispredicts
+    }
+
+    /// L2 misses of instruction fetches and loads (those the formula
+    /// charges).
+    pub fn demand_l2_misses(&self) -> u64 {
+        self.l2_misses - self.l2_store_misses.min(self.l2_misses)
+    }
+}
+
+/// Modelled cycles by cause: each term of the formula.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cycles {
+    /// `base_cpi × instructions`.
+    pub base: f64,
+    /// Taken branches' bubbles.
+    pub taken: f64,
+    /// Mispredictions' penalties.
+    pub mispredicts: f64,
+    /// L1 misses served by the L2 (all L1 fetch and load misses pay it).
+    pub l2: f64,
+    /// L2 misses' extra to DRAM.
+    pub dram: f64,
+    /// Their sum.
+    pub total: f64,
+}
+
+impl Cycles {
+    /// The formula (module docs) over `l1` and `core`, counter
+    /// differences of one stretch of execution.
+    pub fn of(l1: &CacheCounters, core: &CoreCounters, costs: &CoreCosts) -> Cycles {
+        let load_misses = l1.l1d_misses.saturating_sub(core.l1d_store_misses);
+        let c = Cycles {
+            base: costs.base_cpi * l1.insns as f64,
+            taken: costs.taken_branch_cycles * core.taken() as f64,
+            mispredicts: costs.mispredict_cycles * core.mispredicts() as f64,
+            l2: costs.l2_hit_cycles * (l1.l1i_misses + load_misses) as f64,
+            dram: (costs.dram_cycles - costs.l2_hit_cycles) * core.demand_l2_misses() as f64,
+            total: 0.0,
+        };
+        Cycles {
+            total: c.base + c.taken + c.mispredicts + c.l2 + c.dram,
+            ..c
+        }
+    }
+
+    /// Every term divided by `n` (packets, loop iterations).
+    pub fn per(&self, n: f64) -> Cycles {
+        Cycles {
+            base: self.base / n,
+            taken: self.taken / n,
+            mispredicts: self.mispredicts / n,
+            l2: self.l2 / n,
+            dram: self.dram / n,
+            total: self.total / n,
+        }
+    }
+}
+
+/// What the core model made of one run (`cache_model.core` of a run).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CoreWork {
+    /// The core counters' differences over the run.
+    pub during: CoreCounters,
+    /// Modelled cycles per forwarded packet, by cause.
+    pub cycles_per_packet: Cycles,
+    /// `clock_mhz × 10⁶ / cycles per packet`.
+    pub packets_per_second: f64,
+    /// The run's mean received frame, bytes; `None` without packets.
+    pub frame_bytes: Option<f64>,
+    /// `packets/s × frame bytes × 8 / 10⁶`.
+    pub mbit_per_s: Option<f64>,
+    /// Taken branches and jumps per packet.
+    pub taken_per_packet: f64,
+    /// Mispredictions per packet.
+    pub mispredicts_per_packet: f64,
+    /// L2 misses of fetches and loads per packet.
+    pub l2_misses_per_packet: f64,
+}
+
+impl CoreWork {
+    /// The run whose counter differences are `l1` and `core`, over
+    /// `packets` (at least one) of mean size `frame_bytes`, costed with
+    /// `costs`.
+    pub fn new(
+        l1: &CacheCounters,
+        core: &CoreCounters,
+        packets: u64,
+        frame_bytes: Option<f64>,
+        costs: &CoreCosts,
+    ) -> Result<CoreWork> {
+        if packets == 0 {
+            bail!("no packets: the core model divides by the packets forwarded");
+        }
+        let n = packets as f64;
+        let cycles = Cycles::of(l1, core, costs).per(n);
+        let pps = if cycles.total > 0.0 {
+            costs.clock_mhz * 1e6 / cycles.total
+        } else {
+            0.0
+        };
+        Ok(CoreWork {
+            during: *core,
+            cycles_per_packet: cycles,
+            packets_per_second: pps,
+            frame_bytes,
+            mbit_per_s: frame_bytes.map(|b| pps * b * 8.0 / 1e6),
+            taken_per_packet: core.taken() as f64 / n,
+            mispredicts_per_packet: core.mispredicts() as f64 / n,
+            l2_misses_per_packet: core.demand_l2_misses() as f64 / n,
+        })
+    }
+
+    /// The run's metrics, rounded as `lab.json` keeps them.
+    pub fn metrics(&self) -> Vec<Metric> {
+        let round = |v: f64, d: i32| (v * 10f64.powi(d)).round() / 10f64.powi(d);
+        let mut out = vec![
+            (
+                CYCLES_PER_PACKET,
+                CYCLES_PER_PACKET_UNIT,
+                round(self.cycles_per_packet.total, 1),
+            ),
+            (
+                PACKETS_PER_SECOND,
+                PACKETS_PER_SECOND_UNIT,
+                round(self.packets_per_second, 1),
+            ),
+        ];
+        if let Some(m) = self.mbit_per_s {
+            out.push((MODELLED_THROUGHPUT, MBIT_PER_S, round(m, 3)));
+        }
+        out.extend([
+            (
+                TAKEN_PER_PACKET,
+                BRANCHES_PER_PACKET,
+                round(self.taken_per_packet, 3),
+            ),
+            (
+                MISPREDICTS_PER_PACKET,
+                MISPREDICTS_UNIT,
+                round(self.mispredicts_per_packet, 3),
+            ),
+            (
+                L2_MISSES_PER_PACKET,
+                MISSES_PER_PACKET,
+                round(self.l2_misses_per_packet, 3),
+            ),
+        ]);
+        out.into_iter()
+            .map(|(name, unit, value)| Metric {
+                name: name.to_string(),
+                value,
+                unit: unit.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// The mean frame both NICs received between two guest samples, bytes
+/// (Linux's `rx_bytes`: from the Ethernet header, without the FCS);
+/// `None` without packets.
+pub fn mean_frame_bytes(before: &GuestSample, after: &GuestSample) -> Option<f64> {
+    let bytes = (after.lan.rx_bytes + after.wan.rx_bytes)
+        .checked_sub(before.lan.rx_bytes + before.wan.rx_bytes)?;
+    let packets = after.rx_packets().checked_sub(before.rx_packets())?;
+    (packets > 0).then(|| bytes as f64 / packets as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs() -> CoreCosts {
+        CoreCosts {
+            clock_mhz: 1000.0,
+            base_cpi: 1.0,
+            taken_branch_cycles: 1.0,
+            mispredict_cycles: 10.0,
+            l2_hit_cycles: 20.0,
+            dram_cycles: 100.0,
+        }
+    }
+
+    #[test]
+    fn the_formula_adds_each_cost() {
+        let l1 = CacheCounters {
+            insns: 10_000,
+            l1i_misses: 30,
+            l1d_accesses: 3_000,
+            l1d_misses: 50,
+            core: None,
+        };
+        let core = CoreCounters {
+            l1d_store_misses: 10,
+            l2_accesses: 80,
+            l2_misses: 12,
+            l2_store_misses: 2,
+            cond_taken: 600,
+            cond_not_taken: 900,
+            jumps: 400,
+            cond_mispredicts: 70,
+            return_mispredicts: 5,
+            indirect_mispredicts: 4,
+            target_mispredicts: 1,
+            ..Default::default()
+        };
+        let c = Cycles::of(&l1, &core, &costs());
+        // 10,000 + 1,000 taken + 80 × 10 + (30 + 40) × 20 + 10 × 80.
+        assert_eq!(
+            (c.base, c.taken, c.mispredicts, c.l2, c.dram),
+            (10_000.0, 1_000.0, 800.0, 1_400.0, 800.0)
+        );
+        assert_eq!(c.total, 14_000.0);
+        let w = CoreWork::new(&l1, &core, 10, Some(1000.0), &costs()).unwrap();
+        assert_eq!(w.cycles_per_packet.total, 1_400.0);
+        // 10^9 cycles/s over 1,400 cycles per packet.
+        assert!((w.packets_per_second - 714_285.714).abs() < 0.001);
+        assert!((w.mbit_per_s.unwrap() - 5_714.285_714).abs() < 0.001);
+        let names: Vec<String> = w.metrics().into_iter().map(|m| m.name).collect();
+        assert_eq!(
+            names[..3],
+            [CYCLES_PER_PACKET, PACKETS_PER_SECOND, MODELLED_THROUGHPUT]
+        );
+        assert!(CoreWork::new(&l1, &core, 0, None, &costs()).is_err());
+        // Without an L2 every fetch and load miss costs DRAM's latency.
+        let no_l2 = CoreCosts {
+            l2_hit_cycles: 0.0,
+            ..costs()
+        };
+        let flat = CoreCounters {
+            l2_misses: 80,
+            l2_store_misses: 10,
+            ..core
+        };
+        let c = Cycles::of(&l1, &flat, &no_l2);
+        assert_eq!((c.l2, c.dram), (0.0, 7_000.0));
+    }
+
+    #[test]
+    fn snapshot_fields_parse_all_or_nothing() {
+        let values: Vec<String> = (0..FIELDS.len()).map(|i| (i * 10).to_string()).collect();
+        let mut fields: Vec<(&str, &str)> = FIELDS
+            .iter()
+            .zip(&values)
+            .map(|(f, v)| (*f, v.as_str()))
+            .collect();
+        let c = CoreCounters::from_fields(&fields).unwrap().unwrap();
+        assert_eq!((c.l1d_writebacks, c.unaligned), (10, 150));
+        assert_eq!(CoreCounters::from_fields(&[("insns", "5")]).unwrap(), None);
+        fields.remove(3);
+        let err = CoreCounters::from_fields(&fields).unwrap_err();
+        assert!(err.to_string().contains("l2_misses"), "{err}");
+        let later = CoreCounters { jumps: 1, ..c };
+        assert!(later.since(&c).is_err());
+        assert_eq!(c.since(&later).unwrap().jumps, 79);
+    }
+}
