@@ -20,6 +20,7 @@
 //! report   patches, measure, results, util
 //! lab      inputs, build, measure, results, util
 //! host     inputs, build, results, lab, util
+//! experiment inputs, build, results, lab, report, util
 //! ```
 //!
 //! The report never reads inputs (`targets/`, `variants.toml`): only the
@@ -40,9 +41,12 @@
 //! * [`report`]: loading results, comparability checks, the metric model and
 //!   one renderer per format.
 //! * [`util`]: the workspace layout and file-system helpers every stage uses.
+//! * [`experiment`]: `experiments/<name>.toml` as one command: builds,
+//!   labs and the report, planned first, resumable.
 //! * [`host`]: `setup` (Debian packages) and `test` (the suite as CI runs it).
 
 pub mod build;
+pub mod experiment;
 pub mod host;
 pub mod inputs;
 pub mod lab;

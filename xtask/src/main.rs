@@ -77,10 +77,13 @@ fn run(cli: Cli) -> Result<()> {
             output,
         }) => results::archive::export(&sh, &layout, &targets, &variants, &output),
         Command::Results(ResultsCommand::Merge { files }) => {
-            results::archive::merge(&sh, &layout, &files)
+            results::archive::merge(&layout, &files).map(drop)
         }
         Command::Bench(BenchCommand::Build(args)) => {
             build::bench::run(&sh, &layout, &args.request()).map(drop)
+        }
+        Command::Bench(BenchCommand::Symbols(args)) => {
+            host::symbols_bench::run(&sh, &layout, &args.request()).map(drop)
         }
         Command::Bench(BenchCommand::Lab(args)) => {
             lab::bench::run(&sh, &layout, &args.request()).map(drop)
@@ -98,6 +101,7 @@ fn run(cli: Cli) -> Result<()> {
                 lab::known_answer::command(&sh, &layout, &request).map(drop)
             }
         },
+        Command::Experiment(args) => xtask::experiment::command(&sh, &layout, &args.request()),
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &args.layout(&layout),

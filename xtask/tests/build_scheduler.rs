@@ -208,7 +208,7 @@ impl Backend for MakeBackend {
         let make = xshell::cmd!(sh, "make -s -C {dir} JOB={name} N={n} LOG={times}");
         let make = options.parallel(make);
         run_logged(
-            make.into(),
+            make,
             &planned.job.label(),
             log,
             false,

@@ -165,7 +165,9 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
 }
 
 /// `--known-answers` boots the baseline lab kernel in QEMU: another lab,
-/// variants or `--build-only` make no sense with it, and `--json` is only
+/// variants, `--build-only` or `--openwrt` (its guest programs check the
+/// model on the lab's own baseline kernel, which `--openwrt` would not
+/// change) make no sense with it, and `--json` is only
 /// its; all refused before anything is built.
 #[test]
 fn known_answers_take_only_a_qemu_target() {
@@ -183,16 +185,135 @@ fn known_answers_take_only_a_qemu_target() {
                 "--variant",
                 "baseline",
             ][..],
-            "leave out --lab, --variant and --build-only",
+            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
         ),
         (
             &["lab", "--target", "brcm47xx", "--json", "x.json"][..],
             "--json is for --known-answers",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--known-answers",
+                "--topology",
+                "loopback",
+            ][..],
+            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--known-answers",
+                "--openwrt",
+                "/nonexistent/openwrt",
+            ][..],
+            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
         ),
     ] {
         let out = xtask(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}: {stderr}");
         assert!(stderr.contains(words), "{args:?}: {stderr}");
+    }
+}
+
+/// `--nic` picks one of the NICs the target's lab kernel drives ([lab]
+/// nic and other_nics), and only for the QEMU lab; a refusal comes before
+/// anything is built.
+#[test]
+fn a_nic_the_lab_kernel_does_not_drive_is_refused() {
+    for (args, says) in [
+        (
+            &["lab", "--target", "brcm47xx", "--nic", "virtio-net-pci"][..],
+            "this lab's kernel drives e1000, pcnet",
+        ),
+        (
+            &["lab", "--lab", "host", "--nic", "pcnet"][..],
+            "--nic is for the forwarding lab",
+        ),
+    ] {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("building"), "{args:?}: {stderr}");
+    }
+}
+
+/// `--topology` names one the lab knows, and the loopback topology's
+/// tbench takes no forwarding options (and forwarding no `--clients`);
+/// each refusal comes before anything is built.
+#[test]
+fn a_topology_and_its_options_are_checked_before_building() {
+    for (args, says) in [
+        (
+            &["lab", "--target", "brcm47xx", "--topology", "ring"][..],
+            "unknown topology \"ring\"; the lab knows nat-router, loopback",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--gro",
+                "on",
+            ][..],
+            "--gro is for forwarding through the router; --topology loopback runs tbench",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--nic",
+                "pcnet",
+            ][..],
+            "--nic is for forwarding through the router",
+        ),
+        (
+            &["lab", "--target", "brcm47xx", "--clients", "4"][..],
+            "--clients is for --lab host and --topology loopback",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--clients",
+                "0",
+            ][..],
+            "--clients 0: tbench inside a guest runs 1 to 64 clients",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "loopback",
+                "--cache-model",
+            ][..],
+            "the loopback topology forwards nothing",
+        ),
+        (
+            &["lab", "--lab", "host", "--topology", "loopback"][..],
+            "--topology is for the forwarding lab",
+        ),
+    ] {
+        let out = xtask(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("building"), "{args:?}: {stderr}");
     }
 }

@@ -20,7 +20,7 @@ fn experiment_patches_apply_to_the_real_kernel() {
         .find(|p| p.join("Makefile").is_file());
     let Some(tree) = pristine else {
         let what = format!(
-            "an unpacked Linux 6.12 under {} (`cargo xtask test` builds first)",
+            "no unpacked Linux 6.12 under {} (`cargo xtask test` builds first)",
             layout.pristine_dir().display()
         );
         // Always unmet: a failure under CI, a counted skip elsewhere.

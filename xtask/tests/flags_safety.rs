@@ -2,6 +2,11 @@
 //! `flags set` refuses hostile flags before writing anything, and so does
 //! every function that writes flags into 201-extra_optimization.patch.
 
+#[path = "common/gate.rs"]
+mod gate;
+#[path = "common/mount_ns.rs"]
+mod mount_ns;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -182,4 +187,65 @@ fn export_and_import_refuse_a_hand_edited_flags_patch() {
             "{direction:?} wrote something"
         );
     }
+}
+
+/// `flags set` writes every series' patch or none: with pending-6.12
+/// read-only, pending-6.1's patch was rewritten and 6.12's was not, and
+/// the error did not say so.
+#[test]
+fn flags_set_writes_every_patch_or_none() {
+    let (dir, layout, tree_612) = project("os = \"-Os\"");
+    let makefile_61 = MAKEFILE.replace("PATCHLEVEL = 12", "PATCHLEVEL = 1");
+    let tree_61 = dir.path().join("linux-6.1.5");
+    write(&tree_61.join("Makefile"), &makefile_61);
+    let pending_61 = layout.patches_dir().join("generic/pending-6.1");
+    write(&pending_61.join(extra_optimization::PATCH_NAME), OLD_PATCH);
+    let pending_612 = layout.patches_dir().join("generic/pending-6.12");
+    let before = snapshot(layout.root());
+    let sh = Shell::new().unwrap();
+    let trees = [tree_61, tree_612];
+    let ran = mount_ns::in_private_mounts(|| {
+        let sh = Shell::new().unwrap();
+        mount_ns::read_only(&pending_612);
+        let err = extra_optimization::set_flags(&sh, &layout, "baseline", &trees).unwrap_err();
+        let err = format!("{err:#}");
+        let after = snapshot(layout.root());
+        let written: Vec<_> = after
+            .keys()
+            .filter(|f| before.get(*f) != after.get(*f))
+            .collect();
+        assert!(written.is_empty(), "{written:?} written: {err}");
+        for file in [&pending_61, &pending_612] {
+            let file = file.join(extra_optimization::PATCH_NAME);
+            assert!(err.contains(&file.display().to_string()), "{err}");
+        }
+        assert!(err.contains("nothing was written"), "{err}");
+    });
+    if ran.is_some() {
+        let written = extra_optimization::set_flags(&sh, &layout, "baseline", &trees).unwrap();
+        assert_eq!(written.len(), 2);
+        assert!(written.iter().all(|(_, changed)| *changed));
+    }
+}
+
+/// A 5 MB flag is refused when variants.toml is loaded (`flags set`,
+/// `flags list`, `build`), with the limit; before, it was accepted and a
+/// build failed later with "argument list too long".
+#[test]
+fn a_huge_flag_is_refused_with_its_limit() {
+    let huge = format!("os = \"-Os -DX={}\"", "1".repeat(5 << 20));
+    let (_dir, layout, tree) = project(&huge);
+    let before = snapshot(layout.root());
+    let sh = Shell::new().unwrap();
+    let err = extra_optimization::set_flags(&sh, &layout, "evil", &[tree]).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.len() < 2000,
+        "the error repeats the flag: {} bytes",
+        err.len()
+    );
+    let file = layout.variants_file().display().to_string();
+    assert!(err.contains(&format!("{file}:6")), "{err}");
+    assert!(err.contains("4096 bytes"), "{err}");
+    assert_eq!(snapshot(layout.root()), before);
 }

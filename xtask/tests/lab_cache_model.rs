@@ -352,6 +352,9 @@ fn the_lab_reads_the_model_around_each_run() {
         machine: lab::Machine::Qemu,
         cache_model: true,
         openwrt: None,
+        nic: None,
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

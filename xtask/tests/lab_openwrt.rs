@@ -122,6 +122,9 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
         machine: lab::Machine::Qemu,
         cache_model: false,
         openwrt: Some(fx.root.clone()),
+        nic: None,
+        topology: nat_router::NAME.to_string(),
+        tbench_clients: lab::guest_tbench::DEFAULT_CLIENTS,
     };
     let started = std::time::Instant::now();
     let dir = lab::run(&sh, &layout, &request)

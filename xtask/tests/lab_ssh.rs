@@ -347,6 +347,9 @@ fn a_namespace_router_over_ssh_without_flashing() {
         }),
         cache_model: false,
         openwrt: None,
+        nic: None,
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
     };
     let started = Instant::now();
     let sh = Shell::new().unwrap();
@@ -467,6 +470,9 @@ fn flashing_needs_a_build_and_an_image() {
         }),
         cache_model: false,
         openwrt: None,
+        nic: None,
+        topology: xtask::lab::topology::nat_router::NAME.to_string(),
+        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
     };
     let sh = Shell::new().unwrap();
     let err = |variants: &[&str]| {

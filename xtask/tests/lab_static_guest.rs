@@ -1,14 +1,18 @@
 //! The static guest of targets Debian 12 has no port of (ath79: big-endian
 //! MIPS): its initramfs is built from Debian's sources with the cross
 //! compiler and holds static big-endian MIPS programs (checked here against
-//! binutils' `readelf` and `file`); the lab's nftables loader puts into the
-//! kernel exactly what `nft -f` of the ruleset puts there; and the ath79
-//! lab kernel boots it, forwards through its masquerade and toggles GRO.
+//! binutils' `readelf` and `file`), tbench's loadfile among them; the lab's
+//! nftables loader puts into the kernel exactly what `nft -f` of the
+//! ruleset puts there; the lab's batctl answers `-v` and refuses what it
+//! does not do; and the ath79 lab kernel boots it, forwards through its
+//! masquerade, toggles GRO, meshes two batman-adv interfaces and runs
+//! tbench.
 //!
 //! Needs the cross compiler and its static C library
 //! (`gcc-mips-linux-gnu`, `libc6-dev-mips-cross`), `binutils-mips-linux-gnu`,
 //! `file`, Debian's archive (the source packages, once), and for the
-//! loader and boot tests root, `nft`, QEMU and iperf3. A missing tool fails
+//! loader and boot tests root, `nft`, QEMU and iperf3, and dbench's
+//! `client.txt` from the host's dbench package. A missing tool fails
 //! the test under CI naming its package; elsewhere the gate
 //! (`common/gate.rs`) skips it and says so. The first build of the
 //! userspace takes a few minutes (busybox at `-j1`). The boot test builds
@@ -20,6 +24,8 @@
 
 #[path = "common/gate.rs"]
 mod gate;
+#[path = "common/guest_checks.rs"]
+mod guest_checks;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -85,7 +91,10 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
     let needs = gate::Needs::new()
         .program("mips-linux-gnu-readelf", "binutils-mips-linux-gnu")
         .program("mips-linux-gnu-gcc", "gcc-mips-linux-gnu")
-        .program("file", "file");
+        .program("file", "file")
+        // tbench's loadfile to compare with: `cargo xtask setup` installs
+        // Debian's dbench on the host.
+        .program("tbench", "dbench");
     if !needs.met() {
         return;
     }
@@ -98,7 +107,26 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
     assert_eq!(files["init"], guest::init_script().into_bytes());
     let scratch = tempfile::tempdir().unwrap();
     let paths: Vec<&str> = initramfs.built.iter().map(|b| b.path.as_str()).collect();
-    assert_eq!(paths, ["bin/busybox", "sbin/ethtool", "usr/sbin/nft"]);
+    assert_eq!(
+        paths,
+        [
+            "bin/busybox",
+            "sbin/ethtool",
+            "usr/sbin/nft",
+            "usr/bin/tbench",
+            "usr/bin/tbench_srv",
+            "usr/sbin/batctl"
+        ]
+    );
+    // tbench's loadfile where tbench looks for it, byte for byte Debian's
+    // (the host's dbench package).
+    let loadfile = files
+        .get("usr/share/dbench/client.txt")
+        .expect("tbench's loadfile in the archive");
+    assert!(
+        loadfile == &std::fs::read("/usr/share/dbench/client.txt").unwrap(),
+        "the guest's client.txt differs from Debian's dbench package's"
+    );
     for built in &initramfs.built {
         let bytes = files
             .get(&built.path)
@@ -143,10 +171,29 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
         busybox.source.starts_with("busybox 1:1.35.0-"),
         "{busybox:?}"
     );
+    let tbench = &initramfs.built[3];
+    assert!(tbench.source.starts_with("dbench 4.0-"), "{tbench:?}");
+    assert!(tbench.source.contains("popt 1.19"), "{tbench:?}");
+    for source in ["busybox_", "popt_", "dbench_"] {
+        assert!(
+            initramfs
+                .packages
+                .iter()
+                .any(|p| p.file.starts_with(source) && p.file.ends_with(".dsc")),
+            "no {source}*.dsc in {:?}",
+            initramfs.packages
+        );
+    }
+    // dbench is its upstream tarball, checked against the .dsc: Debian's
+    // changes are not on the mirror, so they are not in the record either.
     assert!(initramfs
         .packages
         .iter()
-        .any(|p| p.file.starts_with("busybox_") && p.file.ends_with(".dsc")));
+        .any(|p| p.file == "dbench_4.0.orig.tar.gz"));
+    assert!(!initramfs
+        .packages
+        .iter()
+        .any(|p| p.file.starts_with("dbench_") && p.file.contains(".debian.")));
     assert!(!initramfs.toolchain.is_empty());
     // Cached: the same archive without building.
     let again = rootfs::prepare(&layout, spec).unwrap();
@@ -237,6 +284,56 @@ fn the_loader_puts_into_the_kernel_what_nft_puts_there() {
 }
 
 #[test]
+fn the_lab_s_batctl_speaks_batman_adv_s_netlink_or_says_it_is_missing() {
+    if !gate::Needs::new().program("cc", "gcc").met() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let source = scratch.path().join("batctl.c");
+    std::fs::write(&source, build::BATCTL_SOURCE).unwrap();
+    let batctl = scratch.path().join("batctl");
+    let cc = Command::new("cc")
+        .args(build::NFT_CFLAGS)
+        .arg(&source)
+        .arg("-o")
+        .arg(&batctl)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = |args: &[&str]| Command::new(&batctl).args(args).output().unwrap();
+    let version = run(&["-v"]);
+    let text = String::from_utf8_lossy(&version.stdout);
+    assert!(version.status.success());
+    assert!(
+        text.starts_with("batctl xtask-lab-subset [batman-adv: "),
+        "{text}"
+    );
+    // What it does not do is refused before anything is sent.
+    let add = run(&["meshif", "bat0", "if", "add", "eth1"]);
+    assert!(!add.status.success());
+    assert!(String::from_utf8_lossy(&add.stderr).contains("ip link set DEV master bat0"));
+    // This machine's kernel lists its routing algorithms, or has no
+    // batman-adv (a kernel without CONFIG_BATMAN_ADV), and it says which.
+    let ra = run(&["ra"]);
+    let (out, err) = (
+        String::from_utf8_lossy(&ra.stdout),
+        String::from_utf8_lossy(&ra.stderr),
+    );
+    if ra.status.success() {
+        assert!(out.contains(" * BATMAN_IV"), "{out}");
+    } else {
+        assert!(
+            err.contains("no generic netlink family \"batadv\""),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 #[ignore = "manual: builds the ath79 lab kernel (10–25 minutes); run with --ignored"]
 fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let (layout, target) = ath79();
@@ -274,7 +371,7 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
         None,
     )
     .unwrap();
-    // GRO off and on again: ethtool's ioctl path works on pcnet.
+    // GRO off and on again: ethtool's ioctl path works on e1000.
     bed.set_gro(Gro::Off).unwrap();
     let features = bed
         .guest("router")
@@ -302,6 +399,15 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
         )),
         "no masqueraded connection in:\n{table}"
     );
+    // The lab's batctl and dbench's tbench, built static, work on the
+    // big-endian kernel: a two-node mesh inside the guest, a 2 s tbench.
+    let guest = bed.guest("router").unwrap();
+    let version = guest_checks::batctl_version(guest);
+    assert!(version.contains("xtask-lab-subset"), "{version}");
+    eprintln!("{}", guest_checks::batman_pair(guest));
+    let (mb_per_s, line) = guest_checks::tbench(guest, 2);
+    eprintln!("{line}");
+    assert!(mb_per_s > 0.0, "{line}");
     drop(bed);
     assert!(Path::new(&kernels[0].image).is_file());
 }

@@ -18,7 +18,7 @@ use xtask::build::openwrt_lab::OpenwrtLab;
 use xtask::inputs::openwrt::{cpu, flags, kconfig, series, Checkout, OpenwrtTarget};
 use xtask::inputs::targets;
 use xtask::lab::qemu_lab;
-use xtask::lab::topology::{nat_router, Ruleset};
+use xtask::lab::topology::{loopback, nat_router, Ruleset};
 use xtask::util::layout::Layout;
 
 /// What GNU make makes of include/target.mk's CPU flags for `cpu_type`
@@ -200,6 +200,12 @@ fn each_lab_kernel_is_the_machines_openwrt_target_with_the_routers_kcflags() {
             Ruleset::Firewall4
         };
         assert_eq!(loaded, Some(expected), "{name}");
+
+        // The loopback topology loads no ruleset, with --openwrt or not.
+        let mut lo = loopback::topology();
+        qemu_lab::openwrt_ruleset(&mut lo, spec);
+        assert_eq!(lo, loopback::topology(), "{name}");
+        assert_eq!(lo.guest(loopback::GUEST).unwrap().ruleset, None);
     }
 }
 

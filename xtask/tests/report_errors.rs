@@ -5,7 +5,7 @@
 #[path = "common/report_fixture.rs"]
 mod report_fixture;
 
-use report_fixture::{request, Fixture, BASE_SYMBOLS};
+use report_fixture::{render, request, Fixture, BASE_SYMBOLS};
 use xtask::report::{self, Format, Request, Style, SymbolOptions};
 use xtask::results::BuildResult;
 
@@ -412,5 +412,90 @@ fn an_interrupted_base_is_named_when_nothing_else_can_be_compared() {
             "bcm53xx: not compared, no baseline results yet",
             "cargo xtask build --target bcm53xx --variant baseline --variant no-reorder-blocks",
         ],
+    );
+}
+
+/// A result.json that is a symlink to /dev/zero is named as what it is;
+/// before, size-report said the build had failed or was interrupted.
+#[test]
+fn a_result_json_that_is_a_device_is_named_not_missing() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let record = f.results_dir("bcm53xx", "baseline").join("result.json");
+    std::fs::remove_file(&record).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &record).unwrap();
+    for req in [request(&["bcm53xx"], &[]), request(&[], &[])] {
+        let e = error(&f, &req);
+        assert_has(
+            &e,
+            &[
+                "baseline/result.json: not a result.json",
+                "it is a symlink to /dev/zero, a character device, not a regular file",
+                "`cargo xtask build --target bcm53xx --variant baseline`",
+            ],
+        );
+        assert!(!e.contains("failed, was interrupted"), "{e}");
+    }
+}
+
+/// Every artifact's recorded size is checked against its file, not only
+/// vmlinux's: a recorded u64::MAX printed `18446744073709551615 → 1871328
+/// (-100.00%)`, a recorded 0 printed `n/a`.
+#[test]
+fn every_artifact_is_checked_against_its_file() {
+    for recorded in [u64::MAX, 0] {
+        let f = pair_with(|r| r.artifacts.get_mut("zImage").unwrap().size = recorded);
+        assert_has(
+            &error(&f, &request(&["bcm53xx"], &[])),
+            &[
+                "no-reorder-blocks/zImage is 1871328 bytes but",
+                &format!("records {recorded} bytes: the file is truncated or was replaced"),
+                "`cargo xtask build --target bcm53xx --variant no-reorder-blocks`",
+            ],
+        );
+    }
+    // An empty artifact, recorded as such, is no image.
+    let f = pair_with(|r| r.artifacts.get_mut("vmlinux.lzma").unwrap().size = 0);
+    let lzma = f
+        .results_dir("bcm53xx", "no-reorder-blocks")
+        .join("vmlinux.lzma");
+    std::fs::write(&lzma, "").unwrap();
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &["no-reorder-blocks/vmlinux.lzma is empty", "rebuild"],
+    );
+    // A missing artifact.
+    let f = pair_with(|_| {});
+    std::fs::remove_file(f.results_dir("bcm53xx", "baseline").join("zImage")).unwrap();
+    assert_has(
+        &error(&f, &request(&["bcm53xx"], &[])),
+        &["baseline/zImage is listed in", "cannot be read"],
+    );
+}
+
+/// Two results with one build key (the same inputs) but different bytes
+/// are reported: the build is not reproducible (issue #20 §10).
+#[test]
+fn one_build_key_with_different_bytes_is_reported() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let key = BuildResult::read(&f.results_dir("bcm53xx", "baseline"))
+        .unwrap()
+        .build_key;
+    let dir = f.results_dir("bcm53xx", "no-reorder-blocks");
+    let mut r = BuildResult::read(&dir).unwrap();
+    r.build_key = key;
+    r.write(&dir).unwrap();
+    let text = render(
+        &f,
+        &request(&["bcm53xx"], &[]),
+        Format::Text,
+        Style::default(),
+    );
+    assert!(
+        text.contains("the same build key")
+            && text.contains("zImage")
+            && text.contains("not reproducible"),
+        "{text}"
     );
 }

@@ -29,6 +29,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("report", &["patches", "measure", "results", "util"]),
     ("lab", &["inputs", "build", "results", "measure", "util"]),
     ("host", &["inputs", "build", "results", "lab", "util"]),
+    (
+        "experiment",
+        &["inputs", "build", "results", "lab", "report", "util"],
+    ),
 ];
 
 fn crate_dir() -> PathBuf {

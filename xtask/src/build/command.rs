@@ -61,14 +61,46 @@ pub struct BuildRequest {
 /// Errors: unknown target or variant names (with the known ones), anything
 /// preflight finds (each problem listed), the first failing build.
 pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
-    let openwrt_layout;
+    let planned = plan(sh, layout, request)?;
+    if request.mode == Mode::DryRun {
+        print!("{}", describe_plan(&planned.layout, &planned.jobs));
+        return Ok(());
+    }
+    build(sh, &planned, request)
+}
+
+/// A checked plan of a [`BuildRequest`]: every job with its build key,
+/// the layout its results go to (OpenWrt mode's with `--openwrt`) and
+/// the backend that builds them.
+pub struct Planned {
+    /// Where the results go.
+    pub layout: Layout,
+    /// Every job, in order.
+    pub jobs: Vec<PlannedJob>,
+    backend: Box<dyn Backend>,
+}
+
+impl Planned {
+    /// The jobs whose result.json already has their build key.
+    pub fn up_to_date(&self) -> Vec<&PlannedJob> {
+        self.jobs
+            .iter()
+            .filter(|p| status(&self.layout, p).0 == UP_TO_DATE)
+            .collect()
+    }
+}
+
+/// Selects targets × variants of `request`, checks (preflight) and plans
+/// every job; builds nothing.
+///
+/// Errors: unknown target or variant names (with the known ones), missing
+/// ccache or distcc for [`Mode::Build`], anything preflight finds.
+pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Planned> {
     let layout = match &request.openwrt {
-        Some(_) => {
-            openwrt_layout = layout.openwrt_mode();
-            &openwrt_layout
-        }
-        None => layout,
+        Some(_) => layout.openwrt_mode(),
+        None => layout.clone(),
     };
+    let layout = &layout;
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let chosen = targets::select(&all_targets, &request.targets)?;
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
@@ -108,12 +140,23 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         )?),
         None => Box::new(KernelTree::new(layout.clone(), request.kernel_src.clone())),
     };
-    let backend = backend.as_ref();
-    let plan = plan::plan(sh, layout, backend, &jobs)?;
-    if request.mode == Mode::DryRun {
-        print!("{}", describe_plan(layout, &plan));
-        return Ok(());
-    }
+    let jobs = plan::plan(sh, layout, backend.as_ref(), &jobs)?;
+    Ok(Planned {
+        layout: layout.clone(),
+        jobs,
+        backend,
+    })
+}
+
+/// Builds every job of `planned` that is not up to date (all of them
+/// with [`Rebuild::Always`]), side by side within `request.jobs`.
+///
+/// Errors: the first failing build.
+pub fn build(sh: &Shell, planned: &Planned, request: &BuildRequest) -> Result<()> {
+    let layout = &planned.layout;
+    // A killed `results merge` left its staging directories among the
+    // results this run writes.
+    crate::results::archive::place::remove_stale(layout)?;
     // SIGINT or SIGTERM sent to this process alone (a CI timeout, `kill`)
     // stops the makes too (the run's token sees it), instead of leaving
     // them running without it; a terminal's Ctrl-C reaches them anyway.
@@ -128,7 +171,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
         distcc: request.distcc.clone(),
         control,
     };
-    let outcomes = super::run(sh, layout, backend, &plan, options)?;
+    let outcomes = super::run(sh, layout, planned.backend.as_ref(), &planned.jobs, options)?;
     println!(
         "{} job(s) done; results in {}",
         outcomes.len(),
@@ -139,22 +182,84 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
 
 /// The plan as `--dry-run` prints it: one line per job, `target/variant`,
 /// the build key, and `up to date`, `build (no result)`, `build (inputs
-/// changed)` or `build (tree source: always rebuilt)`.
+/// changed)`, `build (result.json unreadable)` or `build (tree source:
+/// always rebuilt)`; then a `note:` line for each unreadable result.json
+/// saying what is wrong with it (the build replaces it).
 pub fn describe_plan(layout: &Layout, plan: &[PlannedJob]) -> String {
     let mut out = String::new();
+    let mut notes = String::new();
     for planned in plan {
-        let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
-        let status = match crate::results::BuildResult::read(&dir) {
-            _ if planned.inputs.source.sha256.is_none() => "build (tree source: always rebuilt)",
-            Ok(r) if planned.is_up_to_date(&r) => "up to date",
-            Ok(_) => "build (inputs changed)",
-            Err(_) => "build (no result)",
-        };
+        let (status, note) = status(layout, planned);
+        if let Some(note) = note {
+            notes.push_str(&format!("note: {note}\n"));
+        }
         out.push_str(&format!(
             "{:<32} {}  {status}\n",
             planned.job.label(),
-            planned.key
+            planned.key,
         ));
     }
-    out
+    out + &notes
+}
+
+const UP_TO_DATE: &str = "up to date";
+
+/// `up to date`, `build (no result)`, `build (inputs changed)`, `build
+/// (result.json unreadable)` (with what is wrong with it) or `build (tree
+/// source: always rebuilt)`.
+fn status(layout: &Layout, planned: &PlannedJob) -> (&'static str, Option<String>) {
+    let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
+    match crate::results::BuildResult::read(&dir) {
+        _ if planned.inputs.source.sha256.is_none() => {
+            ("build (tree source: always rebuilt)", None)
+        }
+        Ok(r) if planned.is_up_to_date(&r) => (UP_TO_DATE, None),
+        Ok(_) => ("build (inputs changed)", None),
+        Err(e) if crate::util::fs::is_not_found(&e) => ("build (no result)", None),
+        Err(e) => ("build (result.json unreadable)", Some(format!("{e:#}"))),
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::SourceRecord;
+
+    /// `--dry-run` over a result.json that is a symlink to /dev/zero says
+    /// what is wrong with it; before, it read /dev/zero until the OOM
+    /// killer ended it (23.5 GB).
+    #[test]
+    fn a_result_json_that_is_a_device_is_named_not_read() {
+        let project = Layout::from_manifest_dir();
+        let target = targets::Target::load(&project.targets_dir().join("arm-tiny.toml")).unwrap();
+        let variant = variants::load(&project.variants_file(), &project.patches_dir())
+            .unwrap()
+            .remove(0);
+        let planned = PlannedJob {
+            target: plan::target_record(&target).unwrap(),
+            variant: plan::variant_record(&variant, &project.patches_dir()).unwrap(),
+            job: super::super::Job { target, variant },
+            inputs: plan::JobInputs {
+                source: SourceRecord {
+                    version: "6.12.117".into(),
+                    origin: "/usr/src/linux-source-6.12.tar.xz".into(),
+                    sha256: Some("1".repeat(64)),
+                },
+                compiler: "gcc".into(),
+                patches: Vec::new(),
+            },
+            key: "2".repeat(64),
+            reuse_key: String::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = Layout::new(dir.path());
+        let results = scratch.results_dir(&planned.job.target.name, &planned.job.variant.name);
+        std::fs::create_dir_all(&results).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", results.join(crate::results::FILE_NAME)).unwrap();
+        let out = describe_plan(&scratch, std::slice::from_ref(&planned));
+        assert!(out.contains("build (result.json unreadable)"), "{out}");
+        assert!(out.contains("a symlink to /dev/zero"), "{out}");
+        std::fs::remove_file(results.join(crate::results::FILE_NAME)).unwrap();
+        let out = describe_plan(&scratch, &[planned]);
+        assert!(out.contains("build (no result)"), "{out}");
+    }
 }

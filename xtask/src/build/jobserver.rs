@@ -1,4 +1,5 @@
-//! A GNU make jobserver of our own, shared by every make of one run.
+//! One GNU make jobserver shared by every make of one run, from the
+//! `jobserver` crate (Cargo's implementation of make's protocol).
 //!
 //! make's jobserver is a pipe holding one byte per job slot; a make that
 //! finds `--jobserver-auth=R,W` in `MAKEFLAGS` (and no `-j` on its command
@@ -7,20 +8,17 @@
 //! ends (kbuild's sub-makes inherit it through `MAKEFLAGS`). With W makes
 //! running at once and N − W bytes in the pipe, never more than N jobs run,
 //! and a make whose neighbours have finished takes their slots. Debian 12's
-//! make 4.3 takes the pipe as inherited descriptors (`R,W`), so both ends
-//! are left open across `exec` for the run's lifetime.
-
-use std::io::{PipeReader, PipeWriter, Write};
-use std::os::fd::{AsFd, AsRawFd};
+//! make 4.3 takes the pipe as inherited descriptors (`R,W`): the crate
+//! leaves them open across `exec` in the makes it configures only, so no
+//! other program the run starts holds the pipe.
 
 use anyhow::{Context, Result};
-use rustix::io::{fcntl_setfd, FdFlags};
 
-/// The pipe of one run's jobserver; closed when dropped.
+/// The jobserver of one run; its pipe is closed when the last make and
+/// this value are gone.
 #[derive(Debug)]
 pub struct Jobserver {
-    read: PipeReader,
-    write: PipeWriter,
+    client: jobserver::Client,
 }
 
 impl Jobserver {
@@ -30,50 +28,45 @@ impl Jobserver {
     ///
     /// Errors: the pipe cannot be made or filled (I/O, naming the fix).
     pub fn new(budget: usize, makes: usize) -> Result<Jobserver> {
-        let (read, mut write) =
-            std::io::pipe().context("creating make's jobserver pipe; too many open files?")?;
-        // Inherited by make: no close-on-exec.
-        for end in [read.as_fd(), write.as_fd()] {
-            fcntl_setfd(end, FdFlags::empty())
-                .context("letting make inherit the jobserver pipe (fcntl)")?;
-        }
-        let tokens = vec![b'+'; budget.saturating_sub(makes)];
-        write
-            .write_all(&tokens)
-            .context("filling make's jobserver pipe")?;
-        Ok(Jobserver { read, write })
+        let client = jobserver::Client::new(budget.saturating_sub(makes))
+            .context("creating make's jobserver pipe; too many open files?")?;
+        Ok(Jobserver { client })
     }
 
     /// Puts one more slot in the pipe: a worker that has run out of jobs
     /// gives its make's implicit slot to the makes still running.
     pub fn release_slot(&self) {
         // A full pipe (64 KiB of slots) only means enough slots already.
-        let _ = (&self.write).write_all(b"+");
+        let _ = self.client.release_raw();
     }
 
-    /// `MAKEFLAGS` for a client make: `-j --jobserver-auth=R,W`.
-    pub fn makeflags(&self) -> String {
-        format!(
-            "-j --jobserver-auth={},{}",
-            self.read.as_raw_fd(),
-            self.write.as_raw_fd()
-        )
+    /// `make` as a client: `MAKEFLAGS` (`-j --jobserver-fds=R,W
+    /// --jobserver-auth=R,W`; `MFLAGS` and `CARGO_MAKEFLAGS` too) and the
+    /// pipe inherited by it alone.
+    pub fn configure(&self, make: &mut std::process::Command) {
+        self.client.configure_make(make);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
 
     #[test]
     fn the_pipe_holds_the_budget_less_the_implicit_slots() {
         let js = Jobserver::new(5, 2).unwrap();
-        let flags = js.makeflags();
-        assert!(flags.starts_with("-j --jobserver-auth="), "{flags}");
-        drop(js.write);
-        let mut bytes = Vec::new();
-        (&js.read).read_to_end(&mut bytes).unwrap();
-        assert_eq!(bytes, b"+++");
+        assert_eq!(js.client.available().unwrap(), 3);
+        js.release_slot();
+        assert_eq!(js.client.available().unwrap(), 4);
+        let mut make = std::process::Command::new("make");
+        js.configure(&mut make);
+        let flags = make
+            .get_envs()
+            .find(|(k, _)| *k == "MAKEFLAGS")
+            .and_then(|(_, v)| v)
+            .map(|v| v.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        assert!(flags.starts_with("-j "), "{flags}");
+        assert!(flags.contains("--jobserver-auth="), "{flags}");
     }
 }

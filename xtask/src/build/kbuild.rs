@@ -14,6 +14,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
+use super::estimate;
 use super::plan::{JobInputs, PlannedJob};
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
@@ -212,33 +213,27 @@ impl Backend for KernelTree {
             reuse::start_from_sibling(sh, &self.layout, planned, &tree.dir, &build)?;
         reset_build_dir_for(&build, &tree.dir)?;
 
-        // A build from an empty directory compiles every object: the count
-        // of the last such build of this target is the progress estimate.
-        let fresh = !build.join("vmlinux").exists();
         let config = configure(self, sh, job, &tree.dir, &build, log, &options)?;
         ccache::reset_stats(&build)?;
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
-        let make = options
-            .parallel(self.make(sh, job, &tree.dir, &build, &options))
-            .args(&goals);
-        let expected = if fresh {
-            previous_object_count(&self.layout, job)
-        } else {
-            None
-        };
+        let make = options.parallel(self.make(sh, job, &tree.dir, &build, &options).args(&goals));
+        // Only make's first run in an emptied directory compiles every
+        // object, so only it has a total to expect and to remember.
+        let full = estimate::take_empty_mark(&build)?;
+        let expected = full
+            .as_ref()
+            .and_then(|_| estimate::expected_objects(&self.layout, &config));
         let objects = run_logged(
-            Command::from(make),
+            make,
             &label,
             log,
             options.verbose,
             expected,
             &options.control,
         )?;
-        if fresh {
-            let file = build.join(OBJECT_COUNT_FILE);
-            std::fs::write(&file, format!("{objects}\n"))
-                .with_context(|| format!("writing {}", file.display()))?;
+        if let Some(full) = full {
+            estimate::record_full_build(&self.layout, full, &config, objects)?;
         }
 
         let cflags = cflags_in_effect(job, &build, &config, &[])?;
@@ -262,30 +257,6 @@ impl Backend for KernelTree {
     }
 }
 
-/// Where a build directory keeps the number of objects its last full build
-/// compiled.
-const OBJECT_COUNT_FILE: &str = ".xtask-objects";
-
-/// Objects the last full build of `job` compiled, else those of another
-/// variant of the same target (about the same configuration).
-fn previous_object_count(layout: &Layout, job: &Job) -> Option<u64> {
-    let own = layout.build_dir(&job.target.name, &job.variant.name);
-    let read = |dir: &Path| -> Option<u64> {
-        std::fs::read_to_string(dir.join(OBJECT_COUNT_FILE))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    read(&own).or_else(|| {
-        let target_dir = own.parent()?;
-        std::fs::read_dir(target_dir)
-            .ok()?
-            .flatten()
-            .find_map(|e| read(&e.path()))
-    })
-}
-
 /// `input`'s kernel version, read from its Makefile once per source.
 fn version_of(
     sh: &Shell,
@@ -307,10 +278,14 @@ fn reset_build_dir_for(build: &Path, src: &Path) -> Result<()> {
     let marker = build.join(".xtask-source");
     let want = src.display().to_string();
     let have = std::fs::read_to_string(&marker).unwrap_or_default();
-    if have != want && build.exists() {
-        std::fs::remove_dir_all(build).with_context(|| format!("emptying {}", build.display()))?;
+    if have != want {
+        if build.exists() {
+            std::fs::remove_dir_all(build)
+                .with_context(|| format!("emptying {}", build.display()))?;
+        }
+        std::fs::create_dir_all(build).with_context(|| format!("creating {}", build.display()))?;
+        estimate::mark_empty(build)?;
     }
-    std::fs::create_dir_all(build).with_context(|| format!("creating {}", build.display()))?;
     std::fs::write(&marker, want).with_context(|| format!("writing {}", marker.display()))?;
     Ok(())
 }

@@ -12,6 +12,7 @@ pub mod ccache;
 pub mod command;
 pub mod distcc;
 pub mod distccd;
+pub mod estimate;
 pub mod jobserver;
 pub mod kbuild;
 pub mod openwrt;
@@ -97,12 +98,17 @@ impl BuildOptions {
     }
 
     /// `make` with this job's parallelism: a client of the run's
-    /// jobserver (`MAKEFLAGS=-j --jobserver-auth=R,W`, no `-j` argument,
-    /// which would make it start its own), or `-j<jobs>` without one.
-    pub fn parallel<'a>(&self, make: xshell::Cmd<'a>) -> xshell::Cmd<'a> {
+    /// jobserver (`MAKEFLAGS=-j --jobserver-auth=R,W` and the pipe, no
+    /// `-j` argument, which would make it start its own), or `-j<jobs>`
+    /// without one.
+    pub fn parallel(&self, make: xshell::Cmd<'_>) -> std::process::Command {
         match self.control.jobserver() {
-            Some(js) => make.env("MAKEFLAGS", js.makeflags()),
-            None => make.arg(format!("-j{}", self.jobs)),
+            Some(js) => {
+                let mut make = std::process::Command::from(make);
+                js.configure(&mut make);
+                make
+            }
+            None => make.arg(format!("-j{}", self.jobs)).into(),
         }
     }
 }

@@ -401,6 +401,7 @@ impl Backend for OpenwrtBackend {
                     .with_context(|| format!("emptying {}", build_dir.display()))?;
             }
             copy_tree(sh, &tree.dir, &build, CopyKind::Full)?;
+            super::estimate::mark_empty(&build_dir)?;
             std::fs::write(&marker, &want)
                 .with_context(|| format!("writing {}", marker.display()))?;
         }
@@ -486,17 +487,24 @@ impl Backend for OpenwrtBackend {
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
         ccache::reset_stats(&build)?;
-        let make = options
-            .parallel(self.make(sh, job, &build, &kcflags, &options))
-            .args(&goals);
-        run_logged(
-            Command::from(make),
+        let make = options.parallel(self.make(sh, job, &build, &kcflags, &options).args(&goals));
+        // As in the default mode (super::estimate): a total only for make's
+        // first run in a fresh copy of the tree.
+        let full = super::estimate::take_empty_mark(&build_dir)?;
+        let expected = full
+            .as_ref()
+            .and_then(|_| super::estimate::expected_objects(&self.layout, &final_config));
+        let objects = run_logged(
+            make,
             &label,
             log,
             options.verbose,
-            None,
+            expected,
             &options.control,
         )?;
+        if let Some(full) = full {
+            super::estimate::record_full_build(&self.layout, full, &final_config, objects)?;
+        }
 
         let cflags =
             super::kbuild::cflags_in_effect(job, &build, &final_config, &r.kcflags.kcflags)?;

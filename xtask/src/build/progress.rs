@@ -1,7 +1,8 @@
 //! Running `make` with its output kept in a log and shown as progress:
 //! objects compiled (kbuild's `  CC`/`  AS` lines), elapsed time and, when
-//! the number of objects to expect is known (from the previous build of the
-//! same target), an estimate of the time left; or every line with `-v`.
+//! the number of objects to expect is known (a full build of a `.config`
+//! built before, [`super::estimate`]), the total and an estimate of the
+//! time left; or every line with `-v`.
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -107,29 +108,10 @@ struct Shared {
     last_plain: Instant,
 }
 
-/// The progress message: objects compiled, and with `expected` objects
-/// known, `n/m objects, about T left` where T assumes the remaining objects
-/// take as long on average as those compiled so far (none before the
-/// first object; never below zero when a build compiles more than
-/// expected).
-pub fn progress_message(objects: u64, expected: Option<u64>, elapsed: Duration) -> String {
-    match expected {
-        Some(m) if m > 0 && objects > 0 => {
-            let left = m.saturating_sub(objects);
-            let secs = elapsed.as_secs_f64() * left as f64 / objects as f64;
-            format!(
-                "{objects}/{m} objects compiled, about {} left",
-                humantime::format_duration(Duration::from_secs(secs.round() as u64))
-            )
-        }
-        Some(m) if m > 0 => format!("{objects}/{m} objects compiled"),
-        _ => format!("{objects} objects compiled"),
-    }
-}
-
 /// Runs `command`, appending its stdout and stderr to `log`, showing
 /// `label`, the number of objects compiled, the elapsed time and, with
-/// `expected_objects`, the time left ([`progress_message`]); or every line
+/// `expected_objects`, the total and the estimated time left
+/// ([`super::estimate::progress_message`]); or every line
 /// when `verbose`. The progress line is one of `control`'s; when `control`
 /// is stopped the command gets SIGTERM (then SIGKILL after
 /// 20 s). Returns the number of objects compiled.
@@ -193,8 +175,11 @@ pub fn run_logged(
                     let _ = writeln!(s.log, "{line}");
                     if is_object_line(&line) {
                         s.objects += 1;
-                        let message =
-                            progress_message(s.objects, expected_objects, started.elapsed());
+                        let message = super::estimate::progress_message(
+                            s.objects,
+                            expected_objects,
+                            started.elapsed(),
+                        );
                         if plain && s.last_plain.elapsed() >= PLAIN_PROGRESS_EVERY {
                             s.last_plain = Instant::now();
                             eprintln!("{label}: {message}, {} s", started.elapsed().as_secs());
@@ -314,23 +299,5 @@ mod tests {
         t.join().unwrap();
         assert!(err.contains("stopped"), "{err}");
         assert!(clock.elapsed() < Duration::from_secs(10), "not stopped");
-    }
-
-    #[test]
-    fn the_estimate_scales_the_time_per_object() {
-        let d = Duration::from_secs;
-        assert_eq!(progress_message(0, None, d(5)), "0 objects compiled");
-        assert_eq!(
-            progress_message(0, Some(100), d(5)),
-            "0/100 objects compiled"
-        );
-        assert_eq!(
-            progress_message(25, Some(100), d(60)),
-            "25/100 objects compiled, about 3m left"
-        );
-        assert_eq!(
-            progress_message(120, Some(100), d(60)),
-            "120/100 objects compiled, about 0s left"
-        );
     }
 }

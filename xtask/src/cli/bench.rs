@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use xtask::build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
+use xtask::host::symbols_bench::SymbolsBenchRequest;
 use xtask::lab::bench::LabBenchRequest;
 
 use super::default_jobs;
@@ -20,6 +21,11 @@ pub enum BenchCommand {
     /// build, and distcc through a distccd on 127.0.0.1; prints a table
     /// with the goals of issue #11.
     Build(BuildBenchArgs),
+    /// Time `size-report --symbols` (this workbench's whole process)
+    /// against the kernel's scripts/bloat-o-meter on one target's base →
+    /// variant vmlinux pair, building the pair first when its results are
+    /// missing; prints the medians and the ratio (issue #21: ≥ 10×).
+    Symbols(SymbolsBenchArgs),
     /// The patch-engine benchmark (the same as `patches bench`).
     Patches(BenchArgs),
     /// Time the QEMU router lab on one target, in target/xtask/bench/lab/
@@ -140,6 +146,40 @@ impl BuildBenchArgs {
             verbose: self.verbose,
             json: self.json,
             skip: self.skip,
+        }
+    }
+}
+
+/// `bench symbols`.
+#[derive(Debug, clap::Args)]
+pub struct SymbolsBenchArgs {
+    /// The target whose pair is diffed.
+    #[arg(long, short = 't', value_name = "TARGET", default_value = "bcm53xx")]
+    pub target: String,
+    /// The old side.
+    #[arg(long, value_name = "NAME", default_value = xtask::inputs::variants::BASELINE)]
+    pub base: String,
+    /// The new side.
+    #[arg(long, value_name = "NAME", default_value = "no-reorder-blocks")]
+    pub variant: String,
+    /// Timed runs of each command, after one untimed (the median counts).
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Parallel compile jobs if the pair must be built first; default:
+    /// number of CPUs.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub jobs: Option<usize>,
+}
+
+impl SymbolsBenchArgs {
+    /// The library's request.
+    pub fn request(self) -> SymbolsBenchRequest {
+        SymbolsBenchRequest {
+            target: self.target,
+            base: self.base,
+            variant: self.variant,
+            runs: self.runs as usize,
+            jobs: self.jobs.unwrap_or_else(default_jobs),
         }
     }
 }

@@ -54,7 +54,7 @@ pub const TEST_PACKAGES: &[&str] = &[
 
 /// The environment variable naming the file where the tests' gate
 /// (`xtask/tests/common/gate.rs`) records each test it skipped for a
-/// missing host tool or file, one line each: `<test file>::<test>: needs
+/// missing host tool or file, one line each: `<test file>::<test>: no
 /// <what> (<how to get it>)`. [`run`] sets it and prints the count.
 pub const SKIP_LEDGER_ENV: &str = "XTASK_SKIP_LEDGER";
 
@@ -130,14 +130,11 @@ mod tests {
             skip_summary(""),
             "tests skipped for a missing host tool or file: none"
         );
-        let summary = skip_summary("lab_ssh::a: needs iperf3 (apt-get install iperf3)\nlab_host::b: needs root (network namespaces)\n");
+        let summary = skip_summary("lab_ssh::a: no iperf3 (apt-get install iperf3)\nlab_host::b: not root (network namespaces)\n");
         let lines: Vec<&str> = summary.lines().collect();
         assert_eq!(lines.len(), 3, "{summary}");
         assert!(lines[0].contains(": 2 (under CI"), "{summary}");
-        assert_eq!(lines[1], "  lab_host::b: needs root (network namespaces)");
-        assert_eq!(
-            lines[2],
-            "  lab_ssh::a: needs iperf3 (apt-get install iperf3)"
-        );
+        assert_eq!(lines[1], "  lab_host::b: not root (network namespaces)");
+        assert_eq!(lines[2], "  lab_ssh::a: no iperf3 (apt-get install iperf3)");
     }
 }

@@ -8,7 +8,8 @@
 //! compiler probe cannot see any of this (it gets the flags as argv), so
 //! flags are checked against a conservative allow-list instead: each flag is
 //! one compiler option, `-` followed by characters from [`ALLOWED_PUNCTUATION`],
-//! ASCII letters and digits, and flags are separated by spaces.
+//! ASCII letters and digits, and flags are separated by spaces; a
+//! branch's flags are at most [`MAX_FLAGS_BYTES`] long.
 
 use std::fmt;
 
@@ -17,8 +18,20 @@ use std::fmt;
 /// `-fprofile-use=a/b.gcda:x`.
 pub const ALLOWED_PUNCTUATION: &str = "_=,.+:/-";
 
+/// The longest flags string of one branch, in bytes. The flags become
+/// part of one Makefile line and of every compile command kbuild runs
+/// through `sh -c`, where Linux takes at most 128 KiB per argument
+/// (`MAX_ARG_STRLEN`) and 2 MiB in all; OpenWrt's own flags are under
+/// 100 bytes. A 5 MB flag once got through and every compile then failed
+/// with "argument list too long".
+pub const MAX_FLAGS_BYTES: usize = 4096;
+
+/// Longest part of a refused flag repeated in a message, in characters.
+const SHOWN_CHARS: usize = 60;
+
 /// Why a flags string is refused: the flag, where in the string the
-/// offending character is, and which character.
+/// offending character is, and which character; or that the whole string
+/// is longer than [`MAX_FLAGS_BYTES`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnsafeFlag {
     /// The whole offending flag: the space-separated word holding the
@@ -29,17 +42,42 @@ pub struct UnsafeFlag {
     /// The offending character, or `None` when the flag is refused as a
     /// whole (it does not start with `-`, or is only `-`).
     pub character: Option<char>,
+    /// The length of the whole string in bytes, when it is refused for
+    /// being longer than [`MAX_FLAGS_BYTES`] (then `flag` is empty and
+    /// `offset` 0).
+    pub too_long: Option<usize>,
+}
+
+impl UnsafeFlag {
+    /// The flag as messages show it: at most [`SHOWN_CHARS`] characters.
+    fn shown(&self) -> String {
+        let mut chars = self.flag.chars();
+        let head: String = chars.by_ref().take(SHOWN_CHARS).collect();
+        match chars.count() {
+            0 => format!("{head:?}"),
+            more => format!("{head:?} (and {more} more characters)"),
+        }
+    }
 }
 
 impl fmt::Display for UnsafeFlag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(bytes) = self.too_long {
+            return write!(
+                f,
+                "the flags are {bytes} bytes long, more than the {MAX_FLAGS_BYTES} bytes \
+                 a branch's flags may have (they become one Makefile line and part of \
+                 every compile command); shorten them, or put what needs more in a patch \
+                 under patches/experiments/, listed in the variant's `patches`"
+            );
+        }
         match self.character {
-            Some(c) => write!(f, "flag {:?} contains {}", self.flag, describe(c))?,
+            Some(c) => write!(f, "flag {} contains {}", self.shown(), describe(c))?,
             None if self.flag == "-" => write!(f, "flag \"-\" is not a compiler option")?,
             None => write!(
                 f,
-                "{:?} is not a compiler option (it does not start with '-')",
-                self.flag
+                "{} is not a compiler option (it does not start with '-')",
+                self.shown()
             )?,
         }
         let fix = match self.character {
@@ -66,8 +104,16 @@ impl std::error::Error for UnsafeFlag {}
 /// character in `flags` and the character. Spaces separate flags; every
 /// other whitespace (tab, newline, carriage return), NUL and every shell or
 /// make metacharacter (`` ` $ ; | & < > ( ) \ ' " # * ? [ ] { } ~ ! % ``)
-/// is refused.
+/// is refused, and so is a string longer than [`MAX_FLAGS_BYTES`].
 pub fn validate(flags: &str) -> Result<(), UnsafeFlag> {
+    if flags.len() > MAX_FLAGS_BYTES {
+        return Err(UnsafeFlag {
+            flag: String::new(),
+            offset: 0,
+            character: None,
+            too_long: Some(flags.len()),
+        });
+    }
     let mut start = 0;
     for word in flags.split(' ') {
         if !word.is_empty() {
@@ -84,6 +130,7 @@ fn check_word(start: usize, word: &str) -> Result<(), UnsafeFlag> {
             flag: word.to_string(),
             offset: start + at,
             character: Some(c),
+            too_long: None,
         });
     }
     if !word.starts_with('-') || word == "-" {
@@ -91,6 +138,7 @@ fn check_word(start: usize, word: &str) -> Result<(), UnsafeFlag> {
             flag: word.to_string(),
             offset: start,
             character: None,
+            too_long: None,
         });
     }
     Ok(())
@@ -169,6 +217,20 @@ mod tests {
             assert!(text.contains(&format!("'{}'", c.escape_debug())), "{text}");
             assert!(text.contains("Remove the character"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_long_string_is_refused_with_the_limit_and_not_repeated() {
+        let long = format!("-Os -DX={}", "1".repeat(MAX_FLAGS_BYTES));
+        let err = validate(&long).unwrap_err();
+        assert_eq!(err.too_long, Some(long.len()));
+        let text = err.to_string();
+        assert!(text.contains("4096 bytes") && text.len() < 400, "{text}");
+        validate(&long[..MAX_FLAGS_BYTES]).unwrap();
+        // A long word with a bad character is shown cut.
+        let word = format!("-D{}$", "y".repeat(1000));
+        let text = validate(&word).unwrap_err().to_string();
+        assert!(text.contains("(and 943 more characters)"), "{text}");
     }
 
     #[test]

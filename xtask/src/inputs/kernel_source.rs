@@ -99,8 +99,11 @@ pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
     if !pins_file.is_file() {
         return Ok(sum);
     }
-    let text = std::fs::read_to_string(&pins_file)
-        .with_context(|| format!("reading {}", pins_file.display()))?;
+    let limit = crate::util::fs::FileLimit {
+        what: "pin file",
+        max_bytes: crate::util::fs::MAX_INPUT_BYTES,
+    };
+    let text = crate::util::fs::read_limited(&pins_file, limit, "restore it from git")?;
     let pins: Pins = toml_edit::de::from_str(&text)
         .with_context(|| format!("{}: not a valid pin file", pins_file.display()))?;
     let name = tarball

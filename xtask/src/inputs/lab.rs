@@ -10,7 +10,8 @@
 //! guest_arch = "mipsel"
 //! replace_fragments = ["kconfig/brcm47xx.config"]
 //! fragments = ["kconfig/lab-malta.config", "kconfig/lab-malta-le.config"]
-//! nic = "pcnet"
+//! nic = "e1000"
+//! other_nics = ["pcnet"]
 //! nic_pci_slots = ["0x12", "0x14"]
 //!
 //! # The real SoC's L1 caches, which `lab --cache-model` simulates (bytes).
@@ -78,8 +79,13 @@ pub struct LabSpec {
     /// Serial console device in the guest, e.g. `ttyS0` or `ttyAMA0`.
     #[serde(default = "default_console")]
     pub console: String,
-    /// QEMU NIC model (`-device` name), e.g. `pcnet`.
+    /// QEMU NIC model (`-device` name) the lab boots with, e.g. `e1000`.
     pub nic: String,
+    /// Other NIC models the lab kernel drives too, which `cargo xtask lab
+    /// --nic MODEL` boots instead of [`LabSpec::nic`] (e.g. `["pcnet"]`,
+    /// to compare with a driver that never uses GRO).
+    #[serde(default)]
+    pub other_nics: Vec<String>,
     /// PCI slot of each NIC (LAN first), e.g. `["0x12", "0x14"]`; empty for
     /// NICs that are not on PCI (virtio-mmio).
     #[serde(default)]
@@ -262,6 +268,10 @@ impl LabSpec {
             crate::inputs::targets::check_plain(&format!("[lab] {key}"), value, extra)
                 .with_context(|| format!("{file}: refusing this [lab] table"))?;
         }
+        for nic in &self.other_nics {
+            crate::inputs::targets::check_plain("[lab] other_nics", nic, "-")
+                .with_context(|| format!("{file}: refusing this [lab] table"))?;
+        }
         for slot in &self.nic_pci_slots {
             let hex = slot.strip_prefix("0x").unwrap_or("");
             if hex.is_empty() || hex.len() > 2 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -316,6 +326,31 @@ impl LabSpec {
                 .with_context(|| format!("{file}: refusing this [lab.timing] table"))?;
         }
         Ok(())
+    }
+
+    /// This table with `nic` as the NIC QEMU boots with (`cargo xtask lab
+    /// --nic`): [`LabSpec::nic`] or one of [`LabSpec::other_nics`], the
+    /// models the lab kernel has drivers for; `None` keeps the default.
+    /// Errors: another model, naming the ones the table allows and
+    /// `target_file`, whose `[lab]` lists them.
+    pub fn with_nic(&self, nic: Option<&str>, target_file: &Path) -> Result<LabSpec> {
+        let Some(nic) = nic else {
+            return Ok(self.clone());
+        };
+        if nic != self.nic && !self.other_nics.iter().any(|n| n == nic) {
+            let mut allowed = vec![self.nic.as_str()];
+            allowed.extend(self.other_nics.iter().map(String::as_str));
+            bail!(
+                "--nic {nic:?}: this lab's kernel drives {} ([lab] nic and other_nics in {}); \
+                 another NIC needs its driver in the lab's kconfig fragments and its name in other_nics",
+                allowed.join(", "),
+                target_file.display()
+            );
+        }
+        Ok(LabSpec {
+            nic: nic.to_string(),
+            ..self.clone()
+        })
     }
 }
 
@@ -414,6 +449,30 @@ mod tests {
             let err = format!("{:#}", spec(bad).validate(file, &[]).unwrap_err());
             assert!(err.contains(why), "{bad:?}: {err}");
         }
+    }
+
+    #[test]
+    fn another_nic_is_one_the_lab_kernel_drives() {
+        let spec: LabSpec = toml_edit::de::from_str(
+            "qemu = \"qemu-system-mipsel\"\nqemu_package = \"qemu-system-mips\"\n\
+             machine = \"malta\"\ncpu = \"74Kf\"\nguest_arch = \"mipsel\"\nfragments = []\n\
+             nic = \"e1000\"\nother_nics = [\"pcnet\"]\n",
+        )
+        .unwrap();
+        let file = Path::new("targets/brcm47xx.toml");
+        assert_eq!(spec.with_nic(None, file).unwrap().nic, "e1000");
+        assert_eq!(spec.with_nic(Some("pcnet"), file).unwrap().nic, "pcnet");
+        assert_eq!(spec.with_nic(Some("e1000"), file).unwrap(), spec);
+        let err = spec.with_nic(Some("virtio-net-pci"), file).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("drives e1000, pcnet"), "{msg}");
+        assert!(msg.contains("targets/brcm47xx.toml"), "{msg}");
+        let hostile = LabSpec {
+            other_nics: vec!["pcnet,netdev=x".into()],
+            ..spec
+        };
+        let err = format!("{:#}", hostile.validate(file, &[]).unwrap_err());
+        assert!(err.contains("other_nics"), "{err}");
     }
 
     #[test]

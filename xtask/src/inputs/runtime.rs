@@ -216,8 +216,11 @@ fn check_name(name: &str) -> Result<()> {
 
 /// Reads and checks `file` (see the module docs).
 pub fn load(file: &Path) -> Result<Vec<RuntimeVariant>> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let limit = crate::util::fs::FileLimit {
+        what: "runtime variants file",
+        max_bytes: crate::util::fs::MAX_INPUT_BYTES,
+    };
+    let text = crate::util::fs::read_limited(file, limit, "restore it from git")?;
     parse(&text).with_context(|| format!("{}: not a valid runtime variants file", file.display()))
 }
 

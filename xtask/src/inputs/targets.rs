@@ -147,8 +147,11 @@ impl Target {
     /// Errors name the file and what is wrong (unknown key, missing fragment,
     /// `uImage` without `[uimage]`).
     pub fn load(file: &Path) -> Result<Target> {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let limit = crate::util::fs::FileLimit {
+            what: "target file",
+            max_bytes: crate::util::fs::MAX_INPUT_BYTES,
+        };
+        let text = crate::util::fs::read_limited(file, limit, "restore it from git")?;
         let mut target: Target = toml_edit::de::from_str(&text)
             .with_context(|| format!("{}: not a valid target file", file.display()))?;
         target.name = file

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::inputs::cflags;
+use crate::util::text::printable;
 
 /// The name of the variant whose flags others inherit.
 pub const BASELINE: &str = "baseline";
@@ -68,21 +69,30 @@ impl Variant {
     }
 }
 
-/// `cargo xtask flags list`: each variant with its flags, patches and
-/// kconfig lines.
+/// `cargo xtask flags list`: prints [`list_text`].
 pub fn print_list(file: &Path, patches_dir: &Path) -> Result<()> {
+    print!("{}", list_text(file, patches_dir)?);
+    Ok(())
+}
+
+/// Each variant with its flags, patches and kconfig lines, one item a
+/// line, with control characters escaped ([`printable`]): a description
+/// holding an escape sequence is shown, not run by the terminal.
+pub fn list_text(file: &Path, patches_dir: &Path) -> Result<String> {
+    use std::fmt::Write;
+    let mut out = String::new();
     for v in load(file, patches_dir)? {
-        println!("{}: {}", v.name, v.description);
-        println!("    -Os branch: {}", v.os_flags);
-        println!("    -O2 branch: {}", v.o2_flags);
+        let _ = writeln!(out, "{}: {}", v.name, printable(&v.description));
+        let _ = writeln!(out, "    -Os branch: {}", v.os_flags);
+        let _ = writeln!(out, "    -O2 branch: {}", v.o2_flags);
         for p in &v.patches {
-            println!("    patch: {}", p.display());
+            let _ = writeln!(out, "    patch: {}", printable(&p.display().to_string()));
         }
         for k in &v.kconfig {
-            println!("    kconfig: {k}");
+            let _ = writeln!(out, "    kconfig: {}", printable(k));
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Reads `variants.toml`; patch paths are resolved against `patches_dir`.
@@ -93,8 +103,11 @@ pub fn print_list(file: &Path, patches_dir: &Path) -> Result<()> {
 /// and an `os`/`o2` flag that [`crate::inputs::cflags::validate`] refuses
 /// (then also the line and column of the offending character).
 pub fn load(file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let limit = crate::util::fs::FileLimit {
+        what: "variants file",
+        max_bytes: crate::util::fs::MAX_INPUT_BYTES,
+    };
+    let text = crate::util::fs::read_limited(file, limit, "restore it from git")?;
     parse(&text, file, patches_dir)
 }
 
@@ -333,6 +346,29 @@ mod tests {
             assert!(err.contains(want), "{text}\n{err}");
             assert!(err.contains("variants.toml"), "{err}");
         }
+    }
+
+    /// `flags list` escapes a description's terminal control characters;
+    /// before, they reached the terminal raw.
+    #[test]
+    fn the_list_escapes_control_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("variants.toml");
+        std::fs::write(
+            &file,
+            "[variants.baseline]\ndescription = \"\\u001b[2J\\u001b]0;owned\\u0007red\\r\"\nos = \"-Os\"\no2 = \"-O2\"\nkconfig = [\"CONFIG_X=\\u001b[1m\"]\n",
+        )
+        .unwrap();
+        let text = list_text(&file, dir.path()).unwrap();
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(
+            text.starts_with("baseline: \\u{1b}[2J\\u{1b}]0;owned\\u{7}red\\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("kconfig: CONFIG_X=\\u{1b}[1m"), "{text}");
     }
 
     #[test]

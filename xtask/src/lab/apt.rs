@@ -172,6 +172,26 @@ impl PrivateApt {
         self.source_of(package, into)
     }
 
+    /// `apt-get source --print-uris PACKAGE`'s output: the candidate
+    /// version's files with their URIs and sha256 (see
+    /// [`super::static_guest::sources::parse_print_uris`]), downloading
+    /// nothing. Call [`PrivateApt::update`] first, with `deb-src` lines.
+    pub fn source_uris(&self, package: &str) -> Result<String> {
+        let log = self.dir.join("apt-print-uris.log");
+        if log.exists() {
+            std::fs::remove_file(&log).with_context(|| format!("removing {}", log.display()))?;
+        }
+        let mut uris = self.apt_get();
+        uris.args(["source", "--print-uris", "--yes"]).arg(package);
+        run_logged(
+            uris,
+            &format!("apt-get source --print-uris {package} (private)"),
+            &log,
+            APT_TIMEOUT,
+        )?;
+        std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))
+    }
+
     fn source_of(&self, wanted: &str, into: &Path) -> Result<()> {
         std::fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
         let log = self.dir.join("apt-source.log");

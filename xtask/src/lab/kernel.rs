@@ -197,7 +197,9 @@ pub fn built(layout: &Layout, target: &Target, variant: &Variant) -> Result<LabK
     let lab = lab_target(target)?;
     let dir = layout.results_dir(&lab.name, &variant.name);
     anyhow::ensure!(
-        dir.join(crate::results::FILE_NAME).is_file(),
+        // Present in any form: BuildResult::read says what is wrong with
+        // a result.json that is not a readable file.
+        std::fs::symlink_metadata(dir.join(crate::results::FILE_NAME)).is_ok(),
         "no lab kernel of {} for {} in {}: build it with `cargo xtask lab --target {} --variant {} --build-only`",
         variant.name,
         target.name,

@@ -41,6 +41,7 @@ pub mod cpio;
 pub mod firewall4;
 pub mod forwarding;
 pub mod guest;
+pub mod guest_tbench;
 pub mod host;
 pub mod iperf;
 pub mod kernel;
@@ -176,6 +177,14 @@ pub struct LabRequest {
     /// `--openwrt PATH`: build the lab kernels as this OpenWrt checkout
     /// builds its target for the QEMU machine ([`openwrt`]); QEMU only.
     pub openwrt: Option<PathBuf>,
+    /// The guest's NIC model instead of the `[lab]` table's (`--nic`;
+    /// QEMU only): one of its `other_nics`.
+    pub nic: Option<String>,
+    /// The QEMU lab's topology by name (`--topology`; [`topology::NAMES`]):
+    /// `nat-router` (forwarding), or `loopback` (tbench inside the guest).
+    pub topology: String,
+    /// tbench's clients in the `loopback` topology (`--clients`).
+    pub tbench_clients: u32,
 }
 
 impl LabRequest {
@@ -327,6 +336,12 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             }
             if request.openwrt.is_some() {
                 bail!("--openwrt builds QEMU lab kernels as OpenWrt builds its QEMU targets; a real router over SSH runs the images its lab file names (build them with `cargo xtask build --openwrt`)");
+            }
+            if request.nic.is_some() {
+                bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
+            }
+            if request.topology != topology::nat_router::NAME {
+                bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);
             }
             let (plan, mut backend) = ssh::resolve(layout, request, ssh)?;
             orchestrate::run(layout, &plan, &mut backend, mode)

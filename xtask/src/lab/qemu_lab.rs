@@ -6,18 +6,21 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
 use super::backend::{Backend, Prepared, Up};
 use super::cache_model::{self, CacheModel};
 use super::forwarding::{self, Forwarding};
+use super::guest_tbench::GuestTbench;
 use super::kernel::{self, LabKernel, Recipe};
 use super::orchestrate::LabPlan;
-use super::record::{Arm, BootRecord, MachineInfo, QemuInfo};
+use super::record::{Arm, BootRecord, MachineInfo, QemuInfo, Settings};
 use super::rootfs::{self, Initramfs};
+use super::runner;
 use super::session::{Image, QemuTestbed};
 use super::topology::{self, Ruleset, Topology};
+use super::workload::Workload;
 use super::{qemu, LabRequest};
 use crate::build::BuildOptions;
 use crate::inputs::lab::LabSpec;
@@ -94,6 +97,15 @@ impl<'a> QemuBackend<'a> {
         })
     }
 
+    /// The backend booting its guests with NIC model `nic` instead of the
+    /// `[lab]` table's (`--nic`; `None` keeps it): see
+    /// [`LabSpec::with_nic`], whose error names the models the target's
+    /// file allows.
+    pub fn with_nic(mut self, nic: Option<&str>) -> Result<QemuBackend<'a>> {
+        self.spec = self.spec.with_nic(nic, &self.target.file)?;
+        Ok(self)
+    }
+
     /// The lab kernels, once prepared.
     pub fn built(&self) -> &[LabKernel] {
         match &self.kernels {
@@ -121,12 +133,13 @@ pub fn resolve<'a>(
 ) -> Result<(LabPlan, QemuBackend<'a>)> {
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
-    let spec = kernel::spec_of(&target)?.clone();
+    let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
     let chosen = super::chosen_variants(layout, &request.variants)?;
+    let mut topology = topology::named(&request.topology)?;
+    let (workload, schedule, settings) = workload(&topology, request, &chosen[0].name)?;
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
-    let mut topology = topology::named(topology::nat_router::NAME)?;
     let recipe = match &request.openwrt {
         None => Recipe::Profiles,
         Some(checkout) => {
@@ -149,18 +162,19 @@ pub fn resolve<'a>(
     let plan = LabPlan {
         target: target.name.clone(),
         machine: format!(
-            "QEMU {} -cpu {} ({} kernels{kernels_from})",
+            "QEMU {} -cpu {}, {} NICs ({} kernels{kernels_from})",
             spec.machine,
             spec.cpu,
+            spec.nic,
             kernel::lab_target(&target)?.name
         ),
         topology: Some(topology.clone()),
         places: (Vec::new(), Vec::new()),
-        workload: Box::new(Forwarding::lan_to_wan()),
+        workload,
         variants: chosen.iter().map(|v| v.name.clone()).collect(),
         control: request.control(),
-        schedule: forwarding::plan(request),
-        settings: forwarding::settings(request, &chosen[0].name),
+        schedule,
+        settings,
     };
     let backend = QemuBackend::new(
         (sh, layout),
@@ -177,14 +191,43 @@ pub fn resolve<'a>(
         } else {
             CacheModelChoice::Off
         },
-    )?;
+    )?
+    .with_nic(request.nic.as_deref())?;
     Ok((plan, backend))
+}
+
+/// What runs on `topology` as `request` asks, with the schedule and
+/// `lab.json`'s settings (`base` the base variant): tbench inside the
+/// guest of the `loopback` topology ([`GuestTbench`], `--clients`), iperf3
+/// through the router on every other ([`Forwarding`]). Errors: the cache
+/// model on `loopback`, whose figures are per forwarded packet.
+pub fn workload(
+    topology: &Topology,
+    request: &LabRequest,
+    base: &str,
+) -> Result<(Box<dyn Workload>, runner::Plan, Settings)> {
+    if topology.name == topology::loopback::NAME {
+        if request.cache_model {
+            bail!("--cache-model counts per forwarded packet; the loopback topology forwards nothing (drop --cache-model or use --topology nat-router)");
+        }
+        let tbench = GuestTbench::new(topology::loopback::GUEST, request.tbench_clients)?;
+        let schedule = tbench.plan(request.runs, request.duration_seconds);
+        let settings = tbench.settings(&schedule, (base, request.control));
+        return Ok((Box::new(tbench), schedule, settings));
+    }
+    Ok((
+        Box::new(Forwarding::lan_to_wan()),
+        forwarding::plan(request),
+        forwarding::settings(request, base),
+    ))
 }
 
 /// `lab --openwrt`: the measured guest loads firewall4's ruleset
 /// ([`Ruleset::Firewall4`]) in place of the nat-router's, where its `nft`
 /// can: a static guest's loader knows the nat-router's alone, which it then
-/// keeps, saying so.
+/// keeps, saying so. A topology whose measured guest loads no ruleset
+/// (`loopback`: tbench on the guest's own `lo`) is left as it is: there
+/// the OpenWrt-mode kernel is all `--openwrt` changes.
 pub fn openwrt_ruleset(topology: &mut Topology, spec: &LabSpec) {
     let measured = topology.measured.clone();
     for g in topology.guests.iter_mut().filter(|g| g.name == measured) {
@@ -353,5 +396,109 @@ impl Backend for QemuBackend<'_> {
             bed: Box::new(bed),
             boot: Some(boot),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::orchestrate::Control;
+    use crate::lab::record::{Condition, Direction, Gro};
+    use crate::lab::{DirectionChoice, GroChoice, Machine};
+    use crate::results::lab::Benchmark;
+
+    fn request(topology: &str) -> LabRequest {
+        LabRequest {
+            target: "brcm47xx".into(),
+            variants: vec!["baseline".into(), "lo-no-tso-gso".into()],
+            runs: 5,
+            duration_seconds: 2,
+            gro: GroChoice::Both,
+            direction: DirectionChoice::Both,
+            control: true,
+            build_only: false,
+            build: BuildOptions::with_jobs(1),
+            kernel_src: None,
+            machine: Machine::Qemu,
+            cache_model: false,
+            openwrt: None,
+            nic: None,
+            topology: topology.into(),
+            tbench_clients: 2,
+        }
+    }
+
+    /// The QEMU lab's plan as `resolve` builds it, without the target's
+    /// tools or kernels.
+    fn plan_of(request: &LabRequest) -> Result<LabPlan> {
+        let topology = topology::named(&request.topology)?;
+        let (workload, schedule, settings) = workload(&topology, request, &request.variants[0])?;
+        Ok(LabPlan {
+            target: request.target.clone(),
+            machine: "QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)".into(),
+            topology: Some(topology),
+            places: (Vec::new(), Vec::new()),
+            workload,
+            variants: request.variants.clone(),
+            control: request.control(),
+            schedule,
+            settings,
+        })
+    }
+
+    #[test]
+    fn the_loopback_topology_runs_tbench_inside_its_guest() {
+        let plan = plan_of(&request(topology::loopback::NAME)).unwrap();
+        plan.check().unwrap();
+        let tbench = Condition::Bench {
+            bench: Benchmark::Tbench { clients: 2 },
+        };
+        assert_eq!(plan.schedule.warmup, tbench);
+        assert_eq!(plan.schedule.conditions, [tbench]);
+        assert_eq!((plan.schedule.runs, plan.schedule.duration_seconds), (5, 2));
+        assert_eq!(plan.settings.benches, [Benchmark::Tbench { clients: 2 }]);
+        assert!(plan.settings.gro.is_empty() && plan.settings.directions.is_empty());
+        assert_eq!(plan.settings.conditions(), [tbench]);
+        assert_eq!(plan.control, Control::Twin);
+        assert_eq!(
+            plan.describe(),
+            "lab plan for brcm47xx:\n\
+             \x20 machine:  QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)\n\
+             \x20 topology: loopback (one guest, no NIC: the workload runs on the variant kernel's own loopback)\n\
+             \x20 workload: tbench, 2 clients, against tbench_srv inside guest router over its own loopback (the variant kernel's), MB/s\n\
+             \x20 arms:     baseline, baseline~control (A/A control), lo-no-tso-gso\n\
+             \x20 session:  warm-up tbench, 2 clients (discarded), then tbench, 2 clients\n\
+             \x20 runs:     5 rounds × 3 arms × 2 runs of 2 s = 30 runs, 1m of traffic\n"
+        );
+    }
+
+    #[test]
+    fn the_nat_router_still_forwards_and_loopback_refuses_the_cache_model() {
+        let plan = plan_of(&request(topology::nat_router::NAME)).unwrap();
+        plan.check().unwrap();
+        assert_eq!(plan.schedule.conditions.len(), 4);
+        assert_eq!(
+            plan.schedule.warmup,
+            Condition::Forward {
+                direction: Direction::LanToWan,
+                gro: Gro::On
+            }
+        );
+        assert!(plan.settings.benches.is_empty());
+        assert!(plan
+            .workload
+            .describe()
+            .starts_with("iperf3 from endpoint lan"));
+
+        let mut cached = request(topology::loopback::NAME);
+        cached.cache_model = true;
+        let err = plan_of(&cached).err().unwrap().to_string();
+        assert!(
+            err.contains("the loopback topology forwards nothing"),
+            "{err}"
+        );
+        let mut none = request(topology::loopback::NAME);
+        none.tbench_clients = 0;
+        assert!(plan_of(&none).is_err());
     }
 }

@@ -1,5 +1,7 @@
 //! The guest's initramfs: Debian packages of the guest architecture
-//! (busybox-static, nftables with its libraries, ethtool), fetched with a
+//! (busybox-static, nftables with its libraries, ethtool; batctl for the
+//! mesh's batman-adv and dbench for tbench, with its loadfile
+//! `/usr/share/dbench/client.txt`), fetched with a
 //! private apt configuration and unpacked with `dpkg-deb -x`, plus the
 //! lab's `/init` ([`super::guest`]). A guest architecture Debian has no
 //! port of gets the same programs built static from Debian's sources
@@ -36,8 +38,10 @@ use crate::util::fs::write_atomic;
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 
-/// The Debian packages the guest runs (their dependencies come along).
-pub const GUEST_PACKAGES: &[&str] = &["busybox-static", "nftables", "ethtool"];
+/// The Debian packages the guest runs (their dependencies come along):
+/// the router's (busybox, nftables, ethtool), batman-adv's `batctl`, and
+/// `dbench` for `tbench`/`tbench_srv` and the loadfile tbench reads.
+pub const GUEST_PACKAGES: &[&str] = &["busybox-static", "nftables", "ethtool", "batctl", "dbench"];
 
 /// The Debian release the guest's packages come from.
 pub const SUITE: &str = "bookworm";
@@ -99,7 +103,11 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
     let out_dir = lab_dir.join("initramfs");
     let archive = out_dir.join(format!("{arch}-{}.cpio", &key[..16]));
     let manifest = archive.with_extension("json");
-    if let Ok(text) = std::fs::read_to_string(&manifest) {
+    let limit = crate::util::fs::FileLimit {
+        what: "initramfs manifest",
+        max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+    };
+    if let Ok(text) = crate::util::fs::read_limited(&manifest, limit, "") {
         if let Ok(found) = serde_json::from_str::<Initramfs>(&text) {
             if archive.is_file() && sha256_file(&archive)? == found.sha256 {
                 return Ok(found);

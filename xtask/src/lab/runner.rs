@@ -114,7 +114,10 @@ pub fn with_control(mut arms: Vec<Arm>) -> Vec<Arm> {
 }
 
 /// Runs the plan on `system` for every arm of `record`, writing `record`
-/// into `dir` after every run. Each run's `wall_seconds` is the wall time
+/// into `dir` after every run. Measured runs already in `record` (a lab
+/// taken over after its runner was killed) are kept and not run again: a
+/// session whose measured runs are all there is not booted, one that is
+/// missing some boots afresh (with its own warm-up) and runs only those. Each run's `wall_seconds` is the wall time
 /// of [`SystemUnderTest::measure`] (writing `lab.json` after it is not
 /// included). On an error the record is written with a failed
 /// [`Status`] naming it, and the error returned.
@@ -143,17 +146,36 @@ fn execute_inner(
     dir: &Path,
 ) -> Result<()> {
     let arms = record.arms.clone();
-    let mut index = 0u32;
+    let mut index = record.runs.iter().map(|r| r.index + 1).max().unwrap_or(0);
     let schedule: Vec<(Condition, bool)> = std::iter::once((plan.warmup, true))
         .chain(plan.conditions.iter().map(|&c| (c, false)))
         .collect();
-    let total = u64::from(plan.runs) * arms.len() as u64 * schedule.len() as u64;
+    let kept = |record: &LabRecord, arm: &Arm, round: u32, condition: Condition| {
+        record
+            .runs
+            .iter()
+            .any(|r| !r.warmup && r.arm == arm.name && r.round == round && r.condition == condition)
+    };
+    let sessions: Vec<(u32, &Arm)> = (0..plan.runs)
+        .flat_map(|round| arms.iter().map(move |arm| (round, arm)))
+        .filter(|&(round, arm)| !plan.conditions.iter().all(|&c| kept(record, arm, round, c)))
+        .collect();
+    let total: u64 = sessions
+        .iter()
+        .map(|&(round, arm)| {
+            1 + plan
+                .conditions
+                .iter()
+                .filter(|&&c| !kept(record, arm, round, c))
+                .count() as u64
+        })
+        .sum();
     let progress = Progress::new(total);
-    for round in 0..plan.runs {
+    for (round, arm) in sessions {
         // Rounds count from 1 wherever people read them (lab.json's
         // `round` counts from 0).
         let words = round_words(round, plan.runs);
-        for arm in &arms {
+        {
             let (mut session, boot) = system
                 .start(arm, round, dir)
                 .with_context(|| format!("starting {} ({words})", arm.name))?;
@@ -166,6 +188,9 @@ fn execute_inner(
                 record.write(dir)?;
             }
             for &(condition, warmup) in &schedule {
+                if !warmup && kept(record, arm, round, condition) {
+                    continue;
+                }
                 let spec = RunSpec {
                     arm,
                     round,

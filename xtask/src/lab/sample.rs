@@ -51,8 +51,11 @@ pub fn iperf_summary(report: &serde_json::Value) -> Result<IperfSummary> {
 
 /// Reads an iperf3 `--json` report from `path`.
 pub fn read_json(path: &std::path::Path) -> Result<serde_json::Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let limit = crate::util::fs::FileLimit {
+        what: "iperf3 report",
+        max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+    };
+    let text = crate::util::fs::read_limited(path, limit, "run the lab again")?;
     serde_json::from_str(&text)
         .with_context(|| format!("{}: not iperf3 JSON:\n{text}", path.display()))
 }

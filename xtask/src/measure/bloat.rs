@@ -29,7 +29,7 @@
 //! base name; the rendered text then says so in its first line and is no
 //! longer bloat-o-meter's.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::measure::symbols::NmSymbol;
@@ -186,9 +186,12 @@ pub fn diff_with(old: &[NmSymbol], new: &[NmSymbol], mode: Mode, options: Option
     }
 }
 
-/// bloat-o-meter's `getsizes`: name → summed size in bytes.
-fn sizes(symbols: &[NmSymbol], types: &str, options: Options) -> HashMap<String, u64> {
-    let mut out: HashMap<String, u64> = HashMap::new();
+/// bloat-o-meter's `getsizes`: name → summed size in bytes. Names
+/// borrow from `symbols` unless `.NUMBER` stripping or clone folding
+/// changed them; the map hashes with rustc's Fx hash (names come from the
+/// user's own vmlinux, so collision attacks are not a concern).
+fn sizes<'a>(symbols: &'a [NmSymbol], types: &str, options: Options) -> Sizes<'a> {
+    let mut out = Sizes::with_capacity_and_hasher(symbols.len(), Default::default());
     for sym in symbols {
         // Nameless symbols (real ARM vmlinux files have some) crash the
         // script's three-field unpacking; they are left out.
@@ -199,21 +202,22 @@ fn sizes(symbols: &[NmSymbol], types: &str, options: Options) -> HashMap<String,
         {
             continue;
         }
-        let mut name = strip_numbers(&sym.name);
+        let mut name = strip_numbers_cow(&sym.name);
         if options.fold_clones {
-            name = fold_clone(&name).to_string();
+            name = match name {
+                Cow::Borrowed(n) => Cow::Borrowed(fold_clone(n)),
+                Cow::Owned(n) => Cow::Owned(fold_clone(&n).to_string()),
+            };
         }
         *out.entry(name).or_insert(0) += sym.size;
     }
     out
 }
 
-fn calc(
-    title: &'static str,
-    types: &'static str,
-    old: &HashMap<String, u64>,
-    new: &HashMap<String, u64>,
-) -> Table {
+/// Summed sizes by (stripped) name.
+type Sizes<'a> = rustc_hash::FxHashMap<Cow<'a, str>, u64>;
+
+fn calc(title: &'static str, types: &'static str, old: &Sizes<'_>, new: &Sizes<'_>) -> Table {
     let mut table = Table {
         title,
         types,
@@ -284,12 +288,21 @@ pub fn is_skipped(name: &str) -> bool {
 /// digits, leftmost-longest, non-overlapping): `foo.constprop.0.isra.1`
 /// becomes `foo.constprop.isra`, `__func__.12` becomes `__func__`.
 pub fn strip_numbers(name: &str) -> String {
+    strip_numbers_cow(name).into_owned()
+}
+
+/// [`strip_numbers`], borrowing `name` when it has no `.NUMBER`.
+fn strip_numbers_cow(name: &str) -> Cow<'_, str> {
     let bytes = name.as_bytes();
+    let dot_digit = |i: usize| bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+    let Some(first) = (0..bytes.len()).find(|&i| dot_digit(i)) else {
+        return Cow::Borrowed(name);
+    };
     let mut out = String::with_capacity(name.len());
     let mut start = 0; // start of the not yet copied text
-    let mut i = 0;
+    let mut i = first;
     while i < bytes.len() {
-        if bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        if dot_digit(i) {
             out.push_str(&name[start..i]);
             i += 1;
             while bytes.get(i).is_some_and(u8::is_ascii_digit) {
@@ -301,7 +314,7 @@ pub fn strip_numbers(name: &str) -> String {
         }
     }
     out.push_str(&name[start..]);
-    out
+    Cow::Owned(out)
 }
 
 /// Clone suffixes GCC (`ipa-sra`, `ipa-cp`, `ipa-split`, hot/cold

@@ -10,7 +10,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader};
-use object::Endianness;
+use object::read::ReadCache;
+use object::{Endianness, ReadRef};
 use serde::{Deserialize, Serialize};
 
 /// text, data and bss in bytes, as `size` (Berkeley format) prints them.
@@ -31,25 +32,33 @@ impl SectionSizes {
     }
 }
 
-/// Reads `path` and sums its sections as `size` does.
+/// Reads the ELF and section headers of `path` (through `object`'s
+/// [`ReadCache`], not the whole file) and sums its sections as `size` does.
 ///
 /// Errors when the file cannot be read or is not an ELF file (naming the file).
 pub fn berkeley_sizes(path: &Path) -> Result<SectionSizes> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    berkeley_sizes_of(&bytes)
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let cache = ReadCache::new(file);
+    berkeley_sizes_from(&cache)
         .with_context(|| format!("{}: not a readable ELF file", path.display()))
 }
 
 /// [`berkeley_sizes`] over an in-memory ELF image (32- or 64-bit, either endianness).
 pub fn berkeley_sizes_of(elf: &[u8]) -> Result<SectionSizes> {
+    berkeley_sizes_from(elf)
+}
+
+fn berkeley_sizes_from<'data, R: ReadRef<'data>>(elf: R) -> Result<SectionSizes> {
     match object::FileKind::parse(elf)? {
-        object::FileKind::Elf32 => sum_sections::<elf::FileHeader32<Endianness>>(elf),
-        object::FileKind::Elf64 => sum_sections::<elf::FileHeader64<Endianness>>(elf),
+        object::FileKind::Elf32 => sum_sections::<elf::FileHeader32<Endianness>, R>(elf),
+        object::FileKind::Elf64 => sum_sections::<elf::FileHeader64<Endianness>, R>(elf),
         other => anyhow::bail!("not an ELF file ({other:?})"),
     }
 }
 
-fn sum_sections<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<SectionSizes> {
+fn sum_sections<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+    data: R,
+) -> Result<SectionSizes> {
     let header = H::parse(data)?;
     let endian = header.endian()?;
     let mut sizes = SectionSizes {

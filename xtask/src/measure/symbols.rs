@@ -41,7 +41,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
-use object::Endianness;
+use object::read::ReadCache;
+use object::{Endianness, ReadRef};
 
 /// One line of `nm --size-sort`: `SIZE TYPE NAME`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -85,8 +86,67 @@ impl SymbolTable {
 /// truncated (headers, the symbol table, or a section's contents reaching
 /// past the end of the file). A file without `.symtab` has no symbols.
 pub fn read_symbols(path: &Path) -> Result<SymbolTable> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = read_tables(path).with_context(|| format!("reading {}", path.display()))?;
     read_symbols_of(&bytes).with_context(|| format!("{}: not a readable ELF file", path.display()))
+}
+
+/// The file at `path` as a buffer of its length that holds only what
+/// [`read_symbols_of`] reads: the ELF header, the section headers and the
+/// symbol, string and extended-index tables, each at its offset; the rest
+/// stays zero and is never paged in (a router vmlinux is 5–10 MB, these
+/// tables under a fifth of it). A file `object` cannot parse this far is
+/// read whole, so [`read_symbols_of`] reports what is wrong with it.
+fn read_tables(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let ranges = {
+        let cache = ReadCache::new(&file);
+        match object::FileKind::parse(&cache) {
+            Ok(object::FileKind::Elf32) => table_ranges::<elf::FileHeader32<Endianness>, _>(&cache),
+            Ok(object::FileKind::Elf64) => table_ranges::<elf::FileHeader64<Endianness>, _>(&cache),
+            _ => None,
+        }
+    };
+    let Some(ranges) = ranges else {
+        return std::fs::read(path);
+    };
+    let mut data = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
+    for range in ranges {
+        let end = range.end.min(len);
+        if range.start < end {
+            file.read_exact_at(&mut data[range.start as usize..end as usize], range.start)?;
+        }
+    }
+    Ok(data)
+}
+
+/// The byte ranges [`read_tables`] reads, or `None` when the headers do
+/// not parse.
+fn table_ranges<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+    data: R,
+) -> Option<Vec<std::ops::Range<u64>>> {
+    let header = H::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.sections(endian, data).ok()?;
+    let shoff: u64 = header.e_shoff(endian).into();
+    let table = sections.len() as u64 * u64::from(header.e_shentsize(endian));
+    let mut ranges = vec![
+        0..std::mem::size_of::<H>() as u64,
+        shoff..shoff.saturating_add(table),
+    ];
+    for section in sections.iter() {
+        let sh_type = section.sh_type(endian);
+        if sh_type == elf::SHT_SYMTAB
+            || sh_type == elf::SHT_STRTAB
+            || sh_type == elf::SHT_SYMTAB_SHNDX
+        {
+            let offset: u64 = section.sh_offset(endian).into();
+            let size: u64 = section.sh_size(endian).into();
+            ranges.push(offset..offset.saturating_add(size));
+        }
+    }
+    Some(ranges)
 }
 
 /// [`read_symbols`] over an in-memory ELF image.
@@ -256,7 +316,10 @@ fn symbols<H: FileHeader<Endian = Endianness>>(data: &[u8], bits: u32) -> Result
         symbols: out
             .into_iter()
             .map(|(size, name, kind)| NmSymbol {
-                name: String::from_utf8_lossy(name).into_owned(),
+                name: match std::str::from_utf8(name) {
+                    Ok(name) => name.to_owned(),
+                    Err(_) => String::from_utf8_lossy(name).into_owned(),
+                },
                 size,
                 kind,
             })

@@ -197,6 +197,8 @@ pub struct PatchUpdate {
     pub text: String,
     /// Whether `text` differs from the file's bytes (or the file is missing).
     pub changed: bool,
+    /// The file's text before, `None` when it did not exist.
+    pub old: Option<String>,
 }
 
 /// Generates the variant's patch for `dir`, keeping an existing header;
@@ -216,6 +218,7 @@ pub fn generate_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<P
         file,
         text,
         changed,
+        old,
     })
 }
 
@@ -239,7 +242,10 @@ pub fn write_patch(dir: &Path, makefile: &str, variant: &Variant) -> Result<bool
 /// All-or-nothing: variants.toml is loaded (which validates every flag,
 /// naming the file and line) and every patch is generated before the first
 /// is written, so a hostile flag, a missing kernel source or a Makefile
-/// without the optimisation block leaves every patch as it was.
+/// without the optimisation block leaves every patch as it was; then the
+/// changed patches are written as [`write_all_or_nothing`] does, so a
+/// directory that cannot be written (read-only, full) leaves them all as
+/// they were too, and the error says which were and were not written.
 pub fn set_flags(
     sh: &Shell,
     layout: &Layout,
@@ -253,12 +259,66 @@ pub fn set_flags(
         let makefile = kernel_source::top_makefile_for_series(sh, &kver, kernel_src)?;
         updates.push(generate_patch(&dir, &makefile, &variant)?);
     }
-    for update in &updates {
-        if update.changed {
-            crate::util::fs::write_atomic(&update.file, update.text.as_bytes())?;
+    write_all_or_nothing(&updates)?;
+    Ok(updates.into_iter().map(|u| (u.file, u.changed)).collect())
+}
+
+/// Writes every changed update or none: each new text goes to a temporary
+/// file beside its patch first ([`crate::util::fs::stage_file`]), and only
+/// when all are staged are they renamed into place. A rename that still
+/// fails puts the patches renamed before it back to their old text.
+///
+/// Errors name the patch that could not be written and why, and say that
+/// nothing was written, listing the patches left as they were (or, if
+/// restoring failed, which patch now has the new text).
+pub fn write_all_or_nothing(updates: &[PatchUpdate]) -> Result<()> {
+    let changed: Vec<&PatchUpdate> = updates.iter().filter(|u| u.changed).collect();
+    let list = |u: &[&PatchUpdate]| {
+        u.iter()
+            .map(|u| u.file.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut staged = Vec::new();
+    for update in &changed {
+        match crate::util::fs::stage_file(&update.file, update.text.as_bytes()) {
+            Ok(tmp) => staged.push(tmp),
+            Err(e) => bail!(
+                "{e:#}; nothing was written: {} left as {} were",
+                list(&changed),
+                if changed.len() == 1 { "it" } else { "they" }
+            ),
         }
     }
-    Ok(updates.into_iter().map(|u| (u.file, u.changed)).collect())
+    for (n, (update, tmp)) in changed.iter().zip(staged).enumerate() {
+        if let Err(e) = tmp.persist(&update.file) {
+            let mut kept = Vec::new();
+            for done in &changed[..n] {
+                let back = match &done.old {
+                    Some(old) => crate::util::fs::write_atomic(&done.file, old.as_bytes()),
+                    None => std::fs::remove_file(&done.file).map_err(anyhow::Error::from),
+                };
+                if back.is_err() {
+                    kept.push(*done);
+                }
+            }
+            let written = if kept.is_empty() {
+                format!("nothing was written: {} left as they were", list(&changed))
+            } else {
+                format!(
+                    "{} could not be put back and now have the new flags; {} did not",
+                    list(&kept),
+                    list(&changed[n..])
+                )
+            };
+            bail!(
+                "renaming a temporary file to {}: {}; {written}",
+                update.file.display(),
+                e.error
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

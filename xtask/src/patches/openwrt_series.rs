@@ -312,8 +312,15 @@ pub fn prepare_cached(
         }
     };
     if pristine.tarball_sha256.is_some() && json.is_file() {
-        let text = std::fs::read_to_string(&json)
-            .with_context(|| format!("reading {}", json.display()))?;
+        let limit = crate::util::fs::FileLimit {
+            what: "classification",
+            max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+        };
+        let text = crate::util::fs::read_limited(
+            &json,
+            limit,
+            &format!("remove {} and build again", dir.display()),
+        )?;
         let classification: Classification = serde_json::from_str(&text).with_context(|| {
             format!(
                 "{}: not a classification; remove {}",

@@ -218,12 +218,16 @@ pub fn run_waiting(
             })?
         }
         _ => {
-            let text = std::fs::read_to_string(&state_file).with_context(|| {
-                format!(
-                    "reading {} (is a rebase in progress?)",
-                    state_file.display()
-                )
-            })?;
+            let limit = crate::util::fs::FileLimit {
+                what: "rebase state",
+                max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+            };
+            let text = crate::util::fs::read_limited(
+                &state_file,
+                limit,
+                "`cargo xtask patches rebase --abort` restores patches/",
+            )
+            .with_context(|| format!("is a rebase in progress in {}?", dir.display()))?;
             serde_json::from_str(&text)
                 .with_context(|| format!("parsing {}", state_file.display()))?
         }

@@ -1,6 +1,7 @@
-//! `--format csv`: every number of the report, one row per value (RFC 4180:
-//! CRLF-free `\n` line ends, fields with the separator, `"` or a line break
-//! quoted, `"` doubled).
+//! `--format csv`: every number of the report, one row per value, each a
+//! [`Row`] the `csv` crate writes (RFC 4180 as it writes it: `\n` line
+//! ends, a field with the separator, `"` or a line break quoted, `"`
+//! doubled).
 //!
 //! Columns: `target,openwrt_target,soc,base,variant,kind,item,before,after,delta,percent`,
 //! then `family,unit` of a metric row and, for a metric measured N times
@@ -40,14 +41,15 @@
 //! With `--decimal-comma` the separator is `;` and percentages (and means)
 //! use `,`.
 
-use std::fmt::Write as _;
+use anyhow::{Context, Result};
+use serde::Serialize;
 
-use super::lab::{verdict_name, Role};
-use super::model::{Family, Metric, Report};
+use super::lab::{verdict_name, LabReport, Role};
+use super::model::{Comparison, Family, Metric, Report, TargetReport};
 use super::Style;
 use crate::measure::stats;
 
-/// The header line's column names.
+/// The header line's column names: [`Row`]'s fields, in order.
 pub const COLUMNS: [&str; 23] = [
     "target",
     "openwrt_target",
@@ -74,216 +76,237 @@ pub const COLUMNS: [&str; 23] = [
     "verdict",
 ];
 
-/// Columns after `percent`: a metric's family and unit, then its
-/// statistics when it has them (empty otherwise).
-const EXTRA: usize = 12;
+/// One line of the CSV, its fields named and ordered as [`COLUMNS`] (see
+/// the module docs for what each holds). Numbers are text already, in the
+/// report's decimal style; an empty field is an empty string.
+#[derive(Debug, Default, Serialize)]
+struct Row {
+    target: String,
+    openwrt_target: String,
+    soc: String,
+    base: String,
+    variant: String,
+    kind: String,
+    item: String,
+    before: String,
+    after: String,
+    delta: String,
+    percent: String,
+    family: String,
+    unit: String,
+    base_n: String,
+    variant_n: String,
+    base_sd_percent: String,
+    variant_sd_percent: String,
+    interval_low: String,
+    interval_high: String,
+    welch_p: String,
+    mann_whitney_p: String,
+    noise_floor: String,
+    verdict: String,
+}
 
-fn field(value: &str, sep: char) -> String {
-    if value.contains(sep) || value.contains('"') || value.contains('\n') || value.contains('\r') {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value.to_string()
+impl Row {
+    /// This row with `before`, `after`, `delta` and `percent` of metric
+    /// `m`, its family and unit, and its statistics when it has them;
+    /// `role` says whether a lab comparison is the A/A control (verdict
+    /// `control`).
+    fn metric(self, family: &Family, m: &Metric, role: Role, style: &Style) -> Row {
+        let d = style.decimal();
+        let num = |x: Option<f64>| decimal(x, style);
+        let mut row = Row {
+            before: m.before().machine_text(d),
+            after: m.after().machine_text(d),
+            delta: m.delta().machine_text(d),
+            percent: num(m.percent()),
+            family: family.name.clone(),
+            unit: family.unit.clone(),
+            ..self
+        };
+        if let Some(s) = m.stats() {
+            let c = &s.comparison;
+            row.base_n = c.base.n.to_string();
+            row.variant_n = c.variant.n.to_string();
+            row.base_sd_percent = num(Some(c.base.relative_sd_percent()));
+            row.variant_sd_percent = num(Some(c.variant.relative_sd_percent()));
+            row.interval_low = num(c.interval.map(|i| i.low));
+            row.interval_high = num(c.interval.map(|i| i.high));
+            row.welch_p = num(c.welch_p);
+            row.mann_whitney_p = num(c.mann_whitney_p);
+            row.noise_floor = num(s.noise_floor);
+            row.verdict = verdict_name(s, role).to_string();
+        }
+        row
     }
 }
 
-fn percent(p: Option<f64>, style: &Style) -> String {
+/// A percentage or mean in the report's decimal style; empty when
+/// undefined.
+fn decimal(x: Option<f64>, style: &Style) -> String {
     style
         .decimal()
-        .apply(p.map_or(String::new(), |p| p.to_string()))
+        .apply(x.map_or(String::new(), |x| x.to_string()))
 }
 
-/// The [`EXTRA`] columns of metric `m` of `family`; `role` says whether a
-/// lab comparison is the A/A control (verdict `control`).
-fn extra(family: &Family, m: &Metric, role: Role, style: &Style) -> Vec<String> {
-    let mut v = vec![family.name.clone(), family.unit.clone()];
-    let num = |x: Option<f64>| percent(x, style);
-    match m.stats() {
-        Some(s) => {
-            let c = &s.comparison;
-            v.extend([
-                c.base.n.to_string(),
-                c.variant.n.to_string(),
-                num(Some(c.base.relative_sd_percent())),
-                num(Some(c.variant.relative_sd_percent())),
-                num(c.interval.map(|i| i.low)),
-                num(c.interval.map(|i| i.high)),
-                num(c.welch_p),
-                num(c.mann_whitney_p),
-                num(s.noise_floor),
-                verdict_name(s, role).to_string(),
-            ]);
-        }
-        None => v.resize(EXTRA, String::new()),
-    }
-    v
-}
-
-/// Renders the report as CSV with a header line.
-pub fn render(report: &Report, style: &Style) -> String {
-    let sep = if style.decimal_comma { ';' } else { ',' };
-    let mut out = String::new();
-    let mut row = |values: &[&str]| {
-        let line: Vec<String> = values.iter().map(|v| field(v, sep)).collect();
-        let _ = writeln!(out, "{}", line.join(&sep.to_string()));
+/// The rows of one size comparison: its warnings and notes, every metric
+/// (and its hex companion), the artifacts one side lacks, then the symbol
+/// tables.
+fn size_rows(
+    report: &Report,
+    t: &TargetReport,
+    c: &Comparison,
+    style: &Style,
+    rows: &mut Vec<Row>,
+) {
+    let row = |kind: &str, item: &str| Row {
+        target: t.name.clone(),
+        openwrt_target: t.base.target.openwrt.clone(),
+        soc: t.base.target.soc.clone(),
+        base: report.base.clone(),
+        variant: c.variant.variant.name.clone(),
+        kind: kind.to_string(),
+        item: item.to_string(),
+        ..Row::default()
     };
-    row(&COLUMNS);
+    rows.extend(c.warnings.iter().map(|w| row("warning", w)));
+    rows.extend(c.notes.iter().map(|n| row("note", n)));
+    for family in &c.families {
+        for m in &family.metrics {
+            rows.push(row(&m.kind, &m.item).metric(family, m, Role::Variant, style));
+            if let (Some(hex), Some(change)) = (&m.hex, m.exact()) {
+                rows.push(Row {
+                    before: format!("{:x}", change.before),
+                    after: format!("{:x}", change.after),
+                    ..row(&m.kind, &hex.item)
+                });
+            }
+        }
+    }
+    for (name, only) in &c.unpaired_artifacts {
+        rows.push(row("note", &format!("{name}: only {only} has it")));
+    }
+    for table in c.symbols.iter().flat_map(|diff| &diff.tables) {
+        for r in &table.rows {
+            rows.push(Row {
+                before: r.old.map_or(String::new(), |v| v.to_string()),
+                after: r.new.map_or(String::new(), |v| v.to_string()),
+                delta: r.delta.to_string(),
+                ..row("symbols", &format!("{}:{}", table.title, r.name))
+            });
+        }
+        rows.push(Row {
+            before: table.before.to_string(),
+            after: table.after.to_string(),
+            delta: table.net().to_string(),
+            percent: decimal(Some(table.change_percent()), style),
+            ..row("symbols-total", table.title)
+        });
+    }
+}
+
+/// The rows of one lab run: its notes, then each comparison's metrics, or
+/// the base's own means and spreads when nothing was compared.
+fn lab_rows(lab: &LabReport, style: &Style, rows: &mut Vec<Row>) {
+    let soc = lab.machine_soc();
+    let row = |variant: &str, kind: &str, item: &str| Row {
+        target: lab.lab_target.clone(),
+        soc: soc.clone(),
+        base: lab.base.clone(),
+        variant: variant.to_string(),
+        kind: kind.to_string(),
+        item: item.to_string(),
+        ..Row::default()
+    };
+    rows.extend(lab.notes.iter().map(|n| row("", "note", n)));
+    if lab.comparisons.iter().all(|c| c.role == Role::Control) {
+        for series in &lab.series {
+            let Some(sum) = series
+                .arms
+                .iter()
+                .find(|(a, _)| *a == lab.base)
+                .and_then(|(_, v)| stats::summary(v))
+            else {
+                continue;
+            };
+            rows.push(Row {
+                before: decimal(Some(sum.mean), style),
+                family: series.family.clone(),
+                unit: series.unit.clone(),
+                base_n: sum.n.to_string(),
+                base_sd_percent: decimal(Some(sum.relative_sd_percent()), style),
+                ..row("", &series.kind(), series.item())
+            });
+        }
+    }
+    for c in &lab.comparisons {
+        for family in &c.families {
+            for m in &family.metrics {
+                rows.push(row(&c.arm, &m.kind, &m.item).metric(family, m, c.role, style));
+            }
+        }
+    }
+}
+
+/// Renders the report as CSV with a header line (also when it has no row).
+///
+/// Errors: none in practice (every field is text); a failure of the `csv`
+/// crate's writer is passed on.
+pub fn render(report: &Report, style: &Style) -> Result<String> {
+    let mut rows = Vec::new();
     for t in &report.targets {
         for c in &t.comparisons {
-            let prefix = [
-                t.name.as_str(),
-                t.base.target.openwrt.as_str(),
-                t.base.target.soc.as_str(),
-                report.base.as_str(),
-                c.variant.variant.name.as_str(),
-            ];
-            let mut emit = |kind: &str, item: &str, rest: Vec<String>| {
-                let mut values: Vec<&str> = prefix.to_vec();
-                values.push(kind);
-                values.push(item);
-                values.extend(rest.iter().map(String::as_str));
-                values.resize(COLUMNS.len(), "");
-                row(&values);
-            };
-            let d = style.decimal();
-            let numbers = |f: &Family, m: &Metric| {
-                let mut v = vec![
-                    m.before().machine_text(d),
-                    m.after().machine_text(d),
-                    m.delta().machine_text(d),
-                    percent(m.percent(), style),
-                ];
-                v.extend(extra(f, m, Role::Variant, style));
-                v
-            };
-            let empty = Vec::new;
-            for w in &c.warnings {
-                emit("warning", w, empty());
-            }
-            for n in &c.notes {
-                emit("note", n, empty());
-            }
-            for family in &c.families {
-                for m in &family.metrics {
-                    emit(&m.kind, &m.item, numbers(family, m));
-                    if let (Some(hex), Some(change)) = (&m.hex, m.exact()) {
-                        emit(
-                            &m.kind,
-                            &hex.item,
-                            vec![
-                                format!("{:x}", change.before),
-                                format!("{:x}", change.after),
-                                String::new(),
-                                String::new(),
-                            ],
-                        );
-                    }
-                }
-            }
-            for (name, only) in &c.unpaired_artifacts {
-                emit("note", &format!("{name}: only {only} has it"), empty());
-            }
-            if let Some(diff) = &c.symbols {
-                for table in &diff.tables {
-                    for r in &table.rows {
-                        emit(
-                            "symbols",
-                            &format!("{}:{}", table.title, r.name),
-                            vec![
-                                r.old.map_or(String::new(), |v| v.to_string()),
-                                r.new.map_or(String::new(), |v| v.to_string()),
-                                r.delta.to_string(),
-                                String::new(),
-                            ],
-                        );
-                    }
-                    emit(
-                        "symbols-total",
-                        table.title,
-                        vec![
-                            table.before.to_string(),
-                            table.after.to_string(),
-                            table.net().to_string(),
-                            percent(Some(table.change_percent()), style),
-                        ],
-                    );
-                }
-            }
+            size_rows(report, t, c, style, &mut rows);
         }
     }
     for lab in &report.labs {
-        let soc = lab.machine_soc();
-        for note in &lab.notes {
-            let values = [
-                lab.lab_target.as_str(),
-                "",
-                &soc,
-                &lab.base,
-                "",
-                "note",
-                note,
-            ];
-            let mut values = values.to_vec();
-            values.resize(COLUMNS.len(), "");
-            row(&values);
-        }
-        if lab.comparisons.iter().all(|c| c.role == Role::Control) {
-            // Nothing compared: the base's own means and spreads.
-            for series in &lab.series {
-                let Some(sum) = series
-                    .arms
-                    .iter()
-                    .find(|(a, _)| *a == lab.base)
-                    .and_then(|(_, v)| stats::summary(v))
-                else {
-                    continue;
-                };
-                let num = |x: f64| percent(Some(x), style);
-                let values = [
-                    lab.lab_target.clone(),
-                    String::new(),
-                    soc.clone(),
-                    lab.base.clone(),
-                    String::new(),
-                    series.kind(),
-                    series.item().to_string(),
-                    num(sum.mean),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    series.family.clone(),
-                    series.unit.clone(),
-                    sum.n.to_string(),
-                    String::new(),
-                    num(sum.relative_sd_percent()),
-                ];
-                let mut values: Vec<&str> = values.iter().map(String::as_str).collect();
-                values.resize(COLUMNS.len(), "");
-                row(&values);
-            }
-        }
-        for c in &lab.comparisons {
-            for family in &c.families {
-                for m in &family.metrics {
-                    let d = style.decimal();
-                    let mut values = vec![
-                        lab.lab_target.clone(),
-                        String::new(),
-                        soc.clone(),
-                        lab.base.clone(),
-                        c.arm.clone(),
-                        m.kind.clone(),
-                        m.item.clone(),
-                        m.before().machine_text(d),
-                        m.after().machine_text(d),
-                        m.delta().machine_text(d),
-                        percent(m.percent(), style),
-                    ];
-                    values.extend(extra(family, m, c.role, style));
-                    let values: Vec<&str> = values.iter().map(String::as_str).collect();
-                    row(&values);
-                }
-            }
+        lab_rows(lab, style, &mut rows);
+    }
+    let separator = if style.decimal_comma { b';' } else { b',' };
+    let mut out = csv::WriterBuilder::new()
+        .delimiter(separator)
+        .has_headers(false)
+        .from_writer(Vec::new());
+    out.write_record(COLUMNS)
+        .context("writing the CSV header")?;
+    for row in &rows {
+        out.serialize(row).context("writing a CSV row")?;
+    }
+    let bytes = out.into_inner().context("finishing the CSV")?;
+    String::from_utf8(bytes).context("the CSV is not UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header the csv crate would write from [`Row`] is [`COLUMNS`].
+    #[test]
+    fn the_columns_are_the_row_fields() {
+        let mut out = csv::Writer::from_writer(Vec::new());
+        out.serialize(Row::default()).unwrap();
+        let text = String::from_utf8(out.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next(), Some(COLUMNS.join(",").as_str()));
+    }
+
+    /// Quoting as RFC 4180 (and as this module did by hand before the csv
+    /// crate): the separator, `"` and line breaks quote a field.
+    #[test]
+    fn fields_are_quoted_when_they_must_be() {
+        for (sep, field, want) in [
+            (b',', "a,b", "\"a,b\""),
+            (b',', "a;b", "a;b"),
+            (b';', "a;b", "\"a;b\""),
+            (b',', "say \"hi\"", "\"say \"\"hi\"\"\""),
+            (b',', "two\nlines", "\"two\nlines\""),
+            (b',', "cr\r", "\"cr\r\""),
+            (b',', "plain", "plain"),
+        ] {
+            let mut out = csv::WriterBuilder::new()
+                .delimiter(sep)
+                .from_writer(Vec::new());
+            out.write_record([field, ""]).unwrap();
+            let text = String::from_utf8(out.into_inner().unwrap()).unwrap();
+            assert_eq!(text, format!("{want}{}\n", sep as char), "{field:?}");
         }
     }
-    out
 }

@@ -47,7 +47,10 @@ pub fn build_command(layout: &Layout, target: &str, variants: &[&str]) -> String
 
 /// Whether `dir` holds a finished build (`result.json`).
 pub(super) fn has_result(dir: &Path) -> bool {
-    dir.join(results::FILE_NAME).is_file()
+    // Present in any form: a result.json that is not a readable regular
+    // file (a symlink to /dev/zero, a FIFO) is reported as what it is
+    // when read, not as a build that never finished.
+    std::fs::symlink_metadata(dir.join(results::FILE_NAME)).is_ok()
 }
 
 /// Names of the subdirectories of `dir` (none when it does not exist), by
@@ -79,7 +82,8 @@ struct TargetOnly {
 /// The target recorded in `dir/result.json`, when it is readable; a broken
 /// file is reported when (and only if) the build is compared.
 pub(super) fn recorded_target(dir: &Path) -> Option<TargetRecord> {
-    let text = std::fs::read_to_string(dir.join(results::FILE_NAME)).ok()?;
+    let text =
+        crate::util::fs::read_limited(&dir.join(results::FILE_NAME), results::LIMIT, "").ok()?;
     serde_json::from_str::<TargetOnly>(&text)
         .ok()
         .map(|t| t.target)

@@ -85,10 +85,13 @@ enum Asked {
 /// Errors (each naming the files or values involved and the fix): an
 /// unknown target (listing the targets that have results); missing results
 /// (with the `cargo xtask build` command that makes them); a `result.json`
-/// that is unreadable or lies in another target's or variant's directory; a
-/// vmlinux that is missing, truncated (not the recorded size), not ELF, or
+/// that is unreadable (not a regular file, too large, not a result) or lies
+/// in another target's or variant's directory; an artifact that is
+/// missing, empty or not of its recorded size (every artifact, so that no
+/// size in the report is only a record's); a vmlinux that is not ELF or
 /// whose sections are not the recorded ones; builds that are not comparable
-/// ([`super::checks`]) unless `request.allow_mismatch`.
+/// ([`super::checks`]) unless `request.allow_mismatch`. Two results of one
+/// build key with other bytes get a note (the build is not reproducible).
 pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
     for v in &request.variants {
         if *v == request.base {
@@ -332,11 +335,17 @@ fn load_target(
         )?),
         None => None,
     };
-    let mut comparisons = Vec::new();
+    let mut comparisons: Vec<Comparison> = Vec::new();
     for v in &present {
         let dir = layout.results_dir(&target.name, v);
         let variant = read_checked(layout, &dir, &target.name, v)?;
-        let (problems, notes) = mismatches(&base, &variant);
+        let (problems, mut notes) = mismatches(&base, &variant);
+        let earlier = std::iter::once(&base).chain(comparisons.iter().map(|c| &c.variant));
+        for other in earlier {
+            if let Some(note) = results::differing_bytes(other, &variant) {
+                notes.push(format!("{} and {v}: {note}", other.variant.name));
+            }
+        }
         if !problems.is_empty() && !request.allow_mismatch {
             bail!(
                 "{}: {} and {v} were not built from the same inputs, so their sizes are not comparable:\n{}\nrebuild both with `{}`, or pass --allow-mismatch to compare anyway (the report then carries these as warnings)",
@@ -397,26 +406,12 @@ fn read_checked(layout: &Layout, dir: &Path, target: &str, variant: &str) -> Res
             build_command(layout, target, &[variant])
         );
     }
-    if let Some(recorded) = result.artifacts.get("vmlinux") {
+    let rebuild = build_command(layout, target, &[variant]);
+    for (name, recorded) in &result.artifacts {
+        check_artifact(dir, name, recorded.size, &file, &rebuild)?;
+    }
+    if result.artifacts.contains_key("vmlinux") {
         let vmlinux = dir.join("vmlinux");
-        let rebuild = build_command(layout, target, &[variant]);
-        let len = std::fs::metadata(&vmlinux)
-            .with_context(|| {
-                format!(
-                    "{} is listed in {} but cannot be read; rebuild with `{rebuild}`",
-                    vmlinux.display(),
-                    file.display()
-                )
-            })?
-            .len();
-        if len != recorded.size {
-            bail!(
-                "{} is {len} bytes but {} records {} bytes: the file is truncated or was replaced; rebuild with `{rebuild}`",
-                vmlinux.display(),
-                file.display(),
-                recorded.size
-            );
-        }
         let sections = sections::berkeley_sizes(&vmlinux)
             .with_context(|| format!("rebuild it with `{rebuild}`"))?;
         if sections != result.vmlinux_sections {
@@ -434,6 +429,47 @@ fn read_checked(layout: &Layout, dir: &Path, target: &str, variant: &str) -> Res
         }
     }
     Ok(result)
+}
+
+/// Checks that the artifact `name` of the result in `dir` (recorded in
+/// `file` as `recorded` bytes) is a plain file name, exists, is not empty
+/// and has the recorded size, so a size in the report is a file's size.
+fn check_artifact(dir: &Path, name: &str, recorded: u64, file: &Path, rebuild: &str) -> Result<()> {
+    let plain = !name.is_empty()
+        && !name.starts_with('.')
+        && std::path::Path::new(name).components().count() == 1
+        && crate::util::path::unsafe_reason(std::path::Path::new(name)).is_none();
+    if !plain {
+        bail!(
+            "{} lists the artifact {:?}, which is not a file name; rebuild with `{rebuild}`",
+            file.display(),
+            crate::util::text::printable(name)
+        );
+    }
+    let artifact = dir.join(name);
+    let len = std::fs::metadata(&artifact)
+        .with_context(|| {
+            format!(
+                "{} is listed in {} but cannot be read; rebuild with `{rebuild}`",
+                artifact.display(),
+                file.display()
+            )
+        })?
+        .len();
+    if len != recorded {
+        bail!(
+            "{} is {len} bytes but {} records {recorded} bytes: the file is truncated or was replaced; rebuild with `{rebuild}`",
+            artifact.display(),
+            file.display(),
+        );
+    }
+    if len == 0 {
+        bail!(
+            "{} is empty, which no kernel image is; rebuild with `{rebuild}`",
+            artifact.display()
+        );
+    }
+    Ok(())
 }
 
 fn read_vmlinux_symbols(

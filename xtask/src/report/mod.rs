@@ -132,7 +132,7 @@ pub fn render(report: &Report, format: Format, style: &Style) -> Result<String> 
         Format::Mail => mail::render(report, style),
         Format::Markdown => markdown::render(report, style),
         Format::Json => json::render(report, style)?,
-        Format::Csv => csv::render(report, style),
+        Format::Csv => csv::render(report, style)?,
         Format::Svg => {
             if report.symbols.is_some() {
                 bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");

@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::measure::sections::SectionSizes;
+use crate::util::fs::{is_not_found, read_limited, FileLimit};
 
 /// The version of the `result.json` layout; bumped on incompatible changes.
 /// Schema 2 made results self-describing (the resolved target and variant,
@@ -224,35 +225,57 @@ struct SchemaOnly {
     schema: Option<u32>,
 }
 
+/// The largest `result.json` read: an OpenWrt-mode result listing every
+/// patch of a 400-patch series is about 100 KiB.
+pub const LIMIT: FileLimit = FileLimit {
+    what: FILE_NAME,
+    max_bytes: 16 << 20,
+};
+
 impl BuildResult {
-    /// Reads `dir/result.json`, naming the file in errors.
+    /// Reads `dir/result.json`, naming the file in errors: missing (the
+    /// error is [`crate::util::fs::is_not_found`]), not a regular file of
+    /// at most [`LIMIT`] (a FIFO or `/dev/zero` would hang or fill memory),
+    /// or not a result this version reads ([`BuildResult::from_json`]).
     pub fn read(dir: &Path) -> Result<BuildResult> {
         let file = dir.join(FILE_NAME);
-        let text = std::fs::read_to_string(&file).with_context(|| {
-            format!(
-                "reading {}; build it first with `cargo xtask build`",
-                file.display()
-            )
-        })?;
-        let schema = serde_json::from_str::<SchemaOnly>(&text)
+        let rebuild = rebuild_command(dir);
+        let text = match read_limited(
+            &file,
+            LIMIT,
+            &format!("remove it and rebuild with `{rebuild}`"),
+        ) {
+            Ok(text) => text,
+            Err(e) if is_not_found(&e) => {
+                return Err(e.context(format!(
+                    "{} does not exist; build it with `{rebuild}`",
+                    file.display()
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        BuildResult::from_json(&text, &file)
+    }
+
+    /// Parses the text of a `result.json`; `file` names it in errors (and
+    /// its directories the target and variant of the rebuild command): not
+    /// JSON, another schema, or not a result this version can read.
+    pub fn from_json(text: &str, file: &Path) -> Result<BuildResult> {
+        let rebuild = rebuild_command(file.parent().unwrap_or(Path::new("")));
+        let schema = serde_json::from_str::<SchemaOnly>(text)
             .with_context(|| format!("{}: not a result.json (invalid JSON)", file.display()))?
             .schema;
         if schema != Some(SCHEMA) {
             let found = schema.map_or("no schema".to_string(), |s| format!("schema {s}"));
             anyhow::bail!(
                 "{}: {found}, but this xtask reads schema {SCHEMA} (results that record \
-                 their own target, variant and build key); rebuild it with \
-                 `cargo xtask build --target {} --variant {}`",
+                 their own target, variant and build key); rebuild it with `{rebuild}`",
                 file.display(),
-                dir.parent()
-                    .and_then(|p| p.file_name())
-                    .map_or("T".into(), |n| n.to_string_lossy()),
-                dir.file_name().map_or("V".into(), |n| n.to_string_lossy()),
             );
         }
-        serde_json::from_str(&text).with_context(|| {
+        serde_json::from_str(text).with_context(|| {
             format!(
-                "{}: not a result.json this version can read; rebuild it with `cargo xtask build`",
+                "{}: not a result.json this version can read; rebuild it with `{rebuild}`",
                 file.display()
             )
         })
@@ -264,6 +287,45 @@ impl BuildResult {
         json.push('\n');
         crate::util::fs::write_atomic(&dir.join(FILE_NAME), json.as_bytes())
     }
+}
+
+/// When `a` and `b` have the same build key (the same inputs) but an
+/// artifact both have has other bytes (sha256): a sentence naming the
+/// key and the artifacts, saying the build is not reproducible. `None`
+/// otherwise (other keys, or the same bytes).
+pub fn differing_bytes(a: &BuildResult, b: &BuildResult) -> Option<String> {
+    if a.build_key != b.build_key {
+        return None;
+    }
+    let differ: Vec<&str> = a
+        .artifacts
+        .iter()
+        .filter(|(name, r)| b.artifacts.get(*name).is_some_and(|o| o.sha256 != r.sha256))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if differ.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the same build key ({}) but other bytes in {}: two builds of the same inputs \
+         gave different files, so this build is not reproducible",
+        a.build_key.get(..16).unwrap_or(&a.build_key),
+        differ.join(", ")
+    ))
+}
+
+/// `cargo xtask build --target T --variant V` for the results directory
+/// `dir` (`…/<T>/<V>`).
+fn rebuild_command(dir: &Path) -> String {
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map_or("?".to_string(), |n| n.to_string_lossy().into_owned())
+    };
+    format!(
+        "cargo xtask build --target {} --variant {}",
+        name(dir.parent()),
+        name(Some(dir))
+    )
 }
 
 /// Now, as RFC 3339 UTC with second precision.

@@ -1,20 +1,161 @@
-//! File-system operations every stage shares: the one atomic write, the one
+//! File-system operations every stage shares: the one capped read of a
+//! file a user or an archive can replace, the one atomic write, the one
 //! tree copy, staging directories owned by their process, and cleanup of
 //! what interrupted runs leave.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
 use crate::util::lock::{process_alive, Lock, Wait};
+use crate::util::process::run_tied;
+
+/// The largest input file read (`targets/*.toml`, `variants.toml`,
+/// `runtime.toml`, a lab file, the source pins): they hold a few KiB; the
+/// cap keeps a device or a runaway file out of memory.
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// The largest record read back from `target/xtask/` or a work tree
+/// (journals, rebase state, cache manifests, `classification.json`,
+/// iperf3 reports): the largest real ones are a few hundred KiB.
+pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+
+/// What [`read_limited`] accepts: the kind of file, for messages
+/// ("result.json"), and its largest size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileLimit {
+    /// The kind of file, as messages name it: `result.json`, `variants file`.
+    pub what: &'static str,
+    /// The largest size read, in bytes.
+    pub max_bytes: u64,
+}
+
+/// Reads `file`, which a user or an archive can replace, as UTF-8 text,
+/// refusing what would hang or fill memory: it must be a regular file (a
+/// symlink to one is followed) of at most `limit.max_bytes`. The file is
+/// opened without blocking (a FIFO put there after the check does not
+/// hang the read) and its type checked again on the open file, and no
+/// more than the limit is read even if it grows meanwhile.
+///
+/// Errors name the file, what is wrong with it and `fix` (what the user
+/// should do): not a regular file (a directory, a FIFO, a device, naming
+/// a symlink's target), larger than the limit (its size and the limit),
+/// not UTF-8. A missing file is the [`std::io::Error`] (`NotFound`, see
+/// [`is_not_found`]) with "reading FILE" as context, for the caller to say
+/// what a missing file means.
+pub fn read_limited(file: &Path, limit: FileLimit, fix: &str) -> Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse =
+        |why: String| anyhow::anyhow!("{}: not a {}: {why}; {fix}", file.display(), limit.what);
+    let meta = std::fs::metadata(file).with_context(|| format!("reading {}", file.display()))?;
+    check_limit(file, &meta, limit).map_err(refuse)?;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file)
+        .with_context(|| format!("reading {}", file.display()))?;
+    let meta = opened
+        .metadata()
+        .with_context(|| format!("reading {}", file.display()))?;
+    check_limit(file, &meta, limit).map_err(refuse)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    opened
+        .take(limit.max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {}", file.display()))?;
+    if bytes.len() as u64 > limit.max_bytes {
+        return Err(refuse(format!(
+            "it grew past {} while being read",
+            describe_bytes(limit.max_bytes)
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        refuse(format!(
+            "not UTF-8 text (byte {} is not)",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Why `meta` (of `file`) is not what `limit` accepts.
+fn check_limit(
+    file: &Path,
+    meta: &std::fs::Metadata,
+    limit: FileLimit,
+) -> std::result::Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        if meta.len() <= limit.max_bytes {
+            return Ok(());
+        }
+        return Err(format!(
+            "it is {} bytes, more than the {} a {} may have",
+            meta.len(),
+            describe_bytes(limit.max_bytes),
+            limit.what
+        ));
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    };
+    let link = match std::fs::read_link(file) {
+        Ok(to) => format!("a symlink to {}, ", to.display()),
+        Err(_) => String::new(),
+    };
+    Err(format!("it is {link}{what}, not a regular file"))
+}
+
+/// `16 MiB`, `512 KiB` or `100 bytes`.
+pub fn describe_bytes(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Whether `err` comes from a file that does not exist (an
+/// [`std::io::ErrorKind::NotFound`] anywhere in its chain).
+pub fn is_not_found(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    })
+}
 
 /// Writes `bytes` to `path` through a temporary file in the same directory
 /// (created if missing), renamed over `path`: readers see the old
 /// file or the new one, never a truncated one, and a hard-linked old file is
 /// left alone. The new file keeps the old one's permissions, or gets 0644.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    stage_file(path, bytes)?
+        .persist(path)
+        .with_context(|| format!("renaming a temporary file to {}", path.display()))?;
+    Ok(())
+}
+
+/// The first half of [`write_atomic`]: `bytes` written to a
+/// temporary file beside `path` with `path`'s permissions, for the caller
+/// to `persist` over `path` (one rename) or drop (removed). Staging every
+/// file of a change before renaming any makes the change all or nothing.
+///
+/// Errors: the directory cannot be created or written (naming `path`).
+pub fn stage_file(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -35,9 +176,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("setting the mode of {}", tmp.path().display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming a temporary file to {}", path.display()))?;
-    Ok(())
+    Ok(tmp)
 }
 
 /// How [`copy_tree`] copies.
@@ -52,7 +191,9 @@ pub enum CopyKind {
 
 /// Copies the tree `from` to `dest` (which must not exist) through the
 /// staging name `<dest>.copying`, renamed into place when complete, so an
-/// interrupted copy never looks like a tree.
+/// interrupted copy never looks like a tree. `cp` dies with this process
+/// ([`crate::util::process::run_tied`]): a killed run's copy cannot keep
+/// writing into `<dest>.copying` while the next run removes it.
 pub fn copy_tree(sh: &Shell, from: &Path, dest: &Path, kind: CopyKind) -> Result<()> {
     let parent = dest
         .parent()
@@ -66,19 +207,13 @@ pub fn copy_tree(sh: &Shell, from: &Path, dest: &Path, kind: CopyKind) -> Result
             .with_context(|| format!("removing {}", staging.display()))?;
     }
     let linked = kind == CopyKind::HardLinks
-        && cmd!(sh, "cp -al {from} {staging}")
-            .quiet()
-            .ignore_stderr()
-            .run()
-            .is_ok();
+        && run_tied(cmd!(sh, "cp -al {from} {staging}").quiet().ignore_stderr()).is_ok();
     if !linked {
         if staging.exists() {
             std::fs::remove_dir_all(&staging)
                 .with_context(|| format!("removing {}", staging.display()))?;
         }
-        cmd!(sh, "cp -a {from} {staging}")
-            .quiet()
-            .run()
+        run_tied(cmd!(sh, "cp -a {from} {staging}").quiet())
             .with_context(|| format!("copying {} to {}", from.display(), staging.display()))?;
     }
     std::fs::rename(&staging, dest)
@@ -211,6 +346,56 @@ fn staging_in_use(path: &Path, rest: &str) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const LIMIT: FileLimit = FileLimit {
+        what: "test.json",
+        max_bytes: 16,
+    };
+
+    #[test]
+    fn a_capped_read_refuses_devices_fifos_and_large_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = dir.path().join("ok.json");
+        std::fs::write(&ok, "{}").unwrap();
+        assert_eq!(read_limited(&ok, LIMIT, "fix it").unwrap(), "{}");
+
+        let zero = dir.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let err = format!("{:#}", read_limited(&zero, LIMIT, "fix it").unwrap_err());
+        assert!(err.contains("zero.json: not a test.json"), "{err}");
+        assert!(
+            err.contains("a symlink to /dev/zero, a character device"),
+            "{err}"
+        );
+        assert!(err.ends_with("; fix it"), "{err}");
+
+        let fifo = dir.path().join("fifo.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = format!("{:#}", read_limited(&fifo, LIMIT, "fix it").unwrap_err());
+        assert!(err.contains("a FIFO, not a regular file"), "{err}");
+
+        let big = dir.path().join("big.json");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let err = format!("{:#}", read_limited(&big, LIMIT, "fix it").unwrap_err());
+        assert!(
+            err.contains("it is 3221225472 bytes, more than the 16 bytes a test.json may have"),
+            "{err}"
+        );
+
+        let err = read_limited(&dir.path().join("missing"), LIMIT, "fix it").unwrap_err();
+        assert!(is_not_found(&err), "{err:#}");
+        assert!(!is_not_found(&anyhow::anyhow!("other")));
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temporary() {

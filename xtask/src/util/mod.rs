@@ -1,5 +1,6 @@
 //! Helpers every stage uses: the workspace [`layout`], file-system
-//! operations ([`fs`]), advisory locks ([`lock`]), the safe-path check ([`path`]), sha256 ([`hash`])
+//! operations ([`fs`]), advisory locks ([`lock`]), the safe-path check ([`path`]), sha256 ([`hash`]),
+//! subprocesses that die with their parent ([`process`]), text shown on a terminal ([`text`])
 //! and the one cancellation token of long steps ([`cancel`]).
 
 pub mod cancel;
@@ -8,3 +9,5 @@ pub mod hash;
 pub mod layout;
 pub mod lock;
 pub mod path;
+pub mod process;
+pub mod text;

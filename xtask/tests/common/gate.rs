@@ -10,8 +10,8 @@
 //!
 //! * a line on the terminal naming the test and what it lacks, written
 //!   past libtest's output capture, so a plain `cargo test` shows it:
-//!   `skipped lab_host::iperf3_over_the_namespace_loopback: needs iperf3
-//!   (apt-get install iperf3) [skip 1 of this test binary]`;
+//!   `skipped lab_ssh::a_namespace_router_over_ssh_without_flashing: no
+//!   iperf3 (apt-get install iperf3) [skip 1 of this test binary]`;
 //! * a line in the file `$XTASK_SKIP_LEDGER` names, when set:
 //!   `cargo xtask test` sets it and prints the count and the list at the
 //!   end of the run ([`xtask::host::selftest::SKIP_LEDGER_ENV`]).
@@ -78,7 +78,7 @@ impl Needs {
     pub fn program(mut self, program: &str, package: &str) -> Needs {
         if find_program(program).is_none() {
             self.missing
-                .push(format!("{program} (apt-get install {package})"));
+                .push(format!("no {program} (apt-get install {package})"));
         }
         self
     }
@@ -87,7 +87,7 @@ impl Needs {
     /// "`cargo xtask test` builds it".
     pub fn file(mut self, path: &Path, how: &str) -> Needs {
         if !path.exists() {
-            self.missing.push(format!("{} ({how})", path.display()));
+            self.missing.push(format!("no {} ({how})", path.display()));
         }
         self
     }
@@ -96,7 +96,7 @@ impl Needs {
     /// namespaces").
     pub fn root(mut self, why: &str) -> Needs {
         if !rustix::process::geteuid().is_root() {
-            self.missing.push(format!("root ({why})"));
+            self.missing.push(format!("not root ({why})"));
         }
         self
     }
@@ -111,8 +111,8 @@ impl Needs {
         self
     }
 
-    /// `what`, which the caller found missing by other means (e.g. results
-    /// built without ccache, so there is nothing to compare against).
+    /// `what`, which the caller found missing by other means, said as a
+    /// phrase (e.g. "no unpacked Linux 6.12 under DIR").
     pub fn missing(mut self, what: impl Into<String>) -> Needs {
         self.missing.push(what.into());
         self
@@ -126,16 +126,16 @@ impl Needs {
             return true;
         }
         let test = test_name();
-        let lacks = self.missing.join(", ");
+        let lacks = self.missing.join("; ");
         if in_ci() {
-            panic!("{test}: needs {lacks}; CI is set, so this is a failure, not a skip");
+            panic!("{test}: {lacks}; CI is set, so this is a failure, not a skip");
         }
         let n = SKIPPED.fetch_add(1, Ordering::SeqCst) + 1;
-        let line = format!("skipped {test}: needs {lacks} [skip {n} of this test binary]\n");
+        let line = format!("skipped {test}: {lacks} [skip {n} of this test binary]\n");
         // Past libtest's capture, which only catches print!/eprint!.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
         if let Some(ledger) = std::env::var_os(SKIP_LEDGER_ENV) {
-            record(Path::new(&ledger), &format!("{test}: needs {lacks}\n"));
+            record(Path::new(&ledger), &format!("{test}: {lacks}\n"));
         }
         false
     }

@@ -377,7 +377,7 @@ impl Fixture {
         );
         BuildResult {
             schema: xtask::results::SCHEMA,
-            build_key: "f".repeat(64),
+            build_key: xtask::util::hash::sha256_bytes(format!("{target}/{variant}").as_bytes()),
             target: target_record,
             variant: variant_record,
             backend: "kernel-tree".to_string(),
@@ -413,6 +413,9 @@ impl Fixture {
 
     /// Writes `result` (with a vmlinux of its sections and `symbols`) into
     /// its results directory; the recorded vmlinux size is the file's.
+    /// Every other artifact is a file of `x` bytes of its recorded size
+    /// (not sparse: a sparse member is refused by `results merge`), and
+    /// each artifact's recorded sha256 is its file's.
     pub fn write(&self, mut result: BuildResult, symbols: &[Sym]) -> PathBuf {
         let dir = self.results_dir(&result.target.name, &result.variant.name);
         std::fs::create_dir_all(&dir).unwrap();
@@ -421,6 +424,13 @@ impl Fixture {
         std::fs::write(dir.join("vmlinux"), &elf).unwrap();
         if let Some(v) = result.artifacts.get_mut("vmlinux") {
             v.size = elf.len() as u64;
+        }
+        for (name, record) in result.artifacts.iter_mut() {
+            let file = dir.join(name);
+            if name != "vmlinux" {
+                std::fs::write(&file, vec![b'x'; record.size as usize]).unwrap();
+            }
+            record.sha256 = xtask::util::hash::sha256_file(&file).unwrap();
         }
         result.write(&dir).unwrap();
         dir

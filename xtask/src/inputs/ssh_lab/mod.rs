@@ -202,14 +202,17 @@ pub struct SshLabFile {
 impl SshLabFile {
     /// Reads and checks `path`; errors name the file and the field.
     pub fn load(path: &Path) -> Result<SshLabFile> {
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let text = String::from_utf8(bytes.clone())
-            .with_context(|| format!("{}: not UTF-8", path.display()))?;
+        let limit = crate::util::fs::FileLimit {
+            what: "lab file",
+            max_bytes: crate::util::fs::MAX_INPUT_BYTES,
+        };
+        let text = crate::util::fs::read_limited(path, limit, "pass the lab's TOML file")?;
+        let bytes = text.as_bytes();
         let dir = path.parent().unwrap_or(Path::new("."));
         Self::parse(&text, dir)
             .map(|mut f| {
                 f.path = path.to_path_buf();
-                f.sha256 = crate::util::hash::sha256_bytes(&bytes);
+                f.sha256 = crate::util::hash::sha256_bytes(bytes);
                 f
             })
             .with_context(|| format!("refusing the lab file {}", path.display()))

@@ -119,6 +119,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         machine: Machine::Qemu,
         cache_model: request.cache_model,
         openwrt: None,
+        nic: None,
+        topology: super::topology::nat_router::NAME.to_string(),
+        tbench_clients: super::guest_tbench::DEFAULT_CLIENTS,
     };
     let topology = topology::named(topology::nat_router::NAME)?;
     let bench_layout = layout.with_work_dir(&bench_root);

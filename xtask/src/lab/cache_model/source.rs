@@ -94,7 +94,11 @@ pub fn fetch(layout: &Layout, qemu_package: &str) -> Result<QemuSource> {
     let (package, version) = installed_source(qemu_package)?;
     let base = layout.work_dir().join("lab/cache-model/qemu-src");
     let dir = base.join(version.replace([':', '/'], "_"));
-    if let Ok(text) = std::fs::read_to_string(dir.join(MANIFEST)) {
+    let limit = crate::util::fs::FileLimit {
+        what: "QEMU source manifest",
+        max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+    };
+    if let Ok(text) = crate::util::fs::read_limited(&dir.join(MANIFEST), limit, "") {
         if let Ok(found) = serde_json::from_str::<QemuSource>(&text) {
             if found.version == version
                 && found.reference().is_file()

@@ -216,6 +216,22 @@ pub fn create_run_dir(layout: &Layout, target: &str, started: &str) -> Result<Pa
     Ok(dir)
 }
 
+/// Where the flow records: a new lab directory, or one to take over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// A new directory from [`create_run_dir`].
+    New,
+    /// A new lab in this directory, made when the lab records (an
+    /// experiment names it beforehand, to find it again after a crash).
+    NewIn(PathBuf),
+    /// The lab in this directory: kept if its `lab.json` is complete;
+    /// taken over if it says running with a pid that no longer runs (or
+    /// failed): its runs are kept and the runner continues with the next
+    /// ([`runner::execute`]). Refused while its pid still runs, and when
+    /// its target, arms or settings are not the plan's.
+    Resume(PathBuf),
+}
+
 /// Runs the flow (see the module docs): prints `plan`, prepares
 /// `backend`, records and runs in a new directory under `layout`'s work
 /// directory; returns it (`None` with [`Mode::PrepareOnly`]).
@@ -225,8 +241,26 @@ pub fn run(
     backend: &mut dyn Backend,
     mode: Mode,
 ) -> Result<Option<PathBuf>> {
+    run_from(layout, plan, backend, mode, Start::New)
+}
+
+/// [`run`], recording where `start` says.
+pub fn run_from(
+    layout: &Layout,
+    plan: &LabPlan,
+    backend: &mut dyn Backend,
+    mode: Mode,
+    start: Start,
+) -> Result<Option<PathBuf>> {
     plan.check()?;
     eprint!("{}", plan.describe());
+    let taken_over = match &start {
+        Start::Resume(dir) => match resume::take_over(plan, dir)? {
+            Some(record) => Some(record),
+            None => return Ok(Some(dir.clone())),
+        },
+        _ => None,
+    };
     backend.start_clean()?;
     let prepared = backend.prepare()?;
     let variants: Vec<&str> = prepared.arms.iter().map(|a| a.variant.as_str()).collect();
@@ -239,8 +273,20 @@ pub fn run(
     if mode == Mode::PrepareOnly {
         return Ok(None);
     }
+    if let (Some(mut record), Start::Resume(dir)) = (taken_over, &start) {
+        record.status = Status::running_here();
+        record.finished = None;
+        record.write(dir)?;
+        return execute(plan, backend, &mut record, dir).map(|()| Some(dir.clone()));
+    }
     let started = results::now_rfc3339();
-    let dir = create_run_dir(layout, &plan.target, &started)?;
+    let dir = match start {
+        Start::NewIn(dir) => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir
+        }
+        _ => create_run_dir(layout, &plan.target, &started)?,
+    };
     let arms = match plan.control {
         Control::Twin => runner::with_control(prepared.arms),
         Control::Without => prepared.arms,
@@ -265,14 +311,25 @@ pub fn run(
         "lab: writing {}",
         dir.join(super::record::FILE_NAME).display()
     );
+    execute(plan, backend, &mut record, &dir)?;
+    Ok(Some(dir))
+}
+
+fn execute(
+    plan: &LabPlan,
+    backend: &mut dyn Backend,
+    record: &mut LabRecord,
+    dir: &Path,
+) -> Result<()> {
     let mut system = System {
         backend,
         workload: plan.workload.as_ref(),
     };
-    runner::execute(&mut system, &plan.schedule, &mut record, &dir)
-        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))?;
-    Ok(Some(dir))
+    runner::execute(&mut system, &plan.schedule, record, dir)
+        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))
 }
+
+mod resume;
 
 #[cfg(test)]
 mod tests;

@@ -248,3 +248,129 @@ fn arms_the_backend_did_not_plan_are_an_error() {
     assert!(err.to_string().contains("prepared arms"), "{err}");
     assert!(!root.path().join("target/xtask/lab").exists());
 }
+
+/// A pid that no longer runs: a child that has exited and been reaped.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+    pid
+}
+
+/// The lab of `plan` run to the end in `dir`, then cut back to what a
+/// runner killed after its first `runs` runs had written.
+fn killed_after(layout: &Layout, p: &LabPlan, dir: &Path, runs: usize) {
+    let calls = Calls::default();
+    let start = Start::NewIn(dir.to_path_buf());
+    run_from(layout, p, &mut fake(&calls), Mode::Run, start).unwrap();
+    let mut record = LabRecord::read(dir).unwrap();
+    record.runs.truncate(runs);
+    record.boots.truncate(2);
+    record.finished = None;
+    record.status = Status::Running {
+        pid: Some(dead_pid()),
+    };
+    record.write(dir).unwrap();
+}
+
+#[test]
+fn a_killed_lab_is_taken_over_and_continues_with_the_next_run() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let dir = root.path().join("target/xtask/lab/fake/killed");
+    let p = plan(Place::Endpoint("lan".into()));
+    // Killed in baseline~control's first session, after its warm-up and
+    // its first measured run.
+    killed_after(&layout, &p, &dir, 5);
+    let calls = Calls::default();
+    let out = run_from(
+        &layout,
+        &p,
+        &mut fake(&calls),
+        Mode::Run,
+        Start::Resume(dir.clone()),
+    )
+    .unwrap();
+    assert_eq!(out.as_deref(), Some(dir.as_path()));
+    let calls = calls.borrow();
+    // baseline's first session is not booted again; baseline~control's
+    // boots afresh for the one run it lacks.
+    assert_eq!(
+        calls[..4],
+        [
+            "start clean",
+            "prepare",
+            "up baseline~control r0 r0-baseline-control",
+            "up other r0 r0-other"
+        ]
+    );
+    assert_eq!(calls.len(), 2 + 5, "{calls:?}");
+    let record = LabRecord::read(&dir).unwrap();
+    assert_eq!(record.status, Status::Complete);
+    let measured: Vec<&RunRecord> = record.runs.iter().filter(|r| !r.warmup).collect();
+    assert_eq!(measured.len(), 12, "every measured run once");
+    // The resumed session: a warm-up of its own, then only the missing run.
+    let resumed: Vec<(bool, String)> = record.runs[5..7]
+        .iter()
+        .map(|r| (r.warmup, r.condition.describe()))
+        .collect();
+    assert_eq!(
+        resumed,
+        [
+            (true, "lan-to-wan GRO on".to_string()),
+            (false, "wan-to-lan GRO on".to_string())
+        ]
+    );
+    let mut index: Vec<u32> = record.runs.iter().map(|r| r.index).collect();
+    index.dedup();
+    assert_eq!(index, (0..record.runs.len() as u32).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_complete_lab_is_kept_and_a_live_one_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let dir = root.path().join("target/xtask/lab/fake/done");
+    let p = plan(Place::Endpoint("lan".into()));
+    killed_after(&layout, &p, &dir, 18);
+    let mut record = LabRecord::read(&dir).unwrap();
+    record.status = Status::Complete;
+    record.write(&dir).unwrap();
+    let calls = Calls::default();
+    let resume = Start::Resume(dir.clone());
+    run_from(&layout, &p, &mut fake(&calls), Mode::Run, resume.clone()).unwrap();
+    assert!(calls.borrow().is_empty(), "{:?}", calls.borrow());
+
+    record.status = Status::running_here();
+    record.write(&dir).unwrap();
+    let err = run_from(&layout, &p, &mut fake(&calls), Mode::Run, resume).unwrap_err();
+    let pid = std::process::id();
+    assert!(
+        err.to_string().contains(&format!("pid {pid} still runs")),
+        "{err}"
+    );
+    assert!(calls.borrow().is_empty());
+}
+
+#[test]
+fn a_lab_of_other_arms_is_not_taken_over() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let dir = root.path().join("target/xtask/lab/fake/other");
+    let p = plan(Place::Endpoint("lan".into()));
+    killed_after(&layout, &p, &dir, 5);
+    let mut changed = plan(Place::Endpoint("lan".into()));
+    changed.settings.runs = 3;
+    let calls = Calls::default();
+    let err = run_from(
+        &layout,
+        &changed,
+        &mut fake(&calls),
+        Mode::Run,
+        Start::Resume(dir),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("cannot be continued"), "{err}");
+    assert!(calls.borrow().is_empty());
+}

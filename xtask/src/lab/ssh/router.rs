@@ -200,6 +200,7 @@ fn parse_sample(text: &str, files: &[String], irq_names: &[String]) -> Result<Gu
         wan: nics[1],
         uptime_seconds,
         nic_interrupts,
+        ip_in_receives: None,
     })
 }
 

@@ -1,8 +1,10 @@
 //! The static guest's programs, cross-compiled from Debian's source
 //! packages (unpacked with `dpkg-source -x`, Debian's patches applied):
-//! busybox with Debian's own `busybox-static` configuration, ethtool, and
-//! the lab's nftables loader (`lab/static-guest/nft.c`). Every compile runs
-//! under `nice -n 19` with `make -j1`.
+//! busybox with Debian's own `busybox-static` configuration, ethtool,
+//! dbench's `tbench` and `tbench_srv` (from its upstream tarball, linked
+//! with popt built static), and the lab's stand-ins for nftables' `nft`
+//! (`lab/static-guest/nft.c`) and batctl (`lab/static-guest/batctl.c`).
+//! Every compile runs under `nice -n 19` with `make -j1`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,6 +37,26 @@ pub const NFT_CFLAGS: &[&str] = &["-Os", "-static", "-Wall", "-Wextra", "-Werror
 
 /// The lab's nftables loader, compiled for the guest.
 pub const NFT_SOURCE: &str = include_str!("../../../../lab/static-guest/nft.c");
+
+/// The lab's read-only batctl, compiled for the guest with [`NFT_CFLAGS`].
+pub const BATCTL_SOURCE: &str = include_str!("../../../../lab/static-guest/batctl.c");
+
+/// popt's `configure` arguments besides `--host`: a static library only,
+/// installed under a staging directory that dbench's build reads.
+pub const POPT_CONFIGURE: &[&str] = &[
+    "--prefix=/usr",
+    "--disable-shared",
+    "--enable-static",
+    "--disable-nls",
+];
+
+/// Where tbench finds its loadfile in the guest (dbench's `DATADIR`, as
+/// Debian's dbench package installs it).
+pub const DBENCH_DATADIR: &str = "/usr/share/dbench";
+
+/// dbench's `make` goals and variables: the two network programs, with
+/// [`DBENCH_DATADIR`] compiled in.
+pub const DBENCH_MAKE: &[&str] = &["-j1", "tbench", "tbench_srv", "datadir=/usr/share/dbench"];
 
 /// One built program and how long its build took.
 pub struct Built {
@@ -192,6 +214,169 @@ pub fn ethtool(
     )?;
     let binary = out.join("sbin/ethtool");
     strip_into(cross, &tree.join("ethtool"), &binary, logs)?;
+    Ok(Built {
+        binary,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// popt from Debian's source, `configure --host=<triplet>` with
+/// [`POPT_CONFIGURE`], installed into `stage` (`usr/include/popt.h`,
+/// `usr/lib/libpopt.a`) for dbench's build; nothing of it goes into the
+/// guest.
+pub fn popt(
+    cross: &str,
+    package: &SourcePackage,
+    work: &Path,
+    logs: &Path,
+    stage: &Path,
+) -> Result<f64> {
+    let started = Instant::now();
+    let tree = unpack(package, work, logs)?;
+    let host = format!("--host={}", cross.trim_end_matches('-'));
+    let mut configure = vec!["./configure", &host];
+    configure.extend(POPT_CONFIGURE);
+    nice(
+        &configure,
+        &[],
+        &tree,
+        &logs.join("popt-configure.log"),
+        "popt configure (cross, static)",
+    )?;
+    nice(
+        &["make", "-j1"],
+        &[],
+        &tree,
+        &logs.join("popt-make.log"),
+        "popt make",
+    )?;
+    let destdir = format!("DESTDIR={}", stage.display());
+    nice(
+        &["make", "install", &destdir],
+        &[],
+        &tree,
+        &logs.join("popt-install.log"),
+        "popt make install",
+    )?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// dbench's `tbench` and `tbench_srv` from its upstream tarball (Debian's
+/// changes are not on the lab's mirror: [`super::sources::Parts::Upstream`]),
+/// `autoheader` and `autoconf` as its `autogen.sh` runs them, `configure
+/// --host=<triplet>` linking static with popt from `popt_stage`
+/// ([`popt`]), `make` with [`DBENCH_MAKE`]. The loadfile (`client.txt`)
+/// goes to [`DBENCH_DATADIR`] in `out`. Returns the two binaries (the
+/// first's [`Built::seconds`] covers both).
+pub fn dbench(
+    cross: &str,
+    package: &SourcePackage,
+    popt_stage: &Path,
+    work: &Path,
+    logs: &Path,
+    out: &Path,
+) -> Result<[Built; 2]> {
+    let started = Instant::now();
+    let tarball = package
+        .files
+        .iter()
+        .find(|f| f.file.contains(".orig.tar."))
+        .context("dbench's source has no upstream tarball")?;
+    let dir = package.dsc.parent().unwrap_or(Path::new("."));
+    let unpacked = work.join("dbench");
+    std::fs::create_dir_all(&unpacked)
+        .with_context(|| format!("creating {}", unpacked.display()))?;
+    let mut untar = Command::new("tar");
+    untar
+        .arg("-xf")
+        .arg(dir.join(&tarball.file))
+        .current_dir(&unpacked);
+    run_logged(
+        untar,
+        &format!("tar -xf {}", tarball.file),
+        &logs.join("dbench-unpack.log"),
+        STEP_TIMEOUT,
+    )?;
+    // The tarball holds one directory, dbench-<version>.
+    let entries: Vec<PathBuf> = std::fs::read_dir(&unpacked)
+        .with_context(|| format!("reading {}", unpacked.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    let [tree] = &entries[..] else {
+        bail!(
+            "{} unpacked into {} entries, not one directory",
+            tarball.file,
+            entries.len()
+        );
+    };
+    if !tree.join("configure.in").is_file() {
+        bail!("{} has no configure.in in {}", tarball.file, tree.display());
+    }
+    let tree = tree.clone();
+    let log = logs.join("dbench-autogen.log");
+    nice(&["autoheader"], &[], &tree, &log, "dbench autoheader")?;
+    nice(&["autoconf"], &[], &tree, &log, "dbench autoconf")?;
+    let host = format!("--host={}", cross.trim_end_matches('-'));
+    let cflags = format!("CFLAGS=-Os -I{}/usr/include", popt_stage.display());
+    let libs = format!("LIBS=-static -L{}/usr/lib", popt_stage.display());
+    nice(
+        &["./configure", &host, &cflags, &libs],
+        &[],
+        &tree,
+        &logs.join("dbench-configure.log"),
+        "dbench configure (cross, static)",
+    )?;
+    let mut make = vec!["make"];
+    make.extend(DBENCH_MAKE);
+    nice(
+        &make,
+        &[],
+        &tree,
+        &logs.join("dbench-make.log"),
+        "dbench make",
+    )?;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut built = Vec::new();
+    for program in ["tbench", "tbench_srv"] {
+        let binary = out.join("usr/bin").join(program);
+        strip_into(cross, &tree.join(program), &binary, logs)?;
+        built.push(Built { binary, seconds });
+    }
+    let loadfile = out.join(&DBENCH_DATADIR[1..]).join("client.txt");
+    if let Some(parent) = loadfile.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::copy(tree.join("client.txt"), &loadfile)
+        .with_context(|| format!("copying dbench's client.txt to {}", loadfile.display()))?;
+    let [tbench, tbench_srv]: [Built; 2] = built
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("dbench built not two programs"))?;
+    Ok([tbench, tbench_srv])
+}
+
+/// The lab's read-only batctl (`lab/static-guest/batctl.c`) for the guest,
+/// stripped, at `out/usr/sbin/batctl` (where Debian's batctl has it).
+pub fn batctl(cross: &str, work: &Path, logs: &Path, out: &Path) -> Result<Built> {
+    let started = Instant::now();
+    let dir = work.join("batctl");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(dir.join("batctl.c"), BATCTL_SOURCE).context("writing batctl.c")?;
+    let gcc = format!("{cross}gcc");
+    let source = dir.join("batctl.c").display().to_string();
+    let unstripped = dir.join("batctl").display().to_string();
+    let mut argv: Vec<&str> = vec![&gcc];
+    argv.extend(NFT_CFLAGS);
+    argv.extend([source.as_str(), "-o", &unstripped]);
+    nice(
+        &argv,
+        &[],
+        &dir,
+        &logs.join("batctl-cc.log"),
+        "compiling the lab's batctl",
+    )?;
+    let binary = out.join("usr/sbin/batctl");
+    strip_into(cross, &dir.join("batctl"), &binary, logs)?;
     Ok(Built {
         binary,
         seconds: started.elapsed().as_secs_f64(),

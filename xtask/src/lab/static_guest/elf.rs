@@ -1,19 +1,19 @@
 //! What the guest's binaries are: class, byte order and machine from the
 //! ELF header, and whether they are static (no `PT_INTERP`, no
-//! `PT_DYNAMIC` program header). Offsets: the System V ABI's ELF header
-//! and program header (`elf(5)`, `/usr/include/elf.h`).
+//! `PT_DYNAMIC` program header), read with the `object` crate (fields of
+//! the System V ABI's ELF header and program headers, `elf(5)`).
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use object::elf::{FileHeader32, FileHeader64, PT_DYNAMIC, PT_INTERP};
+use object::read::elf::{FileHeader, ProgramHeader};
+use object::{Endian, Endianness, FileKind};
 
 /// `e_machine` of MIPS (`EM_MIPS`).
-pub const EM_MIPS: u16 = 8;
+pub const EM_MIPS: u16 = object::elf::EM_MIPS.0;
 /// `e_machine` of 32-bit ARM (`EM_ARM`).
-pub const EM_ARM: u16 = 40;
-
-const PT_DYNAMIC: u32 = 2;
-const PT_INTERP: u32 = 3;
+pub const EM_ARM: u16 = object::elf::EM_ARM.0;
 
 /// An ELF file's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,63 +29,29 @@ pub struct ElfKind {
 }
 
 /// The kind of ELF file `bytes`.
+///
+/// Errors: not an ELF file, or a header or program header table that
+/// `object` cannot read (truncated, unknown byte order).
 pub fn kind(bytes: &[u8]) -> Result<ElfKind> {
-    if bytes.len() < 52 || &bytes[..4] != b"\x7fELF" {
-        bail!("not an ELF file");
+    match FileKind::parse(bytes).context("not an ELF file")? {
+        FileKind::Elf32 => kind_of::<FileHeader32<Endianness>>(bytes, 32),
+        FileKind::Elf64 => kind_of::<FileHeader64<Endianness>>(bytes, 64),
+        other => bail!("not an ELF file ({other:?})"),
     }
-    let bits = match bytes[4] {
-        1 => 32,
-        2 => 64,
-        c => bail!("ELF class {c}"),
-    };
-    let big_endian = match bytes[5] {
-        1 => false,
-        2 => true,
-        d => bail!("ELF data encoding {d}"),
-    };
-    let u16_at = |o: usize| -> Result<u16> {
-        let b: [u8; 2] = bytes.get(o..o + 2).context("truncated ELF")?.try_into()?;
-        Ok(if big_endian {
-            u16::from_be_bytes(b)
-        } else {
-            u16::from_le_bytes(b)
-        })
-    };
-    let u32_at = |o: usize| -> Result<u32> {
-        let b: [u8; 4] = bytes.get(o..o + 4).context("truncated ELF")?.try_into()?;
-        Ok(if big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
-    };
-    let u64_at = |o: usize| -> Result<u64> {
-        let b: [u8; 8] = bytes.get(o..o + 8).context("truncated ELF")?.try_into()?;
-        Ok(if big_endian {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
-        })
-    };
-    let machine = u16_at(18)?;
-    // e_phoff, e_phentsize, e_phnum.
-    let (phoff, phentsize, phnum) = if bits == 32 {
-        (u32_at(28)? as u64, u16_at(42)?, u16_at(44)?)
-    } else {
-        (u64_at(32)?, u16_at(54)?, u16_at(56)?)
-    };
-    let mut is_static = true;
-    for i in 0..phnum as u64 {
-        let at = usize::try_from(phoff + i * phentsize as u64).context("ELF offset")?;
-        let p_type = u32_at(at)?;
-        if p_type == PT_INTERP || p_type == PT_DYNAMIC {
-            is_static = false;
-        }
-    }
+}
+
+fn kind_of<H: FileHeader<Endian = Endianness>>(bytes: &[u8], bits: u8) -> Result<ElfKind> {
+    let header = H::parse(bytes).context("reading the ELF header")?;
+    let endian = header.endian().context("reading the ELF byte order")?;
+    let is_static = !header
+        .program_headers(endian, bytes)
+        .context("reading the ELF program headers")?
+        .iter()
+        .any(|p| matches!(p.p_type(endian), PT_INTERP | PT_DYNAMIC));
     Ok(ElfKind {
         bits,
-        big_endian,
-        machine,
+        big_endian: endian.is_big_endian(),
+        machine: header.e_machine(endian).0,
         is_static,
     })
 }
@@ -125,10 +91,11 @@ pub fn check(path: &Path, arch: &str) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// A 32-bit big-endian MIPS header with one program header of `p_type`.
+    /// A 32-bit big-endian MIPS header (ELF version 1) with one program
+    /// header of `p_type`.
     fn mips_be(p_type: u32) -> Vec<u8> {
         let mut b = vec![0u8; 52 + 32];
-        b[..6].copy_from_slice(b"\x7fELF\x01\x02");
+        b[..7].copy_from_slice(b"\x7fELF\x01\x02\x01");
         b[18..20].copy_from_slice(&EM_MIPS.to_be_bytes());
         b[28..32].copy_from_slice(&52u32.to_be_bytes());
         b[42..44].copy_from_slice(&32u16.to_be_bytes());
@@ -141,8 +108,19 @@ mod tests {
     fn static_big_endian_mips_is_told_apart() {
         let load = kind(&mips_be(1)).unwrap();
         assert_eq!(load, expected("mips").unwrap());
-        assert!(!kind(&mips_be(PT_INTERP)).unwrap().is_static);
+        assert!(!kind(&mips_be(PT_INTERP.0)).unwrap().is_static);
         assert_ne!(load, expected("mipsel").unwrap());
         assert!(kind(b"#!/bin/sh\n").is_err());
+    }
+
+    /// This test program: dynamically linked (an interpreter), of the
+    /// host's word size and byte order.
+    #[test]
+    fn the_test_program_is_a_dynamic_host_binary() {
+        let bytes = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        let k = kind(&bytes).unwrap();
+        assert!(!k.is_static, "{k:?}");
+        assert_eq!(usize::from(k.bits), 8 * std::mem::size_of::<usize>());
+        assert_eq!(k.big_endian, cfg!(target_endian = "big"));
     }
 }

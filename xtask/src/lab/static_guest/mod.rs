@@ -7,12 +7,22 @@
 //!   --download-only` with a private `deb-src` configuration), Debian's
 //!   patches applied; busybox with Debian's own `busybox-static`
 //!   configuration ([`build`]).
+//! * `tbench`, `tbench_srv` and tbench's loadfile from dbench's upstream
+//!   tarball, checked against Debian's `.dsc` (the mirror serves no
+//!   `dbench_4.0-2.1.debian.tar.xz`, so Debian's changes are left out),
+//!   linked with popt from Debian's source, built static.
 //! * `nft`: the lab's loader of its router ruleset
 //!   (`lab/static-guest/nft.c`), which sends the netlink batch nftables
 //!   1.0.6 sends for [`guest::ruleset`] and loads nothing else. Building
 //!   nftables itself would take libmnl, libnftnl and nftables' sources;
 //!   the kernel's nf_tables masquerades the same way whichever program
 //!   loaded the rules (the tests compare the kernel's listings).
+//! * `batctl`: the lab's read-only batctl (`lab/static-guest/batctl.c`:
+//!   `-v`, routing algorithms, hard interfaces, originators, neighbors
+//!   over batman-adv's generic netlink). The mirror serves none of
+//!   batctl's source files (bookworm's 2023.0, bookworm-backports' and
+//!   trixie's 2025.0: 404), so Debian's batctl cannot be built here; the
+//!   mesh itself is made with busybox's `ip link` (rtnetlink).
 //!
 //! The guest protocol is the Debian guests' ([`guest`]: the same `/init`,
 //! ruleset and sampling script at the same paths), so the console, the
@@ -44,14 +54,23 @@ use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 
-/// Debian source packages built for the guest, in build order.
-pub const SOURCE_PACKAGES: &[&str] = &["busybox", "ethtool"];
+/// Debian source packages built for the guest, in build order, and what
+/// of each: dbench's Debian changes are not on the lab's mirror.
+pub const SOURCE_PACKAGES: &[(&str, sources::Parts)] = &[
+    ("busybox", sources::Parts::Debian),
+    ("ethtool", sources::Parts::Debian),
+    ("popt", sources::Parts::Debian),
+    ("dbench", sources::Parts::Upstream),
+];
 
 /// Host programs the build runs besides the cross compiler's, with their
 /// Debian packages.
 pub const BUILD_TOOLS: &[(&str, &str)] = &[
     ("make", "make"),
     ("dpkg-source", "dpkg-dev"),
+    ("autoconf", "autoconf"),
+    ("autoheader", "autoconf"),
+    ("tar", "tar"),
     ("xz", "xz-utils"),
     ("bzip2", "bzip2"),
     ("nice", "coreutils"),
@@ -134,7 +153,7 @@ pub fn cache_key(
         h.update(s.as_bytes());
         h.update([0]);
     };
-    part("xtask-lab-static-guest-1");
+    part("xtask-lab-static-guest-2");
     part(arch);
     part(&spec.cross_compile);
     toolchain.iter().for_each(|t| part(t));
@@ -148,10 +167,13 @@ pub fn cache_key(
         build::BUSYBOX_MAKE,
         build::ETHTOOL_CONFIGURE,
         build::NFT_CFLAGS,
+        build::POPT_CONFIGURE,
+        build::DBENCH_MAKE,
     ] {
         part(&args.join(" "));
     }
     part(build::NFT_SOURCE);
+    part(build::BATCTL_SOURCE);
     part(&guest::init_script());
     part(&guest::ruleset());
     part(&guest::sample_script());
@@ -171,7 +193,11 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
         .join("initramfs")
         .join(format!("{arch}-static-{}.cpio", &key[..16]));
     let manifest = archive.with_extension("json");
-    if let Ok(text) = std::fs::read_to_string(&manifest) {
+    let limit = crate::util::fs::FileLimit {
+        what: "initramfs manifest",
+        max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+    };
+    if let Ok(text) = crate::util::fs::read_limited(&manifest, limit, "") {
         if let Ok(found) = serde_json::from_str::<Initramfs>(&text) {
             if archive.is_file() && sha256_file(&archive)? == found.sha256 {
                 return Ok(found);
@@ -191,7 +217,28 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
     let by_name = |n: &str| sources.iter().find(|s| s.name == n).context(n.to_string());
     let busybox = by_name("busybox")?;
     let ethtool = by_name("ethtool")?;
+    let popt = by_name("popt")?;
+    let dbench = by_name("dbench")?;
     let ruleset = guest::ruleset();
+    let popt_stage = stage.path().join("popt");
+    let popt_seconds = build::popt(cross, popt, &work, &logs, &popt_stage)?;
+    let [mut tbench, tbench_srv] = build::dbench(cross, dbench, &popt_stage, &work, &logs, &root)?;
+    // tbench's build time covers the library it links.
+    tbench.seconds += popt_seconds;
+    let dbench_source = format!(
+        "{} {} (upstream {}: Debian's changes are not on the mirror), {} {}",
+        dbench.name,
+        dbench.version,
+        dbench.files.get(1).map_or("tarball", |f| f.file.as_str()),
+        popt.name,
+        popt.version
+    );
+    let dbench_build = format!(
+        "autoheader; autoconf; configure --host={} (static, popt: configure {}); make {}",
+        cross.trim_end_matches('-'),
+        build::POPT_CONFIGURE.join(" "),
+        build::DBENCH_MAKE.join(" ")
+    );
     let programs = [
         (
             build::busybox(cross, busybox, &work, &logs, &root)?,
@@ -213,6 +260,13 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
         (
             build::nft(cross, &ruleset, &work, &logs, &root)?,
             "lab/static-guest/nft.c (the lab's ruleset loader)".to_string(),
+            format!("{cross}gcc {}", build::NFT_CFLAGS.join(" ")),
+        ),
+        (tbench, dbench_source.clone(), dbench_build.clone()),
+        (tbench_srv, dbench_source, dbench_build),
+        (
+            build::batctl(cross, &work, &logs, &root)?,
+            "lab/static-guest/batctl.c (the lab's read-only batctl)".to_string(),
             format!("{cross}gcc {}", build::NFT_CFLAGS.join(" ")),
         ),
     ];
@@ -266,6 +320,7 @@ mod tests {
         let source = |sum: &str| sources::SourcePackage {
             name: "busybox".into(),
             version: "1:1.35.0-4".into(),
+            parts: sources::Parts::Debian,
             dsc: "busybox_1.35.0-4.dsc".into(),
             files: vec![DebRecord {
                 file: "busybox_1.35.0.orig.tar.bz2".into(),

@@ -191,9 +191,9 @@ mod tests {
             .join(" ");
         for want in [
             "-netdev tap,id=mid,ifname=xl7_1c,script=no,downscript=no",
-            "-device pcnet,netdev=mid,mac=52:54:00:12:35:03,addr=0x12,romfile=",
+            "-device e1000,netdev=mid,mac=52:54:00:12:35:03,addr=0x12,romfile=",
             "-netdev tap,id=wan,ifname=xl7_1d,script=no,downscript=no",
-            "-device pcnet,netdev=wan,mac=52:54:00:12:35:04,addr=0x14,romfile=",
+            "-device e1000,netdev=wan,mac=52:54:00:12:35:04,addr=0x14,romfile=",
         ] {
             assert!(argv.contains(want), "{want:?} not in {argv}");
         }

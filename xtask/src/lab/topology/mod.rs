@@ -23,6 +23,7 @@
 //! [`nat_router`]), and its name in [`named`]. `docs/incoming/seams.md`
 //! has the walk-through.
 
+pub mod loopback;
 pub mod nat_router;
 pub mod plan;
 
@@ -37,12 +38,13 @@ use anyhow::{bail, Result};
 use super::net::{Cidr, Mac};
 
 /// The topologies the lab knows, by name.
-pub const NAMES: &[&str] = &[nat_router::NAME];
+pub const NAMES: &[&str] = &[nat_router::NAME, loopback::NAME];
 
 /// The topology called `name`, or an error naming the known ones.
 pub fn named(name: &str) -> Result<Topology> {
     let topology = match name {
         nat_router::NAME => nat_router::topology(),
+        loopback::NAME => loopback::topology(),
         _ => bail!(
             "unknown topology {name:?}; the lab knows {}",
             NAMES.join(", ")
@@ -75,7 +77,7 @@ pub struct Topology {
 }
 
 /// One QEMU machine of a topology.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Guest {
     /// Its name (`router`, `r1`): short, lowercase.
     pub name: String,
@@ -383,7 +385,7 @@ mod tests {
         assert!(named("mesh")
             .unwrap_err()
             .to_string()
-            .contains("unknown topology \"mesh\"; the lab knows nat-router"));
+            .contains("unknown topology \"mesh\"; the lab knows nat-router, loopback"));
 
         let mut t = good.clone();
         t.guests[0].nics[1].mac = t.guests[0].nics[0].mac;

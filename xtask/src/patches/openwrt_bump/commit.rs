@@ -78,8 +78,15 @@ struct Journal {
 pub fn recover(board_dir: &Path, dirs: &[PathBuf]) -> Result<Option<String>> {
     let journal = board_dir.join(JOURNAL);
     let note = if journal.exists() {
-        let text = std::fs::read_to_string(&journal)
-            .with_context(|| format!("reading {}", journal.display()))?;
+        let limit = crate::util::fs::FileLimit {
+            what: "bump journal",
+            max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+        };
+        let text = crate::util::fs::read_limited(
+            &journal,
+            limit,
+            "remove it, and what an interrupted bump created, by hand",
+        )?;
         let j: Journal = serde_json::from_str(&text).with_context(|| {
             format!(
                 "{}: not a bump journal; remove it, and what an interrupted bump created, by hand",

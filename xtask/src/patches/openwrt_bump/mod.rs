@@ -447,9 +447,7 @@ fn copy_other_files(
             out.push('\n');
             write_atomic(&dest, out.as_bytes())?;
         } else {
-            cmd!(sh, "cp -a {path} {dest}")
-                .quiet()
-                .run()
+            crate::util::process::run_tied(cmd!(sh, "cp -a {path} {dest}").quiet())
                 .with_context(|| format!("copying {}", path.display()))?;
         }
     }

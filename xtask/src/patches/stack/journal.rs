@@ -138,10 +138,15 @@ pub fn end(state: &State) -> Result<()> {
 /// Errors: unreadable or malformed journal (names the file and the fix).
 pub fn read(state: &State) -> Result<Option<Journal>> {
     let file = journal_file(state);
-    let text = match std::fs::read_to_string(&file) {
+    let limit = crate::util::fs::FileLimit {
+        what: "journal",
+        max_bytes: crate::util::fs::MAX_RECORD_BYTES,
+    };
+    let fix = "compare the tree with `patches status` and remove the file by hand";
+    let text = match crate::util::fs::read_limited(&file, limit, fix) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+        Err(e) if crate::util::fs::is_not_found(&e) => return Ok(None),
+        Err(e) => return Err(e),
     };
     let malformed = || {
         format!(

@@ -6,11 +6,13 @@ use super::{LabReport, HOST_NOTE};
 use crate::results::lab::{CacheModelInfo, CoreTiming, LabRecord, MachineInfo};
 
 /// A note when the QEMU lab switched GRO on NICs whose driver never uses
-/// it: QEMU's `pcnet` (Linux's pcnet32, the Malta labs' NIC) hands every
-/// received packet to `netif_receive_skb()`, not `napi_gro_receive()`
+/// it: QEMU's `pcnet` (Linux's pcnet32, which the Malta labs boot with
+/// `--nic pcnet`; their default is e1000) hands every received packet to
+/// `netif_receive_skb()`, not `napi_gro_receive()`
 /// (drivers/net/ethernet/amd/pcnet32.c in 6.12), so `ethtool -K … gro on`
-/// changes nothing there. `None` for other NICs, for one GRO setting, and
-/// outside QEMU.
+/// changes nothing there. Read from the record's QEMU command lines, so
+/// `None` for every other NIC (e1000, virtio-net), for one GRO setting,
+/// and outside QEMU.
 pub fn gro_note(record: &LabRecord) -> Option<String> {
     record.machine.qemu()?;
     if record.settings.gro.len() < 2 {
@@ -22,7 +24,7 @@ pub fn gro_note(record: &LabRecord) -> Option<String> {
             .any(|w| w[0] == "-device" && w[1].starts_with("pcnet"))
     });
     pcnet.then(|| {
-        "GRO on and off forward alike here: the guest's pcnet NICs (Linux's pcnet32) pass every received packet to netif_receive_skb(), not napi_gro_receive(), so GRO never merges a packet; the GRO settings are two samples of the same path (virtio-net, the vexpress lab's NIC, does use GRO)".to_string()
+        "GRO on and off forward alike here: the guest's pcnet NICs (Linux's pcnet32, --nic pcnet) pass every received packet to netif_receive_skb(), not napi_gro_receive(), so GRO never merges a packet; the GRO settings are two samples of the same path (the Malta labs' default e1000 and the vexpress lab's virtio-net do use GRO)".to_string()
     })
 }
 
@@ -234,6 +236,8 @@ mod tests {
         assert_eq!(gro_note(&fixture(pcnet, vec![Gro::Off])), None);
         let virtio = "virtio-net-device,netdev=lan,mac=52:54:00:12:34:01";
         assert_eq!(gro_note(&fixture(virtio, Gro::BOTH.to_vec())), None);
+        let e1000 = "e1000,netdev=lan,mac=52:54:00:12:34:01,addr=0x12,romfile=";
+        assert_eq!(gro_note(&fixture(e1000, Gro::BOTH.to_vec())), None);
         let mut host = fixture(pcnet, Gro::BOTH.to_vec());
         let host_lab: LabRecord = serde_json::from_str(
             &std::fs::read_to_string(concat!(

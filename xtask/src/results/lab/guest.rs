@@ -49,6 +49,11 @@ pub struct GuestSample {
     /// Interrupts the two NICs raised so far (all CPUs).
     #[serde(default)]
     pub nic_interrupts: u64,
+    /// IP datagrams received so far (`InReceives` of `/proc/net/snmp`'s
+    /// `Ip:` lines, RFC 4293's ipSystemStatsInReceives); `None` where
+    /// the sample does not read it (a real router over SSH, older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_in_receives: Option<u64>,
 }
 
 impl GuestSample {
@@ -65,6 +70,7 @@ impl GuestSample {
         let mut cpu = None;
         let (mut lan, mut wan, mut uptime) = (None, None, None);
         let mut nic_interrupts = 0;
+        let mut ip_in_receives = None;
         for line in text.lines() {
             let mut words = line.split_whitespace();
             if words.next() != Some("XL") {
@@ -106,6 +112,7 @@ impl GuestSample {
                 Some("irq") => {
                     nic_interrupts = words.next().and_then(|s| s.parse().ok()).unwrap_or(0)
                 }
+                Some("ip") => ip_in_receives = words.next().and_then(|s| s.parse().ok()),
                 _ => {}
             }
         }
@@ -119,6 +126,7 @@ impl GuestSample {
                     wan,
                     uptime_seconds,
                     nic_interrupts,
+                    ip_in_receives,
                 })
             }
             _ => bail!("the guest's sample is incomplete:\n{text}"),
@@ -158,6 +166,16 @@ pub struct GuestWork {
     /// so ns/packet moves with it between boots.
     #[serde(default)]
     pub packets_per_interrupt: Option<f64>,
+    /// IP datagrams the guest received during the run (`InReceives`);
+    /// `None` where the samples do not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_datagrams: Option<u64>,
+    /// Frames the NICs received per IP datagram, [`GuestWork::packets`]
+    /// over [`GuestWork::ip_datagrams`]: what GRO merged (about 1 when it
+    /// merges nothing; a TCP stream's frames merge up to 64 KB datagrams).
+    /// `None` without datagrams or where they are not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames_per_ip_datagram: Option<f64>,
 }
 
 impl GuestWork {
@@ -168,10 +186,18 @@ impl GuestWork {
         let ns_per_packet =
             (packets > 0).then(|| busy_ticks as f64 * (1e9 / USER_HZ as f64) / packets as f64);
         let interrupts = after.nic_interrupts.saturating_sub(before.nic_interrupts);
+        let ip_datagrams = before
+            .ip_in_receives
+            .zip(after.ip_in_receives)
+            .map(|(b, a)| a.saturating_sub(b));
         GuestWork {
             busy_ticks,
             packets,
             packets_per_interrupt: (interrupts > 0).then(|| packets as f64 / interrupts as f64),
+            ip_datagrams,
+            frames_per_ip_datagram: ip_datagrams
+                .filter(|&d| d > 0)
+                .map(|d| packets as f64 / d as f64),
             guest_seconds: after.uptime_seconds - before.uptime_seconds,
             ns_per_packet,
         }
@@ -242,10 +268,10 @@ mod tests {
 
     const BEFORE: &str = "XL-BEGIN-3\nXL stat cpu  100 0 50 1000 0 5 45 0 0 0\n\
         XL net lan 10 20 1000 2000 0 0\n[   12.3] some kernel line\n\
-        XL net wan 30 40 3000 4000 0 0\nXL irq 1000\nXL uptime 12.50\n";
+        XL net wan 30 40 3000 4000 0 0\nXL irq 1000\nXL ip 45\nXL uptime 12.50\n";
     const AFTER: &str = "XL stat cpu  150 0 250 1100 0 5 145 0 0 0\n\
         XL net lan 5010 20 1000 2000 0 0\nXL net wan 5030 40 3000 4000 0 0\nXL irq 3000\n\
-        XL uptime 15.50\n";
+        XL ip 2545\nXL uptime 15.50\n";
 
     #[test]
     fn busy_time_per_packet_from_two_samples() {
@@ -261,6 +287,13 @@ mod tests {
         // 350 ticks of 10 ms over 10000 packets.
         assert_eq!(w.ns_per_packet, Some(350_000.0));
         assert_eq!(w.packets_per_interrupt, Some(5.0));
+        // 10,000 frames entered IP as 2,500 datagrams.
+        assert_eq!(w.ip_datagrams, Some(2500));
+        assert_eq!(w.frames_per_ip_datagram, Some(4.0));
+        let mut old = a.clone();
+        old.ip_in_receives = None;
+        let w = GuestWork::between(&old, &b);
+        assert_eq!((w.ip_datagrams, w.frames_per_ip_datagram), (None, None));
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub use router::{Flash, KernelCheck, RouterInfo};
 pub use status::Status;
 pub use timing::WallStep;
 
-use crate::util::fs::write_atomic;
+use crate::util::fs::{read_limited, write_atomic, FileLimit};
 
 /// The version of the `lab.json` layout this xtask writes; it reads
 /// every one from [`schema::OLDEST`] ([`schema`]).
@@ -416,22 +416,14 @@ impl LabRecord {
     /// [`MAX_FILE_BYTES`], or not a lab record.
     pub fn read(dir: &Path) -> Result<LabRecord> {
         let file = dir.join(FILE_NAME);
-        let meta =
-            std::fs::metadata(&file).with_context(|| format!("reading {}", file.display()))?;
-        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-            anyhow::bail!(
-                "{}: not a lab.json (a regular file of at most {} MiB; this is {})",
-                file.display(),
-                MAX_FILE_BYTES >> 20,
-                if meta.is_file() {
-                    format!("{} bytes", meta.len())
-                } else {
-                    "not a regular file".to_string()
-                }
-            );
-        }
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
+        let text = read_limited(
+            &file,
+            FileLimit {
+                what: FILE_NAME,
+                max_bytes: MAX_FILE_BYTES,
+            },
+            "run the lab again, or pass another lab directory",
+        )?;
         serde_json::from_str(&text).with_context(|| format!("{}: not a lab.json", file.display()))
     }
 

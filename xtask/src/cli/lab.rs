@@ -1,0 +1,251 @@
+//! `cargo xtask lab`'s flags, and the request each kind of lab takes.
+
+use std::path::PathBuf;
+
+use super::default_jobs;
+
+/// `--lab host`: this machine's kernel with runtime settings.
+pub const LAB_HOST: &str = "host";
+
+/// What `cargo xtask lab` runs, as the library takes it.
+pub enum LabMode {
+    /// The forwarding lab: a target's router kernels in QEMU or on a real
+    /// router over SSH (boxed: the request is ten times the host lab's).
+    Forwarding(Box<xtask::lab::LabRequest>),
+    /// The host lab.
+    Host(xtask::lab::host::HostRequest),
+    /// The core model's known answers (`--known-answers`).
+    KnownAnswers(xtask::lab::known_answer::KnownAnswerRequest),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Target with a [lab] table in targets/<t>.toml (brcm47xx), or the
+    /// router's target with --lab ssh; not with --lab host.
+    #[arg(long, short = 't', value_name = "TARGET")]
+    pub target: Option<String>,
+    /// Variant from patches/variants.toml (QEMU lab) or lab/runtime.toml
+    /// (host lab). Repeatable; default: baseline. The first is the base,
+    /// run twice as an A/A control.
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+    /// Measured runs per (variant, direction, GRO setting) or (variant, benchmark).
+    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Seconds per run (iperf3, tbench), at most an hour.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub duration: u32,
+    /// GRO settings to measure in the guest (QEMU lab; default both).
+    #[arg(long, value_name = "on|off|both")]
+    pub gro: Option<xtask::lab::GroChoice>,
+    /// Directions to measure through the router (forwarding labs; default
+    /// both, LAN → WAN first).
+    #[arg(long, value_name = "lan-to-wan|wan-to-lan|both")]
+    pub direction: Option<xtask::lab::DirectionChoice>,
+    /// Benchmarks of the host lab, comma-separated, run in this order
+    /// (default tbench).
+    #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
+    pub benches: Vec<xtask::lab::host::BenchName>,
+    /// tbench's clients (host lab and --topology loopback; default 2).
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
+    /// Leave out the A/A control (the base booted a second time as its own arm).
+    #[arg(long)]
+    pub no_control: bool,
+    /// Only build the lab kernels and the initramfs.
+    #[arg(long)]
+    pub build_only: bool,
+    /// QEMU lab: load the L1 cache model (a TCG plugin simulating the
+    /// target's [lab.l1] caches) into every boot and add instructions and
+    /// L1I/L1D misses per forwarded packet to each run. It slows QEMU
+    /// (Mbit/s drops to a few), so normal Mbit/s runs go without it.
+    #[arg(long)]
+    pub cache_model: bool,
+    /// QEMU lab, a target with [lab.timing]: instead of forwarding, boot
+    /// the baseline lab kernel under the core model and run its known
+    /// answers (branch patterns, a pointer chase), printing expected
+    /// against measured; fails when one is off.
+    #[arg(long)]
+    pub known_answers: bool,
+    /// With --known-answers: also write the answers as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// QEMU lab: boot the guest with this NIC model instead of the target's
+    /// [lab] nic, one of its [lab] other_nics (e.g. `--nic pcnet` on the
+    /// Malta labs, whose driver never uses GRO, to compare with e1000).
+    #[arg(long, value_name = "MODEL")]
+    pub nic: Option<String>,
+    /// QEMU lab: the network (default nat-router): `loopback` boots one
+    /// guest without NICs and runs tbench inside it, on the variant
+    /// kernel's own loopback (--clients N).
+    #[arg(long, value_name = "nat-router|loopback")]
+    pub topology: Option<String>,
+    /// Parallel make jobs (make -jN); default: number of CPUs.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub jobs: Option<usize>,
+    /// Kernel source: a tarball or an unpacked tree (never modified).
+    #[arg(long, value_name = "PATH")]
+    pub kernel_src: Option<PathBuf>,
+    /// Stream make's output instead of a progress line.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// The machine: `qemu` (the target's [lab] table), a real router
+    /// over SSH, `ssh://[USER@]HOST[:PORT]` (user root by default; `ssh`
+    /// alone takes the destination from the lab file), or `host`: this
+    /// machine's kernel with runtime settings from lab/runtime.toml
+    /// (tbench, iperf3 over a private namespace's loopback).
+    #[arg(
+        long = "lab",
+        default_value = "qemu",
+        value_name = "qemu|ssh://USER@HOST|host"
+    )]
+    pub machine: String,
+    /// With --lab ssh: the lab file (TOML: the router's interfaces, the
+    /// LAN and WAN endpoints on this machine, the image per target; see
+    /// docs/lab-ssh.md).
+    #[arg(long, value_name = "FILE")]
+    pub lab_file: Option<PathBuf>,
+    /// With --lab ssh: measure the kernel the router runs now instead of
+    /// flashing each variant's image (its /proc/version is still recorded).
+    #[arg(long)]
+    pub no_flash: bool,
+    /// QEMU lab in OpenWrt mode: build each variant's lab kernel as this
+    /// OpenWrt checkout builds its target for the QEMU machine (malta,
+    /// armsr: config, patch series), with the router target's KCFLAGS and
+    /// only what the lab needs added; the guest loads firewall4's ruleset.
+    /// Kernels and runs go to target/xtask/openwrt/ (`size-report --openwrt`).
+    #[arg(long, value_name = "PATH")]
+    pub openwrt: Option<PathBuf>,
+}
+
+impl LabArgs {
+    /// The library's request, refusing options of the other lab.
+    pub fn mode(&self) -> anyhow::Result<LabMode> {
+        if self.machine == LAB_HOST {
+            if self.cache_model {
+                anyhow::bail!(
+                    "--cache-model is for the QEMU lab (--target T): it simulates caches inside QEMU; --lab host measures this machine's kernel"
+                );
+            }
+            let qemu_only = [
+                (self.target.is_some(), "--target"),
+                (self.gro.is_some(), "--gro"),
+                (self.nic.is_some(), "--nic"),
+                (self.topology.is_some(), "--topology"),
+                (self.direction.is_some(), "--direction"),
+                (self.build_only, "--build-only"),
+                (self.jobs.is_some(), "--jobs"),
+                (self.kernel_src.is_some(), "--kernel-src"),
+                (self.verbose, "--verbose"),
+                (self.lab_file.is_some(), "--lab-file"),
+                (self.no_flash, "--no-flash"),
+                (self.openwrt.is_some(), "--openwrt"),
+                (self.known_answers, "--known-answers"),
+                (self.json.is_some(), "--json"),
+            ];
+            if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} is for the forwarding lab (QEMU or SSH); --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
+                );
+            }
+            return Ok(LabMode::Host(xtask::lab::host::HostRequest {
+                variants: self.variants.clone(),
+                runs: self.runs,
+                duration_seconds: self.duration,
+                benches: if self.benches.is_empty() {
+                    vec![xtask::lab::host::BenchName::Tbench]
+                } else {
+                    self.benches.clone()
+                },
+                tbench_clients: self.clients.unwrap_or(2),
+                control: !self.no_control,
+            }));
+        }
+        let topology = self
+            .topology
+            .clone()
+            .unwrap_or_else(|| xtask::lab::topology::nat_router::NAME.to_string());
+        let loopback = topology == xtask::lab::topology::loopback::NAME;
+        if !self.benches.is_empty() {
+            anyhow::bail!("--bench is for --lab host (--topology loopback runs tbench)");
+        }
+        if self.clients.is_some() && !loopback {
+            anyhow::bail!("--clients is for --lab host and --topology loopback (tbench)");
+        }
+        if loopback {
+            let forwarding_only = [
+                (self.gro.is_some(), "--gro"),
+                (self.direction.is_some(), "--direction"),
+                (self.nic.is_some(), "--nic"),
+            ];
+            if let Some((_, flag)) = forwarding_only.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} is for forwarding through the router; --topology loopback runs tbench inside the guest, which has no NIC"
+                );
+            }
+        }
+        let Some(target) = &self.target else {
+            anyhow::bail!(
+                "the forwarding lab needs --target (a target with a [lab] table, e.g. brcm47xx, or the router's); --lab host measures this machine's kernel instead"
+            );
+        };
+        if self.json.is_some() && !self.known_answers {
+            anyhow::bail!("--json is for --known-answers (a forwarding lab writes lab.json)");
+        }
+        if self.known_answers {
+            if self.machine != "qemu"
+                || !self.variants.is_empty()
+                || self.build_only
+                || self.topology.is_some()
+                || self.nic.is_some()
+                || self.openwrt.is_some()
+            {
+                anyhow::bail!(
+                    "--known-answers boots the target's baseline lab kernel in QEMU under the core model: leave out --lab, --variant, --build-only, --topology, --nic and --openwrt"
+                );
+            }
+            return Ok(LabMode::KnownAnswers(
+                xtask::lab::known_answer::KnownAnswerRequest {
+                    target: target.clone(),
+                    build: xtask::build::BuildOptions {
+                        verbose: self.verbose,
+                        ..xtask::build::BuildOptions::with_jobs(
+                            self.jobs.unwrap_or_else(default_jobs),
+                        )
+                    },
+                    json: self.json.clone(),
+                },
+            ));
+        }
+        let flash = if self.no_flash {
+            xtask::lab::Flash::NotFlashed
+        } else {
+            xtask::lab::Flash::Sysupgrade
+        };
+        let machine =
+            xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
+        Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
+            target: target.clone(),
+            variants: self.variants.clone(),
+            runs: self.runs,
+            duration_seconds: self.duration,
+            gro: self.gro.unwrap_or(xtask::lab::GroChoice::Both),
+            direction: self.direction.unwrap_or(xtask::lab::DirectionChoice::Both),
+            control: !self.no_control,
+            build_only: self.build_only,
+            build: xtask::build::BuildOptions {
+                verbose: self.verbose,
+                ..xtask::build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
+            },
+            kernel_src: self.kernel_src.clone(),
+            machine,
+            cache_model: self.cache_model,
+            openwrt: self.openwrt.clone(),
+            nic: self.nic.clone(),
+            topology,
+            tbench_clients: self
+                .clients
+                .unwrap_or(xtask::lab::guest_tbench::DEFAULT_CLIENTS),
+        })))
+    }
+}

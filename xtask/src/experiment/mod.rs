@@ -1,0 +1,226 @@
+//! `cargo xtask experiment FILE`: one experiment file
+//! ([`file`]: `experiments/<name>.toml`) as one command — plan first
+//! ([`plan`]: builds with which are up to date, labs, report, printed),
+//! then every build (side by side within `-j`, through the build
+//! orchestration), every lab, and the report in each format.
+//!
+//! One experiment runs at a time: a second refuses, naming the first's
+//! pid (`target/xtask/experiments/experiment.lock`, [`Lock`]).
+//!
+//! A killed experiment resumes when run again: finished builds are up to
+//! date (their build keys), and each lab's directory is kept in
+//! `target/xtask/experiments/<name>/state.json` before the lab starts, so
+//! the next run takes it over ([`orchestrate::Start::Resume`]): its
+//! finished runs are kept and the runner continues with the next.
+
+pub mod file;
+pub mod plan;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use xshell::Shell;
+
+use crate::build::command;
+use crate::lab::orchestrate::Start;
+use crate::report::{self, LabRuns, Request as ReportRequest, Style, SymbolOptions};
+use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
+
+/// Whether the experiment runs or only prints its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// Build, run the labs, write the report.
+    All,
+    /// Print the plan and an estimate of the time (`--dry-run`).
+    DryRun,
+}
+
+/// Whether labs an earlier run of the experiment started are continued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labs {
+    /// Continue them: complete ones kept, interrupted ones taken over.
+    Resume,
+    /// Start every lab anew (`--fresh`); the old ones stay on disk.
+    Fresh,
+}
+
+/// What `cargo xtask experiment` was asked.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The experiment file.
+    pub file: PathBuf,
+    /// The `-j` budget the builds share (and each lab kernel's make).
+    pub jobs: usize,
+    /// Run, or print the plan.
+    pub run: Run,
+    /// Resume or start the labs anew.
+    pub labs: Labs,
+}
+
+/// `target/xtask/experiments/<name>/state.json`: where each target's lab
+/// of the experiment records.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    labs: BTreeMap<String, PathBuf>,
+}
+
+fn state_file(layout: &Layout, name: &str) -> PathBuf {
+    layout
+        .work_dir()
+        .join("experiments")
+        .join(name)
+        .join("state.json")
+}
+
+/// The lock one experiment holds while it runs.
+pub fn lock_file(layout: &Layout) -> PathBuf {
+    layout
+        .work_dir()
+        .join("experiments")
+        .join("experiment.lock")
+}
+
+/// Takes the experiment lock: one experiment at a time on this
+/// workspace.
+///
+/// Errors: another holds it ("… pid N holds …experiment.lock").
+pub fn lock(layout: &Layout) -> Result<Lock> {
+    Lock::acquire(
+        &lock_file(layout),
+        "the experiment runner (another experiment is running)",
+        Wait::No,
+    )
+}
+
+impl State {
+    fn read(path: &Path) -> Result<State> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).with_context(|| {
+                format!("reading {}; remove it, or run with --fresh", path.display())
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        crate::util::fs::write_atomic(path, serde_json::to_string_pretty(self)?.as_bytes())
+    }
+}
+
+/// Where `target`'s lab records: the directory `state` kept (taken over
+/// if it holds a `lab.json`, else made there), or a new one, kept in
+/// `state` first.
+fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str) -> Result<Start> {
+    if let Some(dir) = state.labs.get(target) {
+        if dir.join(crate::lab::record::FILE_NAME).is_file() {
+            return Ok(Start::Resume(dir.clone()));
+        }
+        return Ok(Start::NewIn(dir.clone()));
+    }
+    let started = crate::results::now_rfc3339();
+    let dir = layout.work_dir().join("lab").join(target).join(format!(
+        "{}-{}",
+        started.replace([':', '-'], ""),
+        std::process::id()
+    ));
+    state.labs.insert(target.to_string(), dir.clone());
+    state.write(state_path)?;
+    Ok(Start::NewIn(dir))
+}
+
+/// Runs `request` (see the module docs).
+///
+/// Errors: the experiment file's problems (file, line and fix) and
+/// anything the plan refuses, before anything builds; another experiment
+/// running (its pid); a labs' topology or workload this branch's QEMU lab
+/// cannot run yet; the first failing build or lab; the report.
+pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
+    let experiment = file::load(layout, &request.file)?;
+    let plan = plan::plan(sh, layout, experiment, request.jobs)?;
+    print!("{}", plan.describe());
+    if request.run == Run::DryRun {
+        print!("{}", plan.estimate());
+        return Ok(());
+    }
+    if let Some(lab) = plan.labs.iter().find(|l| l.request.is_none()) {
+        bail!(
+            "nothing was built: the lab of {} cannot run on this branch yet (see its plan above); \
+             remove [lab] from {} for sizes only",
+            lab.target,
+            plan.experiment.file.display()
+        );
+    }
+    let _lock = lock(layout)?;
+    crate::util::cancel::install_handler();
+    command::build(sh, &plan.builds, &plan.build_request)?;
+
+    let e = &plan.experiment;
+    let state_path = state_file(layout, &e.name);
+    let mut state = match request.labs {
+        Labs::Resume => State::read(&state_path)?,
+        Labs::Fresh => State::default(),
+    };
+    let mut lab_dirs = Vec::new();
+    for lab in &plan.labs {
+        let lab_request = lab.request.as_ref().expect("checked above");
+        // In OpenWrt mode the lab, like `lab --openwrt`, records in OpenWrt
+        // mode's layout (the builds' layout).
+        let start = lab_start(&plan.builds.layout, &mut state, &state_path, &lab.target)?;
+        eprintln!("experiment {}: the lab of {}", e.name, lab.target);
+        let dir = plan::run_lab(sh, layout, lab_request, start)?
+            .context("the lab returned no directory")?;
+        lab_dirs.push(dir);
+    }
+
+    std::fs::create_dir_all(&e.report.output)
+        .with_context(|| format!("creating {}", e.report.output.display()))?;
+    let report_request = ReportRequest {
+        targets: e.targets.clone(),
+        base: e.variants[0].clone(),
+        variants: e.variants[1..].to_vec(),
+        symbols: e.report.symbols.then_some(SymbolOptions {
+            mode: Default::default(),
+            fold_clones: false,
+        }),
+        allow_mismatch: false,
+        lab: if lab_dirs.is_empty() {
+            LabRuns::Off
+        } else {
+            LabRuns::Dirs(lab_dirs)
+        },
+    };
+    for (format, path) in &plan.reports {
+        let symbols = if *format == report::Format::Svg {
+            None
+        } else {
+            report_request.symbols
+        };
+        let r = ReportRequest {
+            symbols,
+            ..report_request.clone()
+        };
+        report::run(
+            &plan.builds.layout,
+            &r,
+            *format,
+            &Style::default(),
+            Some(path),
+        )?;
+    }
+    println!(
+        "experiment {}: done; report in {}",
+        e.name,
+        e.report.output.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

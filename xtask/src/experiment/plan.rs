@@ -1,0 +1,295 @@
+//! An experiment's plan, printed before anything runs: the builds (each
+//! job's build key, and which are up to date), the labs (each target's
+//! lab plan, as `cargo xtask lab` prints it), the report files, and an
+//! estimate of the time.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use xshell::Shell;
+
+use super::file::{Experiment, Mode, Model, WorkloadSpec};
+use crate::build::ccache::{self, Ccache};
+use crate::build::command::{self, BuildRequest, Planned};
+use crate::build::Rebuild;
+use crate::lab::{orchestrate, qemu_lab, topology, LabRequest, Machine};
+use crate::report::Format;
+use crate::util::layout::Layout;
+use crate::util::lock::Wait;
+
+/// A build job's time when no earlier result of it says otherwise: the
+/// middle of the 7–25 minutes a router kernel takes on an idle 2-core
+/// machine (docs: the developers' guide), in seconds.
+pub const BUILD_SECONDS_UNKNOWN: f64 = 15.0 * 60.0;
+/// A lab boot to ready, in seconds: `cargo xtask bench lab`'s order of
+/// magnitude on Malta under TCG (a plan's estimate, not a measurement).
+pub const BOOT_SECONDS: u64 = 30;
+/// Per run beyond its traffic (GRO switch, iperf3 start, samples), in
+/// seconds; as `bench lab` reports per-run overhead.
+pub const RUN_OVERHEAD_SECONDS: u64 = 3;
+
+/// One target's lab in the plan.
+pub struct LabItem {
+    /// The target.
+    pub target: String,
+    /// What `cargo xtask lab` is asked (`None` when this branch's QEMU
+    /// lab cannot run the file's topology or workload yet).
+    pub request: Option<LabRequest>,
+    /// The lab's plan as printed, or why it cannot run.
+    pub text: String,
+    /// Runs (warm-ups included) and boots, for the estimate.
+    pub runs_and_boots: (u64, u64),
+}
+
+/// Everything an experiment will do.
+pub struct Plan {
+    /// The experiment.
+    pub experiment: Experiment,
+    /// What is built.
+    pub build_request: BuildRequest,
+    /// The build jobs, checked and keyed.
+    pub builds: Planned,
+    /// The labs, one per lab target.
+    pub labs: Vec<LabItem>,
+    /// The report files.
+    pub reports: Vec<(Format, PathBuf)>,
+}
+
+/// The file a report of `format` goes to in `dir`: `report.txt`,
+/// `report.mail`, `report.md`, `report.json`, `report.csv`,
+/// `report.svg`.
+pub fn report_file(dir: &std::path::Path, format: Format) -> PathBuf {
+    let ext = match format {
+        Format::Text => "txt",
+        Format::Markdown => "md",
+        other => other.name(),
+    };
+    dir.join(format!("report.{ext}"))
+}
+
+/// Plans `experiment`: the build jobs (checked, keyed), each lab resolved
+/// as `cargo xtask lab` resolves it (target, variants, host tools); builds
+/// and runs nothing.
+///
+/// Errors: whatever the build's plan or a lab's resolve refuses.
+pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) -> Result<Plan> {
+    let build_request = BuildRequest {
+        targets: experiment.targets.clone(),
+        variants: experiment.variants.clone(),
+        jobs,
+        kernel_src: None,
+        verbose: false,
+        rebuild: Rebuild::IfChanged,
+        wait: Wait::Yes,
+        mode: command::Mode::Build,
+        ccache: Ccache::On {
+            max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE)?,
+        },
+        distcc: Default::default(),
+        openwrt: match &experiment.mode {
+            Mode::Openwrt(p) => Some(p.clone()),
+            Mode::Profiles => None,
+        },
+    };
+    let builds = command::plan(sh, layout, &build_request)?;
+    let mut labs = Vec::new();
+    if let Some(spec) = &experiment.lab {
+        for target in &spec.targets {
+            // What `lab` runs today: nat-router with iperf3 LAN to WAN
+            // (`-R` for the other direction), and tbench inside the
+            // loopback topology's one guest.
+            let runnable = match &spec.workload {
+                WorkloadSpec::Iperf3 { from, to } => {
+                    spec.topology == topology::nat_router::NAME && from == "lan" && to == "wan"
+                }
+                WorkloadSpec::Tbench { guest, .. } => {
+                    spec.topology == topology::loopback::NAME && guest == topology::loopback::GUEST
+                }
+            };
+            let arms = experiment.variants.len() as u64 + u64::from(spec.control);
+            let boots = u64::from(spec.runs) * arms;
+            let per_session = match spec.workload {
+                WorkloadSpec::Iperf3 { .. } => {
+                    (spec.gro.settings().len() * spec.directions.directions().len()) as u64
+                }
+                WorkloadSpec::Tbench { .. } => 1,
+            } + 1;
+            let runs_and_boots = (boots * per_session, boots);
+            if !runnable {
+                labs.push(LabItem {
+                    target: target.clone(),
+                    request: None,
+                    text: format!(
+                        "lab plan for {target}:\n  topology: {} (registered), workload: {}\n  \
+                         not runnable yet: the QEMU lab runs nat-router with iperf3 lan → wan \
+                         and loopback with tbench in its guest\n",
+                        spec.topology,
+                        spec.workload.describe()
+                    ),
+                    runs_and_boots,
+                });
+                continue;
+            }
+            let request = LabRequest {
+                target: target.clone(),
+                variants: experiment.variants.clone(),
+                runs: spec.runs,
+                duration_seconds: spec.duration_seconds,
+                gro: spec.gro,
+                direction: spec.directions,
+                control: spec.control,
+                build_only: false,
+                build: crate::build::BuildOptions::with_jobs(jobs),
+                kernel_src: None,
+                machine: Machine::Qemu,
+                cache_model: spec.model == Model::Cache,
+                // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
+                openwrt: build_request.openwrt.clone(),
+                nic: None,
+                topology: spec.topology.clone(),
+                tbench_clients: match spec.workload {
+                    WorkloadSpec::Tbench { clients, .. } => clients,
+                    WorkloadSpec::Iperf3 { .. } => crate::lab::guest_tbench::DEFAULT_CLIENTS,
+                },
+            };
+            let (lab_plan, _) = qemu_lab::resolve((sh, layout), &request)?;
+            lab_plan.check()?;
+            let text = lab_plan.describe();
+            labs.push(LabItem {
+                target: target.clone(),
+                request: Some(request),
+                text,
+                runs_and_boots,
+            });
+        }
+    }
+    let reports = experiment
+        .report
+        .formats
+        .iter()
+        .map(|&f| (f, report_file(&experiment.report.output, f)))
+        .collect();
+    Ok(Plan {
+        experiment,
+        build_request,
+        builds,
+        labs,
+        reports,
+    })
+}
+
+impl Plan {
+    /// The plan as printed first: the experiment, the builds with their
+    /// status, each lab's plan, the report files.
+    pub fn describe(&self) -> String {
+        let e = &self.experiment;
+        let mut out = format!("experiment {} ({})", e.name, e.file.display());
+        if !e.description.is_empty() {
+            out.push_str(&format!(": {}", e.description));
+        }
+        out.push('\n');
+        out.push_str(&format!(
+            "  mode:     {}\n",
+            match &e.mode {
+                Mode::Profiles => "the hand-written profiles of targets/".to_string(),
+                Mode::Openwrt(p) =>
+                    format!("OpenWrt's configs, series and KCFLAGS ({})", p.display()),
+            }
+        ));
+        out.push_str(&format!(
+            "  base:     {}; variants: {}\n",
+            e.variants[0],
+            e.variants[1..].join(", ")
+        ));
+        let fresh = self.builds.jobs.len() - self.builds.up_to_date().len();
+        out.push_str(&format!(
+            "builds ({} jobs, {} up to date, side by side within -j {}):\n",
+            self.builds.jobs.len(),
+            self.builds.jobs.len() - fresh,
+            self.build_request.jobs
+        ));
+        for line in command::describe_plan(&self.builds.layout, &self.builds.jobs).lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+        if self.labs.is_empty() {
+            out.push_str("labs: none (sizes only)\n");
+        }
+        for lab in &self.labs {
+            for line in lab.text.lines() {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+        out.push_str("report:\n");
+        for (format, path) in &self.reports {
+            out.push_str(&format!("  {:<8} {}\n", format.name(), path.display()));
+        }
+        out
+    }
+
+    /// The estimate `--dry-run` prints: builds not up to date at their
+    /// last recorded duration (else [`BUILD_SECONDS_UNKNOWN`]), one after
+    /// another's CPU; each lab's boots and runs at [`BOOT_SECONDS`] and
+    /// duration + [`RUN_OVERHEAD_SECONDS`]. The lab kernels' own builds
+    /// are not counted.
+    pub fn estimate(&self) -> String {
+        let up: Vec<String> = self
+            .builds
+            .up_to_date()
+            .iter()
+            .map(|p| p.job.label())
+            .collect();
+        let build: f64 = self
+            .builds
+            .jobs
+            .iter()
+            .filter(|p| !up.contains(&p.job.label()))
+            .map(|p| {
+                let dir = self
+                    .builds
+                    .layout
+                    .results_dir(&p.job.target.name, &p.job.variant.name);
+                crate::results::BuildResult::read(&dir)
+                    .map_or(BUILD_SECONDS_UNKNOWN, |r| r.duration_seconds)
+            })
+            .sum();
+        let duration = self
+            .experiment
+            .lab
+            .as_ref()
+            .map_or(0, |l| u64::from(l.duration_seconds));
+        let lab: u64 = self
+            .labs
+            .iter()
+            .map(|l| {
+                l.runs_and_boots.0 * (duration + RUN_OVERHEAD_SECONDS)
+                    + l.runs_and_boots.1 * BOOT_SECONDS
+            })
+            .sum();
+        let show = |s: u64| humantime::format_duration(Duration::from_secs(s)).to_string();
+        format!(
+            "estimate: builds {} ({} to build), labs {} ({} runs, {} boots), about {} in all \
+             (lab kernels not counted; builds at their last duration or {} min each)\n",
+            show(build as u64),
+            self.builds.jobs.len() - up.len(),
+            show(lab),
+            self.labs.iter().map(|l| l.runs_and_boots.0).sum::<u64>(),
+            self.labs.iter().map(|l| l.runs_and_boots.1).sum::<u64>(),
+            show(build as u64 + lab),
+            BUILD_SECONDS_UNKNOWN / 60.0
+        )
+    }
+}
+
+/// Runs the QEMU lab of `request`, recording where `start` says
+/// ([`orchestrate::run_from`]); `layout` is the default mode's (targets,
+/// variants), as `cargo xtask lab` takes it.
+pub fn run_lab(
+    sh: &Shell,
+    layout: &Layout,
+    request: &LabRequest,
+    start: orchestrate::Start,
+) -> Result<Option<PathBuf>> {
+    let (plan, mut backend) = qemu_lab::resolve((sh, layout), request)?;
+    orchestrate::run_from(layout, &plan, &mut backend, orchestrate::Mode::Run, start)
+}

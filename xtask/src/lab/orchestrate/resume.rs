@@ -1,0 +1,58 @@
+//! Taking over a lab whose runner was killed ([`super::Start::Resume`]).
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use super::LabPlan;
+use crate::lab::record::{LabRecord, Status};
+
+/// The record of the lab in `dir` to continue, or `None` when it is
+/// complete (kept as it is).
+///
+/// Errors: its pid still runs (naming it); its target, arms or settings
+/// are not `plan`'s (the experiment changed: start a new lab); an
+/// unreadable `lab.json`.
+pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
+    let record = LabRecord::read(dir)?;
+    let file = dir.join(crate::lab::record::FILE_NAME);
+    let pid = match &record.status {
+        Status::Complete => {
+            eprintln!(
+                "lab: {} is complete ({} runs); kept",
+                file.display(),
+                record.runs.len()
+            );
+            return Ok(None);
+        }
+        Status::Running { pid } => {
+            if record.status.lab_alive() == Some(true) {
+                bail!(
+                    "{} says pid {} still runs this lab; wait for it, or stop it first",
+                    file.display(),
+                    pid.unwrap_or_default()
+                );
+            }
+            pid.map_or("an unknown pid".to_string(), |p| format!("pid {p}"))
+        }
+        Status::Failed { reason } => format!("a run that failed ({reason})"),
+    };
+    let arms: Vec<String> = record.arms.iter().map(|a| a.name.clone()).collect();
+    if record.target != plan.target || arms != plan.arm_names() || record.settings != plan.settings
+    {
+        bail!(
+            "{} is a lab of {} with arms {arms:?} and other settings than this plan ({} with {:?}); \
+             it cannot be continued: move it away to start the lab anew",
+            file.display(),
+            record.target,
+            plan.target,
+            plan.arm_names()
+        );
+    }
+    let kept = record.runs.iter().filter(|r| !r.warmup).count();
+    eprintln!(
+        "lab: taking over {} from {pid}, which no longer runs: {kept} measured runs kept",
+        file.display()
+    );
+    Ok(Some(record))
+}

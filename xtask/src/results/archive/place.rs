@@ -1,0 +1,100 @@
+//! Putting a merged result in place without ever removing the old one
+//! first: the new directory is staged next to its destination (so on the
+//! destination's file system, whatever is mounted where) and swapped with
+//! the old one in one `renameat2(RENAME_EXCHANGE)`; the old one then lies
+//! in the staging directory, which is removed.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rustix::fs::{renameat_with, RenameFlags, CWD};
+
+use crate::util::fs::{remove_stale_staging, StagingDir};
+use crate::util::layout::Layout;
+
+/// Prefix of a merge's staging directories, in `results/<target>/` (and,
+/// before they moved there, in `target/xtask/`).
+pub const STAGING_PREFIX: &str = ".staging-merge-";
+
+/// A result staged for one `results/<target>/<variant>/`.
+#[derive(Debug)]
+pub(super) struct Staged {
+    /// Owned by this process; removed when dropped.
+    staging: StagingDir,
+    dest: PathBuf,
+}
+
+impl Staged {
+    /// A staging directory for `dest` in `dest`'s parent (created if
+    /// missing), owned by this process.
+    pub(super) fn new(dest: &Path) -> Result<Staged> {
+        let parent = dest.parent().context("a results directory has a parent")?;
+        let staging = StagingDir::new(parent, STAGING_PREFIX)?;
+        std::fs::create_dir(staging.path().join("new"))
+            .with_context(|| format!("creating {}", staging.path().join("new").display()))?;
+        Ok(Staged {
+            staging,
+            dest: dest.to_path_buf(),
+        })
+    }
+
+    /// Where the new result's files go.
+    pub(super) fn dir(&self) -> PathBuf {
+        self.staging.path().join("new")
+    }
+
+    /// Moves the staged result to its destination, exchanging it with the
+    /// old one when there is one (the old one is removed with the staging
+    /// directory); on a file system without `RENAME_EXCHANGE`, the old one
+    /// is renamed aside first and renamed back if the new one cannot be
+    /// put in place. Readers see the old result or the new one.
+    ///
+    /// Errors: I/O, naming both paths; the old result is then in place.
+    pub(super) fn put_in_place(self) -> Result<()> {
+        let new = self.dir();
+        let moving = || format!("moving {} to {}", new.display(), self.dest.display());
+        if std::fs::symlink_metadata(&self.dest).is_err() {
+            return std::fs::rename(&new, &self.dest).with_context(moving);
+        }
+        use rustix::io::Errno;
+        match renameat_with(CWD, &new, CWD, &self.dest, RenameFlags::EXCHANGE) {
+            Ok(()) => return Ok(()),
+            // No RENAME_EXCHANGE on this file system.
+            Err(e) if [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP].contains(&e) => {}
+            Err(e) => return Err(std::io::Error::from(e)).with_context(moving),
+        }
+        let old = self.staging.path().join("old");
+        std::fs::rename(&self.dest, &old)
+            .with_context(|| format!("moving {} aside", self.dest.display()))?;
+        if let Err(e) = std::fs::rename(&new, &self.dest) {
+            if let Err(back) = std::fs::rename(&old, &self.dest) {
+                let kept = self.staging.keep()?;
+                anyhow::bail!(
+                    "moving {} to {}: {e}; moving the old result back failed too ({back}): \
+                     it is in {}, move it back by hand",
+                    new.display(),
+                    self.dest.display(),
+                    kept.join("old").display()
+                );
+            }
+            return Err(e).with_context(moving);
+        }
+        Ok(())
+    }
+}
+
+/// Removes the staging directories of merges that were killed, in
+/// `results/<target>/` and in `target/xtask/` (where merges staged
+/// before), leaving those of merges still running.
+pub fn remove_stale(layout: &Layout) -> Result<()> {
+    remove_stale_staging(&layout.work_dir(), STAGING_PREFIX)?;
+    let Ok(targets) = std::fs::read_dir(layout.results_root()) else {
+        return Ok(());
+    };
+    for entry in targets.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_stale_staging(&entry.path(), STAGING_PREFIX)?;
+        }
+    }
+    Ok(())
+}

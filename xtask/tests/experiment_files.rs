@@ -1,0 +1,116 @@
+//! Experiment files as cases (`tests/experiment_files/*.toml`): each
+//! begins with `# expect: ok`, or with `# expect-line: N` and `# expect:
+//! TEXT` — the file is refused with an error that names the file and
+//! line N (`FILE:N:`) and contains TEXT. The files are checked against
+//! the workspace's real targets, variants and the lab's topology
+//! registry. Then the project's own `experiments/*.toml` must load.
+
+use std::path::{Path, PathBuf};
+
+use xtask::experiment::file;
+use xtask::lab::topology;
+use xtask::util::layout::Layout;
+
+fn cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/experiment_files");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "cases in {}", dir.display());
+    files
+}
+
+fn header<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines()
+        .take_while(|l| l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(&format!("# {key}: ")))
+}
+
+#[test]
+fn every_case_is_accepted_or_refused_naming_file_and_line() {
+    let layout = Layout::from_manifest_dir();
+    let mut problems = Vec::new();
+    for case in cases() {
+        let text = std::fs::read_to_string(&case).unwrap();
+        let expect = header(&text, "expect").expect("a `# expect:` line");
+        let outcome = file::load(&layout, &case);
+        match (expect, outcome) {
+            ("ok", Ok(e)) => assert_eq!(e.file, case),
+            ("ok", Err(err)) => problems.push(format!("{}: refused: {err:#}", case.display())),
+            (_, Ok(_)) => problems.push(format!("{}: accepted", case.display())),
+            (want, Err(err)) => {
+                let msg = format!("{err:#}");
+                let line = header(&text, "expect-line").expect("a `# expect-line:` line");
+                let at = format!("{}:{line}:", case.display());
+                if !msg.contains(&at) || !msg.contains(want) {
+                    problems.push(format!(
+                        "{}: wanted {at:?} and {want:?} in\n  {msg}",
+                        case.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn an_accepted_file_reads_into_the_experiment() {
+    let layout = Layout::from_manifest_dir();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/experiment_files");
+    let e = file::load(&layout, &dir.join("ok-lab.toml")).unwrap();
+    assert_eq!(e.name, "ok-lab");
+    assert_eq!(e.targets, ["brcm47xx", "ramips-mt7621"]);
+    assert_eq!(e.variants, ["baseline", "no-reorder-blocks"]);
+    assert_eq!(e.mode, file::Mode::Profiles);
+    let lab = e.lab.unwrap();
+    assert_eq!(lab.targets, ["brcm47xx"]);
+    assert_eq!((lab.runs, lab.duration_seconds), (3, 2));
+    assert_eq!(lab.gro.settings().len(), 1);
+    assert!(!lab.control);
+    assert_eq!(lab.model, file::Model::Cache);
+    // Aliases and OpenWrt's names resolve; the base comes first.
+    let e = file::load(&layout, &dir.join("ok-sizes-only.toml")).unwrap();
+    assert_eq!(e.targets, ["bcm53xx", "ath79"]);
+    assert_eq!(e.variants, ["baseline", "no-reorder-blocks"]);
+    assert_eq!(e.report.formats.len(), 2);
+    assert!(e.report.symbols);
+}
+
+/// The project's experiments load; one whose topology the lab does not
+/// register yet (the mesh, the loopback guest: other branches) is
+/// refused for exactly that, naming the file and line.
+#[test]
+fn the_project_s_experiment_files_load() {
+    let layout = Layout::from_manifest_dir();
+    let dir = layout.root().join("experiments");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        seen += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let topology_name = text
+            .lines()
+            .find_map(|l| l.strip_prefix("topology = "))
+            .map(|t| t.trim_matches('"').to_string());
+        match (file::load(&layout, &path), topology_name) {
+            (Ok(_), _) => {}
+            (Err(err), Some(t)) if !topology::NAMES.contains(&t.as_str()) => {
+                let msg = format!("{err:#}");
+                assert!(
+                    msg.contains(&format!("unknown topology {t:?}"))
+                        && msg.contains(&format!("{}:", path.display())),
+                    "{msg}"
+                );
+            }
+            (Err(err), _) => panic!("{}: {err:#}", path.display()),
+        }
+    }
+    assert_eq!(seen, 3, "the three experiments in {}", dir.display());
+}
