@@ -221,7 +221,7 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             .span()
             .map_or(String::new(), |s| format!(":{}", line_of(text, &s)));
         anyhow::anyhow!(
-            "{}{at}: {} (the file's keys: docs/incoming/experiments.md)",
+            "{}{at}: {} (the file's keys: docs/experiments.md)",
             file.display(),
             e.message().trim_end()
         )
