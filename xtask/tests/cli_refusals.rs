@@ -177,7 +177,9 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
 }
 
 /// `--known-answers` boots the baseline lab kernel in QEMU: another lab,
-/// variants or `--build-only` make no sense with it, and `--json` is only
+/// variants, `--build-only` or `--openwrt` (its guest programs check the
+/// model on the lab's own baseline kernel, which `--openwrt` would not
+/// change) make no sense with it, and `--json` is only
 /// its; all refused before anything is built.
 #[test]
 fn known_answers_take_only_a_qemu_target() {
@@ -195,7 +197,7 @@ fn known_answers_take_only_a_qemu_target() {
                 "--variant",
                 "baseline",
             ][..],
-            "leave out --lab, --variant, --build-only, --topology and --nic",
+            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
         ),
         (
             &["lab", "--target", "brcm47xx", "--json", "x.json"][..],
@@ -210,7 +212,18 @@ fn known_answers_take_only_a_qemu_target() {
                 "--topology",
                 "loopback",
             ][..],
-            "leave out --lab, --variant, --build-only, --topology and --nic",
+            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--known-answers",
+                "--openwrt",
+                "/nonexistent/openwrt",
+            ][..],
+            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
         ),
     ] {
         let out = xtask(args);

@@ -351,6 +351,7 @@ fn the_lab_reads_the_model_around_each_run() {
         kernel_src: None,
         machine: lab::Machine::Qemu,
         cache_model: true,
+        openwrt: None,
         nic: None,
         topology: xtask::lab::topology::nat_router::NAME.to_string(),
         tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,

@@ -94,6 +94,7 @@ fn malta_router_forwards_through_masquerade() {
         kernel_src: None,
         machine: lab::Machine::Qemu,
         cache_model: false,
+        openwrt: None,
         nic: None,
         topology: xtask::lab::topology::nat_router::NAME.to_string(),
         tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,

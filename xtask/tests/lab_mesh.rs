@@ -170,6 +170,7 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         machine: lab::Machine::Qemu,
         cache_model: false,
         nic: None,
+        openwrt: None,
         topology: mesh::NAME.to_string(),
         tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
         iperf,

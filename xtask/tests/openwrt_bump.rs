@@ -170,3 +170,78 @@ fn bcm47xx_bumped_to_6_12_applies_without_fuzz_after_generic_6_12() {
     );
     assert_eq!(snapshot(&fx.root), after);
 }
+
+/// Issue #20 §8: bcm53xx's two 6.7 backports that 6.12 already has are
+/// upstream, though both still apply forwards on 6.12.117:
+/// `030-v6.7-0005` with fuzz (its added port nodes are there, with 0006's
+/// fixed-link inside them on the Netgear R8000) and `030-v6.7-0006` at an
+/// offset once 0005 is applied (it also applies in reverse). GNU patch
+/// shows what keeping 0005 did: it adds `port@7` a second time.
+#[test]
+fn bcm53xx_backports_already_in_6_12_are_upstream() {
+    let Some(tarball) = openwrt_fixture::debian_tarball("6.12") else {
+        return;
+    };
+    let Some(fx) = Fixture::unpack() else { return };
+    let sh = Shell::new().unwrap();
+    let layout = Layout::from_manifest_dir();
+    let board = fx.root.join("target/linux/bcm53xx");
+    let request = BumpRequest {
+        openwrt: fx.root.clone(),
+        target: "bcm53xx".into(),
+        from: Some("6.6".into()),
+        to: "6.12".into(),
+        kernel_src: None,
+        fuzz: 2,
+        wait: Wait::Yes,
+    };
+    let bumped = openwrt_bump::run(&sh, &layout, &request).unwrap();
+    for prefix in ["030-v6.7-0005-", "030-v6.7-0006-"] {
+        let r = bumped
+            .state
+            .results
+            .iter()
+            .find(|r| r.name.starts_with(&format!("patches-6.12/{prefix}")))
+            .unwrap();
+        assert_eq!(r.class, Class::Upstream, "{}: {}", r.name, r.note);
+        assert!(
+            r.removed && r.note.contains("already in the new kernel"),
+            "{}",
+            r.note
+        );
+        assert!(!bumped
+            .patches_dir
+            .join(r.name.trim_start_matches("patches-6.12/"))
+            .exists());
+    }
+
+    // What keeping 0005 would do: GNU patch applies it to the R8000's dts,
+    // which then has two port@7 nodes.
+    let pristine = kernel_source::pristine_tree(&sh, &layout, &SourceInput::Tarball(tarball))
+        .expect("unpacking Debian's 6.12");
+    let dts = "arch/arm/boot/dts/broadcom/bcm4709-netgear-r8000.dts";
+    let tree = fx.dir().join("r8000");
+    std::fs::create_dir_all(tree.join(dts).parent().unwrap()).unwrap();
+    std::fs::copy(pristine.dir.join(dts), tree.join(dts)).unwrap();
+    let only_r8000 = fx.dir().join("0005-r8000.patch");
+    let text = std::fs::read_to_string(
+        std::fs::read_dir(board.join("patches-6.6"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains("030-v6.7-0005-"))
+            .unwrap(),
+    )
+    .unwrap();
+    let start = text.find(&format!("--- a/{dts}")).unwrap();
+    let end = text[start + 4..]
+        .find("\n--- a/")
+        .map_or(text.len(), |e| start + 4 + e + 1);
+    std::fs::write(&only_r8000, &text[start..end]).unwrap();
+    let out = cmd!(sh, "patch -p1 -N -d {tree} -i {only_r8000}")
+        .quiet()
+        .read()
+        .unwrap();
+    assert!(out.contains("with fuzz"), "{out}");
+    let patched = std::fs::read_to_string(tree.join(dts)).unwrap();
+    assert_eq!(patched.matches("port@7 {").count(), 2, "{patched}");
+}

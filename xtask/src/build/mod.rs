@@ -18,6 +18,7 @@ pub mod kbuild;
 pub mod openwrt;
 pub mod openwrt_image;
 pub mod openwrt_kconfig;
+pub mod openwrt_lab;
 pub mod plan;
 pub mod progress;
 pub mod reuse;

@@ -28,21 +28,24 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
+use super::openwrt_lab::{self, LabResolved, OpenwrtLab};
 use super::plan::{JobInputs, PlannedJob};
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
 use crate::build::{ccache, openwrt_image, toolchain};
-use crate::inputs::kconfig as fragments;
+use crate::inputs::kconfig::{self as fragments, Setting};
 use crate::inputs::kernel_source::{self, PristineTree};
 use crate::inputs::openwrt::image::DeviceRecipe;
-use crate::inputs::openwrt::{flags, kconfig, select, Checkout, Selection};
+use crate::inputs::openwrt::{flags, kconfig, select_for, Checkout, Selection, Wanted};
 use crate::patches::extra_optimization;
 use crate::patches::openwrt_series::{self, OpenwrtSeries, PreparedTree};
 use crate::patches::patched_source::{self, PatchedTree};
 use crate::patches::rebase::Class;
 use crate::patches::series::SeriesPatch;
-use crate::results::openwrt::{DroppedPatch, KconfigChanges, OpenwrtRecord};
+use crate::results::openwrt::{
+    DroppedPatch, KconfigChanges, LabSymbol, OpenwrtLabRecord, OpenwrtRecord,
+};
 use crate::results::{PatchRecord, SourceRecord};
 use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::hash::sha256_bytes;
@@ -53,6 +56,8 @@ pub struct OpenwrtBackend {
     layout: Layout,
     checkout: Checkout,
     source_arg: Option<PathBuf>,
+    /// Builds a router target's lab kernels ([`super::openwrt_lab`]).
+    lab: Option<OpenwrtLab>,
 }
 
 /// Everything one job is built from, before the variant's own patches.
@@ -65,6 +70,10 @@ struct Resolved {
     dot_config: Vec<u8>,
     /// The target's `openwrt_device` recipe, for the tree `openwrt.dir`.
     image: Option<DeviceRecipe>,
+    /// The config files merged into `dot_config`, in order.
+    config_files: Vec<PathBuf>,
+    /// A lab kernel's side ([`super::openwrt_lab`]).
+    lab: Option<LabResolved>,
 }
 
 impl Resolved {
@@ -85,6 +94,22 @@ impl OpenwrtBackend {
             layout,
             checkout: Checkout::open(openwrt)?,
             source_arg,
+            lab: None,
+        })
+    }
+
+    /// A backend building `lab`'s kernels (jobs of target `lab.lab_target`)
+    /// as OpenWrt builds its target for the QEMU machine, with the router's
+    /// KCFLAGS ([`super::openwrt_lab`]).
+    pub fn for_lab(
+        layout: Layout,
+        openwrt: &Path,
+        source_arg: Option<PathBuf>,
+        lab: OpenwrtLab,
+    ) -> Result<Self> {
+        Ok(OpenwrtBackend {
+            lab: Some(lab),
+            ..OpenwrtBackend::new(layout, openwrt, source_arg)?
         })
     }
 
@@ -92,18 +117,30 @@ impl OpenwrtBackend {
         let input = kernel_source::resolve_input(self.source_arg.as_deref(), &job.target.kernel)?;
         let pristine = kernel_source::pristine_tree(sh, &self.layout, &input)?;
         let kver = kernel_source::series_of(&pristine.version);
-        let selection = select(
-            &self.checkout,
-            &self.layout.targets_dir(),
-            &job.target.name,
-            Some(&kver),
-        )
-        .with_context(|| {
-            format!(
-                "the source is Linux {}; pass --kernel-src with a source of a version OpenWrt has",
-                pristine.version
-            )
-        })?;
+        let (selection, flags_target) = match &self.lab {
+            None => {
+                let s = select_for(
+                    &self.checkout,
+                    &self.layout.targets_dir(),
+                    &job.target.name,
+                    Wanted::Source {
+                        series: &kver,
+                        version: &pristine.version,
+                    },
+                )?;
+                let t = s.target.clone();
+                (s, t)
+            }
+            Some(lab) => {
+                anyhow::ensure!(
+                    job.target.name == lab.lab_target,
+                    "{}: this backend builds {}'s lab kernels only",
+                    job.label(),
+                    lab.router.name
+                );
+                lab.select(&self.checkout, &kver, &pristine.version)?
+            }
+        };
         let series = OpenwrtSeries::load(&self.checkout, &selection.target, &kver)?;
         let openwrt = openwrt_series::prepare_cached(sh, &self.layout, &pristine, &series)?;
         let makefile_path = openwrt.dir.join("Makefile");
@@ -137,16 +174,25 @@ impl OpenwrtBackend {
                     .with_context(|| format!("reading {}", file.display()))?,
             });
         }
-        let files = kconfig::config_files(&self.checkout, &selection.target, &kver);
-        let dot_config = kconfig::kernel_dot_config(&self.checkout, &files)?;
-        let kcflags = flags::kernel_flags(&self.checkout, &selection.target)?;
-        let image = openwrt_image::plan(
-            &self.checkout,
-            &selection.target,
-            &job.target,
-            &openwrt.dir,
-            &pristine.version,
-        )?;
+        let config_files = kconfig::config_files(&self.checkout, &selection.target, &kver);
+        let dot_config = kconfig::kernel_dot_config(&self.checkout, &config_files)?;
+        let kcflags = flags::kernel_flags(&self.checkout, &flags_target)?;
+        let (image, lab) = match &self.lab {
+            None => (
+                openwrt_image::plan(
+                    &self.checkout,
+                    &selection.target,
+                    &job.target,
+                    &openwrt.dir,
+                    &pristine.version,
+                )?,
+                None,
+            ),
+            Some(lab) => (
+                None,
+                Some(lab.resolve(&self.checkout, &selection, &flags_target, &kcflags)?),
+            ),
+        };
         Ok(Resolved {
             pristine,
             selection,
@@ -155,6 +201,8 @@ impl OpenwrtBackend {
             kcflags,
             dot_config,
             image,
+            config_files,
+            lab,
         })
     }
 
@@ -191,11 +239,18 @@ impl OpenwrtBackend {
             sha256: sha256_bytes(kcflags.as_bytes()),
         });
         all.extend(r.image.as_ref().map(openwrt_image::record));
+        all.extend(r.lab.as_ref().map(LabResolved::patch_record));
         all
     }
 
-    /// What result.json records of the OpenWrt side of a build.
-    fn record(&self, r: &Resolved, kconfig: KconfigChanges) -> OpenwrtRecord {
+    /// What result.json records of the OpenWrt side of a build; `added`:
+    /// a lab kernel's symbols the lab changed ([`openwrt_lab::added`]).
+    fn record(
+        &self,
+        r: &Resolved,
+        kconfig: KconfigChanges,
+        added: Vec<LabSymbol>,
+    ) -> OpenwrtRecord {
         let c = &r.openwrt.classification;
         OpenwrtRecord {
             checkout: self.checkout.root().display().to_string(),
@@ -222,6 +277,20 @@ impl OpenwrtBackend {
                 })
                 .collect(),
             kconfig,
+            config_files: r
+                .config_files
+                .iter()
+                .map(|f| {
+                    f.strip_prefix(self.checkout.root())
+                        .unwrap_or(f)
+                        .display()
+                        .to_string()
+                })
+                .collect(),
+            lab: r.lab.as_ref().map(|l| OpenwrtLabRecord {
+                added,
+                ..l.record.clone()
+            }),
         }
     }
 
@@ -269,6 +338,13 @@ impl Backend for OpenwrtBackend {
                     r.pristine.version,
                     c.summary()
                 );
+                for w in kconfig::missing_config_warnings(
+                    &self.checkout,
+                    &r.selection.target,
+                    &r.selection.kernel,
+                ) {
+                    eprintln!("warning: {}: {w}", job.label());
+                }
                 for p in c.of_class(Class::Conflict) {
                     eprintln!("  left out (conflict): {}", p.name);
                 }
@@ -330,32 +406,55 @@ impl Backend for OpenwrtBackend {
                 .with_context(|| format!("writing {}", marker.display()))?;
         }
 
-        // OpenWrt's .config, the variant's lines after it (a later line wins).
-        let settings = fragments::read_fragments(
+        // OpenWrt's .config, a lab kernel's additions, the variant's lines
+        // after them (a later line wins).
+        let variant_settings = fragments::read_fragments(
             &[],
             &job.variant.kconfig,
             &format!("variant {}", job.variant.name),
         )?;
-        let mut config = r.dot_config.clone();
-        for s in &settings {
-            config.extend_from_slice(s.config_line().as_bytes());
-            config.push(b'\n');
-        }
+        let lab_settings = r.lab.as_ref().map_or(&[][..], |l| &l.settings[..]);
         let config_file = build.join(".config");
-        std::fs::write(&config_file, &config)
-            .with_context(|| format!("writing {}", config_file.display()))?;
         let configuring = format!("{label} (configuring)");
-        let make = self
-            .make(sh, job, &build, &kcflags, &options)
-            .arg("olddefconfig");
-        run_logged(
-            Command::from(make),
-            &configuring,
-            log,
-            options.verbose,
-            None,
-            &options.control,
-        )?;
+        let olddefconfig = |lines: &[&[Setting]]| -> Result<Vec<u8>> {
+            let mut config = r.dot_config.clone();
+            for s in lines.iter().flat_map(|l| l.iter()) {
+                config.extend_from_slice(s.config_line().as_bytes());
+                config.push(b'\n');
+            }
+            std::fs::write(&config_file, &config)
+                .with_context(|| format!("writing {}", config_file.display()))?;
+            let make = self
+                .make(sh, job, &build, &kcflags, &options)
+                .arg("olddefconfig");
+            run_logged(
+                Command::from(make),
+                &configuring,
+                log,
+                options.verbose,
+                None,
+                &options.control,
+            )?;
+            Ok(config)
+        };
+        // A lab kernel: first what OpenWrt's config (with the variant's
+        // lines) alone becomes, to record what the lab changes.
+        let openwrt_only = match &r.lab {
+            Some(_) => {
+                olddefconfig(&[&variant_settings])?;
+                Some(
+                    std::fs::read_to_string(&config_file)
+                        .with_context(|| format!("reading {}", config_file.display()))?,
+                )
+            }
+            None => None,
+        };
+        let config = olddefconfig(&[lab_settings, &variant_settings])?;
+        let settings: Vec<Setting> = lab_settings
+            .iter()
+            .chain(&variant_settings)
+            .cloned()
+            .collect();
         fragments::ensure_applied(&config_file, &settings).with_context(|| {
             format!("configuring {label} from OpenWrt's {}", r.selection.target)
         })?;
@@ -366,6 +465,17 @@ impl Backend for OpenwrtBackend {
             &final_config,
             &build,
         )?;
+        let added = openwrt_only.map_or_else(Vec::new, |o| {
+            openwrt_lab::added(&o, &final_config, lab_settings)
+        });
+        if r.lab.is_some() {
+            eprintln!(
+                "{label}: the lab changed {} symbols of OpenWrt's {} config ({} set by its fragments)",
+                added.len(),
+                r.selection.target,
+                added.iter().filter(|a| a.set_by.is_some()).count()
+            );
+        }
         eprintln!(
             "{label}: olddefconfig: {} symbols the source does not know ({} of them set), {} with unmet dependencies, {} values changed",
             kconfig.unknown.len(),
@@ -435,7 +545,7 @@ impl Backend for OpenwrtBackend {
             ccache: ccache::read_stats(options.ccache, &build)?,
             // Each OpenWrt-mode job builds in its own full copy of the tree.
             incremental_from: None,
-            openwrt: Some(self.record(&r, kconfig)),
+            openwrt: Some(self.record(&r, kconfig, added)),
             extra_artifacts,
         })
     }

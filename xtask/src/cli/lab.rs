@@ -120,6 +120,13 @@ pub struct LabArgs {
     /// flashing each variant's image (its /proc/version is still recorded).
     #[arg(long)]
     pub no_flash: bool,
+    /// QEMU lab in OpenWrt mode: build each variant's lab kernel as this
+    /// OpenWrt checkout builds its target for the QEMU machine (malta,
+    /// armsr: config, patch series), with the router target's KCFLAGS and
+    /// only what the lab needs added; the guest loads firewall4's ruleset.
+    /// Kernels and runs go to target/xtask/openwrt/ (`size-report --openwrt`).
+    #[arg(long, value_name = "PATH")]
+    pub openwrt: Option<PathBuf>,
 }
 
 impl LabArgs {
@@ -145,6 +152,7 @@ impl LabArgs {
                 (self.verbose, "--verbose"),
                 (self.lab_file.is_some(), "--lab-file"),
                 (self.no_flash, "--no-flash"),
+                (self.openwrt.is_some(), "--openwrt"),
                 (self.known_answers, "--known-answers"),
                 (self.json.is_some(), "--json"),
             ];
@@ -205,9 +213,10 @@ impl LabArgs {
                 || self.build_only
                 || self.topology.is_some()
                 || self.nic.is_some()
+                || self.openwrt.is_some()
             {
                 anyhow::bail!(
-                    "--known-answers boots the target's baseline lab kernel in QEMU under the core model: leave out --lab, --variant, --build-only, --topology and --nic"
+                    "--known-answers boots the target's baseline lab kernel in QEMU under the core model: leave out --lab, --variant, --build-only, --topology, --nic and --openwrt"
                 );
             }
             return Ok(LabMode::KnownAnswers(
@@ -247,6 +256,7 @@ impl LabArgs {
             machine,
             cache_model: self.cache_model,
             nic: self.nic.clone(),
+            openwrt: self.openwrt.clone(),
             topology,
             tbench_clients: self
                 .clients

@@ -94,7 +94,8 @@ struct RawReport {
 pub enum Mode {
     /// The hand-written profiles of `targets/` (`cargo xtask build`).
     Profiles,
-    /// As this OpenWrt checkout does (`build --openwrt PATH`).
+    /// As this OpenWrt checkout does (`build --openwrt PATH`; the lab
+    /// kernels as `lab --openwrt PATH` builds them).
     Openwrt(PathBuf),
 }
 

@@ -170,7 +170,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     let mut lab_dirs = Vec::new();
     for lab in &plan.labs {
         let lab_request = lab.request.as_ref().expect("checked above");
-        let start = lab_start(layout, &mut state, &state_path, &lab.target)?;
+        // In OpenWrt mode the lab, like `lab --openwrt`, records in OpenWrt
+        // mode's layout (the builds' layout).
+        let start = lab_start(&plan.builds.layout, &mut state, &state_path, &lab.target)?;
         eprintln!("experiment {}: the lab of {}", e.name, lab.target);
         let dir = plan::run_lab(sh, layout, lab_request, start)?
             .context("the lab returned no directory")?;

@@ -149,6 +149,8 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
                 kernel_src: None,
                 machine: Machine::Qemu,
                 cache_model: spec.model == Model::Cache,
+                // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
+                openwrt: build_request.openwrt.clone(),
                 nic: None,
                 topology: spec.topology.clone(),
                 tbench_clients: match spec.workload {
@@ -162,13 +164,7 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
             };
             let (lab_plan, _) = qemu_lab::resolve((sh, layout), &request)?;
             lab_plan.check()?;
-            let mut text = lab_plan.describe();
-            if let Mode::Openwrt(_) = experiment.mode {
-                text.push_str(
-                    "  kernels:  the hand-written lab profile with each variant \
-                     (`lab --openwrt` is not on this branch)\n",
-                );
-            }
+            let text = lab_plan.describe();
             labs.push(LabItem {
                 target: target.clone(),
                 request: Some(request),
@@ -295,7 +291,8 @@ impl Plan {
 }
 
 /// Runs the QEMU lab of `request`, recording where `start` says
-/// ([`orchestrate::run_from`]).
+/// ([`orchestrate::run_from`]); `layout` is the default mode's (targets,
+/// variants), as `cargo xtask lab` takes it.
 pub fn run_lab(
     sh: &Shell,
     layout: &Layout,

@@ -97,6 +97,18 @@ pub struct LabSpec {
     /// (`--cache-model`) simulates; `None`: the target has no model.
     #[serde(default)]
     pub l1: Option<L1Spec>,
+    /// `lab --openwrt PATH`: the OpenWrt `target/subtarget` built for this
+    /// QEMU machine (`malta/le`, `malta/be`, `armsr/armv7`): its config
+    /// files and patch series, with the router target's KCFLAGS
+    /// (`xtask/src/build/openwrt_lab.rs`); `None`: no OpenWrt-mode lab.
+    #[serde(default)]
+    pub openwrt: Option<String>,
+    /// `lab --openwrt PATH`: fragments relative to `targets/` merged onto
+    /// OpenWrt's config for [`LabSpec::openwrt`], in order: only what the
+    /// lab needs (the machine's NIC and console, the guest's initramfs and
+    /// userland, the ruleset's netfilter built in).
+    #[serde(default)]
+    pub openwrt_fragments: Vec<String>,
     /// The real SoC's timing (`[lab.timing]`): the clock, the costs the
     /// core model turns counts into cycles with, the L2 and the branch
     /// predictor, each with its source; `None`: the cache model counts
@@ -205,10 +217,27 @@ impl LabSpec {
                 );
             }
         }
-        for f in self.fragments.iter().chain(&self.replace_fragments) {
+        for f in self
+            .fragments
+            .iter()
+            .chain(&self.replace_fragments)
+            .chain(&self.openwrt_fragments)
+        {
             if let Some(why) = crate::util::path::unsafe_reason(Path::new(f)) {
                 bail!("{file}: [lab] fragment {f:?} ({why}); name a file under targets/");
             }
+        }
+        if let Some(openwrt) = &self.openwrt {
+            crate::inputs::targets::check_plain("[lab] openwrt", openwrt, "._-/")
+                .with_context(|| format!("{file}: refusing this [lab] table"))?;
+            if openwrt
+                .split('/')
+                .any(|part| part.is_empty() || part == "..")
+            {
+                bail!("{file}: [lab] openwrt = {openwrt:?}: write OpenWrt's target/subtarget, e.g. \"malta/le\"");
+            }
+        } else if !self.openwrt_fragments.is_empty() {
+            bail!("{file}: [lab] openwrt_fragments needs openwrt = \"<target/subtarget>\", the OpenWrt target they go on top of");
         }
         if let Some(dtb) = &self.dtb {
             // A make goal on make's command line.
@@ -216,7 +245,7 @@ impl LabSpec {
                 .with_context(|| format!("{file}: refusing this [lab] table"))?;
         }
         let dir = target_file.parent().unwrap_or(Path::new("."));
-        for f in &self.fragments {
+        for f in self.fragments.iter().chain(&self.openwrt_fragments) {
             if !dir.join(f).is_file() {
                 bail!(
                     "{file}: [lab] fragment {f:?} does not exist in {}",

@@ -28,6 +28,9 @@ pub const SAMPLE: &str = "/bin/xl-sample";
 pub const NET_SETUP: &str = "/etc/xl-net.sh";
 /// Path of the nat-router's ruleset ([`ruleset`]).
 pub const RULESET: &str = "/etc/xl-router.nft";
+/// Path of firewall4's ruleset ([`super::firewall4::ruleset`]), in the
+/// guest's overlay ([`overlay`]).
+pub const FW4_RULESET: &str = "/etc/xl-fw4.nft";
 /// Where `/init` writes, after the network setup, one line per NIC with
 /// a device: `<interface> <device>` (`lan virtio1`), so that the sampling
 /// script finds a NIC's interrupt line when it is named after the device.
@@ -148,9 +151,28 @@ pub fn setup_script(topology: &str, guest: &topology::Guest) -> String {
         Some(Ruleset::NatRouter) => {
             let _ = writeln!(s, "nft -f {RULESET} || fail \"nft -f {RULESET}\"");
         }
+        Some(Ruleset::Firewall4) => {
+            let _ = writeln!(s, "nft -f {FW4_RULESET} || fail \"nft -f {FW4_RULESET}\"");
+        }
         None => {}
     }
     s
+}
+
+/// The files of `guest`'s overlay on the shared initramfs
+/// ([`super::rootfs::with_setup`]), paths without the leading `/`: its
+/// network setup ([`NET_SETUP`], [`setup_script`]) and, for
+/// [`Ruleset::Firewall4`], firewall4's ruleset ([`FW4_RULESET`]).
+/// Errors: the guest lacks a NIC the ruleset's zones need.
+pub fn overlay(topology: &str, guest: &topology::Guest) -> Result<Vec<(String, String)>> {
+    let mut files = vec![(NET_SETUP[1..].to_string(), setup_script(topology, guest))];
+    if guest.ruleset == Some(Ruleset::Firewall4) {
+        files.push((
+            FW4_RULESET[1..].to_string(),
+            super::firewall4::ruleset(guest)?,
+        ));
+    }
+    Ok(files)
 }
 
 /// The router's ruleset: masquerade LAN→WAN, forward only LAN→WAN and
@@ -381,5 +403,20 @@ mod tests {
             ]
         );
         assert!(init_script().contains(". /etc/xl-net.sh\n"));
+    }
+
+    #[test]
+    fn a_firewall4_guest_loads_fw4_s_ruleset_from_its_overlay() {
+        let mut t = topology::nat_router::topology();
+        let files = overlay(&t.name, &t.guests[0]).unwrap();
+        assert_eq!(files.len(), 1, "{files:?}");
+        t.guests[0].ruleset = Some(Ruleset::Firewall4);
+        let files = overlay(&t.name, &t.guests[0]).unwrap();
+        assert_eq!(files[0].0, "etc/xl-net.sh");
+        assert!(files[0]
+            .1
+            .ends_with("nft -f /etc/xl-fw4.nft || fail \"nft -f /etc/xl-fw4.nft\"\n"));
+        assert_eq!(files[1].0, "etc/xl-fw4.nft");
+        assert!(files[1].1.starts_with("table inet fw4\n"));
     }
 }

@@ -7,13 +7,21 @@
 //! name, which stays) and `router.config` are the target's. It is named
 //! `<target>-lab`, so its results land in
 //! `target/xtask/results/<target>-lab/<variant>/` like any build's.
+//!
+//! With `lab --openwrt PATH` ([`Recipe::Openwrt`]) the same jobs go to
+//! OpenWrt mode's backend instead, built as OpenWrt builds its target for
+//! the QEMU machine (`[lab] openwrt`) with the router's KCFLAGS
+//! ([`crate::build::openwrt_lab`]), into OpenWrt mode's layout
+//! (`target/xtask/openwrt/results/<target>-lab/<variant>/`).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use crate::build::{self, kbuild::KernelTree, BuildOptions, Job};
+use crate::build::openwrt::OpenwrtBackend;
+use crate::build::openwrt_lab::OpenwrtLab;
+use crate::build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
 use crate::inputs::lab::LabSpec;
 use crate::inputs::targets::{Artifact, Target};
 use crate::inputs::variants::Variant;
@@ -75,8 +83,20 @@ pub fn lab_target(target: &Target) -> Result<Target> {
     Ok(lab)
 }
 
+/// How the lab kernels are built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recipe {
+    /// From the workbench's hand-written profiles (the target's fragments
+    /// with the lab's swapped in).
+    Profiles,
+    /// `lab --openwrt PATH`: as the OpenWrt checkout at this path builds
+    /// its target for the QEMU machine ([`crate::build::openwrt_lab`]).
+    Openwrt(PathBuf),
+}
+
 /// Builds the lab kernel of `target` for every variant (in order, without
-/// repeating a variant) through [`build::run`], and returns them.
+/// repeating a variant) from the workbench's profiles: [`build_with`]
+/// [`Recipe::Profiles`].
 pub fn build_all(
     sh: &Shell,
     layout: &Layout,
@@ -84,6 +104,30 @@ pub fn build_all(
     variants: &[Variant],
     options: BuildOptions,
     kernel_src: Option<PathBuf>,
+) -> Result<Vec<LabKernel>> {
+    build_with(
+        sh,
+        layout,
+        target,
+        variants,
+        options,
+        kernel_src,
+        &Recipe::Profiles,
+    )
+}
+
+/// Builds the lab kernel of `target` for every variant (in order, without
+/// repeating a variant) through [`build::run`] as `recipe` says, and
+/// returns them. With [`Recipe::Openwrt`] `layout` is OpenWrt mode's
+/// ([`Layout::openwrt_mode`]).
+pub fn build_with(
+    sh: &Shell,
+    layout: &Layout,
+    target: &Target,
+    variants: &[Variant],
+    options: BuildOptions,
+    kernel_src: Option<PathBuf>,
+    recipe: &Recipe,
 ) -> Result<Vec<LabKernel>> {
     let spec = spec_of(target)?;
     let lab = lab_target(target)?;
@@ -100,12 +144,21 @@ pub fn build_all(
             variant: v.clone(),
         })
         .collect();
-    let backend = KernelTree::new(layout.clone(), kernel_src);
-    let plan = build::plan::plan(sh, layout, &backend, &jobs)
+    let backend: Box<dyn Backend> = match recipe {
+        Recipe::Profiles => Box::new(KernelTree::new(layout.clone(), kernel_src)),
+        Recipe::Openwrt(checkout) => Box::new(OpenwrtBackend::for_lab(
+            layout.clone(),
+            checkout,
+            kernel_src,
+            OpenwrtLab::of(target, &lab.name, &layout.targets_dir())?,
+        )?),
+    };
+    let backend = backend.as_ref();
+    let plan = build::plan::plan(sh, layout, backend, &jobs)
         .with_context(|| format!("planning the lab kernels of {}", target.name))?;
     // The makes stop on SIGINT/SIGTERM: their run's token is the lab's
     // (crate::util::cancel).
-    let outcomes = build::run(sh, layout, &backend, &plan, options);
+    let outcomes = build::run(sh, layout, backend, &plan, options);
     let results: Vec<BuildResult> = outcomes
         .with_context(|| format!("building the lab kernels of {}", target.name))?
         .into_iter()
@@ -114,8 +167,13 @@ pub fn build_all(
     let mut kernels = Vec::new();
     for (variant, result) in unique.into_iter().zip(results) {
         if let Some(goal) = &spec.dtb {
-            let built = layout
-                .build_dir(&lab.name, &variant.name)
+            // OpenWrt mode builds in the tree (`<build dir>/linux/`).
+            let build_dir = layout.build_dir(&lab.name, &variant.name);
+            let tree = match recipe {
+                Recipe::Openwrt(_) => build_dir.join("linux"),
+                Recipe::Profiles => build_dir,
+            };
+            let built = tree
                 .join("arch")
                 .join(&lab.arch)
                 .join("boot/dts")

@@ -38,6 +38,7 @@ pub mod bench;
 pub mod cache_model;
 pub mod console;
 pub mod cpio;
+pub mod firewall4;
 pub mod forwarding;
 pub mod guest;
 pub mod guest_tbench;
@@ -173,6 +174,9 @@ pub struct LabRequest {
     pub machine: Machine,
     /// Load the L1 cache model into every boot (`--cache-model`; QEMU only).
     pub cache_model: bool,
+    /// `--openwrt PATH`: build the lab kernels as this OpenWrt checkout
+    /// builds its target for the QEMU machine ([`openwrt`]); QEMU only.
+    pub openwrt: Option<PathBuf>,
     /// The guest's NIC model instead of the `[lab]` table's (`--nic`;
     /// QEMU only): one of its `other_nics`.
     pub nic: Option<String>,
@@ -338,6 +342,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
                 bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);
             }
             request.iperf.check()?;
+            if request.openwrt.is_some() {
+                bail!("--openwrt builds QEMU lab kernels as OpenWrt builds its QEMU targets; a real router over SSH runs the images its lab file names (build them with `cargo xtask build --openwrt`)");
+            }
             if request.nic.is_some() {
                 bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
             }
@@ -348,8 +355,12 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             orchestrate::run(layout, &plan, &mut backend, mode)
         }
         Machine::Qemu => {
+            // OpenWrt mode's lab kernels and runs live apart from the
+            // default mode's, where `size-report --openwrt` finds them.
+            let openwrt_layout = request.openwrt.as_ref().map(|_| layout.openwrt_mode());
+            let runs_layout = openwrt_layout.as_ref().unwrap_or(layout);
             let (plan, mut backend) = qemu_lab::resolve((sh, layout), request)?;
-            orchestrate::run(layout, &plan, &mut backend, mode)
+            orchestrate::run(runs_layout, &plan, &mut backend, mode)
         }
     }
 }

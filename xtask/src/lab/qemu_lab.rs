@@ -13,13 +13,13 @@ use super::backend::{Backend, Prepared, Up};
 use super::cache_model::{self, CacheModel};
 use super::forwarding::{self, Forwarding};
 use super::guest_tbench::GuestTbench;
-use super::kernel::{self, LabKernel};
+use super::kernel::{self, LabKernel, Recipe};
 use super::orchestrate::LabPlan;
 use super::record::{Arm, BootRecord, MachineInfo, QemuInfo, Settings};
 use super::rootfs::{self, Initramfs};
 use super::runner;
 use super::session::{Image, QemuTestbed};
-use super::topology::{self, Topology};
+use super::topology::{self, Ruleset, Topology};
 use super::workload::Workload;
 use super::{qemu, LabRequest};
 use crate::build::BuildOptions;
@@ -41,6 +41,8 @@ pub enum Kernels {
         options: BuildOptions,
         /// `--kernel-src`.
         kernel_src: Option<std::path::PathBuf>,
+        /// The workbench's profiles, or OpenWrt's (`--openwrt PATH`).
+        recipe: Recipe,
     },
     /// Built earlier (`bench lab`).
     Built(Vec<LabKernel>),
@@ -50,6 +52,9 @@ pub enum Kernels {
 pub struct QemuBackend<'a> {
     sh: &'a Shell,
     layout: &'a Layout,
+    /// Where the lab kernels are built: `layout`, or OpenWrt mode's
+    /// ([`Layout::openwrt_mode`]) for [`Recipe::Openwrt`].
+    kernels_layout: Layout,
     target: Target,
     spec: LabSpec,
     topology: Topology,
@@ -72,9 +77,17 @@ impl<'a> QemuBackend<'a> {
         cache_model: CacheModelChoice,
     ) -> Result<QemuBackend<'a>> {
         let spec = kernel::spec_of(&target)?.clone();
+        let kernels_layout = match &kernels {
+            Kernels::Build {
+                recipe: Recipe::Openwrt(_),
+                ..
+            } => layout.openwrt_mode(),
+            _ => layout.clone(),
+        };
         Ok(QemuBackend {
             sh,
             layout,
+            kernels_layout,
             target,
             spec,
             topology,
@@ -125,16 +138,35 @@ pub fn resolve<'a>(
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
     let chosen = super::chosen_variants(layout, &request.variants)?;
-    let topology = topology::named(&request.topology)?;
+    let mut topology = topology::named(&request.topology)?;
     let (workload, schedule, settings) = workload(&topology, request, &chosen[0].name)?;
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
     let reference = reference(&topology)?;
+    let recipe = match &request.openwrt {
+        None => Recipe::Profiles,
+        Some(checkout) => {
+            openwrt_ruleset(&mut topology, &spec);
+            Recipe::Openwrt(checkout.clone())
+        }
+    };
+    let kernels_from = match (&recipe, &spec.openwrt) {
+        (Recipe::Openwrt(checkout), Some(machine_target)) => format!(
+            ", built as OpenWrt {} builds {machine_target} with {}'s KCFLAGS",
+            checkout.display(),
+            target.name
+        ),
+        (Recipe::Openwrt(_), None) => anyhow::bail!(
+            "{}: its [lab] table names no OpenWrt target for `lab --openwrt` (openwrt = \"malta/le\", \"malta/be\" or \"armsr/armv7\", with openwrt_fragments)",
+            target.file.display()
+        ),
+        (Recipe::Profiles, _) => String::new(),
+    };
     let plan = LabPlan {
         target: target.name.clone(),
         machine: format!(
-            "QEMU {} -cpu {}, {} NICs ({} kernels)",
+            "QEMU {} -cpu {}, {} NICs ({} kernels{kernels_from})",
             spec.machine,
             spec.cpu,
             spec.nic,
@@ -157,6 +189,7 @@ pub fn resolve<'a>(
             variants: chosen,
             options: request.build.clone(),
             kernel_src: request.kernel_src.clone(),
+            recipe,
         },
         if request.cache_model {
             CacheModelChoice::Load
@@ -214,6 +247,30 @@ pub fn workload(
     ))
 }
 
+/// `lab --openwrt`: the measured guest loads firewall4's ruleset
+/// ([`Ruleset::Firewall4`]) in place of the nat-router's, where its `nft`
+/// can: a static guest's loader knows the nat-router's alone, which it then
+/// keeps, saying so. A topology whose measured guest loads no ruleset
+/// (`loopback`: tbench on the guest's own `lo`) is left as it is: there
+/// the OpenWrt-mode kernel is all `--openwrt` changes.
+pub fn openwrt_ruleset(topology: &mut Topology, spec: &LabSpec) {
+    let measured = topology.measured.clone();
+    for g in topology.guests.iter_mut().filter(|g| g.name == measured) {
+        if g.ruleset != Some(Ruleset::NatRouter) {
+            continue;
+        }
+        if spec.static_guest.is_some() {
+            eprintln!(
+                "lab: {}'s guest is built static, with the lab's loader of its own ruleset (lab/static-guest/nft.c): it loads {}, not firewall4's",
+                spec.guest_arch,
+                Ruleset::NatRouter.describe()
+            );
+        } else {
+            g.ruleset = Some(Ruleset::Firewall4);
+        }
+    }
+}
+
 /// The arms of lab `kernels`, in order: each kernel's variant with its
 /// image.
 pub fn arms(kernels: &[LabKernel]) -> Result<Vec<Arm>> {
@@ -241,6 +298,7 @@ pub fn arms(kernels: &[LabKernel]) -> Result<Vec<Arm>> {
 impl Backend for QemuBackend<'_> {
     fn prepare(&mut self) -> Result<Prepared> {
         let (sh, layout, target, spec) = (self.sh, self.layout, &self.target, &self.spec);
+        let kernels_layout = &self.kernels_layout;
         if self.cache_model {
             let m = cache_model::prepare(layout, target, spec)?;
             eprintln!(
@@ -257,12 +315,13 @@ impl Backend for QemuBackend<'_> {
             variants,
             options,
             kernel_src,
+            recipe,
         } = &self.kernels
         {
             let missing: Vec<&str> = variants
                 .iter()
                 .filter(|v| {
-                    !layout
+                    !kernels_layout
                         .results_dir(&lab_name, &v.name)
                         .join(crate::results::FILE_NAME)
                         .is_file()
@@ -275,17 +334,23 @@ impl Backend for QemuBackend<'_> {
                     missing.join(", ")
                 );
             }
-            let built = kernel::build_all(
+            let built = kernel::build_with(
                 sh,
-                layout,
+                kernels_layout,
                 target,
                 variants,
                 options.clone(),
                 kernel_src.clone(),
+                recipe,
             )?;
             self.kernels = Kernels::Built(built);
         }
-        let initramfs = rootfs::prepare(layout, spec)?;
+        let mut initramfs = rootfs::prepare(layout, spec)?;
+        initramfs.ruleset = self
+            .topology
+            .guest(&self.topology.measured)
+            .and_then(|g| g.ruleset)
+            .map(|r| r.describe().to_string());
         for k in self.built() {
             eprintln!("lab: kernel {}: {}", k.variant.name, k.image.display());
         }
@@ -384,6 +449,7 @@ mod tests {
             kernel_src: None,
             machine: Machine::Qemu,
             cache_model: false,
+            openwrt: None,
             nic: None,
             topology: topology.into(),
             tbench_clients: 2,

@@ -165,6 +165,7 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
         packages,
         built: Vec::new(),
         toolchain: Vec::new(),
+        ruleset: None,
     };
     write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
     Ok(made)
@@ -185,16 +186,27 @@ pub fn pack(root: &Path, archive: &Path) -> Result<u64> {
     Ok(bytes.len() as u64)
 }
 
-/// The initramfs `base` with `setup` (a guest's generated network setup,
-/// [`guest::setup_script`]) as [`guest::NET_SETUP`], for QEMU's
-/// `-initrd`: `base`'s bytes followed by a small archive of that one file.
-/// Cached next to `base` as `<base>-net-<key>.cpio`, the key the sha256 of
-/// `base`'s sha256 and `setup`, written atomically once.
-pub fn with_setup(base: &Initramfs, setup: &str) -> Result<PathBuf> {
+/// The initramfs `base` with a guest's overlay `files` (path under `/`
+/// without the leading `/`, text; [`guest::overlay`]: its generated network
+/// setup as [`guest::NET_SETUP`], its ruleset if not the shared one) for
+/// QEMU's `-initrd`: `base`'s bytes followed by a small archive of those
+/// files under `etc/`. Cached next to `base` as `<base>-net-<key>.cpio`,
+/// the key the sha256 of `base`'s sha256 and the files, written
+/// atomically once. Errors: a path outside `etc/`.
+pub fn with_setup(base: &Initramfs, files: &[(String, String)]) -> Result<PathBuf> {
     let mut h = Sha256::new();
     h.update(base.sha256.as_bytes());
-    h.update([0]);
-    h.update(setup.as_bytes());
+    for (path, text) in files {
+        anyhow::ensure!(
+            path.strip_prefix("etc/")
+                .is_some_and(|f| !f.is_empty() && !f.contains('/')),
+            "a guest's overlay holds files in /etc only, not {path:?}"
+        );
+        h.update([0]);
+        h.update(path.as_bytes());
+        h.update([0]);
+        h.update(text.as_bytes());
+    }
     let key = hex::encode(h.finalize());
     let stem = base
         .path
@@ -206,7 +218,9 @@ pub fn with_setup(base: &Initramfs, setup: &str) -> Result<PathBuf> {
         .with_file_name(format!("{stem}-net-{}.cpio", &key[..16]));
     let mut overlay = cpio::Writer::new(Vec::new());
     overlay.dir("etc", 0o755)?;
-    overlay.file(&guest::NET_SETUP[1..], 0o644, setup.as_bytes())?;
+    for (path, text) in files {
+        overlay.file(path, 0o644, text.as_bytes())?;
+    }
     let overlay = overlay.finish()?;
     let size = std::fs::metadata(&path).map(|m| m.len()).ok();
     if size != Some(base.size + overlay.len() as u64) {
@@ -245,8 +259,10 @@ mod tests {
             packages: Vec::new(),
             built: Vec::new(),
             toolchain: Vec::new(),
+            ruleset: None,
         };
-        let a = with_setup(&base, "xl_nic lan 52:54:00:12:34:01\n").unwrap();
+        let setup = |text: &str| vec![("etc/xl-net.sh".to_string(), text.to_string())];
+        let a = with_setup(&base, &setup("xl_nic lan 52:54:00:12:34:01\n")).unwrap();
         let joined = std::fs::read(&a).unwrap();
         assert!(joined.starts_with(&bytes));
         let tail = String::from_utf8_lossy(&joined[bytes.len()..]).into_owned();
@@ -254,9 +270,18 @@ mod tests {
         assert!(tail.contains("etc/xl-net.sh\0"), "{tail}");
         assert!(tail.contains("xl_nic lan 52:54:00:12:34:01\n"), "{tail}");
         assert_eq!(
-            with_setup(&base, "xl_nic lan 52:54:00:12:34:01\n").unwrap(),
+            with_setup(&base, &setup("xl_nic lan 52:54:00:12:34:01\n")).unwrap(),
             a
         );
-        assert_ne!(with_setup(&base, "other").unwrap(), a);
+        assert_ne!(with_setup(&base, &setup("other")).unwrap(), a);
+        let mut two = setup("xl_nic lan 52:54:00:12:34:01\n");
+        two.push(("etc/xl-fw4.nft".into(), "table inet fw4\n".into()));
+        let b = with_setup(&base, &two).unwrap();
+        assert_ne!(b, a);
+        let tail = String::from_utf8_lossy(&std::fs::read(&b).unwrap()[bytes.len()..]).into_owned();
+        assert!(tail.contains("etc/xl-fw4.nft\0"), "{tail}");
+        assert!(tail.contains("table inet fw4\n"), "{tail}");
+        let outside = vec![("init".to_string(), String::new())];
+        assert!(with_setup(&base, &outside).is_err());
     }
 }

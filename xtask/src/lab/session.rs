@@ -79,7 +79,7 @@ impl Guest {
         (dir, tag, sockets): (&Path, &str, &Path),
         model: Option<&CacheModel>,
     ) -> Result<Guest> {
-        let initrd = rootfs::with_setup(image.initramfs, &guest::setup_script(&topology.name, g))?;
+        let initrd = rootfs::with_setup(image.initramfs, &guest::overlay(&topology.name, g)?)?;
         let suffix = if topology.guests.len() == 1 {
             String::new()
         } else {

@@ -11,7 +11,8 @@
 //! * `clean`, `offset`, `fuzz`: applied, and the series goes on from the
 //!   patched tree;
 //! * `upstream`: the point release already has it (it applies in
-//!   reverse): dropped;
+//!   reverse, or only adds lines that are already there: see
+//!   [`rebase::classify`]): dropped, with the reason as its note;
 //! * `conflict`: neither; listed, not applied, and the series goes on.
 
 use std::collections::BTreeMap;
@@ -164,9 +165,13 @@ pub fn classify_series(
     let mut out = Classification::default();
     for entry in &series.entries {
         let patch = parse_entry(sh, entry)?;
-        let (class, report) = rebase::classify(tree, &patch, opts)
+        let classified = rebase::classify(tree, &patch, opts)
             .with_context(|| format!("classifying {}", entry.file.display()))?;
-        let note = note(class, &report);
+        let class = classified.class;
+        let note = match classified.upstream {
+            Some(why) => why.note().to_string(),
+            None => note(class, &classified.report),
+        };
         if matches!(class, Class::Clean | Class::Offset | Class::Fuzz) {
             apply_patch(tree, &patch, opts)
                 .map_err(|e| anyhow!(e))
@@ -229,6 +234,11 @@ pub fn apply_kept(
     Ok(applied)
 }
 
+/// The version of [`rebase::classify`]'s rules, part of a prepared tree's
+/// key: a tree classified by older rules (which kept patches that apply
+/// both ways, or whose added lines are there) is prepared again.
+const CLASSIFIER: &str = "xtask-openwrt-classifier-2\0";
+
 /// A kernel tree with OpenWrt's overlays and the patches that apply,
 /// cached under `target/xtask/src/openwrt-<version>-<key>/linux/` with
 /// `classification.json` next to it.
@@ -236,8 +246,8 @@ pub fn apply_kept(
 pub struct PreparedTree {
     /// The patched tree.
     pub dir: PathBuf,
-    /// sha256 (hex) of the source identity, the overlay files and every
-    /// patch of the series (names and bytes).
+    /// sha256 (hex) of the classifier's version, the source identity, the
+    /// overlay files and every patch of the series (names and bytes).
     pub key: String,
     /// Every patch's class.
     pub classification: Classification,
@@ -257,6 +267,7 @@ pub fn prepare_cached(
     series: &OpenwrtSeries,
 ) -> Result<PreparedTree> {
     let mut key = Sha256::new();
+    key.update(CLASSIFIER.as_bytes());
     match &pristine.tarball_sha256 {
         Some(sum) => key.update(sum.as_bytes()),
         None => key.update(pristine.dir.to_string_lossy().as_bytes()),

@@ -6,8 +6,10 @@
 //! * `clean`: applies at its own lines, no fuzz;
 //! * `offset`: applies at other lines, no fuzz (refreshed);
 //! * `fuzz`: needs fuzz ≤ `--fuzz` (default 2, GNU patch's) (refreshed);
-//! * `upstream`: does not apply but applies in reverse: the new kernel has
-//!   it already ([`crate::patches::engine::reverse_applies`]); removed from the new series;
+//! * `upstream`: the new kernel has it already: it applies in reverse
+//!   ([`crate::patches::engine::reverse_applies`]), whether or not it also
+//!   applies forwards elsewhere, or it only adds lines that are already
+//!   next to its context ([`additions_present`]); removed from the new series;
 //! * `conflict`: neither. The rebase stops with the hunks that apply
 //!   applied, `FILE.rej` in the work tree and a copy under the rebase's
 //!   `rejects/`; `--continue` refreshes the patch from the fixed tree,
@@ -30,16 +32,17 @@ use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
 use crate::inputs::targets::Target;
-use crate::patches::engine::{
-    check_patch, parse_patch, reverse_applies, ApplyError, ApplyOptions, ApplyReport, HunkOutcome,
-    Patch,
-};
+use crate::patches::engine::{parse_patch, ApplyOptions};
 use crate::patches::stack::{reject_report, work_tree, Refreshed, Stack};
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 
+mod classify;
+mod present;
 mod summary;
+pub use classify::{classify, ClassReport, Upstream};
+pub use present::additions_present;
 pub use summary::{counts, json, table, tally};
 
 /// How a patch fared on the new kernel.
@@ -424,49 +427,6 @@ fn abort(dir: &Path, patches_dir: &Path, state: &RebaseState) -> Result<()> {
     std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))
 }
 
-/// The rebase's classifier: how `patch` fares on `tree`, which is not
-/// changed. `clean`, `offset` or `fuzz` (the largest of any hunk) with the
-/// report of the dry run when it applies; `upstream` (empty report) when
-/// it applies in reverse; `conflict` with the failed report otherwise.
-///
-/// Errors: refusals of the engine (unsafe names, symbolic links, binary
-/// diffs) and I/O errors.
-pub fn classify(tree: &Path, patch: &Patch, opts: &ApplyOptions) -> Result<(Class, ApplyReport)> {
-    let failed = match check_patch(tree, patch, opts) {
-        Ok(report) => {
-            let mut fuzz = 0;
-            let mut offset = false;
-            for h in report.files.iter().flat_map(|f| &f.hunks) {
-                if let HunkOutcome::Applied {
-                    fuzz: f, offset: o, ..
-                } = *h
-                {
-                    fuzz = fuzz.max(f);
-                    offset |= o != 0;
-                }
-            }
-            let class = if fuzz > 0 {
-                Class::Fuzz
-            } else if offset {
-                Class::Offset
-            } else {
-                Class::Clean
-            };
-            return Ok((class, report));
-        }
-        Err(ApplyError::Reversed { .. }) => return Ok((Class::Upstream, ApplyReport::default())),
-        Err(ApplyError::Failed(report)) => report,
-        Err(e) => return Err(anyhow!(e)),
-    };
-    if reverse_applies(tree, patch, opts)
-        .map_err(|e| anyhow!(e))
-        .context("checking whether it applies in reverse")?
-    {
-        return Ok((Class::Upstream, ApplyReport::default()));
-    }
-    Ok((Class::Conflict, failed))
-}
-
 /// Classifies and pushes one patch.
 fn step(
     stack: &Stack,
@@ -486,7 +446,11 @@ fn step(
         rejects: Vec::new(),
         note: String::new(),
     };
-    let (class, report) = classify(stack.tree(), &patch, &stack.options)
+    let ClassReport {
+        class,
+        report,
+        upstream: why,
+    } = classify(stack.tree(), &patch, &stack.options)
         .with_context(|| format!("checking {name}"))?;
     result.class = class;
     if matches!(class, Class::Clean | Class::Offset | Class::Fuzz) {
@@ -509,7 +473,7 @@ fn step(
     if upstream {
         result.class = Class::Upstream;
         result.removed = true;
-        result.note = "applies in reverse: already in the new kernel".into();
+        result.note = why.unwrap_or(Upstream::Reversed).note().into();
         std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
         return Ok(result);
     }

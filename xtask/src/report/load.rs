@@ -224,6 +224,7 @@ fn lab_targets(layout: &Layout, spellings: &[String], known: &[Known]) -> Result
 /// and on lab kernels rebuilt since it ran.
 fn lab_report(layout: &Layout, request: &Request, found: Found) -> Result<LabReport> {
     let mut notes = find::rebuilt_since(layout, &found);
+    notes.extend(super::openwrt_lab::run_notes(&found.record));
     let base = &found.record.settings.base;
     if *base != request.base {
         notes.push(format!(

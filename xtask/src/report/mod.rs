@@ -23,6 +23,7 @@ pub mod load;
 pub mod mail;
 pub mod markdown;
 pub mod model;
+pub mod openwrt_lab;
 pub mod sizes;
 pub mod svg;
 pub mod text;

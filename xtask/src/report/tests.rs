@@ -269,10 +269,146 @@ fn an_openwrt_mode_base_says_what_became_of_openwrts_series_and_config() {
                 got: Some("m".into()),
             }],
         },
+        config_files: Vec::new(),
+        lab: None,
     });
     let line = "OpenWrt bcm53xx/generic (Linux 6.12 series on 6.12.117, KCFLAGS -fno-caller-saves -falign-functions=32): 350 patches applied, 11 dropped (upstream), 2 left out (conflict); olddefconfig: 1 symbols the source does not know, 0 set symbols with unmet dependencies, 1 values changed\n";
     for format in [Format::Text, Format::Mail, Format::Markdown] {
         let out = render(&report, format, &Style::default()).unwrap();
         assert!(out.contains(line), "{format:?}:\n{out}");
     }
+}
+
+#[test]
+fn an_openwrt_lab_kernel_says_what_is_openwrts_and_what_the_lab_added() {
+    use crate::results::openwrt::{
+        CpuRecord, FragmentRecord, KconfigChanges, LabSymbol, LeftOutPatch, OpenwrtLabRecord,
+        OpenwrtRecord,
+    };
+    let mut report = report_with_made_up_family();
+    let symbol = |name: &str, openwrt: Option<&str>, set_by: Option<&str>| LabSymbol {
+        symbol: name.into(),
+        openwrt: openwrt.map(String::from),
+        lab: Some("y".into()),
+        set_by: set_by.map(String::from),
+    };
+    report.targets[0].base.openwrt = Some(OpenwrtRecord {
+        checkout: "/src/openwrt".into(),
+        target: "armsr/armv7".into(),
+        kernel: "6.12".into(),
+        kcflags: vec!["-fno-caller-saves".into(), "-falign-functions=32".into()],
+        patch_counts: BTreeMap::from([
+            ("clean".into(), 172),
+            ("offset".into(), 119),
+            ("fuzz".into(), 17),
+            ("upstream".into(), 11),
+            ("conflict".into(), 28),
+        ]),
+        dropped: Vec::new(),
+        kconfig: KconfigChanges::default(),
+        config_files: vec![
+            "target/linux/generic/config-6.12".into(),
+            "target/linux/armsr/config-6.12".into(),
+            "target/linux/armsr/armv7/config-6.12".into(),
+        ],
+        lab: Some(OpenwrtLabRecord {
+            router_target: "bcm53xx/generic".into(),
+            kcflags_from: "bcm53xx/generic: EXTRA_OPTIMIZATION from config/Config-devel.in:210, KERNEL_CFLAGS from config/Config-devel.in:148".into(),
+            cpu: CpuRecord {
+                cpu_type: "cortex-a9".into(),
+                cpu_subtype: String::new(),
+                from: "target/linux/bcm53xx/Makefile:11".into(),
+                flags: vec!["-mcpu=cortex-a9".into()],
+                flags_from: "OpenWrt's ARM toolchain default".into(),
+            },
+            fragments: vec![FragmentRecord {
+                file: "kconfig/lab-openwrt.config".into(),
+                sha256: "0".repeat(64),
+            }],
+            added: vec![
+                symbol("ARCH_VEXPRESS", Some("n"), Some("kconfig/lab-vexpress.config:7")),
+                symbol("CLK_SP810", None, None),
+            ],
+            left_out: vec![LeftOutPatch {
+                name: "target/linux/bcm53xx/patches-6.12".into(),
+                reason: "not in this checkout".into(),
+            }],
+        }),
+    });
+    let lines = [
+        "OpenWrt-mode lab kernel of bcm53xx/generic (Linux 6.12 series on 6.12.117):\n",
+        "- config: OpenWrt's armsr/armv7 (target/linux/generic/config-6.12, target/linux/armsr/config-6.12, target/linux/armsr/armv7/config-6.12)\n",
+        "- patches: OpenWrt's armsr/armv7 series, 308 applied, 11 dropped (upstream), 28 left out (conflict); left out on purpose: target/linux/bcm53xx/patches-6.12 (not in this checkout)\n",
+        "- KCFLAGS: bcm53xx/generic's, -fno-caller-saves -falign-functions=32 (bcm53xx/generic: EXTRA_OPTIMIZATION from config/Config-devel.in:210, KERNEL_CFLAGS from config/Config-devel.in:148)\n",
+        "- CPU: bcm53xx/generic's CPU_TYPE cortex-a9 (target/linux/bcm53xx/Makefile:11) gives -mcpu=cortex-a9 (OpenWrt's ARM toolchain default) to OpenWrt's userspace and toolchain; OpenWrt's kernel build passes none of it (include/kernel.mk), so neither does the lab\n",
+        "- the lab added 2 symbols to OpenWrt's config (kconfig/lab-openwrt.config): 1 set by its fragments, ARCH_VEXPRESS=y (OpenWrt: n); 1 follow from them: CLK_SP810\n",
+    ]
+    .concat();
+    for format in [Format::Text, Format::Mail, Format::Markdown] {
+        let out = render(&report, format, &Style::default()).unwrap();
+        assert!(out.contains(&lines), "{format:?}:\n{out}");
+        assert!(
+            !out.contains("OpenWrt armsr/armv7 (Linux"),
+            "{format:?}:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn a_lab_run_of_openwrt_kernels_notes_their_record_and_the_ruleset() {
+    use crate::results::lab::{LabRecord, MachineInfo};
+    use crate::results::openwrt::{
+        CpuRecord, KconfigChanges, LeftOutPatch, OpenwrtLabRecord, OpenwrtRecord,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = result("baseline", 4000);
+    base.openwrt = Some(OpenwrtRecord {
+        checkout: "/src/openwrt".into(),
+        target: "malta/le".into(),
+        kernel: "6.12".into(),
+        kcflags: vec!["-fno-caller-saves".into()],
+        patch_counts: BTreeMap::from([("clean".into(), 300)]),
+        dropped: Vec::new(),
+        kconfig: KconfigChanges::default(),
+        config_files: vec!["target/linux/generic/config-6.12".into()],
+        lab: Some(OpenwrtLabRecord {
+            router_target: "bcm47xx/mips74k".into(),
+            kcflags_from: "bcm47xx/mips74k: EXTRA_OPTIMIZATION from config/Config-devel.in:210"
+                .into(),
+            cpu: CpuRecord::default(),
+            fragments: Vec::new(),
+            added: Vec::new(),
+            left_out: vec![LeftOutPatch {
+                name: "target/linux/bcm47xx/patches-6.12".into(),
+                reason: "not in this checkout".into(),
+            }],
+        }),
+    });
+    base.write(dir.path()).unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lab_fixture/lab.json");
+    let mut record: LabRecord =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let notes = super::openwrt_lab::run_notes(&record);
+    assert!(notes.is_empty(), "a default-mode run: {notes:?}");
+    for arm in record.arms.iter_mut() {
+        if let Some(k) = arm.kernel.as_mut() {
+            k.results_dir = dir.path().to_path_buf();
+        }
+    }
+    let MachineInfo::Qemu { initramfs, .. } = &mut record.machine else {
+        panic!("the fixture is a QEMU run");
+    };
+    initramfs.ruleset = Some("firewall4 (table inet fw4: …)".into());
+    let notes = super::openwrt_lab::run_notes(&record);
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].starts_with("the lab kernels are OpenWrt's malta/le kernel (its config files and patch series, on Linux 6.12 series) with bcm47xx/mips74k's KCFLAGS -fno-caller-saves; "),
+        "{}",
+        notes[0]
+    );
+    assert_eq!(
+        notes[1],
+        "the guest's masquerade ruleset: firewall4 (table inet fw4: …)"
+    );
 }

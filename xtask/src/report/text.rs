@@ -41,10 +41,23 @@ pub fn heading(target: &TargetReport) -> String {
 /// (upstream), 29 left out (conflict); olddefconfig: 8 symbols the source
 /// does not know (1 set), 3 with unmet dependencies, 0 values changed`,
 /// newline-terminated; empty for a default-mode base.
+/// A lab kernel built in OpenWrt mode (`lab --openwrt`) gets a line naming
+/// the router, then [`super::openwrt_lab::lines`].
 pub fn openwrt_line(target: &TargetReport) -> String {
     let Some(o) = &target.base.openwrt else {
         return String::new();
     };
+    if let Some(lab) = &o.lab {
+        let mut out = format!(
+            "OpenWrt-mode lab kernel of {} (Linux {} series on {}):\n",
+            lab.router_target, o.kernel, target.base.kernel_source.version
+        );
+        for line in super::openwrt_lab::lines(o) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        return out;
+    }
     let count = |class: &str| o.patch_counts.get(class).copied().unwrap_or(0);
     let applied = count("clean") + count("offset") + count("fuzz");
     format!(

@@ -46,6 +46,42 @@ pub fn config_files(checkout: &Checkout, target: &OpenwrtTarget, kver: &str) -> 
     files
 }
 
+/// Warnings about the config files include/target.mk would skip without a
+/// word (`$(wildcard …)`): a checkout without the generic
+/// `config-<kver>` (and `config-default`) merges the board's files alone,
+/// a few hundred lines instead of OpenWrt's generic defaults; one without
+/// the board's and the subtarget's gets the generic config alone. Each
+/// warning names the missing file and the fix; none when both are there.
+pub fn missing_config_warnings(
+    checkout: &Checkout,
+    target: &OpenwrtTarget,
+    kver: &str,
+) -> Vec<String> {
+    let has_config = |dir: &Path| {
+        dir.join(format!("config-{kver}")).is_file() || dir.join("config-default").is_file()
+    };
+    let mut out = Vec::new();
+    let generic = checkout.generic_dir();
+    if !has_config(&generic) {
+        out.push(format!(
+            "{} is missing (and no config-default beside it): OpenWrt's include/target.mk skips a missing file, so the kernel config is the board's files alone, without OpenWrt's generic settings; restore it (git checkout target/linux/generic/config-{kver} in the checkout) or use a checkout that has it",
+            generic.join(format!("config-{kver}")).display()
+        ));
+    }
+    let mut own = vec![checkout.board_dir(&target.board)];
+    own.extend(target.subtarget_dir(checkout));
+    if !own.iter().any(|d| has_config(d)) {
+        out.push(format!(
+            "OpenWrt's {target} has no config-{kver} (or config-default) in {}: the kernel config is the generic one alone, without the board's SoC; restore the board's config-{kver}, or bump the board to {kver} (`cargo xtask patches rebase --openwrt …`)",
+            own.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+    }
+    out
+}
+
 /// The arguments OpenWrt passes to `scripts/kconfig.pl` for `files`
 /// (include/target.mk `__linux_confcmd`): `+` once per file after the
 /// first, then the files.
@@ -272,8 +308,10 @@ fn kernel_option_line(line: &[u8]) -> Option<Vec<u8>> {
 /// `scripts/kconfig.pl` prints; the files merged and any warnings go to stderr.
 pub fn show(openwrt: &Path, targets_dir: &Path, target: &str, kernel: Option<&str>) -> Result<()> {
     let checkout = Checkout::open(openwrt)?;
-    let selection = select(&checkout, targets_dir, target, kernel)
-        .context("pass --kernel with a version the OpenWrt target has")?;
+    let selection = select(&checkout, targets_dir, target, kernel)?;
+    for w in missing_config_warnings(&checkout, &selection.target, &selection.kernel) {
+        eprintln!("warning: {w}");
+    }
     let files = config_files(&checkout, &selection.target, &selection.kernel);
     anyhow::ensure!(
         !files.is_empty(),

@@ -7,12 +7,14 @@
 //!   overlays (include/quilt.mk `Kernel/Patch/Default`, scripts/patch-kernel.sh).
 //! * [`flags`]: KCFLAGS from `CONFIG_EXTRA_OPTIMIZATION` and
 //!   `CONFIG_KERNEL_CFLAGS` (include/kernel.mk, config/Config-devel.in).
+//! * [`cpu`]: `CPU_TYPE` and the flags include/target.mk derives from it.
 //! * [`image`]: one device's `KERNEL` recipe (target/linux/<board>/image/),
 //!   evaluated by GNU make.
 //!
 //! This module only reads the checkout; applying patches is
 //! `patches::openwrt_series`.
 
+pub mod cpu;
 pub mod flags;
 pub mod image;
 pub mod kconfig;
@@ -141,7 +143,7 @@ impl Checkout {
 }
 
 /// `KEY:=value`, `KEY=value` or `KEY?=value` of a Makefile line, trimmed.
-fn make_assignment(line: &str) -> Option<(&str, &str)> {
+pub(crate) fn make_assignment(line: &str) -> Option<(&str, &str)> {
     let (key, value) = line.split_once('=')?;
     let key = key.trim_end_matches([':', '?', '+']).trim();
     if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
@@ -198,7 +200,7 @@ impl OpenwrtTarget {
                     new.to_string()
                 }
                 _ => bail!(
-                    "OpenWrt target {spelling:?}: {} has no Makefile; targets of this checkout: {}",
+                    "OpenWrt target {spelling:?}: {} has no Makefile; pass one of this checkout's targets: {}",
                     checkout.board_dir(board).display(),
                     checkout.boards()?.join(", ")
                 ),
@@ -208,9 +210,13 @@ impl OpenwrtTarget {
         let subtarget = match sub {
             Some(s) if subtargets.contains(&s) => Some(s),
             Some(s) => bail!(
-                "OpenWrt target {spelling:?}: {} has no subtarget {s:?} (no {s}/target.mk); subtargets: {}",
+                "OpenWrt target {spelling:?}: {} has no subtarget {s:?} (no {s}/target.mk); pass one of its subtargets: {}",
                 checkout.board_dir(&board).display(),
-                subtargets.join(", ")
+                subtargets
+                    .iter()
+                    .map(|s| format!("{board}/{s}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             None if subtargets.is_empty() => None,
             None => bail!(
@@ -252,6 +258,25 @@ pub struct Selection {
     pub kernel: String,
 }
 
+/// Which kernel series a selection wants, and where that came from: it
+/// decides the fix an error names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted<'a> {
+    /// Nothing asked: the workbench target's `kernel` when the board has
+    /// it, else the board's `KERNEL_PATCHVER`.
+    Default,
+    /// `--kernel KVER` (`config show`).
+    Flag(&'a str),
+    /// The kernel source a build uses: its series (`6.12`) and full
+    /// version (`6.12.117`).
+    Source {
+        /// The series.
+        series: &'a str,
+        /// The full version, for messages.
+        version: &'a str,
+    },
+}
+
 /// Resolves `spelling` in OpenWrt mode: a workbench target (`ramips-mt7621`,
 /// `bcm53xx`, an alias; mapped through its file's `openwrt = "…"`) or any
 /// OpenWrt `board/subtarget` of the checkout (`ramips/mt7620`).
@@ -266,19 +291,50 @@ pub fn select(
     spelling: &str,
     kernel: Option<&str>,
 ) -> Result<Selection> {
+    select_for(
+        checkout,
+        targets_dir,
+        spelling,
+        kernel.map_or(Wanted::Default, Wanted::Flag),
+    )
+}
+
+/// [`select`] with the kernel series `wanted`, whose errors name the fix
+/// for each case: a target the checkout does not have (the targets it
+/// has), a subtarget it does not have (its subtargets), and a version the
+/// board does not build: `--kernel` with one it builds, or, for a newer
+/// series than the board's, the bump (`cargo xtask patches rebase
+/// --openwrt …`); for a build's source, the bump when the source is newer
+/// and `--kernel-src` with a source of the board's series when it is older.
+pub fn select_for(
+    checkout: &Checkout,
+    targets_dir: &Path,
+    spelling: &str,
+    wanted: Wanted<'_>,
+) -> Result<Selection> {
     let all = targets::load_all(targets_dir)?;
     let workbench: Option<&Target> = all.iter().find(|t| t.is_named(spelling));
     let openwrt_spelling = workbench.map_or(spelling, |t| t.openwrt.as_str());
     let target =
         OpenwrtTarget::resolve(checkout, openwrt_spelling).with_context(|| match workbench {
-            Some(t) => format!("{} says openwrt = {:?}", t.file.display(), t.openwrt),
-            None => format!("--target {spelling}"),
+            Some(t) => format!(
+                "{} says openwrt = {:?}, which this checkout ({}) does not have; update the checkout, or correct the target file",
+                t.file.display(),
+                t.openwrt,
+                checkout.root().display()
+            ),
+            None => format!(
+                "--target {spelling} is not a target of {} (`cargo xtask targets` lists them), so it was read as an OpenWrt target of {}",
+                targets_dir.display(),
+                checkout.root().display()
+            ),
         })?;
     let versions = checkout.kernel_versions(&target.board)?;
-    let kernel = match (kernel, workbench) {
-        (Some(k), _) => k.to_string(),
-        (None, Some(t)) if versions.all().contains(&t.kernel) => t.kernel.clone(),
-        (None, Some(t)) => {
+    let kernel = match (wanted, workbench) {
+        (Wanted::Flag(k), _) => k.to_string(),
+        (Wanted::Source { series, .. }, _) => series.to_string(),
+        (Wanted::Default, Some(t)) if versions.all().contains(&t.kernel) => t.kernel.clone(),
+        (Wanted::Default, Some(t)) => {
             eprintln!(
                 "note: {} says kernel = {:?}, but OpenWrt's {target} has Linux {} only; using {}",
                 t.file.display(),
@@ -288,20 +344,68 @@ pub fn select(
             );
             versions.default.clone()
         }
-        (None, None) => versions.default.clone(),
+        (Wanted::Default, None) => versions.default.clone(),
     };
     if !versions.all().contains(&kernel) {
         bail!(
-            "OpenWrt target {target} builds Linux {} (KERNEL_PATCHVER{}), not {kernel}",
-            versions.all().join(" or "),
-            if versions.testing.is_some() {
-                ", KERNEL_TESTING_PATCHVER"
-            } else {
-                ""
-            }
+            "{}",
+            version_error(checkout, &target, &versions, spelling, &kernel, wanted)
         );
     }
     Ok(Selection { target, kernel })
+}
+
+/// The error of a board that does not build `kernel`, with the fix for
+/// where the version came from (see [`select_for`]).
+fn version_error(
+    checkout: &Checkout,
+    target: &OpenwrtTarget,
+    versions: &KernelVersions,
+    spelling: &str,
+    kernel: &str,
+    wanted: Wanted<'_>,
+) -> String {
+    let makefile = checkout.board_dir(&target.board).join("Makefile");
+    let declared = match &versions.testing {
+        Some(t) if *t != versions.default => format!(
+            "KERNEL_PATCHVER:={}, KERNEL_TESTING_PATCHVER:={t}",
+            versions.default
+        ),
+        _ => format!("KERNEL_PATCHVER:={}", versions.default),
+    };
+    let newest = versions
+        .all()
+        .into_iter()
+        .max_by_key(|v| series_key(v))
+        .unwrap_or_else(|| versions.default.clone());
+    let newer = series_key(kernel) > series_key(&newest);
+    let bump = format!(
+        "cargo xtask patches rebase --openwrt {} --target {spelling} --from {newest} --to {kernel}",
+        checkout.root().display()
+    );
+    let builds = format!(
+        "OpenWrt's {target} builds Linux {} ({}: {declared})",
+        versions.all().join(" and "),
+        makefile.display()
+    );
+    match wanted {
+        Wanted::Source { version, .. } if newer => format!(
+            "{builds}, and the kernel source is Linux {version}: bump the board to {kernel} first with `{bump}` (what OpenWrt's scripts/kernel_bump.sh does), then build again"
+        ),
+        Wanted::Source { version, .. } => format!(
+            "{builds}, and the kernel source is Linux {version}: pass --kernel-src with a Linux {newest} source (a tarball or an unpacked tree)"
+        ),
+        _ if newer => format!(
+            "{builds}, not {kernel}: pass --kernel {newest}, or bump the board to {kernel} first with `{bump}`"
+        ),
+        _ => format!("{builds}, not {kernel}: pass --kernel {newest}"),
+    }
+}
+
+/// `6.12` → (6, 12), for ordering series; unparsable parts count as 0.
+fn series_key(v: &str) -> (u32, u32) {
+    let mut parts = v.split('.').map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
 #[cfg(test)]

@@ -118,6 +118,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         kernel_src: None,
         machine: Machine::Qemu,
         cache_model: request.cache_model,
+        openwrt: None,
         nic: None,
         topology: super::topology::nat_router::NAME.to_string(),
         tbench_clients: super::guest_tbench::DEFAULT_CLIENTS,

@@ -298,6 +298,7 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
         packages: sources.iter().flat_map(|s| s.files.clone()).collect(),
         built,
         toolchain,
+        ruleset: None,
     };
     write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
     let total: u64 = made.built.iter().map(|b| b.build_seconds).sum();

@@ -160,6 +160,27 @@ pub enum Ruleset {
     /// only `lan` → `wan` and replies, as an OpenWrt firewall does (`nft
     /// -f /etc/xl-router.nft`; the static guest's loader has it built in).
     NatRouter,
+    /// [`crate::lab::firewall4::ruleset`]: the shape OpenWrt's firewall4
+    /// renders from its default `/etc/config/firewall` (`table inet fw4`,
+    /// zones `lan` and `wan`, masquerade on `wan`), for `lab --openwrt`;
+    /// carried in the guest's overlay (`nft -f /etc/xl-fw4.nft`). Debian's
+    /// `nft` only: a static guest's loader knows the lab's ruleset alone.
+    Firewall4,
+}
+
+impl Ruleset {
+    /// What the lab records of it: `nat-router (table ip xl: …)`,
+    /// `firewall4 (table inet fw4: …)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Ruleset::NatRouter => {
+                "nat-router (table ip xl: forward lan to wan and replies, masquerade on wan)"
+            }
+            Ruleset::Firewall4 => {
+                "firewall4 (table inet fw4: OpenWrt's default zones, rules and masquerade, as fw4 renders /etc/config/firewall)"
+            }
+        }
+    }
 }
 
 /// A namespace on this machine where a workload's host runs.
@@ -336,6 +357,21 @@ impl Topology {
                 }
             }
             check_mesh(t, g, &nic_names)?;
+            if g.ruleset.is_some() {
+                for zone in ["lan", "wan"] {
+                    let v4 = g
+                        .nics
+                        .iter()
+                        .find(|n| n.name == zone)
+                        .is_some_and(|n| n.addresses.iter().any(|a| a.addr.is_ipv4()));
+                    if !v4 {
+                        bail!(
+                            "topology {t}: guest {} loads a ruleset of zones lan and wan, but has no NIC {zone:?} with an IPv4 address",
+                            g.name
+                        );
+                    }
+                }
+            }
             for nic in g.counted.iter().chain(&g.gro) {
                 // `lo`: a guest that forwards nothing (a workload on its
                 // own loopback) counts and switches its loopback.
@@ -495,6 +531,11 @@ mod tests {
         let mut t = good.clone();
         t.measured = "r2".into();
         assert!(refused(&t).contains("measured guest \"r2\""));
+
+        let mut t = good.clone();
+        t.guests[0].nics[1].addresses.clear();
+        t.guests[0].ruleset = Some(Ruleset::Firewall4);
+        assert!(refused(&t).contains("router loads a ruleset of zones lan and wan, but has no NIC \"wan\" with an IPv4 address"));
     }
 
     #[test]

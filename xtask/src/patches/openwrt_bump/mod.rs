@@ -14,10 +14,11 @@
 //!    ([`rebase::classify`], GNU patch's fuzz 2);
 //! 3. in `patches-<to>`, the board patches that apply at an offset or with
 //!    fuzz are refreshed as quilt writes them ([`refresh::render`]), upstream
-//!    ones (they apply in reverse) are removed, conflicting ones are kept
-//!    as they were, to be fixed by hand, with their rejects saved under
-//!    [`rebase_dir`]`/rejects/`; a patch that applies both ways is kept
-//!    with a note. Clean patches and the generic ones are not rewritten
+//!    ones (they apply in reverse, also when they apply forwards too, or
+//!    they only add lines that are already there) are removed with the
+//!    reason as their note, conflicting ones are kept as they were, to be
+//!    fixed by hand, with their rejects saved under
+//!    [`rebase_dir`]`/rejects/`. Clean patches and the generic ones are not rewritten
 //!    (`make target/linux/refresh` would rewrite every patch);
 //! 4. the board's Makefile gets `KERNEL_TESTING_PATCHVER:=<to>`, so that
 //!    `build --openwrt` (and OpenWrt with `CONFIG_TESTING_KERNEL`) can
@@ -39,7 +40,7 @@ use xshell::{cmd, Shell};
 use crate::inputs::kernel_source;
 use crate::inputs::openwrt::series::{self, Group, PatchDirectory};
 use crate::inputs::openwrt::{select, Checkout, OpenwrtTarget};
-use crate::patches::engine::{apply_patch, render_rejects, reverse_applies, ApplyOptions};
+use crate::patches::engine::{apply_patch, render_rejects, ApplyOptions};
 use crate::patches::openwrt_series::{self, parse_entry, prepare_tree, read_patch, OpenwrtSeries};
 use crate::patches::rebase::{self, Class, PatchResult, RebaseState};
 use crate::patches::stack::refresh::{self, FileSides};
@@ -330,8 +331,9 @@ fn classify(
     for entry in &bumped.entries {
         let patch = parse_entry(sh, entry)?;
         let bytes = read_patch(sh, entry)?;
-        let (class, report) = rebase::classify(tree, &patch, opts)
+        let classified = rebase::classify(tree, &patch, opts)
             .with_context(|| format!("classifying {}", entry.file.display()))?;
+        let (class, report) = (classified.class, classified.report);
         let kept = matches!(class, Class::Clean | Class::Offset | Class::Fuzz);
         let platform = entry.group == Group::Platform;
         let files = refresh::filenames_in_patch(&bytes);
@@ -340,11 +342,6 @@ fn classify(
         } else {
             None
         };
-        let both_ways = kept
-            && platform
-            && reverse_applies(tree, &patch, opts)
-                .map_err(|e| anyhow!(e))
-                .with_context(|| format!("checking {} in reverse", entry.file.display()))?;
         if kept {
             apply_patch(tree, &patch, opts)
                 .map_err(|e| anyhow!(e))
@@ -378,7 +375,11 @@ fn classify(
             }
             Class::Upstream => {
                 result.removed = true;
-                result.note = "applies in reverse: already in the new kernel".into();
+                result.note = classified
+                    .upstream
+                    .unwrap_or(rebase::Upstream::Reversed)
+                    .note()
+                    .into();
             }
             Class::Conflict => {
                 write_atomic(&staged.join(file_name), &bytes)?;
@@ -397,13 +398,6 @@ fn classify(
                     rebase::conflict_note(&report)
                 );
             }
-        }
-        if both_ways {
-            result.note = format!(
-                "also applies in reverse: already upstream? check it by hand{}{}",
-                if result.note.is_empty() { "" } else { "; " },
-                result.note
-            );
         }
         results.push(result);
     }

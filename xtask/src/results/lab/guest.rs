@@ -237,6 +237,13 @@ pub struct Initramfs {
     /// target triplet, and `package version` of its Debian packages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolchain: Vec<String>,
+    /// The masquerade ruleset the measured guest's `/init` loads, in words
+    /// (`nat-router (table ip xl: …)`, `firewall4 (table inet fw4: …)`;
+    /// `lab::topology::Ruleset::describe`), recorded by the lab;
+    /// `None` in the cache's manifest and in older files, whose guests
+    /// loaded the nat-router's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruleset: Option<String>,
 }
 
 /// One program a static guest's initramfs holds, built by the lab.
