@@ -14,7 +14,7 @@
 //! anything runs ([`check_places`]), so that a workload a topology
 //! cannot host is an error up front. Adding one: a type implementing
 //! [`Workload`] in a file of its own, the conditions it runs under, and
-//! where a lab kind chooses it (`docs/incoming/seams.md`).
+//! where a lab kind chooses it (`docs/lab-architecture.md`).
 
 use std::path::Path;
 

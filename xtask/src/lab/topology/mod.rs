@@ -20,7 +20,7 @@
 //! endpoint its ports.
 //!
 //! Adding a topology: a file here with a function that returns it (see
-//! [`nat_router`]), and its name in [`named`]. `docs/incoming/seams.md`
+//! [`nat_router`]), and its name in [`named`]. `docs/lab-architecture.md`
 //! has the walk-through.
 
 pub mod loopback;
