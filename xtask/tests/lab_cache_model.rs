@@ -314,9 +314,13 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
         );
         results.push(mine);
     }
-    // The smaller caches miss more: the model follows its geometry.
+    // The smaller I-cache (8 KiB, 16-byte lines against 32 KiB, 32-byte
+    // lines) misses more: the model follows its geometry. The D-caches
+    // are not compared: the small one's 64-byte lines fetch twice as much
+    // per miss, and on a boot that can outweigh its size (measured: 3.25 M
+    // misses against 3.84 M, both equal to cache.c's), so their order is
+    // not the geometry's to fix; the equality with cache.c above is the check.
     assert!(results[1].l1i_misses > results[0].l1i_misses, "{results:?}");
-    assert!(results[1].l1d_misses > results[0].l1d_misses, "{results:?}");
 }
 
 #[test]
