@@ -29,30 +29,9 @@ use xtask::util::layout::Layout;
 
 const TARGET: &str = "brcm47xx";
 
-/// The tests share the process id the lab names its namespaces after;
-/// one at a time, so each can check that nothing is left.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn no_lab_leftovers() {
-    let pid = std::process::id();
-    let netns = std::process::Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    let netns = String::from_utf8_lossy(&netns.stdout);
-    assert!(
-        !netns.contains(&format!("xlab-{pid}-")),
-        "namespaces left: {netns}"
-    );
-    for link in std::fs::read_dir("/sys/class/net").unwrap() {
-        let name = link.unwrap().file_name().to_string_lossy().into_owned();
-        assert!(!name.starts_with(&format!("xl{pid}_")), "tap {name} left");
-    }
-}
+#[path = "common/leftovers.rs"]
+mod leftovers;
+use leftovers::{no_lab_leftovers, one_at_a_time};
 
 /// The target's `[lab]` table and the gate's verdict.
 fn lab_spec(layout: &Layout) -> Option<(targets::Target, lab::LabSpec)> {
