@@ -108,6 +108,31 @@ fn only_the_gate_reads_ci() {
     );
 }
 
+/// `remove_stale_staging` removes every staging directory no live run
+/// owns; one made by a bare `tempfile::Builder` has no owner lock and no
+/// pid in its name, so a second run (another workspace sharing the source
+/// cache) would remove it under the first (CI, stop 23). A file that
+/// removes stale staging makes its own with `StagingDir`.
+#[test]
+fn stale_staging_is_only_removed_beside_owned_staging() {
+    let src = crate_dir().join("src");
+    let fs_rs = src.join("util/fs.rs");
+    let offenders: Vec<String> = rust_files(&src)
+        .into_iter()
+        .filter(|f| *f != fs_rs)
+        .filter(|f| {
+            let text = read(f);
+            text.contains("remove_stale_staging(") && text.contains("tempfile::Builder")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "make staging directories with util::fs::StagingDir where stale ones are removed; found a bare tempfile::Builder in:\n{}",
+        offenders.join("\n")
+    );
+}
+
 #[test]
 fn every_public_item_is_documented() {
     // rustc checks it: the library denies missing docs.

@@ -29,9 +29,10 @@ use crate::inputs::openwrt::{Checkout, OpenwrtTarget};
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions, ApplyReport, Patch};
 use crate::patches::rebase::{self, Class};
 use crate::results::PatchRecord;
-use crate::util::fs::{copy_tree, remove_stale_staging, write_atomic, CopyKind};
+use crate::util::fs::{copy_tree, remove_stale_staging, write_atomic, CopyKind, StagingDir};
 use crate::util::hash::sha256_bytes;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// How OpenWrt applies its patches: `patch -p1` with GNU patch's default fuzz (2).
 pub const OPENWRT_APPLY: ApplyOptions = ApplyOptions { strip: 1, fuzz: 2 };
@@ -311,13 +312,16 @@ pub fn prepare_cached(
             applied,
         }
     };
-    if pristine.tarball_sha256.is_some() && json.is_file() {
+    let cached = |json: &Path| -> Result<Option<Classification>> {
+        if pristine.tarball_sha256.is_none() || !json.is_file() {
+            return Ok(None);
+        }
         let limit = crate::util::fs::FileLimit {
             what: "classification",
             max_bytes: crate::util::fs::MAX_RECORD_BYTES,
         };
         let text = crate::util::fs::read_limited(
-            &json,
+            json,
             limit,
             &format!("remove {} and build again", dir.display()),
         )?;
@@ -328,14 +332,27 @@ pub fn prepare_cached(
                 dir.display()
             )
         })?;
+        Ok(Some(classification))
+    };
+    if let Some(classification) = cached(&json)? {
         return Ok(done(classification));
     }
     std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    // One run classifies a given series at a time (builds in two
+    // workspaces share this directory); the second finds it done. Its
+    // staging directory is owned (`StagingDir`), so another run's
+    // `remove_stale_staging` leaves it alone.
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let _lock = Lock::acquire(
+        &layout.patched_src_lock(&name),
+        &format!("the classified tree {}", dir.display()),
+        Wait::Yes,
+    )?;
+    if let Some(classification) = cached(&json)? {
+        return Ok(done(classification));
+    }
     remove_stale_staging(&root, ".staging-")?;
-    let staging = tempfile::Builder::new()
-        .prefix(".staging-")
-        .tempdir_in(&root)
-        .with_context(|| format!("creating a staging directory in {}", root.display()))?;
+    let staging = StagingDir::new(&root, ".staging-")?;
     let tree = staging.path().join("linux");
     eprintln!(
         "OpenWrt {} (Linux {}): classifying {} patches on {} (once)",
@@ -351,7 +368,7 @@ pub fn prepare_cached(
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing old {}", dir.display()))?;
     }
-    let staged = staging.keep();
+    let staged = staging.keep()?;
     std::fs::rename(&staged, &dir)
         .with_context(|| format!("moving {} to {}", staged.display(), dir.display()))?;
     Ok(done(classification))
