@@ -82,15 +82,9 @@ impl Lock {
             .truncate(false)
             .open(path)
             .with_context(|| format!("opening the lock file {}", path.display()))?;
-        let (now, blocking) = match sharing {
-            Sharing::Exclusive => (
-                FlockOperation::NonBlockingLockExclusive,
-                FlockOperation::LockExclusive,
-            ),
-            Sharing::Shared => (
-                FlockOperation::NonBlockingLockShared,
-                FlockOperation::LockShared,
-            ),
+        let now = match sharing {
+            Sharing::Exclusive => FlockOperation::NonBlockingLockExclusive,
+            Sharing::Shared => FlockOperation::NonBlockingLockShared,
         };
         match flock(&file, now) {
             Ok(()) => {}
@@ -105,8 +99,7 @@ impl Lock {
                     ),
                     Wait::Yes => {
                         eprintln!("waiting for {holder}, which holds {}", path.display());
-                        flock(&file, blocking)
-                            .with_context(|| format!("waiting for the lock {}", path.display()))?;
+                        wait_for(&file, path, now, &crate::util::cancel::interrupted)?;
                     }
                 }
             }
@@ -163,6 +156,41 @@ impl Lock {
     }
 }
 
+/// How often a waiting taker tries the lock again.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Tries the non-blocking `operation` on `file` every [`RETRY`] until it
+/// succeeds, or fails once `cancelled()` (SIGINT/SIGTERM, see
+/// [`crate::util::cancel`]): a blocking `flock` would be restarted after the
+/// signal handler ran, so a build waiting for another's lock would ignore
+/// SIGTERM.
+///
+/// Errors: cancelled ("interrupted while waiting for LOCKFILE"); I/O.
+fn wait_for(
+    file: &File,
+    path: &Path,
+    operation: FlockOperation,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<()> {
+    loop {
+        match flock(file, operation) {
+            Ok(()) => return Ok(()),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("waiting for the lock {}", path.display()))
+            }
+        }
+        if cancelled() {
+            bail!(
+                "interrupted (Ctrl-C or SIGTERM) while waiting for {}, which holds {}",
+                holder_of(path),
+                path.display()
+            );
+        }
+        std::thread::sleep(RETRY);
+    }
+}
+
 /// "pid N" as the lock file `path` records it, or "another process" when it
 /// records none (the holder has not written it yet).
 pub fn holder_of(path: &Path) -> String {
@@ -204,6 +232,38 @@ mod tests {
         assert!(Lock::acquire(&path, "the thing", Wait::No).is_err());
         drop((a, b));
         Lock::acquire(&path, "the thing", Wait::No).unwrap();
+    }
+
+    #[test]
+    fn a_waiting_taker_stops_when_cancelled_and_takes_a_freed_lock() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = Lock::acquire(&path, "the thing", Wait::No).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let exclusive = FlockOperation::NonBlockingLockExclusive;
+        // Cancelled while the lock stays held: an error, not a hang.
+        let polls = AtomicBool::new(false);
+        let cancelled = || polls.swap(true, Ordering::SeqCst);
+        let err = wait_for(&file, &path, exclusive, &cancelled).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("interrupted"), "{msg}");
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
+        // Released by its holder while waiting: taken.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(held);
+        });
+        wait_for(&file, &path, exclusive, &|| false).unwrap();
+        release.join().unwrap();
+        assert!(Lock::try_acquire(&path).unwrap().is_none());
     }
 
     #[test]
