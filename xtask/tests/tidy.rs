@@ -133,6 +133,40 @@ fn stale_staging_is_only_removed_beside_owned_staging() {
     );
 }
 
+/// A test that needs the lab's host tools asks the gate (a counted skip
+/// without CI), never unwraps the project's own check: that panicked on a
+/// machine without QEMU, though the rest of the lab tests skipped.
+#[test]
+fn tests_ask_the_gate_about_host_tools() {
+    let offenders: Vec<String> = rust_files(&crate_dir().join("tests"))
+        .into_iter()
+        .filter(|f| {
+            let text: String = read(f).split_whitespace().collect();
+            ["check_host_tools(", "require_tools("].iter().any(|call| {
+                text.match_indices(call).any(|(at, _)| {
+                    // What follows the call's closing parenthesis.
+                    let mut depth = 0;
+                    let after = text[at..].char_indices().find_map(|(i, c)| {
+                        match c {
+                            '(' => depth += 1,
+                            ')' => depth -= 1,
+                            _ => {}
+                        }
+                        (c == ')' && depth == 0).then(|| &text[at + i + 1..])
+                    });
+                    after.is_some_and(|a| a.starts_with(".unwrap()") || a.starts_with(".expect("))
+                })
+            })
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "pass lab::check_host_tools / lab::require_tools to gate::Needs::check, not .unwrap(); found in:\n{}",
+        offenders.join("\n")
+    );
+}
+
 #[test]
 fn every_public_item_is_documented() {
     // rustc checks it: the library denies missing docs.
