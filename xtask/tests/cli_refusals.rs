@@ -168,6 +168,14 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
             &["lab", "--lab", "host", "--parallel", "8"][..],
             "--parallel is for the forwarding lab",
         ),
+        (
+            &["lab", "--target", "brcm47xx", "--udp", "0"][..],
+            "not in 1..=10000",
+        ),
+        (
+            &["lab", "--lab", "host", "--udp", "100"][..],
+            "--udp is for the forwarding lab",
+        ),
     ] {
         let out = xtask(args);
         let stderr = String::from_utf8_lossy(&out.stderr);

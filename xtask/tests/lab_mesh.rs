@@ -134,6 +134,7 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
     let iperf = IperfOptions {
         parallel: 4,
         mss: Some(536),
+        udp_mbit: None,
     };
     let request = LabRequest {
         target: TARGET.to_string(),

@@ -70,6 +70,11 @@ pub struct LabArgs {
     /// batman-adv experiment used -P 8 --set-mss 536.
     #[arg(long = "set-mss", short = 'M', value_name = "BYTES", value_parser = clap::value_parser!(u32).range(88..=9216))]
     pub mss: Option<u32>,
+    /// Forwarding labs: UDP instead of TCP, sent at this rate in Mbit/s
+    /// per stream (iperf3 -u -b <MBIT>M; 1 to 10000); each run adds the
+    /// datagrams lost, in percent. Not with --set-mss (a TCP option).
+    #[arg(long, value_name = "MBIT", value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub udp: Option<u32>,
     /// QEMU lab, a target with [lab.timing]: instead of forwarding, boot
     /// the baseline lab kernel under the core model and run its known
     /// answers (branch patterns, a pointer chase), printing expected
@@ -145,6 +150,7 @@ impl LabArgs {
                 (self.topology.is_some(), "--topology"),
                 (self.parallel.is_some(), "--parallel"),
                 (self.mss.is_some(), "--set-mss"),
+                (self.udp.is_some(), "--udp"),
                 (self.direction.is_some(), "--direction"),
                 (self.build_only, "--build-only"),
                 (self.jobs.is_some(), "--jobs"),
@@ -192,6 +198,7 @@ impl LabArgs {
                 (self.nic.is_some(), "--nic"),
                 (self.parallel.is_some(), "--parallel"),
                 (self.mss.is_some(), "--set-mss"),
+                (self.udp.is_some(), "--udp"),
             ];
             if let Some((_, flag)) = forwarding_only.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
@@ -264,6 +271,7 @@ impl LabArgs {
             iperf: xtask::results::lab::IperfOptions {
                 parallel: self.parallel.unwrap_or(1),
                 mss: self.mss,
+                udp_mbit: self.udp,
             },
         })))
     }

@@ -12,9 +12,10 @@
 //!
 //! [lab]                             # optional: sizes only without it
 //! topology = "nat-router"           # lab::topology::NAMES
-//! workload = "iperf3"               # iperf3 (from, to, parallel, mss) | tbench (guest, clients)
+//! workload = "iperf3"               # iperf3 (from, to, parallel, mss, udp) | tbench (guest, clients)
 //! # parallel = 8                    # iperf3 -P, 1 to 128 (default 1)
 //! # mss = 536                       # iperf3 --set-mss in bytes, 88 to 9216
+//! # udp = 100                       # UDP at this rate in Mbit/s (iperf3 -u -b 100M); default TCP
 //! runs = 10                         # rounds
 //! duration = 10                     # seconds per run
 //! gro = "both"                      # on | off | both (iperf3)
@@ -72,6 +73,7 @@ struct RawLab {
     clients: Option<Spanned<u32>>,
     parallel: Option<Spanned<u32>>,
     mss: Option<Spanned<u32>>,
+    udp: Option<Spanned<u32>>,
     targets: Option<Vec<Spanned<String>>>,
     runs: Option<Spanned<u32>>,
     duration: Option<Spanned<u32>>,
@@ -365,18 +367,23 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
             let iperf = IperfOptions {
                 parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
                 mss: l.mss.as_ref().map(|m| *m.get_ref()),
+                udp_mbit: l.udp.as_ref().map(|u| *u.get_ref()),
             };
             if let Err(e) = iperf.check() {
-                let span = match e.to_string().starts_with("--parallel") {
-                    true => l.parallel.as_ref().map(|p| p.span()),
-                    false => l.mss.as_ref().map(|m| m.span()),
+                // The message begins with the flag it is about.
+                let e = e.to_string();
+                let span = if e.starts_with("--parallel") {
+                    l.parallel.as_ref().map(|p| p.span())
+                } else if e.starts_with("--udp") {
+                    l.udp.as_ref().map(|u| u.span())
+                } else {
+                    l.mss.as_ref().map(|m| m.span())
                 };
-                let e = e.to_string().replacen("--set-mss", "mss =", 1);
-                bail!(
-                    "{}: {}",
-                    at(span.unwrap_or_default()),
-                    e.replacen("--parallel", "parallel =", 1)
-                );
+                let e = ["--parallel", "--set-mss", "--udp"]
+                    .iter()
+                    .zip(["parallel =", "mss =", "udp ="])
+                    .fold(e, |e, (flag, k)| e.replace(flag, k));
+                bail!("{}: {e}", at(span.unwrap_or_default()));
             }
             WorkloadSpec::Iperf3 {
                 iperf,
@@ -398,9 +405,9 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
                     at(k.span())
                 );
             }
-            if let Some(k) = [&l.parallel, &l.mss].into_iter().flatten().next() {
+            if let Some(k) = [&l.parallel, &l.mss, &l.udp].into_iter().flatten().next() {
                 bail!(
-                    "{}: parallel and mss are iperf3's options (workload = \"iperf3\"); tbench takes clients",
+                    "{}: parallel, mss and udp are iperf3's options (workload = \"iperf3\"); tbench takes clients",
                     at(k.span())
                 );
             }

@@ -16,7 +16,8 @@ use anyhow::{bail, Result};
 use super::backend::Testbed;
 use super::iperf;
 use super::record::{
-    Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, THROUGHPUT,
+    Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, PERCENT,
+    THROUGHPUT, UDP_LOST,
 };
 use super::runner::{round_to, Plan, RunSpec};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
@@ -175,6 +176,21 @@ impl Workload for Forwarding {
             value: round_to(summary.mbit_per_s, 3),
             unit: MBIT_PER_S.to_string(),
         }];
+        if let Some(rate) = self.iperf.udp_mbit {
+            let Some(lost) = summary.lost_percent else {
+                bail!(
+                    "iperf3's UDP report ({}-client.json, --udp {rate}) has no \
+                     end.sum_received.lost_percent: iperf3 before 3.9 leaves it out; \
+                     install Debian's iperf3 (cargo xtask setup)",
+                    prefix
+                );
+            };
+            metrics.push(Metric {
+                name: UDP_LOST.to_string(),
+                value: round_to(lost, 3),
+                unit: PERCENT.to_string(),
+            });
+        }
         if let Some(ns) = work.ns_per_packet {
             metrics.push(Metric {
                 name: CPU_PER_PACKET.to_string(),

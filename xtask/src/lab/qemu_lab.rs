@@ -540,6 +540,7 @@ mod tests {
         mesh.iperf = crate::results::lab::IperfOptions {
             parallel: 8,
             mss: Some(536),
+            udp_mbit: None,
         };
         let plan = plan_of(&mesh).unwrap();
         plan.check().unwrap();

@@ -5,6 +5,8 @@
 //!
 //! * Throughput, Mbit/s: iperf3's `end.sum_received.bits_per_second`
 //!   (what the receiver got) / 10^6.
+//! * UDP runs: the datagrams lost, %: `end.sum_received.lost_percent`
+//!   (iperf3 3.9 and later put the receiver's sums in the client's report).
 //! * Guest CPU time per forwarded packet, ns/packet: the guest's busy time
 //!   (every `/proc/stat` CPU field but idle and iowait, in USER_HZ ticks of
 //!   10 ms) over the packets its two NICs received, during the run. Under
@@ -26,6 +28,8 @@ pub struct IperfSummary {
     pub bytes_received: u64,
     /// TCP retransmissions the sender saw.
     pub retransmits: Option<u64>,
+    /// UDP datagrams the receiver missed, in percent (`None` for TCP).
+    pub lost_percent: Option<f64>,
 }
 
 /// Reads the client's report; an iperf3 `error` field is an error.
@@ -46,6 +50,7 @@ pub fn iperf_summary(report: &serde_json::Value) -> Result<IperfSummary> {
         retransmits: report
             .pointer("/end/sum_sent/retransmits")
             .and_then(|v| v.as_u64()),
+        lost_percent: received.get("lost_percent").and_then(|v| v.as_f64()),
     })
 }
 

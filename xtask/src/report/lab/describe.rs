@@ -3,7 +3,9 @@
 //! lab's runtime settings.
 
 use super::{LabReport, HOST_NOTE};
-use crate::results::lab::{CacheModelInfo, CoreTiming, LabRecord, MachineInfo};
+use crate::results::lab::{
+    CacheModelInfo, CoreTiming, LabRecord, MachineInfo, TBENCH, THROUGHPUT, UDP_LOST,
+};
 
 /// A note when the QEMU lab switched GRO on NICs whose driver never uses
 /// it: QEMU's `pcnet` (Linux's pcnet32, which the Malta labs boot with
@@ -110,10 +112,22 @@ impl LabReport {
                 qemu.icount
             )
         };
+        let has = |family: &str| self.series.iter().any(|s| s.family == family);
+        if !has(THROUGHPUT) && has(TBENCH) {
+            // tbench inside the guest (`--topology loopback`): no NIC, no
+            // forwarding, no Mbit/s or ns/packet.
+            return vec![
+                "tbench MB/s inside the guest is the emulator's speed at the variant kernel's loopback TCP path: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
+                "loopback has no NIC, driver or wire: it shows what the kernel's TCP/IP and offload code (TSO, GSO, checksums) cost, not a router's forwarding; it does not show cache, TLB or branch-layout effects, which need real hardware".to_string(),
+            ];
+        }
         let mut out = vec![
             "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
             format!("ns/packet is the guest's CPU time per forwarded packet: {icount}"),
         ];
+        if has(UDP_LOST) {
+            out.push("UDP loss % is what the receiver missed at the asked rate: where the rate is above what the emulator forwards, it measures the emulator and the host's load, not the kernel; a rate the guest keeps up with, with loss near 0, compares ns/packet at a fixed packet rate".to_string());
+        }
         let Some(m) = &self.cache_model else {
             out.push("neither shows cache, TLB or branch-layout effects (what block reordering changes): those need real hardware".to_string());
             return out;

@@ -52,7 +52,7 @@ use crate::results::lab::{
     INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
     L2_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISPREDICTS_PER_PACKET, MISPREDICTS_UNIT,
     MISSES_PER_PACKET, MODELLED_THROUGHPUT, NS_PER_PACKET, PACKETS_PER_SECOND,
-    PACKETS_PER_SECOND_UNIT, TAKEN_PER_PACKET, TBENCH, THROUGHPUT,
+    PACKETS_PER_SECOND_UNIT, PERCENT, TAKEN_PER_PACKET, TBENCH, THROUGHPUT, UDP_LOST,
 };
 
 pub use condition::{
@@ -62,11 +62,12 @@ pub use condition::{
 pub use stats::runs_for_mann_whitney;
 
 /// The lab's families in report order: (name, unit, title in sentences).
-/// After the first three, the cache model's (`lab --cache-model`): three
+/// After the first four (UDP's loss only in `--udp` labs), the cache model's (`lab --cache-model`): three
 /// of misses, then six of the core model's (a target with `[lab.timing]`).
-pub const FAMILIES: [(&str, &str, &str); 12] = [
+pub const FAMILIES: [(&str, &str, &str); 13] = [
     (TBENCH, MB_PER_S, "tbench"),
     (THROUGHPUT, MBIT_PER_S, "Throughput"),
+    (UDP_LOST, PERCENT, "UDP datagrams lost"),
     (CPU_PER_PACKET, NS_PER_PACKET, "Guest CPU per packet"),
     (
         INSNS_PER_PACKET,

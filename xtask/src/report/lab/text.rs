@@ -65,8 +65,13 @@ pub fn how_it_ran(lab: &LabReport) -> String {
     } else {
         ("variant and benchmark", "variant and round")
     };
+    // iperf3's options when not its defaults: `(iperf3 -P8 -M 536)`.
+    let iperf = match s.iperf3.describe() {
+        d if d.is_empty() || !s.benches.is_empty() => String::new(),
+        d => format!(" (iperf3 {d})"),
+    };
     format!(
-        "{}: {} run{} per {per} of {} s each, variants interleaved, {} warm-up run{} per {session} discarded; {control}",
+        "{}: {} run{} per {per} of {} s each{iperf}, variants interleaved, {} warm-up run{} per {session} discarded; {control}",
         lab.status,
         s.runs,
         if s.runs == 1 { "" } else { "s" },

@@ -1,8 +1,9 @@
 //! iperf3's options of a forwarding lab's runs, as `lab.json` records them
 //! (`settings.iperf3`): parallel streams and the TCP MSS, the two knobs
 //! the batman-adv experiment turned (`-P8 -M 536`: eight streams of
-//! 536-byte segments, to raise the packet rate). The direction (`-R`) is
-//! the run's [`super::Direction`].
+//! 536-byte segments, to raise the packet rate), and UDP at a fixed rate
+//! (`-u -b 100M`) instead of TCP. The direction (`-R`) is the run's
+//! [`super::Direction`].
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,9 @@ pub const MIN_MSS: u32 = 88;
 /// iperf3's limit on `--set-mss`: `MAX_MSS` (9 × 1024 bytes) in iperf3's
 /// `src/iperf.h`.
 pub const MAX_MSS: u32 = 9 * 1024;
+/// The highest UDP rate the lab asks for, in Mbit/s: 10 Gbit/s, above
+/// any router port the workbench targets (their SoCs have 1 Gbit/s ports).
+pub const MAX_UDP_MBIT: u32 = 10_000;
 
 /// iperf3's options of every run (see the module docs). The default (one
 /// stream, the kernel's MSS) is what the lab always ran, and is left out
@@ -28,6 +32,11 @@ pub struct IperfOptions {
     /// [`MIN_MSS`] to [`MAX_MSS`]; `None`: the kernel's (from the MTU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss: Option<u32>,
+    /// UDP instead of TCP, sent at this rate in Mbit/s (`--udp`, `-b`
+    /// `<rate>M`, per stream as iperf3 applies it), 1 to
+    /// [`MAX_UDP_MBIT`]; `None`: TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_mbit: Option<u32>,
 }
 
 impl Default for IperfOptions {
@@ -35,6 +44,7 @@ impl Default for IperfOptions {
         IperfOptions {
             parallel: 1,
             mss: None,
+            udp_mbit: None,
         }
     }
 }
@@ -46,7 +56,9 @@ impl IperfOptions {
     }
 
     /// Refuses what iperf3 or Linux would: `-P 0` or above
-    /// [`MAX_PARALLEL`], an MSS under [`MIN_MSS`] or above [`MAX_MSS`].
+    /// [`MAX_PARALLEL`], an MSS under [`MIN_MSS`] or above [`MAX_MSS`], a
+    /// UDP rate of 0 or above [`MAX_UDP_MBIT`], and an MSS with UDP (a TCP
+    /// option; iperf3 would silently ignore it).
     pub fn check(&self) -> Result<()> {
         if !(1..=MAX_PARALLEL).contains(&self.parallel) {
             bail!(
@@ -62,11 +74,19 @@ impl IperfOptions {
                 bail!("--set-mss {mss}: iperf3 refuses an MSS over {MAX_MSS} bytes (MAX_MSS in iperf3's src/iperf.h)");
             }
         }
+        if let Some(rate) = self.udp_mbit {
+            if !(1..=MAX_UDP_MBIT).contains(&rate) {
+                bail!("--udp {rate}: give the UDP rate in Mbit/s, 1 to {MAX_UDP_MBIT}");
+            }
+            if let Some(mss) = self.mss {
+                bail!("--set-mss {mss}: the MSS is TCP's and --udp {rate} sends UDP; leave out one of them");
+            }
+        }
         Ok(())
     }
 
     /// The iperf3 client's arguments for them: `--parallel 8 --set-mss
-    /// 536`; none for the defaults.
+    /// 536`, `--udp --bitrate 100M`; none for the defaults.
     pub fn args(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.parallel != 1 {
@@ -75,11 +95,15 @@ impl IperfOptions {
         if let Some(mss) = self.mss {
             out.extend(["--set-mss".to_string(), mss.to_string()]);
         }
+        if let Some(rate) = self.udp_mbit {
+            out.extend(["--udp", "--bitrate"].map(str::to_string));
+            out.push(format!("{rate}M"));
+        }
         out
     }
 
     /// In iperf3's short options for the plan and the report: `-P8 -M
-    /// 536`; empty for the defaults.
+    /// 536`, `-u -b 100M`; empty for the defaults.
     pub fn describe(&self) -> String {
         let mut out = Vec::new();
         if self.parallel != 1 {
@@ -87,6 +111,9 @@ impl IperfOptions {
         }
         if let Some(mss) = self.mss {
             out.push(format!("-M {mss}"));
+        }
+        if let Some(rate) = self.udp_mbit {
+            out.push(format!("-u -b {rate}M"));
         }
         out.join(" ")
     }
@@ -101,6 +128,7 @@ mod tests {
         let mesh = IperfOptions {
             parallel: 8,
             mss: Some(536),
+            udp_mbit: None,
         };
         mesh.check().unwrap();
         assert_eq!(mesh.args(), ["--parallel", "8", "--set-mss", "536"]);
@@ -116,6 +144,7 @@ mod tests {
                 IperfOptions {
                     parallel: 0,
                     mss: None,
+                    udp_mbit: None,
                 },
                 "--parallel 0",
             ),
@@ -123,6 +152,7 @@ mod tests {
                 IperfOptions {
                     parallel: 129,
                     mss: None,
+                    udp_mbit: None,
                 },
                 "1 to 128",
             ),
@@ -130,6 +160,7 @@ mod tests {
                 IperfOptions {
                     parallel: 1,
                     mss: Some(87),
+                    udp_mbit: None,
                 },
                 "under 88",
             ),
@@ -137,6 +168,7 @@ mod tests {
                 IperfOptions {
                     parallel: 1,
                     mss: Some(9217),
+                    udp_mbit: None,
                 },
                 "over 9216",
             ),
@@ -147,8 +179,43 @@ mod tests {
         IperfOptions {
             parallel: 1,
             mss: Some(88),
+            udp_mbit: None,
         }
         .check()
         .unwrap();
+    }
+
+    #[test]
+    fn udp_at_a_rate_and_what_it_refuses() {
+        let udp = IperfOptions {
+            parallel: 2,
+            mss: None,
+            udp_mbit: Some(100),
+        };
+        udp.check().unwrap();
+        assert_eq!(
+            udp.args(),
+            ["--parallel", "2", "--udp", "--bitrate", "100M"]
+        );
+        assert_eq!(udp.describe(), "-P2 -u -b 100M");
+        let json = serde_json::to_string(&udp).unwrap();
+        assert_eq!(json, r#"{"parallel":2,"udp_mbit":100}"#);
+        assert_eq!(serde_json::from_str::<IperfOptions>(&json).unwrap(), udp);
+        // A file written before UDP existed reads as TCP.
+        let old: IperfOptions = serde_json::from_str(r#"{"parallel":8,"mss":536}"#).unwrap();
+        assert_eq!(old.udp_mbit, None);
+        for (udp_mbit, mss, says) in [
+            (Some(0), None, "1 to 10000"),
+            (Some(10_001), None, "1 to 10000"),
+            (Some(100), Some(536), "the MSS is TCP's"),
+        ] {
+            let opts = IperfOptions {
+                parallel: 1,
+                mss,
+                udp_mbit,
+            };
+            let err = opts.check().unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
     }
 }

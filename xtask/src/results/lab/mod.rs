@@ -141,6 +141,11 @@ pub const MBIT_PER_S: &str = "Mbit/s";
 pub const CPU_PER_PACKET: &str = "guest_cpu_per_packet";
 /// Unit of [`CPU_PER_PACKET`].
 pub const NS_PER_PACKET: &str = "ns/packet";
+/// Metric name of the UDP datagrams the receiver missed (`--udp` runs):
+/// iperf3's `end.sum_received.lost_percent`.
+pub const UDP_LOST: &str = "udp_lost";
+/// Unit of [`UDP_LOST`].
+pub const PERCENT: &str = "%";
 
 /// Traffic direction of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,7 +317,7 @@ pub struct BootRecord {
 /// One number with its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
-    /// [`THROUGHPUT`], [`CPU_PER_PACKET`], [`TBENCH`], or the cache
+    /// [`THROUGHPUT`], [`CPU_PER_PACKET`], [`UDP_LOST`], [`TBENCH`], or the cache
     /// model's [`INSNS_PER_PACKET`], [`L1I_MISSES_PER_PACKET`],
     /// [`L1D_MISSES_PER_PACKET`].
     pub name: String,

@@ -1,0 +1,86 @@
+//! What a QEMU lab's report says its figures can and cannot show follows
+//! what the lab measured: a `--udp` lab adds the datagrams lost as a
+//! family and says what the loss measures; tbench inside the guest
+//! (`--topology loopback`) speaks of tbench MB/s on the guest's loopback,
+//! not of forwarding Mbit/s and ns/packet. From the hand-made runs in
+//! `lab_fixture/` (the QEMU fixture, and the host fixture's tbench runs
+//! moved onto the QEMU fixture's machine).
+
+#[path = "common/lab_fixture.rs"]
+mod lab_fixture;
+#[path = "common/report_fixture.rs"]
+mod report_fixture;
+
+use std::path::PathBuf;
+
+use lab_fixture::{record, write, RUN};
+use report_fixture::{render, request, Fixture};
+use xtask::report::lab::LabReport;
+use xtask::report::{Format, Style};
+use xtask::results::lab::{IperfOptions, LabRecord, Metric, PERCENT, UDP_LOST};
+
+/// The QEMU fixture as a `--udp 50` lab: every run lost `0.1 × round` %.
+fn udp() -> LabRecord {
+    let mut r = record();
+    r.settings.iperf3 = IperfOptions {
+        udp_mbit: Some(50),
+        ..IperfOptions::default()
+    };
+    for run in &mut r.runs {
+        run.metrics.push(Metric {
+            name: UDP_LOST.to_string(),
+            value: 0.1 * f64::from(run.round),
+            unit: PERCENT.to_string(),
+        });
+    }
+    r
+}
+
+#[test]
+fn a_udp_lab_reports_its_loss_and_says_what_it_measures() {
+    let l = LabReport::new(PathBuf::from("/lab"), udp(), &[]).unwrap();
+    let caveats = l.caveats();
+    assert!(
+        caveats.iter().any(|c| c.starts_with("UDP loss % is")),
+        "{caveats:?}"
+    );
+    assert!(l
+        .series
+        .iter()
+        .any(|s| s.family == UDP_LOST && s.unit == "%"));
+    let f = Fixture::new();
+    write(&f, RUN, &udp());
+    let text = render(
+        &f,
+        &request(&["brcm47xx"], &[]),
+        Format::Text,
+        Style::default(),
+    );
+    assert!(text.contains("UDP datagrams lost"), "{text}");
+    assert!(text.contains("of 10 s each (iperf3 -u -b 50M)"), "{text}");
+
+    // TCP labs say nothing of UDP.
+    let tcp = LabReport::new(PathBuf::from("/lab"), record(), &[]).unwrap();
+    assert!(!tcp.caveats().iter().any(|c| c.contains("UDP")));
+}
+
+#[test]
+fn tbench_in_the_guest_is_not_described_as_forwarding() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/lab_fixture/host-lab.json");
+    let mut r: LabRecord = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    r.machine = record().machine;
+    let l = LabReport::new(PathBuf::from("/lab"), r, &[]).unwrap();
+    let caveats = l.caveats();
+    assert!(
+        caveats
+            .iter()
+            .any(|c| c.starts_with("tbench MB/s inside the guest")),
+        "{caveats:?}"
+    );
+    assert!(
+        !caveats
+            .iter()
+            .any(|c| c.contains("Mbit/s") || c.contains("ns/packet")),
+        "{caveats:?}"
+    );
+}
