@@ -4,7 +4,8 @@
 //! (`--topology loopback`) speaks of tbench MB/s on the guest's loopback,
 //! not of forwarding Mbit/s and ns/packet. From the hand-made runs in
 //! `lab_fixture/` (the QEMU fixture, and the host fixture's tbench runs
-//! moved onto the QEMU fixture's machine).
+//! moved onto the QEMU fixture's machine). In the mesh a note says which
+//! endpoints "LAN to WAN" and "WAN to LAN" are.
 
 #[path = "common/lab_fixture.rs"]
 mod lab_fixture;
@@ -83,4 +84,21 @@ fn tbench_in_the_guest_is_not_described_as_forwarding() {
             .any(|c| c.contains("Mbit/s") || c.contains("ns/packet")),
         "{caveats:?}"
     );
+}
+
+#[test]
+fn the_mesh_says_which_endpoints_its_directions_are() {
+    let mut r = record();
+    r.topology = Some(xtask::results::lab::MESH_TOPOLOGY.to_string());
+    let l = LabReport::new(PathBuf::from("/lab"), r, &[]).unwrap();
+    assert!(
+        l.notes
+            .iter()
+            .any(|n| n
+                .starts_with("in the mesh, \"LAN to WAN\" is the LAN endpoint behind router 1")),
+        "{:?}",
+        l.notes
+    );
+    let nat = LabReport::new(PathBuf::from("/lab"), record(), &[]).unwrap();
+    assert!(!nat.notes.iter().any(|n| n.starts_with("in the mesh")));
 }

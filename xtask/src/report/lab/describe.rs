@@ -30,6 +30,15 @@ pub fn gro_note(record: &LabRecord) -> Option<String> {
     })
 }
 
+/// In the mesh (`--topology mesh`) the directions keep the lab's names,
+/// `LAN to WAN` and `WAN to LAN`, though nothing there is a WAN: this
+/// note says which endpoints they are. `None` for other topologies.
+pub fn mesh_direction_note(record: &LabRecord) -> Option<String> {
+    (record.topology.as_deref() == Some(crate::results::lab::MESH_TOPOLOGY)).then(|| {
+        "in the mesh, \"LAN to WAN\" is the LAN endpoint behind router 1 sending to the far endpoint behind router 2, across both routers and the batman-adv link (iperf3's client to its server), and \"WAN to LAN\" the reverse (iperf3 -R); nothing is translated".to_string()
+    })
+}
+
 /// What the cache model is, in words the report's notes and caveats share.
 pub fn model_words(m: &CacheModelInfo) -> String {
     let rest = if m.timing.is_some() {
