@@ -7,7 +7,6 @@
 //! namespaces and taps as the error unwinds.
 
 use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -70,16 +69,7 @@ impl ChildGuard {
         // so no QEMU or iperf3 outlives it: a killed lab once left QEMU
         // spinning at 100 % of a CPU, skewing every later run. The signal
         // follows the spawning thread; the lab spawns from its main thread.
-        // SAFETY: the closure makes one prctl(2) call, async-signal-safe,
-        // and touches no memory of the parent.
-        unsafe {
-            command.pre_exec(|| {
-                rustix::process::set_parent_process_death_signal(Some(
-                    rustix::process::Signal::KILL,
-                ))
-                .map_err(std::io::Error::from)
-            });
-        }
+        crate::util::process::tie_to_parent(&mut command);
         let child = command
             .stdin(Stdio::null())
             .stdout(out)
