@@ -37,6 +37,7 @@ pub use crate::results::lab::{DebRecord, Initramfs};
 use crate::util::fs::write_atomic;
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// The Debian packages the guest runs (their dependencies come along):
 /// the router's (busybox, nftables, ethtool), batman-adv's `batctl`, and
@@ -107,12 +108,28 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
         what: "initramfs manifest",
         max_bytes: crate::util::fs::MAX_RECORD_BYTES,
     };
-    if let Ok(text) = crate::util::fs::read_limited(&manifest, limit, "") {
-        if let Ok(found) = serde_json::from_str::<Initramfs>(&text) {
-            if archive.is_file() && sha256_file(&archive)? == found.sha256 {
-                return Ok(found);
+    let cached = || -> Result<Option<Initramfs>> {
+        if let Ok(text) = crate::util::fs::read_limited(&manifest, limit, "") {
+            if let Ok(found) = serde_json::from_str::<Initramfs>(&text) {
+                if archive.is_file() && sha256_file(&archive)? == found.sha256 {
+                    return Ok(Some(found));
+                }
             }
         }
+        Ok(None)
+    };
+    if let Some(found) = cached()? {
+        return Ok(found);
+    }
+    // One lab makes it at a time (two labs in one workspace shared the
+    // private apt directory and its downloads); the second finds it made.
+    let _lock = Lock::acquire(
+        &lab_dir.join("locks").join(format!("initramfs-{arch}.lock")),
+        &format!("the {arch} initramfs"),
+        Wait::Yes,
+    )?;
+    if let Some(found) = cached()? {
+        return Ok(found);
     }
     eprintln!("lab: making the {arch} initramfs from Debian packages (once)");
     let sources = [format!(
