@@ -61,6 +61,7 @@ fn malta_router_forwards_through_masquerade() {
     let sh = Shell::new().unwrap();
     let started = Instant::now();
     let request = LabRequest {
+        labs_at_once: 1,
         target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,

@@ -137,6 +137,7 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         udp_mbit: None,
     };
     let request = LabRequest {
+        labs_at_once: 1,
         target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,

@@ -330,6 +330,7 @@ fn a_namespace_router_over_ssh_without_flashing() {
     result.write(&results).unwrap();
 
     let request = LabRequest {
+        labs_at_once: 1,
         target: "bcm53xx".to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,
@@ -454,6 +455,7 @@ fn flashing_needs_a_build_and_an_image() {
     let file = lab_file(dir.path(), ["xt-nowhere-lan", "xt-nowhere-wan"], 2222);
     std::fs::write(dir.path().join("client_key"), "not a key").unwrap();
     let request = |variants: &[&str]| LabRequest {
+        labs_at_once: 1,
         target: "bcm53xx".to_string(),
         variants: variants.iter().map(|v| v.to_string()).collect(),
         runs: 1,

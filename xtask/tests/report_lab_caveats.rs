@@ -5,7 +5,8 @@
 //! not of forwarding Mbit/s and ns/packet. From the hand-made runs in
 //! `lab_fixture/` (the QEMU fixture, and the host fixture's tbench runs
 //! moved onto the QEMU fixture's machine). In the mesh a note says which
-//! endpoints "LAN to WAN" and "WAN to LAN" are.
+//! endpoints "LAN to WAN" and "WAN to LAN" are; a lab run side by side with
+//! others says which figures that load moved.
 
 #[path = "common/lab_fixture.rs"]
 mod lab_fixture;
@@ -101,4 +102,19 @@ fn the_mesh_says_which_endpoints_its_directions_are() {
     );
     let nat = LabReport::new(PathBuf::from("/lab"), record(), &[]).unwrap();
     assert!(!nat.notes.iter().any(|n| n.starts_with("in the mesh")));
+}
+
+#[test]
+fn a_lab_run_side_by_side_says_which_figures_the_load_moved() {
+    let mut r = record();
+    r.settings.labs_at_once = Some(2);
+    let l = LabReport::new(PathBuf::from("/lab"), r, &[]).unwrap();
+    let note = l
+        .notes
+        .iter()
+        .find(|n| n.starts_with("measured side by side: 2 labs ran at once"))
+        .unwrap_or_else(|| panic!("{:?}", l.notes));
+    assert!(note.contains("labs = \"serial\""), "{note}");
+    let alone = LabReport::new(PathBuf::from("/lab"), record(), &[]).unwrap();
+    assert!(!alone.notes.iter().any(|n| n.contains("side by side")));
 }

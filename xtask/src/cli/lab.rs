@@ -247,6 +247,7 @@ impl LabArgs {
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
         Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
+            labs_at_once: 1,
             target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,

@@ -21,6 +21,7 @@
 //! gro = "both"                      # on | off | both (iperf3)
 //! directions = "both"               # lan-to-wan | wan-to-lan | both (iperf3)
 //! model = "none"                    # none | cache (the L1 cache model)
+//! labs = "side-by-side"             # side-by-side (the targets' labs at once, within -j) | serial
 //!
 //! [report]
 //! formats = ["mail", "text"]
@@ -81,6 +82,7 @@ struct RawLab {
     directions: Option<Spanned<String>>,
     control: Option<bool>,
     model: Option<Spanned<String>>,
+    labs: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -159,6 +161,17 @@ pub enum Model {
     Cache,
 }
 
+/// How the targets' labs share the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabsAtOnce {
+    /// Side by side within `-j` (a guest per CPU): instruction counts and
+    /// the models' figures do not depend on host load; Mbit/s does, and
+    /// is recorded as measured under that concurrency.
+    SideBySide,
+    /// One lab after another: Mbit/s as a lab run alone measures it.
+    Serial,
+}
+
 /// The lab of an experiment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabSpec {
@@ -181,6 +194,9 @@ pub struct LabSpec {
     pub control: bool,
     /// The model counted alongside.
     pub model: Model,
+    /// Whether the targets' labs run side by side (`labs`; default
+    /// side by side).
+    pub labs: LabsAtOnce,
 }
 
 /// Where and how the report is written.
@@ -529,6 +545,14 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
             at(s)
         ),
     };
+    let labs = match l.labs.as_ref().map(|m| (m.get_ref().as_str(), m.span())) {
+        None | Some(("side-by-side", _)) => LabsAtOnce::SideBySide,
+        Some(("serial", _)) => LabsAtOnce::Serial,
+        Some((other, s)) => bail!(
+            "{}: labs = {other:?} — use side-by-side (the targets' labs at once, within -j) or serial (one after another, for Mbit/s measured alone)",
+            at(s)
+        ),
+    };
     Ok(LabSpec {
         topology: net.name,
         workload,
@@ -539,6 +563,7 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
         directions,
         control: l.control.unwrap_or(true),
         model,
+        labs,
     })
 }
 

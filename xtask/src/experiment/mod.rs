@@ -167,17 +167,18 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
         Labs::Resume => State::read(&state_path)?,
         Labs::Fresh => State::default(),
     };
-    let mut lab_dirs = Vec::new();
+    let mut starts = Vec::new();
     for lab in &plan.labs {
-        let lab_request = lab.request.as_ref().expect("checked above");
         // In OpenWrt mode the lab, like `lab --openwrt`, records in OpenWrt
         // mode's layout (the builds' layout).
-        let start = lab_start(&plan.builds.layout, &mut state, &state_path, &lab.target)?;
-        eprintln!("experiment {}: the lab of {}", e.name, lab.target);
-        let dir = plan::run_lab(sh, layout, lab_request, start)?
-            .context("the lab returned no directory")?;
-        lab_dirs.push(dir);
+        starts.push(lab_start(
+            &plan.builds.layout,
+            &mut state,
+            &state_path,
+            &lab.target,
+        )?);
     }
+    let lab_dirs = side_by_side::run(sh, layout, &plan, starts)?;
 
     std::fs::create_dir_all(&e.report.output)
         .with_context(|| format!("creating {}", e.report.output.display()))?;
@@ -222,5 +223,6 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     Ok(())
 }
 
+mod side_by_side;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use xshell::Shell;
 
-use super::file::{Experiment, Mode, Model, WorkloadSpec};
+use super::file::{Experiment, LabSpec, LabsAtOnce, Mode, Model, WorkloadSpec};
 use crate::build::ccache::{self, Ccache};
 use crate::build::command::{self, BuildRequest, Planned};
 use crate::build::Rebuild;
@@ -52,6 +52,8 @@ pub struct Plan {
     pub builds: Planned,
     /// The labs, one per lab target.
     pub labs: Vec<LabItem>,
+    /// How many labs run at the same time ([`labs_at_once`]).
+    pub labs_at_once: u32,
     /// The report files.
     pub reports: Vec<(Format, PathBuf)>,
 }
@@ -94,7 +96,9 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
     };
     let builds = command::plan(sh, layout, &build_request)?;
     let mut labs = Vec::new();
+    let mut at_once = 1;
     if let Some(spec) = &experiment.lab {
+        at_once = labs_at_once(spec, jobs)?;
         for target in &spec.targets {
             // What `lab` runs today: iperf3 from the topology's first
             // endpoint to its second (`-R` for the other direction):
@@ -161,6 +165,7 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
                     WorkloadSpec::Iperf3 { iperf, .. } => iperf,
                     WorkloadSpec::Tbench { .. } => Default::default(),
                 },
+                labs_at_once: at_once,
             };
             let (lab_plan, _) = qemu_lab::resolve((sh, layout), &request)?;
             lab_plan.check()?;
@@ -184,8 +189,22 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
         build_request,
         builds,
         labs,
+        labs_at_once: at_once,
         reports,
     })
+}
+
+/// How many of `spec`'s labs run at once: with [`LabsAtOnce::SideBySide`],
+/// as many as `jobs` CPUs hold at one per guest (QEMU's TCG runs a guest
+/// on one host thread; the mesh boots two), at least one and at most one
+/// per target; 1 with [`LabsAtOnce::Serial`].
+pub fn labs_at_once(spec: &LabSpec, jobs: usize) -> Result<u32> {
+    if spec.labs == LabsAtOnce::Serial {
+        return Ok(1);
+    }
+    let guests = topology::named(&spec.topology)?.guests.len().max(1);
+    let fit = (jobs / guests).clamp(1, spec.targets.len().max(1));
+    Ok(u32::try_from(fit).unwrap_or(1))
 }
 
 impl Plan {
@@ -223,6 +242,14 @@ impl Plan {
         }
         if self.labs.is_empty() {
             out.push_str("labs: none (sizes only)\n");
+        } else if self.labs_at_once > 1 {
+            out.push_str(&format!(
+                "labs ({} at once, side by side within -j {}: Mbit/s is recorded as measured \
+                 under that load; `labs = \"serial\"` in [lab] runs them one after another):\n",
+                self.labs_at_once, self.build_request.jobs
+            ));
+        } else {
+            out.push_str("labs (one after another):\n");
         }
         for lab in &self.labs {
             for line in lab.text.lines() {
@@ -239,8 +266,9 @@ impl Plan {
     /// The estimate `--dry-run` prints: builds not up to date at their
     /// last recorded duration (else [`BUILD_SECONDS_UNKNOWN`]), one after
     /// another's CPU; each lab's boots and runs at [`BOOT_SECONDS`] and
-    /// duration + [`RUN_OVERHEAD_SECONDS`]. The lab kernels' own builds
-    /// are not counted.
+    /// duration + [`RUN_OVERHEAD_SECONDS`], divided among the labs that
+    /// run at once (as if they took equally long). The lab kernels' own
+    /// builds are not counted.
     pub fn estimate(&self) -> String {
         let up: Vec<String> = self
             .builds
@@ -274,7 +302,8 @@ impl Plan {
                 l.runs_and_boots.0 * (duration + RUN_OVERHEAD_SECONDS)
                     + l.runs_and_boots.1 * BOOT_SECONDS
             })
-            .sum();
+            .sum::<u64>()
+            .div_ceil(u64::from(self.labs_at_once.max(1)));
         let show = |s: u64| humantime::format_duration(Duration::from_secs(s)).to_string();
         format!(
             "estimate: builds {} ({} to build), labs {} ({} runs, {} boots), about {} in all \

@@ -67,3 +67,51 @@ fn a_report_file_is_named_by_its_format() {
         .map(|n| dir.join(n))
     );
 }
+
+/// A lab spec of `topology` on `targets` as a file says it.
+fn spec(topology: &str, targets: &[&str], labs: &str) -> file::LabSpec {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.toml");
+    let workload = if topology == "loopback" {
+        "workload = \"tbench\"\nguest = \"router\"\n"
+    } else if topology == "mesh" {
+        "workload = \"iperf3\"\nfrom = \"lan\"\nto = \"far\"\n"
+    } else {
+        "workload = \"iperf3\"\n"
+    };
+    let list = |t: &[&str]| {
+        t.iter()
+            .map(|t| format!("{t:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    std::fs::write(
+        &path,
+        format!(
+            "targets = [{}]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\n\n[lab]\ntopology = {topology:?}\n{workload}{labs}",
+            list(targets)
+        ),
+    )
+    .unwrap();
+    file::load(&Layout::from_manifest_dir(), &path)
+        .unwrap()
+        .lab
+        .unwrap()
+}
+
+#[test]
+fn labs_run_side_by_side_at_one_guest_per_cpu_unless_serial() {
+    let two = ["brcm47xx", "ramips/mt7621"];
+    let four = ["brcm47xx", "ramips/mt7621", "ath79", "bcm53xx"];
+    let at = |topology: &str, targets: &[&str], labs: &str, jobs: usize| {
+        plan::labs_at_once(&spec(topology, targets, labs), jobs).unwrap()
+    };
+    assert_eq!(at("nat-router", &four, "", 2), 2);
+    assert_eq!(at("nat-router", &four, "", 8), 4, "one per target at most");
+    assert_eq!(at("nat-router", &two, "", 1), 1);
+    assert_eq!(at("loopback", &two, "", 2), 2);
+    assert_eq!(at("mesh", &two, "", 2), 1, "the mesh boots two guests");
+    assert_eq!(at("mesh", &two, "", 4), 2);
+    assert_eq!(at("nat-router", &four, "labs = \"serial\"\n", 8), 1);
+    assert_eq!(at("nat-router", &four, "labs = \"side-by-side\"\n", 2), 2);
+}

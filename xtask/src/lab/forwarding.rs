@@ -103,6 +103,7 @@ pub fn settings(request: &LabRequest, base: &str) -> Settings {
         control: request.control,
         benches: Vec::new(),
         iperf3: request.iperf,
+        labs_at_once: None,
     }
 }
 

@@ -98,6 +98,7 @@ impl GuestTbench {
             control,
             benches: vec![self.bench()],
             iperf3: Default::default(),
+            labs_at_once: None,
         }
     }
 

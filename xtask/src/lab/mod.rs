@@ -189,6 +189,11 @@ pub struct LabRequest {
     pub tbench_clients: u32,
     /// iperf3's streams and MSS (`--parallel`, `--set-mss`).
     pub iperf: crate::results::lab::IperfOptions,
+    /// How many labs this process runs at the same time, this one
+    /// included (1: alone; `cargo xtask experiment` runs its targets'
+    /// labs side by side). Recorded in `lab.json` when above 1
+    /// ([`crate::results::lab::Settings::labs_at_once`]).
+    pub labs_at_once: u32,
 }
 
 impl LabRequest {

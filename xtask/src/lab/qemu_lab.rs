@@ -139,7 +139,8 @@ pub fn resolve<'a>(
     let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
     let chosen = super::chosen_variants(layout, &request.variants)?;
     let mut topology = topology::named(&request.topology)?;
-    let (workload, schedule, settings) = workload(&topology, request, &chosen[0].name)?;
+    let (workload, schedule, mut settings) = workload(&topology, request, &chosen[0].name)?;
+    settings.labs_at_once = (request.labs_at_once > 1).then_some(request.labs_at_once);
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
@@ -437,6 +438,7 @@ mod tests {
 
     fn request(topology: &str) -> LabRequest {
         LabRequest {
+            labs_at_once: 1,
             target: "brcm47xx".into(),
             variants: vec!["baseline".into(), "lo-no-tso-gso".into()],
             runs: 5,

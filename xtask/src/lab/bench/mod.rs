@@ -106,6 +106,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     }
     net::start_clean("bench")?;
     let lab_request = LabRequest {
+        labs_at_once: 1,
         target: target.name.clone(),
         variants: vec![variant.name.clone()],
         runs: request.runs,
@@ -130,6 +131,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     let load_before = load_average()?;
     let run_once = |choice: CacheModelChoice| -> Result<PathBuf> {
         let lab_request = LabRequest {
+            labs_at_once: 1,
             cache_model: choice == CacheModelChoice::Load,
             ..lab_request.clone()
         };

@@ -218,6 +218,7 @@ pub fn resolve(layout: &Layout, request: &HostRequest) -> Result<(LabPlan, HostB
             control: request.control,
             benches,
             iperf3: Default::default(),
+            labs_at_once: None,
         },
     };
     let backend = HostBackend {

@@ -38,7 +38,16 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
         Status::Failed { reason } => format!("a run that failed ({reason})"),
     };
     let arms: Vec<String> = record.arms.iter().map(|a| a.name.clone()).collect();
-    if record.target != plan.target || arms != plan.arm_names() || record.settings != plan.settings
+    // How many labs ran at once may change between the runner and its
+    // resumption (another -j, a target's lab already complete); the runs
+    // kept were measured under the record's, so the larger one stays.
+    let alone = |s: &crate::lab::record::Settings| crate::lab::record::Settings {
+        labs_at_once: None,
+        ..s.clone()
+    };
+    if record.target != plan.target
+        || arms != plan.arm_names()
+        || alone(&record.settings) != alone(&plan.settings)
     {
         bail!(
             "{} is a lab of {} with arms {arms:?} and other settings than this plan ({} with {:?}); \
@@ -49,6 +58,8 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
             plan.arm_names()
         );
     }
+    let mut record = record;
+    record.settings.labs_at_once = record.settings.labs_at_once.max(plan.settings.labs_at_once);
     let kept = record.runs.iter().filter(|r| !r.warmup).count();
     eprintln!(
         "lab: taking over {} from {pid}, which no longer runs: {kept} measured runs kept",

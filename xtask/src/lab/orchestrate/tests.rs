@@ -160,6 +160,7 @@ fn plan(place: Place) -> LabPlan {
             control: true,
             benches: Vec::new(),
             iperf3: Default::default(),
+            labs_at_once: None,
         },
     }
 }
@@ -416,4 +417,32 @@ fn a_lab_of_other_arms_is_not_taken_over() {
     .unwrap_err();
     assert!(err.to_string().contains("cannot be continued"), "{err}");
     assert!(calls.borrow().is_empty());
+}
+
+#[test]
+fn a_lab_resumed_alone_keeps_that_it_ran_side_by_side() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let dir = root.path().join("target/xtask/lab/fake/side-by-side");
+    let mut p = plan(Place::Endpoint("lan".into()));
+    p.settings.labs_at_once = Some(2);
+    killed_after(&layout, &p, &dir, 5);
+    // Resumed by an experiment whose other lab is complete: alone now.
+    let alone = plan(Place::Endpoint("lan".into()));
+    let calls = Calls::default();
+    run_from(
+        &layout,
+        &alone,
+        &mut fake(&calls),
+        Mode::Run,
+        Start::Resume(dir.clone()),
+    )
+    .unwrap();
+    let record = LabRecord::read(&dir).unwrap();
+    assert_eq!(record.status, Status::Complete);
+    assert_eq!(
+        record.settings.labs_at_once,
+        Some(2),
+        "its first runs were measured beside another lab"
+    );
 }

@@ -39,6 +39,22 @@ pub fn mesh_direction_note(record: &LabRecord) -> Option<String> {
     })
 }
 
+/// When the lab ran side by side with others (`cargo xtask experiment`,
+/// [`crate::results::lab::Settings::labs_at_once`]): which of its figures
+/// that load moved. `None` for a lab that ran alone.
+pub fn side_by_side_note(record: &LabRecord) -> Option<String> {
+    let n = record.settings.labs_at_once.filter(|n| *n > 1)?;
+    let icount = match &record.machine {
+        MachineInfo::Qemu { qemu, .. } if !qemu.icount.is_empty() => {
+            "; ns/packet counts guest instructions under -icount and does not"
+        }
+        _ => "; so does ns/packet, which is host time without -icount",
+    };
+    Some(format!(
+        "measured side by side: {n} labs ran at once on this machine (cargo xtask experiment; labs = \"serial\" in its [lab] runs them one after another). Mbit/s, tbench MB/s and UDP loss follow the host's load, so they compare between this lab's arms (interleaved under the same load) but not with a lab run alone{icount}; the cache and core models' counts do not depend on load"
+    ))
+}
+
 /// What the cache model is, in words the report's notes and caveats share.
 pub fn model_words(m: &CacheModelInfo) -> String {
     let rest = if m.timing.is_some() {

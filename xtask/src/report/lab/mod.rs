@@ -288,6 +288,7 @@ impl LabReport {
         }
         notes.extend(describe::gro_note(&record));
         notes.extend(describe::mesh_direction_note(&record));
+        notes.extend(describe::side_by_side_note(&record));
         if !record.status.is_complete() {
             notes.push(format!(
                 "this lab run is not complete ({}): the numbers are those of the runs it finished",

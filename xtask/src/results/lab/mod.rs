@@ -195,6 +195,13 @@ pub struct Settings {
     /// the defaults (one stream, the kernel's MSS), as every older file.
     #[serde(default, skip_serializing_if = "IperfOptions::is_default")]
     pub iperf3: IperfOptions,
+    /// How many labs ran at the same time on this machine, this one
+    /// included, when more than one (`cargo xtask experiment` runs the
+    /// labs of its targets side by side within `-j`): its Mbit/s, tbench
+    /// MB/s and UDP loss were measured under that load. Left out when the
+    /// lab ran alone, as in every older file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labs_at_once: Option<u32>,
 }
 
 impl Settings {

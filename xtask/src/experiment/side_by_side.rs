@@ -1,0 +1,212 @@
+//! The experiment's labs, side by side (issue #19 §4): up to
+//! [`Plan::labs_at_once`] labs run at the same time, each on its own
+//! thread, taking the next target's lab from one queue; their kernels are
+//! built first, one lab after another, so the builds keep their `-j`
+//! budget. A lab that fails stops the queue (labs already running finish
+//! their runs; every run is in its `lab.json`, and the next `experiment`
+//! resumes them); the error names each failed target.
+//!
+//! Running side by side is safe because every lab's namespaces, taps and
+//! sockets carry this process's pid and a serial of their own
+//! ([`crate::lab::net::Names`]), the initramfs and kernels are made under
+//! locks, and Ctrl-C reaches every lab through the one cancellation flag.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{anyhow, bail, Context, Result};
+use xshell::Shell;
+
+use super::plan::{self, Plan};
+use crate::lab::orchestrate::Start;
+use crate::lab::LabRequest;
+use crate::util::layout::Layout;
+
+/// Runs `plan`'s labs, `starts[i]` saying where lab `i` records; returns
+/// their directories in the plan's order.
+///
+/// Errors: a lab kernel that does not build (before any lab runs); each
+/// lab that failed, by target.
+pub fn run(sh: &Shell, layout: &Layout, plan: &Plan, starts: Vec<Start>) -> Result<Vec<PathBuf>> {
+    let requests: Vec<&LabRequest> = plan
+        .labs
+        .iter()
+        .map(|l| l.request.as_ref().context("a lab this branch cannot run"))
+        .collect::<Result<_>>()?;
+    let name = &plan.experiment.name;
+    if plan.labs_at_once > 1 {
+        for request in &requests {
+            eprintln!(
+                "experiment {name}: the lab kernels of {} (before the labs run side by side)",
+                request.target
+            );
+            let build_only = LabRequest {
+                build_only: true,
+                ..(*request).clone()
+            };
+            crate::lab::run(sh, layout, &build_only)?;
+        }
+    }
+    queued(
+        name,
+        &requests,
+        starts,
+        plan.labs_at_once,
+        |request, start| {
+            let sh = Shell::new()?;
+            plan::run_lab(&sh, layout, request, start)?.context("the lab returned no directory")
+        },
+    )
+}
+
+/// Runs `run_one` on each of `requests` (with `starts[i]`), up to
+/// `at_once` at a time (on this thread when 1), taking the next from one
+/// queue; after a failure no further lab starts. The directories in
+/// `requests`' order.
+///
+/// Errors: each failed lab, by target, and those not started.
+fn queued(
+    name: &str,
+    requests: &[&LabRequest],
+    starts: Vec<Start>,
+    at_once: u32,
+    run_one: impl Fn(&LabRequest, Start) -> Result<PathBuf> + Sync,
+) -> Result<Vec<PathBuf>> {
+    let queue: Mutex<VecDeque<(usize, Start)>> =
+        Mutex::new(starts.into_iter().enumerate().collect());
+    let results: Mutex<Vec<Option<Result<PathBuf>>>> =
+        Mutex::new((0..requests.len()).map(|_| None).collect());
+    let failed = AtomicBool::new(false);
+    let workers = (at_once.max(1) as usize).min(requests.len().max(1));
+    let work = || loop {
+        if failed.load(Ordering::SeqCst) {
+            break;
+        }
+        let Some((i, start)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else {
+            break;
+        };
+        let request = requests[i];
+        eprintln!("experiment {name}: the lab of {}", request.target);
+        let outcome = run_one(request, start);
+        if outcome.is_err() {
+            failed.store(true, Ordering::SeqCst);
+        }
+        results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(outcome);
+    };
+    if workers == 1 {
+        // One after another, on this thread, as a lab alone runs (the
+        // kernel kills a lab's QEMU when the thread that started it ends).
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(work);
+            }
+        });
+    }
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut dirs = Vec::new();
+    let mut errors = Vec::new();
+    for (result, request) in results.into_iter().zip(requests) {
+        match result {
+            Some(Ok(dir)) => dirs.push(dir),
+            Some(Err(e)) => errors.push(format!("the lab of {}: {e:#}", request.target)),
+            None => errors.push(format!(
+                "the lab of {}: not started, as another lab failed",
+                request.target
+            )),
+        }
+    }
+    match errors.as_slice() {
+        [] => Ok(dirs),
+        [one] => Err(anyhow!("{one}")),
+        _ => bail!("{}", errors.join("\n")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    fn requests(targets: &[&str]) -> Vec<LabRequest> {
+        targets
+            .iter()
+            .map(|t| LabRequest {
+                target: t.to_string(),
+                variants: vec!["baseline".into()],
+                runs: 1,
+                duration_seconds: 1,
+                gro: crate::lab::GroChoice::On,
+                direction: crate::lab::DirectionChoice::Both,
+                control: false,
+                build_only: false,
+                build: crate::build::BuildOptions::with_jobs(1),
+                kernel_src: None,
+                machine: crate::lab::Machine::Qemu,
+                cache_model: false,
+                openwrt: None,
+                nic: None,
+                topology: "nat-router".into(),
+                tbench_clients: 2,
+                iperf: Default::default(),
+                labs_at_once: 2,
+            })
+            .collect()
+    }
+
+    fn starts(n: usize) -> Vec<Start> {
+        (0..n)
+            .map(|i| Start::NewIn(PathBuf::from(format!("/lab/{i}"))))
+            .collect()
+    }
+
+    #[test]
+    fn two_at_once_overlap_and_keep_the_plan_s_order() {
+        let owned = requests(&["a", "b", "c", "d"]);
+        let reqs: Vec<&LabRequest> = owned.iter().collect();
+        // a and b each wait (at most 10 s) until both are inside run_one:
+        // one after another, a would fail.
+        let inside = AtomicUsize::new(0);
+        let dirs = queued("x", &reqs, starts(4), 2, |r, start| {
+            if r.target == "a" || r.target == "b" {
+                inside.fetch_add(1, Ordering::SeqCst);
+                let t = std::time::Instant::now();
+                while inside.load(Ordering::SeqCst) < 2 {
+                    if t.elapsed() > Duration::from_secs(10) {
+                        bail!("{} ran alone", r.target);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            match start {
+                Start::NewIn(d) => Ok(d.join(&r.target)),
+                _ => unreachable!(),
+            }
+        })
+        .unwrap();
+        let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        assert_eq!(names, ["/lab/0/a", "/lab/1/b", "/lab/2/c", "/lab/3/d"]);
+    }
+
+    #[test]
+    fn a_failure_stops_the_queue_and_names_every_target() {
+        let owned = requests(&["a", "b", "c"]);
+        let reqs: Vec<&LabRequest> = owned.iter().collect();
+        let err = queued("x", &reqs, starts(3), 1, |r, _| {
+            if r.target == "a" {
+                bail!("QEMU exited");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            Ok(PathBuf::from("/lab"))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("the lab of a: QEMU exited"), "{err}");
+        assert!(err.contains("the lab of b: not started"), "{err}");
+        assert!(err.contains("the lab of c: not started"), "{err}");
+    }
+}
