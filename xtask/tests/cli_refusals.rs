@@ -176,6 +176,14 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
             &["lab", "--lab", "host", "--udp", "100"][..],
             "--udp is for the forwarding lab",
         ),
+        (
+            &["lab", "--target", "brcm47xx", "--routers", "10"][..],
+            "not in 2..=9",
+        ),
+        (
+            &["lab", "--target", "brcm47xx", "--routers", "3"][..],
+            "only the mesh chains routers",
+        ),
     ] {
         let out = xtask(args);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -344,6 +344,7 @@ fn the_lab_reads_the_model_around_each_run() {
     let sh = Shell::new().unwrap();
     let request = LabRequest {
         labs_at_once: 1,
+        routers: None,
         target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,

@@ -62,6 +62,7 @@ fn malta_router_forwards_through_masquerade() {
     let started = Instant::now();
     let request = LabRequest {
         labs_at_once: 1,
+        routers: None,
         target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,

@@ -138,6 +138,7 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
     };
     let request = LabRequest {
         labs_at_once: 1,
+        routers: None,
         target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,

@@ -111,6 +111,7 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
     let sh = Shell::new().unwrap();
     let request = LabRequest {
         labs_at_once: 1,
+        routers: None,
         target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,

@@ -331,6 +331,7 @@ fn a_namespace_router_over_ssh_without_flashing() {
 
     let request = LabRequest {
         labs_at_once: 1,
+        routers: None,
         target: "bcm53xx".to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,
@@ -456,6 +457,7 @@ fn flashing_needs_a_build_and_an_image() {
     std::fs::write(dir.path().join("client_key"), "not a key").unwrap();
     let request = |variants: &[&str]| LabRequest {
         labs_at_once: 1,
+        routers: None,
         target: "bcm53xx".to_string(),
         variants: variants.iter().map(|v| v.to_string()).collect(),
         runs: 1,

@@ -75,6 +75,11 @@ pub struct LabArgs {
     /// datagrams lost, in percent. Not with --set-mss (a TCP option).
     #[arg(long, value_name = "MBIT", value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub udp: Option<u32>,
+    /// --topology mesh: routers in the chain, 2 to 9 (default 2, as the
+    /// batman-adv experiment had); the middle ones forward over two mesh
+    /// links and have no LAN port.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=9))]
+    pub routers: Option<u64>,
     /// QEMU lab, a target with [lab.timing]: instead of forwarding, boot
     /// the baseline lab kernel under the core model and run its known
     /// answers (branch patterns, a pointer chase), printing expected
@@ -151,6 +156,7 @@ impl LabArgs {
                 (self.parallel.is_some(), "--parallel"),
                 (self.mss.is_some(), "--set-mss"),
                 (self.udp.is_some(), "--udp"),
+                (self.routers.is_some(), "--routers"),
                 (self.direction.is_some(), "--direction"),
                 (self.build_only, "--build-only"),
                 (self.jobs.is_some(), "--jobs"),
@@ -248,6 +254,7 @@ impl LabArgs {
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
         Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
             labs_at_once: 1,
+            routers: self.routers.map(|n| n as usize),
             target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,

@@ -166,6 +166,7 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
                     WorkloadSpec::Tbench { .. } => Default::default(),
                 },
                 labs_at_once: at_once,
+                routers: None,
             };
             let (lab_plan, _) = qemu_lab::resolve((sh, layout), &request)?;
             lab_plan.check()?;

@@ -154,6 +154,7 @@ mod tests {
                 tbench_clients: 2,
                 iperf: Default::default(),
                 labs_at_once: 2,
+                routers: None,
             })
             .collect()
     }

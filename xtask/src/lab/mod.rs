@@ -194,6 +194,10 @@ pub struct LabRequest {
     /// labs side by side). Recorded in `lab.json` when above 1
     /// ([`crate::results::lab::Settings::labs_at_once`]).
     pub labs_at_once: u32,
+    /// The mesh's routers in its chain (`--routers N`, 2 to 9; `None`:
+    /// two, as the original experiment had); refused on other
+    /// topologies ([`topology::named_with`]).
+    pub routers: Option<usize>,
 }
 
 impl LabRequest {
@@ -342,6 +346,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             }
             if request.build_only {
                 bail!("--build-only builds QEMU lab kernels; build a router's kernels with `cargo xtask build`");
+            }
+            if let Some(n) = request.routers {
+                bail!("--routers {n} chains QEMU guests in the mesh: a real router over SSH is the lab file's network (use --lab qemu)");
             }
             if request.topology != topology::nat_router::NAME {
                 bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);

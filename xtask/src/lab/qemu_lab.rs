@@ -138,7 +138,7 @@ pub fn resolve<'a>(
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
     let chosen = super::chosen_variants(layout, &request.variants)?;
-    let mut topology = topology::named(&request.topology)?;
+    let mut topology = topology::named_with(&request.topology, request.routers)?;
     let (workload, schedule, mut settings) = workload(&topology, request, &chosen[0].name)?;
     settings.labs_at_once = (request.labs_at_once > 1).then_some(request.labs_at_once);
     super::check_host_tools(&spec)?;
@@ -204,11 +204,15 @@ pub fn resolve<'a>(
 }
 
 /// The reference arm's topology of a lab on `topology`: the mesh's third
-/// column, the same routers bridged without batman-adv
+/// column, the same routers (as many) bridged without batman-adv
 /// (`mesh-bridged`); none for every other topology.
 pub fn reference(topology: &Topology) -> Result<Option<Topology>> {
     if topology.name == topology::mesh::NAME {
-        return Ok(Some(topology::named(topology::mesh::BRIDGED)?));
+        let routers = Some(topology.guests.len());
+        return Ok(Some(topology::named_with(
+            topology::mesh::BRIDGED,
+            routers,
+        )?));
     }
     Ok(None)
 }
@@ -439,6 +443,7 @@ mod tests {
     fn request(topology: &str) -> LabRequest {
         LabRequest {
             labs_at_once: 1,
+            routers: None,
             target: "brcm47xx".into(),
             variants: vec!["baseline".into(), "lo-no-tso-gso".into()],
             runs: 5,

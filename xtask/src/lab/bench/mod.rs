@@ -107,6 +107,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     net::start_clean("bench")?;
     let lab_request = LabRequest {
         labs_at_once: 1,
+        routers: None,
         target: target.name.clone(),
         variants: vec![variant.name.clone()],
         runs: request.runs,
@@ -132,6 +133,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     let run_once = |choice: CacheModelChoice| -> Result<PathBuf> {
         let lab_request = LabRequest {
             labs_at_once: 1,
+            routers: None,
             cache_model: choice == CacheModelChoice::Load,
             ..lab_request.clone()
         };

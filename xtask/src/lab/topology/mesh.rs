@@ -30,6 +30,9 @@ pub const NAME: &str = crate::results::lab::MESH_TOPOLOGY;
 pub const BRIDGED: &str = crate::results::lab::MESH_BRIDGED_TOPOLOGY;
 /// The routers of [`NAME`] and [`BRIDGED`] by name.
 pub const ROUTERS: usize = 2;
+/// The most routers a chain has (`lab --routers`): the MACs and LAN
+/// addresses number routers with one digit.
+pub const MAX_ROUTERS: usize = 9;
 /// The mesh ports' MTU: batman-adv's 32 bytes of headers on a full
 /// 1500-byte frame (the original's `eth1` setting; batman-adv's wiki).
 pub const MESH_MTU: u32 = 1532;
@@ -61,7 +64,7 @@ fn lan_cidr(last: u8) -> Cidr {
 /// The mesh of `routers` routers (2 to 9) in a chain, joined as `mesh`
 /// says; [`super::Topology::check`] holds for every such value.
 pub fn topology(routers: usize, mesh: Mesh) -> Topology {
-    let routers = routers.clamp(2, 9);
+    let routers = routers.clamp(2, MAX_ROUTERS);
     let name = |i: usize| format!("r{i}");
     let link_name = |k: usize| format!("mesh{k}");
     let mut guests = Vec::new();

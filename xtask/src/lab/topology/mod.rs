@@ -43,11 +43,32 @@ pub const NAMES: &[&str] = &[nat_router::NAME, loopback::NAME, mesh::NAME, mesh:
 
 /// The topology called `name`, or an error naming the known ones.
 pub fn named(name: &str) -> Result<Topology> {
+    named_with(name, None)
+}
+
+/// The topology called `name` with `routers` routers in its chain
+/// (`lab --routers N`; only the mesh and its bridged reference take it,
+/// 2 to [`mesh::MAX_ROUTERS`]; `None`: the mesh's [`mesh::ROUTERS`]).
+///
+/// Errors: an unknown name (naming the known ones); a router count for
+/// another topology, or out of range.
+pub fn named_with(name: &str, routers: Option<usize>) -> Result<Topology> {
+    let mesh_routers = match routers {
+        None => mesh::ROUTERS,
+        Some(n) if name != mesh::NAME && name != mesh::BRIDGED => {
+            bail!("--routers {n}: only the mesh chains routers; topology {name} has its own guests")
+        }
+        Some(n) if !(2..=mesh::MAX_ROUTERS).contains(&n) => bail!(
+            "--routers {n}: the mesh chains 2 to {} routers",
+            mesh::MAX_ROUTERS
+        ),
+        Some(n) => n,
+    };
     let topology = match name {
         nat_router::NAME => nat_router::topology(),
         loopback::NAME => loopback::topology(),
-        mesh::NAME => mesh::topology(mesh::ROUTERS, mesh::Mesh::Batman),
-        mesh::BRIDGED => mesh::topology(mesh::ROUTERS, mesh::Mesh::Bridged),
+        mesh::NAME => mesh::topology(mesh_routers, mesh::Mesh::Batman),
+        mesh::BRIDGED => mesh::topology(mesh_routers, mesh::Mesh::Bridged),
         _ => bail!(
             "unknown topology {name:?}; the lab knows {}",
             NAMES.join(", ")
@@ -487,6 +508,30 @@ impl Topology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mesh_takes_a_router_count_and_nothing_else_does() {
+        let three = named_with(mesh::NAME, Some(3)).unwrap();
+        let names: Vec<&str> = three.guests.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["r1", "r2", "r3"]);
+        let reference = crate::lab::qemu_lab::reference(&three).unwrap().unwrap();
+        assert_eq!(reference.name, mesh::BRIDGED);
+        assert_eq!(
+            reference.guests.len(),
+            3,
+            "the reference arm has as many routers"
+        );
+        assert_eq!(named(mesh::NAME).unwrap().guests.len(), mesh::ROUTERS);
+        for (name, n, says) in [
+            (nat_router::NAME, 3, "only the mesh chains routers"),
+            (loopback::NAME, 2, "only the mesh chains routers"),
+            (mesh::NAME, 1, "2 to 9 routers"),
+            (mesh::BRIDGED, 10, "2 to 9 routers"),
+        ] {
+            let err = named_with(name, Some(n)).unwrap_err().to_string();
+            assert!(err.contains(says), "{name} {n}: {err}");
+        }
+    }
 
     fn refused(t: &Topology) -> String {
         format!("{:#}", t.check().unwrap_err())
