@@ -88,11 +88,18 @@ pub fn lock_file(layout: &Layout) -> PathBuf {
 ///
 /// Errors: another holds it ("… pid N holds …experiment.lock").
 pub fn lock(layout: &Layout) -> Result<Lock> {
-    Lock::acquire(
-        &lock_file(layout),
-        "the experiment runner (another experiment is running)",
-        Wait::No,
-    )
+    let path = lock_file(layout);
+    let taken = Lock::acquire(&path, "the experiment runner", Wait::No);
+    // The lock's own message advises --no-wait, which `experiment` has
+    // not: say what to do instead when another experiment holds it.
+    if taken.is_err() && path.is_file() && matches!(Lock::try_acquire(&path), Ok(None)) {
+        bail!(
+            "another experiment is running: {} holds {}; run this one when it has finished",
+            crate::util::lock::holder_of(&path),
+            path.display()
+        );
+    }
+    taken
 }
 
 impl State {

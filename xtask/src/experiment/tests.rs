@@ -43,6 +43,11 @@ fn a_second_experiment_is_refused_naming_the_first_s_pid() {
         "{err}"
     );
     assert!(err.contains("experiment.lock"), "{err}");
+    assert!(err.starts_with("another experiment is running"), "{err}");
+    assert!(
+        !err.contains("--no-wait"),
+        "experiment has no --no-wait: {err}"
+    );
     drop(first);
     lock(&layout).unwrap();
 }
