@@ -129,7 +129,7 @@ fn the_cache_model_is_for_qemu_only() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("--cache-model simulates caches in QEMU"),
+        stderr.contains("--cache-model is for the QEMU lab"),
         "{stderr}"
     );
 }
@@ -184,6 +184,45 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
             &["lab", "--target", "brcm47xx", "--routers", "3"][..],
             "only the mesh chains routers",
         ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "star",
+                "--routers",
+                "3",
+            ][..],
+            "unknown topology \"star\"",
+        ),
+        (
+            &["lab", "--lab", "host", "--routers", "3"][..],
+            "--routers is for the QEMU lab",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--known-answers",
+                "--udp",
+                "50",
+            ][..],
+            "--udp is not for --known-answers",
+        ),
+        (
+            &[
+                "lab",
+                "--target",
+                "brcm47xx",
+                "--topology",
+                "mesh",
+                "--lab",
+                "ssh://root@192.0.2.1",
+            ][..],
+            "--topology is for the QEMU lab",
+        ),
     ] {
         let out = xtask(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -202,7 +241,7 @@ fn known_answers_take_only_a_qemu_target() {
     for (args, words) in [
         (
             &["lab", "--lab", "host", "--known-answers"][..],
-            "--known-answers is for the forwarding lab",
+            "--known-answers is for the QEMU lab",
         ),
         (
             &[
@@ -213,7 +252,7 @@ fn known_answers_take_only_a_qemu_target() {
                 "--variant",
                 "baseline",
             ][..],
-            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
+            "--variant is not for --known-answers",
         ),
         (
             &["lab", "--target", "brcm47xx", "--json", "x.json"][..],
@@ -228,7 +267,7 @@ fn known_answers_take_only_a_qemu_target() {
                 "--topology",
                 "loopback",
             ][..],
-            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
+            "--topology is not for --known-answers",
         ),
         (
             &[
@@ -239,7 +278,7 @@ fn known_answers_take_only_a_qemu_target() {
                 "--openwrt",
                 "/nonexistent/openwrt",
             ][..],
-            "leave out --lab, --variant, --build-only, --topology, --nic and --openwrt",
+            "--openwrt is not for --known-answers",
         ),
     ] {
         let out = xtask(args);
@@ -261,7 +300,7 @@ fn a_nic_the_lab_kernel_does_not_drive_is_refused() {
         ),
         (
             &["lab", "--lab", "host", "--nic", "pcnet"][..],
-            "--nic is for the forwarding lab",
+            "--nic is for the QEMU lab",
         ),
     ] {
         let out = xtask(args);
@@ -347,7 +386,7 @@ fn a_topology_and_its_options_are_checked_before_building() {
         ),
         (
             &["lab", "--lab", "host", "--topology", "loopback"][..],
-            "--topology is for the forwarding lab",
+            "--topology is for the QEMU lab",
         ),
     ] {
         let out = xtask(args);

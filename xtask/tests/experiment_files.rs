@@ -128,3 +128,35 @@ fn the_mesh_experiment_asks_iperf3_for_8_streams_of_mss_536() {
     };
     assert_eq!((iperf.parallel, iperf.mss), (8, Some(536)));
 }
+
+/// What is not a small regular file of UTF-8 text is refused before it is
+/// read: a FIFO (once waited on forever), a device (`/dev/zero` was read
+/// until memory ran out), a file over 1 MiB, bytes that are not UTF-8.
+#[test]
+fn a_fifo_a_device_a_huge_or_non_utf8_file_is_refused_unread() {
+    let layout = Layout::from_manifest_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from(0o600)).unwrap();
+    let huge = dir.path().join("huge.toml");
+    let f = std::fs::File::create(&huge).unwrap();
+    f.set_len(file::MAX_FILE_BYTES + 1).unwrap();
+    let latin1 = dir.path().join("latin1.toml");
+    std::fs::write(&latin1, b"targets = [\"brcm47xx\"]\n# caf\xe9\n").unwrap();
+    for (path, says) in [
+        (fifo.as_path(), "it is a FIFO, not a regular file"),
+        (
+            Path::new("/dev/zero"),
+            "a character device, not a regular file",
+        ),
+        (huge.as_path(), "1 MiB"),
+        (latin1.as_path(), "not UTF-8 text (byte 28 is not)"),
+    ] {
+        let err = format!("{:#}", file::load(&layout, path).unwrap_err());
+        assert!(err.contains(says), "{}: {err}", path.display());
+        assert!(
+            err.contains("give a regular file of UTF-8 TOML text"),
+            "{err}"
+        );
+    }
+}

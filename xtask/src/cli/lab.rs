@@ -75,9 +75,9 @@ pub struct LabArgs {
     /// datagrams lost, in percent. Not with --set-mss (a TCP option).
     #[arg(long, value_name = "MBIT", value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub udp: Option<u32>,
-    /// --topology mesh: routers in the chain, 2 to 9 (default 2, as the
-    /// batman-adv experiment had); the middle ones forward over two mesh
-    /// links and have no LAN port.
+    /// --topology mesh (and its reference, mesh-bridged): routers in the
+    /// chain, 2 to 9 (default 2, as the batman-adv experiment had); the
+    /// middle ones forward over two mesh links and have no LAN port.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=9))]
     pub routers: Option<u64>,
     /// QEMU lab, a target with [lab.timing]: instead of forwarding, boot
@@ -148,29 +148,33 @@ impl LabArgs {
                     "--cache-model is for the QEMU lab (--target T): it simulates caches inside QEMU; --lab host measures this machine's kernel"
                 );
             }
-            let qemu_only = [
-                (self.target.is_some(), "--target"),
-                (self.gro.is_some(), "--gro"),
-                (self.nic.is_some(), "--nic"),
-                (self.topology.is_some(), "--topology"),
-                (self.parallel.is_some(), "--parallel"),
-                (self.mss.is_some(), "--set-mss"),
-                (self.udp.is_some(), "--udp"),
-                (self.routers.is_some(), "--routers"),
-                (self.direction.is_some(), "--direction"),
-                (self.build_only, "--build-only"),
-                (self.jobs.is_some(), "--jobs"),
-                (self.kernel_src.is_some(), "--kernel-src"),
-                (self.verbose, "--verbose"),
-                (self.lab_file.is_some(), "--lab-file"),
-                (self.no_flash, "--no-flash"),
-                (self.openwrt.is_some(), "--openwrt"),
-                (self.known_answers, "--known-answers"),
-                (self.json.is_some(), "--json"),
+            // Which lab each flag is for.
+            const FORWARDING: &str = "the forwarding lab (QEMU or SSH)";
+            const QEMU: &str = "the QEMU lab";
+            const SSH: &str = "the SSH lab";
+            let not_host = [
+                (self.target.is_some(), "--target", FORWARDING),
+                (self.gro.is_some(), "--gro", FORWARDING),
+                (self.nic.is_some(), "--nic", QEMU),
+                (self.topology.is_some(), "--topology", QEMU),
+                (self.parallel.is_some(), "--parallel", FORWARDING),
+                (self.mss.is_some(), "--set-mss", FORWARDING),
+                (self.udp.is_some(), "--udp", FORWARDING),
+                (self.routers.is_some(), "--routers", QEMU),
+                (self.direction.is_some(), "--direction", FORWARDING),
+                (self.build_only, "--build-only", QEMU),
+                (self.jobs.is_some(), "--jobs", FORWARDING),
+                (self.kernel_src.is_some(), "--kernel-src", FORWARDING),
+                (self.verbose, "--verbose", FORWARDING),
+                (self.lab_file.is_some(), "--lab-file", SSH),
+                (self.no_flash, "--no-flash", SSH),
+                (self.openwrt.is_some(), "--openwrt", QEMU),
+                (self.known_answers, "--known-answers", QEMU),
+                (self.json.is_some(), "--json", QEMU),
             ];
-            if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
+            if let Some((_, flag, lab)) = not_host.iter().find(|(given, ..)| *given) {
                 anyhow::bail!(
-                    "{flag} is for the forwarding lab (QEMU or SSH); --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
+                    "{flag} is for {lab}; --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
                 );
             }
             return Ok(LabMode::Host(xtask::lab::host::HostRequest {
@@ -221,15 +225,26 @@ impl LabArgs {
             anyhow::bail!("--json is for --known-answers (a forwarding lab writes lab.json)");
         }
         if self.known_answers {
-            if self.machine != "qemu"
-                || !self.variants.is_empty()
-                || self.build_only
-                || self.topology.is_some()
-                || self.nic.is_some()
-                || self.openwrt.is_some()
-            {
+            let not_there = [
+                (self.machine != "qemu", "--lab"),
+                (!self.variants.is_empty(), "--variant"),
+                (self.build_only, "--build-only"),
+                (self.topology.is_some(), "--topology"),
+                (self.nic.is_some(), "--nic"),
+                (self.openwrt.is_some(), "--openwrt"),
+                (self.routers.is_some(), "--routers"),
+                (self.parallel.is_some(), "--parallel"),
+                (self.mss.is_some(), "--set-mss"),
+                (self.udp.is_some(), "--udp"),
+                (self.gro.is_some(), "--gro"),
+                (self.direction.is_some(), "--direction"),
+                (self.clients.is_some(), "--clients"),
+                (self.cache_model, "--cache-model"),
+                (self.no_control, "--no-control"),
+            ];
+            if let Some((_, flag)) = not_there.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
-                    "--known-answers boots the target's baseline lab kernel in QEMU under the core model: leave out --lab, --variant, --build-only, --topology, --nic and --openwrt"
+                    "{flag} is not for --known-answers, which boots the target's baseline lab kernel in QEMU under the core model and runs its guest programs (no traffic, no variants): leave it out"
                 );
             }
             return Ok(LabMode::KnownAnswers(
@@ -250,6 +265,22 @@ impl LabArgs {
         } else {
             xtask::lab::Flash::Sysupgrade
         };
+        if self.machine.starts_with("ssh") {
+            // Before the lab file is asked for: these boot QEMU guests.
+            let qemu_only = [
+                (self.topology.is_some(), "--topology"),
+                (self.routers.is_some(), "--routers"),
+                (self.nic.is_some(), "--nic"),
+                (self.openwrt.is_some(), "--openwrt"),
+                (self.cache_model, "--cache-model"),
+                (self.build_only, "--build-only"),
+            ];
+            if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
+                anyhow::bail!(
+                    "{flag} is for the QEMU lab: a real router over SSH is the lab file's network and its own hardware (use --lab qemu)"
+                );
+            }
+        }
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
         Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {

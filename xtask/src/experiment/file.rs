@@ -238,10 +238,24 @@ pub struct Experiment {
 /// an unknown key, target, variant, topology, workload, format; a lab
 /// target without `[lab]`; a workload the topology cannot host.
 pub fn load(layout: &Layout, file: &Path) -> Result<Experiment> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("reading the experiment file {}", file.display()))?;
+    // A regular file of UTF-8 text, at most 1 MiB: a FIFO or a device
+    // (/dev/zero) is refused before it is read, not waited on or read
+    // until memory runs out.
+    let limit = crate::util::fs::FileLimit {
+        what: "TOML experiment file",
+        max_bytes: MAX_FILE_BYTES,
+    };
+    let text = crate::util::fs::read_limited(
+        file,
+        limit,
+        "give a regular file of UTF-8 TOML text, at most 1 MiB (docs/experiments.md)",
+    )?;
     parse(layout, file, &text)
 }
+
+/// The largest experiment file read, in bytes (the project's are under
+/// 2 KB).
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// [`load`] of `text`, as if read from `file`.
 pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {

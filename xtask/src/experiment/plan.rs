@@ -250,7 +250,15 @@ impl Plan {
                 self.labs_at_once, self.build_request.jobs
             ));
         } else {
-            out.push_str("labs (one after another):\n");
+            let why = match &self.experiment.lab {
+                Some(l) if l.labs == LabsAtOnce::Serial => "labs = \"serial\"".to_string(),
+                Some(_) if self.labs.len() < 2 => "one lab".to_string(),
+                _ => format!(
+                    "-j {} holds one lab's guests at a time, at one CPU per guest",
+                    self.build_request.jobs
+                ),
+            };
+            out.push_str(&format!("labs (one after another: {why}):\n"));
         }
         for lab in &self.labs {
             for line in lab.text.lines() {

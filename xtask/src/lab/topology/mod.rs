@@ -53,6 +53,12 @@ pub fn named(name: &str) -> Result<Topology> {
 /// Errors: an unknown name (naming the known ones); a router count for
 /// another topology, or out of range.
 pub fn named_with(name: &str, routers: Option<usize>) -> Result<Topology> {
+    if !NAMES.contains(&name) {
+        bail!(
+            "unknown topology {name:?}; the lab knows {}",
+            NAMES.join(", ")
+        );
+    }
     let mesh_routers = match routers {
         None => mesh::ROUTERS,
         Some(n) if name != mesh::NAME && name != mesh::BRIDGED => {
