@@ -130,9 +130,11 @@ fn known_answers_on_the_malta_guest() {
         for a in &answers.answers[..3] {
             let it = &a.per_iteration;
             // The pattern's branch and the loop's back-edge, in a loop
-            // of five to twelve instructions (and what a timer tick adds).
+            // of four to twelve instructions executed (a taken pattern
+            // branch skips its addiu; a CI run measured 4.88 for
+            // `always`), and what a timer tick adds.
             assert!(
-                (1.95..2.1).contains(&it.cond_branches) && (4.9..13.0).contains(&it.insns),
+                (1.95..2.1).contains(&it.cond_branches) && (3.5..13.0).contains(&it.insns),
                 "{a:?}"
             );
         }
