@@ -302,4 +302,38 @@ mod tests {
         let err = format!("{:#}", t.check().unwrap_err());
         assert!(err.contains("names \"bat0\""), "{err}");
     }
+
+    #[test]
+    fn the_mesh_takes_a_router_count_and_nothing_else_does() {
+        let three = super::super::named_with(NAME, Some(3)).unwrap();
+        let names: Vec<&str> = three.guests.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["r1", "r2", "r3"]);
+        let reference = crate::lab::qemu_lab::reference(&three).unwrap().unwrap();
+        assert_eq!(reference.name, BRIDGED);
+        assert_eq!(
+            reference.guests.len(),
+            3,
+            "the reference arm has as many routers"
+        );
+        assert_eq!(super::super::named(NAME).unwrap().guests.len(), ROUTERS);
+        for (name, n, says) in [
+            (
+                super::super::nat_router::NAME,
+                3,
+                "only the mesh chains routers",
+            ),
+            (
+                super::super::loopback::NAME,
+                2,
+                "only the mesh chains routers",
+            ),
+            (NAME, 1, "2 to 9 routers"),
+            (BRIDGED, 10, "2 to 9 routers"),
+        ] {
+            let err = super::super::named_with(name, Some(n))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{name} {n}: {err}");
+        }
+    }
 }

@@ -515,30 +515,6 @@ impl Topology {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_mesh_takes_a_router_count_and_nothing_else_does() {
-        let three = named_with(mesh::NAME, Some(3)).unwrap();
-        let names: Vec<&str> = three.guests.iter().map(|g| g.name.as_str()).collect();
-        assert_eq!(names, ["r1", "r2", "r3"]);
-        let reference = crate::lab::qemu_lab::reference(&three).unwrap().unwrap();
-        assert_eq!(reference.name, mesh::BRIDGED);
-        assert_eq!(
-            reference.guests.len(),
-            3,
-            "the reference arm has as many routers"
-        );
-        assert_eq!(named(mesh::NAME).unwrap().guests.len(), mesh::ROUTERS);
-        for (name, n, says) in [
-            (nat_router::NAME, 3, "only the mesh chains routers"),
-            (loopback::NAME, 2, "only the mesh chains routers"),
-            (mesh::NAME, 1, "2 to 9 routers"),
-            (mesh::BRIDGED, 10, "2 to 9 routers"),
-        ] {
-            let err = named_with(name, Some(n)).unwrap_err().to_string();
-            assert!(err.contains(says), "{name} {n}: {err}");
-        }
-    }
-
     fn refused(t: &Topology) -> String {
         format!("{:#}", t.check().unwrap_err())
     }
