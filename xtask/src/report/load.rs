@@ -326,64 +326,80 @@ fn load_target(
     }
 
     let base = read_checked(layout, &base_dir, &target.name, &request.base)?;
-    let base_symbols = match request.symbols {
-        Some(_) => Some(read_vmlinux_symbols(
-            layout,
-            &base_dir,
-            &target.name,
-            &request.base,
-        )?),
-        None => None,
-    };
-    let mut comparisons: Vec<Comparison> = Vec::new();
-    for v in &present {
-        let dir = layout.results_dir(&target.name, v);
-        let variant = read_checked(layout, &dir, &target.name, v)?;
-        let (problems, mut notes) = mismatches(&base, &variant);
-        let earlier = std::iter::once(&base).chain(comparisons.iter().map(|c| &c.variant));
-        for other in earlier {
-            if let Some(note) = results::differing_bytes(other, &variant) {
-                notes.push(format!("{} and {v}: {note}", other.variant.name));
+    // With --symbols, every vmlinux's table is read on a thread of its own
+    // (the two of a pair side by side: half the wall time of reading them
+    // one after the other); each is taken only after its result.json
+    // passed `read_checked`, whose refusals come first as before.
+    let present = &present;
+    let comparisons = std::thread::scope(|scope| -> Result<Vec<Comparison>> {
+        let handles: Vec<_> = std::iter::once(&request.base)
+            .chain(present.iter())
+            .map(|v| {
+                let dir = layout.results_dir(&target.name, v);
+                let name = &target.name;
+                request
+                    .symbols
+                    .map(|_| scope.spawn(move || read_vmlinux_symbols(layout, &dir, name, v)))
+            })
+            .collect();
+        let joined = |handle: Option<std::thread::ScopedJoinHandle<'_, _>>| {
+            handle
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("reading a symbol table panicked")))
+                })
+                .transpose()
+        };
+        let mut tables = handles.into_iter();
+        let base_symbols: Option<symbols::SymbolTable> = joined(tables.next().flatten())?;
+        let mut comparisons: Vec<Comparison> = Vec::new();
+        for (v, table) in present.iter().zip(tables) {
+            let dir = layout.results_dir(&target.name, v);
+            let variant = read_checked(layout, &dir, &target.name, v)?;
+            let (problems, mut notes) = mismatches(&base, &variant);
+            let earlier = std::iter::once(&base).chain(comparisons.iter().map(|c| &c.variant));
+            for other in earlier {
+                if let Some(note) = results::differing_bytes(other, &variant) {
+                    notes.push(format!("{} and {v}: {note}", other.variant.name));
+                }
             }
-        }
-        if !problems.is_empty() && !request.allow_mismatch {
-            bail!(
-                "{}: {} and {v} were not built from the same inputs, so their sizes are not comparable:\n{}\nrebuild both with `{}`, or pass --allow-mismatch to compare anyway (the report then carries these as warnings)",
-                target.name,
-                request.base,
-                problems
-                    .iter()
-                    .map(|p| format!("  - {p}"))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                build_command(layout, &target.name, &[&request.base, v])
-            );
-        }
-        let symbols = match (request.symbols, &base_symbols) {
-            (Some(opts), Some(old)) => {
-                let new = read_vmlinux_symbols(layout, &dir, &target.name, v)?;
-                Some(bloat::diff_with(
+            if !problems.is_empty() && !request.allow_mismatch {
+                bail!(
+                    "{}: {} and {v} were not built from the same inputs, so their sizes are not comparable:\n{}\nrebuild both with `{}`, or pass --allow-mismatch to compare anyway (the report then carries these as warnings)",
+                    target.name,
+                    request.base,
+                    problems
+                        .iter()
+                        .map(|p| format!("  - {p}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    build_command(layout, &target.name, &[&request.base, v])
+                );
+            }
+            let symbols = match (request.symbols, &base_symbols, joined(table)?) {
+                (Some(opts), Some(old), Some(new)) => Some(bloat::diff_with(
                     &old.symbols,
                     &new.symbols,
                     opts.mode,
                     bloat::Options {
                         fold_clones: opts.fold_clones,
                     },
-                ))
-            }
-            _ => None,
-        };
-        let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
-        comparisons.push(Comparison {
-            variant,
-            dir,
-            families: vec![sizes],
-            unpaired_artifacts,
-            warnings: problems,
-            notes,
-            symbols,
-        });
-    }
+                )),
+                _ => None,
+            };
+            let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
+            comparisons.push(Comparison {
+                variant,
+                dir,
+                families: vec![sizes],
+                unpaired_artifacts,
+                warnings: problems,
+                notes,
+                symbols,
+            });
+        }
+        Ok(comparisons)
+    })?;
     Ok(Some(TargetReport {
         name: target.name.clone(),
         base,
