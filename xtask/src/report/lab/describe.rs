@@ -141,8 +141,19 @@ impl LabReport {
         if !has(THROUGHPUT) && has(TBENCH) {
             // tbench inside the guest (`--topology loopback`): no NIC, no
             // forwarding, no Mbit/s or ns/packet.
+            // tbench times itself with the guest's clock: under -icount
+            // that clock counts instructions (a brcm47xx lab's A/A
+            // control: sd 0.00 %, 0.01 % apart).
+            let clock = if qemu.icount.is_empty() {
+                "the guest's clock is host time here (no -icount), so it follows host load (other processes, CPU frequency) and only runs interleaved on one quiet host compare".to_string()
+            } else {
+                format!(
+                    "tbench times itself with the guest's clock, which under -icount {} counts instructions: a path-length proxy that host load does not move, blind to cache and memory latency",
+                    qemu.icount
+                )
+            };
             return vec![
-                "tbench MB/s inside the guest is the emulator's speed at the variant kernel's loopback TCP path: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
+                format!("tbench MB/s inside the guest is the variant kernel's loopback TCP path at the emulated CPU's pace: {clock}"),
                 "loopback has no NIC, driver or wire: it shows what the kernel's TCP/IP and offload code (TSO, GSO, checksums) cost, not a router's forwarding; it does not show cache, TLB or branch-layout effects, which need real hardware".to_string(),
             ];
         }
