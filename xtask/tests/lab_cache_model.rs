@@ -211,12 +211,7 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
         .root("taps and network namespaces")
-        .check(lab::check_host_tools(spec))
-        .check(lab::require_tools(
-            "the cache model",
-            cache_model::HOST_TOOLS,
-        ))
-        .program("pkg-config", "pkg-config");
+        .cache_model_lab(spec);
     if !needs.met() {
         return;
     }
@@ -333,11 +328,7 @@ fn the_lab_reads_the_model_around_each_run() {
         .remove(0);
     let needs = gate::Needs::new()
         .root("taps and network namespaces")
-        .check(lab::check_host_tools(kernel::spec_of(&target).unwrap()))
-        .check(lab::require_tools(
-            "the cache model",
-            cache_model::HOST_TOOLS,
-        ));
+        .cache_model_lab(kernel::spec_of(&target).unwrap());
     if !needs.met() {
         return;
     }

@@ -22,7 +22,7 @@ use std::process::Command;
 
 use xtask::build::BuildOptions;
 use xtask::inputs::targets;
-use xtask::lab::cache_model::{self, compile, source};
+use xtask::lab::cache_model::{compile, source};
 use xtask::lab::known_answer;
 use xtask::lab::{self, kernel};
 use xtask::util::layout::Layout;
@@ -37,14 +37,7 @@ fn the_plugin_refuses_a_core_model_it_cannot_build() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    let needs = gate::Needs::new()
-        .check(lab::check_host_tools(spec))
-        .check(lab::require_tools(
-            "the cache model",
-            cache_model::HOST_TOOLS,
-        ))
-        .program("pkg-config", "pkg-config");
-    if !needs.met() {
+    if !gate::Needs::new().cache_model_lab(spec).met() {
         return;
     }
     let qemu_src = source::fetch(&layout, &spec.qemu_package).unwrap();
@@ -86,12 +79,7 @@ fn known_answers_on_the_malta_guest() {
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
         .root("taps and network namespaces")
-        .check(lab::check_host_tools(spec))
-        .check(lab::require_tools(
-            "the cache model",
-            cache_model::HOST_TOOLS,
-        ))
-        .program("pkg-config", "pkg-config");
+        .cache_model_lab(spec);
     if !needs.met() {
         return;
     }

@@ -101,6 +101,18 @@ impl Needs {
         self
     }
 
+    /// What the lab with the cache model's TCG plugin needs for `spec`:
+    /// the lab's host tools (its QEMU among them), the plugin's build
+    /// tools and pkg-config.
+    pub fn cache_model_lab(self, spec: &xtask::lab::LabSpec) -> Needs {
+        self.check(xtask::lab::check_host_tools(spec))
+            .check(xtask::lab::require_tools(
+                "the cache model",
+                xtask::lab::cache_model::HOST_TOOLS,
+            ))
+            .program("pkg-config", "pkg-config")
+    }
+
     /// What a check of the project's own found missing (e.g.
     /// `xtask::lab::check_host_tools`, whose error names the packages).
     pub fn check<E: Display>(mut self, outcome: Result<(), E>) -> Needs {
