@@ -263,8 +263,13 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
         let at = e
             .span()
             .map_or(String::new(), |s| format!(":{}", line_of(text, &s)));
+        let takes = e
+            .span()
+            .filter(|_| e.message().starts_with("invalid type"))
+            .and_then(|s| super::hint::for_span(text, &s))
+            .map_or(String::new(), |t| format!("; {t}"));
         anyhow::anyhow!(
-            "{}{at}: {} (the file's keys: docs/experiments.md)",
+            "{}{at}: {}{takes} (the file's keys: docs/experiments.md)",
             file.display(),
             e.message().trim_end()
         )
@@ -521,8 +526,13 @@ fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -
             Some(s) => bail!("{}: {key} = {} — use 1 to {max}", at(s.span()), s.get_ref()),
         }
     };
-    let runs = positive(&l.runs, 5, "runs", 1000)?;
-    let duration_seconds = positive(&l.duration, 10, "duration", 3600)?;
+    let runs = positive(&l.runs, 5, "runs", super::hint::MAX_RUNS)?;
+    let duration_seconds = positive(
+        &l.duration,
+        10,
+        "duration",
+        super::hint::MAX_DURATION_SECONDS,
+    )?;
     let gro = match &l.gro {
         None => GroChoice::Both,
         Some(g) => g.get_ref().parse().map_err(|_| {

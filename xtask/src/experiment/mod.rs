@@ -14,6 +14,7 @@
 //! finished runs are kept and the runner continues with the next.
 
 pub mod file;
+pub mod hint;
 pub mod plan;
 
 use std::collections::BTreeMap;

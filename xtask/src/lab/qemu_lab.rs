@@ -164,10 +164,21 @@ pub fn resolve<'a>(
         ),
         (Recipe::Profiles, _) => String::new(),
     };
+    let model = match (request.cache_model, &spec.timing) {
+        (false, _) => String::new(),
+        (true, Some(_)) => format!(
+            "; the cache and core models: L1 of [lab.l1], L2, branch predictor and cycles of [lab.timing] in {}",
+            target.file.display()
+        ),
+        (true, None) => format!(
+            "; the L1 cache model of [lab.l1] in {} (no [lab.timing]: no cycles)",
+            target.file.display()
+        ),
+    };
     let plan = LabPlan {
         target: target.name.clone(),
         machine: format!(
-            "QEMU {} -cpu {}, {} NICs ({} kernels{kernels_from})",
+            "QEMU {} -cpu {}, {} NICs ({} kernels{kernels_from}){model}",
             spec.machine,
             spec.cpu,
             spec.nic,

@@ -284,7 +284,15 @@ pub fn run_from(
     start: Start,
 ) -> Result<Option<PathBuf>> {
     plan.check()?;
-    eprint!("{}", plan.describe());
+    match mode {
+        Mode::Run => eprint!("{}", plan.describe()),
+        // The whole plan is printed where it runs (an experiment prints it
+        // first, then builds every lab's kernels before any lab runs).
+        Mode::PrepareOnly => eprintln!(
+            "lab of {}: the lab kernels and the guest's userspace only ({})",
+            plan.target, plan.machine
+        ),
+    }
     let taken_over = match &start {
         Start::Resume(dir) => match resume::take_over(plan, dir)? {
             Some(record) => Some(record),
