@@ -19,6 +19,7 @@ pub mod plan;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -150,6 +151,7 @@ fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str
 /// running (its pid); a labs' topology or workload this branch's QEMU lab
 /// cannot run yet; the first failing build or lab; the report.
 pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
+    let started = Instant::now();
     let experiment = file::load(layout, &request.file)?;
     let plan = plan::plan(sh, layout, experiment, request.jobs)?;
     print!("{}", plan.describe());
@@ -167,7 +169,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     }
     let _lock = lock(layout)?;
     crate::util::cancel::install_handler();
+    let planned = started.elapsed();
     command::build(sh, &plan.builds, &plan.build_request)?;
+    let built = started.elapsed();
 
     let e = &plan.experiment;
     let state_path = state_file(layout, &e.name);
@@ -186,7 +190,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
             &lab.target,
         )?);
     }
-    let lab_dirs = side_by_side::run(sh, layout, &plan, starts)?;
+    let labs = side_by_side::run(sh, layout, &plan, starts)?;
+    let lab_dirs = labs.dirs;
+    let labbed = started.elapsed();
 
     std::fs::create_dir_all(&e.report.output)
         .with_context(|| format!("creating {}", e.report.output.display()))?;
@@ -224,11 +230,55 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
         )?;
     }
     println!(
-        "experiment {}: done; report in {}",
+        "experiment {}: done in {}; report in {}",
         e.name,
+        Phases {
+            plan: planned,
+            builds: built - planned,
+            labs: labbed - built,
+            lab_kernels: labs.kernels,
+            report: started.elapsed() - labbed,
+        },
         e.report.output.display()
     );
     Ok(())
+}
+
+/// Wall time of an experiment's phases, for its last line (the speed
+/// benchmark of issue #19 reads the lab's share from it).
+struct Phases {
+    plan: Duration,
+    builds: Duration,
+    labs: Duration,
+    lab_kernels: Option<Duration>,
+    report: Duration,
+}
+
+impl std::fmt::Display for Phases {
+    /// `1h 2m 3s (plan 10s, builds 40m, labs 22m of which lab kernels
+    /// 5m (41 %), report 3s; the labs 35 % of it)`, to the second.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs()));
+        let total = self.plan + self.builds + self.labs + self.report;
+        let share = |d: Duration| 100.0 * d.as_secs_f64() / total.as_secs_f64().max(1e-9);
+        write!(
+            f,
+            "{} (plan {}, builds {}, labs {}",
+            show(total),
+            show(self.plan),
+            show(self.builds),
+            show(self.labs)
+        )?;
+        if let Some(k) = self.lab_kernels {
+            write!(f, " of which building lab kernels {}", show(k))?;
+        }
+        write!(
+            f,
+            ", report {}; the labs {:.0} % of it)",
+            show(self.report),
+            share(self.labs)
+        )
+    }
 }
 
 mod side_by_side;

@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use xshell::Shell;
@@ -24,19 +25,30 @@ use crate::lab::orchestrate::Start;
 use crate::lab::LabRequest;
 use crate::util::layout::Layout;
 
-/// Runs `plan`'s labs, `starts[i]` saying where lab `i` records; returns
-/// their directories in the plan's order.
+/// The labs' directories in the plan's order, and how long building
+/// their kernels took before they ran side by side.
+pub struct Done {
+    /// Each lab's directory, in the plan's order.
+    pub dirs: Vec<PathBuf>,
+    /// Wall time of the lab kernels' builds; `None` when the labs run one
+    /// after another, each building its own kernels as it starts.
+    pub kernels: Option<Duration>,
+}
+
+/// Runs `plan`'s labs, `starts[i]` saying where lab `i` records.
 ///
 /// Errors: a lab kernel that does not build (before any lab runs); each
 /// lab that failed, by target.
-pub fn run(sh: &Shell, layout: &Layout, plan: &Plan, starts: Vec<Start>) -> Result<Vec<PathBuf>> {
+pub fn run(sh: &Shell, layout: &Layout, plan: &Plan, starts: Vec<Start>) -> Result<Done> {
     let requests: Vec<&LabRequest> = plan
         .labs
         .iter()
         .map(|l| l.request.as_ref().context("a lab this branch cannot run"))
         .collect::<Result<_>>()?;
     let name = &plan.experiment.name;
+    let mut kernels = None;
     if plan.labs_at_once > 1 {
+        let started = Instant::now();
         for request in &requests {
             eprintln!(
                 "experiment {name}: the lab kernels of {} (before the labs run side by side)",
@@ -48,8 +60,9 @@ pub fn run(sh: &Shell, layout: &Layout, plan: &Plan, starts: Vec<Start>) -> Resu
             };
             crate::lab::run(sh, layout, &build_only)?;
         }
+        kernels = Some(started.elapsed());
     }
-    queued(
+    let dirs = queued(
         name,
         &requests,
         starts,
@@ -58,7 +71,8 @@ pub fn run(sh: &Shell, layout: &Layout, plan: &Plan, starts: Vec<Start>) -> Resu
             let sh = Shell::new()?;
             plan::run_lab(&sh, layout, request, start)?.context("the lab returned no directory")
         },
-    )
+    )?;
+    Ok(Done { dirs, kernels })
 }
 
 /// Runs `run_one` on each of `requests` (with `starts[i]`), up to

@@ -120,3 +120,24 @@ fn labs_run_side_by_side_at_one_guest_per_cpu_unless_serial() {
     assert_eq!(at("nat-router", &four, "labs = \"serial\"\n", 8), 1);
     assert_eq!(at("nat-router", &four, "labs = \"side-by-side\"\n", 2), 2);
 }
+
+#[test]
+fn the_last_line_gives_each_phase_and_the_labs_share() {
+    let s = |n: u64| std::time::Duration::from_secs(n);
+    let phases = super::Phases {
+        plan: s(10),
+        builds: s(2400),
+        labs: s(1320),
+        lab_kernels: Some(s(300)),
+        report: s(70),
+    };
+    assert_eq!(
+        phases.to_string(),
+        "1h 3m 20s (plan 10s, builds 40m, labs 22m of which building lab kernels 5m, report 1m 10s; the labs 35 % of it)"
+    );
+    let serial = super::Phases {
+        lab_kernels: None,
+        ..phases
+    };
+    assert!(!serial.to_string().contains("lab kernels"));
+}
