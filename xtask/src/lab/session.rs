@@ -173,6 +173,9 @@ impl Guest {
     /// An error when its QEMU exited, with QEMU's own output.
     fn alive(&mut self) -> Result<()> {
         match self.qemu.try_status()? {
+            // A SIGTERM to the process group ends QEMU too (exit status 0):
+            // that is the interruption, not a guest that died.
+            Some(_) if interrupted() => super::process::check_interrupted(),
             Some(status) => Err(with_qemu_log(
                 anyhow::anyhow!(
                     "{} exited ({status})\n{}",
@@ -480,6 +483,7 @@ impl Testbed for QemuTestbed {
         match model.read(socket) {
             Ok(c) => Ok(Some(c)),
             Err(e) => match g.qemu.try_status() {
+                Ok(Some(_)) if interrupted() => super::process::check_interrupted().and(Err(e)),
                 Ok(Some(status)) => Err(e.context(format!("QEMU exited ({status})"))),
                 _ => Err(e),
             },
