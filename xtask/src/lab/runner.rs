@@ -171,6 +171,11 @@ fn execute_inner(
         })
         .sum();
     let progress = Progress::new(total);
+    // Labs side by side write to one terminal: each line names its target.
+    let who = match record.settings.labs_at_once {
+        Some(_) => format!("lab {}", record.target),
+        None => "lab".to_string(),
+    };
     for (round, arm) in sessions {
         // Rounds count from 1 wherever people read them (lab.json's
         // `round` counts from 0).
@@ -181,7 +186,7 @@ fn execute_inner(
                 .with_context(|| format!("starting {} ({words})", arm.name))?;
             if let Some(boot) = boot {
                 progress.println(&format!(
-                    "lab: {} {words}: ready after {:.1} s",
+                    "{who}: {} {words}: ready after {:.1} s",
                     arm.name, boot.boot_seconds
                 ));
                 record.boots.push(boot);
@@ -204,7 +209,7 @@ fn execute_inner(
                     .measure(&mut session, spec, dir)
                     .with_context(|| format!("{} {words}, {}", arm.name, condition.describe()))?;
                 run.wall_seconds = Some(round_to(clock.elapsed().as_secs_f64(), 3));
-                progress.done(&format!("lab: {}", run_line(&run, plan.runs)));
+                progress.done(&format!("{who}: {}", run_line(&run, plan.runs)));
                 record.runs.push(run);
                 record.write(dir)?;
                 index += 1;
