@@ -353,22 +353,39 @@ pub fn fold_clone(name: &str) -> &str {
     }
 }
 
+/// The line before a table whose compiler clones were folded.
+const FOLD_NOTE: &str = "Note: compiler clones (.isra, .constprop, .part, .cold, ...) folded into \
+     their base names; not bloat-o-meter output";
+
 impl BloatDiff {
     /// The text `scripts/bloat-o-meter` prints (newline-terminated lines),
     /// preceded by a one-line note when clones were folded.
     pub fn render(&self) -> String {
         self.to_string()
     }
+
+    /// [`BloatDiff::render`] with at most `keep` rows per table: the
+    /// `keep / 2` largest growths (bloat-o-meter's first rows) and the
+    /// largest shrinks (its last), one line between them saying how many
+    /// were left out. Every summary and `Total:` line is kept. For a
+    /// mail, where a flag change moves thousands of functions.
+    pub fn render_top(&self, keep: usize) -> String {
+        let mut out = String::new();
+        if self.options.fold_clones {
+            out.push_str(FOLD_NOTE);
+            out.push('\n');
+        }
+        for table in &self.tables {
+            let _ = table.write(&mut out, Some(keep));
+        }
+        out
+    }
 }
 
 impl fmt::Display for BloatDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.options.fold_clones {
-            writeln!(
-                f,
-                "Note: compiler clones (.isra, .constprop, .part, .cold, ...) folded into their \
-                 base names; not bloat-o-meter output"
-            )?;
+            writeln!(f, "{FOLD_NOTE}")?;
         }
         for table in &self.tables {
             write!(f, "{table}")?;
@@ -380,6 +397,14 @@ impl fmt::Display for BloatDiff {
 impl fmt::Display for Table {
     /// bloat-o-meter's `print_result`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl Table {
+    /// bloat-o-meter's `print_result`, with at most `keep` rows (see
+    /// [`BloatDiff::render_top`]).
+    fn write(&self, f: &mut impl fmt::Write, keep: Option<usize>) -> fmt::Result {
         // "add/remove: %s/%s grow/shrink: %s/%s up/down: %s/%s (%s)" with
         // (add, remove, grow, shrink, up, -down, up-down).
         writeln!(
@@ -399,7 +424,21 @@ impl fmt::Display for Table {
             "{:<40} {:>7} {:>7} {:>7}",
             self.title, "old", "new", "delta"
         )?;
-        for row in &self.rows {
+        let (head, tail) = match keep {
+            Some(keep) if self.rows.len() > keep => (keep - keep / 2, self.rows.len() - keep / 2),
+            _ => (self.rows.len(), self.rows.len()),
+        };
+        for (i, row) in self.rows.iter().enumerate() {
+            if i == head && head < tail {
+                writeln!(
+                    f,
+                    "... {} smaller changes left out (`size-report --symbols` prints every row)",
+                    tail - head
+                )?;
+            }
+            if (head..tail).contains(&i) {
+                continue;
+            }
             // "%-40s %7s %7s %+7d", missing sizes as "-".
             let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
             writeln!(
@@ -419,5 +458,62 @@ impl fmt::Display for Table {
             self.after,
             self.change_percent()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(deltas: &[i64]) -> BloatDiff {
+        let rows: Vec<Row> = deltas
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| Row {
+                name: format!("f{i}"),
+                old: Some(1000),
+                new: Some((1000 + d) as u64),
+                delta: d,
+            })
+            .collect();
+        let up: i64 = deltas.iter().filter(|d| **d > 0).sum();
+        let down: i64 = -deltas.iter().filter(|d| **d < 0).sum::<i64>();
+        BloatDiff {
+            mode: Mode::default(),
+            options: Options::default(),
+            tables: vec![Table {
+                title: "Function",
+                types: "tTwW",
+                added: 0,
+                removed: 0,
+                grown: deltas.iter().filter(|d| **d > 0).count(),
+                shrunk: deltas.iter().filter(|d| **d < 0).count(),
+                up: up as u64,
+                down: down as u64,
+                rows,
+                before: 1000 * deltas.len() as u64,
+                after: (1000 * deltas.len() as i64 + up - down) as u64,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_top_rows_keep_the_largest_growths_and_shrinks_and_every_total() {
+        let diff = table(&[50, 40, 30, 20, 10, -10, -20, -30]);
+        let full = diff.render();
+        let top = diff.render_top(4);
+        let lines: Vec<&str> = top.lines().collect();
+        assert_eq!(lines[0], full.lines().next().unwrap(), "the summary line");
+        let names: Vec<&str> = lines
+            .iter()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| n.starts_with('f'))
+            .collect();
+        assert_eq!(names, ["f0", "f1", "f6", "f7"]);
+        assert!(top.contains("... 4 smaller changes left out"), "{top}");
+        assert_eq!(top.lines().last(), full.lines().last(), "the Total: line");
+        // Fewer rows than kept: bloat-o-meter's text, unchanged.
+        assert_eq!(diff.render_top(8), full);
+        assert_eq!(diff.render_top(100), full);
     }
 }

@@ -29,7 +29,7 @@ use std::fmt::Write as _;
 use super::lab::text as lab_text;
 use super::lab::Role;
 use super::model::{Report, TargetReport};
-use super::text::{heading, target_body, VariantHeadings};
+use super::text::{heading, target_body, BodyLayout};
 use super::Style;
 use crate::results::BuildResult;
 
@@ -162,7 +162,7 @@ fn sizes(report: &Report, style: &Style) -> String {
         if own.iter().any(|entry| !global.contains(entry)) {
             out.push_str(&flag_lines(&own));
         }
-        out.push_str(&target_body(report, t, style, VariantHeadings::WhenSeveral));
+        out.push_str(&target_body(report, t, style, BodyLayout::Mail));
     }
     out
 }

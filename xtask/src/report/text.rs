@@ -154,10 +154,30 @@ pub fn warning_lines(report: &Report, c: &Comparison) -> String {
     out
 }
 
+/// How many rows of each bloat-o-meter table a report prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolRows {
+    /// Every row, as `scripts/bloat-o-meter` prints them (text).
+    All,
+    /// The largest growths and shrinks, this many in all, and how many
+    /// were left out (mail: dropping -fno-reorder-blocks in OpenWrt mode
+    /// moves about 12,500 functions).
+    Top(usize),
+}
+
+/// The rows a mail keeps of each symbol table: the 15 largest growths
+/// and the 15 largest shrinks.
+pub const MAIL_SYMBOL_ROWS: usize = 30;
+
 /// The symbol-diff section of one comparison: a title line naming the pair,
 /// the bloat-o-meter mode and whether clones are folded, then
-/// [`crate::measure::bloat::BloatDiff::render`].
-pub fn symbols_block(report: &Report, target: &TargetReport, c: &Comparison) -> Option<String> {
+/// [`crate::measure::bloat::BloatDiff::render`] (or its top `rows`).
+pub fn symbols_block(
+    report: &Report,
+    target: &TargetReport,
+    c: &Comparison,
+    rows: SymbolRows,
+) -> Option<String> {
     let diff = c.symbols.as_ref()?;
     let mode = diff.mode.flag().map_or(String::new(), |f| format!(" {f}"));
     let mut out = format!(
@@ -170,18 +190,23 @@ pub fn symbols_block(report: &Report, target: &TargetReport, c: &Comparison) -> 
             ""
         }
     );
-    out.push_str(&diff.render());
+    out.push_str(&match rows {
+        SymbolRows::All => diff.render(),
+        SymbolRows::Top(keep) => diff.render_top(keep),
+    });
     Some(out)
 }
 
-/// When a target's change lines get a `base → variant:` heading.
+/// How a format lays out a target's body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VariantHeadings {
-    /// Before every variant's lines (the text format).
-    Always,
-    /// Only when the target compares several variants (the mail format,
-    /// whose preamble already names the one pair).
-    WhenSeveral,
+pub enum BodyLayout {
+    /// The text format: a `base → variant:` heading before every
+    /// variant's lines, every symbol row.
+    Text,
+    /// The mail format: headings only when the target compares several
+    /// variants (the preamble names the one pair), the top symbol rows
+    /// ([`MAIL_SYMBOL_ROWS`]).
+    Mail,
 }
 
 /// One target's body, shared by the text and mail formats: warnings, each
@@ -190,14 +215,14 @@ pub fn target_body(
     report: &Report,
     target: &TargetReport,
     style: &Style,
-    headings: VariantHeadings,
+    layout: BodyLayout,
 ) -> String {
     let mut out = openwrt_line(target);
     for c in &target.comparisons {
         out.push_str(&warning_lines(report, c));
     }
     for c in &target.comparisons {
-        if headings == VariantHeadings::Always || target.comparisons.len() > 1 {
+        if layout == BodyLayout::Text || target.comparisons.len() > 1 {
             let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant.name);
         }
         out.push_str(&change_lines(c, style));
@@ -205,7 +230,11 @@ pub fn target_body(
     out.push('\n');
     out.push_str(&size_block(report, target));
     for c in &target.comparisons {
-        if let Some(block) = symbols_block(report, target, c) {
+        let rows = match layout {
+            BodyLayout::Text => SymbolRows::All,
+            BodyLayout::Mail => SymbolRows::Top(MAIL_SYMBOL_ROWS),
+        };
+        if let Some(block) = symbols_block(report, target, c, rows) {
             out.push('\n');
             out.push_str(&block);
         }
@@ -219,7 +248,7 @@ pub fn render(report: &Report, style: &Style) -> String {
     let mut blocks: Vec<String> = Vec::new();
     for t in &report.targets {
         let mut out = format!("{}:\n", heading(t));
-        out.push_str(&target_body(report, t, style, VariantHeadings::Always));
+        out.push_str(&target_body(report, t, style, BodyLayout::Text));
         blocks.push(out);
     }
     for lab in &report.labs {
