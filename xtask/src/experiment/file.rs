@@ -265,7 +265,10 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             .map_or(String::new(), |s| format!(":{}", line_of(text, &s)));
         let takes = e
             .span()
-            .filter(|_| e.message().starts_with("invalid type"))
+            .filter(|_| {
+                let m = e.message();
+                m.starts_with("invalid type") || m.starts_with("invalid value")
+            })
             .and_then(|s| super::hint::for_span(text, &s))
             .map_or(String::new(), |t| format!("; {t}"));
         anyhow::anyhow!(

@@ -12,17 +12,15 @@ pub const MAX_RUNS: u32 = 1000;
 /// The largest `duration` (seconds per run) an experiment file may ask for.
 pub const MAX_DURATION_SECONDS: u32 = 3600;
 
-/// What the key on the line of `span` in `text` takes, as "`key` takes
-/// …", or `None` for a line without a key this module knows (a table
-/// header, an array's continuation line, a string key whose own check
-/// names its values).
+/// What the key whose value holds `span` in `text` takes, as "`key`
+/// takes …", or `None` for a key this module does not know. The key is
+/// found in the parsed document by the value's span (so a value on an
+/// array's continuation line, a dotted key or an inline table still names
+/// its own key, and text inside a multi-line string never does).
 pub fn for_span(text: &str, span: &Range<usize>) -> Option<String> {
-    let start = text[..span.start.min(text.len())]
-        .rfind('\n')
-        .map_or(0, |i| i + 1);
-    let line = text[start..].lines().next()?;
-    let (key, _) = line.split_once('=')?;
-    let key = key.trim();
+    let doc = toml_edit::Document::parse(text).ok()?;
+    let key = key_at(doc.as_table(), span.start)?;
+    let key = key.as_str();
     let takes = match key {
         "runs" => format!("a whole number of rounds, 1 to {MAX_RUNS}, e.g. runs = 10"),
         "duration" => format!(
@@ -39,6 +37,32 @@ pub fn for_span(text: &str, span: &Range<usize>) -> Option<String> {
         _ => return None,
     };
     Some(format!("{key} takes {takes}"))
+}
+
+/// The innermost key of `table` whose value's span holds byte `at`.
+fn key_at(table: &toml_edit::Table, at: usize) -> Option<String> {
+    for (key, item) in table.iter() {
+        let found = match item {
+            toml_edit::Item::Table(t) => key_at(t, at),
+            toml_edit::Item::Value(v) => value_key(key, v, at),
+            toml_edit::Item::ArrayOfTables(a) => a.iter().find_map(|t| key_at(t, at)),
+            toml_edit::Item::None => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+fn value_key(key: &str, value: &toml_edit::Value, at: usize) -> Option<String> {
+    if let toml_edit::Value::InlineTable(t) = value {
+        if let Some(inner) = t.iter().find_map(|(k, v)| value_key(k, v, at)) {
+            return Some(inner);
+        }
+    }
+    let span = value.span()?;
+    (span.start <= at && at < span.end.max(span.start + 1)).then(|| key.to_string())
 }
 
 #[cfg(test)]
@@ -60,5 +84,26 @@ mod tests {
             .starts_with("control takes true or false"));
         assert_eq!(for_span("[lab]\n", &(0..5)), None);
         assert_eq!(for_span("topology = 3\n", &(11..12)), None);
+        // A value on an array's continuation line names its array.
+        let text = "targets = [\n  \"brcm47xx\",\n  5,\n]\n";
+        let span = text.find('5').unwrap()..text.find('5').unwrap() + 1;
+        assert!(for_span(text, &span).unwrap().starts_with("targets takes"));
+        // Text inside a multi-line string is not a key.
+        let text = "targets = [\"a\", \'\'\'\nruns = \'\'\', 5]\n";
+        let at = text.rfind('5').unwrap();
+        assert!(for_span(text, &(at..at + 1))
+            .unwrap()
+            .starts_with("targets takes"));
+        // Dotted keys and inline tables.
+        let text = "lab.runs = \"x\"\n";
+        let at = text.find('"').unwrap();
+        assert!(for_span(text, &(at..at + 3))
+            .unwrap()
+            .starts_with("runs takes"));
+        let text = "lab = { runs = \"x\" }\n";
+        let at = text.find('"').unwrap();
+        assert!(for_span(text, &(at..at + 3))
+            .unwrap()
+            .starts_with("runs takes"));
     }
 }

@@ -424,16 +424,28 @@ impl Table {
             "{:<40} {:>7} {:>7} {:>7}",
             self.title, "old", "new", "delta"
         )?;
+        // bloat-o-meter's rows run from the largest growth down to the
+        // largest shrink: the growths are a prefix, the shrinks the rest.
+        let len = self.rows.len();
         let (head, tail) = match keep {
-            Some(keep) if self.rows.len() > keep => (keep - keep / 2, self.rows.len() - keep / 2),
-            _ => (self.rows.len(), self.rows.len()),
+            Some(keep) if len > keep => {
+                let grown = self.rows.iter().take_while(|r| r.delta > 0).count();
+                let shrunk = len - grown;
+                let tail = shrunk
+                    .min(keep / 2)
+                    .max(keep.saturating_sub(grown))
+                    .min(shrunk);
+                ((keep - tail).min(grown), len - tail)
+            }
+            _ => (len, len),
         };
         for (i, row) in self.rows.iter().enumerate() {
             if i == head && head < tail {
+                let n = tail - head;
                 writeln!(
                     f,
-                    "... {} smaller changes left out (`size-report --symbols` prints every row)",
-                    tail - head
+                    "... {n} smaller change{} left out (`size-report --symbols --format text` prints every row)",
+                    if n == 1 { "" } else { "s" }
                 )?;
             }
             if (head..tail).contains(&i) {
@@ -512,6 +524,19 @@ mod tests {
         assert_eq!(names, ["f0", "f1", "f6", "f7"]);
         assert!(top.contains("... 4 smaller changes left out"), "{top}");
         assert_eq!(top.lines().last(), full.lines().last(), "the Total: line");
+        // Growths only: the largest growths, none of the smaller ones.
+        let grown = table(&[50, 40, 30, 20, 10]).render_top(3);
+        let names: Vec<&str> = grown
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| n.starts_with('f'))
+            .collect();
+        assert_eq!(names, ["f0", "f1", "f2"]);
+        assert!(grown.contains("... 2 smaller changes left out"), "{grown}");
+        // Few growths: the rest of the rows go to the shrinks.
+        let few = table(&[50, -10, -20, -30, -40]).render_top(4);
+        assert!(few.contains("... 1 smaller change left out"), "{few}");
+        assert!(few.contains("f0 ") && !few.contains("f1 ") && few.contains("f4 "));
         // Fewer rows than kept: bloat-o-meter's text, unchanged.
         assert_eq!(diff.render_top(8), full);
         assert_eq!(diff.render_top(100), full);
