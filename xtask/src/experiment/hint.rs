@@ -70,7 +70,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_key_on_the_error_s_line_is_named_with_its_range() {
+    fn the_key_whose_value_holds_the_error_is_named_with_its_range() {
         let text = "[lab]\nruns = \"100\"\n";
         let span = text.find("\"100\"").unwrap()..text.len() - 1;
         assert_eq!(
