@@ -255,8 +255,8 @@ struct Phases {
 }
 
 impl std::fmt::Display for Phases {
-    /// `1h 2m 3s (plan 10s, builds 40m, labs 22m of which lab kernels
-    /// 5m (41 %), report 3s; the labs 35 % of it)`, to the second.
+    /// `1h 3m 20s (plan 10s, builds 40m, labs 22m of which building lab
+    /// kernels 5m, report 1m 10s; the labs 35 % of it)`, to the second.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let show = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs()));
         let total = self.plan + self.builds + self.labs + self.report;

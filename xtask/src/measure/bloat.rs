@@ -365,32 +365,33 @@ impl BloatDiff {
     }
 
     /// [`BloatDiff::render`] with at most `keep` rows per table: the
-    /// `keep / 2` largest growths (bloat-o-meter's first rows) and the
-    /// largest shrinks (its last), one line between them saying how many
-    /// were left out. Every summary and `Total:` line is kept. For a
-    /// mail, where a flag change moves thousands of functions.
+    /// largest growths (bloat-o-meter's first rows) and the largest
+    /// shrinks (its last), half each, the other kind filling in when one
+    /// has fewer, and one line between them saying how many were left
+    /// out. Every summary and `Total:` line is kept. For a mail, where a
+    /// flag change moves thousands of functions.
     pub fn render_top(&self, keep: usize) -> String {
         let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = self.write(&mut out, Some(keep));
+        out
+    }
+
+    /// The note and every table, each with at most `keep` rows.
+    fn write(&self, f: &mut impl fmt::Write, keep: Option<usize>) -> fmt::Result {
         if self.options.fold_clones {
-            out.push_str(FOLD_NOTE);
-            out.push('\n');
+            writeln!(f, "{FOLD_NOTE}")?;
         }
         for table in &self.tables {
-            let _ = table.write(&mut out, Some(keep));
+            table.write(f, keep)?;
         }
-        out
+        Ok(())
     }
 }
 
 impl fmt::Display for BloatDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.options.fold_clones {
-            writeln!(f, "{FOLD_NOTE}")?;
-        }
-        for table in &self.tables {
-            write!(f, "{table}")?;
-        }
-        Ok(())
+        self.write(f, None)
     }
 }
 
