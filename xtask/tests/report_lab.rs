@@ -93,14 +93,49 @@ fn the_seed_lines_honour_the_decimal_comma() {
 }
 
 #[test]
-fn mail_adds_the_per_run_tables() {
+fn mail_has_a_summary_table_and_the_headline_runs() {
     let mail = lab(Format::Mail, Style::default());
     let text = lab(Format::Text, Style::default());
-    // The title, the text format's lines, then the tables.
-    let head = format!("Runtime change of no-reorder-blocks against baseline:\n\n{text}\n");
-    let tables = mail.strip_prefix(&head).unwrap_or_else(|| panic!("{mail}"));
+    // The text's first two lines and its notes are the mail's too.
+    let first_two: Vec<&str> = text.lines().take(2).collect();
+    let mail_two: Vec<&str> = mail.lines().skip(2).take(2).collect();
+    assert_eq!(first_two, mail_two, "{mail}");
+    let caveats = text.lines().last().unwrap();
+    assert!(mail.contains(&format!("\n{caveats}\n")), "{mail}");
+    // The summary (its A/A column is the control's |%change| that the
+    // text's control lines give: +0.25%, +1.27%, …), then the runs of
+    // the headline family only.
+    let summary: String = mail
+        .lines()
+        .skip_while(|l| !l.starts_with("baseline → no-reorder-blocks"))
+        .take_while(|l| !l.starts_with("note:") && !l.starts_with("What the numbers"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     expect![[r#"
-        Throughput, LAN to WAN, GRO on (Mbit/s):
+        baseline → no-reorder-blocks (means of 3 runs per side):
+        metric                | baseline | no-reorder-blocks | change |    95% interval |    A/A | verdict
+        ----------------------+----------+-------------------+--------+-----------------+--------+-------------------------------------------
+        Throughput (Mbit/s):
+          LAN to WAN, GRO on  |    170.6 |             180.5 | +5.78% | +4.02% … +7.55% | ±0.25% | too few runs for Mann–Whitney (4 per side)
+          WAN to LAN, GRO on  |    175.3 |             176.6 | +0.72% | -0.18% … +1.63% | ±1.27% | interval contains 0
+          LAN to WAN, GRO off |    150.1 |             150.5 | +0.29% | -1.50% … +2.08% | ±0.20% | interval contains 0
+          WAN to LAN, GRO off |    155.1 |             159.5 | +2.84% | +1.58% … +4.09% | ±0.11% | too few runs for Mann–Whitney (4 per side)
+        Guest CPU per packet (ns/packet):
+          LAN to WAN, GRO on  |    82017 |             80100 | -2.34% | -2.53% … -2.15% | ±0.04% | too few runs for Mann–Whitney (4 per side)
+          WAN to LAN, GRO on  |    83510 |             83310 | -0.24% | -0.34% … -0.14% | ±0.02% | too few runs for Mann–Whitney (4 per side)
+          LAN to WAN, GRO off |    91017 |             91030 | +0.01% | -0.16% … +0.19% | ±0.03% | interval contains 0
+          WAN to LAN, GRO off |    92010 |             92157 | +0.16% | +0.06% … +0.25% | ±0.33% | too few runs for Mann–Whitney (4 per side)
+    "#]]
+    .assert_eq(&summary);
+    assert!(
+        !mail.contains("A/A control baseline → baseline~control"),
+        "{mail}"
+    );
+    let tables = mail
+        .split_once("\n\nThroughput, LAN to WAN, GRO on (Mbit/s):\n")
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("{mail}"));
+    expect![[r#"
         run | baseline | baseline~control | no-reorder-blocks
         ----+----------+------------------+------------------
         1   |    170.1 |            171.0 |             180.2
@@ -132,37 +167,7 @@ fn mail_adds_the_per_run_tables() {
         3   |    156.1 |            155.1 |             159.5
         avg |    155.1 |            155.3 |             159.5
 
-        Guest CPU per packet, LAN to WAN, GRO on (ns/packet):
-        run | baseline | baseline~control | no-reorder-blocks
-        ----+----------+------------------+------------------
-        1   |  82000.0 |          82050.0 |           80100.0
-        2   |  82100.0 |          82010.0 |           80150.0
-        3   |  81950.0 |          82080.0 |           80050.0
-        avg |  82016.7 |          82046.7 |           80100.0
-
-        Guest CPU per packet, WAN to LAN, GRO on (ns/packet):
-        run | baseline | baseline~control | no-reorder-blocks
-        ----+----------+------------------+------------------
-        1   |  83500.0 |          83520.0 |           83300.0
-        2   |  83550.0 |          83560.0 |           83350.0
-        3   |  83480.0 |          83490.0 |           83280.0
-        avg |  83510.0 |          83523.3 |           83310.0
-
-        Guest CPU per packet, LAN to WAN, GRO off (ns/packet):
-        run | baseline | baseline~control | no-reorder-blocks
-        ----+----------+------------------+------------------
-        1   |  91000.0 |          91050.0 |           91020.0
-        2   |  91100.0 |          90990.0 |           91080.0
-        3   |  90950.0 |          91080.0 |           90990.0
-        avg |  91016.7 |          91040.0 |           91030.0
-
-        Guest CPU per packet, WAN to LAN, GRO off (ns/packet):
-        run | baseline | baseline~control | no-reorder-blocks
-        ----+----------+------------------+------------------
-        1   |  92000.0 |          92300.0 |           92150.0
-        2   |  92050.0 |          92350.0 |           92200.0
-        3   |  91980.0 |          92280.0 |           92120.0
-        avg |  92010.0 |          92310.0 |           92156.7
+        Every run of Guest CPU per packet: `--format markdown` (its "Every run" block) or lab.json
     "#]]
     .assert_eq(tables);
 }

@@ -213,7 +213,19 @@ fn every_format_shows_the_modelled_figures_and_says_they_are_a_model() {
         assert!(text.contains(line), "{line:?} missing:\n{text}");
     }
     let mail = render(&f, &req, Format::Mail, Style::default());
-    assert!(mail.contains("Modelled cycles per packet, LAN to WAN, GRO on (cycles/packet):"));
+    // The summary's rows of every family; every run of the modelled
+    // packets/s, the answer at the SoC's clock.
+    assert!(
+        mail.contains("\nModelled cycles per packet (cycles/packet):\n"),
+        "{mail}"
+    );
+    assert!(
+        mail.contains(
+            "\nModelled packets/s at the SoC's clock, LAN to WAN, GRO on (packets/s):\nrun |"
+        ),
+        "{mail}"
+    );
+    assert!(!mail.contains("Modelled cycles per packet, LAN to WAN, GRO on (cycles/packet):"));
     let markdown = render(&f, &req, Format::Markdown, Style::default());
     assert!(markdown.contains("cycles/packet") && markdown.contains("a model, not a measurement"));
     let json: serde_json::Value =

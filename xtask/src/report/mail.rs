@@ -14,9 +14,10 @@
 //! …
 //! ```
 //!
-//! The runtime lab's runs follow: the seed's lines per GRO setting
-//! ([`super::lab::text`]) and the per-run tables of the batman-adv
-//! performance mails (`run | base | variant`, then `avg`).
+//! The runtime lab's runs follow ([`super::lab::mail`]): per variant a
+//! summary table of every metric with its A/A floor and verdict, then the
+//! per-run tables of the batman-adv performance mails (`run | base |
+//! variant`, then `avg`) of the headline families.
 //!
 //! The kernel version and compiler come from `result.json`; when targets
 //! differ in them, each target's block carries its own line. The flags are
@@ -26,7 +27,7 @@
 
 use std::fmt::Write as _;
 
-use super::lab::text as lab_text;
+use super::lab::mail as lab_mail;
 use super::lab::Role;
 use super::model::{Report, TargetReport};
 use super::text::{heading, target_body, BodyLayout};
@@ -112,8 +113,7 @@ pub fn title(report: &Report) -> String {
 }
 
 /// Renders the report as a mail / commit-message body: the size targets,
-/// then each lab run's lines ([`super::lab::text::block`]) and its per-run
-/// tables ([`super::lab::text::run_tables`]).
+/// then each lab run's block ([`super::lab::mail::block`]).
 pub fn render(report: &Report, style: &Style) -> String {
     let mut out = format!("{}:\n", title(report));
     if !report.targets.is_empty() {
@@ -122,9 +122,7 @@ pub fn render(report: &Report, style: &Style) -> String {
     }
     for lab in &report.labs {
         out.push('\n');
-        out.push_str(&lab_text::block(report, lab, style));
-        out.push('\n');
-        out.push_str(&lab_text::run_tables(lab, style));
+        out.push_str(&lab_mail::block(report, lab, style));
     }
     out
 }

@@ -27,7 +27,7 @@
 //!   agrees (p < 0.05) and |%change| exceeds the A/A control's |%change|
 //!   of the same metric (its noise floor). The control's lines say how
 //!   many runs per side would see a change of the floor's size.
-//! * [`text`], [`markdown`], [`json`], [`svg`]: the lab's part of each
+//! * [`text`], [`mail`], [`markdown`], [`json`], [`svg`]: the lab's part of each
 //!   format (CSV rows come from the model directly).
 
 pub mod calibrate;
@@ -35,6 +35,7 @@ pub mod condition;
 pub mod describe;
 pub mod find;
 pub mod json;
+pub mod mail;
 pub mod markdown;
 pub mod mesh;
 pub mod svg;

@@ -1,4 +1,4 @@
-//! The lab's part of the text and mail formats.
+//! The lab's part of the text format (and the lines the mail shares).
 //!
 //! A heading naming the target, the QEMU machine and the lab kernels, a
 //! line on how the lab ran, then per comparison (the A/A control first,
@@ -19,8 +19,10 @@
 //! verdict: it is the noise floor; it says instead how many runs per side
 //! would see a change of its size). A lab that ran only its base lists the
 //! base's means and spreads. Notes and what each metric can and cannot
-//! show close the block. The mail format adds the per-run tables
-//! ([`run_tables`]).
+//! show close the block. The mail format ([`super::mail`]) shares the
+//! first and last lines ([`head`], [`tail`]) and puts a summary table in
+//! place of the seed's lines; the Markdown format's "Every run" block has
+//! every [`run_table`].
 
 use std::fmt::Write as _;
 
@@ -168,7 +170,7 @@ fn comparison_lines(out: &mut String, lab: &LabReport, c: &LabComparison, d: Dec
 }
 
 /// The base's means and spreads, when nothing was compared.
-fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
+pub fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
     let _ = writeln!(out, "{}:", lab.base);
     let mut last: Option<(&str, String)> = None;
     for s in &lab.series {
@@ -206,9 +208,26 @@ fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
     }
 }
 
-/// One lab run's block for the text and mail formats, newline-terminated.
+/// One lab run's block for the text format, newline-terminated: [`head`],
+/// the base's lines when nothing was compared, each comparison's seed
+/// lines, then [`tail`].
 pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
     let d = style.decimal();
+    let mut out = head(report, lab);
+    if lab.comparisons.iter().all(|c| c.role == Role::Control) {
+        base_lines(&mut out, lab, d);
+    }
+    for c in &lab.comparisons {
+        comparison_lines(&mut out, lab, c, d);
+    }
+    out.push_str(&tail(lab, d));
+    out
+}
+
+/// A lab block's first lines (text and mail): the [`heading`], the
+/// lab.json path with [`how_it_ran`], and the runtime settings of a host
+/// lab.
+pub fn head(report: &Report, lab: &LabReport) -> String {
     let mut out = format!("{}:\n", heading(lab));
     let _ = writeln!(
         out,
@@ -222,13 +241,13 @@ pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
             "Runtime settings (read back with ethtool -k after every run): {settings}"
         );
     }
-    if lab.comparisons.iter().all(|c| c.role == Role::Control) {
-        base_lines(&mut out, lab, d);
-    }
-    for c in &lab.comparisons {
-        comparison_lines(&mut out, lab, c, d);
-    }
-    out.push_str(&super::mesh::text(lab, d));
+    out
+}
+
+/// A lab block's last lines (text and mail): the mesh's table
+/// ([`super::mesh::text`]), the notes and what the numbers can show.
+pub fn tail(lab: &LabReport, d: Decimal) -> String {
+    let mut out = super::mesh::text(lab, d);
     for n in &lab.notes {
         let _ = writeln!(out, "note: {n}");
     }
@@ -266,22 +285,44 @@ pub fn run_table(s: &Series, d: Decimal) -> String {
             )
             .collect(),
     );
-    let widths: Vec<usize> = (0..table[0].len())
+    out.push_str(&aligned(&table, &[0]));
+    out
+}
+
+/// `table` (a header row, then data rows, all of one length) as lines of
+/// ` | `-separated cells padded to their column's width: the columns in
+/// `left` aligned left, the others right, and a `-+-` rule under the
+/// header. A data row whose cells after the first are all empty is a
+/// group's title: printed alone, `:`-terminated, and not counted in the
+/// widths. Trailing spaces are trimmed.
+pub fn aligned(table: &[Vec<String>], left: &[usize]) -> String {
+    let mut out = String::new();
+    let Some(header) = table.first() else {
+        return out;
+    };
+    let is_title = |row: &Vec<String>| row.iter().skip(1).all(String::is_empty);
+    let widths: Vec<usize> = (0..header.len())
         .map(|c| {
             table
                 .iter()
-                .map(|r| r[c].chars().count())
+                .enumerate()
+                .filter(|(i, r)| *i == 0 || !is_title(r))
+                .map(|(_, r)| r[c].chars().count())
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     for (i, row) in table.iter().enumerate() {
+        if i > 0 && is_title(row) {
+            let _ = writeln!(out, "{}:", row[0]);
+            continue;
+        }
         let cells: Vec<String> = row
             .iter()
             .zip(&widths)
             .enumerate()
             .map(|(c, (v, w))| {
-                if c == 0 {
+                if left.contains(&c) {
                     format!("{v:<w$}")
                 } else {
                     format!("{v:>w$}")

@@ -1,0 +1,150 @@
+//! The lab's part of the mail format: what a patch's mail needs, short
+//! enough to post. The lab's [`text::head`], then per variant one summary
+//! table with every metric's means, %change, Welch's t 95 % interval, the
+//! A/A control's |%change| of the same metric (the noise floor) and the
+//! verdict, the [`text::tail`] (mesh table, notes, what the numbers can
+//! show), and the per-run tables of the headline families
+//! ([`HEADLINE_FAMILIES`]: Mbit/s, UDP loss, tbench MB/s, modelled
+//! packets/s), as the batman-adv performance mails have them:
+//!
+//! ```text
+//! baseline → no-reorder-blocks (means of 3 runs per side):
+//! metric                | condition           | baseline | no-reorder-blocks | change |     95% interval |    A/A | verdict
+//! ----------------------+---------------------+----------+-------------------+--------+------------------+--------+------------
+//! Throughput (Mbit/s)   | LAN to WAN, GRO on  |    170.6 |             180.5 | +5.78% | +4.02% … +7.55% | ±0.25% | significant
+//!                       | WAN to LAN, GRO on  |    175.3 |             176.6 | +0.72% | -0.18% … +1.63% | ±1.27% | interval contains 0
+//! ```
+//!
+//! The seed's two lines per metric (with both arms' sd and both tests' p)
+//! and the A/A control's own lines are the text format's
+//! ([`text::block`]); every family's runs are in the Markdown format's
+//! "Every run" block and in lab.json.
+
+use std::fmt::Write as _;
+
+use super::text::{self, aligned, run_table, seed_value};
+use super::{
+    family_title, interval_text, percent_text, verdict_text, LabComparison, LabReport, Role,
+};
+use crate::report::model::Decimal;
+use crate::report::{Report, Style};
+use crate::results::lab::{PACKETS_PER_SECOND, TBENCH, THROUGHPUT, UDP_LOST};
+
+/// The families whose every run the mail lists: what the user's question
+/// is about (forwarding rate, loss, tbench) and, with the core model, its
+/// answer at the SoC's clock.
+pub const HEADLINE_FAMILIES: [&str; 4] = [THROUGHPUT, UDP_LOST, TBENCH, PACKETS_PER_SECOND];
+
+/// `baseline → no-reorder-blocks (means of 10 runs per side):` and the
+/// table of every metric of `c` (see the module's example); a comparison
+/// without statistics (fewer than 2 runs a side) lists its means.
+pub fn summary(lab: &LabReport, c: &LabComparison, d: Decimal) -> String {
+    let runs = lab.settings.runs;
+    let mut out = match c.role {
+        Role::Variant => format!("{} → {}", lab.base, c.arm),
+        Role::Control => format!("A/A control {} → {} (the noise floor)", lab.base, c.arm),
+    };
+    let _ = writeln!(
+        out,
+        " (means of {runs} run{} per side):",
+        if runs == 1 { "" } else { "s" }
+    );
+    let mut table: Vec<Vec<String>> = vec![[
+        "metric",
+        lab.base.as_str(),
+        c.arm.as_str(),
+        "change",
+        "95% interval",
+        "A/A",
+        "verdict",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for f in &c.families {
+        let mut title = vec![String::new(); 7];
+        title[0] = format!("{} ({})", family_title(&f.name), f.unit);
+        table.push(title);
+        for m in &f.metrics {
+            let stats = m.stats();
+            let floor = match (c.role, stats.and_then(|s| s.noise_floor)) {
+                (Role::Variant, Some(floor)) => d.apply(format!("±{floor:.2}%")),
+                _ => "–".to_string(),
+            };
+            table.push(vec![
+                format!("  {}, {}", m.phrase, lab.kind_title(&f.name, &m.kind)),
+                seed_value(m.base().mean(), d),
+                seed_value(m.variant().mean(), d),
+                m.percent()
+                    .map_or("n/a".to_string(), |p| percent_text(p, d)),
+                interval_text(stats.and_then(|s| s.comparison.interval), d),
+                floor,
+                stats.map_or("n/a".to_string(), |s| verdict_text(s, c.role, d)),
+            ]);
+        }
+    }
+    out.push_str(&aligned(&table, &[0, 6]));
+    out
+}
+
+/// The per-run tables of [`HEADLINE_FAMILIES`], separated by blank lines,
+/// and a line saying where the other families' runs are.
+pub fn run_tables(lab: &LabReport, d: Decimal) -> String {
+    let (headline, other): (Vec<_>, Vec<_>) = lab
+        .series
+        .iter()
+        .partition(|s| HEADLINE_FAMILIES.contains(&s.family.as_str()));
+    let mut out = headline
+        .iter()
+        .map(|s| run_table(s, d))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut families: Vec<&str> = Vec::new();
+    for s in &other {
+        if !families.contains(&s.family.as_str()) {
+            families.push(&s.family);
+        }
+    }
+    if !families.is_empty() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let which = match families.as_slice() {
+            [one] => family_title(one).to_string(),
+            many => format!("the other {} families", many.len()),
+        };
+        let _ = writeln!(
+            out,
+            "Every run of {which}: `--format markdown` (its \"Every run\" block) or {}",
+            crate::results::lab::FILE_NAME
+        );
+    }
+    out
+}
+
+/// One lab run's block for the mail format, newline-terminated.
+pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
+    let d = style.decimal();
+    let mut out = text::head(report, lab);
+    let variants: Vec<&LabComparison> = lab
+        .comparisons
+        .iter()
+        .filter(|c| c.role == Role::Variant)
+        .collect();
+    if variants.is_empty() {
+        text::base_lines(&mut out, lab, d);
+        // A control without a variant: its own table is the result.
+        for c in &lab.comparisons {
+            out.push_str(&summary(lab, c, d));
+        }
+    }
+    for c in variants {
+        out.push_str(&summary(lab, c, d));
+    }
+    out.push_str(&text::tail(lab, d));
+    let tables = run_tables(lab, d);
+    if !tables.is_empty() {
+        out.push('\n');
+        out.push_str(&tables);
+    }
+    out
+}
