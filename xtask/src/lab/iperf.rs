@@ -124,12 +124,10 @@ pub fn run(
         }
     };
     let client = read_json(&file("client.json"))?;
-    if !status.success() {
-        let stderr = std::fs::read_to_string(file("client.stderr")).unwrap_or_default();
+    if let Some(failure) = client_failure(status, &client, &file("client.stderr")) {
         bail!(
-            "iperf3 {} failed ({status}): {}{stderr}\n{}",
+            "iperf3 {} failed{failure}\n{}",
             direction.name(),
-            client.get("error").and_then(|e| e.as_str()).unwrap_or(""),
             router.diagnostics()
         );
     }
@@ -149,6 +147,30 @@ pub fn run(
     })
 }
 
+/// What went wrong with an iperf3 client that exited with `status` and
+/// wrote `report` (its `--json`) and the file `stderr`: ` (exit status:
+/// 1): <report's error><stderr>`, or `None` when it succeeded. iperf3
+/// 3.12 exits 0 with `--json` when it fails (`unable to connect to
+/// server: No route to host`), so the report's `error` counts too.
+pub fn client_failure(
+    status: std::process::ExitStatus,
+    report: &serde_json::Value,
+    stderr: &Path,
+) -> Option<String> {
+    let error = report.get("error");
+    if status.success() && error.is_none() {
+        return None;
+    }
+    let stderr = std::fs::read_to_string(stderr).unwrap_or_default();
+    let status = if status.success() {
+        String::new()
+    } else {
+        format!(" ({status})")
+    };
+    let error = error.and_then(|e| e.as_str()).unwrap_or("");
+    Some(format!("{status}: {error}{stderr}"))
+}
+
 /// The cache model's counters, timed as `step` when the router has a
 /// model (a run without one records no such step).
 fn router_model(
@@ -162,4 +184,34 @@ fn router_model(
         watch.extend(timed);
     }
     Ok(counters)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// iperf3 itself on a closed port of 127.0.0.1: whatever its exit
+    /// status (3.12's is 0), the failure is seen and names its error.
+    #[test]
+    fn a_client_that_cannot_connect_is_a_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let (json, stderr) = (dir.path().join("c.json"), dir.path().join("c.stderr"));
+        let status = Command::new("iperf3")
+            .args(["--client", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--time", "1", "--json", "--connect-timeout", "2000"])
+            .stdout(std::fs::File::create(&json).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .status()
+            .expect("iperf3 (setup installs it)");
+        let report = read_json(&json).unwrap();
+        let failure = client_failure(status, &report, &stderr).expect("a failure");
+        assert!(failure.contains("unable to connect"), "{failure}");
+        let ok = Command::new("true").status().unwrap();
+        let fine = serde_json::json!({"end": {}});
+        assert_eq!(client_failure(ok, &fine, &stderr), None);
+    }
 }

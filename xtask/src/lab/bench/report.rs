@@ -402,6 +402,7 @@ fn part_title(step: &str) -> String {
         timing::BOOT_CONSOLE => "QEMU start, until its console socket accepts".to_string(),
         timing::BOOT_TAPS => "QEMU opens its taps, attached to the namespaces".to_string(),
         timing::BOOT_READY => "guest kernel and /init, until READY".to_string(),
+        timing::BOOT_REACH => "guests ping every endpoint (ARP both ways)".to_string(),
         "other" => "other (outside the steps)".to_string(),
         s => s.to_string(),
     }

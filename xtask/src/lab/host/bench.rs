@@ -165,12 +165,10 @@ pub fn iperf3(ns: &Namespace, seconds: u32, dir: &Path, prefix: &str) -> Result<
         u64::from(seconds) + CLIENT_SLACK_SECONDS,
     ))?;
     let report = read_json(&file("client.json"))?;
-    if !status.success() {
-        let stderr = std::fs::read_to_string(file("client.stderr")).unwrap_or_default();
-        bail!(
-            "iperf3 failed ({status}): {}{stderr}",
-            report.get("error").and_then(|e| e.as_str()).unwrap_or("")
-        );
+    if let Some(failure) =
+        crate::lab::iperf::client_failure(status, &report, &file("client.stderr"))
+    {
+        bail!("iperf3 failed{failure}");
     }
     server
         .wait(SERVER_TIMEOUT)

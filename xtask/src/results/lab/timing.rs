@@ -33,13 +33,17 @@ pub const BOOT_CONSOLE: &str = "qemu_console";
 pub const BOOT_TAPS: &str = "taps";
 /// A boot: the guest's kernel and `/init`, until READY.
 pub const BOOT_READY: &str = "guest_to_ready";
+/// A boot: after READY, until every guest pinged every endpoint (ARP
+/// resolved both ways; a mesh records its own `mesh-up` instead).
+pub const BOOT_REACH: &str = "endpoints_reached";
 
 /// One timed step of a run or a boot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WallStep {
     /// [`GRO`], [`SERVER_START`], [`SAMPLE_BEFORE`], [`MODEL_BEFORE`],
     /// [`CLIENT`], [`MODEL_AFTER`], [`SAMPLE_AFTER`] or [`SERVER_EXIT`];
-    /// a boot's [`BOOT_CONSOLE`], [`BOOT_TAPS`] or [`BOOT_READY`].
+    /// a boot's [`BOOT_CONSOLE`], [`BOOT_TAPS`], [`BOOT_READY`] or
+    /// [`BOOT_REACH`].
     pub step: String,
     /// Wall seconds it took.
     pub seconds: f64,
