@@ -112,19 +112,19 @@ fn mail_has_a_summary_table_and_the_headline_runs() {
         .map(|l| format!("{l}\n"))
         .collect();
     expect![[r#"
-        baseline → no-reorder-blocks (means of 3 runs per side):
-        metric                | baseline | no-reorder-blocks | change |    95% interval |    A/A | verdict
-        ----------------------+----------+-------------------+--------+-----------------+--------+-------------------------------------------
+        baseline → no-reorder-blocks:
+        metric                | runs | baseline | no-reorder-blocks | change |    95% interval |    A/A | verdict
+        ----------------------+------+----------+-------------------+--------+-----------------+--------+-------------------------------------------
         Throughput (Mbit/s):
-          LAN to WAN, GRO on  |    170.6 |             180.5 | +5.78% | +4.02% … +7.55% | ±0.25% | too few runs for Mann–Whitney (4 per side)
-          WAN to LAN, GRO on  |    175.3 |             176.6 | +0.72% | -0.18% … +1.63% | ±1.27% | interval contains 0
-          LAN to WAN, GRO off |    150.1 |             150.5 | +0.29% | -1.50% … +2.08% | ±0.20% | interval contains 0
-          WAN to LAN, GRO off |    155.1 |             159.5 | +2.84% | +1.58% … +4.09% | ±0.11% | too few runs for Mann–Whitney (4 per side)
+          LAN to WAN, GRO on  |  3/3 |    170.6 |             180.5 | +5.78% | +4.02% … +7.55% | ±0.25% | too few runs for Mann–Whitney (4 per side)
+          WAN to LAN, GRO on  |  3/3 |    175.3 |             176.6 | +0.72% | -0.18% … +1.63% | ±1.27% | interval contains 0
+          LAN to WAN, GRO off |  3/3 |    150.1 |             150.5 | +0.29% | -1.50% … +2.08% | ±0.20% | interval contains 0
+          WAN to LAN, GRO off |  3/3 |    155.1 |             159.5 | +2.84% | +1.58% … +4.09% | ±0.11% | too few runs for Mann–Whitney (4 per side)
         Guest CPU per packet (ns/packet):
-          LAN to WAN, GRO on  |    82017 |             80100 | -2.34% | -2.53% … -2.15% | ±0.04% | too few runs for Mann–Whitney (4 per side)
-          WAN to LAN, GRO on  |    83510 |             83310 | -0.24% | -0.34% … -0.14% | ±0.02% | too few runs for Mann–Whitney (4 per side)
-          LAN to WAN, GRO off |    91017 |             91030 | +0.01% | -0.16% … +0.19% | ±0.03% | interval contains 0
-          WAN to LAN, GRO off |    92010 |             92157 | +0.16% | +0.06% … +0.25% | ±0.33% | too few runs for Mann–Whitney (4 per side)
+          LAN to WAN, GRO on  |  3/3 |    82017 |             80100 | -2.34% | -2.53% … -2.15% | ±0.04% | too few runs for Mann–Whitney (4 per side)
+          WAN to LAN, GRO on  |  3/3 |    83510 |             83310 | -0.24% | -0.34% … -0.14% | ±0.02% | too few runs for Mann–Whitney (4 per side)
+          LAN to WAN, GRO off |  3/3 |    91017 |             91030 | +0.01% | -0.16% … +0.19% | ±0.03% | interval contains 0
+          WAN to LAN, GRO off |  3/3 |    92010 |             92157 | +0.16% | +0.06% … +0.25% | ±0.33% | too few runs for Mann–Whitney (4 per side)
     "#]]
     .assert_eq(&summary);
     assert!(

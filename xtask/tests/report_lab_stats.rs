@@ -312,3 +312,26 @@ fn a_bcm53xx_like_lab_calls_only_the_changes_that_are_there() {
         l.notes
     );
 }
+
+#[test]
+fn the_mail_counts_the_runs_each_row_measured() {
+    // A lab stopped in its last round: the variant lost its round 2.
+    let mut stopped = record();
+    stopped
+        .runs
+        .retain(|r| !(r.arm == "no-reorder-blocks" && r.round == 2));
+    stopped.status = xtask::results::lab::Status::Failed {
+        reason: "interrupted (Ctrl-C or SIGTERM)".to_string(),
+    };
+    let f = Fixture::new();
+    let dir = write(&f, RUN, &stopped);
+    let mut named = request(&[], &[]);
+    named.lab = LabRuns::Dirs(vec![dir.join("lab.json")]);
+    let mail = render(&f, &named, Format::Mail, Style::default());
+    let row = mail
+        .lines()
+        .find(|l| l.starts_with("  LAN to WAN, GRO on "))
+        .unwrap_or_else(|| panic!("{mail}"));
+    assert!(row.contains("|  3/2 |"), "{row}");
+    assert!(!mail.contains("runs per side):"), "{mail}");
+}

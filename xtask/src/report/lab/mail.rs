@@ -8,12 +8,16 @@
 //! packets/s), as the batman-adv performance mails have them:
 //!
 //! ```text
-//! baseline → no-reorder-blocks (means of 3 runs per side):
-//! metric                | condition           | baseline | no-reorder-blocks | change |     95% interval |    A/A | verdict
-//! ----------------------+---------------------+----------+-------------------+--------+------------------+--------+------------
-//! Throughput (Mbit/s)   | LAN to WAN, GRO on  |    170.6 |             180.5 | +5.78% | +4.02% … +7.55% | ±0.25% | significant
-//!                       | WAN to LAN, GRO on  |    175.3 |             176.6 | +0.72% | -0.18% … +1.63% | ±1.27% | interval contains 0
+//! baseline → no-reorder-blocks:
+//! metric                | runs | baseline | no-reorder-blocks | change |    95% interval |    A/A | verdict
+//! ----------------------+------+----------+-------------------+--------+-----------------+--------+-------------------------------------------
+//! Throughput (Mbit/s):
+//!   LAN to WAN, GRO on  |  3/3 |    170.6 |             180.5 | +5.78% | +4.02% … +7.55% | ±0.25% | too few runs for Mann–Whitney (4 per side)
+//!   WAN to LAN, GRO on  |  3/3 |    175.3 |             176.6 | +0.72% | -0.18% … +1.63% | ±1.27% | interval contains 0
 //! ```
+//!
+//! (`runs` is the base's and the variant's measured runs of that row: a
+//! lab stopped early has fewer than it planned.)
 //!
 //! The seed's two lines per metric (with both arms' sd and both tests' p)
 //! and the A/A control's own lines are the text format's
@@ -35,22 +39,17 @@ use crate::results::lab::{PACKETS_PER_SECOND, TBENCH, THROUGHPUT, UDP_LOST};
 /// answer at the SoC's clock.
 pub const HEADLINE_FAMILIES: [&str; 4] = [THROUGHPUT, UDP_LOST, TBENCH, PACKETS_PER_SECOND];
 
-/// `baseline → no-reorder-blocks (means of 10 runs per side):` and the
-/// table of every metric of `c` (see the module's example); a comparison
-/// without statistics (fewer than 2 runs a side) lists its means.
+/// `baseline → no-reorder-blocks:` and the table of every metric of `c`
+/// (see the module's example); a metric without statistics (fewer than 2
+/// runs a side) has its means and `n/a`.
 pub fn summary(lab: &LabReport, c: &LabComparison, d: Decimal) -> String {
-    let runs = lab.settings.runs;
     let mut out = match c.role {
-        Role::Variant => format!("{} → {}", lab.base, c.arm),
-        Role::Control => format!("A/A control {} → {} (the noise floor)", lab.base, c.arm),
+        Role::Variant => format!("{} → {}:\n", lab.base, c.arm),
+        Role::Control => format!("A/A control {} → {} (the noise floor):\n", lab.base, c.arm),
     };
-    let _ = writeln!(
-        out,
-        " (means of {runs} run{} per side):",
-        if runs == 1 { "" } else { "s" }
-    );
     let mut table: Vec<Vec<String>> = vec![[
         "metric",
+        "runs",
         lab.base.as_str(),
         c.arm.as_str(),
         "change",
@@ -61,7 +60,7 @@ pub fn summary(lab: &LabReport, c: &LabComparison, d: Decimal) -> String {
     .map(String::from)
     .to_vec()];
     for f in &c.families {
-        let mut title = vec![String::new(); 7];
+        let mut title = vec![String::new(); 8];
         title[0] = format!("{} ({})", family_title(&f.name), f.unit);
         table.push(title);
         for m in &f.metrics {
@@ -72,6 +71,7 @@ pub fn summary(lab: &LabReport, c: &LabComparison, d: Decimal) -> String {
             };
             table.push(vec![
                 format!("  {}, {}", m.phrase, lab.kind_title(&f.name, &m.kind)),
+                format!("{}/{}", m.base().len(), m.variant().len()),
                 seed_value(m.base().mean(), d),
                 seed_value(m.variant().mean(), d),
                 m.percent()
@@ -82,7 +82,7 @@ pub fn summary(lab: &LabReport, c: &LabComparison, d: Decimal) -> String {
             ]);
         }
     }
-    out.push_str(&aligned(&table, &[0, 6]));
+    out.push_str(&aligned(&table, &[0, 7]));
     out
 }
 
@@ -130,17 +130,20 @@ pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
         .iter()
         .filter(|c| c.role == Role::Variant)
         .collect();
-    if variants.is_empty() {
+    let shown: Vec<&LabComparison> = if variants.is_empty() {
         text::base_lines(&mut out, lab, d);
         // A control without a variant: its own table is the result.
-        for c in &lab.comparisons {
-            out.push_str(&summary(lab, c, d));
-        }
+        lab.comparisons.iter().collect()
+    } else {
+        variants
+    };
+    let tables: Vec<String> = shown.iter().map(|c| summary(lab, c, d)).collect();
+    out.push_str(&tables.join("\n"));
+    let tail = text::tail(lab, d);
+    if !tables.is_empty() && super::mesh::columns(lab).is_some() {
+        out.push('\n');
     }
-    for c in variants {
-        out.push_str(&summary(lab, c, d));
-    }
-    out.push_str(&text::tail(lab, d));
+    out.push_str(&tail);
     let tables = run_tables(lab, d);
     if !tables.is_empty() {
         out.push('\n');
