@@ -61,3 +61,28 @@ fn setup_with_everything_installed_says_so_and_installs_nothing() {
         "{stderr}"
     );
 }
+
+/// `setup --print-only` asks apt-get for the kernel sources at the
+/// versions the pin file pins (issue #29 §1: setup kept whatever Debian
+/// served, 6.12.118, whose tarball `build` then refused).
+#[test]
+fn setup_installs_the_pinned_kernel_source_versions() {
+    let layout = Layout::from_manifest_dir();
+    let pins = xtask::inputs::kernel_source::pinned_debian_versions(&layout).unwrap();
+    assert!(pins.contains_key("linux-source-6.12"), "{pins:?}");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["setup", "--tests", "--print-only"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("--allow-downgrades"), "{stdout}");
+    for (package, version) in &pins {
+        assert!(
+            stdout
+                .split_whitespace()
+                .any(|w| w == format!("{package}={version}")),
+            "{package}={version} not in {stdout}"
+        );
+    }
+}

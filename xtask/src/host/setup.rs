@@ -83,17 +83,78 @@ fn not_installed(packages: &[String], status: &str) -> Vec<String> {
         .collect()
 }
 
+/// One package for apt-get: a name, with the version to install when the
+/// pin file pins one (`linux-source-6.12=6.12.117-1~deb12u1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AptPackage {
+    /// Debian package name.
+    pub name: String,
+    /// The exact version to install, from `patches/kernel-sources.toml`'s
+    /// `[debian]`; `None`: the archive's candidate.
+    pub version: Option<String>,
+}
+
+impl AptPackage {
+    /// As apt-get takes it: `name` or `name=version`.
+    pub fn arg(&self) -> String {
+        match &self.version {
+            Some(v) => format!("{}={v}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The apt-get command line (after `apt-get`) that installs `packages`
+/// (setup names only packages dpkg lacks, and pinned ones at another
+/// version): `--allow-downgrades` lets a pinned
+/// `linux-source-<kver>=<version>` replace a newer one (apt refuses a
+/// downgrade under `-y` without it; and `--no-upgrade` would skip it as
+/// already installed).
+pub fn install_args(packages: &[AptPackage]) -> Vec<String> {
+    let mut args: Vec<String> = ["install", "-y", "--no-install-recommends"]
+        .map(String::from)
+        .to_vec();
+    if packages.iter().any(|p| p.version.is_some()) {
+        args.push("--allow-downgrades".to_string());
+    }
+    args.extend(packages.iter().map(AptPackage::arg));
+    args
+}
+
+/// The packages (name, version) an `apt-get install -s` (simulate) output
+/// says apt would remove: its `Remv NAME [VERSION]` lines, as apt 2.6
+/// prints them.
+pub fn removals(simulation: &str) -> Vec<(String, String)> {
+    simulation
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("Remv ")?;
+            let (name, version) = match rest.split_once(' ') {
+                Some((n, v)) => (n, v.trim().trim_start_matches('[').trim_end_matches(']')),
+                None => (rest, ""),
+            };
+            Some((name.to_string(), version.to_string()))
+        })
+        .collect()
+}
+
 /// Installs `packages` with apt-get when running as root; otherwise prints
 /// the command to run. Returns whether it installed.
-pub fn install(sh: &Shell, packages: &[String]) -> Result<bool> {
+///
+/// A pinned version the archive no longer has (`apt-cache show NAME=VERSION`
+/// finds none) is installed at the archive's candidate instead, with a
+/// warning that `build` will refuse its tarball. Before installing it prints
+/// the packages apt-get will remove to make room (e.g. a newer
+/// `qemu-utils` that conflicts with Debian 12's QEMU), from a simulated run.
+pub fn install(sh: &Shell, packages: &[AptPackage]) -> Result<bool> {
     let is_root = cmd!(sh, "id -u")
         .quiet()
         .read()
         .is_ok_and(|uid| uid.trim() == "0");
     if !is_root {
         println!(
-            "run as root:\n  apt-get update && apt-get install -y --no-install-recommends --no-upgrade {}",
-            packages.join(" ")
+            "run as root:\n  apt-get update && apt-get {}",
+            install_args(packages).join(" ")
         );
         return Ok(false);
     }
@@ -101,15 +162,67 @@ pub fn install(sh: &Shell, packages: &[String]) -> Result<bool> {
         .env("DEBIAN_FRONTEND", "noninteractive")
         .run()
         .context("apt-get update")?;
-    // --no-upgrade: an installed linux-source-<kver> stays at its version,
-    // whose tarball sum patches/kernel-sources.toml may pin.
-    cmd!(
-        sh,
-        "apt-get install -y --no-install-recommends --no-upgrade {packages...}"
-    )
-    .env("DEBIAN_FRONTEND", "noninteractive")
-    .run()
-    .context("apt-get install")?;
+    let mut packages = packages.to_vec();
+    for p in &mut packages {
+        let Some(version) = p.version.clone() else {
+            continue;
+        };
+        let arg = p.arg();
+        let found = cmd!(sh, "apt-cache show --no-all-versions {arg}")
+            .quiet()
+            .ignore_stdout()
+            .ignore_stderr()
+            .run()
+            .is_ok();
+        if !found {
+            let installed = kernel_source::installed_debian_version(sh, &p.name);
+            eprintln!(
+                "warning: the archive no longer has {} {version}, which patches/kernel-sources.toml \
+                 pins; {}. `build` refuses another version's tarball until its sha256 is added to \
+                 the pin file; or build another source with --kernel-src PATH",
+                p.name,
+                match &installed {
+                    Some(v) => format!("keeping the installed {v}"),
+                    None => "installing the archive's newest instead".to_string(),
+                }
+            );
+            p.version = None;
+            if installed.is_some() {
+                p.name.clear();
+            }
+        }
+    }
+    packages.retain(|p| !p.name.is_empty());
+    if packages.is_empty() {
+        return Ok(true);
+    }
+    let args = install_args(&packages);
+    let mut simulate = args.clone();
+    simulate.insert(1, "-s".to_string());
+    let plan = cmd!(sh, "apt-get {simulate...}")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .context("apt-get install -s (simulating the install)")?;
+    let removed = removals(&plan);
+    if !removed.is_empty() {
+        let list: Vec<String> = removed.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        eprintln!(
+            "apt-get removes {} package(s) to install these: {} (a package setup installs \
+             conflicts with it; reinstall it afterwards if you need it, which may remove that one)",
+            removed.len(),
+            list.join(", ")
+        );
+    }
+    cmd!(sh, "apt-get {args...}")
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .run()
+        .context("apt-get install")?;
+    if !removed.is_empty() {
+        let names: Vec<&str> = removed.iter().map(|(n, _)| n.as_str()).collect();
+        println!("removed by apt-get: {}", names.join(" "));
+    }
     Ok(true)
 }
 
@@ -152,17 +265,41 @@ pub fn command(
         packages.sort();
         packages.dedup();
     }
+    let pins = kernel_source::pinned_debian_versions(layout)?;
+    let with_pins = |names: &[String]| -> Vec<AptPackage> {
+        names
+            .iter()
+            .map(|n| AptPackage {
+                name: n.clone(),
+                version: pins.get(n).cloned(),
+            })
+            .collect()
+    };
     if request.print_only {
-        println!(
-            "apt-get install -y --no-install-recommends --no-upgrade {}",
-            packages.join(" ")
-        );
+        println!("apt-get {}", install_args(&with_pins(&packages)).join(" "));
         return Ok(());
     }
-    // Only what dpkg does not have: "installed: …" names what this run
+    // Only what dpkg does not have, and pinned kernel sources at another
+    // version than the pin's: "installed: …" names what this run
     // installed, and a machine that has everything needs no apt-get (nor
     // root).
-    let absent = missing(sh, &packages)?;
+    let mut absent = missing(sh, &packages)?;
+    let mut replaced = Vec::new();
+    for (name, version) in &pins {
+        if !packages.contains(name) || absent.contains(name) {
+            continue;
+        }
+        if let Some(have) = kernel_source::installed_debian_version(sh, name) {
+            if &have != version {
+                println!(
+                    "{name}: {have} is installed, but patches/kernel-sources.toml pins {version} \
+                     (the tarball builds check): installing {version}"
+                );
+                replaced.push(name.clone());
+            }
+        }
+    }
+    absent.extend(replaced.iter().cloned());
     if absent.is_empty() {
         println!(
             "already installed: {} ({})",
@@ -171,13 +308,22 @@ pub fn command(
         );
         return Ok(());
     }
-    if install(sh, &absent)? {
+    if install(sh, &with_pins(&absent))? {
         let still = missing(sh, &absent)?;
         anyhow::ensure!(
             still.is_empty(),
             "apt-get install finished, but dpkg still lacks {}",
             still.join(" ")
         );
+        for name in &replaced {
+            let have = kernel_source::installed_debian_version(sh, name).unwrap_or_default();
+            if Some(&have) != pins.get(name) {
+                eprintln!(
+                    "warning: {name} is still at {have}, not the pinned {}",
+                    pins[name]
+                );
+            }
+        }
         println!("installed: {}", absent.join(" "));
         if absent.len() < packages.len() {
             println!("already installed: {} more", packages.len() - absent.len());
@@ -215,6 +361,57 @@ mod tests {
         ] {
             assert!(packages.contains(&lab.to_string()), "{lab}");
         }
+    }
+
+    #[test]
+    fn pinned_kernel_sources_are_installed_at_their_version() {
+        let layout = crate::util::layout::Layout::from_manifest_dir();
+        let pins = kernel_source::pinned_debian_versions(&layout).unwrap();
+        let version = pins["linux-source-6.12"].clone();
+        let args = install_args(&[
+            AptPackage {
+                name: "bc".into(),
+                version: None,
+            },
+            AptPackage {
+                name: "linux-source-6.12".into(),
+                version: Some(version.clone()),
+            },
+        ]);
+        // A newer installed one is replaced: a downgrade, which apt-get -y
+        // refuses without --allow-downgrades.
+        assert!(args.contains(&"--allow-downgrades".to_string()), "{args:?}");
+        assert!(
+            args.ends_with(&["bc".to_string(), format!("linux-source-6.12={version}")]),
+            "{args:?}"
+        );
+        let plain = install_args(&[AptPackage {
+            name: "bc".into(),
+            version: None,
+        }]);
+        assert!(
+            !plain.contains(&"--allow-downgrades".to_string()),
+            "{plain:?}"
+        );
+    }
+
+    #[test]
+    fn a_simulated_install_names_what_apt_removes() {
+        // apt-get install -s on a Debian 12 machine with bookworm-backports'
+        // qemu-utils, installing Debian 12's qemu-system-mips (issue #29 §2).
+        let simulation = "Reading package lists...\n\
+            The following packages will be REMOVED:\n  qemu-utils\n\
+            Remv qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1]\n\
+            Inst libfdt1 (1.6.1-4+b1 Debian:12.15/oldstable [amd64])\n\
+            Conf libfdt1 (1.6.1-4+b1 Debian:12.15/oldstable [amd64])\n";
+        assert_eq!(
+            removals(simulation),
+            [(
+                "qemu-utils".to_string(),
+                "1:10.0.2+ds-2+deb13u1~bpo12+1".to_string()
+            )]
+        );
+        assert!(removals("Inst bc (1.07)\n").is_empty());
     }
 
     #[test]

@@ -87,17 +87,17 @@ pub fn resolve_input(arg: Option<&Path>, kver: &str) -> Result<SourceInput> {
 struct Pins {
     /// File name → accepted sha256 sums.
     sha256: BTreeMap<String, Vec<String>>,
+    /// Debian package → the version whose tarball has the pinned sum.
+    #[serde(default)]
+    debian: BTreeMap<String, String>,
 }
 
-/// Checks `tarball` against `patches/kernel-sources.toml` and returns its sha256.
-///
-/// A file name that is not pinned passes; a pinned one whose sum differs is
-/// an error naming both sums and the file to update.
-pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
-    let sum = sha256_file(tarball)?;
+/// The pin file `patches/kernel-sources.toml`, parsed; `None` when the
+/// workspace has none.
+fn read_pins(layout: &Layout) -> Result<Option<(PathBuf, Pins)>> {
     let pins_file = layout.patches_dir().join("kernel-sources.toml");
     if !pins_file.is_file() {
-        return Ok(sum);
+        return Ok(None);
     }
     let limit = crate::util::fs::FileLimit {
         what: "pin file",
@@ -106,15 +106,94 @@ pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
     let text = crate::util::fs::read_limited(&pins_file, limit, "restore it from git")?;
     let pins: Pins = toml_edit::de::from_str(&text)
         .with_context(|| format!("{}: not a valid pin file", pins_file.display()))?;
+    for (package, version) in &pins.debian {
+        let package_ok = package.starts_with("linux-source-")
+            && check_series(&package["linux-source-".len()..], "").is_ok();
+        // Debian policy §5.6.12: upstream version and revision are
+        // alphanumerics and . + ~ - (with an epoch's :).
+        let version_ok = version.starts_with(|c: char| c.is_ascii_digit())
+            && version
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".+~-:".contains(&b));
+        if !package_ok || !version_ok {
+            bail!(
+                "{}: [debian] {package:?} = {version:?} is not a Debian linux-source-MAJOR.MINOR \
+                 package and version (e.g. \"linux-source-6.12\" = \"6.12.117-1~deb12u1\")",
+                pins_file.display()
+            );
+        }
+    }
+    Ok(Some((pins_file, pins)))
+}
+
+/// The Debian package versions `patches/kernel-sources.toml` pins
+/// (`[debian]`: `linux-source-6.12` → `6.12.117-1~deb12u1`), whose
+/// tarballs have the pinned sums; `cargo xtask setup` installs these.
+/// Empty when the workspace has no pin file.
+///
+/// Errors when the pin file cannot be read or names something that is not
+/// a `linux-source-MAJOR.MINOR` package and a Debian version.
+pub fn pinned_debian_versions(layout: &Layout) -> Result<BTreeMap<String, String>> {
+    Ok(read_pins(layout)?
+        .map(|(_, p)| p.debian)
+        .unwrap_or_default())
+}
+
+/// The version of Debian package `package` that dpkg has installed
+/// (`dpkg-query -W -f '${Version}'`), if any.
+pub fn installed_debian_version(sh: &Shell, package: &str) -> Option<String> {
+    let format = "${db:Status-Abbrev} ${Version}";
+    let out = cmd!(sh, "dpkg-query -W -f {format} {package}")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .ok()?;
+    let (status, version) = out.trim().split_once(' ')?;
+    status.starts_with("ii").then(|| version.trim().to_string())
+}
+
+/// Checks `tarball` against `patches/kernel-sources.toml` and returns its sha256.
+///
+/// A file name that is not pinned passes; a pinned one whose sum differs is
+/// an error naming both sums, the Debian version the pin file pins and how
+/// to install it (`cargo xtask setup`, or the exact `apt-get install
+/// linux-source-<kver>=<version>`), `--kernel-src`, and the file to update
+/// for a release the user trusts.
+pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
+    let sum = sha256_file(tarball)?;
+    let Some((pins_file, pins)) = read_pins(layout)? else {
+        return Ok(sum);
+    };
     let name = tarball
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
     if let Some(allowed) = pins.sha256.get(name) {
         if !allowed.iter().any(|a| a.eq_ignore_ascii_case(&sum)) {
+            let package = name.strip_suffix(".tar.xz").unwrap_or(name);
+            let how = match pins.debian.get(package) {
+                Some(version) => {
+                    // Debian's own tarball: say which version dpkg installed.
+                    let series = package.strip_prefix("linux-source-").unwrap_or_default();
+                    let installed = (tarball == default_tarball(series))
+                        .then(|| installed_debian_version(&Shell::new().ok()?, package))
+                        .flatten()
+                        .map(|v| format!(" (dpkg has {package} {v} installed)"))
+                        .unwrap_or_default();
+                    format!(
+                        "The pinned sum is that of Debian's {package} {version}{installed}. \
+                         Install that version with `cargo xtask setup` (it installs the pinned \
+                         versions) or `apt-get install --allow-downgrades {package}={version}`; "
+                    )
+                }
+                None => String::new(),
+            };
             bail!(
                 "{}: sha256 {sum} is not one of the sums pinned for {name:?} in {}.\n\
-                 If this is a new upstream or Debian release you trust, add the sum to that list.",
+                 {how}or pass --kernel-src PATH to build another kernel source (a tree, or a \
+                 tarball under another name; its sum is recorded in result.json, and its results \
+                 are not those of the pinned source). If this is a new upstream or Debian release \
+                 you trust, add its sum to that list.",
                 tarball.display(),
                 pins_file.display()
             );
@@ -391,6 +470,65 @@ mod tests {
         assert!(err.contains("`apt-get install linux-source-9.99`"), "{err}");
         assert!(!err.contains("cargo xtask setup"), "{err}");
         assert!(err.contains("is Linux 6.12.3"), "{err}");
+    }
+
+    /// A newer Debian source than the pinned one (issue #29 §1): the
+    /// refusal says which version is pinned and how to install it, and
+    /// names --kernel-src, not only "add the sum".
+    #[test]
+    fn a_newer_debian_source_is_refused_with_the_pinned_version_and_how_to_get_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("patches")).unwrap();
+        std::fs::write(
+            dir.path().join("patches/kernel-sources.toml"),
+            "[sha256]\n\"linux-source-9.9.tar.xz\" = [\"00\"]\n\
+             [debian]\n\"linux-source-9.9\" = \"9.9.1-1~deb12u1\"\n",
+        )
+        .unwrap();
+        let tarball = dir.path().join("linux-source-9.9.tar.xz");
+        std::fs::write(&tarball, b"9.9.2").unwrap();
+        let layout = Layout::new(dir.path());
+        let err = verify_tarball(&layout, &tarball).unwrap_err().to_string();
+        assert!(
+            err.contains("Debian's linux-source-9.9 9.9.1-1~deb12u1"),
+            "{err}"
+        );
+        assert!(err.contains("`cargo xtask setup`"), "{err}");
+        assert!(
+            err.contains("`apt-get install --allow-downgrades linux-source-9.9=9.9.1-1~deb12u1`"),
+            "{err}"
+        );
+        assert!(err.contains("--kernel-src PATH"), "{err}");
+        assert_eq!(
+            pinned_debian_versions(&layout).unwrap()["linux-source-9.9"],
+            "9.9.1-1~deb12u1"
+        );
+        // A version that could be read as an option, or a package that is
+        // not a kernel source, is refused: both reach apt-get's argv.
+        for bad in [
+            "[debian]\n\"linux-source-9.9\" = \"-o=x\"\n",
+            "[debian]\n\"bash\" = \"5.2\"\n",
+        ] {
+            std::fs::write(
+                dir.path().join("patches/kernel-sources.toml"),
+                format!("[sha256]\n{bad}"),
+            )
+            .unwrap();
+            let err = pinned_debian_versions(&layout).unwrap_err().to_string();
+            assert!(err.contains("kernel-sources.toml: [debian]"), "{err}");
+        }
+    }
+
+    /// The repository's own pin file pins a Debian version for every
+    /// pinned Debian tarball, so setup can install it.
+    #[test]
+    fn every_pinned_debian_tarball_has_its_version() {
+        let layout = Layout::from_manifest_dir();
+        let (_, pins) = read_pins(&layout).unwrap().unwrap();
+        for name in pins.sha256.keys() {
+            let package = name.strip_suffix(".tar.xz").unwrap();
+            assert!(pins.debian.contains_key(package), "{name}");
+        }
     }
 
     #[test]
