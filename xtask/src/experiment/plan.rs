@@ -208,16 +208,25 @@ pub fn labs_at_once(spec: &LabSpec, jobs: usize) -> Result<u32> {
     Ok(u32::try_from(fit).unwrap_or(1))
 }
 
+/// The plan's first line: `experiment NAME (FILE): DESCRIPTION` and a
+/// newline, with control characters escaped
+/// ([`crate::util::text::printable`]): the description, the name and the
+/// path come from the user's files, and an escape sequence in them is
+/// shown, not run by the terminal.
+pub fn heading(e: &Experiment) -> String {
+    let mut line = format!("experiment {} ({})", e.name, e.file.display());
+    if !e.description.is_empty() {
+        line.push_str(&format!(": {}", e.description));
+    }
+    format!("{}\n", crate::util::text::printable(&line))
+}
+
 impl Plan {
     /// The plan as printed first: the experiment, the builds with their
     /// status, each lab's plan, the report files.
     pub fn describe(&self) -> String {
         let e = &self.experiment;
-        let mut out = format!("experiment {} ({})", e.name, e.file.display());
-        if !e.description.is_empty() {
-            out.push_str(&format!(": {}", e.description));
-        }
-        out.push('\n');
+        let mut out = heading(e);
         out.push_str(&format!(
             "  mode:     {}\n",
             match &e.mode {

@@ -173,3 +173,23 @@ fn a_report_output_led_out_by_a_symlink_is_refused() {
     assert!(err.contains("through a symbolic link"), "{err}");
     assert!(err.contains(&file.display().to_string()), "{err}");
 }
+
+/// An experiment's description with escape sequences is shown, not run:
+/// before, the plan printed it raw.
+#[test]
+fn the_plan_s_heading_escapes_the_description() {
+    let layout = Layout::from_manifest_dir();
+    let file = layout.root().join("experiments/x.toml");
+    let text = "description = \"\\u001b[2J\\u001b]0;owned\\u0007 two\\nlines\"\n\
+                targets = [\"brcm47xx\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\n";
+    let e = file::parse(&layout, &file, text).unwrap();
+    assert!(e.description.contains('\u{1b}'));
+    let heading = plan::heading(&e);
+    assert_eq!(
+        heading,
+        format!(
+            "experiment x ({}): \\u{{1b}}[2J\\u{{1b}}]0;owned\\u{{7}} two\\nlines\n",
+            file.display()
+        )
+    );
+}
