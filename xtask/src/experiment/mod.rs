@@ -154,7 +154,7 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     let started = Instant::now();
     let experiment = file::load(layout, &request.file)?;
     output_stays_in(layout, &experiment)?;
-    let plan = plan::plan(sh, layout, experiment, request.jobs)?;
+    let plan = plan::plan(sh, layout, experiment, request.jobs, request.run)?;
     print!("{}", plan.describe());
     if request.run == Run::DryRun {
         print!("{}", plan.estimate());
