@@ -17,7 +17,12 @@ use xtask::{build, host, inputs, lab, patches, report, results};
 
 fn main() {
     if let Err(e) = run(cli::parse()) {
-        eprintln!("error: {e:#}");
+        // An error may quote a file's strings (an arm name, a reason):
+        // their escape sequences are shown, not run by the terminal.
+        eprintln!(
+            "error: {}",
+            xtask::util::text::printable_lines(&format!("{e:#}"))
+        );
         std::process::exit(1);
     }
 }

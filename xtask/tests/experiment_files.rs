@@ -160,3 +160,16 @@ fn a_fifo_a_device_a_huge_or_non_utf8_file_is_refused_unread() {
         );
     }
 }
+
+/// `[report] output` below target/xtask is kept, relative to the
+/// workspace root (a `./` dropped).
+#[test]
+fn a_report_output_below_target_xtask_is_kept() {
+    let layout = Layout::from_manifest_dir();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/experiment_files");
+    let e = file::load(&layout, &dir.join("report-output-below-target-xtask.toml")).unwrap();
+    assert_eq!(
+        e.report.output,
+        layout.root().join("target/xtask/experiments/elsewhere")
+    );
+}

@@ -1,6 +1,8 @@
 //! Variant flags never reach a Makefile or kbuild's shell unchecked:
 //! `flags set` refuses hostile flags before writing anything, and so does
-//! every function that writes flags into 201-extra_optimization.patch.
+//! every function that writes flags into 201-extra_optimization.patch;
+//! flags that make the compiler probe run or load a program are refused
+//! before the probe.
 
 #[path = "common/gate.rs"]
 mod gate;
@@ -11,10 +13,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use xshell::Shell;
+use xtask::build::ccache::Ccache;
+use xtask::build::command::{self, BuildRequest, Mode};
 use xtask::inputs::variants::Variant;
 use xtask::patches::extra_optimization;
 use xtask::patches::openwrt_sync::{self, Direction};
 use xtask::util::layout::Layout;
+use xtask::util::lock::Wait;
 
 const MAKEFILE: &str = "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 3\nEXTRAVERSION =\n\nifdef CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE\nKBUILD_CFLAGS += -O2\nelse ifdef CONFIG_CC_OPTIMIZE_FOR_SIZE\nKBUILD_CFLAGS += -Os\nendif\n";
 
@@ -248,4 +253,85 @@ fn a_huge_flag_is_refused_with_its_limit() {
     assert!(err.contains(&format!("{file}:6")), "{err}");
     assert!(err.contains("4096 bytes"), "{err}");
     assert_eq!(snapshot(layout.root()), before);
+}
+
+/// A directory with an executable `cc1` that creates `marker` (what
+/// `gcc -B<dir>/` runs), and a shared object whose constructor creates
+/// `marker` (what `-fplugin=` loads), built with the host gcc.
+fn planted(dir: &Path, marker: &Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    write(
+        &bin.join("cc1"),
+        &format!("#!/bin/sh\ntouch {}\nexit 1\n", marker.display()),
+    );
+    std::fs::set_permissions(bin.join("cc1"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let src = dir.join("plugin.c");
+    write(
+        &src,
+        &format!(
+            "#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void planted(void) \
+             {{ close(open(\"{}\", O_CREAT | O_WRONLY, 0600)); }}\n",
+            marker.display()
+        ),
+    );
+    let so = dir.join("plugin.so");
+    let sh = Shell::new().unwrap();
+    xshell::cmd!(sh, "gcc -shared -fPIC -o {so} {src}")
+        .quiet()
+        .run()
+        .unwrap();
+    (bin, so)
+}
+
+/// `build --dry-run` with a variant whose flags name a program: refused
+/// when variants.toml is read, naming the line, before the compiler probe
+/// runs anything. Before, `-B<dir>/` was refused by the probe's failure
+/// after it ran `<dir>/cc1`, and `-fplugin=<so>` passed the allow-list and
+/// the probe loaded it.
+#[test]
+fn flags_that_run_a_program_are_refused_before_the_compiler_probe() {
+    let workspace = Layout::from_manifest_dir();
+    let cross = "arm-linux-gnueabi-gcc";
+    let needs = gate::Needs::new()
+        .program(cross, "apt-get install gcc-arm-linux-gnueabi")
+        .program("gcc", "apt-get install gcc");
+    if !needs.met() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("ran");
+    let (bin, so) = planted(scratch.path(), &marker);
+    for (flag, says) in [
+        (
+            format!("-B{}/", bin.display()),
+            "makes the compiler run cc1",
+        ),
+        (
+            format!("-fplugin={}", so.display()),
+            "loads a shared object into the compiler",
+        ),
+    ] {
+        let (dir, layout, tree) = project(&format!("os = \"-Os {flag}\""));
+        std::os::unix::fs::symlink(workspace.targets_dir(), dir.path().join("targets")).unwrap();
+        let sh = Shell::new().unwrap();
+        let request = BuildRequest {
+            targets: vec!["arm-tiny".into()],
+            variants: vec!["evil".into()],
+            jobs: 1,
+            kernel_src: Some(tree),
+            verbose: false,
+            rebuild: Default::default(),
+            wait: Wait::Yes,
+            mode: Mode::DryRun,
+            ccache: Ccache::Off,
+            distcc: Default::default(),
+            openwrt: None,
+        };
+        let err = format!("{:#}", command::plan(&sh, &layout, &request).err().unwrap());
+        assert!(!marker.exists(), "{flag}: the probe ran it: {err}");
+        let file = layout.variants_file().display().to_string();
+        assert!(err.contains(&format!("{file}:6:11:")), "{flag}: {err}");
+        assert!(err.contains(says), "{flag}: {err}");
+    }
 }

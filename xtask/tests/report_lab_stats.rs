@@ -215,6 +215,21 @@ fn the_newest_complete_run_is_shown_unless_one_is_named() {
     assert!(report.labs[0].notes[0].contains("not complete (running)"));
 }
 
+/// `--lab-run X` given three times (as the directory, its lab.json and
+/// `X/.`) shows the run once; before, the lab was printed three times.
+#[test]
+fn a_run_named_three_times_is_shown_once() {
+    let f = lab_only();
+    let dir = f.root().join("target/xtask/lab/brcm47xx").join(RUN);
+    let mut named = request(&[], &[]);
+    named.lab = LabRuns::Dirs(vec![dir.clone(), dir.join("lab.json"), dir.join(".")]);
+    let report = report::load(&f.layout(), &named).unwrap();
+    assert_eq!(report.labs.len(), 1);
+    assert_eq!(report.labs[0].dir, dir);
+    let text = report::render(&report, Format::Text, &Style::default()).unwrap();
+    assert_eq!(text.matches("Runtime lab, brcm47xx").count(), 1, "{text}");
+}
+
 #[test]
 fn sizes_and_the_lab_side_by_side() {
     let f = lab_only();

@@ -341,3 +341,46 @@ fn one_build_key_with_other_bytes_gets_a_note() {
         "{note}"
     );
 }
+
+/// A compressed archive is named as such, with the command that
+/// decompresses it; before, the tar crate's "numeric field did not have
+/// utf-8 text … cksum" was all a merge said.
+#[test]
+fn a_compressed_archive_is_named_with_how_to_decompress_it() {
+    let (built, merged) = (Fixture::new(), Fixture::new());
+    built.standard("bcm53xx");
+    let sh = Shell::new().unwrap();
+    let tars = tempfile::tempdir().unwrap();
+    let tar = tars.path().join("a.tar");
+    export(&sh, &built, "bcm53xx", "baseline", &tar);
+    for (program, ext, format, decompress) in [
+        ("gzip", "gz", "gzip", "gzip -dk"),
+        ("xz", "xz", "xz", "xz -dk"),
+        ("bzip2", "bz2", "bzip2", "bzip2 -dk"),
+        ("zstd", "zst", "zstd", "zstd -d"),
+        ("lz4", "lz4", "lz4", "lz4 -d"),
+    ] {
+        if !gate::Needs::new()
+            .program(program, &format!("apt-get install {program}"))
+            .met()
+        {
+            continue;
+        }
+        let packed = tars.path().join(format!("a.tar.{ext}"));
+        let bytes = cmd!(sh, "{program} -c {tar}")
+            .quiet()
+            .output()
+            .unwrap()
+            .stdout;
+        std::fs::write(&packed, bytes).unwrap();
+        let err = merge_err(&merged, &[&packed]);
+        assert!(
+            err.contains(&format!("it is {format}-compressed"))
+                && err.contains(&format!("`{decompress} {}`", packed.display())),
+            "{err}"
+        );
+        assert!(!err.contains("cksum"), "{err}");
+    }
+    // The plain tar still merges.
+    archive::merge(&merged.layout(), &[tar]).unwrap();
+}

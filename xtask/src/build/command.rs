@@ -81,11 +81,13 @@ pub struct Planned {
 }
 
 impl Planned {
-    /// The jobs whose result.json already has their build key.
+    /// The jobs whose result.json already has their build key (or, on a
+    /// dry run that left an input unevaluated, would have it unless that
+    /// input changed).
     pub fn up_to_date(&self) -> Vec<&PlannedJob> {
         self.jobs
             .iter()
-            .filter(|p| status(&self.layout, p).0 == UP_TO_DATE)
+            .filter(|p| status(&self.layout, p).0.starts_with(UP_TO_DATE))
             .collect()
     }
 }
@@ -133,6 +135,12 @@ pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Plann
             .with_context(|| format!("creating {}; is target/xtask writable?", dir.display()))?;
     }
     let backend: Box<dyn Backend> = match &request.openwrt {
+        // A dry run builds and runs nothing: not even make on the
+        // checkout's image Makefiles, which are code.
+        Some(checkout) if request.mode == Mode::DryRun => Box::new(
+            OpenwrtBackend::new(layout.clone(), checkout, request.kernel_src.clone())?
+                .without_image_makefiles(),
+        ),
         Some(checkout) => Box::new(OpenwrtBackend::new(
             layout.clone(),
             checkout,
@@ -184,19 +192,41 @@ pub fn build(sh: &Shell, planned: &Planned, request: &BuildRequest) -> Result<()
 /// the build key, and `up to date`, `build (no result)`, `build (inputs
 /// changed)`, `build (result.json unreadable)` or `build (tree source:
 /// always rebuilt)`; then a `note:` line for each unreadable result.json
-/// saying what is wrong with it (the build replaces it).
+/// saying what is wrong with it (the build replaces it). A job with an
+/// unevaluated input (a dry run's OpenWrt device recipe) has no key in
+/// the plan, is `up to date unless …` changed when its result matches
+/// everything else, and a note says what was not evaluated and why.
 pub fn describe_plan(layout: &Layout, plan: &[PlannedJob]) -> String {
     let mut out = String::new();
     let mut notes = String::new();
+    let (mut jobs, mut recipes) = (Vec::new(), Vec::new());
     for planned in plan {
         let (status, note) = status(layout, planned);
         if let Some(note) = note {
             notes.push_str(&format!("note: {note}\n"));
         }
+        let key = match &planned.unevaluated {
+            Some(u) => {
+                jobs.push(planned.job.label());
+                if !recipes.contains(&u.what) {
+                    recipes.push(u.what.clone());
+                }
+                "(not known: see the note below)"
+            }
+            None => &planned.key,
+        };
         out.push_str(&format!(
-            "{:<32} {}  {status}\n",
-            planned.job.label(),
-            planned.key,
+            "{:<32} {key:<64}  {status}\n",
+            planned.job.label()
+        ));
+    }
+    if !jobs.is_empty() {
+        notes.push_str(&format!(
+            "note: a dry run does not evaluate the OpenWrt checkout's image Makefiles: they are \
+             code that make runs ($(shell …) in them would run). The device recipes ({}) are \
+             read only when building, so the build keys of {} are known only then\n",
+            recipes.join("; "),
+            jobs.join(", ")
         ));
     }
     out + &notes
@@ -204,9 +234,14 @@ pub fn describe_plan(layout: &Layout, plan: &[PlannedJob]) -> String {
 
 const UP_TO_DATE: &str = "up to date";
 
+/// The status of a job whose result matches all but an unevaluated input.
+const UP_TO_DATE_UNLESS: &str =
+    "up to date unless its device recipe changed (not evaluated on a dry run)";
+
 /// `up to date`, `build (no result)`, `build (inputs changed)`, `build
 /// (result.json unreadable)` (with what is wrong with it) or `build (tree
-/// source: always rebuilt)`.
+/// source: always rebuilt)`; [`UP_TO_DATE_UNLESS`] for a job with an
+/// unevaluated input whose result matches the rest.
 fn status(layout: &Layout, planned: &PlannedJob) -> (&'static str, Option<String>) {
     let dir = layout.results_dir(&planned.job.target.name, &planned.job.variant.name);
     match crate::results::BuildResult::read(&dir) {
@@ -214,6 +249,12 @@ fn status(layout: &Layout, planned: &PlannedJob) -> (&'static str, Option<String
             ("build (tree source: always rebuilt)", None)
         }
         Ok(r) if planned.is_up_to_date(&r) => (UP_TO_DATE, None),
+        Ok(r)
+            if planned.unevaluated.is_some()
+                && planned.up_to_date_unless_unevaluated_changed(&r) =>
+        {
+            (UP_TO_DATE_UNLESS, None)
+        }
         Ok(_) => ("build (inputs changed)", None),
         Err(e) if crate::util::fs::is_not_found(&e) => ("build (no result)", None),
         Err(e) => ("build (result.json unreadable)", Some(format!("{e:#}"))),
@@ -249,6 +290,7 @@ mod tests {
             },
             key: "2".repeat(64),
             reuse_key: String::new(),
+            unevaluated: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let scratch = Layout::new(dir.path());

@@ -146,6 +146,11 @@ pub trait Backend: Sync {
     /// The source, compiler and series one job will be built from
     /// (after [`Backend::preflight`]); the build key is made from them.
     fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs>;
+    /// What [`Backend::inputs`] left unevaluated for `job` (a dry run's
+    /// OpenWrt device recipe), if anything; nothing by default.
+    fn unevaluated(&self, _job: &Job) -> Option<plan::Unevaluated> {
+        None
+    }
     /// Builds one planned job, writing make's output to `log`.
     fn build(
         &self,

@@ -29,7 +29,7 @@ use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
 use super::openwrt_lab::{self, LabResolved, OpenwrtLab};
-use super::plan::{JobInputs, PlannedJob};
+use super::plan::{JobInputs, PlannedJob, Unevaluated};
 use super::progress::run_logged;
 use super::{Backend, BuildOptions, Built, Job};
 use crate::build::artifacts::BuildOutputs;
@@ -58,6 +58,8 @@ pub struct OpenwrtBackend {
     source_arg: Option<PathBuf>,
     /// Builds a router target's lab kernels ([`super::openwrt_lab`]).
     lab: Option<OpenwrtLab>,
+    /// Whether make evaluates the image Makefiles ([`Self::without_image_makefiles`]).
+    image_makefiles: bool,
 }
 
 /// Everything one job is built from, before the variant's own patches.
@@ -70,6 +72,8 @@ struct Resolved {
     dot_config: Vec<u8>,
     /// The target's `openwrt_device` recipe, for the tree `openwrt.dir`.
     image: Option<DeviceRecipe>,
+    /// Its stand-in when a dry run did not evaluate it.
+    image_unevaluated: Option<Unevaluated>,
     /// The config files merged into `dot_config`, in order.
     config_files: Vec<PathBuf>,
     /// A lab kernel's side ([`super::openwrt_lab`]).
@@ -95,7 +99,16 @@ impl OpenwrtBackend {
             checkout: Checkout::open(openwrt)?,
             source_arg,
             lab: None,
+            image_makefiles: true,
         })
+    }
+
+    /// For a dry run: no make on the checkout's image Makefiles (their
+    /// `$(shell …)` ran during one); a device's recipe stands in as
+    /// [`openwrt_image::unevaluated`], and the backend builds nothing.
+    pub fn without_image_makefiles(mut self) -> Self {
+        self.image_makefiles = false;
+        self
     }
 
     /// A backend building `lab`'s kernels (jobs of target `lab.lab_target`)
@@ -178,6 +191,7 @@ impl OpenwrtBackend {
         let dot_config = kconfig::kernel_dot_config(&self.checkout, &config_files)?;
         let kcflags = flags::kernel_flags(&self.checkout, &flags_target)?;
         let (image, lab) = match &self.lab {
+            None if !self.image_makefiles => (None, None),
             None => (
                 openwrt_image::plan(
                     &self.checkout,
@@ -201,6 +215,7 @@ impl OpenwrtBackend {
             kcflags,
             dot_config,
             image,
+            image_unevaluated: self.unevaluated(job),
             config_files,
             lab,
         })
@@ -239,6 +254,7 @@ impl OpenwrtBackend {
             sha256: sha256_bytes(kcflags.as_bytes()),
         });
         all.extend(r.image.as_ref().map(openwrt_image::record));
+        all.extend(r.image_unevaluated.as_ref().map(Unevaluated::record));
         all.extend(r.lab.as_ref().map(LabResolved::patch_record));
         all
     }
@@ -371,6 +387,11 @@ impl Backend for OpenwrtBackend {
         })
     }
 
+    fn unevaluated(&self, job: &Job) -> Option<Unevaluated> {
+        let dry = self.lab.is_none() && !self.image_makefiles;
+        dry.then(|| openwrt_image::unevaluated(&job.target))?
+    }
+
     fn build(
         &self,
         sh: &Shell,
@@ -378,6 +399,7 @@ impl Backend for OpenwrtBackend {
         options: BuildOptions,
         log: &Path,
     ) -> Result<Built> {
+        anyhow::ensure!(self.image_makefiles, "a dry run's backend builds nothing");
         let job = &planned.job;
         let label = job.label();
         std::fs::write(log, format!("# cargo xtask build --openwrt {label}\n"))

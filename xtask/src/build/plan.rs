@@ -62,6 +62,32 @@ pub struct JobInputs {
     pub patches: Vec<PatchRecord>,
 }
 
+/// An input a dry run leaves unevaluated because evaluating it runs code
+/// from another input: the OpenWrt checkout's image Makefiles, which make
+/// evaluates for a device's recipe (`$(shell …)` in them would run). Its
+/// record in [`JobInputs::patches`] is a placeholder, so the build key is
+/// not the build's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unevaluated {
+    /// The placeholder's name in [`JobInputs::patches`].
+    pub placeholder: String,
+    /// How the record a build puts in its place begins
+    /// (`openwrt-image:<device>:`).
+    pub record_prefix: String,
+    /// What it is, for the plan (`device …, target/linux/<board>/image`).
+    pub what: String,
+}
+
+impl Unevaluated {
+    /// The placeholder as a record of the series (no sha256).
+    pub fn record(&self) -> PatchRecord {
+        PatchRecord {
+            name: self.placeholder.clone(),
+            sha256: String::new(),
+        }
+    }
+}
+
 /// One job with everything recorded about it and its build key.
 #[derive(Debug, Clone)]
 pub struct PlannedJob {
@@ -78,13 +104,47 @@ pub struct PlannedJob {
     /// sha256 of [`KeyMaterial`] without the patches (see the module
     /// docs), lowercase hex.
     pub reuse_key: String,
+    /// What a dry run left unevaluated ([`Backend::unevaluated`]): then
+    /// `key` is not the build's.
+    pub unevaluated: Option<Unevaluated>,
 }
 
 impl PlannedJob {
     /// Whether `result` was built from exactly these inputs. Never for an
-    /// unpacked tree, whose edits the key cannot see.
+    /// unpacked tree, whose edits the key cannot see, nor for a job with
+    /// an unevaluated input.
     pub fn is_up_to_date(&self, result: &BuildResult) -> bool {
-        self.inputs.source.sha256.is_some() && result.build_key == self.key
+        self.inputs.source.sha256.is_some()
+            && self.unevaluated.is_none()
+            && result.build_key == self.key
+    }
+
+    /// For a job with an unevaluated input: whether `result` was built
+    /// from these inputs with, in the unevaluated one's place, the record
+    /// it has there; so up to date unless that input changed since.
+    pub fn up_to_date_unless_unevaluated_changed(&self, result: &BuildResult) -> bool {
+        let Some(u) = &self.unevaluated else {
+            return self.is_up_to_date(result);
+        };
+        let Some(at) = self
+            .inputs
+            .patches
+            .iter()
+            .position(|p| p.name == u.placeholder)
+        else {
+            return false;
+        };
+        let Some(recorded) = result
+            .patches
+            .get(at)
+            .filter(|p| p.name.starts_with(&u.record_prefix))
+        else {
+            return false;
+        };
+        let mut inputs = self.inputs.clone();
+        inputs.patches[at] = recorded.clone();
+        self.inputs.source.sha256.is_some()
+            && build_key(&result.backend, &self.target, &self.variant, &inputs) == result.build_key
     }
 }
 
@@ -149,6 +209,7 @@ pub fn plan(
                 inputs,
                 key,
                 reuse_key,
+                unevaluated: backend.unevaluated(job),
             })
         })
         .collect()
@@ -393,22 +454,20 @@ mod tests {
         assert_ne!(reuse_key("kernel-tree", &t, &v, &i3), reuse);
     }
 
-    #[test]
-    fn a_tree_source_is_never_up_to_date() {
-        let (target, variant, mut inputs) = records();
-        inputs.source.sha256 = None;
-        let key = build_key("kernel-tree", &target, &variant, &inputs);
-        let planned = PlannedJob {
+    /// A job of `records()` with `inputs`, keyed for `backend`.
+    fn planned(backend: &str, inputs: JobInputs, unevaluated: Option<Unevaluated>) -> PlannedJob {
+        let (target, variant, _) = records();
+        let project = crate::util::layout::Layout::from_manifest_dir();
+        let key = build_key(backend, &target, &variant, &inputs);
+        PlannedJob {
             job: Job {
                 target: crate::inputs::targets::Target::load(
-                    &crate::util::layout::Layout::from_manifest_dir()
-                        .targets_dir()
-                        .join("arm-tiny.toml"),
+                    &project.targets_dir().join("arm-tiny.toml"),
                 )
                 .unwrap(),
                 variant: crate::inputs::variants::load(
-                    &crate::util::layout::Layout::from_manifest_dir().variants_file(),
-                    &crate::util::layout::Layout::from_manifest_dir().patches_dir(),
+                    &project.variants_file(),
+                    &project.patches_dir(),
                 )
                 .unwrap()
                 .remove(0),
@@ -416,20 +475,76 @@ mod tests {
             target,
             variant,
             inputs,
-            key: key.clone(),
+            key,
             reuse_key: String::new(),
+            unevaluated,
+        }
+    }
+
+    /// The result.json a build of `planned` with `patches` would write.
+    fn result(planned: &PlannedJob, backend: &str, patches: &[PatchRecord]) -> BuildResult {
+        let inputs = JobInputs {
+            patches: patches.to_vec(),
+            ..planned.inputs.clone()
         };
-        let result: BuildResult = serde_json::from_value(serde_json::json!({
+        let key = build_key(backend, &planned.target, &planned.variant, &inputs);
+        serde_json::from_value(serde_json::json!({
             "schema": 2, "build_key": key,
             "target": planned.target, "variant": planned.variant,
-            "backend": "kernel-tree", "kernel_source": planned.inputs.source,
+            "backend": backend, "kernel_source": planned.inputs.source,
             "compiler": "gcc 12",
             "kbuild_cflags": {"os": "", "o2": "", "effective": "os", "compile_command": ""},
-            "patches": [], "config_sha256": "", "artifacts": {},
+            "patches": patches, "config_sha256": "", "artifacts": {},
             "vmlinux_sections": {"text": 0, "data": 0, "bss": 0},
             "started": "", "finished": "", "duration_seconds": 0.0
         }))
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_tree_source_is_never_up_to_date() {
+        let (_, _, mut inputs) = records();
+        inputs.source.sha256 = None;
+        let planned = planned("kernel-tree", inputs, None);
+        let result = result(&planned, "kernel-tree", &planned.inputs.patches);
+        assert_eq!(result.build_key, planned.key);
         assert!(!planned.is_up_to_date(&result));
+    }
+
+    /// A dry run's job whose device recipe was not evaluated: never up to
+    /// date outright; up to date unless the recipe changed when the result
+    /// matches everything else and has a recipe where the placeholder is.
+    #[test]
+    fn an_unevaluated_recipe_is_up_to_date_only_unless_it_changed() {
+        let u = Unevaluated {
+            placeholder: "openwrt-image:d: (not evaluated on a dry run)".into(),
+            record_prefix: "openwrt-image:d:".into(),
+            what: "device d".into(),
+        };
+        let (_, _, mut inputs) = records();
+        inputs.patches.push(u.record());
+        let job = planned("openwrt", inputs, Some(u));
+        let recipe = PatchRecord {
+            name: "openwrt-image:d: kernel-bin | lzma".into(),
+            sha256: "7".repeat(64),
+        };
+        let built = [job.inputs.patches[0].clone(), recipe.clone()];
+        let r = result(&job, "openwrt", &built);
+        assert!(!job.is_up_to_date(&r));
+        assert!(job.up_to_date_unless_unevaluated_changed(&r));
+        // Another series patch, or no recipe where the placeholder is.
+        let mut other = built.clone();
+        other[0].sha256 = "8".repeat(64);
+        assert!(!job.up_to_date_unless_unevaluated_changed(&result(&job, "openwrt", &other)));
+        let without = [built[0].clone()];
+        assert!(!job.up_to_date_unless_unevaluated_changed(&result(&job, "openwrt", &without)));
+        let renamed = [
+            built[0].clone(),
+            PatchRecord {
+                name: "openwrt-image:other: x".into(),
+                ..recipe
+            },
+        ];
+        assert!(!job.up_to_date_unless_unevaluated_changed(&result(&job, "openwrt", &renamed)));
     }
 }

@@ -42,12 +42,13 @@ use serde_spanned::Spanned;
 
 use crate::inputs::targets::{self, Target};
 use crate::inputs::variants;
-use crate::lab::topology;
 use crate::lab::workload::Place;
 use crate::lab::{DirectionChoice, GroChoice};
 use crate::report::Format;
 use crate::results::lab::IperfOptions;
 use crate::util::layout::Layout;
+
+mod lab;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,7 +59,7 @@ struct RawFile {
     base: Option<Spanned<String>>,
     variants: Spanned<Vec<Spanned<String>>>,
     openwrt: Option<Spanned<String>>,
-    lab: Option<RawLab>,
+    lab: Option<Spanned<RawLab>>,
     #[serde(default)]
     report: RawReport,
 }
@@ -89,7 +90,7 @@ struct RawLab {
 #[serde(deny_unknown_fields)]
 struct RawReport {
     formats: Option<Vec<Spanned<String>>>,
-    output: Option<String>,
+    output: Option<Spanned<String>>,
     symbols: Option<bool>,
 }
 
@@ -175,7 +176,7 @@ pub enum LabsAtOnce {
 /// The lab of an experiment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabSpec {
-    /// A name of [`topology::NAMES`].
+    /// A name of [`crate::lab::topology::NAMES`].
     pub topology: String,
     /// What each run does.
     pub workload: WorkloadSpec,
@@ -204,7 +205,9 @@ pub struct LabSpec {
 pub struct ReportSpec {
     /// Its formats, each written as `<output>/<name>.<ext>`.
     pub formats: Vec<Format>,
-    /// The directory (relative paths: to the workspace root).
+    /// The directory, below `target/xtask` (`[report] output`, written
+    /// relative to the workspace root; default
+    /// `target/xtask/experiments/<name>/report`).
     pub output: PathBuf,
     /// bloat-o-meter symbol diffs in the report.
     pub symbols: bool,
@@ -236,7 +239,9 @@ pub struct Experiment {
 ///
 /// Errors: `FILE:LINE: what — fix` for an unreadable file, a TOML error,
 /// an unknown key, target, variant, topology, workload, format; a lab
-/// target without `[lab]`; a workload the topology cannot host.
+/// target without `[lab]`; a workload the topology cannot host; the cache
+/// model on a topology that forwards nothing; a report output that is not
+/// a directory below `target/xtask`.
 pub fn load(layout: &Layout, file: &Path) -> Result<Experiment> {
     // A regular file of UTF-8 text, at most 1 MiB: a FIFO or a device
     // (/dev/zero) is refused before it is read, not waited on or read
@@ -339,7 +344,10 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
 
     let lab = match raw.lab {
         None => None,
-        Some(l) => Some(lab_spec(l, &chosen, &at)?),
+        Some(l) => {
+            let table = l.span();
+            Some(lab::lab_spec(l.into_inner(), table, &chosen, &at)?)
+        }
     };
 
     let formats = match raw.report.formats {
@@ -353,16 +361,26 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             })
             .collect::<Result<Vec<_>>>()?,
     };
-    let output = raw.report.output.map_or_else(
-        || {
-            layout
-                .work_dir()
-                .join("experiments")
-                .join(&name)
-                .join("report")
-        },
-        |o| layout.root().join(o),
-    );
+    let default_output = layout
+        .work_dir()
+        .join("experiments")
+        .join(&name)
+        .join("report");
+    let output = match &raw.report.output {
+        None => default_output,
+        Some(o) => report_output(layout, o.get_ref()).map_err(|why| {
+            anyhow::anyhow!(
+                "{}: report.output = {:?} {why}; every report stays under {}: name a directory there, e.g. \"{}\", or leave output out for that one",
+                at(o.span()),
+                o.get_ref(),
+                work_dir_in(layout).display(),
+                default_output
+                    .strip_prefix(layout.root())
+                    .unwrap_or(&default_output)
+                    .display()
+            )
+        })?,
+    };
     Ok(Experiment {
         name,
         file: file.to_path_buf(),
@@ -379,219 +397,37 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
     })
 }
 
-fn lab_spec(l: RawLab, chosen: &[Target], at: &dyn Fn(Range<usize>) -> String) -> Result<LabSpec> {
-    let topology_name = l
-        .topology
-        .clone()
-        .map_or((topology::nat_router::NAME.to_string(), None), |t| {
-            (t.get_ref().clone(), Some(t.span()))
-        });
-    let where_topology = |what: &str| match &topology_name.1 {
-        Some(s) => format!("{}: {what}", at(s.clone())),
-        None => format!("[lab] (topology {}): {what}", topology_name.0),
-    };
-    let net = topology::named(&topology_name.0).with_context(|| {
-        where_topology("topology — use a name the lab registers (lab/topology/mod.rs)")
-    })?;
-    let workload_name = l.workload.clone();
-    let workload = match workload_name.as_ref().map(|w| w.get_ref().as_str()) {
-        None | Some("iperf3") => {
-            if let Some(g) = &l.guest {
-                bail!("{}: guest is for workload = \"tbench\"; iperf3 runs between the endpoints from and to", at(g.span()));
-            }
-            if let Some(c) = &l.clients {
-                bail!("{}: clients is for workload = \"tbench\"", at(c.span()));
-            }
-            let iperf = IperfOptions {
-                parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
-                mss: l.mss.as_ref().map(|m| *m.get_ref()),
-                udp_mbit: l.udp.as_ref().map(|u| *u.get_ref()),
-            };
-            if let Err(e) = iperf.check() {
-                // The message begins with the flag it is about.
-                let e = e.to_string();
-                let span = if e.starts_with("--parallel") {
-                    l.parallel.as_ref().map(|p| p.span())
-                } else if e.starts_with("--udp") {
-                    l.udp.as_ref().map(|u| u.span())
-                } else {
-                    l.mss.as_ref().map(|m| m.span())
-                };
-                let e = ["--parallel", "--set-mss", "--udp"]
-                    .iter()
-                    .zip(["parallel =", "mss =", "udp ="])
-                    .fold(e, |e, (flag, k)| e.replace(flag, k));
-                bail!("{}: {e}", at(span.unwrap_or_default()));
-            }
-            WorkloadSpec::Iperf3 {
-                iperf,
-                from: l
-                    .from
-                    .as_ref()
-                    .map_or("lan".into(), |s| s.get_ref().clone()),
-                to: l.to.as_ref().map_or("wan".into(), |s| s.get_ref().clone()),
-            }
-        }
-        Some("tbench") => {
-            if let Some(k) = [&l.from, &l.to, &l.gro, &l.directions]
-                .into_iter()
-                .flatten()
-                .next()
-            {
-                bail!(
-                    "{}: from, to, gro and directions are for workload = \"iperf3\" through a router; tbench runs inside one guest (guest, clients)",
-                    at(k.span())
-                );
-            }
-            if let Some(k) = [&l.parallel, &l.mss, &l.udp].into_iter().flatten().next() {
-                bail!(
-                    "{}: parallel, mss and udp are iperf3's options (workload = \"iperf3\"); tbench takes clients",
-                    at(k.span())
-                );
-            }
-            WorkloadSpec::Tbench {
-                guest: l
-                    .guest
-                    .as_ref()
-                    .map_or("router".into(), |s| s.get_ref().clone()),
-                clients: l.clients.as_ref().map_or(2, |c| *c.get_ref()),
-            }
-        }
-        Some(other) => {
-            let span = workload_name.as_ref().map(|w| w.span()).unwrap_or_default();
-            bail!(
-                "{}: unknown workload {other:?}; use iperf3 or tbench",
-                at(span)
-            );
-        }
-    };
-    let endpoints: Vec<String> = net.endpoints.iter().map(|e| e.name.clone()).collect();
-    let guests: Vec<String> = net.guests.iter().map(|g| g.name.clone()).collect();
-    let missing: Vec<String> = workload
-        .places()
-        .into_iter()
-        .filter(|p| match p {
-            Place::Endpoint(e) => !endpoints.contains(e),
-            Place::Guest(g) => !guests.contains(g),
-        })
-        .map(|p| p.describe())
-        .collect();
-    if !missing.is_empty() {
-        let span = workload_name
-            .as_ref()
-            .map(|w| w.span())
-            .or(topology_name.1.clone());
-        let place = span.map_or("[lab]".to_string(), at);
-        bail!(
-            "{place}: the workload ({}) needs {}, which topology {} does not have (endpoints: {}; guests: {}); choose a topology that has them, or set the workload's places (from/to, guest)",
-            workload.describe(),
-            missing.join(", "),
-            net.name,
-            endpoints.join(", "),
-            guests.join(", ")
-        );
-    }
+/// `target/xtask`: the work directory as written relative to the
+/// workspace root (as `[report] output` is written).
+fn work_dir_in(layout: &Layout) -> PathBuf {
+    let work = layout.work_dir();
+    work.strip_prefix(layout.root())
+        .map_or_else(|_| work.clone(), Path::to_path_buf)
+}
 
-    let mut lab_targets = Vec::new();
-    match &l.targets {
-        None => {
-            for t in chosen {
-                if t.lab.is_none() {
-                    bail!("[lab]: target {} has no [lab] table in targets/{}.toml; list the lab's targets in [lab] targets = [...]", t.name, t.name);
-                }
-                lab_targets.push(t.name.clone());
-            }
-        }
-        Some(list) => {
-            for s in list {
-                let found = targets::select(chosen, std::slice::from_ref(s.get_ref()))
-                    .with_context(|| {
-                        format!(
-                            "{}: lab.targets must be among the experiment's targets",
-                            at(s.span())
-                        )
-                    })?;
-                for t in found {
-                    if t.lab.is_none() {
-                        bail!("{}: target {} has no [lab] table in targets/{}.toml; the lab runs targets that have one", at(s.span()), t.name, t.name);
-                    }
-                    if !lab_targets.contains(&t.name) {
-                        lab_targets.push(t.name.clone());
-                    }
-                }
-            }
-        }
+/// `[report] output` (`written`, relative to the workspace root) as a
+/// path, or why it is refused: empty (the workspace root itself),
+/// absolute, holding `..`, or not a directory below `target/xtask` (a
+/// report written to `patches/generic/pending-6.12` replaced files of the
+/// patch stack). The text after the value: `is empty …`.
+fn report_output(layout: &Layout, written: &str) -> std::result::Result<PathBuf, String> {
+    if let Some(why) = crate::util::path::unsafe_reason(Path::new(written)) {
+        return Err(match why {
+            "empty file name" => "is empty, which names the workspace root".to_string(),
+            "names the tree itself" => "names the workspace root".to_string(),
+            why => format!("is refused ({why})"),
+        });
     }
-    let positive = |v: &Option<Spanned<u32>>, default: u32, key: &str, max: u32| -> Result<u32> {
-        match v {
-            None => Ok(default),
-            Some(s) if (1..=max).contains(s.get_ref()) => Ok(*s.get_ref()),
-            Some(s) => bail!("{}: {key} = {} — use 1 to {max}", at(s.span()), s.get_ref()),
-        }
-    };
-    let runs = positive(&l.runs, 5, "runs", super::hint::MAX_RUNS)?;
-    let duration_seconds = positive(
-        &l.duration,
-        10,
-        "duration",
-        super::hint::MAX_DURATION_SECONDS,
-    )?;
-    let gro = match &l.gro {
-        None => GroChoice::Both,
-        Some(g) => g.get_ref().parse().map_err(|_| {
-            anyhow::anyhow!(
-                "{}: gro = {:?} — use on, off or both",
-                at(g.span()),
-                g.get_ref()
-            )
-        })?,
-    };
-    let directions = match &l.directions {
-        None => DirectionChoice::Both,
-        Some(d) => d.get_ref().parse().map_err(|_| {
-            anyhow::anyhow!(
-                "{}: directions = {:?} — use lan-to-wan, wan-to-lan or both",
-                at(d.span()),
-                d.get_ref()
-            )
-        })?,
-    };
-    let model = match l.model.as_ref().map(|m| (m.get_ref().as_str(), m.span())) {
-        None | Some(("none", _)) => Model::None,
-        Some(("cache", s)) => {
-            for name in &lab_targets {
-                let t = chosen.iter().find(|t| &t.name == name).expect("chosen");
-                if t.lab.as_ref().is_some_and(|l| l.l1.is_none()) {
-                    bail!("{}: model = \"cache\", but target {name} has no [lab.l1] table (its caches' geometry)", at(s));
-                }
-            }
-            Model::Cache
-        }
-        Some((other, s)) => bail!(
-            "{}: model = {other:?} — use none or cache (the L1 cache model)",
-            at(s)
-        ),
-    };
-    let labs = match l.labs.as_ref().map(|m| (m.get_ref().as_str(), m.span())) {
-        None | Some(("side-by-side", _)) => LabsAtOnce::SideBySide,
-        Some(("serial", _)) => LabsAtOnce::Serial,
-        Some((other, s)) => bail!(
-            "{}: labs = {other:?} — use side-by-side (the targets' labs at once, within -j) or serial (one after another, for Mbit/s measured alone)",
-            at(s)
-        ),
-    };
-    Ok(LabSpec {
-        topology: net.name,
-        workload,
-        targets: lab_targets,
-        runs,
-        duration_seconds,
-        gro,
-        directions,
-        control: l.control.unwrap_or(true),
-        model,
-        labs,
-    })
+    // Plain components only (unsafe_reason let `.` through).
+    let rel: PathBuf = Path::new(written)
+        .components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect();
+    let work = work_dir_in(layout);
+    if !rel.starts_with(&work) || rel == work {
+        return Err(format!("is not a directory below {}", work.display()));
+    }
+    Ok(layout.root().join(rel))
 }
 
 /// The 1-based line of byte `span.start` in `text`.

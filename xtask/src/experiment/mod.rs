@@ -153,7 +153,8 @@ fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str
 pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     let started = Instant::now();
     let experiment = file::load(layout, &request.file)?;
-    let plan = plan::plan(sh, layout, experiment, request.jobs)?;
+    output_stays_in(layout, &experiment)?;
+    let plan = plan::plan(sh, layout, experiment, request.jobs, request.run)?;
     print!("{}", plan.describe());
     if request.run == Run::DryRun {
         print!("{}", plan.estimate());
@@ -194,8 +195,10 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     let lab_dirs = labs.dirs;
     let labbed = started.elapsed();
 
+    output_stays_in(layout, e)?;
     std::fs::create_dir_all(&e.report.output)
         .with_context(|| format!("creating {}", e.report.output.display()))?;
+    output_stays_in(layout, e)?;
     let report_request = ReportRequest {
         targets: e.targets.clone(),
         base: e.variants[0].clone(),
@@ -241,6 +244,36 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
         },
         e.report.output.display()
     );
+    Ok(())
+}
+
+/// Whether `experiment`'s report directory, as far as it exists, is
+/// really below `target/xtask`: [`file::load`] checks the path as
+/// written, and a symbolic link on the way (`target/xtask/experiments` →
+/// elsewhere) would take the reports out of it.
+///
+/// Errors: the directory it leads to, and the fix.
+fn output_stays_in(layout: &Layout, experiment: &file::Experiment) -> Result<()> {
+    let output = &experiment.report.output;
+    let Ok(work) = layout.work_dir().canonicalize() else {
+        // No target/xtask yet: nothing below it can be a link.
+        return Ok(());
+    };
+    let Some(existing) = output.ancestors().find(|a| a.exists()) else {
+        return Ok(());
+    };
+    let real = existing
+        .canonicalize()
+        .with_context(|| format!("resolving {}", existing.display()))?;
+    if !real.starts_with(&work) {
+        bail!(
+            "{}: report.output {} leads to {} (through a symbolic link), outside {}; remove the link or name another directory",
+            experiment.file.display(),
+            output.display(),
+            real.display(),
+            work.display()
+        );
+    }
     Ok(())
 }
 

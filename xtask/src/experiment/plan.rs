@@ -10,6 +10,7 @@ use anyhow::Result;
 use xshell::Shell;
 
 use super::file::{Experiment, LabSpec, LabsAtOnce, Mode, Model, WorkloadSpec};
+use super::Run;
 use crate::build::ccache::{self, Ccache};
 use crate::build::command::{self, BuildRequest, Planned};
 use crate::build::Rebuild;
@@ -72,10 +73,18 @@ pub fn report_file(dir: &std::path::Path, format: Format) -> PathBuf {
 
 /// Plans `experiment`: the build jobs (checked, keyed), each lab resolved
 /// as `cargo xtask lab` resolves it (target, variants, host tools); builds
-/// and runs nothing.
+/// and runs nothing. For [`Run::DryRun`] the builds are planned as `build
+/// --dry-run` plans them: in OpenWrt mode without evaluating the
+/// checkout's image Makefiles (code make would run), which the plan says.
 ///
 /// Errors: whatever the build's plan or a lab's resolve refuses.
-pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) -> Result<Plan> {
+pub fn plan(
+    sh: &Shell,
+    layout: &Layout,
+    experiment: Experiment,
+    jobs: usize,
+    run: Run,
+) -> Result<Plan> {
     let build_request = BuildRequest {
         targets: experiment.targets.clone(),
         variants: experiment.variants.clone(),
@@ -84,7 +93,10 @@ pub fn plan(sh: &Shell, layout: &Layout, experiment: Experiment, jobs: usize) ->
         verbose: false,
         rebuild: Rebuild::IfChanged,
         wait: Wait::Yes,
-        mode: command::Mode::Build,
+        mode: match run {
+            Run::DryRun => command::Mode::DryRun,
+            Run::All => command::Mode::Build,
+        },
         ccache: Ccache::On {
             max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE)?,
         },
@@ -208,16 +220,25 @@ pub fn labs_at_once(spec: &LabSpec, jobs: usize) -> Result<u32> {
     Ok(u32::try_from(fit).unwrap_or(1))
 }
 
+/// The plan's first line: `experiment NAME (FILE): DESCRIPTION` and a
+/// newline, with control characters escaped
+/// ([`crate::util::text::printable`]): the description, the name and the
+/// path come from the user's files, and an escape sequence in them is
+/// shown, not run by the terminal.
+pub fn heading(e: &Experiment) -> String {
+    let mut line = format!("experiment {} ({})", e.name, e.file.display());
+    if !e.description.is_empty() {
+        line.push_str(&format!(": {}", e.description));
+    }
+    format!("{}\n", crate::util::text::printable(&line))
+}
+
 impl Plan {
     /// The plan as printed first: the experiment, the builds with their
     /// status, each lab's plan, the report files.
     pub fn describe(&self) -> String {
         let e = &self.experiment;
-        let mut out = format!("experiment {} ({})", e.name, e.file.display());
-        if !e.description.is_empty() {
-            out.push_str(&format!(": {}", e.description));
-        }
-        out.push('\n');
+        let mut out = heading(e);
         out.push_str(&format!(
             "  mode:     {}\n",
             match &e.mode {

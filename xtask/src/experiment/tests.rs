@@ -141,3 +141,55 @@ fn the_last_line_gives_each_phase_and_the_labs_share() {
     };
     assert!(!serial.to_string().contains("lab kernels"));
 }
+
+/// A report directory that is below target/xtask as written but leads
+/// elsewhere through a symbolic link is refused before anything runs.
+#[test]
+fn a_report_output_led_out_by_a_symlink_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let project = Layout::from_manifest_dir();
+    let layout = Layout::new(root.path());
+    for dir in ["targets", "patches"] {
+        std::os::unix::fs::symlink(project.root().join(dir), root.path().join(dir)).unwrap();
+    }
+    let file = root.path().join("out.toml");
+    std::fs::write(
+        &file,
+        "targets = [\"brcm47xx\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\n\
+         [report]\noutput = \"target/xtask/experiments/out\"\n",
+    )
+    .unwrap();
+    let e = file::load(&layout, &file).unwrap();
+    assert_eq!(
+        e.report.output,
+        layout.work_dir().join("experiments").join("out")
+    );
+    output_stays_in(&layout, &e).unwrap();
+    std::fs::create_dir_all(layout.work_dir()).unwrap();
+    output_stays_in(&layout, &e).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), layout.work_dir().join("experiments")).unwrap();
+    let err = format!("{:#}", output_stays_in(&layout, &e).unwrap_err());
+    assert!(err.contains("through a symbolic link"), "{err}");
+    assert!(err.contains(&file.display().to_string()), "{err}");
+}
+
+/// An experiment's description with escape sequences is shown, not run:
+/// before, the plan printed it raw.
+#[test]
+fn the_plan_s_heading_escapes_the_description() {
+    let layout = Layout::from_manifest_dir();
+    let file = layout.root().join("experiments/x.toml");
+    let text = "description = \"\\u001b[2J\\u001b]0;owned\\u0007 two\\nlines\"\n\
+                targets = [\"brcm47xx\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\n";
+    let e = file::parse(&layout, &file, text).unwrap();
+    assert!(e.description.contains('\u{1b}'));
+    let heading = plan::heading(&e);
+    assert_eq!(
+        heading,
+        format!(
+            "experiment x ({}): \\u{{1b}}[2J\\u{{1b}}]0;owned\\u{{7}} two\\nlines\n",
+            file.display()
+        )
+    );
+}

@@ -10,13 +10,88 @@
 //! one compiler option, `-` followed by characters from [`ALLOWED_PUNCTUATION`],
 //! ASCII letters and digits, and flags are separated by spaces; a
 //! branch's flags are at most [`MAX_FLAGS_BYTES`] long.
+//!
+//! The compiler probe itself runs what the flags name, so some options are
+//! refused by name before any probe ([`REFUSED_OPTIONS`]: `-B` made the
+//! probe run `<dir>/cc1`, `-fplugin=` loads a shared object into the
+//! compiler), and so is every flag naming a file by an absolute path or a
+//! path with `..` ([`PATH_OPTIONS`]): kbuild compiles in the build
+//! directory under `target/xtask`, so a relative path without `..` stays in
+//! the workspace. Options passed on with `-Wa,`, `-Wl,` and `-Wp,` are
+//! checked one by one.
 
 use std::fmt;
 
 /// Punctuation allowed in a flag besides ASCII letters and digits: enough
-/// for `-march=armv7-a+fp`, `-Wl,--gc-sections`, `-DX=1`, `-I/usr/include`,
+/// for `-march=armv7-a+fp`, `-Wl,--gc-sections`, `-DX=1`, `-Iinclude/x`,
 /// `-fprofile-use=a/b.gcda:x`.
 pub const ALLOWED_PUNCTUATION: &str = "_=,.+:/-";
+
+/// Options refused by name (and every option that begins with one), with
+/// what they do: each makes the compiler (or the linker it drives) run or
+/// load a program, or take its own parts, from a place the flag names.
+/// GCC's manual, "Options for Directory Search", "Options for Debugging
+/// Your Program" (`-wrapper`) and "Plugins"; GNU ld's `-plugin`.
+pub const REFUSED_OPTIONS: &[(&str, &str)] = &[
+    (
+        "-B",
+        "makes the compiler run cc1, as and ld from the directory it names",
+    ),
+    (
+        "--prefix",
+        "is -B: makes the compiler run cc1, as and ld from the directory it names",
+    ),
+    ("-fplugin", "loads a shared object into the compiler"),
+    (
+        "-iplugindir",
+        "makes the compiler load plugins from the directory it names",
+    ),
+    (
+        "-specs",
+        "makes the compiler read a specs file, which can run any program",
+    ),
+    (
+        "--specs",
+        "makes the compiler read a specs file, which can run any program",
+    ),
+    (
+        "--sysroot",
+        "makes the compiler take headers and libraries from another root",
+    ),
+    (
+        "-isysroot",
+        "makes the compiler take headers from another root",
+    ),
+    (
+        "-wrapper",
+        "runs every program the compiler starts through another one",
+    ),
+    ("-plugin", "makes the linker load a shared object"),
+    ("--plugin", "makes the linker load a shared object"),
+];
+
+/// Options whose value is a file or directory written right after them
+/// (`-Iinclude`, `-include/etc/passwd`): the value must stay in the
+/// workspace. Values after `=`, `,` and `:` are checked too, whatever the
+/// option.
+pub const PATH_OPTIONS: &[&str] = &[
+    "-I",
+    "-L",
+    "-iquote",
+    "-isystem",
+    "-idirafter",
+    "-iprefix",
+    "-iwithprefixbefore",
+    "-iwithprefix",
+    "-imultilib",
+    "-include",
+    "-imacros",
+    "-o",
+    "-MF",
+    "-T",
+    "-dumpdir",
+    "-dumpbase",
+];
 
 /// The longest flags string of one branch, in bytes. The flags become
 /// part of one Makefile line and of every compile command kbuild runs
@@ -46,6 +121,11 @@ pub struct UnsafeFlag {
     /// being longer than [`MAX_FLAGS_BYTES`] (then `flag` is empty and
     /// `offset` 0).
     pub too_long: Option<usize>,
+    /// Why the flag is refused for what it does, when it is made of
+    /// allowed characters: one of [`REFUSED_OPTIONS`]' reasons, or that it
+    /// names a file outside the workspace (then `character` is `None` and
+    /// `offset` the flag's).
+    pub refused: Option<String>,
 }
 
 impl UnsafeFlag {
@@ -69,6 +149,22 @@ impl fmt::Display for UnsafeFlag {
                  a branch's flags may have (they become one Makefile line and part of \
                  every compile command); shorten them, or put what needs more in a patch \
                  under patches/experiments/, listed in the variant's `patches`"
+            );
+        }
+        if let Some(why) = &self.refused {
+            return write!(
+                f,
+                "flag {} {why}; a variant's flags may only change how the compiler builds the \
+                 kernel: options that run or load programs, change where the compiler finds \
+                 its parts ({}) or name a file outside the workspace (an absolute path, `..`) \
+                 are refused. Remove the flag (a relative path without `..` stays in the \
+                 build directory)",
+                self.shown(),
+                REFUSED_OPTIONS
+                    .iter()
+                    .map(|(o, _)| *o)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         match self.character {
@@ -104,7 +200,10 @@ impl std::error::Error for UnsafeFlag {}
 /// character in `flags` and the character. Spaces separate flags; every
 /// other whitespace (tab, newline, carriage return), NUL and every shell or
 /// make metacharacter (`` ` $ ; | & < > ( ) \ ' " # * ? [ ] { } ~ ! % ``)
-/// is refused, and so is a string longer than [`MAX_FLAGS_BYTES`].
+/// is refused, and so is a string longer than [`MAX_FLAGS_BYTES`]. Then
+/// each flag (and each option `-Wa,`, `-Wl,`, `-Wp,` pass on) must not be
+/// one of [`REFUSED_OPTIONS`] nor name a file by an absolute path or a
+/// path with `..`.
 pub fn validate(flags: &str) -> Result<(), UnsafeFlag> {
     if flags.len() > MAX_FLAGS_BYTES {
         return Err(UnsafeFlag {
@@ -112,6 +211,7 @@ pub fn validate(flags: &str) -> Result<(), UnsafeFlag> {
             offset: 0,
             character: None,
             too_long: Some(flags.len()),
+            refused: None,
         });
     }
     let mut start = 0;
@@ -131,6 +231,7 @@ fn check_word(start: usize, word: &str) -> Result<(), UnsafeFlag> {
             offset: start + at,
             character: Some(c),
             too_long: None,
+            refused: None,
         });
     }
     if !word.starts_with('-') || word == "-" {
@@ -139,9 +240,66 @@ fn check_word(start: usize, word: &str) -> Result<(), UnsafeFlag> {
             offset: start,
             character: None,
             too_long: None,
+            refused: None,
+        });
+    }
+    if let Some(why) = refused_option(word) {
+        return Err(UnsafeFlag {
+            flag: word.to_string(),
+            offset: start,
+            character: None,
+            too_long: None,
+            refused: Some(why),
         });
     }
     Ok(())
+}
+
+/// Why `flag` (allowed characters, starting with `-`) is refused for what
+/// it does, if it is: a [`REFUSED_OPTIONS`] option, or a file named outside
+/// the workspace. Options passed on by `-Wa,`/`-Wl,`/`-Wp,` are checked
+/// as options, their other words as values.
+fn refused_option(flag: &str) -> Option<String> {
+    for pass_on in ["-Wa,", "-Wl,", "-Wp,"] {
+        if let Some(rest) = flag.strip_prefix(pass_on) {
+            return rest.split(',').find_map(|part| {
+                let why = if part.starts_with('-') {
+                    refused_option(part)
+                } else {
+                    outside(part)
+                }?;
+                Some(format!("passes on {part:?}, which {why}"))
+            });
+        }
+    }
+    if let Some((option, why)) = REFUSED_OPTIONS.iter().find(|(o, _)| flag.starts_with(o)) {
+        return Some(if flag == *option {
+            why.to_string()
+        } else {
+            format!("({option}) {why}")
+        });
+    }
+    let joined = PATH_OPTIONS
+        .iter()
+        .filter_map(|o| flag.strip_prefix(o))
+        .map(|v| v.strip_prefix('=').unwrap_or(v));
+    let values = flag.split(['=', ',', ':']).skip(1);
+    joined.chain(values).find_map(outside)
+}
+
+/// Why `value` names a file outside the workspace, if it does: an
+/// absolute path or a path with a `..` component. (A response file,
+/// `@file`, never gets here: `@` is not an allowed character.)
+fn outside(value: &str) -> Option<String> {
+    if value.starts_with('/') {
+        Some(format!(
+            "names {value}, an absolute path outside the workspace"
+        ))
+    } else if value.split('/').any(|c| c == "..") {
+        Some(format!("names {value}, a path with '..'"))
+    } else {
+        None
+    }
 }
 
 fn allowed(c: char) -> bool {
@@ -186,7 +344,7 @@ mod tests {
     fn ordinary_flags_pass() {
         for flags in [
             "-Os -fno-reorder-blocks -fno-tree-ch",
-            "-O2  -march=armv7-a+fp -Wl,--gc-sections -DX=1 -I/usr/include",
+            "-O2  -march=armv7-a+fp -Wl,--gc-sections -DX=1 -Iinclude",
             "",
             " -Os ",
         ] {
@@ -231,6 +389,64 @@ mod tests {
         let word = format!("-D{}$", "y".repeat(1000));
         let text = validate(&word).unwrap_err().to_string();
         assert!(text.contains("(and 943 more characters)"), "{text}");
+    }
+
+    /// Options that run or load a program, or name a file outside the
+    /// workspace, are refused by what they do; before, `-B/some/dir/` was
+    /// refused only after the compiler probe ran `/some/dir/cc1`, and
+    /// `-fplugin=/path.so` passed.
+    #[test]
+    fn options_that_run_programs_or_reach_outside_are_refused() {
+        for (flags, says) in [
+            ("-Os -B/some/dir/", "makes the compiler run cc1"),
+            ("-Os -Bprefix", "makes the compiler run cc1"),
+            ("-Os --prefix=x", "is -B"),
+            (
+                "-Os -fplugin=/path.so",
+                "loads a shared object into the compiler",
+            ),
+            (
+                "-Os -fplugin=x.so",
+                "loads a shared object into the compiler",
+            ),
+            ("-Os -fplugin-arg-x-y=1", "(-fplugin) loads a shared object"),
+            ("-Os -specs=my.specs", "specs file"),
+            ("-Os --specs=my.specs", "specs file"),
+            ("-Os --sysroot=/opt/x", "from another root"),
+            ("-Os -isysroot/opt/x", "from another root"),
+            ("-Os -wrapper", "through another one"),
+            ("-Os -iplugindir=p", "load plugins"),
+            ("-Os -Wl,-plugin,x.so", "passes on \"-plugin\""),
+            ("-Os -Wl,--plugin=x.so", "passes on \"--plugin=x.so\""),
+            ("-Os -Wa,-I/etc", "passes on \"-I/etc\", which names /etc"),
+            ("-Os -Wl,-rpath,/lib", "names /lib, an absolute path"),
+            ("-Os -I/usr/include", "names /usr/include, an absolute path"),
+            ("-Os -include/etc/passwd", "names /etc/passwd"),
+            ("-Os -imacros../../x.h", "names ../../x.h, a path with '..'"),
+            ("-Os -I..", "names .., a path with '..'"),
+            ("-Os -fprofile-use=/tmp/p.gcda", "names /tmp/p.gcda"),
+            ("-Os -fprofile-use=a/../../b", "a path with '..'"),
+            ("-Os -fdebug-prefix-map=/x=y", "names /x"),
+            ("-Os -o/tmp/x", "names /tmp/x"),
+        ] {
+            let err = validate(flags).unwrap_err();
+            assert_eq!(err.offset, 4, "{flags:?}");
+            assert_eq!(err.character, None, "{flags:?}");
+            let text = err.to_string();
+            assert!(text.contains(says), "{flags:?}: {text}");
+            assert!(text.contains("Remove the flag"), "{flags:?}: {text}");
+        }
+        for flags in [
+            "-Iinclude/generated",
+            "-fprofile-use=profiles/a.gcda:x",
+            "-Wl,--gc-sections",
+            "-Wa,-mno-warn-deprecated",
+            "-fmacro-prefix-map=a=b",
+            "-fno-plt -fno-caller-saves -mips32r2 -mtune=74kc",
+            "-DX=1..2",
+        ] {
+            validate(flags).unwrap();
+        }
     }
 
     #[test]

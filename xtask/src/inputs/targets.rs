@@ -261,32 +261,7 @@ impl Target {
     }
 }
 
-/// Checks that `value` (the target file's `field`) is non-empty and made
-/// only of ASCII letters, digits and the characters in `extra`, and does not
-/// start with `-`: every field ends up on make's command line or in a path,
-/// where `$`, `=`, a space or a leading `-` would be make syntax or an
-/// option (`make_targets = ["KCFLAGS=$(shell …)"]`).
-pub fn check_plain(field: &str, value: &str, extra: &str) -> Result<()> {
-    if value.is_empty() {
-        bail!("{field} is empty");
-    }
-    if value.starts_with('-') {
-        bail!("{field} = {value:?} starts with '-', which make would take as an option");
-    }
-    if let Some(c) = value
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || extra.contains(*c)))
-    {
-        bail!(
-            "{field} = {value:?} contains {c:?}; only letters, digits and {extra:?} are allowed \
-             (the value reaches make's command line or a path)"
-        );
-    }
-    if value.split('/').any(|part| part == ".." || part == ".") {
-        bail!("{field} = {value:?} has a '.' or '..' component");
-    }
-    Ok(())
-}
+pub use crate::util::path::check_plain;
 
 /// `cargo xtask targets`: one line per target: name, SoC, ARCH, cross
 /// prefix, and every spelling `--target` accepts.

@@ -123,10 +123,42 @@ impl Style {
     }
 }
 
-/// Renders `report` in `format`.
+/// Renders `report` in `format`, with every control character but newline
+/// and tab that a string from a record brought in (an arm name, a failure
+/// reason, a description holding an escape sequence) escaped
+/// ([`escape_controls`]): no format carries a terminal's escape sequence.
 ///
 /// Errors only for SVG with symbol diffs, which a chart cannot show.
 pub fn render(report: &Report, format: Format, style: &Style) -> Result<String> {
+    let text = render_raw(report, format, style)?;
+    Ok(escape_controls(&text, format).into_owned())
+}
+
+/// `text` of `format` with its control characters other than newline and
+/// tab escaped: in JSON as JSON escapes (`\u001b`, so the value reads back
+/// unchanged; serde_json escapes C0 itself, but not DEL and C1 such as
+/// U+009B, a CSI), elsewhere as Rust's (`\u{1b}`,
+/// [`crate::util::text::printable_lines`]).
+pub fn escape_controls(text: &str, format: Format) -> std::borrow::Cow<'_, str> {
+    if format != Format::Json {
+        return crate::util::text::printable_lines(text);
+    }
+    let escaped = |c: char| c.is_control() && c != '\n';
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if escaped(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn render_raw(report: &Report, format: Format, style: &Style) -> Result<String> {
     Ok(match format {
         Format::Text => text::render(report, style),
         Format::Mail => mail::render(report, style),
@@ -176,7 +208,7 @@ pub fn run(
     let report = load::load(layout, request)?;
     let text = render(&report, format, style)?;
     for s in &report.skipped {
-        eprintln!("note: {s}");
+        eprintln!("note: {}", crate::util::text::printable_lines(s));
     }
     match output {
         Some(path) => {

@@ -29,6 +29,7 @@ use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
 use crate::build::artifacts::{lzma_alone, OBJCOPY_STRIP, OPENWRT_LZMA};
+use crate::build::plan::Unevaluated;
 use crate::inputs::openwrt::image::{self, DeviceRecipe, MakeEnv};
 use crate::inputs::openwrt::{Checkout, OpenwrtTarget};
 use crate::inputs::targets::Target;
@@ -123,6 +124,21 @@ pub fn check(recipe: &DeviceRecipe, make_targets: &[String]) -> Result<()> {
         recipe.origin_text()
     );
     Ok(())
+}
+
+/// A dry run's stand-in for `target`'s device recipe, which it does not
+/// evaluate (make runs the checkout's image Makefiles, which are code):
+/// `None` when the target names no `openwrt_device`. Its placeholder
+/// takes the place of [`record`] in the series
+/// ([`crate::build::plan::Unevaluated`]).
+pub fn unevaluated(target: &Target) -> Option<Unevaluated> {
+    let device = target.openwrt_device.as_ref()?;
+    let board = target.openwrt.split('/').next().unwrap_or(&target.openwrt);
+    Some(Unevaluated {
+        placeholder: format!("openwrt-image:{device}: (not evaluated on a dry run)"),
+        record_prefix: format!("openwrt-image:{device}:"),
+        what: format!("device {device}, target/linux/{board}/image"),
+    })
 }
 
 /// The recipe as a build input (`openwrt-image:<device>: <recipe>` with the

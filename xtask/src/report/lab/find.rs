@@ -5,7 +5,7 @@
 //! report shows, for each target it covers, the newest run (by `started`)
 //! whose status is `complete`; newer runs that are still going, failed or
 //! cannot be read are named in a note. `--lab-run DIR` (repeatable) shows
-//! exactly the runs in those directories, whatever their status.
+//! exactly the runs in those directories, whatever their status, each once.
 
 use std::path::{Path, PathBuf};
 
@@ -135,7 +135,8 @@ pub fn newest(layout: &Layout, target: &str, notes: &mut Vec<String>) -> Result<
 }
 
 /// The lab runs `runs` asks for: `Newest` of each of `targets`, or the
-/// given directories. Notes go to `notes`.
+/// given directories, each once however often it is named. Notes go to
+/// `notes`.
 pub fn select(
     layout: &Layout,
     runs: &LabRuns,
@@ -153,9 +154,10 @@ pub fn select(
             }
             Ok(found)
         }
-        LabRuns::Dirs(dirs) => dirs
-            .iter()
-            .map(|d| {
+        LabRuns::Dirs(dirs) => {
+            let mut found: Vec<Found> = Vec::new();
+            let mut seen = Vec::new();
+            for d in dirs {
                 // The file itself names its directory too.
                 let dir = match d.parent() {
                     Some(p) if d.file_name().is_some_and(|n| n == lab::FILE_NAME) => {
@@ -163,10 +165,18 @@ pub fn select(
                     }
                     _ => d.clone(),
                 };
+                // A run named twice (`--lab-run X --lab-run X/lab.json`,
+                // `X/.`) is shown once.
+                let same = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+                if seen.contains(&same) {
+                    continue;
+                }
+                seen.push(same);
                 let record = read(&dir).with_context(|| format!("--lab-run {}", d.display()))?;
-                Ok(Found { dir, record })
-            })
-            .collect(),
+                found.push(Found { dir, record });
+            }
+            Ok(found)
+        }
     }
 }
 

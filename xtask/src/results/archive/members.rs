@@ -75,10 +75,12 @@ pub fn check_member(name: &str, kind: EntryType) -> std::result::Result<(), Stri
 }
 
 /// Opens `archive`: a regular file (a FIFO or a device would hang or
-/// never end), opened without blocking.
+/// never end), opened without blocking, and not compressed ([`COMPRESSED`]:
+/// the tar crate would say "numeric field did not have utf-8 text" of a
+/// header checksum instead).
 pub(super) fn open(archive: &Path) -> Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(archive)
@@ -86,8 +88,40 @@ pub(super) fn open(archive: &Path) -> Result<File> {
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         bail!("not a regular file");
     }
+    let mut head = [0u8; 6];
+    let n = file
+        .read(&mut head)
+        .map_err(|e| anyhow!("not readable ({e})"))?;
+    if let Some((format, _, decompress)) =
+        COMPRESSED.iter().find(|(_, m, _)| head[..n].starts_with(m))
+    {
+        bail!(
+            "it is {format}-compressed, and results merge reads the plain tar `results export` \
+             writes; decompress it first (`{decompress} {}`) and merge the .tar",
+            archive.display()
+        );
+    }
+    file.seek(SeekFrom::Start(0))?;
     Ok(file)
 }
+
+/// Compressed formats by their magic number (each format's
+/// specification: RFC 1952 gzip, the .xz file format, bzip2's `BZh`, RFC
+/// 8878 zstd, the LZ4 frame format, lzip, compress's `.Z`), with the
+/// command that decompresses a file and keeps it.
+pub const COMPRESSED: &[(&str, &[u8], &str)] = &[
+    ("gzip", &[0x1f, 0x8b], "gzip -dk"),
+    ("xz", &[0xfd, b'7', b'z', b'X', b'Z', 0x00], "xz -dk"),
+    ("bzip2", b"BZh", "bzip2 -dk"),
+    ("zstd", &[0x28, 0xb5, 0x2f, 0xfd], "zstd -d"),
+    ("lz4", &[0x04, 0x22, 0x4d, 0x18], "lz4 -d"),
+    ("lzip", b"LZIP", "lzip -dk"),
+    (
+        "compress",
+        &[0x1f, 0x9d],
+        "uncompress -c FILE > FILE.tar, for FILE =",
+    ),
+];
 
 /// Reads every member header of `file` and every `result.json` (see the
 /// module docs). Errors say why the archive is refused: a member outside

@@ -12,6 +12,8 @@
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use crate::util::path::check_plain;
+
 use super::{
     Arm, BootRecord, CacheModelInfo, HostInfo, Initramfs, LabRecord, MachineInfo, QemuInfo,
     RouterInfo, RunRecord, Settings, Status, SCHEMA,
@@ -72,10 +74,10 @@ pub fn read(value: serde_json::Value) -> Result<LabRecord> {
         .get("schema")
         .and_then(|s| s.as_u64())
         .context("no \"schema\" number: not a lab.json")?;
-    match schema {
+    let record = match schema {
         1 => {
             let v: Schema1 = serde_json::from_value(value).context("schema 1")?;
-            Ok(LabRecord {
+            LabRecord {
                 schema: SCHEMA,
                 status: Status::from_schema1(&v.status)?,
                 target: v.target,
@@ -89,11 +91,11 @@ pub fn read(value: serde_json::Value) -> Result<LabRecord> {
                 arms: v.arms,
                 boots: v.boots,
                 runs: v.runs,
-            })
+            }
         }
         2 => {
             let v: Schema2 = serde_json::from_value(value).context("schema 2")?;
-            Ok(LabRecord {
+            LabRecord {
                 schema: v.schema,
                 status: v.status,
                 target: v.target,
@@ -107,10 +109,35 @@ pub fn read(value: serde_json::Value) -> Result<LabRecord> {
                 arms: v.arms,
                 boots: v.boots,
                 runs: v.runs,
-            })
+            }
         }
         n => bail!("lab.json schema {n}, but this xtask reads schemas {OLDEST} to {SCHEMA}"),
+    };
+    check_names(&record)?;
+    Ok(record)
+}
+
+/// The names of a record that readers join to paths — `target`
+/// (`target/xtask/lab/<target>/`), `lab_target` and each arm's `variant`
+/// (`target/xtask/results/<lab_target>/<variant>/`, whose `result.json`
+/// the report reads) — checked as a target file's name is
+/// ([`check_plain`]): letters, digits, `.`, `_`, `-`, no `.` or `..`.
+/// A `lab_target` of `../../x` made `size-report` read a `result.json`
+/// outside `target/`.
+fn check_names(record: &LabRecord) -> Result<()> {
+    let named = |field: &str, value: &str, what: &str| {
+        check_plain(field, value, "._-").map_err(|e| {
+            anyhow::anyhow!(
+                "{e:#}; the lab writes {what} names there: repair the field or run the lab again"
+            )
+        })
+    };
+    named("target", &record.target, "target")?;
+    named("lab_target", &record.lab_target, "target")?;
+    for (i, arm) in record.arms.iter().enumerate() {
+        named(&format!("arms[{i}].variant"), &arm.variant, "variant")?;
     }
+    Ok(())
 }
 
 impl TryFrom<serde_json::Value> for LabRecord {
