@@ -6,9 +6,29 @@
  * It counts every executed guest instruction (an inline add, no call) and
  * feeds TCG's instruction and memory streams to set-associative L1
  * instruction and data caches with LRU replacement, one pair per vCPU (as
- * QEMU's contrib/plugins/cache.c, whose miss counts it reproduces: see
- * xtask/tests/lab_cache_model.rs). Nothing is timed here: a miss is a
- * count; xtask/src/results/lab/core_model.rs turns counts into cycles.
+ * QEMU's contrib/plugins/cache.c, whose miss counts it reproduces with one
+ * vCPU: see xtask/tests/lab_cache_model.rs). Nothing is timed here: a miss
+ * is a count; xtask/src/results/lab/core_model.rs turns counts into cycles.
+ *
+ * Several vCPUs (a two-core lab, `-smp 2`): every count is kept per vCPU
+ * and the snapshot gives each one's beside the sums. QEMU then runs each
+ * vCPU on a host thread of its own (multi-threaded TCG, the lab's choice
+ * for more than one vCPU: xtask/src/lab/qemu.rs says why), so:
+ *   - instructions are counted per vCPU by a callback at each translation
+ *     block's start that adds the block's length (an exception inside a
+ *     block counts the instructions after it too), not by the inline add,
+ *     which all threads would share;
+ *   - each vCPU's L1s, predictor and counters are written by its own
+ *     thread only; a store first takes its line out of the other vCPUs'
+ *     L1 D-caches (write-invalidate, as the cores' coherence protocols do:
+ *     MESI on the Cortex-A9's SCU, the 1004K's coherence manager), under
+ *     each one's lock, a dirty copy going to the L2; the storing vCPU
+ *     counts the lines it took (`invalidations`) and those write-backs;
+ *   - the L2 is one, shared by the vCPUs as the MT7621's and the
+ *     BCM47094's are, under a lock of its own (taken inside an L1's, never
+ *     the other way, so no two threads wait on each other).
+ * A load that finds the line dirty in another L1 is not modelled apart: it
+ * misses its own L1 and is served by the L2.
  *
  * With `isa=` (the core model, from the target's [lab.timing]) it also
  * counts, per vCPU:
@@ -46,7 +66,8 @@
  * Arguments (the six geometry ones required):
  *   icachesize=BYTES,iassoc=WAYS,iblksize=BYTES   the L1 I-cache
  *   dcachesize=BYTES,dassoc=WAYS,dblksize=BYTES   the L1 D-cache
- *   cores=N          caches per vCPU index modulo N (default: vCPUs)
+ *   cores=N          caches per vCPU index modulo N (default: vCPUs; at
+ *                    least the vCPUs, which run on threads of their own)
  *   socket=PATH      serve a snapshot of the counters on this unix socket
  *   isa=mips|arm     the core model, decoding this instruction set
  *   endian=big|little  byte order of the guest's instructions (default little)
@@ -73,12 +94,20 @@
  * SIGUSR1 and others itself), so a reader stops nothing. At exit the same
  * fields go to QEMU's log (`-d plugin`) as "xtask-cache exit insns=N ...".
  *
- * The counters are written by the one TCG thread of a run under -icount
- * (which forbids multi-threaded TCG) and read with relaxed atomic loads:
- * each value is exact, the others are read a few instructions apart.
+ * Several vCPUs: after those fields, one per vCPU,
+ *   cpuN=INSNS,L1I_MISSES,L1D_ACCESSES,L1D_MISSES,INVALIDATIONS[,CORE]
+ * with CORE the sixteen core-model counters in the order above
+ * (l1d_store_misses … unaligned), and l1d_invalidations=N, their sum, in
+ * the sums. With one vCPU the line has a cpu0 field too.
+ *
+ * Every counter has one writer (a vCPU's thread; under -icount, which
+ * forbids multi-threaded TCG, the one TCG thread) and is read with relaxed
+ * atomic loads: each value is exact, the others are read a few
+ * instructions apart.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -94,7 +123,11 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 /* The snapshot line's format, second word of the line. */
-#define FORMAT_VERSION 2
+#define FORMAT_VERSION 3
+/* Room for a snapshot line's fields: the sums, then per vCPU 21 numbers
+ * of up to 20 digits. */
+#define SNAPSHOT_CORES 64
+#define SNAPSHOT_BYTES (1024 + 512 * SNAPSHOT_CORES)
 
 static uint64_t load(const uint64_t *p)
 {
@@ -123,9 +156,31 @@ typedef struct {
 
 static Geometry igeom, dgeom, l2geom;
 static int cores;
-static Cache *icaches, *dcaches, *l2caches;
+static Cache *icaches, *dcaches, *l2cache;
 static Core *core_state;
 static uint64_t insns;
+/* Per vCPU (several vCPUs only): its instructions; the lines its stores
+ * took from the other vCPUs' L1 D-caches; the lock of its L1 D-cache. */
+static uint64_t *core_insns, *invalidations;
+static pthread_mutex_t *dlocks;
+/* The shared L2's lock, and the decoded branches' (several vCPUs). */
+static pthread_mutex_t l2lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t branch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One access of the shared L2, under its lock with several vCPUs. */
+static Outcome l2_access(uint64_t addr, bool store)
+{
+    Outcome out;
+
+    if (cores > 1) {
+        pthread_mutex_lock(&l2lock);
+    }
+    out = cache_access(l2cache, addr, store);
+    if (cores > 1) {
+        pthread_mutex_unlock(&l2lock);
+    }
+    return out;
+}
 static char *socket_path;
 static int isa = ISA_NONE;
 static bool big_endian;
@@ -135,10 +190,10 @@ static PredictorConfig bp;
 static uint64_t l2_takes_write_backs = 1;
 
 /* An L1 line fill of the core model: from the L2, or from memory. */
-static void l2_fill(Core *k, int core, uint64_t addr, bool store)
+static void l2_fill(Core *k, uint64_t addr, bool store)
 {
     bump(&k->l2_accesses);
-    if (!l2caches || cache_access(&l2caches[core], addr, false).miss) {
+    if (!l2cache || l2_access(addr, false).miss) {
         bump(&k->l2_misses);
         if (store) {
             bump(&k->l2_store_misses);
@@ -147,12 +202,44 @@ static void l2_fill(Core *k, int core, uint64_t addr, bool store)
 }
 
 /* A dirty L1 D-cache line written back: into the L2 (write-allocate). */
-static void l2_write_back(Core *k, int core, uint64_t addr)
+static void l2_write_back(Core *k, uint64_t addr)
 {
     bump(&k->l1d_writebacks);
-    if (l2caches && l2_takes_write_backs) {
+    if (l2cache && l2_takes_write_backs) {
         bump(&k->l2_writebacks);
-        cache_access(&l2caches[core], addr, true);
+        l2_access(addr, true);
+    }
+}
+
+/* A block starts (without the core model, several vCPUs): its length in
+ * instructions is the vCPU's. */
+static void count_block(unsigned int vcpu_index, void *udata)
+{
+    uint64_t *n = &core_insns[vcpu_index % (unsigned)cores];
+
+    __atomic_store_n(n, *n + (uint64_t)(uintptr_t)udata, __ATOMIC_RELAXED);
+}
+
+/* vCPU `core` stores to `addr`: the other L1 D-caches lose the line, a
+ * dirty copy written back to the L2 (counted as `core`'s: its store made
+ * the coherence traffic). */
+static void invalidate_others(int core, uint64_t addr)
+{
+    for (int o = 0; o < cores; o++) {
+        int held;
+
+        if (o == core) {
+            continue;
+        }
+        pthread_mutex_lock(&dlocks[o]);
+        held = cache_invalidate(&dcaches[o], addr);
+        if (held) {
+            bump(&invalidations[core]);
+        }
+        if (held == 2 && core_state) {
+            l2_write_back(&core_state[core], addr);
+        }
+        pthread_mutex_unlock(&dlocks[o]);
     }
 }
 
@@ -162,7 +249,7 @@ static void icache_access(unsigned int vcpu_index, void *udata)
     uint64_t addr = (uint64_t)(uintptr_t)udata;
 
     if (cache_access(&icaches[core], addr, false).miss && core_state) {
-        l2_fill(&core_state[core], core, addr, false);
+        l2_fill(&core_state[core], addr, false);
     }
 }
 
@@ -184,8 +271,17 @@ static void dcache_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
         return;
     }
     addr = hw ? qemu_plugin_hwaddr_phys_addr(hw) : vaddr;
+    if (cores > 1) {
+        if (store) {
+            invalidate_others(core, addr);
+        }
+        pthread_mutex_lock(&dlocks[core]);
+    }
     out = cache_access(&dcaches[core], addr, store);
     if (!k) {
+        if (cores > 1) {
+            pthread_mutex_unlock(&dlocks[core]);
+        }
         return;
     }
     if (vaddr & ((1ULL << qemu_plugin_mem_size_shift(info)) - 1)) {
@@ -196,9 +292,12 @@ static void dcache_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
             bump(&k->l1d_store_misses);
         }
         if (out.written_back != INVALID) {
-            l2_write_back(k, core, out.written_back);
+            l2_write_back(k, out.written_back);
         }
-        l2_fill(k, core, addr, store);
+        l2_fill(k, addr, store);
+    }
+    if (cores > 1) {
+        pthread_mutex_unlock(&dlocks[core]);
     }
 }
 
@@ -207,9 +306,13 @@ static void block_start(unsigned int vcpu_index, void *udata)
 {
     int core = (int)(vcpu_index % (unsigned)cores);
     Core *k = &core_state[core];
-    uint64_t vaddr = (uint64_t)(uintptr_t)udata;
+    uint64_t packed = (uint64_t)(uintptr_t)udata;
+    uint64_t vaddr = packed & 0xffffffffu;
     const Branch *b = k->pending;
 
+    if (cores > 1) {
+        count_block(vcpu_index, (void *)(uintptr_t)(packed >> 32));
+    }
     if (!b) {
         return;
     }
@@ -291,10 +394,15 @@ static void instrument_branch(struct qemu_plugin_tb *tb, size_t n)
                          : decode_arm(word, qemu_plugin_insn_vaddr(insn), &b);
         if (found) {
             b.slot_in_next_block = isa == ISA_MIPS && back == 1;
+            const Branch *interned;
+
+            /* vCPU threads translate at the same time. */
+            pthread_mutex_lock(&branch_lock);
+            interned = intern_branch(
+                &b, (uint64_t)(uintptr_t)qemu_plugin_insn_haddr(insn), word);
+            pthread_mutex_unlock(&branch_lock);
             qemu_plugin_register_vcpu_insn_exec_cb(
-                insn, branch_exec, QEMU_PLUGIN_CB_NO_REGS,
-                (void *)intern_branch(
-                    &b, (uint64_t)(uintptr_t)qemu_plugin_insn_haddr(insn), word));
+                insn, branch_exec, QEMU_PLUGIN_CB_NO_REGS, (void *)interned);
             return;
         }
     }
@@ -308,16 +416,24 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
     (void)id;
     if (core_state) {
+        /* The guest's 32-bit address, and the block's length above it. */
         qemu_plugin_register_vcpu_tb_exec_cb(
             tb, block_start, QEMU_PLUGIN_CB_NO_REGS,
-            (void *)(uintptr_t)qemu_plugin_tb_vaddr(tb));
+            (void *)(uintptr_t)((uint64_t)n << 32 |
+                                (qemu_plugin_tb_vaddr(tb) & 0xffffffffu)));
+    } else if (cores > 1) {
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, count_block,
+                                             QEMU_PLUGIN_CB_NO_REGS,
+                                             (void *)(uintptr_t)n);
     }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint64_t addr = (uint64_t)(uintptr_t)qemu_plugin_insn_haddr(insn);
 
-        qemu_plugin_register_vcpu_insn_exec_inline(
-            insn, QEMU_PLUGIN_INLINE_ADD_U64, &insns, 1);
+        if (cores == 1) {
+            qemu_plugin_register_vcpu_insn_exec_inline(
+                insn, QEMU_PLUGIN_INLINE_ADD_U64, &insns, 1);
+        }
         if (i == 0 || addr >> shift != previous_line) {
             qemu_plugin_register_vcpu_insn_exec_cb(
                 insn, icache_access, QEMU_PLUGIN_CB_NO_REGS,
@@ -345,71 +461,118 @@ static const char *bp_name(int kind)
     }
 }
 
-/* The core model's fields of the snapshot line, appended at `buf + at`. */
-static size_t format_core(char *buf, size_t len, size_t at)
+/* The sixteen core-model counters of vCPU `i`, in the snapshot's order. */
+static void core_fields(int i, uint64_t out[16])
 {
-    uint64_t sum[16] = { 0 };
-
-    for (int i = 0; i < cores; i++) {
-        const Core *k = &core_state[i];
-        const BranchCounts *b = &k->branches;
-        const uint64_t *fields[16] = {
-            &k->l1d_store_misses,   &k->l1d_writebacks,   &k->l2_accesses,
-            &k->l2_misses,          &k->l2_store_misses,  &k->l2_writebacks,
-            &b->cond_taken,         &b->cond_not_taken,   &b->jumps,
-            &b->cond_mispredicts,   &b->return_mispredicts,
-            &b->indirect_mispredicts, &b->target_mispredicts, &b->unresolved,
-            &k->uncached,           &k->unaligned,
-        };
-        for (int f = 0; f < 16; f++) {
-            sum[f] += load(fields[f]);
-        }
+    const Core *k = &core_state[i];
+    const BranchCounts *b = &k->branches;
+    const uint64_t *fields[16] = {
+        &k->l1d_store_misses,   &k->l1d_writebacks,   &k->l2_accesses,
+        &k->l2_misses,          &k->l2_store_misses,  &k->l2_writebacks,
+        &b->cond_taken,         &b->cond_not_taken,   &b->jumps,
+        &b->cond_mispredicts,   &b->return_mispredicts,
+        &b->indirect_mispredicts, &b->target_mispredicts, &b->unresolved,
+        &k->uncached,           &k->unaligned,
+    };
+    for (int f = 0; f < 16; f++) {
+        out[f] = load(fields[f]);
     }
-    return at + (size_t)snprintf(
-        buf + at, len - at,
-        " l1d_store_misses=%" PRIu64 " l1d_writebacks=%" PRIu64
-        " l2_accesses=%" PRIu64 " l2_misses=%" PRIu64 " l2_store_misses=%" PRIu64
-        " l2_writebacks=%" PRIu64 " cond_taken=%" PRIu64 " cond_not_taken=%" PRIu64
-        " jumps=%" PRIu64 " cond_mispredicts=%" PRIu64
-        " return_mispredicts=%" PRIu64 " indirect_mispredicts=%" PRIu64
-        " target_mispredicts=%" PRIu64 " unresolved=%" PRIu64 " uncached=%" PRIu64
-        " unaligned=%" PRIu64 " l2=%" PRIu64 "/%" PRIu64 "/%" PRIu64
-        " bp=%s/%" PRIu64 "/%u/%" PRIu64 "/%" PRIu64,
-        sum[0], sum[1], sum[2], sum[3], sum[4], sum[5], sum[6], sum[7], sum[8],
-        sum[9], sum[10], sum[11], sum[12], sum[13], sum[14], sum[15],
-        l2geom.size, l2geom.ways, l2geom.line, bp_name(bp.kind), bp.entries,
-        bp.hist, bp.ras, bp.btac);
+}
+
+/* The instructions of vCPU `i` so far. */
+static uint64_t insns_of(int i)
+{
+    return cores == 1 ? load(&insns) : load(&core_insns[i]);
+}
+
+/* snprintf at `buf + *at`, advancing `*at` (never past `len`). */
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*at >= len) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *at, len - *at, fmt, ap);
+    va_end(ap);
+    *at = n < 0 ? len : *at + (size_t)n;
 }
 
 /* The counters' fields of the snapshot line, into `buf`. */
 static void format_counters(char *buf, size_t len)
 {
-    uint64_t imisses = 0, daccesses = 0, dmisses = 0;
-    size_t at;
+    static const char *const core_names[16] = {
+        "l1d_store_misses", "l1d_writebacks",    "l2_accesses",
+        "l2_misses",        "l2_store_misses",   "l2_writebacks",
+        "cond_taken",       "cond_not_taken",    "jumps",
+        "cond_mispredicts", "return_mispredicts", "indirect_mispredicts",
+        "target_mispredicts", "unresolved",      "uncached",
+        "unaligned",
+    };
+    uint64_t imisses = 0, daccesses = 0, dmisses = 0, inval = 0;
+    uint64_t sum[16] = { 0 }, one[16], each[SNAPSHOT_CORES];
+    uint64_t total = 0;
+    size_t at = 0;
 
+    /* One reading of each vCPU's instructions, so that they add up to the
+     * total. */
+    for (int i = 0; i < cores; i++) {
+        each[i] = insns_of(i);
+        total += each[i];
+    }
     for (int i = 0; i < cores; i++) {
         imisses += load(&icaches[i].misses);
         daccesses += load(&dcaches[i].accesses);
         dmisses += load(&dcaches[i].misses);
+        inval += load(&invalidations[i]);
+        if (core_state) {
+            core_fields(i, one);
+            for (int f = 0; f < 16; f++) {
+                sum[f] += one[f];
+            }
+        }
     }
-    at = (size_t)snprintf(buf, len,
-                          "insns=%" PRIu64 " l1i_misses=%" PRIu64
-                          " l1d_accesses=%" PRIu64 " l1d_misses=%" PRIu64,
-                          load(&insns), imisses, daccesses, dmisses);
-    if (core_state && at < len) {
-        at = format_core(buf, len, at);
+    put(buf, len, &at,
+        "insns=%" PRIu64 " l1i_misses=%" PRIu64 " l1d_accesses=%" PRIu64
+        " l1d_misses=%" PRIu64 " l1d_invalidations=%" PRIu64,
+        total, imisses, daccesses, dmisses, inval);
+    if (core_state) {
+        for (int f = 0; f < 16; f++) {
+            put(buf, len, &at, " %s=%" PRIu64, core_names[f], sum[f]);
+        }
+        put(buf, len, &at,
+            " l2=%" PRIu64 "/%" PRIu64 "/%" PRIu64 " bp=%s/%" PRIu64
+            "/%u/%" PRIu64 "/%" PRIu64,
+            l2geom.size, l2geom.ways, l2geom.line, bp_name(bp.kind),
+            bp.entries, bp.hist, bp.ras, bp.btac);
     }
-    if (at < len) {
-        snprintf(buf + at, len - at,
-                 " icache=%" PRIu64 "/%" PRIu64 "/%" PRIu64 " dcache=%" PRIu64
-                 "/%" PRIu64 "/%" PRIu64 " cores=%d",
-                 igeom.size, igeom.ways, igeom.line, dgeom.size, dgeom.ways,
-                 dgeom.line, cores);
+    put(buf, len, &at,
+        " icache=%" PRIu64 "/%" PRIu64 "/%" PRIu64 " dcache=%" PRIu64
+        "/%" PRIu64 "/%" PRIu64 " cores=%d",
+        igeom.size, igeom.ways, igeom.line, dgeom.size, dgeom.ways,
+        dgeom.line, cores);
+    for (int i = 0; i < cores; i++) {
+        put(buf, len, &at,
+            " cpu%d=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+            i, each[i], load(&icaches[i].misses),
+            load(&dcaches[i].accesses), load(&dcaches[i].misses),
+            load(&invalidations[i]));
+        if (core_state) {
+            core_fields(i, one);
+            for (int f = 0; f < 16; f++) {
+                put(buf, len, &at, ",%" PRIu64, one[f]);
+            }
+        }
     }
 }
+
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
-    char fields[1536], line[1600];
+    char fields[SNAPSHOT_BYTES], line[SNAPSHOT_BYTES + 64];
 
     (void)id;
     (void)p;
@@ -521,8 +684,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             }
         }
         if (!strcmp(argv[i], "cores")) {
-            if (!parse_u64(eq + 1, &n_cores) || !n_cores || n_cores > 1024) {
-                fprintf(stderr, "xtask-cache: cores=%s: 1 to 1024\n", eq + 1);
+            if (!parse_u64(eq + 1, &n_cores) || !n_cores || n_cores > SNAPSHOT_CORES) {
+                fprintf(stderr, "xtask-cache: cores=%s: 1 to 64\n", eq + 1);
                 return -1;
             }
             known = true;
@@ -571,21 +734,32 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     if (cores < 1) {
         cores = 1;
     }
+    if (cores < qemu_plugin_n_vcpus()) {
+        /* vCPUs sharing one core's caches would race on them. */
+        fprintf(stderr, "xtask-cache: cores=%d: at least the machine's %d vCPUs\n",
+                cores, qemu_plugin_n_vcpus());
+        return -1;
+    }
     icaches = alloc_or_die((size_t)cores * sizeof(Cache));
     dcaches = alloc_or_die((size_t)cores * sizeof(Cache));
+    core_insns = alloc_or_die((size_t)cores * sizeof(uint64_t));
+    invalidations = alloc_or_die((size_t)cores * sizeof(uint64_t));
+    dlocks = alloc_or_die((size_t)cores * sizeof(pthread_mutex_t));
+    for (int i = 0; i < cores; i++) {
+        pthread_mutex_init(&dlocks[i], NULL);
+    }
     if (isa) {
         core_state = alloc_or_die((size_t)cores * sizeof(Core));
         if (l2geom.size) {
-            l2caches = alloc_or_die((size_t)cores * sizeof(Cache));
+            /* One L2 behind every core. */
+            l2cache = alloc_or_die(sizeof(Cache));
+            cache_init(l2cache, &l2geom, false);
         }
     }
     for (int i = 0; i < cores; i++) {
         cache_init(&icaches[i], &igeom, false);
         /* The core model writes dirty lines back into its L2. */
         cache_init(&dcaches[i], &dgeom, isa != ISA_NONE);
-        if (l2caches) {
-            cache_init(&l2caches[i], &l2geom, false);
-        }
         if (core_state && !predictor_init(&core_state[i].predictor, &bp)) {
             fprintf(stderr, "xtask-cache: out of memory\n");
             return -1;

@@ -124,4 +124,36 @@ static Outcome cache_access(Cache *c, uint64_t addr, bool store)
     return out;
 }
 
+/*
+ * Drops `addr`'s line from `c` (another core's store took it: the
+ * coherence protocol's invalidation). Returns 0 when `c` did not hold it,
+ * 1 when it held it clean, 2 when dirty (its data then goes to the L2).
+ * The freed way becomes the set's least recently used, invalid.
+ */
+static int cache_invalidate(Cache *c, uint64_t addr)
+{
+    uint64_t line = addr >> c->line_shift;
+    uint64_t first = (line & (c->sets - 1)) * c->ways;
+    uint64_t *set = c->lines + first;
+    uint64_t i, last = c->ways - 1;
+    int held;
+
+    for (i = 0; i < c->ways; i++) {
+        if (set[i] == line) {
+            break;
+        }
+    }
+    if (i == c->ways) {
+        return 0;
+    }
+    held = c->dirty && c->dirty[first + i] ? 2 : 1;
+    memmove(set + i, set + i + 1, sizeof(uint64_t) * (last - i));
+    set[last] = INVALID;
+    if (c->dirty) {
+        memmove(c->dirty + first + i, c->dirty + first + i + 1, last - i);
+        c->dirty[first + last] = 0;
+    }
+    return held;
+}
+
 #endif

@@ -37,7 +37,7 @@ static void write_all(int fd, const char *s, size_t n)
 
 static void *serve(void *arg)
 {
-    char fields[1536], line[1600];
+    static char fields[SNAPSHOT_BYTES], line[SNAPSHOT_BYTES + 64];
 
     (void)arg;
     for (;;) {

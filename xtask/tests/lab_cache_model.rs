@@ -91,7 +91,14 @@ fn our_counts(log: &str) -> CacheCounters {
         .lines()
         .find_map(|l| l.strip_prefix("xtask-cache exit "))
         .unwrap_or_else(|| panic!("no exit line of our plugin in the log:\n{log}"));
-    CacheCounters::parse(&format!("xtask-cache 2 {line}"), None).unwrap()
+    CacheCounters::parse(
+        &format!(
+            "xtask-cache {} {line}",
+            xtask::results::lab::cache::SNAPSHOT_VERSION
+        ),
+        None,
+    )
+    .unwrap()
 }
 
 /// The core model one comparison runs ours with: its plugin arguments
@@ -171,11 +178,15 @@ fn both_plugins(
             "the guest did not reach /init's shell:\n{text}"
         );
         if let Ok(c) = read_counters(&socket, Some((icache, dcache))) {
-            snapshots.push(c);
+            snapshots.push(c.total);
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    snapshots.push(read_counters(&socket, Some((icache, dcache))).unwrap());
+    snapshots.push(
+        read_counters(&socket, Some((icache, dcache)))
+            .unwrap()
+            .total,
+    );
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(qemu.id() as i32).unwrap(),
         rustix::process::Signal::TERM,
@@ -334,25 +345,14 @@ fn the_lab_reads_the_model_around_each_run() {
     }
     let sh = Shell::new().unwrap();
     let request = LabRequest {
-        labs_at_once: 1,
-        routers: None,
-        target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 3,
         gro: GroChoice::On,
-        direction: xtask::lab::DirectionChoice::Both,
         control: false,
-        build_only: false,
         build: jobs(),
-        kernel_src: None,
-        machine: lab::Machine::Qemu,
         cache_model: true,
-        openwrt: None,
-        nic: None,
-        topology: xtask::lab::topology::nat_router::NAME.to_string(),
-        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
-        iperf: Default::default(),
+        ..LabRequest::qemu(TARGET)
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

@@ -109,7 +109,7 @@ fn known_answers_on_the_malta_guest() {
             &target,
             (&k.image, k.dtb.as_deref()),
             &model,
-            dir.path(),
+            (dir.path(), None),
         )
         .unwrap();
         eprintln!("{}", answers.render());

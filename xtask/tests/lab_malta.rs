@@ -33,7 +33,7 @@ use xtask::lab::record::{
 };
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::nat_router;
-use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
+use xtask::lab::{self, kernel, rootfs, LabRequest};
 use xtask::util::layout::Layout;
 
 const TARGET: &str = "brcm47xx";
@@ -61,25 +61,12 @@ fn malta_router_forwards_through_masquerade() {
     let sh = Shell::new().unwrap();
     let started = Instant::now();
     let request = LabRequest {
-        labs_at_once: 1,
-        routers: None,
-        target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 2,
-        gro: GroChoice::Both,
-        direction: xtask::lab::DirectionChoice::Both,
         control: false,
-        build_only: false,
         build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        kernel_src: None,
-        machine: lab::Machine::Qemu,
-        cache_model: false,
-        openwrt: None,
-        nic: None,
-        topology: xtask::lab::topology::nat_router::NAME.to_string(),
-        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
-        iperf: Default::default(),
+        ..LabRequest::qemu(TARGET)
     };
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()

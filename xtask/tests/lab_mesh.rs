@@ -137,25 +137,16 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         udp_mbit: None,
     };
     let request = LabRequest {
-        labs_at_once: 1,
-        routers: None,
-        target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 2,
         gro: GroChoice::On,
         direction: xtask::lab::DirectionChoice::LanToWan,
         control: false,
-        build_only: false,
         build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        kernel_src: None,
-        machine: lab::Machine::Qemu,
-        cache_model: false,
-        nic: None,
-        openwrt: None,
         topology: mesh::NAME.to_string(),
-        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
         iperf,
+        ..LabRequest::qemu(TARGET)
     };
     let dir = lab::run(&Shell::new().unwrap(), &layout, &request)
         .unwrap()

@@ -110,25 +110,14 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
 
     let sh = Shell::new().unwrap();
     let request = LabRequest {
-        labs_at_once: 1,
-        routers: None,
-        target: TARGET.to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 2,
         gro: GroChoice::On,
-        direction: lab::DirectionChoice::Both,
         control: false,
-        build_only: false,
         build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        kernel_src: None,
-        machine: lab::Machine::Qemu,
-        cache_model: false,
         openwrt: Some(fx.root.clone()),
-        nic: None,
-        topology: nat_router::NAME.to_string(),
-        tbench_clients: lab::guest_tbench::DEFAULT_CLIENTS,
-        iperf: Default::default(),
+        ..LabRequest::qemu(TARGET)
     };
     let started = std::time::Instant::now();
     let dir = lab::run(&sh, &layout, &request)

@@ -330,29 +330,16 @@ fn a_namespace_router_over_ssh_without_flashing() {
     result.write(&results).unwrap();
 
     let request = LabRequest {
-        labs_at_once: 1,
-        routers: None,
-        target: "bcm53xx".to_string(),
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 1,
-        gro: GroChoice::Both,
-        direction: xtask::lab::DirectionChoice::Both,
-        control: true,
-        build_only: false,
         build: BuildOptions::with_jobs(1),
-        kernel_src: None,
         machine: Machine::Ssh(SshRequest {
             destination: None,
             lab_file: file,
             flash: Flash::NotFlashed,
         }),
-        cache_model: false,
-        openwrt: None,
-        nic: None,
-        topology: xtask::lab::topology::nat_router::NAME.to_string(),
-        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
-        iperf: Default::default(),
+        ..LabRequest::qemu("bcm53xx")
     };
     let started = Instant::now();
     let sh = Shell::new().unwrap();
@@ -456,29 +443,17 @@ fn flashing_needs_a_build_and_an_image() {
     let file = lab_file(dir.path(), ["xt-nowhere-lan", "xt-nowhere-wan"], 2222);
     std::fs::write(dir.path().join("client_key"), "not a key").unwrap();
     let request = |variants: &[&str]| LabRequest {
-        labs_at_once: 1,
-        routers: None,
-        target: "bcm53xx".to_string(),
         variants: variants.iter().map(|v| v.to_string()).collect(),
         runs: 1,
         duration_seconds: 1,
         gro: GroChoice::On,
-        direction: xtask::lab::DirectionChoice::Both,
-        control: true,
-        build_only: false,
         build: BuildOptions::with_jobs(1),
-        kernel_src: None,
         machine: Machine::Ssh(SshRequest {
             destination: None,
             lab_file: file.clone(),
             flash: Flash::Sysupgrade,
         }),
-        cache_model: false,
-        openwrt: None,
-        nic: None,
-        topology: xtask::lab::topology::nat_router::NAME.to_string(),
-        tbench_clients: xtask::lab::guest_tbench::DEFAULT_CLIENTS,
-        iperf: Default::default(),
+        ..LabRequest::qemu("bcm53xx")
     };
     let sh = Shell::new().unwrap();
     let err = |variants: &[&str]| {

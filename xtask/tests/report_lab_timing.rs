@@ -184,7 +184,7 @@ fn the_modelled_families_get_the_usual_statistics() {
         "no L2",
         "majority predictor of 256 counters",
         "leaves out out-of-order and dual issue, prefetch",
-        "DMA, the other cores and the NIC hardware",
+        "a run on one CPU leaves out the router's other core",
         "no source for dram_cycles",
     ] {
         assert!(note.contains(words), "{words:?} missing: {note}");

@@ -87,6 +87,11 @@ pub struct LabBenchArgs {
     /// per second) beside the figures.
     #[arg(long)]
     pub cache_model: bool,
+    /// Then run the same plan on N CPUs (multi-threaded TCG, the target's
+    /// packet steering) and print one CPU beside N, with the goal that a
+    /// run's wall time grows at most 1.5× (docs/lab-multicore.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=4))]
+    pub cpus: Option<u32>,
     /// Also write the numbers and goals as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -101,6 +106,7 @@ impl LabBenchArgs {
             runs: self.runs,
             duration_seconds: self.duration,
             cache_model: self.cache_model,
+            cpus: self.cpus,
             json: self.json,
         }
     }

@@ -137,6 +137,16 @@ pub struct LabArgs {
     /// Kernels and runs go to target/xtask/openwrt/ (`size-report --openwrt`).
     #[arg(long, value_name = "PATH")]
     pub openwrt: Option<PathBuf>,
+    /// QEMU lab: the machine's CPUs instead of the target's [lab] cpus
+    /// (1 to 4). More than one runs without -icount, on QEMU's
+    /// multi-threaded TCG, and the models count per CPU (docs/lab-multicore.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=xtask::inputs::steering::MAX_CPUS as i64))]
+    pub cpus: Option<u32>,
+    /// QEMU lab: the router's packet steering instead of the target's
+    /// [lab] packet_steering: `openwrt` (what OpenWrt does on the router),
+    /// `off`, or `rps_cpus=2[,xps_cpus=3][,irq_cpu=0][,threaded_napi=on][,napi_cpu=0]`.
+    #[arg(long, value_name = "openwrt|off|rps_cpus=MASK,…", value_parser = xtask::inputs::steering::SteeringSpec::parse_flag)]
+    pub packet_steering: Option<xtask::inputs::steering::SteeringSpec>,
 }
 
 impl LabArgs {
@@ -171,6 +181,8 @@ impl LabArgs {
                 (self.openwrt.is_some(), "--openwrt", QEMU),
                 (self.known_answers, "--known-answers", QEMU),
                 (self.json.is_some(), "--json", QEMU),
+                (self.cpus.is_some(), "--cpus", QEMU),
+                (self.packet_steering.is_some(), "--packet-steering", QEMU),
             ];
             if let Some((_, flag, lab)) = not_host.iter().find(|(given, ..)| *given) {
                 anyhow::bail!(
@@ -241,6 +253,7 @@ impl LabArgs {
                 (self.clients.is_some(), "--clients"),
                 (self.cache_model, "--cache-model"),
                 (self.no_control, "--no-control"),
+                (self.packet_steering.is_some(), "--packet-steering"),
             ];
             if let Some((_, flag)) = not_there.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
@@ -257,6 +270,7 @@ impl LabArgs {
                         )
                     },
                     json: self.json.clone(),
+                    cpus: self.cpus,
                 },
             ));
         }
@@ -274,6 +288,8 @@ impl LabArgs {
                 (self.openwrt.is_some(), "--openwrt"),
                 (self.cache_model, "--cache-model"),
                 (self.build_only, "--build-only"),
+                (self.cpus.is_some(), "--cpus"),
+                (self.packet_steering.is_some(), "--packet-steering"),
             ];
             if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
@@ -284,9 +300,7 @@ impl LabArgs {
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
         Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
-            labs_at_once: 1,
             routers: self.routers.map(|n| n as usize),
-            target: target.clone(),
             variants: self.variants.clone(),
             runs: self.runs,
             duration_seconds: self.duration,
@@ -312,6 +326,12 @@ impl LabArgs {
                 mss: self.mss,
                 udp_mbit: self.udp,
             },
+            cpus: self.cpus,
+            packet_steering: self
+                .packet_steering
+                .clone()
+                .map(|s| (s, "--packet-steering".to_string())),
+            ..xtask::lab::LabRequest::qemu(target)
         })))
     }
 }

@@ -69,7 +69,7 @@ pub enum Command {
     /// With --lab host: this machine's kernel instead, with runtime
     /// settings from lab/runtime.toml applied in a private namespace,
     /// measured with tbench (MB/s) and iperf3 (Mbit/s) over its loopback.
-    Lab(LabArgs),
+    Lab(Box<LabArgs>),
     /// Benchmarks: the build pipeline (`bench build`: overhead against raw
     /// make, ccache, patch-only variants, distcc), the runtime lab (`bench
     /// lab`: boot to ready, per-run overhead), the lab verdict's calibration

@@ -84,6 +84,8 @@ struct RawLab {
     control: Option<bool>,
     model: Option<Spanned<String>>,
     labs: Option<Spanned<String>>,
+    cpus: Option<Spanned<u32>>,
+    packet_steering: Option<Spanned<crate::inputs::steering::SteeringSpec>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -198,6 +200,12 @@ pub struct LabSpec {
     /// Whether the targets' labs run side by side (`labs`; default
     /// side by side).
     pub labs: LabsAtOnce,
+    /// The lab machines' CPUs (`cpus`; `None`: each target file's `[lab]
+    /// cpus`).
+    pub cpus: Option<u32>,
+    /// Packet steering (`packet_steering`) with where the file says it
+    /// (`FILE:LINE`); `None`: each target file's.
+    pub packet_steering: Option<(crate::inputs::steering::SteeringSpec, String)>,
 }
 
 /// Where and how the report is written.

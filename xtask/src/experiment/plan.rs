@@ -14,7 +14,7 @@ use super::Run;
 use crate::build::ccache::{self, Ccache};
 use crate::build::command::{self, BuildRequest, Planned};
 use crate::build::Rebuild;
-use crate::lab::{orchestrate, qemu_lab, topology, LabRequest, Machine};
+use crate::lab::{orchestrate, qemu_lab, topology, LabRequest};
 use crate::report::Format;
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
@@ -153,21 +153,16 @@ pub fn plan(
                 continue;
             }
             let request = LabRequest {
-                target: target.clone(),
                 variants: experiment.variants.clone(),
                 runs: spec.runs,
                 duration_seconds: spec.duration_seconds,
                 gro: spec.gro,
                 direction: spec.directions,
                 control: spec.control,
-                build_only: false,
                 build: crate::build::BuildOptions::with_jobs(jobs),
-                kernel_src: None,
-                machine: Machine::Qemu,
                 cache_model: spec.model == Model::Cache,
                 // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
                 openwrt: build_request.openwrt.clone(),
-                nic: None,
                 topology: spec.topology.clone(),
                 tbench_clients: match spec.workload {
                     WorkloadSpec::Tbench { clients, .. } => clients,
@@ -178,7 +173,9 @@ pub fn plan(
                     WorkloadSpec::Tbench { .. } => Default::default(),
                 },
                 labs_at_once: at_once,
-                routers: None,
+                cpus: spec.cpus,
+                packet_steering: spec.packet_steering.clone(),
+                ..LabRequest::qemu(target)
             };
             let (lab_plan, _) = qemu_lab::resolve((sh, layout), &request)?;
             lab_plan.check()?;

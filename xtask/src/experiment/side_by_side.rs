@@ -150,25 +150,14 @@ mod tests {
         targets
             .iter()
             .map(|t| LabRequest {
-                target: t.to_string(),
                 variants: vec!["baseline".into()],
                 runs: 1,
                 duration_seconds: 1,
                 gro: crate::lab::GroChoice::On,
-                direction: crate::lab::DirectionChoice::Both,
                 control: false,
-                build_only: false,
                 build: crate::build::BuildOptions::with_jobs(1),
-                kernel_src: None,
-                machine: crate::lab::Machine::Qemu,
-                cache_model: false,
-                openwrt: None,
-                nic: None,
-                topology: "nat-router".into(),
-                tbench_clients: 2,
-                iperf: Default::default(),
                 labs_at_once: 2,
-                routers: None,
+                ..LabRequest::qemu(t)
             })
             .collect()
     }

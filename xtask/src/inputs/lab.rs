@@ -44,9 +44,19 @@ pub struct LabSpec {
     pub machine: String,
     /// `-cpu` value, e.g. `74Kf`.
     pub cpu: String,
-    /// `-smp` value (virtual CPUs).
-    #[serde(default = "one")]
-    pub smp: u32,
+    /// The lab machine's CPUs (QEMU's `-smp`), 1 to
+    /// [`crate::inputs::steering::MAX_CPUS`] (`smp` in older files). One
+    /// CPU runs under `-icount` (guest time counts instructions); more run
+    /// without it, on QEMU's multi-threaded TCG
+    /// (`xtask/src/lab/qemu.rs` says why), so the guest's CPU time is host
+    /// time there. `cargo xtask lab --cpus N` overrides it.
+    #[serde(default = "one", alias = "smp")]
+    pub cpus: u32,
+    /// How the measured router spreads receive processing over its CPUs
+    /// ([`crate::inputs::steering`]): `"openwrt"`, `"off"` or the masks;
+    /// `None`: off. `cargo xtask lab --packet-steering` overrides it.
+    #[serde(default)]
+    pub packet_steering: Option<super::steering::SteeringSpec>,
     /// Guest RAM in MiB (`-m`).
     #[serde(default = "default_memory")]
     pub memory_mib: u32,
@@ -193,6 +203,15 @@ fn one() -> u32 {
     1
 }
 
+/// Checks a lab machine's CPU count: 1 to [`super::steering::MAX_CPUS`].
+pub fn check_cpus(cpus: u32) -> Result<()> {
+    let max = super::steering::MAX_CPUS;
+    if !(1..=max).contains(&cpus) {
+        bail!("{cpus} CPUs: a lab machine has 1 to {max} (the MT7621's two cores of two VPEs)");
+    }
+    Ok(())
+}
+
 fn default_memory() -> u32 {
     256
 }
@@ -300,17 +319,9 @@ impl LabSpec {
                 );
             }
         }
-        if self.smp == 0 || self.memory_mib < 64 {
-            bail!("{file}: [lab] needs smp >= 1 and memory_mib >= 64");
-        }
-        if self.smp > 1 {
-            bail!(
-                "{file}: [lab] smp = {}: the lab runs QEMU under -icount, where QEMU 7.2 boots no \
-                 second CPU of these machines (Malta stops in the delay-loop calibration and, with \
-                 lpj= preset, at /init; vexpress-a9 prints nothing), so a boot would only time out; \
-                 use smp = 1",
-                self.smp
-            );
+        check_cpus(self.cpus).with_context(|| format!("{file}: [lab] cpus"))?;
+        if self.memory_mib < 64 {
+            bail!("{file}: [lab] needs memory_mib >= 64");
         }
         if let Some(l1) = &self.l1 {
             l1.icache
@@ -349,6 +360,19 @@ impl LabSpec {
         }
         Ok(LabSpec {
             nic: nic.to_string(),
+            ..self.clone()
+        })
+    }
+
+    /// The table with `cpus` CPUs instead of its own (`--cpus`; `None`
+    /// keeps it). Errors outside 1 to [`super::steering::MAX_CPUS`].
+    pub fn with_cpus(&self, cpus: Option<u32>) -> Result<LabSpec> {
+        let Some(cpus) = cpus else {
+            return Ok(self.clone());
+        };
+        check_cpus(cpus).context("--cpus")?;
+        Ok(LabSpec {
+            cpus,
             ..self.clone()
         })
     }
@@ -444,7 +468,8 @@ mod tests {
             ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nqemu_args = [\"-netdev\", \"user,id=u\"]\n", "allows only"),
             ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nqemu_args = [\"-global\", \"chardev=x\"]\n", "backend"),
             ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nqemu_args = [\"-vga\"]\n", "one value"),
-            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nsmp = 2\n", "smp = 2"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\ncpus = 9\n", "9 CPUs"),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nsmp = 0\n", "0 CPUs"),
         ] {
             let err = format!("{:#}", spec(bad).validate(file, &[]).unwrap_err());
             assert!(err.contains(why), "{bad:?}: {err}");

@@ -10,6 +10,7 @@ pub mod lab;
 pub mod openwrt;
 pub mod runtime;
 pub mod ssh_lab;
+pub mod steering;
 pub mod targets;
 pub mod timing;
 pub mod variants;

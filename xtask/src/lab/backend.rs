@@ -28,7 +28,8 @@ use anyhow::{bail, Context, Result};
 use super::guest::SamplePoint;
 use super::record::{Arm, BootRecord};
 use super::sample::GuestSample;
-use crate::results::lab::{CacheCounters, CacheModelInfo, CoreTiming, MachineInfo};
+use crate::results::lab::per_cpu::Snapshot;
+use crate::results::lab::{CacheModelInfo, CoreTiming, MachineInfo};
 
 pub use crate::results::lab::gro::Gro;
 
@@ -110,9 +111,16 @@ pub trait Testbed {
     }
 
     /// The cache model's counters now (a QEMU guest booted with
-    /// `--cache-model`); `None` without a model.
-    fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
+    /// `--cache-model`), the sums and each vCPU's; `None` without a model.
+    fn model_counters(&mut self) -> Result<Option<Snapshot>> {
         Ok(None)
+    }
+
+    /// The measured router's CPUs: on more than one, QEMU runs without
+    /// `-icount` and the guest's CPU time is host time, so the workload
+    /// records no ns/packet.
+    fn cpus(&self) -> u32 {
+        1
     }
 
     /// Runs `command` in guest `guest`'s shell within `timeout`, failing

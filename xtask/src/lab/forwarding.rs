@@ -192,7 +192,9 @@ impl Workload for Forwarding {
                 unit: PERCENT.to_string(),
             });
         }
-        if let Some(ns) = work.ns_per_packet {
+        // On more than one CPU QEMU runs without -icount: the guest's
+        // busy time is the host's, not a path length (docs/lab-multicore.md).
+        if let Some(ns) = work.ns_per_packet.filter(|_| router.cpus() == 1) {
             metrics.push(Metric {
                 name: CPU_PER_PACKET.to_string(),
                 value: round_to(ns, 1),
@@ -202,7 +204,7 @@ impl Workload for Forwarding {
         let frame_bytes = mean_frame_bytes(&out.before, &out.after);
         let cache_model = out
             .model
-            .map(|(before, after)| CacheRun::new(before, after, work.packets))
+            .map(|(before, after)| CacheRun::of_snapshots(&before, &after, work.packets))
             .transpose()?
             .map(|c| match router.model_timing() {
                 Some(t) => c.with_timing(t, frame_bytes),
@@ -240,6 +242,7 @@ impl Workload for Forwarding {
                 }
             }
             metrics.extend(c.core.iter().flat_map(|core| core.metrics()));
+            metrics.extend(crate::results::lab::per_cpu::metrics(&c.cpus));
         }
         Ok(RunRecord {
             guest: Some(GuestRun {

@@ -26,6 +26,9 @@ pub const FAILED: &str = "XL-ROUTER-FAILED";
 pub const SAMPLE: &str = "/bin/xl-sample";
 /// Path of the network setup `/init` runs (from the guest's overlay).
 pub const NET_SETUP: &str = "/etc/xl-net.sh";
+/// Path of the guest's packet steering and CPU check
+/// ([`super::steering::script`]), run after [`NIC_IRQS`] is written.
+pub const STEERING: &str = super::steering::STEERING;
 /// Path of the nat-router's ruleset ([`ruleset`]).
 pub const RULESET: &str = "/etc/xl-router.nft";
 /// Path of firewall4's ruleset ([`super::firewall4::ruleset`]), in the
@@ -62,7 +65,8 @@ xl_nic() {{
 }}
 [ -f {NET_SETUP} ] || fail "no network setup {NET_SETUP} in the initramfs"
 . {NET_SETUP}
-{nic_devices}echo "{READY} $(cut -d' ' -f1 /proc/uptime)"
+{nic_devices}[ -f {STEERING} ] && . {STEERING}
+echo "{READY} $(cut -d' ' -f1 /proc/uptime)"
 exec sh
 "#,
         nic_devices = nic_devices_script()
@@ -161,11 +165,29 @@ pub fn setup_script(topology: &str, guest: &topology::Guest) -> String {
 
 /// The files of `guest`'s overlay on the shared initramfs
 /// ([`super::rootfs::with_setup`]), paths without the leading `/`: its
-/// network setup ([`NET_SETUP`], [`setup_script`]) and, for
-/// [`Ruleset::Firewall4`], firewall4's ruleset ([`FW4_RULESET`]).
+/// network setup ([`NET_SETUP`], [`setup_script`]), for
+/// [`Ruleset::Firewall4`] firewall4's ruleset ([`FW4_RULESET`]), and on a
+/// machine of `cpus` CPUs above one [`STEERING`]: a check that the kernel
+/// brought every CPU online (a kernel without SMP brings up one), then the
+/// guest's packet steering.
 /// Errors: the guest lacks a NIC the ruleset's zones need.
-pub fn overlay(topology: &str, guest: &topology::Guest) -> Result<Vec<(String, String)>> {
+pub fn overlay(
+    topology: &str,
+    guest: &topology::Guest,
+    cpus: u32,
+) -> Result<Vec<(String, String)>> {
     let mut files = vec![(NET_SETUP[1..].to_string(), setup_script(topology, guest))];
+    if cpus > 1 {
+        let last = cpus - 1;
+        let mut script = format!(
+            "online=$(cat /sys/devices/system/cpu/online)
+             [ \"$online\" = 0-{last} ] || fail \"CPUs online: $online, not 0-{last}: is the lab kernel built with SMP and NR_CPUS >= {cpus}?\"\n"
+        );
+        if let Some(s) = &guest.steering {
+            script.push_str(&super::steering::script(s));
+        }
+        files.push((STEERING[1..].to_string(), script));
+    }
     if guest.ruleset == Some(Ruleset::Firewall4) {
         files.push((
             FW4_RULESET[1..].to_string(),
@@ -408,10 +430,10 @@ mod tests {
     #[test]
     fn a_firewall4_guest_loads_fw4_s_ruleset_from_its_overlay() {
         let mut t = topology::nat_router::topology();
-        let files = overlay(&t.name, &t.guests[0]).unwrap();
+        let files = overlay(&t.name, &t.guests[0], 1).unwrap();
         assert_eq!(files.len(), 1, "{files:?}");
         t.guests[0].ruleset = Some(Ruleset::Firewall4);
-        let files = overlay(&t.name, &t.guests[0]).unwrap();
+        let files = overlay(&t.name, &t.guests[0], 1).unwrap();
         assert_eq!(files[0].0, "etc/xl-net.sh");
         assert!(files[0]
             .1

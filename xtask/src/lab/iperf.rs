@@ -15,8 +15,9 @@ use super::net::ip::{wait_listening, TCP, TCP6};
 use super::process::{interrupted, ChildGuard};
 use super::record::Direction;
 use super::sample::{read_json, GuestSample};
+use crate::results::lab::per_cpu::Snapshot;
 use crate::results::lab::timing::{self, Stopwatch};
-use crate::results::lab::{CacheCounters, IperfOptions, WallStep};
+use crate::results::lab::{IperfOptions, WallStep};
 
 /// For the iperf3 server to listen, and to exit after its one test.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -35,7 +36,7 @@ pub struct RunOutput {
     pub after: GuestSample,
     /// The cache model's counters right before and right after the
     /// traffic (inside the window of `before` and `after`), with a model.
-    pub model: Option<(CacheCounters, CacheCounters)>,
+    pub model: Option<(Snapshot, Snapshot)>,
     /// The client's `--json` report.
     pub client: serde_json::Value,
     /// The server's `--json` report.
@@ -177,7 +178,7 @@ fn router_model(
     watch: &mut Stopwatch,
     router: &mut dyn Testbed,
     step: &str,
-) -> Result<Option<CacheCounters>> {
+) -> Result<Option<Snapshot>> {
     let mut timed = Stopwatch::default();
     let counters = timed.time(step, || router.model_counters())?;
     if counters.is_some() {

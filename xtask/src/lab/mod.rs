@@ -58,6 +58,7 @@ pub mod sample;
 pub mod session;
 pub mod ssh;
 pub mod static_guest;
+pub mod steering;
 pub mod topology;
 pub mod workload;
 
@@ -198,9 +199,49 @@ pub struct LabRequest {
     /// two, as the original experiment had); refused on other
     /// topologies ([`topology::named_with`]).
     pub routers: Option<usize>,
+    /// The lab machine's CPUs instead of the target file's `[lab] cpus`
+    /// (`--cpus N`, an experiment's `[lab] cpus`); QEMU only.
+    pub cpus: Option<u32>,
+    /// Packet steering instead of the target file's `[lab]
+    /// packet_steering` (`--packet-steering`, an experiment's `[lab]
+    /// packet_steering`), with where it was asked; QEMU only.
+    pub packet_steering: Option<(crate::inputs::steering::SteeringSpec, String)>,
 }
 
 impl LabRequest {
+    /// A QEMU lab of `target` with the command line's defaults: the
+    /// baseline against itself with the A/A control, 5 runs of 10 s both
+    /// ways with GRO on and off, on the `nat-router` topology, the target
+    /// file's machine; callers change what they need
+    /// (`LabRequest { runs: 2, ..LabRequest::qemu("brcm47xx") }`).
+    pub fn qemu(target: &str) -> LabRequest {
+        LabRequest {
+            target: target.to_string(),
+            variants: Vec::new(),
+            runs: 5,
+            duration_seconds: 10,
+            gro: GroChoice::Both,
+            direction: DirectionChoice::Both,
+            control: true,
+            build_only: false,
+            build: BuildOptions::with_jobs(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
+            kernel_src: None,
+            machine: Machine::Qemu,
+            cache_model: false,
+            openwrt: None,
+            nic: None,
+            topology: topology::nat_router::NAME.to_string(),
+            tbench_clients: 2,
+            iperf: Default::default(),
+            labs_at_once: 1,
+            routers: None,
+            cpus: None,
+            packet_steering: None,
+        }
+    }
+
     /// Whether the base runs a second time as the A/A control arm.
     pub fn control(&self) -> orchestrate::Control {
         if self.control {
@@ -359,6 +400,9 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             }
             if request.nic.is_some() {
                 bail!("--nic picks the QEMU guest's NIC: a real router over SSH has its own (use --lab qemu)");
+            }
+            if request.cpus.is_some() || request.packet_steering.is_some() {
+                bail!("--cpus and --packet-steering shape the QEMU machine: a real router over SSH has its own CPUs and runs its own steering (use --lab qemu)");
             }
             if request.topology != topology::nat_router::NAME {
                 bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);

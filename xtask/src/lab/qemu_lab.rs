@@ -108,6 +108,14 @@ impl<'a> QemuBackend<'a> {
         Ok(self)
     }
 
+    /// The backend booting its guests with `cpus` CPUs instead of the
+    /// `[lab]` table's (`--cpus`; `None` keeps it): see
+    /// [`LabSpec::with_cpus`], which refuses more than the lab runs.
+    pub fn with_cpus(mut self, cpus: Option<u32>) -> Result<QemuBackend<'a>> {
+        self.spec = self.spec.with_cpus(cpus)?;
+        Ok(self)
+    }
+
     /// The lab kernels, once prepared.
     pub fn built(&self) -> &[LabKernel] {
         match &self.kernels {
@@ -136,7 +144,9 @@ pub fn resolve<'a>(
     request.iperf.check()?;
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
-    let spec = kernel::spec_of(&target)?.with_nic(request.nic.as_deref(), &target.file)?;
+    let spec = kernel::spec_of(&target)?
+        .with_nic(request.nic.as_deref(), &target.file)?
+        .with_cpus(request.cpus)?;
     let chosen = super::chosen_variants(layout, &request.variants)?;
     let mut topology = topology::named_with(&request.topology, request.routers)?;
     let (workload, schedule, mut settings) = workload(&topology, request, &chosen[0].name)?;
@@ -144,7 +154,23 @@ pub fn resolve<'a>(
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
-    let reference = reference(&topology)?;
+    let steering = super::steering::attach(
+        &target,
+        &spec,
+        request.packet_steering.as_ref(),
+        request.openwrt.as_deref(),
+        &mut topology,
+    )?;
+    let mut reference = reference(&topology)?;
+    if let Some(r) = &mut reference {
+        super::steering::attach(
+            &target,
+            &spec,
+            request.packet_steering.as_ref(),
+            request.openwrt.as_deref(),
+            r,
+        )?;
+    }
     let recipe = match &request.openwrt {
         None => Recipe::Profiles,
         Some(checkout) => {
@@ -175,10 +201,32 @@ pub fn resolve<'a>(
             target.file.display()
         ),
     };
+    let cpus = match qemu::icount(&spec) {
+        Some(_) => String::new(),
+        None => format!(
+            " -smp {} (multi-threaded TCG, no -icount: the guest's clock is the host's)",
+            spec.cpus
+        ),
+    };
+    let steered = if spec.cpus > 1 || steering.is_on() {
+        let how = if steering.resolved.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", steering.resolved)
+        };
+        format!(
+            "; packet steering {} (asked: {} by {}{how})",
+            steering.describe(),
+            steering.asked,
+            steering.from
+        )
+    } else {
+        String::new()
+    };
     let plan = LabPlan {
         target: target.name.clone(),
         machine: format!(
-            "QEMU {} -cpu {}, {} NICs ({} kernels{kernels_from}){model}",
+            "QEMU {} -cpu {}{cpus}, {} NICs ({} kernels{kernels_from}){model}{steered}",
             spec.machine,
             spec.cpu,
             spec.nic,
@@ -209,7 +257,8 @@ pub fn resolve<'a>(
             CacheModelChoice::Off
         },
     )?
-    .with_nic(request.nic.as_deref())?;
+    .with_nic(request.nic.as_deref())?
+    .with_cpus(request.cpus)?;
     backend.reference = reference;
     Ok((plan, backend))
 }
@@ -386,8 +435,16 @@ impl Backend for QemuBackend<'_> {
                 version: version.lines().next().unwrap_or_default().to_string(),
                 machine: spec.machine.clone(),
                 cpu: spec.cpu.clone(),
-                smp: spec.smp,
-                icount: qemu::ICOUNT.to_string(),
+                smp: spec.cpus,
+                icount: qemu::icount(spec).unwrap_or_default().to_string(),
+                accel: qemu::icount(spec)
+                    .is_none()
+                    .then(|| qemu::TCG_MULTI_THREADED.to_string()),
+                steering: self
+                    .topology
+                    .guest(&self.topology.measured)
+                    .and_then(|g| g.steering.clone())
+                    .map(Box::new),
                 append: qemu::kernel_cmdline(spec),
             },
             initramfs: initramfs.clone(),
@@ -424,9 +481,12 @@ impl Backend for QemuBackend<'_> {
                 arm.name
             ),
         };
-        let bed = QemuTestbed::boot(&self.spec, topology, image, (dir, tag), self.model.as_ref())?;
+        let mut bed =
+            QemuTestbed::boot(&self.spec, topology, image, (dir, tag), self.model.as_ref())?;
+        let qdisc = bed.default_qdisc()?;
         let first = &bed.guests()[0];
         let boot = BootRecord {
+            qdisc: Some(qdisc),
             arm: arm.name.clone(),
             round,
             boot_seconds: (bed.boot_seconds * 1e3).round() / 1e3,
@@ -444,136 +504,5 @@ impl Backend for QemuBackend<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::lab::orchestrate::Control;
-    use crate::lab::record::{Condition, Direction, Gro};
-    use crate::lab::{DirectionChoice, GroChoice, Machine};
-    use crate::results::lab::Benchmark;
-
-    fn request(topology: &str) -> LabRequest {
-        LabRequest {
-            labs_at_once: 1,
-            routers: None,
-            target: "brcm47xx".into(),
-            variants: vec!["baseline".into(), "lo-no-tso-gso".into()],
-            runs: 5,
-            duration_seconds: 2,
-            gro: GroChoice::Both,
-            direction: DirectionChoice::Both,
-            control: true,
-            build_only: false,
-            build: BuildOptions::with_jobs(1),
-            kernel_src: None,
-            machine: Machine::Qemu,
-            cache_model: false,
-            openwrt: None,
-            nic: None,
-            topology: topology.into(),
-            tbench_clients: 2,
-            iperf: Default::default(),
-        }
-    }
-
-    /// The QEMU lab's plan as `resolve` builds it, without the target's
-    /// tools or kernels.
-    fn plan_of(request: &LabRequest) -> Result<LabPlan> {
-        let topology = topology::named(&request.topology)?;
-        let (workload, schedule, settings) = workload(&topology, request, &request.variants[0])?;
-        Ok(LabPlan {
-            target: request.target.clone(),
-            machine: "QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)".into(),
-            reference: reference(&topology)?,
-            topology: Some(topology),
-            places: (Vec::new(), Vec::new()),
-            workload,
-            variants: request.variants.clone(),
-            control: request.control(),
-            schedule,
-            settings,
-        })
-    }
-
-    #[test]
-    fn the_loopback_topology_runs_tbench_inside_its_guest() {
-        let plan = plan_of(&request(topology::loopback::NAME)).unwrap();
-        plan.check().unwrap();
-        let tbench = Condition::Bench {
-            bench: Benchmark::Tbench { clients: 2 },
-        };
-        assert_eq!(plan.schedule.warmup, tbench);
-        assert_eq!(plan.schedule.conditions, [tbench]);
-        assert_eq!((plan.schedule.runs, plan.schedule.duration_seconds), (5, 2));
-        assert_eq!(plan.settings.benches, [Benchmark::Tbench { clients: 2 }]);
-        assert!(plan.settings.gro.is_empty() && plan.settings.directions.is_empty());
-        assert_eq!(plan.settings.conditions(), [tbench]);
-        assert_eq!(plan.control, Control::Twin);
-        assert_eq!(
-            plan.describe(),
-            "lab plan for brcm47xx:\n\
-             \x20 machine:  QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)\n\
-             \x20 topology: loopback (one guest, no NIC: the workload runs on the variant kernel's own loopback)\n\
-             \x20 workload: tbench, 2 clients, against tbench_srv inside guest router over its own loopback (the variant kernel's), MB/s\n\
-             \x20 arms:     baseline, baseline~control (A/A control), lo-no-tso-gso\n\
-             \x20 session:  warm-up tbench, 2 clients (discarded), then tbench, 2 clients\n\
-             \x20 runs:     5 rounds × 3 arms × 2 runs of 2 s = 30 runs, 1m of traffic\n"
-        );
-    }
-
-    #[test]
-    fn the_nat_router_still_forwards_and_loopback_refuses_the_cache_model() {
-        let plan = plan_of(&request(topology::nat_router::NAME)).unwrap();
-        plan.check().unwrap();
-        assert_eq!(plan.schedule.conditions.len(), 4);
-        assert_eq!(
-            plan.schedule.warmup,
-            Condition::Forward {
-                direction: Direction::LanToWan,
-                gro: Gro::On
-            }
-        );
-        assert!(plan.settings.benches.is_empty());
-        assert!(plan
-            .workload
-            .describe()
-            .starts_with("iperf3 from endpoint lan"));
-
-        let mut cached = request(topology::loopback::NAME);
-        cached.cache_model = true;
-        let err = plan_of(&cached).err().unwrap().to_string();
-        assert!(
-            err.contains("the loopback topology forwards nothing"),
-            "{err}"
-        );
-        let mut none = request(topology::loopback::NAME);
-        none.tbench_clients = 0;
-        assert!(plan_of(&none).is_err());
-    }
-
-    /// The mesh: iperf3 with its options from the LAN endpoint to the far
-    /// one, and the reference arm without batman-adv last.
-    #[test]
-    fn the_mesh_runs_iperf3_lan_to_far_with_its_options_and_a_reference_arm() {
-        let mut mesh = request(topology::mesh::NAME);
-        mesh.iperf = crate::results::lab::IperfOptions {
-            parallel: 8,
-            mss: Some(536),
-            udp_mbit: None,
-        };
-        let plan = plan_of(&mesh).unwrap();
-        plan.check().unwrap();
-        assert_eq!(
-            plan.workload.describe(),
-            "iperf3 -P8 -M 536 from endpoint lan to endpoint far through the router (-R for FAR to LAN), GRO switched per run"
-        );
-        assert_eq!(plan.settings.iperf3, mesh.iperf);
-        assert_eq!(
-            plan.arm_names().last().map(String::as_str),
-            Some("baseline~mesh-bridged")
-        );
-        assert!(plan_of(&request(topology::nat_router::NAME))
-            .unwrap()
-            .reference
-            .is_none());
-    }
-}
+#[path = "qemu_lab_tests.rs"]
+mod tests;

@@ -26,8 +26,9 @@ use super::sample::GuestSample;
 use super::topology::plan::{self, QemuNic};
 use super::topology::{self, Topology};
 use crate::inputs::lab::LabSpec;
+use crate::results::lab::per_cpu::Snapshot;
 use crate::results::lab::timing::{self, Stopwatch};
-use crate::results::lab::{CacheCounters, CoreTiming, WallStep};
+use crate::results::lab::{CoreTiming, WallStep};
 
 /// From starting QEMU to the guests being ready.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(240);
@@ -79,7 +80,10 @@ impl Guest {
         (dir, tag, sockets): (&Path, &str, &Path),
         model: Option<&CacheModel>,
     ) -> Result<Guest> {
-        let initrd = rootfs::with_setup(image.initramfs, &guest::overlay(&topology.name, g)?)?;
+        let initrd = rootfs::with_setup(
+            image.initramfs,
+            &guest::overlay(&topology.name, g, spec.cpus)?,
+        )?;
         let suffix = if topology.guests.len() == 1 {
             String::new()
         } else {
@@ -321,6 +325,8 @@ pub struct QemuTestbed {
     /// [`timing::BOOT_TAPS`], [`timing::BOOT_READY`], then
     /// [`timing::BOOT_REACH`] or a mesh's [`MESH_UP`]), over all guests.
     pub boot_steps: Vec<WallStep>,
+    /// The machine's CPUs (`[lab] cpus`).
+    cpus: u32,
 }
 
 impl QemuTestbed {
@@ -406,7 +412,18 @@ impl QemuTestbed {
             measured,
             boot_seconds: started.elapsed().as_secs_f64(),
             boot_steps: watch.into_steps(),
+            cpus: spec.cpus,
         })
+    }
+
+    /// The measured guest's default egress qdisc
+    /// (`/proc/sys/net/core/default_qdisc`), read over its console.
+    pub fn default_qdisc(&mut self) -> Result<String> {
+        let out = self
+            .measured()
+            .check("cat /proc/sys/net/core/default_qdisc")
+            .context("reading the guest's default qdisc")?;
+        Ok(out.trim().to_string())
     }
 
     /// The guests, in the topology's order.
@@ -494,7 +511,11 @@ impl Testbed for QemuTestbed {
         Ok(())
     }
 
-    fn model_counters(&mut self) -> Result<Option<CacheCounters>> {
+    fn cpus(&self) -> u32 {
+        self.cpus
+    }
+
+    fn model_counters(&mut self) -> Result<Option<Snapshot>> {
         let g = self.measured();
         let Some((model, socket)) = &g.model else {
             return Ok(None);

@@ -241,6 +241,18 @@ pub(super) fn lab_spec(
             at(s)
         ),
     };
+    let cpus = match &l.cpus {
+        None => None,
+        Some(c) => {
+            crate::inputs::lab::check_cpus(*c.get_ref())
+                .map_err(|e| anyhow::anyhow!("{}: cpus = {} — {e}", at(c.span()), c.get_ref()))?;
+            Some(*c.get_ref())
+        }
+    };
+    let packet_steering = l
+        .packet_steering
+        .as_ref()
+        .map(|s| (s.get_ref().clone(), at(s.span())));
     Ok(LabSpec {
         topology: net.name,
         workload,
@@ -252,5 +264,7 @@ pub(super) fn lab_spec(
         control: l.control.unwrap_or(true),
         model,
         labs,
+        cpus,
+        packet_steering,
     })
 }

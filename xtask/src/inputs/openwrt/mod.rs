@@ -19,6 +19,7 @@ pub mod flags;
 pub mod image;
 pub mod kconfig;
 pub mod series;
+pub mod steering;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -26,6 +26,10 @@
 //! With `--cache-model` it runs the same plan twice, first without the
 //! model, then with it, and prints what the plugin costs ([`slowdown`]);
 //! the figures and goals are those of the run with the model.
+//!
+//! With `--cpus N` it then runs the plan again on N CPUs (multi-threaded
+//! TCG, the target's packet steering) and prints the two side by side
+//! with issue #27's goal ([`slowdown::MultiCore`]).
 
 pub mod report;
 pub mod slowdown;
@@ -37,8 +41,8 @@ use xshell::Shell;
 
 use super::orchestrate::{self, Control, LabPlan, Mode};
 use super::qemu_lab::{CacheModelChoice, Kernels, QemuBackend};
+use super::LabRequest;
 use super::{check_host_tools, forwarding, kernel, net, rootfs, topology};
-use super::{GroChoice, LabRequest, Machine};
 use crate::build::BuildOptions;
 use crate::inputs::{targets, variants};
 use crate::results;
@@ -47,7 +51,7 @@ use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 use report::{LabBenchReport, LabFigures, Load};
-use slowdown::Slowdown;
+use slowdown::{MultiCore, Slowdown};
 
 /// What `bench lab` was asked for.
 #[derive(Debug, Clone)]
@@ -64,6 +68,11 @@ pub struct LabBenchRequest {
     /// `--cache-model`: load the cache model into every boot, after the
     /// same plan without it ([`slowdown`]).
     pub cache_model: bool,
+    /// `--cpus N` (2 to 4): after the plan on one CPU, run it on N CPUs
+    /// with the target's packet steering and print the two side by side
+    /// ([`slowdown::MultiCore`]); the figures and goals are the one-CPU
+    /// run's.
+    pub cpus: Option<u32>,
     /// `--json FILE`: the numbers, written atomically.
     pub json: Option<PathBuf>,
 }
@@ -106,32 +115,37 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     }
     net::start_clean("bench")?;
     let lab_request = LabRequest {
-        labs_at_once: 1,
-        routers: None,
-        target: target.name.clone(),
         variants: vec![variant.name.clone()],
         runs: request.runs,
         duration_seconds: request.duration_seconds,
-        gro: GroChoice::Both,
-        direction: super::DirectionChoice::Both,
         control: false,
-        build_only: false,
         build: BuildOptions::with_jobs(1),
-        kernel_src: None,
-        machine: Machine::Qemu,
         cache_model: request.cache_model,
-        openwrt: None,
-        nic: None,
-        topology: super::topology::nat_router::NAME.to_string(),
-        tbench_clients: super::guest_tbench::DEFAULT_CLIENTS,
-        iperf: Default::default(),
+        ..LabRequest::qemu(&target.name)
     };
     let topology = topology::named(topology::nat_router::NAME)?;
     let bench_layout = layout.with_work_dir(&bench_root);
     let image_sha256 = sha256_file(&lab_kernel.image)?;
     let load_before = load_average()?;
-    let run_once = |choice: CacheModelChoice| -> Result<PathBuf> {
+    if let Some(n) = request.cpus {
+        anyhow::ensure!(
+            n > 1,
+            "--cpus {n}: give the CPUs to compare with one (2 to {})",
+            crate::inputs::steering::MAX_CPUS
+        );
+        spec.with_cpus(Some(n)).context("--cpus")?;
+    }
+    let run_once = |choice: CacheModelChoice, cpus: u32| -> Result<PathBuf> {
+        let lab_spec = spec.with_cpus(Some(cpus))?;
+        let mut topology = topology.clone();
+        let steering = if cpus > 1 {
+            let s = super::steering::attach(&target, &lab_spec, None, None, &mut topology)?;
+            format!(", packet steering {}", s.describe())
+        } else {
+            String::new()
+        };
         let lab_request = LabRequest {
+            cpus: Some(cpus),
             labs_at_once: 1,
             routers: None,
             cache_model: choice == CacheModelChoice::Load,
@@ -139,7 +153,10 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         };
         let plan = LabPlan {
             target: target.name.clone(),
-            machine: format!("QEMU {} -cpu {}", spec.machine, spec.cpu),
+            machine: format!(
+                "QEMU {} -cpu {} -smp {cpus}{steering}",
+                spec.machine, spec.cpu
+            ),
             topology: Some(topology.clone()),
             places: (Vec::new(), Vec::new()),
             workload: Box::new(forwarding::Forwarding::lan_to_wan()),
@@ -150,7 +167,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
             settings: forwarding::settings(&lab_request, &variant.name),
         };
         eprintln!(
-            "== bench: {} boots of {} {} ({}), {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), {}, in {}",
+            "== bench: {} boots of {} {} ({}) on {cpus} CPU(s){steering}, {} runs of {} s each (a warm-up, then both directions with GRO on and off, as the lab runs them), {}, in {}",
             request.runs,
             target.name,
             variant.name,
@@ -169,24 +186,34 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
             topology.clone(),
             Kernels::Built(vec![lab_kernel.clone()]),
             choice,
-        )?;
+        )?
+        .with_cpus(Some(cpus))?;
         orchestrate::run(&bench_layout, &plan, &mut backend, Mode::Run)?
             .context("the lab benchmark ran nothing")
     };
     let without = if request.cache_model {
         Some(results::lab::LabRecord::read(&run_once(
             CacheModelChoice::Off,
+            1,
         )?)?)
     } else {
         None
     };
-    let dir = run_once(if request.cache_model {
+    let choice = if request.cache_model {
         CacheModelChoice::Load
     } else {
         CacheModelChoice::Off
-    })?;
-    let load_after = load_average()?;
+    };
+    let dir = run_once(choice, 1)?;
     let record = results::lab::LabRecord::read(&dir)?;
+    let multicore = match request.cpus {
+        Some(n) => {
+            let many = results::lab::LabRecord::read(&run_once(choice, n)?)?;
+            Some(MultiCore::new(&record, &many)?)
+        }
+        None => None,
+    };
+    let load_after = load_average()?;
     let slowdown = without.map(|w| Slowdown::new(&w, &record)).transpose()?;
     let report = LabBenchReport {
         schema: report::SCHEMA,
@@ -203,6 +230,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         },
         figures: LabFigures::from_record(&record)?,
         model_slowdown: slowdown,
+        multicore,
     };
     print!("{}", report.render());
     if let Some(file) = &request.json {

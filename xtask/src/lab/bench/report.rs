@@ -275,6 +275,10 @@ pub struct LabBenchReport {
     /// it ([`super::slowdown`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_slowdown: Option<super::slowdown::Slowdown>,
+    /// With `--cpus N`: the same plan on one CPU against N
+    /// ([`super::slowdown::MultiCore`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multicore: Option<super::slowdown::MultiCore>,
 }
 
 impl LabBenchReport {
@@ -369,6 +373,9 @@ impl LabBenchReport {
         }
         if let Some(s) = &self.model_slowdown {
             out.push_str(&s.render());
+        }
+        if let Some(m) = &self.multicore {
+            out.push_str(&m.render());
         }
         let passed = goals.iter().filter(|g| g.2).count();
         out.push_str(&format!(
@@ -510,6 +517,7 @@ mod tests {
             },
             figures: f,
             model_slowdown: None,
+            multicore: None,
         };
         let text = report.render();
         assert!(text.contains("6.65 5.39 3.61 at the start"), "{text}");

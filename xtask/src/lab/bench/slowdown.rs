@@ -5,6 +5,9 @@
 //! time, so the plugin shows as fewer packets forwarded in it (QEMU
 //! executes fewer guest instructions per second), a slower boot and
 //! longer reads around each run; no goal is set, the ratio is reported.
+//!
+//! `bench lab --cpus N` compares one CPU with N the same way
+//! ([`MultiCore`]), with issue #27's goal on the run wall time.
 
 use anyhow::{ensure, Result};
 use serde::Serialize;
@@ -133,6 +136,114 @@ impl Slowdown {
     }
 }
 
+/// One CPU against several (`bench lab --cpus N`, issue #27 "Speed"):
+/// the same plan on the same lab kernel, first on one CPU under
+/// `-icount`, then on `cpus` CPUs on multi-threaded TCG with the target's
+/// packet steering. The goal: a run's wall time on `cpus` CPUs at most
+/// [`MULTICORE_GOAL_RATIO`] times one CPU's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MultiCore {
+    /// The CPUs of the second lab.
+    pub cpus: u32,
+    /// The lab on one CPU.
+    pub one: Side,
+    /// The lab on `cpus` CPUs.
+    pub many: Side,
+}
+
+/// The most a multi-CPU run's wall time may be, as a multiple of a
+/// one-CPU run's (issue #27).
+pub const MULTICORE_GOAL_RATIO: f64 = 1.5;
+
+impl MultiCore {
+    /// The two runs' comparison; `one` must have run on one CPU and
+    /// `many` on more.
+    pub fn new(one: &LabRecord, many: &LabRecord) -> Result<MultiCore> {
+        let cpus = |r: &LabRecord| match &r.machine {
+            crate::results::lab::MachineInfo::Qemu { qemu, .. } => qemu.smp,
+            _ => 0,
+        };
+        ensure!(
+            cpus(one) == 1 && cpus(many) > 1,
+            "compare a QEMU lab run on one CPU with one on more (these had {} and {})",
+            cpus(one),
+            cpus(many)
+        );
+        Ok(MultiCore {
+            cpus: cpus(many),
+            one: Side::of(one)?,
+            many: Side::of(many)?,
+        })
+    }
+
+    /// Median run wall time on `cpus` CPUs over one CPU's.
+    pub fn wall_ratio(&self) -> f64 {
+        self.many.run_wall_seconds / self.one.run_wall_seconds
+    }
+
+    /// Whether [`Self::wall_ratio`] meets [`MULTICORE_GOAL_RATIO`].
+    pub fn meets_goal(&self) -> bool {
+        self.wall_ratio() <= MULTICORE_GOAL_RATIO
+    }
+
+    /// The Markdown table `bench lab --cpus N` prints, one CPU beside N.
+    pub fn render(&self) -> String {
+        let (a, b) = (&self.one, &self.many);
+        let n = self.cpus;
+        let row = |what: &str, x: f64, y: f64, unit: &str| {
+            format!(
+                "| {what} | {x:.2} {unit} | {y:.2} {unit} | ×{:.2} |
+",
+                y / x
+            )
+        };
+        let mut out = format!(
+            "
+One CPU beside {n} (the same plan and kernel; {n} CPUs run on multi-threaded TCG without -icount, with the target's packet steering; medians):
+
+             | measurement | 1 CPU | {n} CPUs | {n} ÷ 1 |
+|---|---|---|---|
+"
+        );
+        out.push_str(&row(
+            "boot to ready (wall)",
+            a.boot_seconds,
+            b.boot_seconds,
+            "s",
+        ));
+        out.push_str(&row(
+            "run wall time",
+            a.run_wall_seconds,
+            b.run_wall_seconds,
+            "s",
+        ));
+        out.push_str(&row(
+            "iperf3 through the guest",
+            a.mbit_per_s,
+            b.mbit_per_s,
+            "Mbit/s",
+        ));
+        out.push_str(&row(
+            "packets forwarded per second of traffic",
+            a.packets_per_second,
+            b.packets_per_second,
+            "packets/s",
+        ));
+        out.push_str(&format!(
+            "
+Goal: a run's wall time on {n} CPUs at most ×{MULTICORE_GOAL_RATIO} one CPU's: ×{:.2}, {}.
+",
+            self.wall_ratio(),
+            if self.meets_goal() {
+                "✅ pass"
+            } else {
+                "❌ fail"
+            }
+        ));
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +292,26 @@ mod tests {
         assert!(text.contains("| iperf3 through the guest |"), "{text}");
         assert!(text.contains("×2.00 |"), "{text}");
         assert!(Slowdown::new(&with, &without).is_err());
+    }
+
+    #[test]
+    fn several_cpus_are_compared_with_one_by_run_wall_time() {
+        let one = fixture();
+        let mut two = fixture();
+        if let crate::results::lab::MachineInfo::Qemu { qemu, .. } = &mut two.machine {
+            qemu.smp = 2;
+        }
+        for run in &mut two.runs {
+            run.wall_seconds = run.wall_seconds.map(|w| w * 1.6);
+        }
+        let m = MultiCore::new(&one, &two).unwrap();
+        assert_eq!(m.cpus, 2);
+        assert!((m.wall_ratio() - 1.6).abs() < 1e-9, "{m:?}");
+        assert!(!m.meets_goal());
+        let text = m.render();
+        assert!(text.contains("| run wall time |"), "{text}");
+        assert!(text.contains("×1.60, ❌ fail"), "{text}");
+        assert!(MultiCore::new(&two, &one).is_err());
+        assert!(MultiCore::new(&one, &one).is_err());
     }
 }

@@ -10,7 +10,8 @@
 //!   source package (private apt configuration, fetched once);
 //! * [`compile`]: gcc builds of the plugin (and of QEMU's own
 //!   `contrib/plugins/cache.c`, the tests' reference), cached by sha256;
-//! * [`read_counters`]: one snapshot from the plugin's unix socket.
+//! * [`read_counters`]: one snapshot from the plugin's unix socket (the
+//!   sums and each vCPU's counters).
 //!
 //! The model sees the instruction stream TCG executes and the addresses
 //! it touches: how code and data map onto the SoC's cache sets, hence
@@ -34,7 +35,8 @@ use anyhow::{bail, Context, Result};
 use super::require_tools;
 use crate::inputs::lab::{CacheSpec, LabSpec};
 use crate::inputs::targets::Target;
-use crate::results::lab::{CacheCounters, CacheGeometry, CacheModelInfo};
+use crate::results::lab::per_cpu::Snapshot;
+use crate::results::lab::{CacheGeometry, CacheModelInfo};
 use crate::util::layout::Layout;
 
 /// Host programs the cache model needs, with their Debian packages.
@@ -180,7 +182,7 @@ impl CacheModel {
 
     /// The counters now, from the plugin serving `socket`; its geometry
     /// must be this model's.
-    pub fn read(&self, socket: &Path) -> Result<CacheCounters> {
+    pub fn read(&self, socket: &Path) -> Result<Snapshot> {
         read_counters(socket, Some((&self.info.icache, &self.info.dcache)))
     }
 }
@@ -190,7 +192,7 @@ impl CacheModel {
 pub fn read_counters(
     socket: &Path,
     expect: Option<(&CacheGeometry, &CacheGeometry)>,
-) -> Result<CacheCounters> {
+) -> Result<Snapshot> {
     let mut stream = UnixStream::connect(socket).with_context(|| {
         format!(
             "connecting to the cache model's socket {} (did QEMU exit?)",
@@ -207,5 +209,5 @@ pub fn read_counters(
             socket.display()
         )
     })?;
-    CacheCounters::parse(&line, expect)
+    Snapshot::parse(&line, expect)
 }

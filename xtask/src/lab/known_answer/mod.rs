@@ -26,6 +26,7 @@
 //! target's baseline lab kernel runs them all (a minute or two with the
 //! plugin); nothing crosses the lab's network but its own setup.
 
+pub mod per_cpu;
 pub mod program;
 
 use std::path::Path;
@@ -189,16 +190,18 @@ pub fn model(layout: &Layout, target: &Target, timing: Option<&TimingSpec>) -> R
     Ok(model)
 }
 
-/// Boots `kernel` (image, device tree) of `target` with `model` and runs
-/// every program; logs go to `dir`.
+/// Boots `kernel` (image, device tree) of `target` with `model` on a
+/// machine of `cpus` CPUs (`None`: the target file's) and runs every
+/// program, and on more than one CPU the per-CPU answers ([`per_cpu`]);
+/// logs go to `dir`.
 pub fn run(
     layout: &Layout,
     target: &Target,
     (image, dtb): (&Path, Option<&Path>),
     model: &CacheModel,
-    dir: &Path,
+    (dir, cpus): (&Path, Option<u32>),
 ) -> Result<KnownAnswers> {
-    let spec = kernel::spec_of(target)?;
+    let spec = &kernel::spec_of(target)?.with_cpus(cpus)?;
     let timing = model
         .info
         .timing
@@ -265,6 +268,9 @@ pub fn run(
         pass: (dram * 0.95..=dram * 1.05).contains(&memory),
         per_iteration: it,
     });
+    if spec.cpus > 1 {
+        answers.extend(per_cpu::answers(&mut guest, timing)?);
+    }
     let p = &timing.predictor;
     Ok(KnownAnswers {
         target: target.name.clone(),
@@ -349,10 +355,11 @@ fn per_iteration(
 }
 
 fn counters(guest: &mut InGuest<'_>) -> Result<CacheCounters> {
-    guest
+    Ok(guest
         .bed
         .model_counters()?
-        .context("the guest runs without the cache model")
+        .context("the guest runs without the cache model")?
+        .total)
 }
 
 /// The measured guest of a testbed booted with the model: where the
@@ -379,6 +386,9 @@ pub struct KnownAnswerRequest {
     pub build: BuildOptions,
     /// `--json FILE`: the answers, written atomically.
     pub json: Option<std::path::PathBuf>,
+    /// `--cpus N`: the machine's CPUs instead of the target file's (with
+    /// more than one, the per-CPU answers run too).
+    pub cpus: Option<u32>,
 }
 
 /// `cargo xtask lab --target T --known-answers`: builds the baseline lab
@@ -400,7 +410,13 @@ pub fn command(sh: &Shell, layout: &Layout, request: &KnownAnswerRequest) -> Res
         .join(&target.name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let k = &kernels[0];
-    let answers = run(layout, &target, (&k.image, k.dtb.as_deref()), &model, &dir)?;
+    let answers = run(
+        layout,
+        &target,
+        (&k.image, k.dtb.as_deref()),
+        &model,
+        (&dir, request.cpus),
+    )?;
     print!("{}", answers.render());
     println!("logs: {}", dir.display());
     if let Some(file) = &request.json {

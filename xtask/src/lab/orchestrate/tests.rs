@@ -80,6 +80,7 @@ impl Backend for Fake {
         Ok(Up {
             bed: Box::new(bed),
             boot: Some(BootRecord {
+                qdisc: None,
                 arm: arm.name.clone(),
                 round,
                 boot_seconds: 1.0,

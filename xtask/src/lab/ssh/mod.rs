@@ -181,6 +181,7 @@ impl Backend for SshBackend {
         let mut router = SshRouter::new(ssh, self.file.router.clone(), endpoints);
         router.check_interfaces()?;
         let boot = BootRecord {
+            qdisc: None,
             arm: arm.name.clone(),
             round,
             boot_seconds: (boot_seconds * 1e3).round() / 1e3,

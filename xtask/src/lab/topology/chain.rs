@@ -42,6 +42,7 @@ pub fn topology() -> Topology {
         ruleset: None,
         batman: None,
         bridges: Vec::new(),
+        steering: None,
     };
     let port = |guest: &str, nic: &str| Port::Nic {
         guest: guest.to_string(),

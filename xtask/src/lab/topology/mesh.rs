@@ -117,6 +117,7 @@ pub fn topology(routers: usize, mesh: Mesh) -> Topology {
                 ports: bridge_ports,
                 addresses: vec![lan_cidr(i as u8)],
             }],
+            steering: None,
         });
         if i < routers {
             links.push(Link {

@@ -130,6 +130,9 @@ pub struct Guest {
     /// Bridges inside the guest (`br-lan`), made after [`Guest::batman`]
     /// so that `bat0` can be a port.
     pub bridges: Vec<Bridge>,
+    /// Its packet steering ([`crate::lab::steering`]), set on the measured
+    /// guest by the lab; `None`: nothing steered.
+    pub steering: Option<crate::results::lab::steering::Steering>,
 }
 
 /// batman-adv's soft interface: the mesh as one Ethernet device.

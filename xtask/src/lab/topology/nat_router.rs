@@ -72,6 +72,7 @@ pub fn topology() -> Topology {
             gro: vec!["lan".to_string(), "wan".to_string()],
             batman: None,
             bridges: Vec::new(),
+            steering: None,
         }],
         endpoints: vec![
             Endpoint {

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::{find, series_of};
+use super::{find, series::series_of};
 use crate::measure::calibration::{known_sources, rate, Floor, Source};
 use crate::results::lab::LabRecord;
 

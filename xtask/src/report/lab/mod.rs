@@ -32,12 +32,14 @@
 
 pub mod calibrate;
 pub mod condition;
+pub mod cpus;
 pub mod describe;
 pub mod find;
 pub mod json;
 pub mod mail;
 pub mod markdown;
 pub mod mesh;
+pub mod series;
 pub mod svg;
 pub mod text;
 
@@ -48,18 +50,19 @@ use anyhow::Result;
 use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
 use crate::measure::stats::{self, Interval, Verdict};
 use crate::results::lab::{
-    check, Arm, CacheModelInfo, Condition, LabRecord, MachineInfo, Settings, Status,
-    BRANCHES_PER_PACKET, CPU_PER_PACKET, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT,
-    INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
-    L2_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISPREDICTS_PER_PACKET, MISPREDICTS_UNIT,
-    MISSES_PER_PACKET, MODELLED_THROUGHPUT, NS_PER_PACKET, PACKETS_PER_SECOND,
-    PACKETS_PER_SECOND_UNIT, PERCENT, TAKEN_PER_PACKET, TBENCH, THROUGHPUT, UDP_LOST,
+    check, Arm, CacheModelInfo, LabRecord, MachineInfo, Settings, Status, BRANCHES_PER_PACKET,
+    CPU_PER_PACKET, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, INSNS_PER_PACKET,
+    INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, L2_MISSES_PER_PACKET,
+    MBIT_PER_S, MB_PER_S, MISPREDICTS_PER_PACKET, MISPREDICTS_UNIT, MISSES_PER_PACKET,
+    MODELLED_THROUGHPUT, NS_PER_PACKET, PACKETS_PER_SECOND, PACKETS_PER_SECOND_UNIT, PERCENT,
+    TAKEN_PER_PACKET, TBENCH, THROUGHPUT, UDP_LOST,
 };
 
 pub use condition::{
     condition_item, condition_item_title, condition_kind, condition_kind_title, direction_title,
     Gro,
 };
+pub use series::Series;
 pub use stats::runs_for_mann_whitney;
 
 /// The lab's families in report order: (name, unit, title in sentences).
@@ -138,55 +141,20 @@ pub const HOST_NOTE: &str = "measures this machine's kernel, not a router's";
 /// The smallest two-sided p a test must reach to count.
 pub const ALPHA: f64 = stats::ALPHA;
 
-/// The title of family `name` (`Throughput`), or the name itself.
-pub fn family_title(name: &str) -> &str {
+/// The title of family `name` (`Throughput`; a per-CPU one's
+/// [`cpus::title`]), or the name itself.
+pub fn family_title(name: &str) -> String {
     FAMILIES
         .iter()
         .find(|(n, _, _)| *n == name)
-        .map_or(name, |(_, _, title)| title)
+        .map(|(_, _, title)| title.to_string())
+        .or_else(|| cpus::title(name))
+        .unwrap_or_else(|| name.to_string())
 }
 
 /// The LKP-style name of a lab metric: `throughput.lan-to-wan.gro-on`.
 pub fn lkp_name(family: &Family, m: &Metric) -> String {
     format!("{}.{}.{}", family.name, m.item, m.kind)
-}
-
-/// Every arm's samples of one family under one condition: a direction
-/// with one GRO setting, or a benchmark.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Series {
-    /// A name of [`FAMILIES`]: [`THROUGHPUT`], [`CPU_PER_PACKET`],
-    /// [`TBENCH`] or one of the cache model's.
-    pub family: String,
-    /// Unit of the values: Mbit/s, ns/packet, MB/s, insns/packet or
-    /// misses/packet.
-    pub unit: String,
-    /// Direction and GRO setting, or the benchmark.
-    pub condition: Condition,
-    /// (arm name, its values in run order), in the lab's arm order; an arm
-    /// without runs is left out.
-    pub arms: Vec<(String, Vec<f64>)>,
-}
-
-impl Series {
-    /// Its metrics' `kind`: `gro-on`, `clients-2`.
-    pub fn kind(&self) -> String {
-        condition_kind(self.condition)
-    }
-
-    /// Its metrics' `item`: `lan-to-wan`, `loopback`.
-    pub fn item(&self) -> &'static str {
-        condition_item(self.condition)
-    }
-
-    /// `LAN to WAN, GRO on`; `loopback, 2 clients`.
-    pub fn title(&self) -> String {
-        format!(
-            "{}, {}",
-            condition_item_title(self.condition),
-            condition_kind_title(self.condition)
-        )
-    }
 }
 
 /// What a lab comparison measures.
@@ -290,6 +258,7 @@ impl LabReport {
         notes.extend(describe::gro_note(&record));
         notes.extend(describe::mesh_direction_note(&record));
         notes.extend(describe::side_by_side_note(&record));
+        notes.extend(cpus::machine_note(&record));
         if !record.status.is_complete() {
             notes.push(format!(
                 "this lab run is not complete ({}): the numbers are those of the runs it finished",
@@ -297,7 +266,8 @@ impl LabReport {
             ));
         }
         notes.extend(problems.warnings);
-        let series = series_of(&record);
+        let series = series::series_of(&record);
+        notes.extend(cpus::bottleneck_notes(&series, &base));
         let control = record.arms.iter().find(|a| a.control);
         let mut comparisons = Vec::new();
         if let Some(c) = control {
@@ -405,29 +375,6 @@ impl LabReport {
             .find(|s| s.family == family && s.kind() == kind)
             .map_or(kind.to_string(), |s| condition_kind_title(s.condition))
     }
-}
-
-fn series_of(record: &LabRecord) -> Vec<Series> {
-    let mut out = Vec::new();
-    for (family, unit, _) in FAMILIES {
-        for condition in record.settings.conditions() {
-            let arms: Vec<(String, Vec<f64>)> = record
-                .arms
-                .iter()
-                .map(|a| (a.name.clone(), record.samples(&a.name, condition, family)))
-                .filter(|(_, v)| !v.is_empty())
-                .collect();
-            if !arms.is_empty() {
-                out.push(Series {
-                    family: family.to_string(),
-                    unit: unit.to_string(),
-                    condition,
-                    arms,
-                });
-            }
-        }
-    }
-    out
 }
 
 /// `base` against `other` in every series both have; a variant's noise

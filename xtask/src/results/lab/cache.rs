@@ -23,6 +23,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::core_model::{CoreCounters, CoreTiming, CoreWork};
+use super::per_cpu::{bottleneck, CpuWork, Snapshot};
 
 /// Metric name of the guest's instructions per forwarded packet.
 pub const INSNS_PER_PACKET: &str = "guest_insns_per_packet";
@@ -38,8 +39,9 @@ pub const MISSES_PER_PACKET: &str = "misses/packet";
 /// First word of the plugin's snapshot line, then its format version.
 pub const SNAPSHOT_MAGIC: &str = "xtask-cache";
 /// The snapshot format this workbench reads (the plugin's `FORMAT_VERSION`:
-/// 2 since the core model's fields).
-pub const SNAPSHOT_VERSION: u32 = 2;
+/// 2 since the core model's fields, 3 since each vCPU's,
+/// [`super::per_cpu::Snapshot`]).
+pub const SNAPSHOT_VERSION: u32 = 3;
 
 /// One cache's geometry, as modelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,7 +118,7 @@ pub struct CacheCounters {
 
 impl CacheCounters {
     /// Parses the plugin's snapshot line
-    /// (`xtask-cache 2 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
+    /// (`xtask-cache 3 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
     /// [core fields] icache=S/W/L dcache=S/W/L cores=N`, the core fields
     /// those of [`CoreCounters`]); with `expect`, the geometry it reports
     /// must be those caches'.
@@ -216,7 +218,7 @@ pub struct CacheWork {
 }
 
 /// What one run read from the cache model.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheRun {
     /// Counters right before the traffic.
     pub before: CacheCounters,
@@ -228,6 +230,10 @@ pub struct CacheRun {
     /// `[lab.timing]`); absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core: Option<CoreWork>,
+    /// Each CPU's share, on a machine of more than one
+    /// ([`super::per_cpu`]); empty on one CPU and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<CpuWork>,
 }
 
 impl CacheRun {
@@ -246,6 +252,21 @@ impl CacheRun {
                 l1d_misses_per_packet: per(during.l1d_misses),
             },
             core: None,
+            cpus: Vec::new(),
+        })
+    }
+
+    /// The run between snapshots `before` and `after` over `packets`: on
+    /// a machine of more than one vCPU with each CPU's share
+    /// ([`CpuWork::between`]).
+    pub fn of_snapshots(before: &Snapshot, after: &Snapshot, packets: u64) -> Result<CacheRun> {
+        let run = CacheRun::new(before.total, after.total, packets)?;
+        if after.cpus.len() < 2 {
+            return Ok(run);
+        }
+        Ok(CacheRun {
+            cpus: CpuWork::between(before, after, packets)?,
+            ..run
         })
     }
 
@@ -260,9 +281,18 @@ impl CacheRun {
         if w.packets == 0 {
             return Ok(self);
         }
-        let core = CoreWork::new(&w.during, &core, w.packets, frame_bytes, &timing.costs)?;
+        let mut core = CoreWork::new(&w.during, &core, w.packets, frame_bytes, &timing.costs)?;
+        let cpus: Vec<CpuWork> = self
+            .cpus
+            .iter()
+            .map(|c| c.costed(&timing.costs, w.packets))
+            .collect();
+        if let Some((cpu, cycles)) = bottleneck(&cpus) {
+            core = core.limited_by(cpu, cycles, &timing.costs);
+        }
         Ok(CacheRun {
             core: Some(core),
+            cpus,
             ..self
         })
     }
@@ -272,7 +302,7 @@ impl CacheRun {
 mod tests {
     use super::*;
 
-    const LINE: &str = "xtask-cache 2 insns=1000 l1i_misses=30 l1d_accesses=400 \
+    const LINE: &str = "xtask-cache 3 insns=1000 l1i_misses=30 l1d_accesses=400 \
         l1d_misses=12 icache=32768/4/32 dcache=32768/4/32 cores=1\n";
 
     fn g() -> CacheGeometry {
@@ -294,11 +324,11 @@ mod tests {
         let err = CacheCounters::parse(LINE, Some((&other, &g()))).unwrap_err();
         assert!(err.to_string().contains("icache=32768/4/32"), "{err}");
         for bad in [
-            "xtask-cache 1 insns=1 l1i_misses=1 l1d_accesses=1 l1d_misses=1",
-            "cache 2 insns=1",
-            "xtask-cache 2 insns=x l1i_misses=1 l1d_accesses=1 l1d_misses=1",
-            "xtask-cache 2 insns=1 l1d_accesses=1 l1d_misses=1",
-            "xtask-cache 2 insns=1 l1i_misses=1 l1d_accesses=1 l1d_misses=1 jumps=3",
+            "xtask-cache 9 insns=1 l1i_misses=1 l1d_accesses=1 l1d_misses=1",
+            "cache 3 insns=1",
+            "xtask-cache 3 insns=x l1i_misses=1 l1d_accesses=1 l1d_misses=1",
+            "xtask-cache 3 insns=1 l1d_accesses=1 l1d_misses=1",
+            "xtask-cache 3 insns=1 l1i_misses=1 l1d_accesses=1 l1d_misses=1 jumps=3",
         ] {
             assert!(CacheCounters::parse(bad, None).is_err(), "{bad}");
         }

@@ -220,6 +220,13 @@ impl CoreCounters {
         ]
     }
 
+    /// The counters from their sixteen values in the snapshot's order
+    /// (`l1d_store_misses` … `unaligned`, as lab/plugin/xtask-cache.c
+    /// writes a vCPU's).
+    pub fn from_values(a: [u64; 16]) -> CoreCounters {
+        CoreCounters::from_array(a)
+    }
+
     fn from_array(a: [u64; 16]) -> CoreCounters {
         CoreCounters {
             l1d_store_misses: a[0],
@@ -362,6 +369,12 @@ pub struct CoreWork {
     pub mispredicts_per_packet: f64,
     /// L2 misses of fetches and loads per packet.
     pub l2_misses_per_packet: f64,
+    /// On a machine of more than one CPU, the CPU whose cycles per packet
+    /// are the most (the bottleneck): `cycles_per_packet`, packets/s and
+    /// Mbit/s are then that CPU's, the counts above all CPUs'
+    /// ([`super::per_cpu`]). Absent on one CPU and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck_cpu: Option<u32>,
 }
 
 impl CoreWork {
@@ -394,7 +407,25 @@ impl CoreWork {
             taken_per_packet: core.taken() as f64 / n,
             mispredicts_per_packet: core.mispredicts() as f64 / n,
             l2_misses_per_packet: core.demand_l2_misses() as f64 / n,
+            bottleneck_cpu: None,
         })
+    }
+
+    /// The run limited by CPU `cpu`, whose cycles per packet are `cycles`:
+    /// packets/s and Mbit/s at `costs`' clock from those.
+    pub fn limited_by(self, cpu: u32, cycles: Cycles, costs: &CoreCosts) -> CoreWork {
+        let pps = if cycles.total > 0.0 {
+            costs.clock_mhz * 1e6 / cycles.total
+        } else {
+            0.0
+        };
+        CoreWork {
+            cycles_per_packet: cycles,
+            packets_per_second: pps,
+            mbit_per_s: self.frame_bytes.map(|b| pps * b * 8.0 / 1e6),
+            bottleneck_cpu: Some(cpu),
+            ..self
+        }
     }
 
     /// The run's metrics, rounded as `lab.json` keeps them.

@@ -1,6 +1,6 @@
 //! The machine a lab run measured, as one enum ([`MachineInfo`]): QEMU
 //! with the guest's userspace, a real router over SSH, or this machine's
-//! kernel. `lab.json` (schema 2) writes it as `"machine": {"kind":
+//! kernel. `lab.json` (schema 2 and later) writes it as `"machine": {"kind":
 //! "qemu", "qemu": {…}, "initramfs": {…}}`; schema 1 had three optional
 //! fields (`qemu` with `initramfs`, `router`, `host`), read into it by
 //! [`MachineInfo::from_schema1`].
@@ -21,10 +21,19 @@ pub struct QemuInfo {
     pub machine: String,
     /// `-cpu`.
     pub cpu: String,
-    /// `-smp`.
+    /// `-smp`: the machine's CPUs.
     pub smp: u32,
-    /// `-icount` value.
+    /// `-icount` value; empty on a machine of more than one CPU, which
+    /// runs on the host's clock (`accel`).
     pub icount: String,
+    /// `-accel` value when not under `-icount` (`tcg,thread=multi`);
+    /// absent in files before schema 3 (every one ran under `-icount`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accel: Option<String>,
+    /// The packet steering the measured router ran with (schema 3); absent
+    /// in older files: one CPU, nothing steered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering: Option<Box<super::steering::Steering>>,
     /// The kernel command line.
     pub append: String,
 }

@@ -1,5 +1,5 @@
 //! Reading `lab.json` of every schema this xtask knows into today's
-//! [`LabRecord`]: [`SCHEMA`] 2 as written, schema 1 upgraded.
+//! [`LabRecord`]: [`SCHEMA`] 3 as written, schemas 1 and 2 upgraded.
 //!
 //! Schema 1 → 2 changed only the record's top level: `status` was a
 //! string (`running`, `complete`, `failed: <reason>`) and is now a
@@ -26,6 +26,8 @@ pub const OLDEST: u32 = 1;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Schema2 {
+    /// 2 or 3, matched before this struct is read.
+    #[allow(dead_code)]
     schema: u32,
     status: Status,
     target: String,
@@ -93,10 +95,14 @@ pub fn read(value: serde_json::Value) -> Result<LabRecord> {
                 runs: v.runs,
             }
         }
-        2 => {
-            let v: Schema2 = serde_json::from_value(value).context("schema 2")?;
+        // Schema 3 added fields that schema 2 files lack and read as
+        // absent: the CPUs, TCG's accelerator and packet steering of the
+        // QEMU machine, each boot's egress qdisc, the per-CPU counters.
+        2 | 3 => {
+            let v: Schema2 =
+                serde_json::from_value(value).with_context(|| format!("schema {schema}"))?;
             LabRecord {
-                schema: v.schema,
+                schema: SCHEMA,
                 status: v.status,
                 target: v.target,
                 lab_target: v.lab_target,

@@ -1,0 +1,154 @@
+//! A lab run on a machine of more than one CPU (`lab --cpus 2`, schema 3)
+//! in the report: the per-CPU families of the models
+//! ([`crate::results::lab::per_cpu`]: `Modelled cycles per packet on
+//! CPU1`), what the machine and its packet steering were, and which CPU
+//! limits forwarding (the bottleneck) per arm and condition, with a note
+//! when a variant moves it.
+
+use super::{family_title, Series};
+use crate::results::lab::per_cpu::{cpu_metric, CYCLES_PER_PACKET_TOTAL, PER_CPU};
+use crate::results::lab::{
+    LabRecord, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, INSNS_PER_PACKET_UNIT, MISSES_PER_PACKET,
+};
+
+/// The record's CPUs: QEMU's `-smp`, 1 for other labs.
+pub fn cpus_of(record: &LabRecord) -> u32 {
+    record.machine.qemu().map_or(1, |q| q.smp.max(1))
+}
+
+/// The per-CPU families of a record on `cpus` CPUs, in report order
+/// (name, unit): the sum of the CPUs' cycles, then each of
+/// [`PER_CPU`] per CPU; none on one CPU.
+pub fn families(cpus: u32) -> Vec<(String, &'static str)> {
+    if cpus < 2 {
+        return Vec::new();
+    }
+    let mut out = vec![(CYCLES_PER_PACKET_TOTAL.to_string(), CYCLES_PER_PACKET_UNIT)];
+    for family in PER_CPU {
+        let unit = match family {
+            CYCLES_PER_PACKET => CYCLES_PER_PACKET_UNIT,
+            crate::results::lab::INSNS_PER_PACKET => INSNS_PER_PACKET_UNIT,
+            _ => MISSES_PER_PACKET,
+        };
+        for cpu in 0..cpus {
+            out.push((cpu_metric(family, cpu), unit));
+        }
+    }
+    out
+}
+
+/// The title of a per-CPU family (`Modelled cycles per packet on CPU1`,
+/// `Modelled cycles per packet, all CPUs`); `None` for other names.
+pub fn title(name: &str) -> Option<String> {
+    if name == CYCLES_PER_PACKET_TOTAL {
+        return Some(format!("{}, all CPUs", family_title(CYCLES_PER_PACKET)));
+    }
+    let (family, cpu) = crate::results::lab::per_cpu::split_cpu_metric(name)?;
+    Some(format!("{} on CPU{cpu}", family_title(family)))
+}
+
+/// What the report says of a QEMU lab on more than one CPU: the machine,
+/// what its clock means, the packet steering and the egress qdisc; `None`
+/// for one CPU without steering.
+pub fn machine_note(record: &LabRecord) -> Option<String> {
+    let qemu = record.machine.qemu()?;
+    let qdiscs: Vec<&str> = {
+        let mut q: Vec<&str> = record
+            .boots
+            .iter()
+            .filter_map(|b| b.qdisc.as_deref())
+            .collect();
+        q.sort_unstable();
+        q.dedup();
+        q
+    };
+    let qdisc = match qdiscs.as_slice() {
+        [] => String::new(),
+        [one] => format!("; egress qdisc {one} (the guest's default_qdisc)"),
+        many => format!("; egress qdiscs {} (boots differ)", many.join(", ")),
+    };
+    let steering = qemu
+        .steering
+        .as_ref()
+        .map(|s| {
+            let how = if s.resolved.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", s.resolved)
+            };
+            format!(
+                "; packet steering {} (asked: {} by {}{how})",
+                s.describe(),
+                s.asked,
+                s.from
+            )
+        })
+        .unwrap_or_default();
+    if qemu.smp < 2 {
+        return (!steering.is_empty() || !qdisc.is_empty())
+            .then(|| format!("one CPU{steering}{qdisc}"));
+    }
+    Some(format!(
+        "the lab machine had {} CPUs (-smp {}) on QEMU's multi-threaded TCG ({}), without -icount: the guest's clock is the host's, so ns/packet is left out (it would time the emulator, not the path) and Mbit/s is the emulator's; the models count each CPU apart (the families \"… on CPUn\", an L1 per CPU and one shared L2), and modelled cycles/packet and packets/s are the busiest CPU's, which limits forwarding (packets/s = clock ÷ its cycles/packet; \"all CPUs\" is their sum){steering}{qdisc}",
+        qemu.smp,
+        qemu.smp,
+        qemu.accel.as_deref().unwrap_or("tcg"),
+    ))
+}
+
+/// An arm's bottleneck: the arm, its busiest CPU and that CPU's mean
+/// modelled cycles per packet.
+type ArmBottleneck = (String, u32, f64);
+
+/// The bottleneck per condition: for each arm of `arms`, the CPU whose
+/// mean modelled cycles per packet are the most, with that mean; one
+/// sentence per condition, and one more for each arm whose bottleneck is
+/// not the base's. Empty without per-CPU cycles.
+pub fn bottleneck_notes(series: &[Series], base: &str) -> Vec<String> {
+    let mut per_condition: Vec<(String, Vec<ArmBottleneck>)> = Vec::new();
+    for s in series {
+        let Some((family, cpu)) = crate::results::lab::per_cpu::split_cpu_metric(&s.family) else {
+            continue;
+        };
+        if family != CYCLES_PER_PACKET {
+            continue;
+        }
+        let title = s.title();
+        let at = match per_condition.iter().position(|(t, _)| *t == title) {
+            Some(i) => i,
+            None => {
+                per_condition.push((title, Vec::new()));
+                per_condition.len() - 1
+            }
+        };
+        for (arm, values) in &s.arms {
+            if values.is_empty() {
+                continue;
+            }
+            let mean = values.iter().sum::<f64>() / values.len() as f64;
+            let arms = &mut per_condition[at].1;
+            match arms.iter_mut().find(|(a, _, _)| a == arm) {
+                Some(slot) if mean > slot.2 => *slot = (arm.clone(), cpu, mean),
+                Some(_) => {}
+                None => arms.push((arm.clone(), cpu, mean)),
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for (title, arms) in &per_condition {
+        let list: Vec<String> = arms
+            .iter()
+            .map(|(a, cpu, mean)| format!("{a} CPU{cpu} ({mean:.0} cycles/packet)"))
+            .collect();
+        notes.push(format!("bottleneck in {title}: {}", list.join(", ")));
+        let Some((_, base_cpu, _)) = arms.iter().find(|(a, _, _)| a == base) else {
+            continue;
+        };
+        for (arm, cpu, _) in arms.iter().filter(|(a, c, _)| a != base && c != base_cpu) {
+            notes.push(format!(
+                "the bottleneck moves in {title}: {base}'s is CPU{base_cpu}, {arm}'s CPU{cpu}, so packets/s compares two different CPUs' work there"
+            ));
+        }
+    }
+    notes
+}

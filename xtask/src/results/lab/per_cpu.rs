@@ -1,0 +1,342 @@
+//! The models per CPU of a lab machine with more than one (`[lab] cpus`,
+//! `lab --cpus 2`; `lab.json` schema 3): the plugin's counters of each
+//! vCPU ([`Snapshot`]), what each CPU did per forwarded packet
+//! ([`CpuWork`], in a run's `cache_model.cpus`), and the bottleneck.
+//!
+//! With receive processing spread over the CPUs (packet steering), a
+//! packet's work is split: the NIC's interrupt, NAPI and GRO on one CPU,
+//! the forwarding path on another. Each CPU's work per packet is costed
+//! with the same formula as the whole ([`super::core_model`]) and its own
+//! counts (its L1s, its branches; the L2 is shared). The CPUs work on
+//! different packets at once, so the router forwards at the rate of the
+//! busiest one: `packets/s = clock ÷ max over CPUs of cycles/packet`
+//! ([`bottleneck`]). A run's `modelled_cycles_per_packet` and
+//! `modelled_packets_per_second` are that CPU's; per-CPU metrics
+//! ([`cpu_metric`]: `modelled_cycles_per_packet_cpu1`) and the sum
+//! ([`CYCLES_PER_PACKET_TOTAL`]) come with them. One-CPU runs have no
+//! per-CPU part, and their files read as before.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::cache::{
+    CacheCounters, CacheGeometry, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
+    L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
+};
+use super::core_model::{
+    CoreCosts, CoreCounters, Cycles, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT,
+};
+use super::Metric;
+
+/// Metric name of the modelled cycles per packet summed over the CPUs:
+/// the work of a packet, wherever it ran.
+pub const CYCLES_PER_PACKET_TOTAL: &str = "modelled_cycles_per_packet_total";
+
+/// The per-CPU families: a run on more than one CPU records each of these
+/// per CPU as `<name>_cpu<N>` ([`cpu_metric`]).
+pub const PER_CPU: [&str; 4] = [
+    CYCLES_PER_PACKET,
+    INSNS_PER_PACKET,
+    L1I_MISSES_PER_PACKET,
+    L1D_MISSES_PER_PACKET,
+];
+
+/// `<name>_cpu<cpu>`: the metric `name` of one CPU.
+pub fn cpu_metric(name: &str, cpu: u32) -> String {
+    format!("{name}_cpu{cpu}")
+}
+
+/// The family and CPU of a per-CPU metric name
+/// (`l1i_misses_per_packet_cpu1` → (`l1i_misses_per_packet`, 1)); `None`
+/// for any other name.
+pub fn split_cpu_metric(name: &str) -> Option<(&str, u32)> {
+    let (family, cpu) = name.rsplit_once("_cpu")?;
+    let cpu = cpu.parse().ok().filter(|c| *c < 64)?;
+    PER_CPU.contains(&family).then_some((family, cpu))
+}
+
+/// One snapshot of the plugin: the sums and each vCPU's counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The sums over the vCPUs (what a one-CPU lab records).
+    pub total: CacheCounters,
+    /// Each vCPU's, in index order, with the L1 D-cache lines other
+    /// vCPUs' stores took from it.
+    pub cpus: Vec<(CacheCounters, u64)>,
+}
+
+impl Snapshot {
+    /// Parses the plugin's line (format 3: the sums as
+    /// [`CacheCounters::parse`] reads them, then `cpuN=` fields: instructions,
+    /// L1I misses, L1D accesses, L1D misses, invalidations, and with the
+    /// core model its sixteen counters, comma-separated; see
+    /// lab/plugin/xtask-cache.c). Errors when a vCPU's field is missing or
+    /// malformed, or the vCPUs' instructions do not add up to the sum.
+    pub fn parse(line: &str, expect: Option<(&CacheGeometry, &CacheGeometry)>) -> Result<Snapshot> {
+        let total = CacheCounters::parse(line, expect)?;
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        };
+        let cores: usize = field("cores")
+            .context("the cache-model snapshot has no cores")?
+            .parse()
+            .context("cores in the cache-model snapshot")?;
+        let mut cpus = Vec::with_capacity(cores);
+        for i in 0..cores {
+            let key = format!("cpu{i}");
+            let text = field(&key)
+                .with_context(|| format!("the cache-model snapshot has no {key}: {line:?}"))?;
+            let n: Vec<u64> = text
+                .split(',')
+                .map(|v| v.parse::<u64>())
+                .collect::<std::result::Result<_, _>>()
+                .with_context(|| format!("{key}={text} in the cache-model snapshot"))?;
+            let core = match (n.len(), total.core.is_some()) {
+                (5, false) => None,
+                (21, true) => {
+                    let mut a = [0u64; 16];
+                    a.copy_from_slice(&n[5..]);
+                    Some(CoreCounters::from_values(a))
+                }
+                (len, _) => bail!(
+                    "{key} in the cache-model snapshot has {len} values, not {}",
+                    if total.core.is_some() { 21 } else { 5 }
+                ),
+            };
+            cpus.push((
+                CacheCounters {
+                    insns: n[0],
+                    l1i_misses: n[1],
+                    l1d_accesses: n[2],
+                    l1d_misses: n[3],
+                    core,
+                },
+                n[4],
+            ));
+        }
+        let sum: u64 = cpus.iter().map(|(c, _)| c.insns).sum();
+        if sum != total.insns {
+            bail!(
+                "the cache-model snapshot's vCPUs executed {sum} instructions in all, its sum says {}: {line:?}",
+                total.insns
+            );
+        }
+        Ok(Snapshot { total, cpus })
+    }
+}
+
+/// One CPU's share of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuWork {
+    /// The vCPU (`CPU1` in the guest).
+    pub cpu: u32,
+    /// Its counters' differences over the run.
+    pub during: CacheCounters,
+    /// L1 D-cache lines other CPUs' stores took from it during the run.
+    pub invalidations: u64,
+    /// Its instructions per forwarded packet; `None` without packets.
+    pub insns_per_packet: Option<f64>,
+    /// Its L1I misses per packet.
+    pub l1i_misses_per_packet: Option<f64>,
+    /// Its L1D misses per packet.
+    pub l1d_misses_per_packet: Option<f64>,
+    /// Its modelled cycles per packet, by cause (a target with
+    /// `[lab.timing]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_per_packet: Option<Cycles>,
+}
+
+impl CpuWork {
+    /// Each CPU's work between snapshots `before` and `after` over
+    /// `packets` forwarded. Errors when the two have other vCPU counts or
+    /// a counter went backwards.
+    pub fn between(before: &Snapshot, after: &Snapshot, packets: u64) -> Result<Vec<CpuWork>> {
+        if before.cpus.len() != after.cpus.len() {
+            bail!(
+                "the cache-model snapshots have {} and {} vCPUs",
+                before.cpus.len(),
+                after.cpus.len()
+            );
+        }
+        let per = |n: u64| (packets > 0).then(|| n as f64 / packets as f64);
+        before
+            .cpus
+            .iter()
+            .zip(&after.cpus)
+            .enumerate()
+            .map(|(i, ((b, bi), (a, ai)))| {
+                let during = a.since(b).with_context(|| format!("vCPU {i}"))?;
+                Ok(CpuWork {
+                    cpu: i as u32,
+                    during,
+                    invalidations: ai
+                        .checked_sub(*bi)
+                        .with_context(|| format!("vCPU {i}'s invalidations went backwards"))?,
+                    insns_per_packet: per(during.insns),
+                    l1i_misses_per_packet: per(during.l1i_misses),
+                    l1d_misses_per_packet: per(during.l1d_misses),
+                    cycles_per_packet: None,
+                })
+            })
+            .collect()
+    }
+
+    /// This CPU costed with `costs` over `packets` (at least one); as it
+    /// was without the core model's counters.
+    pub fn costed(self, costs: &CoreCosts, packets: u64) -> CpuWork {
+        let cycles = match (self.during.core, packets) {
+            (Some(core), n) if n > 0 => Some(Cycles::of(&self.during, &core, costs).per(n as f64)),
+            _ => None,
+        };
+        CpuWork {
+            cycles_per_packet: cycles,
+            ..self
+        }
+    }
+}
+
+/// The CPU with the most modelled cycles per packet, and those cycles;
+/// `None` when no CPU was costed.
+pub fn bottleneck(cpus: &[CpuWork]) -> Option<(u32, Cycles)> {
+    cpus.iter()
+        .filter_map(|c| Some((c.cpu, c.cycles_per_packet?)))
+        .max_by(|a, b| a.1.total.total_cmp(&b.1.total))
+}
+
+/// The per-CPU metrics of a run (each of [`PER_CPU`] per CPU, and
+/// [`CYCLES_PER_PACKET_TOTAL`]), rounded as `lab.json` keeps them.
+pub fn metrics(cpus: &[CpuWork]) -> Vec<Metric> {
+    let round = |v: f64, d: i32| (v * 10f64.powi(d)).round() / 10f64.powi(d);
+    let mut out = Vec::new();
+    let costed: Vec<f64> = cpus
+        .iter()
+        .filter_map(|c| c.cycles_per_packet.map(|y| y.total))
+        .collect();
+    if !costed.is_empty() && costed.len() == cpus.len() {
+        out.push(Metric {
+            name: CYCLES_PER_PACKET_TOTAL.to_string(),
+            value: round(costed.iter().sum(), 1),
+            unit: CYCLES_PER_PACKET_UNIT.to_string(),
+        });
+    }
+    for c in cpus {
+        for (name, unit, value, decimals) in [
+            (
+                CYCLES_PER_PACKET,
+                CYCLES_PER_PACKET_UNIT,
+                c.cycles_per_packet.map(|y| y.total),
+                1,
+            ),
+            (
+                INSNS_PER_PACKET,
+                INSNS_PER_PACKET_UNIT,
+                c.insns_per_packet,
+                1,
+            ),
+            (
+                L1I_MISSES_PER_PACKET,
+                MISSES_PER_PACKET,
+                c.l1i_misses_per_packet,
+                3,
+            ),
+            (
+                L1D_MISSES_PER_PACKET,
+                MISSES_PER_PACKET,
+                c.l1d_misses_per_packet,
+                3,
+            ),
+        ] {
+            if let Some(v) = value {
+                out.push(Metric {
+                    name: cpu_metric(name, c.cpu),
+                    value: round(v, decimals),
+                    unit: unit.to_string(),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = "xtask-cache 3 insns=1500 l1i_misses=30 l1d_accesses=400 \
+        l1d_misses=12 l1d_invalidations=3 icache=32768/4/32 dcache=32768/4/32 cores=2 \
+        cpu0=1000,20,300,10,1 cpu1=500,10,100,2,2\n";
+
+    #[test]
+    fn a_two_cpu_snapshot_parses_and_adds_up() {
+        let s = Snapshot::parse(TWO, None).unwrap();
+        assert_eq!(s.total.insns, 1500);
+        assert_eq!(s.cpus.len(), 2);
+        assert_eq!(
+            (s.cpus[1].0.insns, s.cpus[1].0.l1d_misses, s.cpus[1].1),
+            (500, 2, 2)
+        );
+        let off = TWO.replace("cpu1=500", "cpu1=501");
+        let err = Snapshot::parse(&off, None).unwrap_err().to_string();
+        assert!(err.contains("1501 instructions in all"), "{err}");
+        let short = TWO.replace("cpu1=500,10,100,2,2", "cpu1=500,10,100,2");
+        assert!(Snapshot::parse(&short, None).is_err());
+        let missing = TWO.replace(" cpu1=500,10,100,2,2", "");
+        let err = Snapshot::parse(&missing, None).unwrap_err().to_string();
+        assert!(err.contains("no cpu1"), "{err}");
+    }
+
+    #[test]
+    fn the_bottleneck_is_the_busiest_cpu_and_names_split_back() {
+        let before = Snapshot::parse(TWO, None).unwrap();
+        let after = Snapshot::parse(
+            &TWO.replace("insns=1500", "insns=3500")
+                .replace("cpu0=1000,20", "cpu0=1500,20")
+                .replace("cpu1=500,10", "cpu1=2000,30"),
+            None,
+        )
+        .unwrap();
+        let costs = CoreCosts {
+            clock_mhz: 1000.0,
+            base_cpi: 1.0,
+            taken_branch_cycles: 0.0,
+            mispredict_cycles: 0.0,
+            l2_hit_cycles: 10.0,
+            dram_cycles: 10.0,
+        };
+        let cpus = CpuWork::between(&before, &after, 10).unwrap();
+        assert_eq!(cpus[1].insns_per_packet, Some(150.0));
+        assert_eq!(cpus[1].l1i_misses_per_packet, Some(2.0));
+        // Without the core model's counters nothing is costed.
+        assert_eq!(bottleneck(&cpus), None);
+        let names: Vec<String> = metrics(&cpus).into_iter().map(|m| m.name).collect();
+        assert!(
+            names.contains(&"guest_insns_per_packet_cpu1".to_string()),
+            "{names:?}"
+        );
+        assert!(
+            !names.contains(&CYCLES_PER_PACKET_TOTAL.to_string()),
+            "{names:?}"
+        );
+        let costed: Vec<CpuWork> = cpus
+            .iter()
+            .map(|c| CpuWork {
+                during: CacheCounters {
+                    core: Some(CoreCounters::default()),
+                    ..c.during
+                },
+                ..*c
+            })
+            .map(|c| c.costed(&costs, 10))
+            .collect();
+        // CPU1: 150 instructions and 2 L1I misses of 10 cycles a packet.
+        let (cpu, cycles) = bottleneck(&costed).unwrap();
+        assert_eq!((cpu, cycles.total), (1, 170.0));
+        assert_eq!(
+            split_cpu_metric("l1i_misses_per_packet_cpu1"),
+            Some((L1I_MISSES_PER_PACKET, 1))
+        );
+        assert_eq!(split_cpu_metric("throughput_cpu1"), None);
+        assert_eq!(split_cpu_metric(CYCLES_PER_PACKET_TOTAL), None);
+    }
+}
