@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use super::sections::{AllocSection, SectionClass};
@@ -120,10 +120,11 @@ pub fn parse(text: &str) -> Result<LinkMap> {
     for (i, line) in lines {
         let tokens: Vec<&str> = line.split_whitespace().collect();
         if let Some(name) = pending_output.take() {
-            match (tokens.first().and_then(|t| hex(t)), tokens.get(1)) {
+            match (
+                tokens.first().and_then(|t| hex(t)),
+                tokens.get(1).and_then(|t| hex(t)),
+            ) {
                 (Some(address), Some(size)) if line.starts_with(char::is_whitespace) => {
-                    let size =
-                        hex(size).with_context(|| format!("map line {}: size of {name}", i + 1))?;
                     map.sections.push(MapSection {
                         name,
                         address,
@@ -133,8 +134,10 @@ pub fn parse(text: &str) -> Result<LinkMap> {
                     current = Some(map.sections.len() - 1);
                     continue;
                 }
-                // An output section without address (empty, or only
-                // patterns): nothing of it is in the file.
+                // An output section without address and size (empty, or
+                // only patterns or assignments: arm's `.exit.data` is
+                // followed by `0x008b6000  . = ALIGN (0x2000)`): nothing of
+                // it is in the file; the line is read as any other.
                 _ => current = None,
             }
         }
@@ -473,6 +476,27 @@ mod tests {
         let e = attribute(&map, &wrong).unwrap_err().to_string();
         assert!(e.contains(".text is 65 bytes in vmlinux but 64"), "{e}");
         assert!(parse("no map").is_err());
+    }
+
+    /// An output section ld names alone on its line, followed by an
+    /// assignment instead of its address and size (Linux 6.12's arm
+    /// `.exit.data` in a tinyconfig link), is empty: skipped, and the
+    /// next section is read.
+    #[test]
+    fn an_empty_output_section_followed_by_an_assignment() {
+        let map = "Linker script and memory map\n\
+            \n\
+            .exit.data\n\
+            \x20               0x008b6000                        . = ALIGN (0x2000)\n\
+            \x20               0x008b6000                        __init_end = .\n\
+            \n\
+            .data           0x008b6000     0x10\n\
+            \x20*(.data)\n\
+            \x20.data          0x008b6000       0x10 init/main.o\n";
+        let map = parse(map).unwrap();
+        let names: Vec<_> = map.sections.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, [".data"]);
+        assert_eq!(map.sections[0].pieces.len(), 1);
     }
 
     #[test]
