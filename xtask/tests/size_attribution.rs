@@ -229,3 +229,81 @@ fn a_real_kernel_adds_up_to_size() {
         check_against_size(&prefix, &vmlinux, &text);
     }
 }
+
+/// `size-report --by dir` and `--by file` over the end-to-end build
+/// (arm-tiny, `baseline` → `no-reorder-blocks`, from the `attribution.json`
+/// each build wrote): every section of each side's record adds up to `size
+/// -A`'s figure, the rows of the report to `size`'s text, data and bss of
+/// each vmlinux, and the rows' changes to the change of `dec`.
+#[test]
+fn the_reports_rows_of_a_real_build_add_up_to_size() {
+    use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
+    use xtask::report::{self, Format, Request, Style};
+    use xtask::results::attribution::{AttributionRecord, FILE_NAME};
+
+    let prefix = "arm-linux-gnueabi-";
+    let mut needs =
+        gate::Needs::new().program(&format!("{prefix}size"), "binutils-arm-linux-gnueabi");
+    let dirs: Vec<PathBuf> = E2E_VARIANTS
+        .iter()
+        .map(|v| xtask::host::selftest::e2e_results_dir(v))
+        .collect();
+    for dir in &dirs {
+        needs = needs.file(
+            &dir.join(FILE_NAME),
+            "`cargo xtask test` builds it before the tests",
+        );
+    }
+    if !needs.met() {
+        return;
+    }
+    let mut berkeley = Vec::new();
+    for dir in &dirs {
+        let vmlinux = dir.join("vmlinux");
+        let record = AttributionRecord::read(dir, "rebuild").unwrap().unwrap();
+        let listed = size_a(prefix, &vmlinux);
+        for s in &record.sections {
+            let sum: u64 = s.objects.values().sum();
+            assert_eq!(
+                Some(&sum),
+                listed.get(&s.name),
+                "{}: section {} adds up to {sum}",
+                dir.display(),
+                s.name
+            );
+        }
+        berkeley.push(size_berkeley(prefix, &vmlinux));
+    }
+    let [base, variant] = E2E_VARIANTS;
+    for by in [Grouping::Dir, Grouping::File] {
+        let request = Request {
+            targets: vec![E2E_TARGET.to_string()],
+            base: base.to_string(),
+            variants: vec![variant.to_string()],
+            symbols: None,
+            by: Some(by),
+            allow_mismatch: false,
+            lab: report::LabRuns::Off,
+        };
+        let r = report::load(&Layout::from_manifest_dir(), &request).unwrap();
+        let diff = r.targets[0].comparisons[0].attribution.clone().unwrap();
+        for (i, after) in [false, true].into_iter().enumerate() {
+            let sum = diff.rows.iter().fold([0u64; 3], |[t, d, b], row| {
+                let c = if after { row.after } else { row.before };
+                [t + c.text, d + c.data, b + c.bss]
+            });
+            assert_eq!(sum, berkeley[i], "{by:?}: side {i} against size");
+        }
+        let dec = |s: [u64; 3]| s.iter().sum::<u64>() as i64;
+        let change: i64 = diff.rows.iter().map(|r| r.delta()).sum();
+        assert_eq!(change, dec(berkeley[1]) - dec(berkeley[0]));
+        assert!(diff.changed().count() > 0, "{by:?}: no row changed");
+        let deltas: Vec<u64> = diff.rows.iter().map(|r| r.delta().unsigned_abs()).collect();
+        assert!(
+            deltas.windows(2).all(|w| w[0] >= w[1]),
+            "{by:?}: not by |change|"
+        );
+        let text = report::render(&r, Format::Text, &Style::default()).unwrap();
+        eprintln!("{text}");
+    }
+}

@@ -14,6 +14,7 @@
 //! Sizes are bytes throughout; percentages are `(after - before) * 100 /
 //! before` ([`model::format_percent`] for the printed form).
 
+pub mod attribution;
 pub mod checks;
 pub mod csv;
 pub mod json;
@@ -137,6 +138,9 @@ pub fn render(report: &Report, format: Format, style: &Style) -> Result<String> 
             if report.symbols.is_some() {
                 bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
             }
+            if report.by.is_some() {
+                bail!("--by has no SVG form; use --format text, mail, markdown, json or csv");
+            }
             svg::render(report, style)?
         }
     })
@@ -155,6 +159,9 @@ pub fn run(
 ) -> Result<()> {
     if format == Format::Svg && request.symbols.is_some() {
         bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
+    }
+    if format == Format::Svg && request.by.is_some() {
+        bail!("--by has no SVG form; use --format text, mail, markdown, json or csv");
     }
     let dir = output
         .and_then(Path::parent)
