@@ -134,6 +134,21 @@ fn rows_add_up_to_size_in_every_format() {
         assert!(!csv.contains(&format!("{kind}-bss,{net},")), "{csv}");
         assert!(report::render(&r, Format::Svg, &Style::default()).is_err());
     }
+    // Cut to one level: net/ holds net/ipv4/; JSON says dir:1, CSV by-dir.
+    let r = report::load(&f.layout(), &by(Grouping::DirDepth(1))).unwrap();
+    let diff = r.targets[0].comparisons[0].attribution.as_ref().unwrap();
+    let names: Vec<&str> = diff.rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["(alignment gaps)", "net/", "lib/", "kernel/", "(fill)"]
+    );
+    let json = report::render(&r, Format::Json, &Style::default()).unwrap();
+    assert!(
+        json.contains("\"grouping\":\"dir:1\"") || json.contains("\"grouping\": \"dir:1\""),
+        "{json}"
+    );
+    let csv = report::render(&r, Format::Csv, &Style::default()).unwrap();
+    assert!(csv.contains("by-dir,net/,16000,15904,-96"), "{csv}");
     // Directories: net/ipv4/ holds tcp.o and udp.o.
     let r = report::load(&f.layout(), &by(Grouping::Dir)).unwrap();
     let diff = r.targets[0].comparisons[0].attribution.as_ref().unwrap();

@@ -85,7 +85,12 @@ fn check_against_size(prefix: &str, vmlinux: &Path, map_text: &str) {
     let ours = berkeley_sizes(vmlinux).unwrap();
     assert_eq!([t.text, t.data, t.bss], [ours.text, ours.data, ours.bss]);
     // Rolled up by file or directory, nothing is lost or counted twice.
-    for g in [Grouping::File, Grouping::Dir] {
+    for g in [
+        Grouping::File,
+        Grouping::Dir,
+        Grouping::DirDepth(1),
+        Grouping::DirDepth(2),
+    ] {
         let dec: u64 = attribution.rollup(g).values().map(|c| c.dec()).sum();
         assert_eq!(dec, t.dec());
     }
@@ -275,7 +280,7 @@ fn the_reports_rows_of_a_real_build_add_up_to_size() {
         berkeley.push(size_berkeley(prefix, &vmlinux));
     }
     let [base, variant] = E2E_VARIANTS;
-    for by in [Grouping::Dir, Grouping::File] {
+    for by in [Grouping::Dir, Grouping::File, Grouping::DirDepth(2)] {
         let request = Request {
             targets: vec![E2E_TARGET.to_string()],
             base: base.to_string(),

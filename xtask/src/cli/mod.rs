@@ -317,10 +317,12 @@ pub struct SizeReportArgs {
     /// of everything.
     #[arg(long, value_name = "MODE", requires = "symbols")]
     pub bloat_mode: Option<bloat::Mode>,
-    /// vmlinux's bytes by object file or by directory, base → variant,
-    /// from the link map each build recorded (attribution.json); each
-    /// side's rows add up to `size`'s text, data and bss (not in SVG).
-    #[arg(long, value_name = "file|dir", value_parser = xtask::report::attribution::parse_grouping)]
+    /// vmlinux's bytes by object file, by directory, or by directory cut
+    /// to N levels (dir:2: drivers/net/ holds drivers/net/ethernet/…),
+    /// base → variant, largest change first, from the link map each build
+    /// recorded (attribution.json); each side's rows add up to `size`'s
+    /// text, data and bss (not in SVG).
+    #[arg(long, value_name = "file|dir|dir:N", value_parser = xtask::report::attribution::parse_grouping)]
     pub by: Option<xtask::measure::linkmap::Grouping>,
     /// Write percentages with a decimal comma (+1,68%); CSV then uses `;`
     /// between fields.

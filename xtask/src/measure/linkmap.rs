@@ -304,6 +304,10 @@ pub enum Grouping {
     /// One row per object's own directory (`net/ipv4/`); pseudo-objects
     /// keep their own row.
     Dir,
+    /// One row per directory cut to its first N levels ([`directory_at`]:
+    /// at 2, `drivers/net/` holds everything under it); still one row per
+    /// byte.
+    DirDepth(usize),
 }
 
 /// The directory an object path is rolled up into: `net/ipv4/` for
@@ -318,6 +322,20 @@ pub fn directory_of(object: &str) -> String {
     }
 }
 
+/// The directory an object path is rolled up into at `depth` levels:
+/// [`directory_of`], cut to its first `depth` components
+/// (`drivers/net/ethernet/mediatek/mtk_eth_soc.o` → `drivers/net/` at 2);
+/// a shallower directory (`fs/` of `fs/namei.o`), `./` and a
+/// pseudo-object stay as they are. `depth` 0 counts as 1.
+pub fn directory_at(object: &str, depth: usize) -> String {
+    let dir = directory_of(object);
+    if dir.starts_with('(') || dir == "./" {
+        return dir;
+    }
+    let parts: Vec<&str> = dir.trim_end_matches('/').split('/').collect();
+    format!("{}/", parts[..parts.len().min(depth.max(1))].join("/"))
+}
+
 impl Attribution {
     /// Bytes per object (or directory), by class, over every section.
     pub fn rollup(&self, grouping: Grouping) -> BTreeMap<String, ClassBytes> {
@@ -327,6 +345,7 @@ impl Attribution {
                 let key = match grouping {
                     Grouping::File => object.clone(),
                     Grouping::Dir => directory_of(object),
+                    Grouping::DirDepth(n) => directory_at(object, n),
                 };
                 out.entry(key).or_default().add(s.class, *bytes);
             }
@@ -536,5 +555,12 @@ mod tests {
         assert_eq!(object_name("init/main.o"), "init/main.o");
         assert_eq!(directory_of("vmlinux.o"), "./");
         assert_eq!(directory_of(FILL), FILL);
+        let eth = "drivers/net/ethernet/mediatek/mtk_eth_soc.o";
+        assert_eq!(directory_at(eth, 2), "drivers/net/");
+        assert_eq!(directory_at(eth, 4), "drivers/net/ethernet/mediatek/");
+        assert_eq!(directory_at(eth, 9), "drivers/net/ethernet/mediatek/");
+        assert_eq!(directory_at("fs/namei.o", 2), "fs/");
+        assert_eq!(directory_at("vmlinux.o", 2), "./");
+        assert_eq!(directory_at(FILL, 1), FILL);
     }
 }

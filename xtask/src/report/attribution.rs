@@ -8,8 +8,9 @@
 //! alignment gaps), so each side's rows add up to `size`'s text, data and
 //! bss; [`AttributionDiff::check_totals`] holds the report to that. A
 //! directory row is the object's own directory (`net/ipv4/` holds
-//! `net/ipv4/tcp.o`, not `net/ipv4/netfilter/…`), so directories do not
-//! count a byte twice either.
+//! `net/ipv4/tcp.o`, not `net/ipv4/netfilter/…`), or with `dir:N` the
+//! directory cut to N levels (`drivers/net/` holds all of
+//! `drivers/net/…`), so directories do not count a byte twice either.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -24,28 +25,39 @@ use crate::results::attribution::AttributionRecord;
 use crate::results::BuildResult;
 use crate::util::layout::Layout;
 
-/// `--by`'s spelling of a [`Grouping`].
+/// `--by`'s spelling of a [`Grouping`], without a depth: `file` or `dir`
+/// (CSV's `by-file`, `by-dir`).
 pub fn grouping_name(g: Grouping) -> &'static str {
     match g {
         Grouping::File => "file",
-        Grouping::Dir => "dir",
+        Grouping::Dir | Grouping::DirDepth(_) => "dir",
     }
 }
 
-/// A [`Grouping`] in a report's words: `object file`, `directory`.
-pub fn grouping_words(g: Grouping) -> &'static str {
+/// A [`Grouping`] in a report's words: `object file`, `directory`,
+/// `directory, 2 levels`.
+pub fn grouping_words(g: Grouping) -> String {
     match g {
-        Grouping::File => "object file",
-        Grouping::Dir => "directory",
+        Grouping::File => "object file".to_string(),
+        Grouping::Dir => "directory".to_string(),
+        Grouping::DirDepth(n) => format!("directory, {n} level{}", if n == 1 { "" } else { "s" }),
     }
 }
 
-/// Parses `--by file|dir`.
+/// Parses `--by file|dir|dir:N` (N ≥ 1: directories cut to N levels).
 pub fn parse_grouping(s: &str) -> Result<Grouping> {
     match s {
-        "file" => Ok(Grouping::File),
-        "dir" => Ok(Grouping::Dir),
-        _ => bail!("--by {s:?}: use file (one row per object file) or dir (per directory)"),
+        "file" => return Ok(Grouping::File),
+        "dir" => return Ok(Grouping::Dir),
+        _ => {}
+    }
+    let depth = s.strip_prefix("dir:").and_then(|n| n.parse::<usize>().ok());
+    match depth {
+        Some(n) if n >= 1 => Ok(Grouping::DirDepth(n)),
+        _ => bail!(
+            "--by {s:?}: use file (one row per object file), dir (per directory) or dir:N (per \
+             directory cut to N ≥ 1 levels: dir:2 puts drivers/net/ethernet/ under drivers/net/)"
+        ),
     }
 }
 
@@ -79,7 +91,7 @@ impl AttributionRow {
 /// The attribution of a pair, rolled up and compared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AttributionDiff {
-    /// `file` or `dir`.
+    /// `file`, `dir` or `dir:N`.
     #[serde(serialize_with = "ser_grouping")]
     pub grouping: Grouping,
     /// How each side's map was made (`ld -Map …`, `CONFIG_VMLINUX_MAP`).
@@ -94,7 +106,10 @@ pub struct AttributionDiff {
 }
 
 fn ser_grouping<S: serde::Serializer>(g: &Grouping, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(grouping_name(*g))
+    match g {
+        Grouping::DirDepth(n) => s.serialize_str(&format!("dir:{n}")),
+        _ => s.serialize_str(grouping_name(*g)),
+    }
 }
 
 impl AttributionDiff {
@@ -175,7 +190,7 @@ impl AttributionDiff {
     pub fn render(&self, top: Option<usize>) -> String {
         let what = match self.grouping {
             Grouping::File => "File",
-            Grouping::Dir => "Directory",
+            Grouping::Dir | Grouping::DirDepth(_) => "Directory",
         };
         let changed: Vec<&AttributionRow> = self.changed().collect();
         let (added, removed) = (
@@ -272,4 +287,21 @@ pub fn read(layout: &Layout, dir: &Path, result: &BuildResult) -> Result<Attribu
         );
     }
     Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_values_parse_and_refuse() {
+        assert_eq!(parse_grouping("file").unwrap(), Grouping::File);
+        assert_eq!(parse_grouping("dir").unwrap(), Grouping::Dir);
+        assert_eq!(parse_grouping("dir:2").unwrap(), Grouping::DirDepth(2));
+        for bad in ["dir:0", "dir:", "dir:x", "files", "file:2", ""] {
+            let e = parse_grouping(bad).unwrap_err().to_string();
+            assert!(e.contains("dir:N"), "{bad}: {e}");
+        }
+        assert_eq!(grouping_words(Grouping::DirDepth(1)), "directory, 1 level");
+    }
 }

@@ -27,7 +27,7 @@
 //! | `section` | `hex` | `dec` in hex (delta empty) | empty |
 //! | `symbols` | `<table>:<symbol>` (bloat-o-meter row) | bytes, empty for a missing side | empty |
 //! | `symbols-total` | `<table>` | bytes (bloat-o-meter `Total`) | bloat-o-meter's `chg` |
-//! | `by-file`, `by-dir` | object path or directory (`--by`), largest \|delta\| first | bytes (text + data + bss) | empty |
+//! | `by-file`, `by-dir` (also `--by dir:N`) | object path or directory (`--by`), largest \|delta\| first | bytes (text + data + bss) | empty |
 //! | `by-file-text`, `-data`, `-bss` (`by-dir-…`) | as above, after its `by-…` row; left out where both sides are 0 | bytes of that class | empty |
 //! | `by-file-total`, `by-dir-total` | `text`, `data`, `bss`, `dec`: the rows' sums, `size`'s | bytes | empty |
 //! | `warning`, `note` | the message | empty | empty |

@@ -13,7 +13,7 @@
 //!           "sections": { "text": Change, "data", "bss", "dec",
 //!                         "hex": { "before": "bb374", "after": "baa8c" } },
 //!           "symbols": null | { "tables": [ Table ] },
-//!           "attribution": { "grouping": "file"|"dir", "maps", "rows": [ {
+//!           "attribution": { "grouping": "file"|"dir"|"dir:N", "maps", "rows": [ {
 //!               "name", "before": Bytes, "after": Bytes } ],
 //!               "before": Bytes, "after": Bytes },   (only with --by;
 //!               Bytes is { "text", "data", "bss" }, the totals `size`'s)
