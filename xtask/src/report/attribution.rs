@@ -153,9 +153,10 @@ impl AttributionDiff {
         }
     }
 
-    /// Rows whose total changed.
+    /// Rows with any change: of their total, or bytes moved between text,
+    /// data and bss (those sort after every change of the total).
     pub fn changed(&self) -> impl Iterator<Item = &AttributionRow> {
-        self.rows.iter().filter(|r| r.delta() != 0)
+        self.rows.iter().filter(|r| r.before != r.after)
     }
 
     /// Checks that each side's rows add up to its `size` figures (the
@@ -303,5 +304,46 @@ mod tests {
             assert!(e.contains("dir:N"), "{bad}: {e}");
         }
         assert_eq!(grouping_words(Grouping::DirDepth(1)), "directory, 1 level");
+    }
+
+    fn bytes(text: u64, data: u64) -> ClassBytes {
+        ClassBytes { text, data, bss: 0 }
+    }
+
+    #[test]
+    fn top_rows_and_bytes_moved_between_classes() {
+        let row = |name: &str, before, after| AttributionRow {
+            name: name.to_string(),
+            before,
+            after,
+        };
+        let diff = AttributionDiff {
+            grouping: Grouping::File,
+            maps: ["m".to_string(), "m".to_string()],
+            rows: vec![
+                row("a.o", bytes(100, 0), bytes(60, 0)),
+                row("b.o", bytes(10, 0), bytes(30, 0)),
+                row("c.o", bytes(10, 0), bytes(5, 0)),
+                row("moved.o", bytes(8, 0), bytes(4, 4)),
+                row("same.o", bytes(7, 1), bytes(7, 1)),
+            ],
+            before: bytes(135, 1),
+            after: bytes(106, 5),
+        };
+        let all = diff.render(None);
+        assert!(all.contains("\nmoved.o "), "{all}");
+        assert!(all.contains("(1 unchanged)"), "{all}");
+        assert!(
+            all.contains("grow/shrink: 1/2 up/down: 20/-45 (-25)"),
+            "{all}"
+        );
+        let top = diff.render(Some(2));
+        let names: Vec<&str> = top
+            .lines()
+            .skip(2)
+            .map(|l| l.split(' ').next().unwrap_or(""))
+            .collect();
+        assert_eq!(names[..2], ["a.o", "b.o"], "{top}");
+        assert!(top.contains("... 2 smaller changes left out"), "{top}");
     }
 }
