@@ -10,6 +10,9 @@
 //!   is run again in); `XTASK_TEST_OBJTREE` (an object tree whose
 //!   `vmlinux` to use, e.g. a bcm53xx build directory) and
 //!   `XTASK_TEST_OBJTREE_PREFIX` (its cross prefix) pick another.
+//! * `size-report --by` over those two builds' `attribution.json` files,
+//!   which the build wrote: each section against `size -A`, each side's
+//!   rows against `size`.
 
 #[path = "common/gate.rs"]
 mod gate;
