@@ -209,6 +209,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
             base: "baseline".to_string(),
             variants: Vec::new(),
             symbols: None,
+            by: None,
             allow_mismatch: false,
             lab: LabRuns::Dirs(vec![dir.clone()]),
         },

@@ -32,6 +32,7 @@ fn request(target: &str) -> Request {
         base: "baseline".to_string(),
         variants: vec!["no-reorder-blocks".to_string()],
         symbols: None,
+        by: None,
         allow_mismatch: false,
         lab: xtask::report::LabRuns::Newest,
     }

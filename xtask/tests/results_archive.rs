@@ -1,6 +1,7 @@
 //! `results export` and `results merge` for CI fan-out: one tar per
 //! (target, variant) job, merged into a fresh workspace whose size report
-//! then works; and what a merge refuses (nothing is written then).
+//! then works (`--by dir` included: `attribution.json` travels with its
+//! result); and what a merge refuses (nothing is written then).
 
 #[path = "common/gate.rs"]
 mod gate;
@@ -11,7 +12,7 @@ mod report_fixture;
 
 use std::path::Path;
 
-use report_fixture::{request, Fixture};
+use report_fixture::{request, write_attribution, Fixture};
 use xshell::{cmd, Shell};
 use xtask::results::{archive, BuildResult, FILE_NAME};
 
@@ -40,6 +41,12 @@ fn merge_err(into: &Fixture, files: &[&Path]) -> String {
 fn exported_jobs_merge_into_a_workspace_that_reports() {
     let (built, merged) = (Fixture::new(), Fixture::new());
     built.standard("bcm53xx");
+    for v in ["baseline", "no-reorder-blocks"] {
+        write_attribution(
+            &built.results_dir("bcm53xx", v),
+            [&[("net/ipv4/tcp.o", 100)], &[], &[]],
+        );
+    }
     let sh = Shell::new().unwrap();
     let tars = tempfile::tempdir().unwrap();
     let (a, b) = (tars.path().join("a.tar"), tars.path().join("b.tar"));
@@ -52,7 +59,7 @@ fn exported_jobs_merge_into_a_workspace_that_reports() {
 
     archive::merge(&merged.layout(), &[a.clone(), b]).unwrap();
     for v in ["baseline", "no-reorder-blocks"] {
-        for file in [FILE_NAME, "vmlinux"] {
+        for file in [FILE_NAME, "vmlinux", "attribution.json"] {
             assert_eq!(
                 std::fs::read(built.results_dir("bcm53xx", v).join(file)).unwrap(),
                 std::fs::read(merged.results_dir("bcm53xx", v).join(file)).unwrap(),
@@ -61,6 +68,13 @@ fn exported_jobs_merge_into_a_workspace_that_reports() {
         }
     }
     xtask::report::load(&merged.layout(), &request(&["bcm53xx"], &[])).unwrap();
+    // The build's attribution travels with it: `--by dir` reports it.
+    let by_dir = xtask::report::Request {
+        by: Some(xtask::measure::linkmap::Grouping::Dir),
+        ..request(&["bcm53xx"], &[])
+    };
+    let r = xtask::report::load(&merged.layout(), &by_dir).unwrap();
+    assert!(r.targets[0].comparisons[0].attribution.is_some());
     // Merging the same job again replaces it.
     archive::merge(&merged.layout(), &[a]).unwrap();
     BuildResult::read(&merged.results_dir("bcm53xx", "baseline")).unwrap();

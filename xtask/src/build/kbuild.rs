@@ -181,6 +181,10 @@ impl Backend for KernelTree {
         super::preflight_verdict(problems)
     }
 
+    fn object_tree(&self, job: &Job) -> Option<std::path::PathBuf> {
+        Some(self.layout.build_dir(&job.target.name, &job.variant.name))
+    }
+
     fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs> {
         let (pristine, patches) = self.series(sh, job)?;
         Ok(JobInputs {

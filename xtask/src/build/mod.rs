@@ -15,6 +15,7 @@ pub mod distccd;
 pub mod estimate;
 pub mod jobserver;
 pub mod kbuild;
+pub mod link_map;
 pub mod openwrt;
 pub mod openwrt_image;
 pub mod openwrt_kconfig;
@@ -25,7 +26,7 @@ pub mod reuse;
 pub mod scheduler;
 pub mod toolchain;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -151,6 +152,24 @@ pub trait Backend: Sync {
     fn unevaluated(&self, _job: &Job) -> Option<plan::Unevaluated> {
         None
     }
+    /// The kernel object tree a finished build of `job` leaves (where
+    /// `vmlinux`, `vmlinux.a` and the `.cmd` files are), for the link map
+    /// ([`link_map`]); `None` when the backend keeps none.
+    fn object_tree(&self, _job: &Job) -> Option<PathBuf> {
+        None
+    }
+    /// Measurements a backend adds after a build of `planned` or for an
+    /// up-to-date one (`result` in `dir`): OpenWrt mode's device fit.
+    /// Nothing by default.
+    fn after_build(
+        &self,
+        _sh: &Shell,
+        _planned: &PlannedJob,
+        _result: &BuildResult,
+        _dir: &Path,
+    ) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
     /// Builds one planned job, writing make's output to `log`.
     fn build(
         &self,
@@ -251,12 +270,71 @@ fn run_job(
                 planned.job.label(),
                 &planned.key[..16]
             ));
+            after_build(sh, layout, backend, planned, &result, options);
             return Ok(Outcome::UpToDate(result));
         }
     }
     let result = build_one(sh, layout, backend, planned, options.clone())?;
     options.control.println(&summary_line(&result));
+    after_build(sh, layout, backend, planned, &result, options);
     Ok(Outcome::Built(result))
+}
+
+/// What follows a build, or an up-to-date result that lacks it: the link
+/// map's attribution (`attribution.json`, [`link_map`]) when it is missing
+/// or of another vmlinux and the object tree still holds this result's
+/// vmlinux, then the backend's own ([`Backend::after_build`]). These are
+/// measurements of a finished build: one that fails is a warning line
+/// (the result stands; `size-report` says what is missing and why).
+fn after_build(
+    sh: &Shell,
+    layout: &Layout,
+    backend: &dyn Backend,
+    planned: &PlannedJob,
+    result: &BuildResult,
+    options: &BuildOptions,
+) {
+    let job = &planned.job;
+    let dir = layout.results_dir(&job.target.name, &job.variant.name);
+    let warn = |what: &str, e: anyhow::Error| {
+        options
+            .control
+            .println(&format!("warning: {}: {what}: {e:#}", job.label()));
+    };
+    if let Err(e) = attribute(backend, job, result, &dir) {
+        warn("no link-map attribution (size-report --by)", e);
+    }
+    match backend.after_build(sh, planned, result, &dir) {
+        Ok(lines) => lines.iter().for_each(|l| options.control.println(l)),
+        Err(e) => warn("no device fit", e),
+    }
+}
+
+/// Writes `dir/attribution.json` for `result` unless it has one of its
+/// vmlinux (see [`after_build`]).
+fn attribute(backend: &dyn Backend, job: &Job, result: &BuildResult, dir: &Path) -> Result<()> {
+    let Some(vmlinux) = result.artifacts.get("vmlinux") else {
+        return Ok(());
+    };
+    let fix = "it is made again by the next `cargo xtask build` of this job";
+    let current = results::attribution::AttributionRecord::read(dir, fix)
+        .ok()
+        .flatten()
+        .is_some_and(|r| r.vmlinux_sha256 == vmlinux.sha256);
+    if current {
+        return Ok(());
+    }
+    let Some(tree) = backend.object_tree(job) else {
+        return Ok(());
+    };
+    let built = tree.join("vmlinux");
+    if !built.is_file() || crate::util::hash::sha256_file(&built)? != vmlinux.sha256 {
+        anyhow::bail!(
+            "{} is not this result's vmlinux any more (rebuild with --force to attribute it)",
+            built.display()
+        );
+    }
+    link_map::attribution(&tree, &dir.join("vmlinux"), &vmlinux.sha256)?.write(dir)
 }
 
 /// Takes the results lock, then the build lock, of `job` (always in this

@@ -374,6 +374,14 @@ impl Backend for OpenwrtBackend {
         super::preflight_verdict(problems)
     }
 
+    fn object_tree(&self, job: &Job) -> Option<PathBuf> {
+        Some(
+            self.layout
+                .build_dir(&job.target.name, &job.variant.name)
+                .join("linux"),
+        )
+    }
+
     fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs> {
         let r = self.resolve(sh, job)?;
         Ok(JobInputs {

@@ -317,6 +317,13 @@ pub struct SizeReportArgs {
     /// of everything.
     #[arg(long, value_name = "MODE", requires = "symbols")]
     pub bloat_mode: Option<bloat::Mode>,
+    /// vmlinux's bytes by object file, by directory, or by directory cut
+    /// to N levels (dir:2: drivers/net/ holds drivers/net/ethernet/…),
+    /// base → variant, largest change first, from the link map each build
+    /// recorded (attribution.json); each side's rows add up to `size`'s
+    /// text, data and bss (not in SVG).
+    #[arg(long, value_name = "file|dir|dir:N", value_parser = xtask::report::attribution::parse_grouping)]
+    pub by: Option<xtask::measure::linkmap::Grouping>,
     /// Write percentages with a decimal comma (+1,68%); CSV then uses `;`
     /// between fields.
     #[arg(long)]
@@ -361,6 +368,7 @@ impl SizeReportArgs {
                 mode: self.bloat_mode.unwrap_or_default(),
                 fold_clones: self.fold_clones,
             }),
+            by: self.by,
             allow_mismatch: self.allow_mismatch,
             lab: if self.no_lab {
                 xtask::report::LabRuns::Off

@@ -207,6 +207,7 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
             mode: Default::default(),
             fold_clones: false,
         }),
+        by: None,
         allow_mismatch: false,
         lab: if lab_dirs.is_empty() {
             LabRuns::Off

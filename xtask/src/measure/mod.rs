@@ -1,9 +1,11 @@
 //! Measurements of built kernels: vmlinux sections as binutils `size`
 //! counts them ([`sections`]), the ELF symbol table as `nm` reads it
-//! ([`symbols`]), and bloat-o-meter's symbol diff ([`bloat`]).
+//! ([`symbols`]), bloat-o-meter's symbol diff ([`bloat`]), and which object
+//! file put each byte in vmlinux, from ld's link map ([`linkmap`]).
 
 pub mod bloat;
 pub mod calibration;
+pub mod linkmap;
 pub mod sections;
 pub mod stats;
 pub mod symbols;

@@ -27,6 +27,9 @@
 //! | `section` | `hex` | `dec` in hex (delta empty) | empty |
 //! | `symbols` | `<table>:<symbol>` (bloat-o-meter row) | bytes, empty for a missing side | empty |
 //! | `symbols-total` | `<table>` | bytes (bloat-o-meter `Total`) | bloat-o-meter's `chg` |
+//! | `by-file`, `by-dir` (also `--by dir:N`) | object path or directory (`--by`), largest \|delta\| first | bytes (text + data + bss) | empty |
+//! | `by-file-text`, `-data`, `-bss` (`by-dir-…`) | as above, after its `by-…` row; left out where both sides are 0 | bytes of that class | empty |
+//! | `by-file-total`, `by-dir-total` | `text`, `data`, `bss`, `dec`: the rows' sums, `size`'s | bytes | empty |
 //! | `warning`, `note` | the message | empty | empty |
 //!
 //! Lab rows (after the size rows): `target` is the lab kernels' results
@@ -201,6 +204,44 @@ fn size_rows(
             percent: decimal(Some(table.change_percent()), style),
             ..row("symbols-total", table.title)
         });
+    }
+    if let Some(diff) = &c.attribution {
+        let kind = format!("by-{}", super::attribution::grouping_name(diff.grouping));
+        for r in &diff.rows {
+            rows.push(Row {
+                before: r.before.dec().to_string(),
+                after: r.after.dec().to_string(),
+                delta: r.delta().to_string(),
+                ..row(&kind, &r.name)
+            });
+            for (class, b, a) in [
+                ("text", r.before.text, r.after.text),
+                ("data", r.before.data, r.after.data),
+                ("bss", r.before.bss, r.after.bss),
+            ] {
+                if a != 0 || b != 0 {
+                    rows.push(Row {
+                        before: b.to_string(),
+                        after: a.to_string(),
+                        delta: (a as i64 - b as i64).to_string(),
+                        ..row(&format!("{kind}-{class}"), &r.name)
+                    });
+                }
+            }
+        }
+        for (item, b, a) in [
+            ("text", diff.before.text, diff.after.text),
+            ("data", diff.before.data, diff.after.data),
+            ("bss", diff.before.bss, diff.after.bss),
+            ("dec", diff.before.dec(), diff.after.dec()),
+        ] {
+            rows.push(Row {
+                before: b.to_string(),
+                after: a.to_string(),
+                delta: (a as i64 - b as i64).to_string(),
+                ..row(&format!("{kind}-total"), item)
+            });
+        }
     }
 }
 

@@ -13,6 +13,10 @@
 //!           "sections": { "text": Change, "data", "bss", "dec",
 //!                         "hex": { "before": "bb374", "after": "baa8c" } },
 //!           "symbols": null | { "tables": [ Table ] },
+//!           "attribution": { "grouping": "file"|"dir"|"dir:N", "maps", "rows": [ {
+//!               "name", "before": Bytes, "after": Bytes } ],
+//!               "before": Bytes, "after": Bytes },   (only with --by;
+//!               Bytes is { "text", "data", "bss" }, the totals `size`'s)
 //!           "metrics": [ Metric ] } ] } ],      (only when there are any)
 //!   "skipped": [ "…" ],
 //!   "labs": [ Lab ] }                      (only when there are any)
@@ -215,6 +219,10 @@ pub struct JsonComparison {
     pub sections: Option<JsonSections>,
     /// bloat-o-meter tables, with `--symbols`.
     pub symbols: Option<JsonSymbols>,
+    /// Bytes by object file or directory, with `--by` (every row: name,
+    /// before and after as text/data/bss bytes; the totals are `size`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<super::attribution::AttributionDiff>,
     /// Metrics of every family other than sizes; left out when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<JsonMetric>,
@@ -519,6 +527,7 @@ fn comparison(report: &Report, c: &Comparison, style: &Style) -> JsonComparison 
             .collect(),
         sections: section_changes,
         symbols: c.symbols.as_ref().map(symbols),
+        attribution: c.attribution.clone(),
         metrics,
     }
 }

@@ -64,6 +64,9 @@ pub struct Request {
     pub variants: Vec<String>,
     /// Compute symbol diffs of the vmlinux pairs.
     pub symbols: Option<SymbolOptions>,
+    /// `--by file|dir`: vmlinux's bytes by object or directory, from each
+    /// result's `attribution.json`.
+    pub by: Option<crate::measure::linkmap::Grouping>,
     /// Compare builds that differ in more than the variant, with warnings.
     pub allow_mismatch: bool,
     /// Which runtime lab runs to show (default: the newest complete one of
@@ -168,6 +171,7 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         targets: Vec::new(),
         skipped,
         symbols: request.symbols,
+        by: request.by,
         labs: Vec::new(),
     };
     for (target, asked) in chosen {
@@ -387,6 +391,16 @@ fn load_target(
                 )),
                 _ => None,
             };
+            let attribution = match request.by {
+                Some(g) => {
+                    let old = super::attribution::read(layout, &base_dir, &base)?;
+                    let new = super::attribution::read(layout, &dir, &variant)?;
+                    let diff = super::attribution::AttributionDiff::new(&old, &new, g);
+                    diff.check_totals(&base.vmlinux_sections, &variant.vmlinux_sections)?;
+                    Some(diff)
+                }
+                None => None,
+            };
             let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
             comparisons.push(Comparison {
                 variant,
@@ -396,6 +410,7 @@ fn load_target(
                 warnings: problems,
                 notes,
                 symbols,
+                attribution,
             });
         }
         Ok(comparisons)

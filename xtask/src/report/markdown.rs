@@ -136,6 +136,17 @@ fn sizes(report: &Report, style: &Style) -> String {
                     diff.render()
                 );
             }
+            if let Some(diff) = &c.attribution {
+                let _ = writeln!(
+                    out,
+                    "\n<details><summary>Bytes by {} {} → {} (link maps: {})</summary>\n\n```\n{}```\n\n</details>",
+                    super::attribution::grouping_words(diff.grouping),
+                    report.base,
+                    c.variant.variant.name,
+                    diff.maps_description(),
+                    diff.render(None)
+                );
+            }
         }
     }
     out

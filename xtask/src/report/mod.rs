@@ -14,6 +14,7 @@
 //! Sizes are bytes throughout; percentages are `(after - before) * 100 /
 //! before` ([`model::format_percent`] for the printed form).
 
+pub mod attribution;
 pub mod checks;
 pub mod csv;
 pub mod json;
@@ -169,6 +170,9 @@ fn render_raw(report: &Report, format: Format, style: &Style) -> Result<String> 
             if report.symbols.is_some() {
                 bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
             }
+            if report.by.is_some() {
+                bail!("--by has no SVG form; use --format text, mail, markdown, json or csv");
+            }
             svg::render(report, style)?
         }
     })
@@ -187,6 +191,9 @@ pub fn run(
 ) -> Result<()> {
     if format == Format::Svg && request.symbols.is_some() {
         bail!("--symbols has no SVG form; use --format text, mail, markdown, json or csv for symbol diffs");
+    }
+    if format == Format::Svg && request.by.is_some() {
+        bail!("--by has no SVG form; use --format text, mail, markdown, json or csv");
     }
     let dir = output
         .and_then(Path::parent)

@@ -468,6 +468,8 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// The symbol diff base vmlinux → variant vmlinux, when requested.
     pub symbols: Option<BloatDiff>,
+    /// Bytes by object file or directory, with `--by`.
+    pub attribution: Option<super::attribution::AttributionDiff>,
 }
 
 impl Comparison {
@@ -577,6 +579,8 @@ pub struct Report {
     pub skipped: Vec<String>,
     /// Whether (and how) symbol diffs were computed.
     pub symbols: Option<SymbolOptions>,
+    /// `--by`'s grouping, when asked for.
+    pub by: Option<crate::measure::linkmap::Grouping>,
     /// The runtime lab's runs ([`super::lab`]), after the size targets.
     pub labs: Vec<super::lab::LabReport>,
 }

@@ -114,10 +114,12 @@ fn report_with_made_up_family() -> Report {
                 warnings: Vec::new(),
                 notes: Vec::new(),
                 symbols: None,
+                attribution: None,
             }],
         }],
         skipped: Vec::new(),
         symbols: None,
+        by: None,
         labs: Vec::new(),
     }
 }

@@ -238,8 +238,35 @@ pub fn target_body(
             out.push('\n');
             out.push_str(&block);
         }
+        let top = match layout {
+            BodyLayout::Text => None,
+            BodyLayout::Mail => Some(MAIL_SYMBOL_ROWS),
+        };
+        if let Some(block) = attribution_block(report, target, c, top) {
+            out.push('\n');
+            out.push_str(&block);
+        }
     }
     out
+}
+
+/// The `--by` section of one comparison: a title naming the pair and the
+/// maps, then [`super::attribution::AttributionDiff::render`].
+pub fn attribution_block(
+    report: &Report,
+    target: &TargetReport,
+    c: &Comparison,
+    top: Option<usize>,
+) -> Option<String> {
+    let diff = c.attribution.as_ref()?;
+    let by = super::attribution::grouping_words(diff.grouping);
+    let maps = diff.maps_description();
+    Some(format!(
+        "Bytes by {by}, {} → {} (link maps: {maps}):\n{}",
+        report.display_path(&target.base_dir.join("vmlinux")),
+        report.display_path(&c.dir.join("vmlinux")),
+        diff.render(top)
+    ))
 }
 
 /// Renders the whole report as text: the size targets, then the lab runs

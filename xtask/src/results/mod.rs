@@ -7,6 +7,7 @@
 //! [`lab`] holds the runtime lab's record, `lab.json`.
 
 pub mod archive;
+pub mod attribution;
 pub mod lab;
 pub mod openwrt;
 

@@ -23,6 +23,7 @@ pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
         base: "baseline".to_string(),
         variants: variants.iter().map(|s| s.to_string()).collect(),
         symbols: None,
+        by: None,
         allow_mismatch: false,
         lab: xtask::report::LabRuns::Newest,
     }
@@ -480,3 +481,47 @@ pub const VARIANT_SYMBOLS: &[Sym] = &[
     ("jiffies", 8, 'D'),
     ("init_buf", 260, 'b'),
 ];
+
+/// Writes `dir/attribution.json` for the result there, as a build would:
+/// `objects` per section (`.text`, `.data`, `.bss`, each of the size
+/// result.json records), the rest of each section to the alignment gaps.
+pub fn write_attribution(dir: &Path, objects: [&[(&str, u64)]; 3]) {
+    let result = BuildResult::read(dir).unwrap();
+    let s = result.vmlinux_sections;
+    let mut sections = Vec::new();
+    for ((name, class, size), objects) in [
+        (
+            ".text",
+            xtask::measure::sections::SectionClass::Text,
+            s.text,
+        ),
+        (
+            ".data",
+            xtask::measure::sections::SectionClass::Data,
+            s.data,
+        ),
+        (".bss", xtask::measure::sections::SectionClass::Bss, s.bss),
+    ]
+    .into_iter()
+    .zip(objects)
+    {
+        let mut map: BTreeMap<String, u64> =
+            objects.iter().map(|(o, b)| (o.to_string(), *b)).collect();
+        let rest = size - map.values().sum::<u64>();
+        map.insert(xtask::measure::linkmap::GAPS.to_string(), rest);
+        sections.push(xtask::measure::linkmap::SectionAttribution {
+            name: name.to_string(),
+            class,
+            size,
+            objects: map,
+        });
+    }
+    xtask::results::attribution::AttributionRecord {
+        schema: xtask::results::attribution::SCHEMA,
+        vmlinux_sha256: result.artifacts["vmlinux"].sha256.clone(),
+        map: "ld -Map (the final link run again)".to_string(),
+        sections,
+    }
+    .write(dir)
+    .unwrap();
+}

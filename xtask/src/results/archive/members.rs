@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 use tar::EntryType;
 
-use crate::results::{BuildResult, FILE_NAME, LIMIT};
+use crate::results::{attribution, BuildResult, FILE_NAME, LIMIT};
 use crate::util::fs::{describe_bytes, MAX_RECORD_BYTES};
 
 /// The largest artifact merged, in bytes: a router's vmlinux is 5–20 MB,
@@ -211,7 +211,7 @@ pub(super) fn scan(file: &mut File) -> Result<Vec<Found>> {
 /// member's name: `result.json`; each artifact it lists, of the recorded
 /// size (1 byte to [`MAX_ARTIFACT_BYTES`]); `build.log` (at most
 /// [`MAX_LOG_BYTES`]); `openwrt-patches.json` of an OpenWrt-mode build;
-/// `vmlinux.bin`, made on the side for `vmlinux.lzma` or a uImage; a lab
+/// `attribution.json` (at most [`attribution::LIMIT`]); `vmlinux.bin`, made on the side for `vmlinux.lzma` or a uImage; a lab
 /// kernel's device tree (a `.dtb` make goal's file name).
 pub fn expected(result: &BuildResult, file: &str, size: u64) -> std::result::Result<(), String> {
     let within = |max: u64| {
@@ -253,13 +253,15 @@ pub fn expected(result: &BuildResult, file: &str, size: u64) -> std::result::Res
     match file {
         "build.log" => within(MAX_LOG_BYTES),
         "openwrt-patches.json" if result.openwrt.is_some() => within(MAX_RECORD_BYTES),
+        attribution::FILE_NAME => within(attribution::LIMIT.max_bytes),
         _ if made_on_the_side => within(MAX_ARTIFACT_BYTES),
         _ if device_tree => within(16 << 20),
         _ => {
             let artifacts: Vec<&str> = result.artifacts.keys().map(String::as_str).collect();
             Err(format!(
-                "is not a file a build writes ({FILE_NAME}, build.log, or an artifact \
-                 {FILE_NAME} lists: {})",
+                "is not a file a build writes ({FILE_NAME}, build.log, {}, or an \
+                 artifact {FILE_NAME} lists: {})",
+                attribution::FILE_NAME,
                 artifacts.join(", ")
             ))
         }

@@ -1,0 +1,87 @@
+//! `attribution.json`: which object file put each byte of a result's
+//! vmlinux there, by section ([`crate::measure::linkmap`]), as the build
+//! read it from ld's link map.
+//!
+//! Written next to `result.json` after the build (and by a later `build`
+//! for a result that is up to date but lacks it); it names the sha256 of
+//! the vmlinux it describes, so a report refuses one left from another
+//! build.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::measure::linkmap::{Attribution, SectionAttribution};
+use crate::util::fs::{is_not_found, read_limited, write_atomic, FileLimit};
+
+/// File name in a results directory.
+pub const FILE_NAME: &str = "attribution.json";
+
+/// Layout version of the file.
+pub const SCHEMA: u32 = 1;
+
+/// The largest file read: a router vmlinux has a few thousand objects in
+/// a few dozen sections, about 1 MiB of JSON.
+pub const LIMIT: FileLimit = FileLimit {
+    what: FILE_NAME,
+    max_bytes: 64 << 20,
+};
+
+/// What `attribution.json` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttributionRecord {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// sha256 of the vmlinux described, lowercase hex (result.json's
+    /// `artifacts.vmlinux.sha256`).
+    pub vmlinux_sha256: String,
+    /// Where the map came from: `CONFIG_VMLINUX_MAP` (the kernel's own
+    /// `vmlinux.map`) or `ld -Map` (the final link run again with a map).
+    pub map: String,
+    /// Every allocated section with its objects' bytes.
+    pub sections: Vec<SectionAttribution>,
+}
+
+impl AttributionRecord {
+    /// The attribution as [`crate::measure::linkmap`] works with it.
+    pub fn attribution(&self) -> Attribution {
+        Attribution {
+            sections: self.sections.clone(),
+        }
+    }
+
+    /// Reads `dir/attribution.json`; `None` when there is none.
+    ///
+    /// Errors: not a regular file of at most [`LIMIT`], not JSON of this
+    /// layout, or another schema (each naming the file and `fix`).
+    pub fn read(dir: &Path, fix: &str) -> Result<Option<AttributionRecord>> {
+        let file = dir.join(FILE_NAME);
+        let text = match read_limited(&file, LIMIT, fix) {
+            Ok(t) => t,
+            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let record: AttributionRecord = serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not an attribution this xtask reads ({e}); {fix}",
+                file.display()
+            )
+        })?;
+        if record.schema != SCHEMA {
+            bail!(
+                "{}: schema {}, but this xtask reads schema {SCHEMA}; {fix}",
+                file.display(),
+                record.schema
+            );
+        }
+        Ok(Some(record))
+    }
+
+    /// Writes `dir/attribution.json` atomically.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let mut json = serde_json::to_string(self)?;
+        json.push('\n');
+        write_atomic(&dir.join(FILE_NAME), json.as_bytes())
+    }
+}
