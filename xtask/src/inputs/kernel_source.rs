@@ -307,8 +307,11 @@ pub fn top_makefile_for_series(sh: &Shell, kver: &str, candidates: &[PathBuf]) -
 pub fn top_makefile(sh: &Shell, source: &Path) -> Result<String> {
     if source.is_dir() {
         let file = source.join("Makefile");
-        return std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()));
+        return crate::util::fs::read_limited(
+            &file,
+            crate::util::fs::FileLimit::input("kernel Makefile"),
+            "",
+        );
     }
     cmd!(
         sh,
@@ -322,8 +325,11 @@ pub fn top_makefile(sh: &Shell, source: &Path) -> Result<String> {
 /// `VERSION.PATCHLEVEL.SUBLEVEL[EXTRAVERSION]` from a tree's top-level Makefile.
 pub fn makefile_version(tree: &Path) -> Result<String> {
     let makefile = tree.join("Makefile");
-    let text = std::fs::read_to_string(&makefile)
-        .with_context(|| format!("reading {}", makefile.display()))?;
+    let text = crate::util::fs::read_limited(
+        &makefile,
+        crate::util::fs::FileLimit::input("kernel Makefile"),
+        "",
+    )?;
     version_from_makefile(&text).with_context(|| {
         format!(
             "{}: no VERSION/PATCHLEVEL/SUBLEVEL lines; is this a kernel tree?",
