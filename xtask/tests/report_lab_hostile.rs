@@ -13,7 +13,10 @@ mod report_fixture;
 use lab_fixture::{record, write, RUN};
 use report_fixture::{request, Fixture};
 use xtask::report::{self, Format, LabRuns, Style};
-use xtask::results::lab::LabRecord;
+use xtask::results::lab::{
+    LabRecord, Metric, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, MBIT_PER_S, PACKETS_PER_SECOND,
+    PACKETS_PER_SECOND_UNIT, PERCENT, UDP_LOST,
+};
 
 /// `size-report` of `f` in every format, plain (the newest complete lab
 /// run) and with `--lab-run DIR`: the reports, or the errors, as text.
@@ -77,5 +80,79 @@ fn a_non_ascii_image_sha256_does_not_panic_the_report() {
             .filter(|t| t.contains(&format!("sha256 {cut} →")))
             .count();
         assert!(naming >= 2, "{reports:#?}");
+    }
+}
+
+/// The error `size-report --lab-run DIR` gives for `record`; panics with
+/// the text report when it renders instead.
+fn refusal(record: &LabRecord) -> String {
+    let f = Fixture::new();
+    let dir = write(&f, RUN, record);
+    let mut asked = request(&[], &[]);
+    asked.lab = LabRuns::Dirs(vec![dir]);
+    match report::load(&f.layout(), &asked) {
+        Ok(r) => panic!(
+            "rendered instead of refusing:\n{}",
+            report::render(&r, Format::Text, &Style::default()).unwrap()
+        ),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+/// `record` with metric `name` in `unit` added to every run, `value(i)`
+/// for run `i`.
+fn with_metric(
+    mut r: LabRecord,
+    name: &str,
+    unit: &str,
+    value: impl Fn(usize) -> f64,
+) -> LabRecord {
+    for (i, run) in r.runs.iter_mut().enumerate() {
+        run.metrics.push(Metric {
+            name: name.to_string(),
+            value: value(i),
+            unit: unit.to_string(),
+        });
+    }
+    r
+}
+
+/// Every metric is checked against its unit and range: a negative UDP
+/// loss (-50 %), a loss over 100 %, a loss recorded in Mbit/s (shown as
+/// "%"), negative modelled cycles/packet and packets/s, and a metric the
+/// lab never records. Before, only six metrics had a check: these were
+/// accepted, and the negative ones called significant.
+#[test]
+fn every_metric_is_checked_against_its_unit_and_range() {
+    let arm_of = |r: &LabRecord, i: usize| r.runs[i].arm.clone();
+    let base = record();
+    for (name, unit, bad, problem) in [
+        (UDP_LOST, PERCENT, -50.0, "udp_lost is -50 %, but udp_lost cannot be negative"),
+        (UDP_LOST, PERCENT, 150.0, "udp_lost is 150 %, more than the 100 % it can be"),
+        (UDP_LOST, MBIT_PER_S, 12.0, "udp_lost is in Mbit/s, but the lab records it in %"),
+        (
+            CYCLES_PER_PACKET,
+            CYCLES_PER_PACKET_UNIT,
+            -3000.0,
+            "modelled_cycles_per_packet is -3000 cycles/packet, but modelled_cycles_per_packet cannot be negative",
+        ),
+        (
+            PACKETS_PER_SECOND,
+            PACKETS_PER_SECOND_UNIT,
+            -250000.0,
+            "modelled_packets_per_second is -250000 packets/s, but modelled_packets_per_second cannot be negative",
+        ),
+        ("latency", "ms", 1.0, "latency is not a metric the lab records"),
+    ] {
+        // Every run of the variant has the bad value, the others 1.
+        let r = with_metric(base.clone(), name, unit, |i| {
+            if arm_of(&base, i) == "no-reorder-blocks" {
+                bad
+            } else {
+                1.0
+            }
+        });
+        let err = refusal(&r);
+        assert!(err.contains(problem), "{name} {bad} {unit}: {err}");
     }
 }

@@ -10,9 +10,9 @@
 //! report count them, where `lab.json`'s `round` counts from 0), and
 //! warnings a report states in a note. The rules:
 //!
-//! * every value is finite and within ±[`MAX_VALUE`];
-//! * the lab's metrics ([`METRICS`]) are in their unit and not negative;
-//!   any other metric keeps the unit its first run recorded;
+//! * every metric is one the lab records ([`super::metric::METRICS`]), in
+//!   its unit and within its range (none is negative; UDP loss is at most
+//!   100 %; each has a bound no run comes near, at most [`MAX_VALUE`]);
 //! * the base (`settings.base`) is an arm, not the A/A control;
 //! * a run names one of the record's arms, with that arm's variant, a
 //!   round below `settings.runs`, and a condition the settings list (a
@@ -27,28 +27,13 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{
-    LabRecord, RunRecord, Status, CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT,
-    L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET,
-    NS_PER_PACKET, TBENCH, THROUGHPUT,
-};
+use super::{metric, LabRecord, RunRecord, Status};
 
 /// The largest magnitude a value may have: no lab metric comes near it
 /// (1 Tbit/s is 1e6 Mbit/s; a second per packet is 1e9 ns), and sums and
 /// squares of a series of such values stay finite and exact enough for
 /// the statistics (1e308 made the report print `+inf%` and `NaN%`).
 pub const MAX_VALUE: f64 = 1e15;
-
-/// The metrics `cargo xtask lab` writes, with their units; none can be
-/// negative (rates, times and counts per packet).
-pub const METRICS: [(&str, &str); 6] = [
-    (THROUGHPUT, MBIT_PER_S),
-    (CPU_PER_PACKET, NS_PER_PACKET),
-    (TBENCH, MB_PER_S),
-    (INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT),
-    (L1I_MISSES_PER_PACKET, MISSES_PER_PACKET),
-    (L1D_MISSES_PER_PACKET, MISSES_PER_PACKET),
-];
 
 /// How many refusals an error lists before `… and N more`.
 const LISTED: usize = 10;
@@ -143,13 +128,8 @@ pub fn check(record: &LabRecord) -> Problems {
         }
     }
     let conditions = record.settings.conditions();
-    // The unit each metric is in, and the first run that recorded it.
-    let mut units: BTreeMap<&str, (&str, usize)> = METRICS
-        .iter()
-        .map(|&(name, unit)| (name, (unit, usize::MAX)))
-        .collect();
     for (i, run) in record.runs.iter().enumerate() {
-        for problem in run_problems(record, run, &conditions, &mut units, i) {
+        for problem in run_problems(record, run, &conditions) {
             runs.push(format!("{}: {problem}", run_name(record, i)));
         }
     }
@@ -206,14 +186,11 @@ pub fn check(record: &LabRecord) -> Problems {
     }
 }
 
-/// What is wrong with run `i` on its own; `units` holds each metric's
-/// unit and the first run that recorded it, and learns new metrics.
-fn run_problems<'a>(
+/// What is wrong with `run` on its own.
+fn run_problems(
     record: &LabRecord,
-    run: &'a RunRecord,
+    run: &RunRecord,
     conditions: &[super::Condition],
-    units: &mut BTreeMap<&'a str, (&'a str, usize)>,
-    i: usize,
 ) -> Vec<String> {
     let mut out = Vec::new();
     match record.arms.iter().find(|a| a.name == run.arm) {
@@ -241,34 +218,13 @@ fn run_problems<'a>(
         if run.metrics[..k].iter().any(|o| o.name == m.name) {
             out.push(format!("{} is recorded twice", m.name));
         }
-        if !m.value.is_finite() || m.value.abs() > MAX_VALUE {
-            out.push(format!(
-                "{} is {:e} {}, beyond ±{MAX_VALUE:e}, which no lab measurement reaches",
-                m.name, m.value, m.unit
-            ));
-        }
-        let known = METRICS.iter().any(|(name, _)| *name == m.name);
-        if known && m.value < 0.0 {
-            out.push(format!(
-                "{} is {} {}, but {} cannot be negative",
-                m.name, m.value, m.unit, m.name
-            ));
-        }
-        let (unit, first) = units.entry(&m.name).or_insert((&m.unit, i));
-        if *unit != m.unit {
-            out.push(if *first == usize::MAX {
-                format!(
-                    "{} is in {}, but the lab records it in {unit}",
-                    m.name, m.unit
-                )
-            } else {
-                format!(
-                    "{} is in {}, but the lab records it in {unit} (as runs[{first}] does)",
-                    m.name, m.unit
-                )
-            });
-        } else if *first == usize::MAX {
-            *first = i;
+        match metric::spec(&m.name) {
+            Some(spec) => out.extend(spec.problem(m.value, &m.unit)),
+            None => out.push(format!(
+                "{} is not a metric the lab records ({})",
+                m.name,
+                metric::METRICS.map(|s| s.name).join(", ")
+            )),
         }
     }
     out
