@@ -10,12 +10,14 @@ mod lab_fixture;
 #[path = "common/report_fixture.rs"]
 mod report_fixture;
 
-use lab_fixture::{record, write, RUN};
+use lab_fixture::{record, with_more_rounds, write, RUN};
 use report_fixture::{request, Fixture};
+use xtask::measure::stats::Verdict;
+use xtask::report::lab::{LabReport, Role};
 use xtask::report::{self, Format, LabRuns, Style};
 use xtask::results::lab::{
     LabRecord, Metric, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, MBIT_PER_S, PACKETS_PER_SECOND,
-    PACKETS_PER_SECOND_UNIT, PERCENT, UDP_LOST,
+    PACKETS_PER_SECOND_UNIT, PERCENT, THROUGHPUT, UDP_LOST,
 };
 
 /// `size-report` of `f` in every format, plain (the newest complete lab
@@ -155,4 +157,58 @@ fn every_metric_is_checked_against_its_unit_and_range() {
         let err = refusal(&r);
         assert!(err.contains(problem), "{name} {bad} {unit}: {err}");
     }
+}
+
+/// The verdicts `LabReport::new` gives the variant no-reorder-blocks, as
+/// `(family, kind, item, verdict)`.
+fn verdicts(r: LabRecord) -> Vec<(String, String, String, Verdict)> {
+    let l = LabReport::new("/lab".into(), r, &[]).unwrap();
+    l.comparisons
+        .iter()
+        .filter(|c| c.role == Role::Variant)
+        .flat_map(|c| &c.families)
+        .flat_map(|f| f.metrics.iter().map(move |m| (f, m)))
+        .map(|(f, m)| {
+            (
+                f.name.clone(),
+                m.kind.clone(),
+                m.item.clone(),
+                m.stats().unwrap().comparison.verdict,
+            )
+        })
+        .collect()
+}
+
+/// The same constant on both sides but for a shift of 1e-9 Mbit/s (far
+/// below the 0.001 Mbit/s the lab records) has no spread, so every test
+/// called it: "significant" in every condition. It is no change now.
+#[test]
+fn a_shift_below_the_recorded_precision_is_no_change() {
+    let mut r = with_more_rounds(record(), 2);
+    for run in &mut r.runs {
+        let shift = if run.arm == "no-reorder-blocks" {
+            1e-9
+        } else {
+            0.0
+        };
+        for m in run.metrics.iter_mut().filter(|m| m.name == THROUGHPUT) {
+            m.value = 100.0 + shift;
+        }
+    }
+    let throughput: Vec<_> = verdicts(r.clone())
+        .into_iter()
+        .filter(|v| v.0 == THROUGHPUT)
+        .collect();
+    assert_eq!(throughput.len(), 4);
+    assert!(
+        throughput.iter().all(|v| v.3 == Verdict::BelowResolution),
+        "{throughput:?}"
+    );
+    let l = LabReport::new("/lab".into(), r, &[]).unwrap();
+    let text = xtask::report::lab::verdict_text(
+        l.comparisons[1].families[0].metrics[0].stats().unwrap(),
+        Role::Variant,
+        Default::default(),
+    );
+    assert_eq!(text, "no change the recorded values can hold");
 }
