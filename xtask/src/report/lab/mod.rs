@@ -411,24 +411,46 @@ impl LabReport {
     }
 }
 
+/// Every arm's samples by family (in [`FAMILIES`] order), then
+/// condition (the settings' order), in one pass over the runs: the lab
+/// file's checks cap its arms, runs and conditions, and this stays linear
+/// in its runs.
 fn series_of(record: &LabRecord) -> Vec<Series> {
-    let mut out = Vec::new();
-    for (family, unit, _) in FAMILIES {
-        for condition in record.settings.conditions() {
-            let arms: Vec<(String, Vec<f64>)> = record
-                .arms
-                .iter()
-                .map(|a| (a.name.clone(), record.samples(&a.name, condition, family)))
-                .filter(|(_, v)| !v.is_empty())
-                .collect();
-            if !arms.is_empty() {
-                out.push(Series {
-                    family: family.to_string(),
-                    unit: unit.to_string(),
-                    condition,
-                    arms,
-                });
+    let conditions = record.settings.conditions();
+    let arms: std::collections::BTreeMap<&str, usize> = record
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.name.as_str(), i))
+        .collect();
+    // (family, condition, arm) → values in run order.
+    let mut values: std::collections::BTreeMap<(usize, usize, usize), Vec<f64>> =
+        std::collections::BTreeMap::new();
+    for run in record.runs.iter().filter(|r| !r.warmup) {
+        let (Some(c), Some(&a)) = (
+            conditions.iter().position(|c| *c == run.condition),
+            arms.get(run.arm.as_str()),
+        ) else {
+            continue;
+        };
+        for m in &run.metrics {
+            if let Some(f) = FAMILIES.iter().position(|(name, _, _)| *name == m.name) {
+                values.entry((f, c, a)).or_default().push(m.value);
             }
+        }
+    }
+    let mut out: Vec<Series> = Vec::new();
+    for ((f, c, a), v) in values {
+        let (family, unit, _) = FAMILIES[f];
+        let arm = (record.arms[a].name.clone(), v);
+        match out.last_mut() {
+            Some(s) if s.family == family && s.condition == conditions[c] => s.arms.push(arm),
+            _ => out.push(Series {
+                family: family.to_string(),
+                unit: unit.to_string(),
+                condition: conditions[c],
+                arms: vec![arm],
+            }),
         }
     }
     out

@@ -13,6 +13,9 @@
 //! * every metric is one the lab records ([`super::metric::METRICS`]), in
 //!   its unit and within its range (none is negative; UDP loss is at most
 //!   100 %; each has a bound no run comes near, at most [`MAX_VALUE`]);
+//! * no more than [`MAX_ARMS`] arms, [`MAX_RUNS`] runs and boots,
+//!   [`MAX_CONDITIONS`] conditions (checked first: every other check is
+//!   linear in the file's size after them);
 //! * the base (`settings.base`) is an arm, not the A/A control;
 //! * a run names one of the record's arms, with that arm's variant, a
 //!   round below `settings.runs`, and a condition the settings list (a
@@ -22,12 +25,12 @@
 //!   under every condition of the settings; a lab that stopped early may
 //!   have fewer, and an arm without any is a warning.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::Result;
 
-use super::{metric, LabRecord, RunRecord, Status};
+use super::{metric, Arm, LabRecord, RunRecord, Status};
 
 /// The largest magnitude a value may have: no lab metric comes near it
 /// (1 Tbit/s is 1e6 Mbit/s; a second per packet is 1e9 ns), and sums and
@@ -100,6 +103,18 @@ pub fn run_name(record: &LabRecord, i: usize) -> String {
     )
 }
 
+/// The most arms a `lab.json` may list: a lab compares a handful of
+/// variants; a file with tens of thousands (60,000 arms took 17 s of CPU,
+/// 120,000 took 242 s before any refusal) is refused before anything
+/// else is looked at.
+pub const MAX_ARMS: usize = 256;
+/// The most conditions (GRO settings × directions, and benchmarks) the
+/// settings may list.
+pub const MAX_CONDITIONS: usize = 64;
+/// The most runs, and the most boots, a `lab.json` may hold: 100,000 runs
+/// of 10 s are 11 days of one lab.
+pub const MAX_RUNS: usize = 100_000;
+
 /// `baseline, baseline~control, no-reorder-blocks`.
 fn arm_list(record: &LabRecord) -> String {
     record
@@ -110,53 +125,67 @@ fn arm_list(record: &LabRecord) -> String {
         .join(", ")
 }
 
-/// Checks `record` against the rules in the module docs.
+/// Checks `record` against the rules in the module docs, in time linear
+/// in its size (after the caps, [`MAX_ARMS`] and the rest, which come
+/// first).
 pub fn check(record: &LabRecord) -> Problems {
+    let too_big = size_problems(record);
+    if !too_big.is_empty() {
+        return Problems {
+            refusals: too_big,
+            warnings: Vec::new(),
+        };
+    }
     let mut missing = Vec::new();
     let mut runs = Vec::new();
+    let mut arms: BTreeMap<&str, &Arm> = BTreeMap::new();
+    for arm in &record.arms {
+        if arms.insert(arm.name.as_str(), arm).is_some() {
+            runs.push(format!("arm {} is listed twice in arms", arm.name));
+        }
+    }
     let base = &record.settings.base;
-    if !record.arms.iter().any(|a| a.name == *base && !a.control) {
-        missing.push(format!(
+    match arms.get(base.as_str()) {
+        Some(b) if !b.control => {}
+        _ => missing.push(format!(
             "the base {base} (settings.base) is not one of lab.json's arms ({})",
             arm_list(record)
-        ));
-    }
-    let arm_names: Vec<&str> = record.arms.iter().map(|a| a.name.as_str()).collect();
-    for (i, name) in arm_names.iter().enumerate() {
-        if arm_names[..i].contains(name) {
-            runs.push(format!("arm {name} is listed twice in arms"));
-        }
+        )),
     }
     let conditions = record.settings.conditions();
     for (i, run) in record.runs.iter().enumerate() {
-        for problem in run_problems(record, run, &conditions) {
+        let problems = run_problems(record, &arms, run, &conditions);
+        for problem in problems {
             runs.push(format!("{}: {problem}", run_name(record, i)));
         }
     }
-    let mut seen: BTreeMap<(&str, u32, String), usize> = BTreeMap::new();
+    // Measured runs per (arm, condition), and the first of each (arm,
+    // round, condition), in one pass.
+    let rounds = record.settings.runs;
+    let mut counts: BTreeMap<(&str, usize), usize> = BTreeMap::new();
+    let mut seen: BTreeMap<(&str, u32, usize), usize> = BTreeMap::new();
     for (i, run) in record.runs.iter().enumerate().filter(|(_, r)| !r.warmup) {
-        let key = (run.arm.as_str(), run.round, run.condition.describe());
-        if let Some(first) = seen.insert(key, i) {
+        let Some(c) = conditions.iter().position(|c| *c == run.condition) else {
+            continue;
+        };
+        if let Some(first) = seen.insert((run.arm.as_str(), run.round, c), i) {
             runs.push(format!(
                 "{}: a second measured run of the same arm, round and condition as runs[{first}]",
                 run_name(record, i)
             ));
         }
+        if run.round < rounds {
+            *counts.entry((run.arm.as_str(), c)).or_default() += 1;
+        }
     }
     let mut warnings = Vec::new();
-    let rounds = record.settings.runs;
     for arm in &record.arms {
         let counts: Vec<(String, usize)> = conditions
             .iter()
-            .map(|c| {
-                let n = record
-                    .runs
-                    .iter()
-                    .filter(|r| {
-                        !r.warmup && r.arm == arm.name && r.condition == *c && r.round < rounds
-                    })
-                    .count();
-                (c.describe(), n)
+            .enumerate()
+            .map(|(c, condition)| {
+                let n = counts.get(&(arm.name.as_str(), c)).copied().unwrap_or(0);
+                (condition.describe(), n)
             })
             .collect();
         if record.status == Status::Complete {
@@ -186,14 +215,44 @@ pub fn check(record: &LabRecord) -> Problems {
     }
 }
 
-/// What is wrong with `run` on its own.
+/// Arms, conditions, runs or boots beyond the caps ([`MAX_ARMS`],
+/// [`MAX_CONDITIONS`], [`MAX_RUNS`]).
+fn size_problems(record: &LabRecord) -> Vec<String> {
+    let s = &record.settings;
+    let mut out = Vec::new();
+    let mut over = |what: &str, n: usize, max: usize, of: &str| {
+        if n > max {
+            out.push(format!(
+                "{what} holds {n} {of}, more than the {max} a lab records: not a lab's record"
+            ));
+        }
+    };
+    over("arms", record.arms.len(), MAX_ARMS, "arms");
+    over("runs", record.runs.len(), MAX_RUNS, "runs");
+    over("boots", record.boots.len(), MAX_RUNS, "boots");
+    let conditions = s
+        .gro
+        .len()
+        .saturating_mul(s.directions.len())
+        .saturating_add(s.benches.len());
+    over(
+        "settings (gro × directions, and benches)",
+        conditions,
+        MAX_CONDITIONS,
+        "conditions",
+    );
+    out
+}
+
+/// What is wrong with `run` on its own (`arms` by name).
 fn run_problems(
     record: &LabRecord,
+    arms: &BTreeMap<&str, &Arm>,
     run: &RunRecord,
     conditions: &[super::Condition],
 ) -> Vec<String> {
     let mut out = Vec::new();
-    match record.arms.iter().find(|a| a.name == run.arm) {
+    match arms.get(run.arm.as_str()) {
         None => out.push(format!(
             "arm {} is not one of lab.json's arms ({})",
             run.arm,
@@ -214,8 +273,9 @@ fn run_problems(
     if !run.warmup && !conditions.contains(&run.condition) {
         out.push("a condition lab.json's settings do not list".to_string());
     }
-    for (k, m) in run.metrics.iter().enumerate() {
-        if run.metrics[..k].iter().any(|o| o.name == m.name) {
+    let mut names = BTreeSet::new();
+    for m in &run.metrics {
+        if !names.insert(m.name.as_str()) {
             out.push(format!("{} is recorded twice", m.name));
         }
         match metric::spec(&m.name) {
