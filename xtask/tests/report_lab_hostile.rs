@@ -71,7 +71,10 @@ fn a_non_ascii_image_sha256_does_not_panic_the_report() {
     for sha in ["aéééééééééééééééééééé", "ab€€€€€€€€€€€€€€€"]
     {
         let mut r = record();
-        r.arms[0].kernel.as_mut().unwrap().image_sha256 = sha.to_string();
+        // The base and its A/A control boot the same image.
+        for arm in r.arms.iter_mut().filter(|a| a.variant == "baseline") {
+            arm.kernel.as_mut().unwrap().image_sha256 = sha.to_string();
+        }
         let (f, dir) = workspace(&r);
         let reports = std::panic::catch_unwind(|| every_report(&f, &dir))
             .unwrap_or_else(|_| panic!("size-report panicked on image_sha256 {sha:?}"));
@@ -177,6 +180,78 @@ fn verdicts(r: LabRecord) -> Vec<(String, String, String, Verdict)> {
             )
         })
         .collect()
+}
+
+/// A condition listed twice in the settings (`gro: [true, false, true]`)
+/// printed its rows twice and counted its changes twice in "N of M
+/// changes are called significant"; a run of another lab appended (no
+/// boot of its arm in its round, started before this lab did) was taken
+/// as a sample; `settings.runs = 0` with no runs was "complete";
+/// `control = true` without a control arm, a control arm under
+/// `control = false`, and a control arm of another variant than the base
+/// (then called the A/A control, its spread the noise floor) were
+/// accepted. Each is refused now, naming the problem.
+#[test]
+fn settings_and_arms_that_contradict_each_other_are_refused() {
+    let mut twice = record();
+    twice.settings.gro.push(twice.settings.gro[0]);
+    assert!(
+        refusal(&twice).contains("settings.gro lists GRO on twice"),
+        "{}",
+        refusal(&twice)
+    );
+
+    let mut appended = with_more_rounds(record(), 1);
+    appended.boots.retain(|b| b.round < 3);
+    for run in appended.runs.iter_mut().filter(|r| r.round == 3) {
+        run.started = run.started.replace("2026-12-01T", "2026-11-20T");
+    }
+    let err = refusal(&appended);
+    assert!(
+        err.contains("round 4 of 4, lan-to-wan GRO on, warm-up): no boot of its arm in its round is recorded (a run from another lab?)"),
+        "{err}"
+    );
+    assert!(err.contains("before the lab did"), "{err}");
+
+    let mut none = record();
+    none.settings.runs = 0;
+    none.runs.clear();
+    none.boots.clear();
+    let err = refusal(&none);
+    assert!(
+        err.contains("settings.runs is 0, but a lab runs 1 to 1000 rounds"),
+        "{err}"
+    );
+
+    let mut no_control = lab_fixture::without_arm(record(), "baseline~control");
+    no_control.settings.control = true;
+    let err = refusal(&no_control);
+    assert!(
+        err.contains("settings.control is true, but no arm is the A/A control"),
+        "{err}"
+    );
+    let mut unannounced = record();
+    unannounced.settings.control = false;
+    let err = refusal(&unannounced);
+    assert!(
+        err.contains("settings.control is false, but arm baseline~control is an A/A control arm"),
+        "{err}"
+    );
+
+    let mut other = record();
+    other.arms[1].variant = "no-reorder-blocks".to_string();
+    for run in other
+        .runs
+        .iter_mut()
+        .filter(|r| r.arm == "baseline~control")
+    {
+        run.variant = "no-reorder-blocks".to_string();
+    }
+    let err = refusal(&other);
+    assert!(
+        err.contains("the A/A control arm baseline~control runs variant no-reorder-blocks, not the base's baseline: it is no A/A control"),
+        "{err}"
+    );
 }
 
 /// The same constant on both sides but for a shift of 1e-9 Mbit/s (far

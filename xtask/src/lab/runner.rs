@@ -373,7 +373,18 @@ mod tests {
             _: &Path,
         ) -> Result<(String, Option<BootRecord>)> {
             self.calls.push(format!("start {} r{round}", arm.name));
-            Ok((arm.name.clone(), None))
+            // A guest boots (the record's machine is QEMU's).
+            let boot = BootRecord {
+                arm: arm.name.clone(),
+                round,
+                boot_seconds: 1.0,
+                guest_uptime_at_ready: None,
+                console_log: String::new(),
+                qemu_argv: Vec::new(),
+                kernel: None,
+                wall_steps: Vec::new(),
+            };
+            Ok((arm.name.clone(), Some(boot)))
         }
 
         fn measure(

@@ -16,11 +16,19 @@
 //! * no more than [`MAX_ARMS`] arms, [`MAX_RUNS`] runs and boots,
 //!   [`MAX_CONDITIONS`] conditions (checked first: every other check is
 //!   linear in the file's size after them);
+//! * `settings.runs` is 1 to [`MAX_ROUNDS`], and the settings list no
+//!   GRO setting, direction or benchmark twice;
 //! * the base (`settings.base`) is an arm, not the A/A control;
+//! * `settings.control` is true exactly when an arm is the A/A control;
+//!   there is at most one, and it runs the base's variant (and boots its
+//!   image);
 //! * a run names one of the record's arms, with that arm's variant, a
 //!   round below `settings.runs`, and a condition the settings list (a
 //!   warm-up may run under any), and records each metric once;
 //! * no two measured runs share (arm, round, condition);
+//! * a run of a lab that boots (QEMU, a router) follows a recorded boot
+//!   of its arm in its round, and no run started before the lab started
+//!   or after it finished (runs appended from another lab);
 //! * under status `complete`, every arm has `settings.runs` measured runs
 //!   under every condition of the settings; a lab that stopped early may
 //!   have fewer, and an arm without any is a warning.
@@ -108,6 +116,9 @@ pub fn run_name(record: &LabRecord, i: usize) -> String {
 /// 120,000 took 242 s before any refusal) is refused before anything
 /// else is looked at.
 pub const MAX_ARMS: usize = 256;
+/// The most rounds `settings.runs` may declare (as an experiment file's
+/// `runs`, 1 to 1000).
+pub const MAX_ROUNDS: u32 = 1000;
 /// The most conditions (GRO settings × directions, and benchmarks) the
 /// settings may list.
 pub const MAX_CONDITIONS: usize = 64;
@@ -136,7 +147,7 @@ pub fn check(record: &LabRecord) -> Problems {
             warnings: Vec::new(),
         };
     }
-    let mut missing = Vec::new();
+    let mut missing = settings_problems(&record.settings);
     let mut runs = Vec::new();
     let mut arms: BTreeMap<&str, &Arm> = BTreeMap::new();
     for arm in &record.arms {
@@ -146,15 +157,32 @@ pub fn check(record: &LabRecord) -> Problems {
     }
     let base = &record.settings.base;
     match arms.get(base.as_str()) {
-        Some(b) if !b.control => {}
+        Some(b) if !b.control => missing.extend(control_problems(record, b)),
         _ => missing.push(format!(
             "the base {base} (settings.base) is not one of lab.json's arms ({})",
             arm_list(record)
         )),
     }
     let conditions = record.settings.conditions();
+    let boots: Option<BTreeSet<(&str, u32)>> = record.machine.host().is_none().then(|| {
+        record
+            .boots
+            .iter()
+            .map(|b| (b.arm.as_str(), b.round))
+            .collect()
+    });
+    let window = Window::of(record);
     for (i, run) in record.runs.iter().enumerate() {
-        let problems = run_problems(record, &arms, run, &conditions);
+        let mut problems = run_problems(record, &arms, run, &conditions);
+        // A run of an arm the record does not list is refused for that
+        // alone (run_problems).
+        let booted = |b: &BTreeSet<(&str, u32)>| b.contains(&(run.arm.as_str(), run.round));
+        if arms.contains_key(run.arm.as_str()) && boots.as_ref().is_some_and(|b| !booted(b)) {
+            problems.push(
+                "no boot of its arm in its round is recorded (a run from another lab?)".to_string(),
+            );
+        }
+        problems.extend(window.problem(&run.started));
         for problem in problems {
             runs.push(format!("{}: {problem}", run_name(record, i)));
         }
@@ -216,7 +244,8 @@ pub fn check(record: &LabRecord) -> Problems {
 }
 
 /// Arms, conditions, runs or boots beyond the caps ([`MAX_ARMS`],
-/// [`MAX_CONDITIONS`], [`MAX_RUNS`]).
+/// [`MAX_CONDITIONS`], [`MAX_RUNS`]); `settings.runs` is checked with
+/// the other settings.
 fn size_problems(record: &LabRecord) -> Vec<String> {
     let s = &record.settings;
     let mut out = Vec::new();
@@ -242,6 +271,136 @@ fn size_problems(record: &LabRecord) -> Vec<String> {
         "conditions",
     );
     out
+}
+
+/// What is wrong with the settings on their own: no rounds, too many, a
+/// condition listed twice (its rows would be shown twice and counted
+/// twice in "N of M changes are called significant").
+fn settings_problems(s: &super::Settings) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.runs == 0 || s.runs > MAX_ROUNDS {
+        out.push(format!(
+            "settings.runs is {}, but a lab runs 1 to {MAX_ROUNDS} rounds",
+            s.runs
+        ));
+    }
+    let mut twice = |key: &str, words: Vec<String>| {
+        let mut seen = BTreeSet::new();
+        for w in words {
+            if !seen.insert(w.clone()) {
+                out.push(format!(
+                    "settings.{key} lists {w} twice: its rows would be shown, and its changes counted, twice"
+                ));
+            }
+        }
+    };
+    twice(
+        "gro",
+        s.gro.iter().map(|g| format!("GRO {}", g.word())).collect(),
+    );
+    twice(
+        "directions",
+        s.directions.iter().map(|d| d.name().to_string()).collect(),
+    );
+    twice("benches", s.benches.iter().map(|b| b.title()).collect());
+    out
+}
+
+/// The A/A control's problems: `settings.control` against the arms that
+/// are controls, more than one, and a control that does not run the
+/// base's variant (or boot its image), which is no A/A control.
+fn control_problems(record: &LabRecord, base: &Arm) -> Vec<String> {
+    let controls: Vec<&Arm> = record.arms.iter().filter(|a| a.control).collect();
+    let mut out = Vec::new();
+    match (record.settings.control, controls.as_slice()) {
+        (true, []) => out.push(
+            "settings.control is true, but no arm is the A/A control (control: true)".to_string(),
+        ),
+        (false, [first, ..]) => out.push(format!(
+            "settings.control is false, but arm {} is an A/A control arm",
+            first.name
+        )),
+        (_, [_, _, ..]) => out.push(format!(
+            "arms {} are all A/A control arms; a lab runs one",
+            controls
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        _ => {}
+    }
+    for c in controls {
+        if c.variant != base.variant {
+            out.push(format!(
+                "the A/A control arm {} runs variant {}, not the base's {}: it is no A/A control",
+                c.name, c.variant, base.variant
+            ));
+        }
+        if let (Some(ck), Some(bk)) = (&c.kernel, &base.kernel) {
+            if ck.image_sha256 != bk.image_sha256 {
+                out.push(format!(
+                    "the A/A control arm {} boots another image than the base {} (sha256 {} and {}): it is no A/A control",
+                    c.name,
+                    base.name,
+                    crate::util::text::prefix(&ck.image_sha256, 12),
+                    crate::util::text::prefix(&bk.image_sha256, 12)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// When the lab ran: from its `started` to its `finished` (when it
+/// finished), as RFC 3339 UTC times (`2026-12-01T10:15:12Z`) compare.
+struct Window<'a> {
+    started: Option<&'a str>,
+    finished: Option<&'a str>,
+}
+
+impl<'a> Window<'a> {
+    fn of(record: &'a LabRecord) -> Window<'a> {
+        Window {
+            started: utc_seconds(&record.started),
+            finished: record.finished.as_deref().and_then(utc_seconds),
+        }
+    }
+
+    /// Why a run that started at `started` cannot be one of this lab's:
+    /// before the lab started or after it finished. Times not written
+    /// as the lab writes them are not compared.
+    fn problem(&self, started: &str) -> Option<String> {
+        let at = utc_seconds(started)?;
+        match (self.started, self.finished) {
+            (Some(s), _) if at < s => Some(format!(
+                "it started at {started}, before the lab did ({s}Z; a run from another lab?)"
+            )),
+            (_, Some(f)) if at > f => Some(format!(
+                "it started at {started}, after the lab finished ({f}Z; a run from another lab?)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `2026-12-01T10:15:12` of `2026-12-01T10:15:12Z` (or `…12.345Z`), which
+/// compare as times; `None` for any other form.
+fn utc_seconds(time: &str) -> Option<&str> {
+    let seconds = time.get(..19)?;
+    let rest = &time[19..];
+    let shape = seconds.bytes().enumerate().all(|(i, b)| match i {
+        4 | 7 => b == b'-',
+        10 => b == b'T',
+        13 | 16 => b == b':',
+        _ => b.is_ascii_digit(),
+    });
+    let zulu = rest == "Z"
+        || rest
+            .strip_prefix('.')
+            .and_then(|r| r.strip_suffix('Z'))
+            .is_some_and(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()));
+    (shape && zulu).then_some(seconds)
 }
 
 /// What is wrong with `run` on its own (`arms` by name).
