@@ -9,15 +9,16 @@
 //! SSH, applied as runtime settings in a fresh namespace — and a workload
 //! that runs each run on it.
 
-use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+
+mod progress;
 
 use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Status};
 use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
+use progress::Progress;
 
 /// Suffix of the A/A control arm's name.
 pub const CONTROL_SUFFIX: &str = "~control";
@@ -219,82 +220,6 @@ fn execute_inner(
     Ok(())
 }
 
-/// The runs' progress on stderr: a bar with the ETA on a terminal, and
-/// `[run i/N, ETA …]` after every run's line elsewhere (a log file). The
-/// ETA is the mean wall time of the runs so far, boots included, times
-/// the runs left.
-struct Progress {
-    bar: ProgressBar,
-    total: u64,
-    done: std::cell::Cell<u64>,
-    started: std::time::Instant,
-}
-
-impl Progress {
-    fn new(total: u64) -> Progress {
-        let bar = if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(total);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "lab [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar
-        } else {
-            ProgressBar::hidden()
-        };
-        Progress {
-            bar,
-            total,
-            done: std::cell::Cell::new(0),
-            started: std::time::Instant::now(),
-        }
-    }
-
-    /// Prints `line` above the bar.
-    fn println(&self, line: &str) {
-        if self.bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            self.bar.println(line);
-        }
-    }
-
-    /// Counts one run done and prints its `line`.
-    fn done(&self, line: &str) {
-        let done = self.done.get() + 1;
-        self.done.set(done);
-        self.bar.inc(1);
-        if self.bar.is_hidden() {
-            eprintln!(
-                "{line} [run {done}/{}, ETA {}]",
-                self.total,
-                eta(self.started.elapsed(), done, self.total)
-            );
-        } else {
-            self.bar.println(line);
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-/// The time left when `done` of `total` runs took `elapsed`, as
-/// humantime writes it to the second (`4m 10s`).
-fn eta(elapsed: std::time::Duration, done: u64, total: u64) -> String {
-    if done == 0 {
-        return "unknown".to_string();
-    }
-    let left = elapsed.as_secs_f64() / done as f64 * total.saturating_sub(done) as f64;
-    humantime::format_duration(std::time::Duration::from_secs(left.round() as u64)).to_string()
-}
-
 /// One line per run for the terminal, its round counted from 1 of
 /// `rounds` (`baseline round 1 of 4 lan-to-wan GRO on: …`).
 pub fn run_line(run: &RunRecord, rounds: u32) -> String {
@@ -424,15 +349,6 @@ mod tests {
         r.runs.clear();
         r.boots.clear();
         r
-    }
-
-    #[test]
-    fn the_eta_is_the_mean_run_time_times_the_runs_left() {
-        let s = std::time::Duration::from_secs;
-        assert_eq!(eta(s(60), 0, 10), "unknown");
-        assert_eq!(eta(s(60), 2, 10), "4m");
-        assert_eq!(eta(s(25), 4, 10), "38s");
-        assert_eq!(eta(s(60), 10, 10), "0s");
     }
 
     #[test]
