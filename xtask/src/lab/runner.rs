@@ -221,16 +221,24 @@ fn execute_inner(
 }
 
 /// One line per run for the terminal, its round counted from 1 of
-/// `rounds` (`baseline round 1 of 4 lan-to-wan GRO on: …`).
+/// `rounds` (`baseline round 1 of 4 lan-to-wan GRO on: …`). Metrics that
+/// share a unit are named: the cache model's `L1I`/`L1D` misses, and
+/// its `emulated`/`modelled` Mbit/s (iperf3 through QEMU, and the core
+/// model's estimate for the real CPU).
 pub fn run_line(run: &RunRecord, rounds: u32) -> String {
+    use crate::results::lab::{
+        L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MODELLED_THROUGHPUT, THROUGHPUT,
+    };
+    let modelled = run.metrics.iter().any(|m| m.name == MODELLED_THROUGHPUT);
     let metrics: Vec<String> = run
         .metrics
         .iter()
         .map(|m| {
-            // The cache model's two miss counts share a unit.
             let which = match m.name.as_str() {
-                crate::results::lab::L1I_MISSES_PER_PACKET => "L1I ",
-                crate::results::lab::L1D_MISSES_PER_PACKET => "L1D ",
+                L1I_MISSES_PER_PACKET => "L1I ",
+                L1D_MISSES_PER_PACKET => "L1D ",
+                THROUGHPUT if modelled => "emulated ",
+                MODELLED_THROUGHPUT => "modelled ",
                 _ => "",
             };
             format!("{which}{} {}", m.value, m.unit)
@@ -427,6 +435,44 @@ mod tests {
         assert_eq!(
             run_line(&run, 4),
             "baseline round 4 of 4 tbench, 2 clients: 601.2 MB/s"
+        );
+    }
+
+    /// A cache-model run printed two unlabelled Mbit/s figures (iperf3's
+    /// through QEMU and the core model's); each is named now.
+    #[test]
+    fn a_cache_model_run_s_line_names_its_two_throughputs() {
+        use crate::results::lab::{
+            CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, MBIT_PER_S, MODELLED_THROUGHPUT, THROUGHPUT,
+        };
+        let ip = Condition::Bench {
+            bench: Benchmark::Iperf3,
+        };
+        let a = arm("baseline");
+        let spec = RunSpec {
+            arm: &a,
+            round: 0,
+            index: 1,
+            condition: ip,
+            warmup: false,
+            seconds: 1,
+        };
+        let metric = |name: &str, value: f64, unit: &str| Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+        };
+        let run = spec.record(
+            String::new(),
+            vec![
+                metric(THROUGHPUT, 41.5, MBIT_PER_S),
+                metric(CYCLES_PER_PACKET, 5210.0, CYCLES_PER_PACKET_UNIT),
+                metric(MODELLED_THROUGHPUT, 611.2, MBIT_PER_S),
+            ],
+        );
+        assert_eq!(
+            run_line(&run, 1),
+            "baseline round 1 of 1 iperf3, 1 TCP stream: emulated 41.5 Mbit/s, 5210 cycles/packet, modelled 611.2 Mbit/s"
         );
     }
 
