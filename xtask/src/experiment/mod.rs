@@ -167,8 +167,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     let experiment = file::load(layout, &request.file)?;
     let plan = plan::plan(sh, layout, experiment, request.jobs)?;
     print!("{}", plan.describe());
+    // The real run gives the estimate its dry run gave, before it starts.
+    print!("{}", plan.estimate());
     if request.run == Run::DryRun {
-        print!("{}", plan.estimate());
         return Ok(());
     }
     if let Some(lab) = plan.labs.iter().find(|l| l.request.is_none()) {
