@@ -1,6 +1,6 @@
 //! The build pipeline around the backends, on small fixture trees: the
-//! series order, the all-or-nothing patched tree, and result.json never
-//! surviving a failed build.
+//! series order, the all-or-nothing patched tree, and a failed or killed
+//! rebuild never touching the old result.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -195,18 +195,8 @@ impl Backend for FailingBackend {
     }
 }
 
-#[test]
-fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
-    let (_dir, layout, target, variant) = project();
-    let results_dir = layout.results_dir(&target.name, &variant.name);
-    write(&results_dir.join(results::FILE_NAME), "{\"old\": true}");
-    write(
-        &results_dir.join("vmlinux"),
-        "stale artifact of an older build",
-    );
-    let sh = Shell::new().unwrap();
-    let jobs = [Job { target, variant }];
-    let options = BuildOptions {
+fn options() -> BuildOptions {
+    BuildOptions {
         jobs: 1,
         verbose: false,
         rebuild: Rebuild::Always,
@@ -214,13 +204,116 @@ fn a_failed_build_leaves_no_result_json_not_even_an_old_one() {
         ccache: xtask::build::ccache::Ccache::Off,
         distcc: Default::default(),
         control: Default::default(),
-    };
+    }
+}
+
+/// A failed rebuild (`--force`) leaves the old result as it was, and its
+/// own log in `.v.building/`; before, the old result was removed first
+/// and a failed, stopped or killed rebuild left only its `build.log`
+/// (`size-report`: "no results").
+#[test]
+fn a_failed_rebuild_keeps_the_old_result() {
+    let (_dir, layout, target, variant) = project();
+    let results_dir = layout.results_dir(&target.name, &variant.name);
+    write(&results_dir.join(results::FILE_NAME), "{\"old\": true}");
+    write(&results_dir.join("vmlinux"), "the old build's vmlinux");
+    write(&results_dir.join("build.log"), "the old build's log");
+    let sh = Shell::new().unwrap();
+    let jobs = [Job { target, variant }];
     let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
-    let err = build::run(&sh, &layout, &FailingBackend, &plan, options).unwrap_err();
+    let err = build::run(&sh, &layout, &FailingBackend, &plan, options()).unwrap_err();
     assert!(format!("{err:#}").contains("building t/v"), "{err:#}");
-    assert!(!results_dir.join(results::FILE_NAME).exists());
-    assert!(!results_dir.join("vmlinux").exists());
-    assert!(results_dir.join("build.log").is_file());
+    let read = |f: &str| std::fs::read_to_string(results_dir.join(f)).unwrap();
+    assert_eq!(read(results::FILE_NAME), "{\"old\": true}");
+    assert_eq!(read("vmlinux"), "the old build's vmlinux");
+    assert_eq!(read("build.log"), "the old build's log");
+    let building = build::building_dir(&layout, "t", "v");
+    assert_eq!(
+        std::fs::read_to_string(building.join("build.log")).unwrap(),
+        "make: *** [vmlinux] Error 2\n"
+    );
+    assert!(!building.join(results::FILE_NAME).exists());
+}
+
+/// A backend that writes its log and then waits a minute (to be killed).
+struct HangingBackend;
+
+impl Backend for HangingBackend {
+    fn name(&self) -> &'static str {
+        "hanging"
+    }
+    fn preflight(&self, _: &Shell, _: &[Job]) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn inputs(&self, sh: &Shell, job: &Job) -> anyhow::Result<JobInputs> {
+        FailingBackend.inputs(sh, job)
+    }
+    fn build(
+        &self,
+        _: &Shell,
+        _: &PlannedJob,
+        _: BuildOptions,
+        log: &Path,
+    ) -> anyhow::Result<Built> {
+        std::fs::write(log, "make: compiling\n")?;
+        std::thread::sleep(Duration::from_secs(60));
+        anyhow::bail!("not killed")
+    }
+}
+
+const HANG_ENV: &str = "XTASK_BUILD_PIPELINE_HANG";
+
+/// Helper of `a_killed_rebuild_keeps_the_old_result`: rebuilds t/v of the
+/// project `$XTASK_BUILD_PIPELINE_HANG` names with [`HangingBackend`].
+#[test]
+fn child_hanging_build() {
+    let Ok(root) = std::env::var(HANG_ENV) else {
+        return;
+    };
+    let layout = Layout::new(Path::new(&root));
+    let target = Target::load(&layout.root().join("targets/t.toml")).unwrap();
+    let (_dir, _, _, variant) = project();
+    let sh = Shell::new().unwrap();
+    let jobs = [Job { target, variant }];
+    let plan = build::plan::plan(&sh, &layout, &HangingBackend, &jobs).unwrap();
+    build::run(&sh, &layout, &HangingBackend, &plan, options()).unwrap_err();
+}
+
+/// `build --force` killed with SIGKILL (which nothing can catch) while
+/// make runs leaves the old result whole; the next build of the job
+/// removes the killed one's `.v.building/`.
+#[test]
+fn a_killed_rebuild_keeps_the_old_result() {
+    let (_dir, layout, target, variant) = project();
+    let results_dir = layout.results_dir(&target.name, &variant.name);
+    write(&results_dir.join(results::FILE_NAME), "{\"old\": true}");
+    write(&results_dir.join("vmlinux"), "the old build's vmlinux");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_hanging_build", "--nocapture"])
+        .env(HANG_ENV, layout.root())
+        .spawn()
+        .unwrap();
+    let log = build::building_dir(&layout, "t", "v").join("build.log");
+    let clock = Instant::now();
+    while !log.is_file() && clock.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(log.is_file(), "the build never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let read = |f: &str| std::fs::read_to_string(results_dir.join(f)).unwrap();
+    assert_eq!(read(results::FILE_NAME), "{\"old\": true}");
+    assert_eq!(read("vmlinux"), "the old build's vmlinux");
+    let sh = Shell::new().unwrap();
+    let jobs = [Job { target, variant }];
+    let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
+    build::run(&sh, &layout, &FailingBackend, &plan, options()).unwrap_err();
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "make: *** [vmlinux] Error 2\n",
+        "the killed build's leftovers were not replaced"
+    );
+    assert_eq!(read(results::FILE_NAME), "{\"old\": true}");
 }
 
 #[test]
@@ -307,15 +400,7 @@ impl Backend for SlowBackend {
 
 fn run_slow(layout: &Layout, backend: &SlowBackend, job: &Job, wait: Wait) -> String {
     let sh = Shell::new().unwrap();
-    let options = BuildOptions {
-        jobs: 1,
-        verbose: false,
-        rebuild: Rebuild::Always,
-        wait,
-        ccache: xtask::build::ccache::Ccache::Off,
-        distcc: Default::default(),
-        control: Default::default(),
-    };
+    let options = BuildOptions { wait, ..options() };
     let plan = build::plan::plan(&sh, layout, backend, std::slice::from_ref(job)).unwrap();
     format!(
         "{:#}",

@@ -396,3 +396,39 @@ fn a_topology_and_its_options_are_checked_before_building() {
         assert!(!stderr.contains("building"), "{args:?}: {stderr}");
     }
 }
+
+/// An experiment's real run did not print the estimate its dry run
+/// printed. Both print it now, before anything runs; here the real run
+/// then stops at once, as its lab (iperf3 wan → lan) cannot run on this
+/// branch, so nothing is built.
+#[test]
+fn an_experiment_s_real_run_prints_the_estimate_of_its_dry_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("wan-to-lan.toml");
+    std::fs::write(
+        &file,
+        "targets = [\"brcm47xx\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\n\n\
+         [lab]\ntopology = \"nat-router\"\nworkload = \"iperf3\"\nfrom = \"wan\"\nto = \"lan\"\n\
+         runs = 2\nduration = 2\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let estimate = |out: &Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("estimate: "))
+            .map(str::to_string)
+    };
+    let dry = xtask(&["experiment", path, "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&dry.stderr);
+    assert!(dry.status.success(), "{stderr}");
+    let planned = estimate(&dry).expect("the dry run's estimate");
+    let real = xtask(&["experiment", path]);
+    let stderr = String::from_utf8_lossy(&real.stderr);
+    assert!(!real.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("nothing was built: the lab of brcm47xx cannot run on this branch yet"),
+        "{stderr}"
+    );
+    assert_eq!(estimate(&real), Some(planned));
+}

@@ -1,7 +1,9 @@
 //! What a `kill -9` leaves behind, with real kills: a killed `results
 //! merge` leaves its staging directory, which the next merge removes; a
-//! tree copy's `cp` dies with the process that started it, so it cannot
-//! keep writing into a staging name that the next command must remove.
+//! tree copy's `cp` and a source unpack's `tar` and `xz` die with the
+//! process that started them, so they cannot keep writing into a staging
+//! name that the next command must remove; the next run removes a killed
+//! unpack's staging directory even when it has nothing to unpack.
 //!
 //! The killed process is this test binary run again for one helper
 //! (`child_*`), which does the work only when its environment variable is
@@ -16,12 +18,14 @@ use std::time::{Duration, Instant};
 
 use report_fixture::Fixture;
 use xshell::Shell;
+use xtask::inputs::kernel_source::{pristine_tree, SourceInput, UNPACK_PREFIX};
 use xtask::results::{archive, BuildResult};
 use xtask::util::fs::{copy_tree, CopyKind};
 use xtask::util::layout::Layout;
 
 const MERGE_ENV: &str = "XTASK_KILL_TEST_MERGE";
 const COPY_ENV: &str = "XTASK_KILL_TEST_COPY";
+const UNPACK_ENV: &str = "XTASK_KILL_TEST_UNPACK";
 
 /// Runs this test binary's helper `name` with `env` set to `value`.
 fn spawn_helper(name: &str, env: &str, value: &str) -> Child {
@@ -201,4 +205,97 @@ fn a_killed_copy_takes_its_cp_with_it() {
     );
     std::fs::remove_dir_all(&staging).unwrap();
     assert!(!dest.exists());
+}
+
+/// Helper of `a_killed_unpack_takes_tar_and_xz_with_it`: unpacks the
+/// tarball `$XTASK_KILL_TEST_UNPACK` names into the workspace it names.
+#[test]
+fn child_unpack() {
+    let Ok(args) = std::env::var(UNPACK_ENV) else {
+        return;
+    };
+    let (root, tarball) = args.split_once('\n').unwrap();
+    let sh = Shell::new().unwrap();
+    let layout = Layout::new(Path::new(root));
+    pristine_tree(&sh, &layout, &SourceInput::Tarball(PathBuf::from(tarball))).unwrap();
+}
+
+/// A tree of 40,000 small files under `dir/linux`, with a kernel's
+/// top-level Makefile, as `dir/linux.tar.xz`.
+fn tarball(dir: &Path) -> PathBuf {
+    let tree = dir.join("linux");
+    for d in 0..200 {
+        let sub = tree.join(format!("d{d:03}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..200 {
+            std::fs::write(sub.join(format!("f{f:03}.c")), format!("int x{d}_{f};\n")).unwrap();
+        }
+    }
+    std::fs::write(
+        tree.join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n",
+    )
+    .unwrap();
+    let out = dir.join("linux.tar.xz");
+    let sh = Shell::new().unwrap();
+    xshell::cmd!(sh, "tar -cJf {out} -C {dir} linux")
+        .quiet()
+        .run()
+        .unwrap();
+    out
+}
+
+/// Killed while `tar` (and its `xz`) unpack, the workbench takes both
+/// with it (before, they went on unpacking into a directory nobody would
+/// rename, and the next run unpacked a second copy beside it); the
+/// staging directory it leaves is removed by the next run, though that
+/// run finds the source unpacked and unpacks nothing (before, only a run
+/// that unpacked removed it: 215 MB for Linux 6.12, kept for ever).
+#[test]
+fn a_killed_unpack_takes_tar_and_xz_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tarball = tarball(dir.path());
+    let root = dir.path().join("workspace");
+    let layout = Layout::new(&root);
+    let pristine = layout.pristine_dir();
+    let mut child = spawn_helper(
+        "child_unpack",
+        UNPACK_ENV,
+        &format!("{}\n{}", root.display(), tarball.display()),
+    );
+    // Killed once tar has begun writing into its staging directory, with
+    // xz running under it.
+    let (tar, xz) = wait_for(Duration::from_secs(60), || {
+        let tar = children(child.id(), "tar").into_iter().next()?;
+        let xz = children(tar, "xz").into_iter().next()?;
+        let staging = named(&pristine, UNPACK_PREFIX).into_iter().next()?;
+        walkdir::WalkDir::new(&staging)
+            .into_iter()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".c"))
+            .then_some((tar, xz))
+    })
+    .expect("the unpack never started tar and xz writing into its staging directory");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for (name, pid) in [("tar", tar), ("xz", xz)] {
+        let gone = wait_for(Duration::from_secs(1), || (!alive(pid)).then_some(()));
+        assert!(
+            gone.is_some(),
+            "{name} (pid {pid}) outlived the process that started it"
+        );
+    }
+    let left = named(&pristine, UNPACK_PREFIX);
+    assert_eq!(left.len(), 1, "the killed unpack left {left:?}");
+    // The next run finds the source unpacked (here: put in place by hand)
+    // and still removes the killed one's staging directory.
+    let sum = xtask::util::hash::sha256_file(&tarball).unwrap();
+    let cache = pristine.join(&sum[..16]).join("linux");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::copy(dir.path().join("linux/Makefile"), cache.join("Makefile")).unwrap();
+    let sh = Shell::new().unwrap();
+    let tree = pristine_tree(&sh, &layout, &SourceInput::Tarball(tarball)).unwrap();
+    assert_eq!(tree.dir, cache);
+    let left = named(&pristine, UNPACK_PREFIX);
+    assert!(left.is_empty(), "the next run left {left:?}");
 }

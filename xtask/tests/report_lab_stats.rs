@@ -197,6 +197,11 @@ fn the_newest_complete_run_is_shown_unless_one_is_named() {
     let f = lab_only();
     let mut newer = record();
     newer.started = "2026-12-02T08:00:00Z".to_string();
+    newer.finished = None;
+    // Its runs ran that day, after it started.
+    for run in &mut newer.runs {
+        run.started = run.started.replace("2026-12-01T", "2026-12-02T");
+    }
     newer.status = xtask::results::lab::Status::Running { pid: None };
     let newer_dir = write(&f, "20261202T080000Z-5151", &newer);
     let report = report::load(&f.layout(), &request(&[], &[])).unwrap();

@@ -398,3 +398,71 @@ fn a_compressed_archive_is_named_with_how_to_decompress_it() {
     // The plain tar still merges.
     archive::merge(&merged.layout(), &[tar]).unwrap();
 }
+
+/// A `build.log` of 20 GiB (a few bytes, then a hole) in each sparse
+/// form GNU tar writes is refused as sparse: the PAX forms 0.0, 0.1 and
+/// 1.0 and GNU's `S` type. Before, PAX 0.0 was merged as its 4 KiB of
+/// packed data (a 20 GiB file's header said so) and 0.1 and 1.0 were
+/// refused for their `GNUSparseFile.<pid>/` directory, not as sparse.
+#[test]
+fn every_sparse_form_is_refused() {
+    let (built, merged) = (Fixture::new(), Fixture::new());
+    built.standard("bcm53xx");
+    let log = built.results_dir("bcm53xx", "baseline").join("build.log");
+    std::fs::write(&log, "make: Entering directory\n").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log)
+        .unwrap()
+        .set_len(20 << 30)
+        .unwrap();
+    let sh = Shell::new().unwrap();
+    let root = built.layout().results_root();
+    for (name, format) in [
+        ("pax-0.0.tar", "--format=pax --sparse-version=0.0"),
+        ("pax-0.1.tar", "--format=pax --sparse-version=0.1"),
+        ("pax-1.0.tar", "--format=pax --sparse-version=1.0"),
+        ("gnu.tar", "--format=gnu"),
+    ] {
+        let tar = built.root().join(name);
+        let format: Vec<&str> = format.split(' ').collect();
+        cmd!(sh, "tar -cSf {tar} {format...} -C {root} bcm53xx/baseline")
+            .run()
+            .unwrap();
+        let err = merge_err(&merged, &[&tar]);
+        assert!(
+            err.contains(name) && err.contains("is a sparse file"),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// A member whose path is not canonical (`bcm53xx/./baseline/vmlinux`,
+/// `bcm53xx//baseline/vmlinux`) is refused, with other bytes than the
+/// canonical member beside it. Before, the merge skipped it (the path
+/// library reads it as `bcm53xx/baseline/vmlinux`, so it was neither a
+/// member of its own nor checked) and succeeded.
+#[test]
+fn a_member_path_that_is_not_canonical_is_refused() {
+    let (built, merged, other) = (Fixture::new(), Fixture::new(), Fixture::new());
+    built.standard("bcm53xx");
+    let sh = Shell::new().unwrap();
+    let other_root = other.layout().results_root();
+    let vmlinux = other_root.join("bcm53xx/baseline/vmlinux");
+    std::fs::create_dir_all(vmlinux.parent().unwrap()).unwrap();
+    std::fs::write(&vmlinux, "other bytes").unwrap();
+    for member in ["bcm53xx/./baseline/vmlinux", "bcm53xx//baseline/vmlinux"] {
+        let tar = built.root().join("a.tar");
+        export(&sh, &built, "bcm53xx", "baseline", &tar);
+        cmd!(sh, "tar -rf {tar} -C {other_root} {member}")
+            .run()
+            .unwrap();
+        let listed = cmd!(sh, "tar -tf {tar}").read().unwrap();
+        assert!(listed.lines().any(|l| l == member), "{listed}");
+        let err = merge_err(&merged, &[&tar]);
+        assert!(
+            err.contains(&format!("member {member:?} is not a canonical path")),
+            "{member}: {err}"
+        );
+    }
+}

@@ -133,6 +133,124 @@ fn stale_staging_is_only_removed_beside_owned_staging() {
     );
 }
 
+/// The plain `std::fs` reads that stay, by file (under `src/`), with how
+/// many and why none of them reads a file under `target/xtask/`.
+const PLAIN_READS: [(&str, usize, &str); 24] = [
+    ("lab/net/mod.rs", 2, "/sys and /proc"),
+    ("lab/host/mod.rs", 1, "/proc"),
+    ("lab/bench/mod.rs", 1, "/proc/loadavg"),
+    ("host/symbols_bench.rs", 2, "/proc"),
+    (
+        "build/openwrt.rs",
+        1,
+        "a patch of the user's OpenWrt checkout",
+    ),
+    ("build/openwrt_lab.rs", 1, "a kconfig fragment of targets/"),
+    ("inputs/kconfig.rs", 1, "a kconfig fragment of targets/"),
+    (
+        "inputs/openwrt/kconfig.rs",
+        2,
+        "the user's OpenWrt checkout",
+    ),
+    ("inputs/openwrt/series.rs", 1, "the user's OpenWrt checkout"),
+    (
+        "inputs/openwrt/image/origin.rs",
+        1,
+        "the user's OpenWrt checkout",
+    ),
+    ("inputs/openwrt/mod.rs", 2, "the user's OpenWrt checkout"),
+    ("inputs/openwrt/flags.rs", 2, "the user's OpenWrt checkout"),
+    ("inputs/openwrt/cpu.rs", 2, "the user's OpenWrt checkout"),
+    (
+        "patches/openwrt_series.rs",
+        2,
+        "the user's OpenWrt checkout",
+    ),
+    (
+        "patches/openwrt_sync.rs",
+        3,
+        "patches/ and the user's OpenWrt checkout",
+    ),
+    (
+        "patches/openwrt_bump/commit.rs",
+        1,
+        "the user's OpenWrt checkout",
+    ),
+    (
+        "patches/openwrt_bump/mod.rs",
+        2,
+        "the user's OpenWrt checkout",
+    ),
+    ("patches/series.rs", 2, "patch files of patches/"),
+    ("patches/rebase.rs", 3, "patch files of patches/"),
+    ("patches/engine/mod.rs", 1, "a patch file the user names"),
+    ("patches/stack/mod.rs", 1, "a patch file of patches/"),
+    (
+        "patches/extra_optimization.rs",
+        1,
+        "the generated patch in patches/",
+    ),
+    (
+        "patches/engine/fsops.rs",
+        1,
+        "a tree file checked first as a regular file (symlink_metadata)",
+    ),
+    (
+        "patches/stack/refresh.rs",
+        1,
+        "a tree file checked first as a regular file (symlink_metadata)",
+    ),
+];
+
+/// Every file read back from `target/xtask/` (records, state, markers,
+/// logs, a build's files, ELF images) goes through `util::fs`'s capped,
+/// non-blocking reader (`read_limited`, `read_bytes_limited`,
+/// `open_limited`): a symlink to /dev/zero or a FIFO put there is refused
+/// at once. Before, an experiment's `state.json` as a symlink to /dev/zero
+/// grew the process to 12.5 GB, and as a FIFO blocked it for ever while
+/// it held `experiment.lock`. Plain reads stay only where
+/// [`PLAIN_READS`] says why; code under `#[cfg(test)]` is not counted.
+#[test]
+fn files_are_read_through_the_capped_reader() {
+    let src = crate_dir().join("src");
+    let mut found: BTreeMap<String, usize> = BTreeMap::new();
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).unwrap().display().to_string();
+        if rel == "util/fs.rs" || rel.ends_with("tests.rs") {
+            continue;
+        }
+        let text = read(&file);
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let n: usize = ["fs::read(", "fs::read_to_string(", "File::open("]
+            .iter()
+            .map(|p| code.matches(p).count())
+            .sum();
+        if n > 0 {
+            found.insert(rel, n);
+        }
+    }
+    let allowed: BTreeMap<String, usize> = PLAIN_READS
+        .iter()
+        .map(|(f, n, _)| (f.to_string(), *n))
+        .collect();
+    let unexplained: Vec<String> = found
+        .iter()
+        .filter(|(f, n)| allowed.get(*f) != Some(n))
+        .map(|(f, n)| {
+            format!(
+                "{f}: {n} plain read(s), {} explained",
+                allowed.get(f).unwrap_or(&0)
+            )
+        })
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "read files through util::fs::read_limited, read_bytes_limited or open_limited \
+         (or explain the read in PLAIN_READS):\n{}",
+        unexplained.join("\n")
+    );
+}
+
 /// A test that needs the lab's host tools asks the gate (a counted skip
 /// without CI), never unwraps the project's own check: that panicked on a
 /// machine without QEMU, though the rest of the lab tests skipped.

@@ -155,8 +155,11 @@ pub fn produce(
             }
             Artifact::VmlinuxLzma => {
                 let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
-                let raw =
-                    std::fs::read(&bin).with_context(|| format!("reading {}", bin.display()))?;
+                let raw = crate::util::fs::read_bytes_limited(
+                    &bin,
+                    crate::util::fs::FileLimit::binary("vmlinux.bin"),
+                    "",
+                )?;
                 crate::util::fs::write_atomic(&out, &lzma_openwrt(&raw)?)?;
             }
             Artifact::UImage => {
@@ -166,7 +169,11 @@ pub fn produce(
                 let lzma = dest.join(Artifact::VmlinuxLzma.file_name());
                 if !lzma.is_file() {
                     let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
-                    let raw = std::fs::read(&bin)?;
+                    let raw = crate::util::fs::read_bytes_limited(
+                        &bin,
+                        crate::util::fs::FileLimit::binary("vmlinux.bin"),
+                        "",
+                    )?;
                     crate::util::fs::write_atomic(&lzma, &lzma_openwrt(&raw)?)?;
                 }
                 let entry = symbol_address(&outputs.vmlinux, &spec.entry_symbol)?;
@@ -220,7 +227,11 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
 
 /// The address of ELF symbol `name` in `elf` (e.g. `kernel_entry`).
 pub fn symbol_address(elf: &Path, name: &str) -> Result<u64> {
-    let data = std::fs::read(elf).with_context(|| format!("reading {}", elf.display()))?;
+    let data = crate::util::fs::read_bytes_limited(
+        elf,
+        crate::util::fs::FileLimit::binary("ELF file"),
+        "",
+    )?;
     let file = object::File::parse(&*data)
         .with_context(|| format!("{}: not an ELF file", elf.display()))?;
     let address = file

@@ -144,18 +144,15 @@ pub fn read_stats(ccache: Ccache, build: &Path) -> Result<Option<CcacheStats>> {
         return Ok(None);
     }
     let log = stats_log(build);
-    match std::fs::read_to_string(&log) {
+    match crate::util::fs::read_limited(
+        &log,
+        crate::util::fs::FileLimit::log("ccache stats log"),
+        "build again with --force",
+    ) {
         Ok(text) => Ok(Some(count_stats(&text))),
         // Nothing compiled: ccache never wrote the log.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Ok(Some(CcacheStats { hits: 0, misses: 0 }))
-        }
-        Err(e) => Err(e).with_context(|| {
-            format!(
-                "reading ccache's stats log {}; build again with --force",
-                log.display()
-            )
-        }),
+        Err(e) if crate::util::fs::is_not_found(&e) => Ok(Some(CcacheStats { hits: 0, misses: 0 })),
+        Err(e) => Err(e).context("reading ccache's stats log; build again with --force"),
     }
 }
 

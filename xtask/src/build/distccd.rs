@@ -119,8 +119,12 @@ impl LocalDistccd {
 
     /// Its log so far.
     pub fn log(&self) -> Result<String> {
-        std::fs::read_to_string(&self.log)
-            .with_context(|| format!("reading distccd's log {}", self.log.display()))
+        crate::util::fs::read_limited(
+            &self.log,
+            crate::util::fs::FileLimit::log("distccd log"),
+            "",
+        )
+        .context("reading distccd's log")
     }
 
     /// Stops it now (as dropping it does).

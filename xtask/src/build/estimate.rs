@@ -55,11 +55,15 @@ pub fn take_empty_mark(dir: &Path) -> Result<Option<FullBuild>> {
 /// How many objects the last full build of the `.config` text `config`
 /// compiled, if one ran to the end before.
 pub fn expected_objects(layout: &Layout, config: &str) -> Option<u64> {
-    std::fs::read_to_string(count_file(layout, config))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    crate::util::fs::read_limited(
+        &count_file(layout, config),
+        crate::util::fs::FileLimit::record("object count"),
+        "",
+    )
+    .ok()?
+    .trim()
+    .parse()
+    .ok()
 }
 
 /// Remembers that the full build `_full` of `config` compiled `objects`

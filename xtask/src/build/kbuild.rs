@@ -26,6 +26,7 @@ use crate::patches::patched_source::PatchedTree;
 use crate::patches::series::SeriesPatch;
 use crate::patches::{patched_source, series};
 use crate::results::{Cflags, SourceRecord};
+use crate::util::fs::{read_limited, FileLimit};
 use crate::util::layout::Layout;
 
 /// Fixed build identity, so that two builds of the same source and flags
@@ -63,8 +64,11 @@ impl KernelTree {
         kernel_source::ensure_series(&input, &pristine.version, &job.target)?;
         let kver = kernel_source::series_of(&pristine.version);
         let makefile_path = pristine.dir.join("Makefile");
-        let makefile = std::fs::read_to_string(&makefile_path)
-            .with_context(|| format!("reading {}", makefile_path.display()))?;
+        let makefile = read_limited(
+            &makefile_path,
+            FileLimit::input("kernel Makefile"),
+            "unpack the kernel source again",
+        )?;
         let patches = series::collect(
             &self.layout.patches_dir(),
             &job.target,
@@ -281,7 +285,7 @@ fn version_of(
 fn reset_build_dir_for(build: &Path, src: &Path) -> Result<()> {
     let marker = build.join(".xtask-source");
     let want = src.display().to_string();
-    let have = std::fs::read_to_string(&marker).unwrap_or_default();
+    let have = read_limited(&marker, FileLimit::record("source marker"), "").unwrap_or_default();
     if have != want {
         if build.exists() {
             std::fs::remove_dir_all(build)
@@ -318,8 +322,8 @@ fn configure(
         &options.control,
     )?;
     let config_file = build.join(".config");
-    let base_config = std::fs::read_to_string(&config_file)
-        .with_context(|| format!("reading {} after `make {base}`", config_file.display()))?;
+    let base_config = read_limited(&config_file, FileLimit::record(".config"), "build again")
+        .with_context(|| format!("after `make {base}`"))?;
     let settings = kconfig::read_fragments(
         &job.target.fragment_paths(),
         &job.variant.kconfig,
@@ -347,8 +351,7 @@ fn configure(
             job.target.file.display()
         )
     })?;
-    std::fs::read_to_string(&config_file)
-        .with_context(|| format!("reading {}", config_file.display()))
+    read_limited(&config_file, FileLimit::record(".config"), "build again")
 }
 
 /// The flags the build really used: the branch the `.config` selects, and
@@ -367,8 +370,11 @@ pub(crate) fn cflags_in_effect(
         ("o2", &job.variant.o2_flags)
     };
     let cmd_file = build.join("init/.main.o.cmd");
-    let text = std::fs::read_to_string(&cmd_file)
-        .with_context(|| format!("reading {}", cmd_file.display()))?;
+    let text = read_limited(
+        &cmd_file,
+        FileLimit::record("kbuild .cmd file"),
+        "build again",
+    )?;
     let command = text
         .lines()
         .find_map(|l| {

@@ -235,8 +235,9 @@ pub fn up_to_date(layout: &Layout, planned: &PlannedJob) -> Option<BuildResult> 
 /// ([`scheduler::run`] has the details), writing
 /// `target/xtask/results/<target>/<variant>/`; with [`Rebuild::IfChanged`]
 /// a job whose result already has its build key prints "up to date" and
-/// is skipped. For each job built, the old `result.json` is removed first
-/// and the new one written last. The first failure stops the other jobs;
+/// is skipped. Each job built makes its result in [`building_dir`] and
+/// swaps it with the old one when complete, so a failed, stopped or
+/// killed build leaves the old result. The first failure stops the other jobs;
 /// results of jobs that finished are kept. Outcomes are in plan order.
 ///
 /// Each job holds the locks of its results and build directories
@@ -365,26 +366,27 @@ fn build_one(
     options: BuildOptions,
 ) -> Result<BuildResult> {
     let job = &planned.job;
-    // The previous results of this job go first, result.json before the
-    // rest: an interrupted build leaves no record and no stale artifacts.
+    // The new result is made in `.<variant>.building/` beside the old one
+    // and swapped with it when complete (as `results merge` puts a result
+    // in place): a build that fails or is killed (SIGKILL too) leaves the
+    // old result as it was, and its own partial log there.
     let dir = layout.results_dir(&job.target.name, &job.variant.name);
-    let record = dir.join(results::FILE_NAME);
-    if record.exists() {
-        std::fs::remove_file(&record).with_context(|| format!("removing {}", record.display()))?;
+    let building = building_dir(layout, &job.target.name, &job.variant.name);
+    if std::fs::symlink_metadata(&building).is_ok() {
+        std::fs::remove_dir_all(&building)
+            .with_context(|| format!("removing {}", building.display()))?;
     }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(&building)
+        .with_context(|| format!("creating {}", building.display()))?;
     let started = results::now_rfc3339();
     let clock = Instant::now();
-    let log = dir.join("build.log");
+    let log = building.join("build.log");
     let built = backend.build(sh, planned, options, &log)?;
     anyhow::ensure!(
         built.patches == planned.inputs.patches,
         "the series applied differs from the planned one (a patch changed during the build?); build again"
     );
-    let mut artifacts = artifacts::produce(sh, &job.target, &built.outputs, &dir)?;
+    let mut artifacts = artifacts::produce(sh, &job.target, &built.outputs, &building)?;
     artifacts.extend(built.extra_artifacts.clone());
     let vmlinux_sections = sections::berkeley_sizes(&built.outputs.vmlinux)?;
     let result = BuildResult {
@@ -408,8 +410,29 @@ fn build_one(
         incremental_from: built.incremental_from,
         openwrt: built.openwrt,
     };
-    result.write(&dir)?;
+    result.write(&building)?;
+    let aside = building.with_file_name(format!(".{}.old", job.variant.name));
+    match results::archive::place::swap_into_place(&building, &dir, &aside) {
+        Ok(Some(old)) => std::fs::remove_dir_all(&old)
+            .with_context(|| format!("removing the replaced result {}", old.display()))?,
+        Ok(None) => {}
+        Err(
+            results::archive::place::Swap::Failed(e) | results::archive::place::Swap::Stranded(e),
+        ) => return Err(e),
+    }
     Ok(result)
+}
+
+/// Where a build of (`target`, `variant`) makes its result before it
+/// replaces `results/<target>/<variant>/`:
+/// `results/<target>/.<variant>.building/` (hidden: no report or export
+/// takes it for a result). A failed or killed build leaves it there with
+/// its partial `build.log`; the next build of the job removes it.
+pub fn building_dir(layout: &Layout, target: &str, variant: &str) -> PathBuf {
+    layout
+        .results_root()
+        .join(target)
+        .join(format!(".{variant}.building"))
 }
 
 /// One line per finished build: sizes of every artifact, the wall time and

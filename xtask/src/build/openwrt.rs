@@ -157,8 +157,11 @@ impl OpenwrtBackend {
         let series = OpenwrtSeries::load(&self.checkout, &selection.target, &kver)?;
         let openwrt = openwrt_series::prepare_cached(sh, &self.layout, &pristine, &series)?;
         let makefile_path = openwrt.dir.join("Makefile");
-        let makefile = std::fs::read_to_string(&makefile_path)
-            .with_context(|| format!("reading {}", makefile_path.display()))?;
+        let makefile = crate::util::fs::read_limited(
+            &makefile_path,
+            crate::util::fs::FileLimit::input("kernel Makefile"),
+            "remove the patched tree and build again",
+        )?;
         let generated = extra_optimization::patch_text(
             extra_optimization::DEFAULT_HEADER,
             &makefile,
@@ -425,7 +428,13 @@ impl Backend for OpenwrtBackend {
         let build = build_dir.join("linux");
         let marker = build_dir.join(".xtask-source");
         let want = tree.dir.display().to_string();
-        if std::fs::read_to_string(&marker).unwrap_or_default() != want || !build.is_dir() {
+        let have = crate::util::fs::read_limited(
+            &marker,
+            crate::util::fs::FileLimit::record("source marker"),
+            "",
+        )
+        .unwrap_or_default();
+        if have != want || !build.is_dir() {
             if build_dir.exists() {
                 std::fs::remove_dir_all(&build_dir)
                     .with_context(|| format!("emptying {}", build_dir.display()))?;
@@ -472,10 +481,11 @@ impl Backend for OpenwrtBackend {
         let openwrt_only = match &r.lab {
             Some(_) => {
                 olddefconfig(&[&variant_settings])?;
-                Some(
-                    std::fs::read_to_string(&config_file)
-                        .with_context(|| format!("reading {}", config_file.display()))?,
-                )
+                Some(crate::util::fs::read_limited(
+                    &config_file,
+                    crate::util::fs::FileLimit::record(".config"),
+                    "build again",
+                )?)
             }
             None => None,
         };
@@ -488,8 +498,11 @@ impl Backend for OpenwrtBackend {
         fragments::ensure_applied(&config_file, &settings).with_context(|| {
             format!("configuring {label} from OpenWrt's {}", r.selection.target)
         })?;
-        let final_config = std::fs::read_to_string(&config_file)
-            .with_context(|| format!("reading {}", config_file.display()))?;
+        let final_config = crate::util::fs::read_limited(
+            &config_file,
+            crate::util::fs::FileLimit::record(".config"),
+            "build again",
+        )?;
         let kconfig = super::openwrt_kconfig::changes(
             &String::from_utf8_lossy(&config),
             &final_config,

@@ -85,8 +85,11 @@ fn defined_symbols(tree: &Path) -> Result<BTreeSet<String>> {
         {
             continue;
         }
-        let bytes = std::fs::read(entry.path())
-            .with_context(|| format!("reading {}", entry.path().display()))?;
+        let bytes = crate::util::fs::read_bytes_limited(
+            entry.path(),
+            crate::util::fs::FileLimit::input("Kconfig file"),
+            "",
+        )?;
         for line in String::from_utf8_lossy(&bytes).lines() {
             let mut words = line.split_whitespace();
             if let (Some("config" | "menuconfig"), Some(name)) = (words.next(), words.next()) {

@@ -32,7 +32,9 @@ use xshell::Shell;
 
 use super::plan::{self, JobInputs, PlannedJob};
 use crate::results::BuildResult;
-use crate::util::fs::{copy_tree, write_atomic, CopyKind};
+use crate::util::fs::{
+    copy_tree, read_bytes_limited, read_limited, write_atomic, CopyKind, FileLimit,
+};
 use crate::util::layout::Layout;
 use crate::util::lock::Lock;
 
@@ -103,7 +105,12 @@ const SOURCE_MARKER: &str = ".xtask-source";
 
 /// The tree a build directory was built from (its `.xtask-source`).
 fn source_of(build: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(build.join(SOURCE_MARKER)).ok()?;
+    let text = read_limited(
+        &build.join(SOURCE_MARKER),
+        FileLimit::record("source marker"),
+        "",
+    )
+    .ok()?;
     Some(PathBuf::from(text))
 }
 
@@ -208,7 +215,7 @@ fn rewrite_paths(build: &Path, renames: &[(&Path, &Path)]) -> Result<()> {
             continue;
         }
         let path = entry.path();
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = read_bytes_limited(path, FileLimit::binary("build file"), "")?;
         if bytes.contains(&0) {
             continue;
         }
@@ -253,11 +260,9 @@ fn sync_mtimes(old: &Path, new: &Path) -> Result<()> {
         if (ours.dev(), ours.ino()) == (theirs.dev(), theirs.ino()) || !theirs.is_file() {
             continue;
         }
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = read_bytes_limited(path, FileLimit::binary("tree file"), "")?;
         let same = theirs.len() == ours.len()
-            && std::fs::read(old.join(rel))
-                .with_context(|| format!("reading {}", old.join(rel).display()))?
-                == bytes;
+            && read_bytes_limited(&old.join(rel), FileLimit::binary("tree file"), "")? == bytes;
         // A new inode through rename: the tree's other links (the pristine
         // tree, other series) keep theirs, and a build reading the file
         // sees either inode, both with these bytes.

@@ -69,6 +69,10 @@ struct State {
     labs: BTreeMap<String, PathBuf>,
 }
 
+/// The largest `state.json` read: it names one directory per lab target,
+/// a few hundred bytes.
+const MAX_STATE_BYTES: u64 = 1 << 20;
+
 fn state_file(layout: &Layout, name: &str) -> PathBuf {
     layout
         .work_dir()
@@ -105,13 +109,21 @@ pub fn lock(layout: &Layout) -> Result<Lock> {
 }
 
 impl State {
+    /// Reads `path` through the capped, non-blocking reader: a symlink
+    /// to `/dev/zero` or a FIFO there (while this run holds
+    /// `experiment.lock`) is refused at once, not read until memory runs
+    /// out or waited on for ever. A missing file is a first run.
     fn read(path: &Path) -> Result<State> {
-        match std::fs::read_to_string(path) {
+        let limit = crate::util::fs::FileLimit {
+            what: "experiment state file",
+            max_bytes: MAX_STATE_BYTES,
+        };
+        match crate::util::fs::read_limited(path, limit, "remove it, or run with --fresh") {
             Ok(text) => serde_json::from_str(&text).with_context(|| {
                 format!("reading {}; remove it, or run with --fresh", path.display())
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+            Err(e) if crate::util::fs::is_not_found(&e) => Ok(State::default()),
+            Err(e) => Err(e),
         }
     }
 
@@ -156,8 +168,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     output_stays_in(layout, &experiment)?;
     let plan = plan::plan(sh, layout, experiment, request.jobs, request.run)?;
     print!("{}", plan.describe());
+    // The real run gives the estimate its dry run gave, before it starts.
+    print!("{}", plan.estimate());
     if request.run == Run::DryRun {
-        print!("{}", plan.estimate());
         return Ok(());
     }
     if let Some(lab) = plan.labs.iter().find(|l| l.request.is_none()) {

@@ -193,3 +193,43 @@ fn the_plan_s_heading_escapes_the_description() {
         )
     );
 }
+
+/// `state.json` that is a FIFO or a symlink to `/dev/zero` is refused at
+/// once, naming what it is and the fix; before, the FIFO blocked the run
+/// for ever while it held `experiment.lock`, and `/dev/zero` grew it to
+/// 12.5 GB (ignoring SIGTERM). The FIFO is tried first, on a thread
+/// given 10 s, so that the old reader fails the test instead of eating
+/// memory.
+#[test]
+fn a_state_file_that_is_a_fifo_or_a_device_is_refused_unread() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let path = state_file(&layout, "flags");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let fifo = path.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(State::read(&fifo).map(drop).map_err(|e| format!("{e:#}")));
+    });
+    let err = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("reading a FIFO state.json blocked")
+        .unwrap_err();
+    assert!(err.contains("a FIFO, not a regular file"), "{err}");
+    assert!(err.contains("--fresh"), "{err}");
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    let err = format!("{:#}", State::read(&path).unwrap_err());
+    assert!(
+        err.contains("a symlink to /dev/zero, a character device"),
+        "{err}"
+    );
+}

@@ -83,10 +83,14 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
         .env(SKIP_LEDGER_ENV, &ledger)
         .run()
         .context("cargo test --workspace");
-    let skipped = match std::fs::read_to_string(&ledger) {
+    let skipped = match crate::util::fs::read_limited(
+        &ledger,
+        crate::util::fs::FileLimit::record("skip ledger"),
+        "",
+    ) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", ledger.display())),
+        Err(e) if crate::util::fs::is_not_found(&e) => String::new(),
+        Err(e) => return Err(e),
     };
     eprintln!("{}", skip_summary(&skipped));
     tests

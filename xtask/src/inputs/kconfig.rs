@@ -162,8 +162,11 @@ pub fn mismatches(final_config: &str, settings: &[Setting]) -> Vec<Mismatch> {
 
 /// Fails listing every mismatch, with the fix, when there are any.
 pub fn ensure_applied(config_file: &Path, settings: &[Setting]) -> Result<()> {
-    let text = std::fs::read_to_string(config_file)
-        .with_context(|| format!("reading {}", config_file.display()))?;
+    let text = crate::util::fs::read_limited(
+        config_file,
+        crate::util::fs::FileLimit::record(".config"),
+        "build again",
+    )?;
     let bad = mismatches(&text, settings);
     if bad.is_empty() {
         return Ok(());

@@ -17,6 +17,7 @@ use crate::inputs::targets::Target;
 use crate::util::fs::StagingDir;
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
+use crate::util::process::run_tied;
 
 /// Where the kernel source comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,11 +203,20 @@ pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
     Ok(sum)
 }
 
+/// Prefix of the staging directories unpacks go to, in
+/// `target/xtask/pristine/`.
+pub const UNPACK_PREFIX: &str = ".unpack-";
+
 /// Returns the pristine tree for `input`, unpacking a tarball on first use.
 ///
 /// Unpacking goes to a temporary directory renamed into place when complete,
-/// so an interrupted unpack is never mistaken for a tree.
+/// so an interrupted unpack is never mistaken for a tree; `tar` (and the
+/// `xz` it starts) die with this process. Every call first removes the
+/// staging directories killed unpacks left (215 MB each for Linux 6.12),
+/// whether or not this one unpacks: a run whose source is already
+/// unpacked used to leave them for ever.
 pub fn pristine_tree(sh: &Shell, layout: &Layout, input: &SourceInput) -> Result<PristineTree> {
+    crate::util::fs::remove_stale_staging(&layout.pristine_dir(), UNPACK_PREFIX)?;
     match input {
         SourceInput::Tree(dir) => {
             if dir.join(".config").exists() || dir.join("include/config").exists() {
@@ -255,17 +265,19 @@ fn unpack(sh: &Shell, tarball: &Path, cache: &Path) -> Result<()> {
     if cache.is_dir() {
         return Ok(());
     }
-    crate::util::fs::remove_stale_staging(parent, ".unpack-")?;
-    let staging = StagingDir::new(parent, ".unpack-")?;
+    let staging = StagingDir::new(parent, UNPACK_PREFIX)?;
     eprintln!(
         "unpacking {} (once) into {}",
         tarball.display(),
         cache.display()
     );
     let dest = staging.path();
-    cmd!(sh, "tar -xf {tarball} -C {dest}")
-        .run()
-        .with_context(|| format!("unpacking {}", tarball.display()))?;
+    // Tied to this process: a killed run's tar would keep unpacking into
+    // a directory nobody renames (its decompressor, tar's child, ends on
+    // the broken pipe when tar does).
+    let tar = cmd!(sh, "tar -xf {tarball} -C {dest}");
+    eprintln!("$ {tar}");
+    run_tied(tar).with_context(|| format!("unpacking {}", tarball.display()))?;
     let staged = staging.keep()?;
     std::fs::rename(&staged, cache)
         .with_context(|| format!("moving {} to {}", staged.display(), cache.display()))?;
@@ -374,8 +386,11 @@ pub fn top_makefile_for_series(sh: &Shell, kver: &str, candidates: &[PathBuf]) -
 pub fn top_makefile(sh: &Shell, source: &Path) -> Result<String> {
     if source.is_dir() {
         let file = source.join("Makefile");
-        return std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()));
+        return crate::util::fs::read_limited(
+            &file,
+            crate::util::fs::FileLimit::input("kernel Makefile"),
+            "",
+        );
     }
     cmd!(
         sh,
@@ -389,8 +404,11 @@ pub fn top_makefile(sh: &Shell, source: &Path) -> Result<String> {
 /// `VERSION.PATCHLEVEL.SUBLEVEL[EXTRAVERSION]` from a tree's top-level Makefile.
 pub fn makefile_version(tree: &Path) -> Result<String> {
     let makefile = tree.join("Makefile");
-    let text = std::fs::read_to_string(&makefile)
-        .with_context(|| format!("reading {}", makefile.display()))?;
+    let text = crate::util::fs::read_limited(
+        &makefile,
+        crate::util::fs::FileLimit::input("kernel Makefile"),
+        "",
+    )?;
     version_from_makefile(&text).with_context(|| {
         format!(
             "{}: no VERSION/PATCHLEVEL/SUBLEVEL lines; is this a kernel tree?",

@@ -189,7 +189,7 @@ impl PrivateApt {
             &log,
             APT_TIMEOUT,
         )?;
-        std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))
+        crate::util::fs::read_limited(&log, crate::util::fs::FileLimit::log("apt log"), "")
     }
 
     fn source_of(&self, wanted: &str, into: &Path) -> Result<()> {

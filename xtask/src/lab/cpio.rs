@@ -128,8 +128,11 @@ impl<W: Write> Writer<W> {
                     .to_string();
                 self.symlink(rel, &target)?;
             } else if ft.is_file() {
-                let data =
-                    std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                let data = crate::util::fs::read_bytes_limited(
+                    path,
+                    crate::util::fs::FileLimit::binary("guest file"),
+                    "",
+                )?;
                 self.file(rel, perm, &data)?;
             } else {
                 bail!(

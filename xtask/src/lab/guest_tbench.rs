@@ -26,11 +26,7 @@ use super::workload::{Place, Workload};
 use crate::results::lab::{Benchmark, MB_PER_S, TBENCH};
 use crate::results::now_rfc3339;
 
-/// Metric name of tbench's `max_latency` (the slowest operation any
-/// client saw during the run).
-pub const TBENCH_MAX_LATENCY: &str = "tbench_max_latency";
-/// Unit of [`TBENCH_MAX_LATENCY`]: milliseconds, as tbench prints it.
-pub const MS: &str = "ms";
+pub use crate::results::lab::{MS, TBENCH_MAX_LATENCY};
 /// What a run may take beyond its seconds: tbench reading its 26 MB
 /// loadfile in an emulated guest, the server starting, its cleanup.
 const SLACK: Duration = Duration::from_secs(120);

@@ -162,7 +162,9 @@ pub fn client_failure(
     if status.success() && error.is_none() {
         return None;
     }
-    let stderr = std::fs::read_to_string(stderr).unwrap_or_default();
+    let stderr =
+        crate::util::fs::read_limited(stderr, crate::util::fs::FileLimit::log("iperf3 log"), "")
+            .unwrap_or_default();
     let status = if status.success() {
         String::new()
     } else {

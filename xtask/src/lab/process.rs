@@ -154,7 +154,8 @@ pub fn run_logged(command: Command, what: &str, log: &Path, timeout: Duration) -
     let mut child = ChildGuard::spawn(command, what, log)?;
     let status = child.wait(timeout)?;
     if !status.success() {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let text = crate::util::fs::read_limited(log, crate::util::fs::FileLimit::log("log"), "")
+            .unwrap_or_default();
         bail!(
             "{what} failed ({status}); its output ({}):\n{}",
             log.display(),

@@ -241,8 +241,11 @@ pub fn with_setup(base: &Initramfs, files: &[(String, String)]) -> Result<PathBu
     let overlay = overlay.finish()?;
     let size = std::fs::metadata(&path).map(|m| m.len()).ok();
     if size != Some(base.size + overlay.len() as u64) {
-        let mut bytes = std::fs::read(&base.path)
-            .with_context(|| format!("reading {}", base.path.display()))?;
+        let mut bytes = crate::util::fs::read_bytes_limited(
+            &base.path,
+            crate::util::fs::FileLimit::binary("initramfs"),
+            "",
+        )?;
         anyhow::ensure!(
             bytes.len() as u64 == base.size && bytes.len() % 4 == 0,
             "{}: {} bytes, but its manifest says {}",

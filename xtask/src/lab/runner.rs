@@ -9,15 +9,16 @@
 //! SSH, applied as runtime settings in a fresh namespace — and a workload
 //! that runs each run on it.
 
-use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+
+mod progress;
 
 use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Status};
 use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
+use progress::Progress;
 
 /// Suffix of the A/A control arm's name.
 pub const CONTROL_SUFFIX: &str = "~control";
@@ -219,96 +220,38 @@ fn execute_inner(
     Ok(())
 }
 
-/// The runs' progress on stderr: a bar with the ETA on a terminal, and
-/// `[run i/N, ETA …]` after every run's line elsewhere (a log file). The
-/// ETA is the mean wall time of the runs so far, boots included, times
-/// the runs left.
-struct Progress {
-    bar: ProgressBar,
-    total: u64,
-    done: std::cell::Cell<u64>,
-    started: std::time::Instant,
-}
-
-impl Progress {
-    fn new(total: u64) -> Progress {
-        let bar = if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(total);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "lab [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {eta}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar
-        } else {
-            ProgressBar::hidden()
-        };
-        Progress {
-            bar,
-            total,
-            done: std::cell::Cell::new(0),
-            started: std::time::Instant::now(),
-        }
-    }
-
-    /// Prints `line` above the bar.
-    fn println(&self, line: &str) {
-        if self.bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            self.bar.println(line);
-        }
-    }
-
-    /// Counts one run done and prints its `line`.
-    fn done(&self, line: &str) {
-        let done = self.done.get() + 1;
-        self.done.set(done);
-        self.bar.inc(1);
-        if self.bar.is_hidden() {
-            eprintln!(
-                "{line} [run {done}/{}, ETA {}]",
-                self.total,
-                eta(self.started.elapsed(), done, self.total)
-            );
-        } else {
-            self.bar.println(line);
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-/// The time left when `done` of `total` runs took `elapsed`, as
-/// humantime writes it to the second (`4m 10s`).
-fn eta(elapsed: std::time::Duration, done: u64, total: u64) -> String {
-    if done == 0 {
-        return "unknown".to_string();
-    }
-    let left = elapsed.as_secs_f64() / done as f64 * total.saturating_sub(done) as f64;
-    humantime::format_duration(std::time::Duration::from_secs(left.round() as u64)).to_string()
-}
-
 /// One line per run for the terminal, its round counted from 1 of
-/// `rounds` (`baseline round 1 of 4 lan-to-wan GRO on: …`).
+/// `rounds` (`baseline round 1 of 4 lan-to-wan GRO on: …`). Metrics that
+/// share a unit are named: the cache model's `L1I`/`L1D`/`L2` misses,
+/// its `emulated`/`modelled` Mbit/s (iperf3 through QEMU, and the core
+/// model's estimate for the real CPU), and on several CPUs each CPU's
+/// share (`CPU1 L1I … misses/packet`) and the sum (`all CPUs …`).
 pub fn run_line(run: &RunRecord, rounds: u32) -> String {
+    use crate::results::lab::per_cpu::{split_cpu_metric, CYCLES_PER_PACKET_TOTAL};
+    use crate::results::lab::{
+        L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, L2_MISSES_PER_PACKET, MODELLED_THROUGHPUT,
+        THROUGHPUT,
+    };
+    let modelled = run.metrics.iter().any(|m| m.name == MODELLED_THROUGHPUT);
     let metrics: Vec<String> = run
         .metrics
         .iter()
         .map(|m| {
-            // The cache model's two miss counts share a unit.
-            let which = match m.name.as_str() {
-                crate::results::lab::L1I_MISSES_PER_PACKET => "L1I ",
-                crate::results::lab::L1D_MISSES_PER_PACKET => "L1D ",
+            // A CPU's share on a machine of several: `CPU1 L1I …`.
+            let (name, cpu) = match split_cpu_metric(&m.name) {
+                Some((family, cpu)) => (family, format!("CPU{cpu} ")),
+                None if m.name == CYCLES_PER_PACKET_TOTAL => (m.name.as_str(), "all CPUs ".into()),
+                None => (m.name.as_str(), String::new()),
+            };
+            let which = match name {
+                L1I_MISSES_PER_PACKET => "L1I ",
+                L1D_MISSES_PER_PACKET => "L1D ",
+                L2_MISSES_PER_PACKET => "L2 ",
+                THROUGHPUT if modelled => "emulated ",
+                MODELLED_THROUGHPUT => "modelled ",
                 _ => "",
             };
-            format!("{which}{} {}", m.value, m.unit)
+            format!("{cpu}{which}{} {}", m.value, m.unit)
         })
         .collect();
     let extra = match &run.guest {
@@ -373,7 +316,18 @@ mod tests {
             _: &Path,
         ) -> Result<(String, Option<BootRecord>)> {
             self.calls.push(format!("start {} r{round}", arm.name));
-            Ok((arm.name.clone(), None))
+            // A guest boots (the record's machine is QEMU's).
+            let boot = BootRecord {
+                arm: arm.name.clone(),
+                round,
+                boot_seconds: 1.0,
+                guest_uptime_at_ready: None,
+                console_log: String::new(),
+                qemu_argv: Vec::new(),
+                kernel: None,
+                wall_steps: Vec::new(),
+            };
+            Ok((arm.name.clone(), Some(boot)))
         }
 
         fn measure(
@@ -413,15 +367,6 @@ mod tests {
         r.runs.clear();
         r.boots.clear();
         r
-    }
-
-    #[test]
-    fn the_eta_is_the_mean_run_time_times_the_runs_left() {
-        let s = std::time::Duration::from_secs;
-        assert_eq!(eta(s(60), 0, 10), "unknown");
-        assert_eq!(eta(s(60), 2, 10), "4m");
-        assert_eq!(eta(s(25), 4, 10), "38s");
-        assert_eq!(eta(s(60), 10, 10), "0s");
     }
 
     #[test]
@@ -500,6 +445,62 @@ mod tests {
         assert_eq!(
             run_line(&run, 4),
             "baseline round 4 of 4 tbench, 2 clients: 601.2 MB/s"
+        );
+    }
+
+    /// A cache-model run printed two unlabelled Mbit/s figures (iperf3's
+    /// through QEMU and the core model's); each is named now.
+    #[test]
+    fn a_cache_model_run_s_line_names_its_two_throughputs() {
+        use crate::results::lab::{
+            CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, MBIT_PER_S, MODELLED_THROUGHPUT, THROUGHPUT,
+        };
+        let ip = Condition::Bench {
+            bench: Benchmark::Iperf3,
+        };
+        let a = arm("baseline");
+        let spec = RunSpec {
+            arm: &a,
+            round: 0,
+            index: 1,
+            condition: ip,
+            warmup: false,
+            seconds: 1,
+        };
+        let metric = |name: &str, value: f64, unit: &str| Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+        };
+        let run = spec.record(
+            String::new(),
+            vec![
+                metric(THROUGHPUT, 41.5, MBIT_PER_S),
+                metric(CYCLES_PER_PACKET, 5210.0, CYCLES_PER_PACKET_UNIT),
+                metric(MODELLED_THROUGHPUT, 611.2, MBIT_PER_S),
+            ],
+        );
+        assert_eq!(
+            run_line(&run, 1),
+            "baseline round 1 of 1 iperf3, 1 TCP stream: emulated 41.5 Mbit/s, 5210 cycles/packet, modelled 611.2 Mbit/s"
+        );
+        // On two CPUs each CPU's share is named, and the sum.
+        let two = spec.record(
+            String::new(),
+            vec![
+                metric(
+                    "modelled_cycles_per_packet_total",
+                    9000.0,
+                    CYCLES_PER_PACKET_UNIT,
+                ),
+                metric("l1i_misses_per_packet_cpu1", 3.5, "misses/packet"),
+                metric("guest_insns_per_packet_cpu0", 611.4, "insns/packet"),
+                metric("l2_misses_per_packet", 0.5, "misses/packet"),
+            ],
+        );
+        assert_eq!(
+            run_line(&two, 1),
+            "baseline round 1 of 1 iperf3, 1 TCP stream: all CPUs 9000 cycles/packet, CPU1 L1I 3.5 misses/packet, CPU0 611.4 insns/packet, L2 0.5 misses/packet"
         );
     }
 

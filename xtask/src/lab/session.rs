@@ -198,7 +198,9 @@ fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
     if interrupted() {
         return e;
     }
-    let text = std::fs::read_to_string(qemu_log).unwrap_or_default();
+    let text =
+        crate::util::fs::read_limited(qemu_log, crate::util::fs::FileLimit::log("QEMU log"), "")
+            .unwrap_or_default();
     anyhow::anyhow!(
         "{e:#}\nQEMU's own output ({}):\n{}",
         qemu_log.display(),

@@ -37,7 +37,11 @@ impl SectionSizes {
 ///
 /// Errors when the file cannot be read or is not an ELF file (naming the file).
 pub fn berkeley_sizes(path: &Path) -> Result<SectionSizes> {
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = crate::util::fs::open_limited(
+        path,
+        crate::util::fs::FileLimit::binary("ELF file"),
+        "build it again",
+    )?;
     let cache = ReadCache::new(file);
     berkeley_sizes_from(&cache)
         .with_context(|| format!("{}: not a readable ELF file", path.display()))

@@ -359,6 +359,11 @@ pub enum Verdict {
     /// that Mann–Whitney cannot reach [`ALPHA`] (3 or fewer per side)
     /// while Welch's interval excludes 0.
     TooFewSamples,
+    /// The means differ by less than values recorded to their resolution
+    /// can differ ([`compare_at`]): no change, whatever the tests say (a
+    /// constant series against the same constant shifted by 1e-9 has
+    /// no spread, so every test calls it).
+    BelowResolution,
 }
 
 /// Everything the reports print for one metric measured N times per side.
@@ -416,12 +421,31 @@ impl Comparison {
 /// interval, the interval contains 0, Mann–Whitney cannot reach
 /// [`ALPHA`], the tests disagree, within the noise floor, significant.
 pub fn compare(base: &[f64], variant: &[f64], noise_floor: f64) -> Option<Comparison> {
+    compare_at(base, variant, noise_floor, 0.0)
+}
+
+/// [`compare`] of values recorded to `resolution` (in their unit: 0.001
+/// for Mbit/s rounded to three decimals; 0 when unknown). The means of
+/// `m` and `n` such values are equal or differ by at least
+/// `resolution / (m·n)`, so a difference below half that is not one the
+/// records can hold: the verdict is then [`Verdict::BelowResolution`],
+/// before any test (their spread may be 0, which makes every test call
+/// the smallest shift).
+pub fn compare_at(
+    base: &[f64],
+    variant: &[f64],
+    noise_floor: f64,
+    resolution: f64,
+) -> Option<Comparison> {
     let (sb, sv) = (summary(base)?, summary(variant)?);
     let percent = percent_change(sb.mean, sv.mean);
     let interval = welch_interval(base, variant, 1.0 - ALPHA);
     let mann_whitney_p = mann_whitney(base, variant).map(|m| m.1);
     let min_p = mann_whitney_min_p(base.len(), variant.len());
+    let step = resolution / (sb.n as f64 * sv.n as f64);
+    let difference = (sv.mean - sb.mean).abs();
     let verdict = match (interval, percent) {
+        _ if difference > 0.0 && difference < step / 2.0 => Verdict::BelowResolution,
         (Some(i), _) if !i.excludes_zero() => Verdict::IntervalContainsZero,
         (Some(_), _) if min_p >= ALPHA => Verdict::TooFewSamples,
         (Some(_), _) if !mann_whitney_p.is_some_and(|p| p < ALPHA) => Verdict::TestsDisagree,

@@ -86,7 +86,7 @@ impl SymbolTable {
 /// truncated (headers, the symbol table, or a section's contents reaching
 /// past the end of the file). A file without `.symtab` has no symbols.
 pub fn read_symbols(path: &Path) -> Result<SymbolTable> {
-    let bytes = read_tables(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = read_tables(path)?;
     read_symbols_of(&bytes).with_context(|| format!("{}: not a readable ELF file", path.display()))
 }
 
@@ -95,11 +95,18 @@ pub fn read_symbols(path: &Path) -> Result<SymbolTable> {
 /// symbol, string and extended-index tables, each at its offset; the rest
 /// stays zero and is never paged in (a router vmlinux is 5–10 MB, these
 /// tables under a fifth of it). A file `object` cannot parse this far is
-/// read whole, so [`read_symbols_of`] reports what is wrong with it.
-fn read_tables(path: &Path) -> std::io::Result<Vec<u8>> {
+/// read whole, so [`read_symbols_of`] reports what is wrong with it. It
+/// must be a regular file of at most [`crate::util::fs::MAX_BINARY_BYTES`]
+/// ([`crate::util::fs::open_limited`]: a symlink to `/dev/zero` or a FIFO put in a
+/// results directory is refused, not read for ever).
+fn read_tables(path: &Path) -> Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
+    let limit = crate::util::fs::FileLimit::binary("ELF file");
+    let file = crate::util::fs::open_limited(path, limit, "build it again")?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?
+        .len();
     let ranges = {
         let cache = ReadCache::new(&file);
         match object::FileKind::parse(&cache) {
@@ -109,13 +116,14 @@ fn read_tables(path: &Path) -> std::io::Result<Vec<u8>> {
         }
     };
     let Some(ranges) = ranges else {
-        return std::fs::read(path);
+        return crate::util::fs::read_bytes_limited(path, limit, "build it again");
     };
-    let mut data = vec![0u8; usize::try_from(len).map_err(std::io::Error::other)?];
+    let mut data = vec![0u8; usize::try_from(len)?];
     for range in ranges {
         let end = range.end.min(len);
         if range.start < end {
-            file.read_exact_at(&mut data[range.start as usize..end as usize], range.start)?;
+            file.read_exact_at(&mut data[range.start as usize..end as usize], range.start)
+                .with_context(|| format!("reading {}", path.display()))?;
         }
     }
     Ok(data)

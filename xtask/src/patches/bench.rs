@@ -151,8 +151,11 @@ fn generate(tree: &Path, count: usize, seed: u64) -> Result<Vec<Generated>> {
                 );
             };
             next += 1;
-            let old = std::fs::read(tree.join(rel))
-                .with_context(|| format!("reading {}", tree.join(rel).display()))?;
+            let old = crate::util::fs::read_bytes_limited(
+                &tree.join(rel),
+                crate::util::fs::FileLimit::binary("tree file"),
+                "",
+            )?;
             let new = edit_file(&mut rng, &old, &format!("bench {i}"));
             let p = rel.to_string_lossy();
             gen.bytes.extend_from_slice(&crate::patches::diff::unified(
@@ -220,17 +223,29 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchOptions) -> Result<()> {
     // inodes): read every file the series touches and every patch once.
     for g in &series {
         for (rel, _, _) in &g.files {
-            let _ = std::fs::read(src.join(rel));
+            let _ = crate::util::fs::read_bytes_limited(
+                &src.join(rel),
+                crate::util::fs::FileLimit::binary("tree file"),
+                "",
+            );
         }
     }
     for n in &names {
-        let _ = std::fs::read(patches.join(n));
+        let _ = crate::util::fs::read_bytes_limited(
+            &patches.join(n),
+            crate::util::fs::FileLimit::input("patch"),
+            "",
+        );
     }
 
     let t = Instant::now();
     for n in &names {
         let f = patches.join(n);
-        let bytes = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+        let bytes = crate::util::fs::read_bytes_limited(
+            &f,
+            crate::util::fs::FileLimit::input("patch"),
+            "",
+        )?;
         let p = parse_patch(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         apply_patch(&bare, &p, &ApplyOptions::default())
             .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use crate::results::BuildResult;
 
 fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
+    crate::util::text::prefix(sha, 12)
 }
 
 /// Differences between `base` and `variant` other than what the variant

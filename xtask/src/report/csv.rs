@@ -11,7 +11,8 @@
 //! (Welch's t 95 % interval of the %change, percent),
 //! `welch_p,mann_whitney_p`, `noise_floor` (the A/A control's |%change|,
 //! percent) and `verdict` (`significant`, `within-noise`,
-//! `interval-contains-zero`, `tests-disagree`, `too-few-samples`; `control` for the A/A
+//! `interval-contains-zero`, `tests-disagree`, `too-few-samples`,
+//! `below-resolution`; `control` for the A/A
 //! control's own row). Other rows leave them empty.
 //!
 //! One row per metric of every family ([`super::model::Family`]): `kind`

@@ -295,7 +295,9 @@ pub struct JsonStats {
     pub runs_for_change: Option<usize>,
     /// `significant` (Welch's interval excludes 0, Mann–Whitney p < 0.05
     /// and |%change| exceeds the noise floor), `within-noise`,
-    /// `interval-contains-zero`, `tests-disagree` or `too-few-samples`;
+    /// `interval-contains-zero`, `tests-disagree`, `too-few-samples` or
+    /// `below-resolution` (the means differ by less than the metric's
+    /// recorded precision allows: no change);
     /// for the A/A control itself, against a floor of 0.
     pub verdict: &'static str,
 }

@@ -302,11 +302,13 @@ impl Metric {
     }
 
     /// This metric with its [`Stats`] against `noise_floor` (the A/A
-    /// control's |%change| in percent, `None` without a control).
-    pub fn with_stats(mut self, noise_floor: Option<f64>) -> Metric {
+    /// control's |%change| in percent, `None` without a control), its
+    /// values recorded to `resolution` in their unit (0 when unknown;
+    /// [`stats::compare_at`]).
+    pub fn with_stats(mut self, noise_floor: Option<f64>, resolution: f64) -> Metric {
         let (base, variant) = (self.base.values(), self.variant.values());
-        self.stats =
-            stats::compare(&base, &variant, noise_floor.unwrap_or(0.0)).map(|comparison| Stats {
+        self.stats = stats::compare_at(&base, &variant, noise_floor.unwrap_or(0.0), resolution)
+            .map(|comparison| Stats {
                 comparison,
                 noise_floor,
             });

@@ -22,6 +22,15 @@ pub const MAX_INPUT_BYTES: u64 = 16 << 20;
 /// iperf3 reports): the largest real ones are a few hundred KiB.
 pub const MAX_RECORD_BYTES: u64 = 64 << 20;
 
+/// The largest log read back (`build.log`, a QEMU or daemon log): a
+/// verbose (`V=1`) router build's is about 50 MB.
+pub const MAX_LOG_BYTES: u64 = 256 << 20;
+
+/// The largest binary read back from `target/xtask/` (a vmlinux, an
+/// image, a guest's program): a router's vmlinux is 5–20 MB, one with
+/// debug information a few hundred.
+pub const MAX_BINARY_BYTES: u64 = 1 << 30;
+
 /// What [`read_limited`] accepts: the kind of file, for messages
 /// ("result.json"), and its largest size in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +39,40 @@ pub struct FileLimit {
     pub what: &'static str,
     /// The largest size read, in bytes.
     pub max_bytes: u64,
+}
+
+impl FileLimit {
+    /// A record kept under `target/xtask/` ([`MAX_RECORD_BYTES`]).
+    pub const fn record(what: &'static str) -> FileLimit {
+        FileLimit {
+            what,
+            max_bytes: MAX_RECORD_BYTES,
+        }
+    }
+
+    /// A log ([`MAX_LOG_BYTES`]).
+    pub const fn log(what: &'static str) -> FileLimit {
+        FileLimit {
+            what,
+            max_bytes: MAX_LOG_BYTES,
+        }
+    }
+
+    /// A binary ([`MAX_BINARY_BYTES`]).
+    pub const fn binary(what: &'static str) -> FileLimit {
+        FileLimit {
+            what,
+            max_bytes: MAX_BINARY_BYTES,
+        }
+    }
+
+    /// An input file ([`MAX_INPUT_BYTES`]).
+    pub const fn input(what: &'static str) -> FileLimit {
+        FileLimit {
+            what,
+            max_bytes: MAX_INPUT_BYTES,
+        }
+    }
 }
 
 /// Reads `file`, which a user or an archive can replace, as UTF-8 text,
@@ -46,11 +89,55 @@ pub struct FileLimit {
 /// [`is_not_found`]) with "reading FILE" as context, for the caller to say
 /// what a missing file means.
 pub fn read_limited(file: &Path, limit: FileLimit, fix: &str) -> Result<String> {
+    let bytes = read_bytes_limited(file, limit, fix)?;
+    String::from_utf8(bytes).map_err(|e| {
+        refusal(
+            file,
+            limit,
+            fix,
+            format!(
+                "not UTF-8 text (byte {} is not)",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// [`read_limited`] of any bytes (no UTF-8 check).
+///
+/// Errors: as [`read_limited`], but for UTF-8.
+pub fn read_bytes_limited(file: &Path, limit: FileLimit, fix: &str) -> Result<Vec<u8>> {
+    let opened = open_limited(file, limit, fix)?;
+    let mut bytes = Vec::with_capacity(opened.metadata().map_or(0, |m| m.len()) as usize);
+    opened
+        .take(limit.max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {}", file.display()))?;
+    if bytes.len() as u64 > limit.max_bytes {
+        return Err(refusal(
+            file,
+            limit,
+            fix,
+            format!(
+                "it grew past {} while being read",
+                describe_bytes(limit.max_bytes)
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Opens `file` for reading as [`read_limited`] reads it (a regular file
+/// of at most `limit.max_bytes`, checked before and after a non-blocking
+/// open), for readers that take a [`std::fs::File`] (an ELF reader reads
+/// only the parts it needs). A reader of it must not read past
+/// `limit.max_bytes`; [`read_bytes_limited`] does that for whole reads.
+///
+/// Errors: as [`read_limited`], but for UTF-8.
+pub fn open_limited(file: &Path, limit: FileLimit, fix: &str) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let refuse =
-        |why: String| anyhow::anyhow!("{}: not a {}: {why}; {fix}", file.display(), limit.what);
     let meta = std::fs::metadata(file).with_context(|| format!("reading {}", file.display()))?;
-    check_limit(file, &meta, limit).map_err(refuse)?;
+    check_limit(file, &meta, limit).map_err(|why| refusal(file, limit, fix, why))?;
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
@@ -59,24 +146,18 @@ pub fn read_limited(file: &Path, limit: FileLimit, fix: &str) -> Result<String> 
     let meta = opened
         .metadata()
         .with_context(|| format!("reading {}", file.display()))?;
-    check_limit(file, &meta, limit).map_err(refuse)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    opened
-        .take(limit.max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {}", file.display()))?;
-    if bytes.len() as u64 > limit.max_bytes {
-        return Err(refuse(format!(
-            "it grew past {} while being read",
-            describe_bytes(limit.max_bytes)
-        )));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        refuse(format!(
-            "not UTF-8 text (byte {} is not)",
-            e.utf8_error().valid_up_to()
-        ))
-    })
+    check_limit(file, &meta, limit).map_err(|why| refusal(file, limit, fix, why))?;
+    Ok(opened)
+}
+
+/// `FILE: not a WHAT: WHY; FIX` (without `; FIX` when `fix` is empty).
+fn refusal(file: &Path, limit: FileLimit, fix: &str, why: String) -> anyhow::Error {
+    let fix = if fix.is_empty() {
+        String::new()
+    } else {
+        format!("; {fix}")
+    };
+    anyhow::anyhow!("{}: not a {}: {why}{fix}", file.display(), limit.what)
 }
 
 /// Why `meta` (of `file`) is not what `limit` accepts.

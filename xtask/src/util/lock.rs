@@ -11,7 +11,7 @@
 //! lock exclude each other as two processes do.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -192,10 +192,15 @@ fn wait_for(
 }
 
 /// "pid N" as the lock file `path` records it, or "another process" when it
-/// records none (the holder has not written it yet).
+/// records none (the holder has not written it yet) or is not a small
+/// regular file (read capped and without blocking: a FIFO put there
+/// cannot hang the message).
 pub fn holder_of(path: &Path) -> String {
-    let mut text = String::new();
-    let _ = File::open(path).and_then(|mut f| f.read_to_string(&mut text));
+    let limit = crate::util::fs::FileLimit {
+        what: "lock file",
+        max_bytes: 4096,
+    };
+    let text = crate::util::fs::read_limited(path, limit, "").unwrap_or_default();
     match text.trim().parse::<u32>() {
         Ok(pid) => format!("pid {pid}"),
         Err(_) => "another process".to_string(),

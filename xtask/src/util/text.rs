@@ -41,9 +41,28 @@ pub fn printable_lines(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The first `chars` characters of `text` (all of it when shorter): a
+/// short form of a sha256 from a record. Never cuts a character in two,
+/// as a byte slice `&text[..12]` does (and panics) when a damaged record
+/// holds a non-ASCII character there.
+pub fn prefix(text: &str, chars: usize) -> &str {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_never_cuts_a_character() {
+        assert_eq!(prefix("e92f2ab791437dc1eba9", 12), "e92f2ab79143");
+        assert_eq!(prefix("short", 12), "short");
+        assert_eq!(prefix("aéééééééééééé", 12), "aééééééééééé");
+        assert_eq!(prefix("ab€€€€€€€€€€€", 12), "ab€€€€€€€€€€");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_the_rest_kept() {

@@ -52,9 +52,20 @@ pub fn without_arm(mut record: LabRecord, arm: &str) -> LabRecord {
     record
 }
 
-/// `record` with `extra` more rounds, copies of its first rounds' runs.
+/// `record` with `extra` more rounds, copies of its first rounds' runs
+/// and boots.
 pub fn with_more_rounds(mut record: LabRecord, extra: u32) -> LabRecord {
     let rounds = record.settings.runs;
+    let boots: Vec<_> = record
+        .boots
+        .iter()
+        .filter(|b| b.round < extra)
+        .cloned()
+        .collect();
+    for mut b in boots {
+        b.round += rounds;
+        record.boots.push(b);
+    }
     let copies: Vec<RunRecord> = record
         .runs
         .iter()

@@ -419,8 +419,11 @@ impl Tool<'_> {
 /// Objects compiled according to a build's `build.log` (kbuild's `CC` and
 /// `AS` lines, as the progress line counts them).
 fn objects_in_log(log: &Path) -> Result<u64> {
-    let text =
-        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let text = crate::util::fs::read_limited(
+        log,
+        crate::util::fs::FileLimit::log("build log"),
+        "run the benchmark again",
+    )?;
     Ok(text.lines().filter(|l| is_object_line(l)).count() as u64)
 }
 

@@ -62,8 +62,12 @@ pub fn build(
     let clock = Instant::now();
     make(sh, job, src, out, std::slice::from_ref(&base), log)?;
     let config_file = out.join(".config");
-    let base_config = std::fs::read_to_string(&config_file)
-        .with_context(|| format!("reading {} after `make {base}`", config_file.display()))?;
+    let base_config = crate::util::fs::read_limited(
+        &config_file,
+        crate::util::fs::FileLimit::record(".config"),
+        "run the benchmark again",
+    )
+    .with_context(|| format!("after `make {base}`"))?;
     std::fs::write(&merged, kconfig::merge(&base_config, &settings))
         .with_context(|| format!("writing {}", merged.display()))?;
     let allconfig = format!("KCONFIG_ALLCONFIG={}", merged.display());

@@ -202,7 +202,11 @@ pub fn kernel_input(
             }
             let bin = kdir.join("vmlinux");
             binary(&bin)?;
-            let raw = std::fs::read(&bin).with_context(|| format!("reading {}", bin.display()))?;
+            let raw = crate::util::fs::read_bytes_limited(
+                &bin,
+                crate::util::fs::FileLimit::binary("kernel binary"),
+                "",
+            )?;
             std::fs::write(&out, lzma_alone(&raw, &OPENWRT_LZMA)?)
                 .with_context(|| format!("writing {}", out.display()))?;
         }

@@ -195,7 +195,9 @@ pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Resu
             SUPPORTED.join(", ")
         )
     };
-    let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let read = |p: &Path| {
+        crate::util::fs::read_bytes_limited(p, crate::util::fs::FileLimit::binary("image"), "")
+    };
     let write = |bytes: &[u8]| {
         std::fs::write(image, bytes).with_context(|| format!("writing {}", image.display()))
     };

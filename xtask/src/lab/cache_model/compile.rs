@@ -91,8 +91,11 @@ pub fn plugin(layout: &Layout, source: &QemuSource) -> Result<Built> {
 /// QEMU's own `contrib/plugins/cache.c` of `source`, the reference of the
 /// tests (needs `libglib2.0-dev` and `pkg-config`).
 pub fn reference(layout: &Layout, source: &QemuSource) -> Result<Built> {
-    let text = std::fs::read(source.reference())
-        .with_context(|| format!("reading {}", source.reference().display()))?;
+    let text = crate::util::fs::read_bytes_limited(
+        &source.reference(),
+        crate::util::fs::FileLimit::input("QEMU source file"),
+        "",
+    )?;
     let glib = |what: &str| -> Result<Vec<String>> {
         let out = Command::new("pkg-config")
             .args([what, "glib-2.0"])

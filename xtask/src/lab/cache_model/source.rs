@@ -216,8 +216,11 @@ fn find_member(root: &Path, rel: &str) -> Result<PathBuf> {
 /// [`REFERENCE`]; returns how many patches it read.
 pub fn check_debian_patches(patches: &Path) -> Result<usize> {
     let series = patches.join("series");
-    let text = std::fs::read_to_string(&series)
-        .with_context(|| format!("reading {}", series.display()))?;
+    let text = crate::util::fs::read_limited(
+        &series,
+        crate::util::fs::FileLimit::input("patch series"),
+        "",
+    )?;
     let mut checked = 0;
     for name in text
         .lines()
@@ -226,7 +229,11 @@ pub fn check_debian_patches(patches: &Path) -> Result<usize> {
     {
         let name = name.split_whitespace().next().unwrap_or(name);
         let file = patches.join(name);
-        let patch = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let patch = crate::util::fs::read_bytes_limited(
+            &file,
+            crate::util::fs::FileLimit::input("patch"),
+            "",
+        )?;
         let patch = String::from_utf8_lossy(&patch);
         for line in patch.lines() {
             let touches = (line.starts_with("+++ ") || line.starts_with("--- "))

@@ -101,8 +101,11 @@ pub fn tbench(
     let status = client.wait(Duration::from_secs(
         u64::from(seconds) + CLIENT_SLACK_SECONDS,
     ))?;
-    let output = std::fs::read_to_string(dir.join(&log))
-        .with_context(|| format!("reading {}", dir.join(&log).display()))?;
+    let output = crate::util::fs::read_limited(
+        &dir.join(&log),
+        crate::util::fs::FileLimit::log("tbench log"),
+        "",
+    )?;
     if !status.success() {
         bail!("tbench failed ({status}):\n{}", last_lines(&output, 15));
     }

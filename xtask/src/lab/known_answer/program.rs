@@ -128,8 +128,11 @@ pub fn prepare(
         Duration::from_secs(120),
     )?;
     elf::check(&program, arch)?;
-    let bytes =
-        std::fs::read(&program).with_context(|| format!("reading {}", program.display()))?;
+    let bytes = crate::util::fs::read_bytes_limited(
+        &program,
+        crate::util::fs::FileLimit::binary("guest program"),
+        "",
+    )?;
     combine(
         &initramfs.path,
         &bytes,
@@ -147,7 +150,11 @@ pub fn prepare(
 /// Writes `lab`'s archive followed by one holding `program` as
 /// [`GUEST_PATH`] to `out`.
 pub fn combine(lab: &Path, program: &[u8], out: &Path) -> Result<()> {
-    let mut bytes = std::fs::read(lab).with_context(|| format!("reading {}", lab.display()))?;
+    let mut bytes = crate::util::fs::read_bytes_limited(
+        lab,
+        crate::util::fs::FileLimit::binary("initramfs"),
+        "",
+    )?;
     // Each archive of a concatenation starts 4-byte aligned.
     while bytes.len() % 4 != 0 {
         bytes.push(0);

@@ -32,7 +32,11 @@ const BANNER: &[u8] = b"Linux version ";
 /// The `Linux version …` banner in `vmlinux` (up to its newline), if any:
 /// the first occurrence followed by a digit, printable ASCII throughout.
 pub fn banner_of(vmlinux: &Path) -> Result<Option<String>> {
-    let bytes = std::fs::read(vmlinux).with_context(|| format!("reading {}", vmlinux.display()))?;
+    let bytes = crate::util::fs::read_bytes_limited(
+        vmlinux,
+        crate::util::fs::FileLimit::binary("vmlinux"),
+        "",
+    )?;
     Ok(find_banner(&bytes))
 }
 

@@ -131,8 +131,12 @@ pub fn busybox(
     let debian_config = ["debian/config/os/linux", "debian/config/pkg/static"]
         .iter()
         .map(|f| {
-            std::fs::read_to_string(tree.join(f))
-                .with_context(|| format!("reading {f} of Debian's busybox"))
+            crate::util::fs::read_limited(
+                &tree.join(f),
+                crate::util::fs::FileLimit::record("busybox config"),
+                "",
+            )
+            .with_context(|| format!("reading {f} of Debian's busybox"))
         })
         .collect::<Result<Vec<_>>>()?
         .concat();
@@ -158,8 +162,12 @@ pub fn busybox(
         s.sort();
         s
     };
-    let config =
-        std::fs::read_to_string(tree.join(".config")).context("reading busybox's .config")?;
+    let config = crate::util::fs::read_limited(
+        &tree.join(".config"),
+        crate::util::fs::FileLimit::record(".config"),
+        "",
+    )
+    .context("reading busybox's .config")?;
     if settings(&config) != settings(&debian_config) {
         bail!(
             "busybox's oldconfig changed Debian's static configuration (see {})",

@@ -75,7 +75,11 @@ pub fn expected(arch: &str) -> Result<ElfKind> {
 
 /// Fails unless `path` is a static binary for Debian architecture `arch`.
 pub fn check(path: &Path, arch: &str) -> Result<()> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = crate::util::fs::read_bytes_limited(
+        path,
+        crate::util::fs::FileLimit::binary("guest program"),
+        "",
+    )?;
     let found = kind(&bytes).with_context(|| format!("reading {}", path.display()))?;
     let want = expected(arch)?;
     if found != want {

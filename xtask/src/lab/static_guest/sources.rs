@@ -137,7 +137,7 @@ fn verified(name: &str, parts: Parts, dir: &Path) -> Result<Option<SourcePackage
         return Ok(None);
     };
     let text =
-        std::fs::read_to_string(dsc).with_context(|| format!("reading {}", dsc.display()))?;
+        crate::util::fs::read_limited(dsc, crate::util::fs::FileLimit::record(".dsc file"), "")?;
     let parsed = parse_dsc(&text).with_context(|| format!("reading {}", dsc.display()))?;
     if parsed.source != name {
         bail!(

@@ -30,7 +30,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::patches::engine::{ApplyReport, FileOp, Hunk, HunkOutcome, LineKind, Patch};
 
@@ -60,7 +60,11 @@ pub fn additions_present(
             return Ok(false);
         }
         let path = tree.join(&file.path);
-        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = crate::util::fs::read_bytes_limited(
+            &path,
+            crate::util::fs::FileLimit::binary("tree file"),
+            "",
+        )?;
         let lines: Vec<&[u8]> = split_lines(&bytes);
         for (hunk, outcome) in fp.hunks.iter().zip(&file.hunks) {
             let HunkOutcome::Applied { offset, .. } = *outcome else {

@@ -433,7 +433,11 @@ impl Stack {
         for (i, e) in entries.iter_mut().enumerate() {
             let old = if e.existed {
                 let b = self.state.backup(name, i);
-                Some(std::fs::read(&b).with_context(|| format!("reading {}", b.display()))?)
+                Some(crate::util::fs::read_bytes_limited(
+                    &b,
+                    crate::util::fs::FileLimit::binary("backup"),
+                    "",
+                )?)
             } else {
                 None
             };
@@ -446,7 +450,11 @@ impl Stack {
             let new = match shadow {
                 Some((n, k, f)) if f.existed => {
                     let b = self.state.backup(n, k);
-                    Some(std::fs::read(&b).with_context(|| format!("reading {}", b.display()))?)
+                    Some(crate::util::fs::read_bytes_limited(
+                        &b,
+                        crate::util::fs::FileLimit::binary("backup"),
+                        "",
+                    )?)
                 }
                 Some(_) => None,
                 None => {

@@ -63,14 +63,18 @@ impl State {
     /// The applied patches, bottom first; empty when none were pushed.
     pub fn applied(&self) -> Result<Vec<String>> {
         let file = self.dir.join("applied-patches");
-        match std::fs::read_to_string(&file) {
+        match crate::util::fs::read_limited(
+            &file,
+            crate::util::fs::FileLimit::record("applied-patches"),
+            "",
+        ) {
             Ok(text) => Ok(text
                 .lines()
                 .filter(|l| !l.is_empty())
                 .map(str::to_string)
                 .collect()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(e).with_context(|| format!("reading {}", file.display())),
+            Err(e) if crate::util::fs::is_not_found(&e) => Ok(Vec::new()),
+            Err(e) => Err(e),
         }
     }
 
@@ -117,8 +121,11 @@ impl State {
     /// Errors: missing or malformed manifest (names the file and line).
     pub fn files(&self, name: &str) -> Result<Vec<FileEntry>> {
         let file = self.patch_dir(name).join(MANIFEST);
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("reading {}", file.display()))?;
+        let text = crate::util::fs::read_limited(
+            &file,
+            crate::util::fs::FileLimit::record("patch manifest"),
+            "",
+        )?;
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let mut parts = line.splitn(3, ' ');

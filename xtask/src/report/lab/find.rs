@@ -215,7 +215,7 @@ pub fn rebuilt_since(layout: &Layout, found: &Found) -> Vec<String> {
 }
 
 fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
+    crate::util::text::prefix(sha, 12)
 }
 
 /// `path` relative to the workspace root when it is inside it.

@@ -42,13 +42,14 @@ pub mod mesh;
 pub mod series;
 pub mod svg;
 pub mod text;
+pub mod verdict;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::model::{Decimal, Family, Metric, Samples, Stats, UnitLabel};
-use crate::measure::stats::{self, Interval, Verdict};
+use super::model::{Family, Metric, Samples, UnitLabel};
+use crate::measure::stats::{self, Verdict};
 use crate::results::lab::{
     check, Arm, CacheModelInfo, LabRecord, MachineInfo, Settings, Status, BRANCHES_PER_PACKET,
     CPU_PER_PACKET, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, INSNS_PER_PACKET,
@@ -64,6 +65,9 @@ pub use condition::{
 };
 pub use series::Series;
 pub use stats::runs_for_mann_whitney;
+pub use verdict::{
+    interval_text, p_text, percent_text, runs_needed_text, verdict_name, verdict_text,
+};
 
 /// The lab's families in report order: (name, unit, title in sentences).
 /// After the first four (UDP's loss only in `--udp` labs), the cache model's (`lab --cache-model`): three
@@ -343,7 +347,7 @@ impl LabReport {
                 runs_for_mann_whitney()
             ));
         }
-        notes.extend(chance_note(&comparisons));
+        notes.extend(verdict::chance_note(&comparisons));
         Ok(LabReport {
             dir,
             target: record.target,
@@ -413,7 +417,9 @@ fn compare(
         ) else {
             continue;
         };
-        let metric = metric.with_stats(floor);
+        let resolution =
+            crate::results::lab::metric::spec(&s.family).map_or(0.0, |m| m.resolution());
+        let metric = metric.with_stats(floor, resolution);
         match families.iter_mut().find(|f| f.name == s.family) {
             Some(f) => f.metrics.push(metric),
             None => {
@@ -427,117 +433,5 @@ fn compare(
         arm: other.to_string(),
         role,
         families,
-    }
-}
-
-/// A p value as printed: four decimals, `<0.0001` below; `n/a` without.
-pub fn p_text(p: Option<f64>, decimal: Decimal) -> String {
-    match p {
-        None => "n/a".to_string(),
-        Some(p) if p < 0.0001 => decimal.apply("<0.0001".to_string()),
-        Some(p) => decimal.apply(format!("{p:.4}")),
-    }
-}
-
-/// A percentage with its sign and two decimals: `+1.68%`.
-pub fn percent_text(p: f64, decimal: Decimal) -> String {
-    decimal.apply(format!("{p:+.2}%"))
-}
-
-/// An interval of the %change: `+1.10% … +6.02%`; `n/a` without.
-pub fn interval_text(i: Option<Interval>, decimal: Decimal) -> String {
-    match i {
-        Some(i) => format!(
-            "{} … {}",
-            percent_text(i.low, decimal),
-            percent_text(i.high, decimal)
-        ),
-        None => "n/a".to_string(),
-    }
-}
-
-/// The verdict in words: `significant`, `interval contains 0`, `Welch
-/// and Mann–Whitney disagree`, `within A/A noise (±0.90%)`, `too few
-/// runs`, `too few runs for Mann–Whitney (4 per side)`; for the control
-/// itself, `A/A noise floor` and the runs a change of its size needs.
-pub fn verdict_text(stats: &Stats, role: Role, decimal: Decimal) -> String {
-    if role == Role::Control {
-        return match runs_needed_text(&stats.comparison) {
-            Some(runs) => format!("A/A noise floor; {runs}"),
-            None => "A/A noise floor".to_string(),
-        };
-    }
-    let c = &stats.comparison;
-    match c.verdict {
-        Verdict::Significant => "significant".to_string(),
-        Verdict::IntervalContainsZero => "interval contains 0".to_string(),
-        Verdict::TestsDisagree => "Welch and Mann–Whitney disagree".to_string(),
-        Verdict::WithinNoise => format!(
-            "within A/A noise (±{})",
-            decimal.apply(format!("{:.2}%", stats.noise_floor.unwrap_or(0.0)))
-        ),
-        Verdict::TooFewSamples if c.base.n < 2 || c.variant.n < 2 => "too few runs".to_string(),
-        Verdict::TooFewSamples => format!(
-            "too few runs for Mann–Whitney ({} per side)",
-            runs_for_mann_whitney()
-        ),
-    }
-}
-
-/// `seeing a change this size takes 61 runs per side (80 % power)`: what an A/A control's
-/// comparison says of the runs needed to see a change of its own size
-/// (80 % power, [`stats::runs_for_change`]); `None` for no change or
-/// fewer than 2 runs a side.
-pub fn runs_needed_text(c: &stats::Comparison) -> Option<String> {
-    if c.base.n < 2 || c.variant.n < 2 || c.percent.is_none_or(|p| p == 0.0) {
-        return None;
-    }
-    Some(match c.runs_for_change() {
-        Some(n) => format!("seeing a change this size takes {n} runs per side (80 % power)"),
-        None => format!(
-            "seeing a change this size takes more than {} runs per side",
-            stats::MAX_RUNS
-        ),
-    })
-}
-
-/// A note when variants' changes are called significant: how many of the
-/// compared metrics, and how many calls chance alone allows (at most
-/// [`ALPHA`] of metrics without a real change, as the A/A calibration
-/// shows: `cargo xtask bench verdicts`).
-fn chance_note(comparisons: &[LabComparison]) -> Option<String> {
-    let verdicts: Vec<Verdict> = comparisons
-        .iter()
-        .filter(|c| c.role == Role::Variant)
-        .flat_map(|c| &c.families)
-        .flat_map(|f| &f.metrics)
-        .filter_map(|m| m.stats().map(|s| s.comparison.verdict))
-        .collect();
-    let called = verdicts
-        .iter()
-        .filter(|v| **v == Verdict::Significant)
-        .count();
-    (called > 0).then(|| {
-        format!(
-            "{called} of {} changes are called significant; were none real, chance would call at most {:.1} of them (5 % each, as the A/A calibration `cargo xtask bench verdicts` measures)",
-            verdicts.len(),
-            verdicts.len() as f64 * ALPHA
-        )
-    })
-}
-
-/// The verdict for machines: `significant`, `interval-contains-zero`,
-/// `tests-disagree`, `within-noise`, `too-few-samples`, or `control` for
-/// the A/A control.
-pub fn verdict_name(stats: &Stats, role: Role) -> &'static str {
-    if role == Role::Control {
-        return "control";
-    }
-    match stats.comparison.verdict {
-        Verdict::Significant => "significant",
-        Verdict::IntervalContainsZero => "interval-contains-zero",
-        Verdict::TestsDisagree => "tests-disagree",
-        Verdict::WithinNoise => "within-noise",
-        Verdict::TooFewSamples => "too-few-samples",
     }
 }

@@ -5,6 +5,8 @@
 use super::{
     condition_item, condition_item_title, condition_kind, condition_kind_title, cpus, FAMILIES,
 };
+use std::collections::BTreeMap;
+
 use crate::results::lab::{Condition, LabRecord};
 
 /// Every arm's samples of one family under one condition: a direction
@@ -46,30 +48,55 @@ impl Series {
 }
 
 /// Every family's series of `record`: [`FAMILIES`], then the per-CPU
-/// ones of a machine of more than one CPU ([`cpus::families`]).
+/// ones of a machine of more than one CPU ([`cpus::families`]); within a
+/// family by condition (the settings' order), arms in the lab's order. One
+/// pass over the runs: the lab file's checks cap its arms, runs and
+/// conditions, and this stays linear in its runs.
 pub fn series_of(record: &LabRecord) -> Vec<Series> {
-    let per_cpu = cpus::families(cpus::cpus_of(record));
-    let families = FAMILIES
+    let families: Vec<(String, &'static str)> = FAMILIES
         .iter()
         .map(|(f, u, _)| (f.to_string(), *u))
-        .chain(per_cpu);
-    let mut out = Vec::new();
-    for (family, unit) in families {
-        for condition in record.settings.conditions() {
-            let arms: Vec<(String, Vec<f64>)> = record
-                .arms
-                .iter()
-                .map(|a| (a.name.clone(), record.samples(&a.name, condition, &family)))
-                .filter(|(_, v)| !v.is_empty())
-                .collect();
-            if !arms.is_empty() {
-                out.push(Series {
-                    family: family.clone(),
-                    unit: unit.to_string(),
-                    condition,
-                    arms,
-                });
+        .chain(cpus::families(cpus::cpus_of(record)))
+        .collect();
+    let family_index: BTreeMap<&str, usize> = families
+        .iter()
+        .enumerate()
+        .map(|(i, (f, _))| (f.as_str(), i))
+        .collect();
+    let conditions = record.settings.conditions();
+    let arms: BTreeMap<&str, usize> = record
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.name.as_str(), i))
+        .collect();
+    // (family, condition, arm) → values in run order.
+    let mut values: BTreeMap<(usize, usize, usize), Vec<f64>> = BTreeMap::new();
+    for run in record.runs.iter().filter(|r| !r.warmup) {
+        let (Some(c), Some(&a)) = (
+            conditions.iter().position(|c| *c == run.condition),
+            arms.get(run.arm.as_str()),
+        ) else {
+            continue;
+        };
+        for m in &run.metrics {
+            if let Some(&f) = family_index.get(m.name.as_str()) {
+                values.entry((f, c, a)).or_default().push(m.value);
             }
+        }
+    }
+    let mut out: Vec<Series> = Vec::new();
+    for ((f, c, a), v) in values {
+        let (family, unit) = &families[f];
+        let arm = (record.arms[a].name.clone(), v);
+        match out.last_mut() {
+            Some(s) if s.family == *family && s.condition == conditions[c] => s.arms.push(arm),
+            _ => out.push(Series {
+                family: family.clone(),
+                unit: unit.to_string(),
+                condition: conditions[c],
+                arms: vec![arm],
+            }),
         }
     }
     out

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Component, Path};
+use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
@@ -46,32 +46,81 @@ pub(super) struct Found {
 
 /// A member must be `<target>/` or `<target>/<variant>/` (a directory) or
 /// a regular file `<target>/<variant>/<file>`, each part a plain name
-/// (not `..`, not absolute, not hidden). `kind` is the member's type as
-/// its tar header says; links, devices, FIFOs and sparse files are
-/// refused.
+/// (not `..`, not absolute, not hidden), written canonically: no `.`
+/// part, no empty part (`a//b`), no `/` after a file's name. A name that
+/// is not canonical reads as another member's (`t/./v/zImage` is
+/// `t/v/zImage` to a path library) and was skipped, unmerged and
+/// unchecked. `kind` is the member's type as its tar header says; links,
+/// devices, FIFOs and sparse files are refused.
 pub fn check_member(name: &str, kind: EntryType) -> std::result::Result<(), String> {
-    let path = Path::new(name);
-    let plain = !name.is_empty()
-        && path
-            .components()
-            .all(|c| matches!(c, Component::Normal(n) if !n.to_string_lossy().starts_with('.')));
-    let depth = path.components().count();
+    let directory = kind == EntryType::Directory;
+    let body = match name.strip_suffix('/') {
+        Some(body) if directory => body,
+        _ => name,
+    };
+    let parts: Vec<&str> = body.split('/').collect();
+    let escapes = name.starts_with('/') || parts.contains(&"..");
+    let plain =
+        !escapes && !body.is_empty() && parts.iter().all(|p| !p.is_empty() && !p.starts_with('.'));
+    let depth = parts.len();
     match kind {
+        _ if escapes => Err(format!(
+            "member {name:?} would escape its results directory (absolute or `..`)"
+        )),
+        _ if parts.iter().any(|p| p.starts_with('.') && *p != ".") => Err(format!(
+            "member {name:?} would escape its results directory (a hidden name)"
+        )),
         _ if !plain => Err(format!(
-            "member {name:?} would escape its results directory (absolute, `..` or hidden)"
+            "member {name:?} is not a canonical path (a `.` part, an empty part or a `/` \
+             after a file's name): it would read as another member; write \
+             <target>/<variant>/<file>"
         )),
         EntryType::Directory if (1..=2).contains(&depth) => Ok(()),
         EntryType::Regular if depth == 3 => Ok(()),
         EntryType::Directory | EntryType::Regular => {
             Err(format!("member {name:?} is not <target>/<variant>/<file>"))
         }
-        EntryType::GNUSparse => Err(format!(
-            "member {name:?} is a sparse file, which no build writes"
-        )),
+        EntryType::GNUSparse => Err(sparse(name)),
         _ => Err(format!(
             "member {name:?} is a link or special file, which could point outside the results"
         )),
     }
+}
+
+/// Why a sparse member (any form: GNU's `S` type, PAX sparse 0.0, 0.1 or
+/// 1.0) is refused: its stored bytes are not its contents, and no build
+/// writes one.
+fn sparse(name: &str) -> String {
+    format!("member {name:?} is a sparse file, which no build writes")
+}
+
+/// The first `GNU.sparse.*` record of the PAX header in front of `entry`
+/// (GNU tar's PAX sparse formats 0.0, 0.1 and 1.0 mark a member with
+/// them; the `tar` crate reads such a member as its packed data, not its
+/// contents), if any.
+fn pax_sparse_key<R: Read>(entry: &mut tar::Entry<'_, R>) -> Result<Option<String>> {
+    let Some(extensions) = entry
+        .pax_extensions()
+        .context("not a tar (a damaged pax header)")?
+    else {
+        return Ok(None);
+    };
+    for extension in extensions {
+        let extension = extension.context("not a tar (a damaged pax header)")?;
+        let key = String::from_utf8_lossy(extension.key_bytes());
+        if key.starts_with("GNU.sparse.") {
+            return Ok(Some(key.into_owned()));
+        }
+    }
+    Ok(None)
+}
+
+/// Refuses `entry` when a PAX header marks it sparse ([`pax_sparse_key`]).
+fn refuse_pax_sparse<R: Read>(entry: &mut tar::Entry<'_, R>, name: &str) -> Result<()> {
+    if let Some(key) = pax_sparse_key(entry)? {
+        bail!("{} (its pax header has {key})", sparse(name));
+    }
+    Ok(())
 }
 
 /// Opens `archive`: a regular file (a FIFO or a device would hang or
@@ -138,6 +187,7 @@ pub(super) fn scan(file: &mut File) -> Result<Vec<Found>> {
     for entry in archive.entries_with_seek().context("not a tar")? {
         let mut entry = entry.context("not a tar (a damaged member header)")?;
         let name = member_name(&entry)?;
+        refuse_pax_sparse(&mut entry, &name)?;
         check_member(&name, entry.header().entry_type()).map_err(|e| anyhow!(e))?;
         let parts: Vec<&str> = name.split('/').filter(|p| !p.is_empty()).collect();
         let [target, variant, file_name] = parts[..] else {
@@ -280,6 +330,8 @@ pub(super) fn extract(file: &mut File, found: &Found, into: &Path) -> Result<()>
     for entry in archive.entries_with_seek()? {
         let mut entry = entry?;
         let name = member_name(&entry)?;
+        refuse_pax_sparse(&mut entry, &name)?;
+        check_member(&name, entry.header().entry_type()).map_err(|e| anyhow!(e))?;
         let Some(file_name) = name.strip_prefix(&prefix).filter(|f| !f.is_empty()) else {
             continue;
         };
@@ -349,8 +401,7 @@ fn check_extension_headers(file: &mut File) -> Result<()> {
         let kind = entry.header().entry_type();
         if kind.is_gnu_sparse() {
             // Its extended sparse headers would throw this raw reading off.
-            let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-            bail!("member {name:?} is a sparse file, which no build writes");
+            bail!("{}", sparse(&String::from_utf8_lossy(&entry.path_bytes())));
         }
         if kind.is_pax_global_extensions() {
             bail!("it holds a pax global header, which `results export` never writes");
@@ -421,6 +472,11 @@ mod tests {
             ("t/v/fifo", EntryType::Fifo),
             ("t/v/dev", EntryType::Char),
             ("./t/v/x", EntryType::Regular),
+            ("t/./v/x", EntryType::Regular),
+            ("t//v/x", EntryType::Regular),
+            ("t/v/x/", EntryType::Regular),
+            ("t/v/./", EntryType::Directory),
+            ("t//", EntryType::Directory),
             ("", EntryType::Directory),
         ] {
             assert!(check_member(name, kind).is_err(), "{name} accepted");

@@ -45,42 +45,84 @@ impl Staged {
 
     /// Moves the staged result to its destination, exchanging it with the
     /// old one when there is one (the old one is removed with the staging
-    /// directory); on a file system without `RENAME_EXCHANGE`, the old one
-    /// is renamed aside first and renamed back if the new one cannot be
-    /// put in place. Readers see the old result or the new one.
+    /// directory); see [`swap_into_place`]. Readers see the old result or
+    /// the new one.
     ///
     /// Errors: I/O, naming both paths; the old result is then in place.
     pub(super) fn put_in_place(self) -> Result<()> {
         let new = self.dir();
-        let moving = || format!("moving {} to {}", new.display(), self.dest.display());
-        if std::fs::symlink_metadata(&self.dest).is_err() {
-            return std::fs::rename(&new, &self.dest).with_context(moving);
-        }
-        use rustix::io::Errno;
-        match renameat_with(CWD, &new, CWD, &self.dest, RenameFlags::EXCHANGE) {
-            Ok(()) => return Ok(()),
-            // No RENAME_EXCHANGE on this file system.
-            Err(e) if [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP].contains(&e) => {}
-            Err(e) => return Err(std::io::Error::from(e)).with_context(moving),
-        }
-        let old = self.staging.path().join("old");
-        std::fs::rename(&self.dest, &old)
-            .with_context(|| format!("moving {} aside", self.dest.display()))?;
-        if let Err(e) = std::fs::rename(&new, &self.dest) {
-            if let Err(back) = std::fs::rename(&old, &self.dest) {
-                let kept = self.staging.keep()?;
-                anyhow::bail!(
-                    "moving {} to {}: {e}; moving the old result back failed too ({back}): \
-                     it is in {}, move it back by hand",
-                    new.display(),
-                    self.dest.display(),
-                    kept.join("old").display()
-                );
+        let aside = self.staging.path().join("old");
+        match swap_into_place(&new, &self.dest, &aside) {
+            Ok(_) => Ok(()),
+            Err(Swap::Failed(e)) => Err(e),
+            Err(Swap::Stranded(e)) => {
+                // The old result lies in the staging directory: keep it.
+                self.staging.keep()?;
+                Err(e)
             }
-            return Err(e).with_context(moving);
         }
-        Ok(())
     }
+}
+
+/// Why [`swap_into_place`] failed.
+#[derive(Debug)]
+pub enum Swap {
+    /// Nothing moved: the old result (if any) is still in place.
+    Failed(anyhow::Error),
+    /// The old result was moved aside and could not be moved back: it is
+    /// at the `aside` path the error names, for the user to move back.
+    Stranded(anyhow::Error),
+}
+
+/// Puts the directory `new` at `dest` without ever removing `dest` first:
+/// when `dest` exists the two are swapped in one
+/// `renameat2(RENAME_EXCHANGE)`, so the old one is then at `new`; on a
+/// file system without it, `dest` is renamed to `aside` first and renamed
+/// back if `new` cannot be put in place. Readers see the old directory or
+/// the new one. `new`, `dest` and `aside` must be on one file system
+/// (siblings are). Returns where the old directory lies now (`new` or
+/// `aside`; `None` when there was none), for the caller to remove.
+///
+/// Errors: I/O, naming both paths, as [`Swap`].
+pub fn swap_into_place(
+    new: &Path,
+    dest: &Path,
+    aside: &Path,
+) -> std::result::Result<Option<PathBuf>, Swap> {
+    let moving = || format!("moving {} to {}", new.display(), dest.display());
+    if std::fs::symlink_metadata(dest).is_err() {
+        return std::fs::rename(new, dest)
+            .with_context(moving)
+            .map(|()| None)
+            .map_err(Swap::Failed);
+    }
+    use rustix::io::Errno;
+    match renameat_with(CWD, new, CWD, dest, RenameFlags::EXCHANGE) {
+        Ok(()) => return Ok(Some(new.to_path_buf())),
+        // No RENAME_EXCHANGE on this file system.
+        Err(e) if [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP].contains(&e) => {}
+        Err(e) => {
+            return Err(Swap::Failed(
+                anyhow::Error::from(std::io::Error::from(e)).context(moving()),
+            ))
+        }
+    }
+    std::fs::rename(dest, aside)
+        .with_context(|| format!("moving {} aside", dest.display()))
+        .map_err(Swap::Failed)?;
+    if let Err(e) = std::fs::rename(new, dest) {
+        if let Err(back) = std::fs::rename(aside, dest) {
+            return Err(Swap::Stranded(anyhow::anyhow!(
+                "moving {} to {}: {e}; moving the old one back failed too ({back}): \
+                 it is in {}, move it back by hand",
+                new.display(),
+                dest.display(),
+                aside.display()
+            )));
+        }
+        return Err(Swap::Failed(anyhow::Error::from(e).context(moving())));
+    }
+    Ok(Some(aside.to_path_buf()))
 }
 
 /// Removes the staging directories of merges that were killed, in

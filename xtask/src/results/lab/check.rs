@@ -10,45 +10,41 @@
 //! report count them, where `lab.json`'s `round` counts from 0), and
 //! warnings a report states in a note. The rules:
 //!
-//! * every value is finite and within ±[`MAX_VALUE`];
-//! * the lab's metrics ([`METRICS`]) are in their unit and not negative;
-//!   any other metric keeps the unit its first run recorded;
+//! * every metric is one the lab records ([`super::metric::METRICS`]), in
+//!   its unit and within its range (none is negative; UDP loss is at most
+//!   100 %; each has a bound no run comes near, at most [`MAX_VALUE`]);
+//! * no more than [`MAX_ARMS`] arms, [`MAX_RUNS`] runs and boots,
+//!   [`MAX_CONDITIONS`] conditions (checked first: every other check is
+//!   linear in the file's size after them);
+//! * `settings.runs` is 1 to [`MAX_ROUNDS`], and the settings list no
+//!   GRO setting, direction or benchmark twice;
 //! * the base (`settings.base`) is an arm, not the A/A control;
+//! * `settings.control` is true exactly when an arm is the A/A control;
+//!   there is at most one, and it runs the base's variant (and boots its
+//!   image);
 //! * a run names one of the record's arms, with that arm's variant, a
 //!   round below `settings.runs`, and a condition the settings list (a
 //!   warm-up may run under any), and records each metric once;
 //! * no two measured runs share (arm, round, condition);
+//! * a run of a lab that boots (QEMU, a router) follows a recorded boot
+//!   of its arm in its round, and no run started before the lab started
+//!   or after it finished (runs appended from another lab);
 //! * under status `complete`, every arm has `settings.runs` measured runs
 //!   under every condition of the settings; a lab that stopped early may
 //!   have fewer, and an arm without any is a warning.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::Result;
 
-use super::{
-    LabRecord, RunRecord, Status, CPU_PER_PACKET, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT,
-    L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MBIT_PER_S, MB_PER_S, MISSES_PER_PACKET,
-    NS_PER_PACKET, TBENCH, THROUGHPUT,
-};
+use super::{metric, Arm, LabRecord, RunRecord, Status};
 
 /// The largest magnitude a value may have: no lab metric comes near it
 /// (1 Tbit/s is 1e6 Mbit/s; a second per packet is 1e9 ns), and sums and
 /// squares of a series of such values stay finite and exact enough for
 /// the statistics (1e308 made the report print `+inf%` and `NaN%`).
 pub const MAX_VALUE: f64 = 1e15;
-
-/// The metrics `cargo xtask lab` writes, with their units; none can be
-/// negative (rates, times and counts per packet).
-pub const METRICS: [(&str, &str); 6] = [
-    (THROUGHPUT, MBIT_PER_S),
-    (CPU_PER_PACKET, NS_PER_PACKET),
-    (TBENCH, MB_PER_S),
-    (INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT),
-    (L1I_MISSES_PER_PACKET, MISSES_PER_PACKET),
-    (L1D_MISSES_PER_PACKET, MISSES_PER_PACKET),
-];
 
 /// How many refusals an error lists before `… and N more`.
 const LISTED: usize = 10;
@@ -115,6 +111,21 @@ pub fn run_name(record: &LabRecord, i: usize) -> String {
     )
 }
 
+/// The most arms a `lab.json` may list: a lab compares a handful of
+/// variants; a file with tens of thousands (60,000 arms took 17 s of CPU,
+/// 120,000 took 242 s before any refusal) is refused before anything
+/// else is looked at.
+pub const MAX_ARMS: usize = 256;
+/// The most rounds `settings.runs` may declare (as an experiment file's
+/// `runs`, 1 to 1000).
+pub const MAX_ROUNDS: u32 = 1000;
+/// The most conditions (GRO settings × directions, and benchmarks) the
+/// settings may list.
+pub const MAX_CONDITIONS: usize = 64;
+/// The most runs, and the most boots, a `lab.json` may hold: 100,000 runs
+/// of 10 s are 11 days of one lab.
+pub const MAX_RUNS: usize = 100_000;
+
 /// `baseline, baseline~control, no-reorder-blocks`.
 fn arm_list(record: &LabRecord) -> String {
     record
@@ -125,58 +136,84 @@ fn arm_list(record: &LabRecord) -> String {
         .join(", ")
 }
 
-/// Checks `record` against the rules in the module docs.
+/// Checks `record` against the rules in the module docs, in time linear
+/// in its size (after the caps, [`MAX_ARMS`] and the rest, which come
+/// first).
 pub fn check(record: &LabRecord) -> Problems {
-    let mut missing = Vec::new();
-    let mut runs = Vec::new();
-    let base = &record.settings.base;
-    if !record.arms.iter().any(|a| a.name == *base && !a.control) {
-        missing.push(format!(
-            "the base {base} (settings.base) is not one of lab.json's arms ({})",
-            arm_list(record)
-        ));
+    let too_big = size_problems(record);
+    if !too_big.is_empty() {
+        return Problems {
+            refusals: too_big,
+            warnings: Vec::new(),
+        };
     }
-    let arm_names: Vec<&str> = record.arms.iter().map(|a| a.name.as_str()).collect();
-    for (i, name) in arm_names.iter().enumerate() {
-        if arm_names[..i].contains(name) {
-            runs.push(format!("arm {name} is listed twice in arms"));
+    let mut missing = settings_problems(&record.settings);
+    let mut runs = Vec::new();
+    let mut arms: BTreeMap<&str, &Arm> = BTreeMap::new();
+    for arm in &record.arms {
+        if arms.insert(arm.name.as_str(), arm).is_some() {
+            runs.push(format!("arm {} is listed twice in arms", arm.name));
         }
     }
+    let base = &record.settings.base;
+    match arms.get(base.as_str()) {
+        Some(b) if !b.control => missing.extend(control_problems(record, b)),
+        _ => missing.push(format!(
+            "the base {base} (settings.base) is not one of lab.json's arms ({})",
+            arm_list(record)
+        )),
+    }
     let conditions = record.settings.conditions();
-    // The unit each metric is in, and the first run that recorded it.
-    let mut units: BTreeMap<&str, (&str, usize)> = METRICS
-        .iter()
-        .map(|&(name, unit)| (name, (unit, usize::MAX)))
-        .collect();
+    let boots: Option<BTreeSet<(&str, u32)>> = record.machine.host().is_none().then(|| {
+        record
+            .boots
+            .iter()
+            .map(|b| (b.arm.as_str(), b.round))
+            .collect()
+    });
+    let window = Window::of(record);
     for (i, run) in record.runs.iter().enumerate() {
-        for problem in run_problems(record, run, &conditions, &mut units, i) {
+        let mut problems = run_problems(record, &arms, run, &conditions);
+        // A run of an arm the record does not list is refused for that
+        // alone (run_problems).
+        let booted = |b: &BTreeSet<(&str, u32)>| b.contains(&(run.arm.as_str(), run.round));
+        if arms.contains_key(run.arm.as_str()) && boots.as_ref().is_some_and(|b| !booted(b)) {
+            problems.push(
+                "no boot of its arm in its round is recorded (a run from another lab?)".to_string(),
+            );
+        }
+        problems.extend(window.problem(&run.started));
+        for problem in problems {
             runs.push(format!("{}: {problem}", run_name(record, i)));
         }
     }
-    let mut seen: BTreeMap<(&str, u32, String), usize> = BTreeMap::new();
+    // Measured runs per (arm, condition), and the first of each (arm,
+    // round, condition), in one pass.
+    let rounds = record.settings.runs;
+    let mut counts: BTreeMap<(&str, usize), usize> = BTreeMap::new();
+    let mut seen: BTreeMap<(&str, u32, usize), usize> = BTreeMap::new();
     for (i, run) in record.runs.iter().enumerate().filter(|(_, r)| !r.warmup) {
-        let key = (run.arm.as_str(), run.round, run.condition.describe());
-        if let Some(first) = seen.insert(key, i) {
+        let Some(c) = conditions.iter().position(|c| *c == run.condition) else {
+            continue;
+        };
+        if let Some(first) = seen.insert((run.arm.as_str(), run.round, c), i) {
             runs.push(format!(
                 "{}: a second measured run of the same arm, round and condition as runs[{first}]",
                 run_name(record, i)
             ));
         }
+        if run.round < rounds {
+            *counts.entry((run.arm.as_str(), c)).or_default() += 1;
+        }
     }
     let mut warnings = Vec::new();
-    let rounds = record.settings.runs;
     for arm in &record.arms {
         let counts: Vec<(String, usize)> = conditions
             .iter()
-            .map(|c| {
-                let n = record
-                    .runs
-                    .iter()
-                    .filter(|r| {
-                        !r.warmup && r.arm == arm.name && r.condition == *c && r.round < rounds
-                    })
-                    .count();
-                (c.describe(), n)
+            .enumerate()
+            .map(|(c, condition)| {
+                let n = counts.get(&(arm.name.as_str(), c)).copied().unwrap_or(0);
+                (condition.describe(), n)
             })
             .collect();
         if record.status == Status::Complete {
@@ -206,17 +243,175 @@ pub fn check(record: &LabRecord) -> Problems {
     }
 }
 
-/// What is wrong with run `i` on its own; `units` holds each metric's
-/// unit and the first run that recorded it, and learns new metrics.
-fn run_problems<'a>(
+/// Arms, conditions, runs or boots beyond the caps ([`MAX_ARMS`],
+/// [`MAX_CONDITIONS`], [`MAX_RUNS`]); `settings.runs` is checked with
+/// the other settings.
+fn size_problems(record: &LabRecord) -> Vec<String> {
+    let s = &record.settings;
+    let mut out = Vec::new();
+    let mut over = |what: &str, n: usize, max: usize, of: &str| {
+        if n > max {
+            out.push(format!(
+                "{what} holds {n} {of}, more than the {max} a lab records: not a lab's record"
+            ));
+        }
+    };
+    over("arms", record.arms.len(), MAX_ARMS, "arms");
+    over("runs", record.runs.len(), MAX_RUNS, "runs");
+    over("boots", record.boots.len(), MAX_RUNS, "boots");
+    let conditions = s
+        .gro
+        .len()
+        .saturating_mul(s.directions.len())
+        .saturating_add(s.benches.len());
+    over(
+        "settings (gro × directions, and benches)",
+        conditions,
+        MAX_CONDITIONS,
+        "conditions",
+    );
+    out
+}
+
+/// What is wrong with the settings on their own: no rounds, too many, a
+/// condition listed twice (its rows would be shown twice and counted
+/// twice in "N of M changes are called significant").
+fn settings_problems(s: &super::Settings) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.runs == 0 || s.runs > MAX_ROUNDS {
+        out.push(format!(
+            "settings.runs is {}, but a lab runs 1 to {MAX_ROUNDS} rounds",
+            s.runs
+        ));
+    }
+    let mut twice = |key: &str, words: Vec<String>| {
+        let mut seen = BTreeSet::new();
+        for w in words {
+            if !seen.insert(w.clone()) {
+                out.push(format!(
+                    "settings.{key} lists {w} twice: its rows would be shown, and its changes counted, twice"
+                ));
+            }
+        }
+    };
+    twice(
+        "gro",
+        s.gro.iter().map(|g| format!("GRO {}", g.word())).collect(),
+    );
+    twice(
+        "directions",
+        s.directions.iter().map(|d| d.name().to_string()).collect(),
+    );
+    twice("benches", s.benches.iter().map(|b| b.title()).collect());
+    out
+}
+
+/// The A/A control's problems: `settings.control` against the arms that
+/// are controls, more than one, and a control that does not run the
+/// base's variant (or boot its image), which is no A/A control.
+fn control_problems(record: &LabRecord, base: &Arm) -> Vec<String> {
+    let controls: Vec<&Arm> = record.arms.iter().filter(|a| a.control).collect();
+    let mut out = Vec::new();
+    match (record.settings.control, controls.as_slice()) {
+        (true, []) => out.push(
+            "settings.control is true, but no arm is the A/A control (control: true)".to_string(),
+        ),
+        (false, [first, ..]) => out.push(format!(
+            "settings.control is false, but arm {} is an A/A control arm",
+            first.name
+        )),
+        (_, [_, _, ..]) => out.push(format!(
+            "arms {} are all A/A control arms; a lab runs one",
+            controls
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        _ => {}
+    }
+    for c in controls {
+        if c.variant != base.variant {
+            out.push(format!(
+                "the A/A control arm {} runs variant {}, not the base's {}: it is no A/A control",
+                c.name, c.variant, base.variant
+            ));
+        }
+        if let (Some(ck), Some(bk)) = (&c.kernel, &base.kernel) {
+            if ck.image_sha256 != bk.image_sha256 {
+                out.push(format!(
+                    "the A/A control arm {} boots another image than the base {} (sha256 {} and {}): it is no A/A control",
+                    c.name,
+                    base.name,
+                    crate::util::text::prefix(&ck.image_sha256, 12),
+                    crate::util::text::prefix(&bk.image_sha256, 12)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// When the lab ran: from its `started` to its `finished` (when it
+/// finished), as RFC 3339 UTC times (`2026-12-01T10:15:12Z`) compare.
+struct Window<'a> {
+    started: Option<&'a str>,
+    finished: Option<&'a str>,
+}
+
+impl<'a> Window<'a> {
+    fn of(record: &'a LabRecord) -> Window<'a> {
+        Window {
+            started: utc_seconds(&record.started),
+            finished: record.finished.as_deref().and_then(utc_seconds),
+        }
+    }
+
+    /// Why a run that started at `started` cannot be one of this lab's:
+    /// before the lab started or after it finished. Times not written
+    /// as the lab writes them are not compared.
+    fn problem(&self, started: &str) -> Option<String> {
+        let at = utc_seconds(started)?;
+        match (self.started, self.finished) {
+            (Some(s), _) if at < s => Some(format!(
+                "it started at {started}, before the lab did ({s}Z; a run from another lab?)"
+            )),
+            (_, Some(f)) if at > f => Some(format!(
+                "it started at {started}, after the lab finished ({f}Z; a run from another lab?)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `2026-12-01T10:15:12` of `2026-12-01T10:15:12Z` (or `…12.345Z`), which
+/// compare as times; `None` for any other form.
+fn utc_seconds(time: &str) -> Option<&str> {
+    let seconds = time.get(..19)?;
+    let rest = &time[19..];
+    let shape = seconds.bytes().enumerate().all(|(i, b)| match i {
+        4 | 7 => b == b'-',
+        10 => b == b'T',
+        13 | 16 => b == b':',
+        _ => b.is_ascii_digit(),
+    });
+    let zulu = rest == "Z"
+        || rest
+            .strip_prefix('.')
+            .and_then(|r| r.strip_suffix('Z'))
+            .is_some_and(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()));
+    (shape && zulu).then_some(seconds)
+}
+
+/// What is wrong with `run` on its own (`arms` by name).
+fn run_problems(
     record: &LabRecord,
-    run: &'a RunRecord,
+    arms: &BTreeMap<&str, &Arm>,
+    run: &RunRecord,
     conditions: &[super::Condition],
-    units: &mut BTreeMap<&'a str, (&'a str, usize)>,
-    i: usize,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    match record.arms.iter().find(|a| a.name == run.arm) {
+    match arms.get(run.arm.as_str()) {
         None => out.push(format!(
             "arm {} is not one of lab.json's arms ({})",
             run.arm,
@@ -237,38 +432,18 @@ fn run_problems<'a>(
     if !run.warmup && !conditions.contains(&run.condition) {
         out.push("a condition lab.json's settings do not list".to_string());
     }
-    for (k, m) in run.metrics.iter().enumerate() {
-        if run.metrics[..k].iter().any(|o| o.name == m.name) {
+    let mut names = BTreeSet::new();
+    for m in &run.metrics {
+        if !names.insert(m.name.as_str()) {
             out.push(format!("{} is recorded twice", m.name));
         }
-        if !m.value.is_finite() || m.value.abs() > MAX_VALUE {
-            out.push(format!(
-                "{} is {:e} {}, beyond ±{MAX_VALUE:e}, which no lab measurement reaches",
-                m.name, m.value, m.unit
-            ));
-        }
-        let known = METRICS.iter().any(|(name, _)| *name == m.name);
-        if known && m.value < 0.0 {
-            out.push(format!(
-                "{} is {} {}, but {} cannot be negative",
-                m.name, m.value, m.unit, m.name
-            ));
-        }
-        let (unit, first) = units.entry(&m.name).or_insert((&m.unit, i));
-        if *unit != m.unit {
-            out.push(if *first == usize::MAX {
-                format!(
-                    "{} is in {}, but the lab records it in {unit}",
-                    m.name, m.unit
-                )
-            } else {
-                format!(
-                    "{} is in {}, but the lab records it in {unit} (as runs[{first}] does)",
-                    m.name, m.unit
-                )
-            });
-        } else if *first == usize::MAX {
-            *first = i;
+        match metric::spec(&m.name) {
+            Some(spec) => out.extend(spec.problem(m.value, &m.unit)),
+            None => out.push(format!(
+                "{} is not a metric the lab records ({})",
+                m.name,
+                metric::METRICS.map(|s| s.name).join(", ")
+            )),
         }
     }
     out

@@ -79,6 +79,7 @@ pub mod guest;
 pub mod host;
 pub mod iperf;
 pub mod machine;
+pub mod metric;
 pub mod per_cpu;
 pub mod router;
 pub mod schema;
@@ -103,10 +104,14 @@ pub use core_model::{
 pub use gro::Gro;
 pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
 pub use host::{
-    Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, TBENCH,
+    Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, MS, TBENCH,
+    TBENCH_MAX_LATENCY,
 };
 pub use iperf::IperfOptions;
 pub use machine::{MachineInfo, QemuInfo};
+pub use metric::{
+    MetricSpec, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, PERCENT, THROUGHPUT, UDP_LOST,
+};
 pub use router::{Flash, KernelCheck, RouterInfo};
 pub use status::Status;
 pub use timing::WallStep;
@@ -134,20 +139,6 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 /// Appended to a target's name for its lab kernel's build and results
 /// (`brcm47xx-lab`, in `target/xtask/results/brcm47xx-lab/<variant>/`).
 pub const LAB_TARGET_SUFFIX: &str = "-lab";
-
-/// Metric name of the receiver's throughput.
-pub const THROUGHPUT: &str = "throughput";
-/// Unit of [`THROUGHPUT`].
-pub const MBIT_PER_S: &str = "Mbit/s";
-/// Metric name of the guest's busy time per forwarded packet.
-pub const CPU_PER_PACKET: &str = "guest_cpu_per_packet";
-/// Unit of [`CPU_PER_PACKET`].
-pub const NS_PER_PACKET: &str = "ns/packet";
-/// Metric name of the UDP datagrams the receiver missed (`--udp` runs):
-/// iperf3's `end.sum_received.lost_percent`.
-pub const UDP_LOST: &str = "udp_lost";
-/// Unit of [`UDP_LOST`].
-pub const PERCENT: &str = "%";
 
 /// Traffic direction of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

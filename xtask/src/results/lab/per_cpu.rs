@@ -31,6 +31,11 @@ use super::Metric;
 /// Metric name of the modelled cycles per packet summed over the CPUs:
 /// the work of a packet, wherever it ran.
 pub const CYCLES_PER_PACKET_TOTAL: &str = "modelled_cycles_per_packet_total";
+/// [`CYCLES_PER_PACKET_TOTAL`]: as [`CYCLES_PER_PACKET`], 0 to 10^12, to 0.1.
+pub const CYCLES_PER_PACKET_TOTAL_METRIC: super::metric::MetricSpec = super::metric::MetricSpec {
+    name: CYCLES_PER_PACKET_TOTAL,
+    ..super::core_model::CYCLES_PER_PACKET_METRIC
+};
 
 /// The per-CPU families: a run on more than one CPU records each of these
 /// per CPU as `<name>_cpu<N>` ([`cpu_metric`]).
