@@ -27,6 +27,7 @@ use xshell::{cmd, Shell};
 use crate::measure::linkmap;
 use crate::measure::sections::{alloc_sections, AllocSection};
 use crate::results::attribution::{AttributionRecord, SCHEMA};
+use crate::util::fs::{read_limited, FileLimit};
 
 /// `CONFIG_VMLINUX_MAP`'s map, `ld -Map`'s name in records.
 pub const KERNEL_MAP: &str = "CONFIG_VMLINUX_MAP";
@@ -46,8 +47,11 @@ pub fn map_text(objtree: &Path) -> Result<(String, &'static str)> {
         matches!((m(a), m(b)), (Some(x), Some(y)) if x >= y)
     };
     if own.is_file() && newer(&own, &vmlinux) {
-        let text =
-            std::fs::read_to_string(&own).with_context(|| format!("reading {}", own.display()))?;
+        let text = read_limited(
+            &own,
+            FileLimit::log("the kernel's link map"),
+            "rebuild the job",
+        )?;
         return Ok((text, KERNEL_MAP));
     }
     let want = alloc_sections(&vmlinux)?;
@@ -77,8 +81,7 @@ pub fn map_text(objtree: &Path) -> Result<(String, &'static str)> {
         }
         let got = alloc_sections(&out)?;
         if same_sections(&got, &want) {
-            let text = std::fs::read_to_string(&map)
-                .with_context(|| format!("reading {}", map.display()))?;
+            let text = read_limited(&map, FileLimit::log("the link map ld wrote"), "")?;
             return Ok((text, RELINKED));
         }
         tried.push(format!(
@@ -118,12 +121,11 @@ impl FinalLink {
     fn read(objtree: &Path) -> Result<FinalLink> {
         let read = |name: &str| -> Result<String> {
             let p = objtree.join(name);
-            std::fs::read_to_string(&p).with_context(|| {
-                format!(
-                    "reading {} (written by the kernel's make for vmlinux; rebuild the job)",
-                    p.display()
-                )
-            })
+            read_limited(
+                &p,
+                FileLimit::input("a file of the kernel's object tree"),
+                "written by the kernel's make for vmlinux; rebuild the job",
+            )
         };
         let cmd = read(".vmlinux.cmd")?;
         let line = cmd

@@ -22,6 +22,9 @@
 //! records the OpenWrt target, the patches left out and what olddefconfig
 //! changed ([`crate::results::openwrt::OpenwrtRecord`]).
 
+mod record;
+use record::write_classification;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -260,57 +263,6 @@ impl OpenwrtBackend {
         all.extend(r.image_unevaluated.as_ref().map(Unevaluated::record));
         all.extend(r.lab.as_ref().map(LabResolved::patch_record));
         all
-    }
-
-    /// What result.json records of the OpenWrt side of a build; `added`:
-    /// a lab kernel's symbols the lab changed ([`openwrt_lab::added`]).
-    fn record(
-        &self,
-        r: &Resolved,
-        kconfig: KconfigChanges,
-        added: Vec<LabSymbol>,
-    ) -> OpenwrtRecord {
-        let c = &r.openwrt.classification;
-        OpenwrtRecord {
-            checkout: self.checkout.root().display().to_string(),
-            target: r.selection.target.to_string(),
-            kernel: r.selection.kernel.clone(),
-            kcflags: r.kcflags.kcflags.clone(),
-            patch_counts: c
-                .counts()
-                .into_iter()
-                .map(|(k, v)| (k.as_str().to_string(), v))
-                .collect(),
-            dropped: c
-                .patches
-                .iter()
-                .filter(|p| matches!(p.class, Class::Upstream | Class::Conflict))
-                .map(|p| DroppedPatch {
-                    name: p.name.clone(),
-                    class: p.class.as_str().to_string(),
-                    note: if p.class == Class::Upstream && p.note.is_empty() {
-                        "applies in reverse: the source has it already".to_string()
-                    } else {
-                        p.note.clone()
-                    },
-                })
-                .collect(),
-            kconfig,
-            config_files: r
-                .config_files
-                .iter()
-                .map(|f| {
-                    f.strip_prefix(self.checkout.root())
-                        .unwrap_or(f)
-                        .display()
-                        .to_string()
-                })
-                .collect(),
-            lab: r.lab.as_ref().map(|l| OpenwrtLabRecord {
-                added,
-                ..l.record.clone()
-            }),
-        }
     }
 
     /// `make` in the tree itself, as OpenWrt builds (no `O=`), with ccache
@@ -598,23 +550,3 @@ impl Backend for OpenwrtBackend {
 /// this source, so the dropped (`upstream`) and left-out (`conflict`)
 /// patches of a build are on record.
 pub const CLASSIFICATION_FILE: &str = "openwrt-patches.json";
-
-fn write_classification(r: &Resolved, file: &Path) -> Result<()> {
-    let counts: std::collections::BTreeMap<&str, usize> = r
-        .openwrt
-        .classification
-        .counts()
-        .into_iter()
-        .map(|(k, v)| (k.as_str(), v))
-        .collect();
-    let json = serde_json::json!({
-        "openwrt_target": r.selection.target.to_string(),
-        "kernel": r.selection.kernel,
-        "source_version": r.pristine.version,
-        "kcflags": r.kcflags.kcflags,
-        "counts": counts,
-        "patches": r.openwrt.classification.patches,
-    });
-    let text = serde_json::to_string_pretty(&json).context("serialising the classes")?;
-    crate::util::fs::write_atomic(file, text.as_bytes())
-}

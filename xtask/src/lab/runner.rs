@@ -326,6 +326,7 @@ mod tests {
                 qemu_argv: Vec::new(),
                 kernel: None,
                 wall_steps: Vec::new(),
+                qdisc: None,
             };
             Ok((arm.name.clone(), Some(boot)))
         }

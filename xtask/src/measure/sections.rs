@@ -90,7 +90,8 @@ pub struct AllocSection {
 ///
 /// Errors when the file cannot be read or is not an ELF file (naming the file).
 pub fn alloc_sections(path: &Path) -> Result<Vec<AllocSection>> {
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let file =
+        crate::util::fs::open_limited(path, crate::util::fs::FileLimit::binary("an ELF file"), "")?;
     let cache = ReadCache::new(file);
     let read = || -> Result<Vec<AllocSection>> {
         match object::FileKind::parse(&cache)? {
