@@ -162,6 +162,14 @@ static uint64_t insns;
 /* Per vCPU (several vCPUs only): its instructions; the lines its stores
  * took from the other vCPUs' L1 D-caches; the lock of its L1 D-cache. */
 static uint64_t *core_insns, *invalidations;
+/* Per vCPU (several vCPUs with the core model): the instructions of blocks
+ * below `user_end`, the user-mode part of its address space: MIPS32's
+ * kuseg ends at 0x80000000 (the architecture's), ARM Linux's user space
+ * at PAGE_OFFSET, 0xc0000000 with the default VMSPLIT_3G
+ * (arch/arm/Kconfig). Known answers compare a user-mode loop's
+ * instructions without the CPU's timer ticks, which run in the kernel. */
+static uint64_t *user_insns;
+static uint64_t user_end;
 static pthread_mutex_t *dlocks;
 /* The shared L2's lock, and the decoded branches' (several vCPUs). */
 static pthread_mutex_t l2lock = PTHREAD_MUTEX_INITIALIZER;
@@ -211,13 +219,23 @@ static void l2_write_back(Core *k, uint64_t addr)
     }
 }
 
-/* A block starts (without the core model, several vCPUs): its length in
- * instructions is the vCPU's. */
+/* A block starts (several vCPUs): its length in instructions (udata's
+ * upper 32 bits; its address the lower) is the vCPU's, and its user-mode
+ * instructions' when it lies below `user_end`. Only the vCPU's own thread
+ * writes its counters. */
 static void count_block(unsigned int vcpu_index, void *udata)
 {
-    uint64_t *n = &core_insns[vcpu_index % (unsigned)cores];
+    unsigned core = vcpu_index % (unsigned)cores;
+    uint64_t packed = (uint64_t)(uintptr_t)udata;
+    uint64_t length = packed >> 32;
+    uint64_t *n = &core_insns[core];
 
-    __atomic_store_n(n, *n + (uint64_t)(uintptr_t)udata, __ATOMIC_RELAXED);
+    __atomic_store_n(n, *n + length, __ATOMIC_RELAXED);
+    if ((packed & 0xffffffffu) < user_end) {
+        uint64_t *u = &user_insns[core];
+
+        __atomic_store_n(u, *u + length, __ATOMIC_RELAXED);
+    }
 }
 
 /* vCPU `core` stores to `addr`: the other L1 D-caches lose the line, a
@@ -311,7 +329,7 @@ static void block_start(unsigned int vcpu_index, void *udata)
     const Branch *b = k->pending;
 
     if (cores > 1) {
-        count_block(vcpu_index, (void *)(uintptr_t)(packed >> 32));
+        count_block(vcpu_index, udata);
     }
     if (!b) {
         return;
@@ -422,9 +440,10 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             (void *)(uintptr_t)((uint64_t)n << 32 |
                                 (qemu_plugin_tb_vaddr(tb) & 0xffffffffu)));
     } else if (cores > 1) {
-        qemu_plugin_register_vcpu_tb_exec_cb(tb, count_block,
-                                             QEMU_PLUGIN_CB_NO_REGS,
-                                             (void *)(uintptr_t)n);
+        qemu_plugin_register_vcpu_tb_exec_cb(
+            tb, count_block, QEMU_PLUGIN_CB_NO_REGS,
+            (void *)(uintptr_t)((uint64_t)n << 32 |
+                                (qemu_plugin_tb_vaddr(tb) & 0xffffffffu)));
     }
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -566,6 +585,12 @@ static void format_counters(char *buf, size_t len)
             for (int f = 0; f < 16; f++) {
                 put(buf, len, &at, ",%" PRIu64, one[f]);
             }
+        }
+    }
+    if (cores > 1 && user_end) {
+        for (int i = 0; i < cores; i++) {
+            put(buf, len, &at, "%s%" PRIu64, i ? "," : " user_insns=",
+                load(&user_insns[i]));
         }
     }
 }
@@ -743,6 +768,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     icaches = alloc_or_die((size_t)cores * sizeof(Cache));
     dcaches = alloc_or_die((size_t)cores * sizeof(Cache));
     core_insns = alloc_or_die((size_t)cores * sizeof(uint64_t));
+    user_insns = alloc_or_die((size_t)cores * sizeof(uint64_t));
+    user_end = isa == ISA_MIPS  ? 0x80000000u
+               : isa == ISA_ARM ? 0xc0000000u
+                                : 0;
     invalidations = alloc_or_die((size_t)cores * sizeof(uint64_t));
     dlocks = alloc_or_die((size_t)cores * sizeof(pthread_mutex_t));
     for (int i = 0; i < cores; i++) {

@@ -68,13 +68,19 @@ pub struct Snapshot {
     /// Each vCPU's, in index order, with the L1 D-cache lines other
     /// vCPUs' stores took from it.
     pub cpus: Vec<(CacheCounters, u64)>,
+    /// Each vCPU's instructions in user mode (blocks below the kernel's
+    /// base: MIPS32's kuseg, ARM Linux's 3 GiB), in index order: the
+    /// plugin's `user_insns=` on several vCPUs with the core model; empty
+    /// otherwise.
+    pub user_insns: Vec<u64>,
 }
 
 impl Snapshot {
     /// Parses the plugin's line (format 3: the sums as
     /// [`CacheCounters::parse`] reads them, then `cpuN=` fields: instructions,
     /// L1I misses, L1D accesses, L1D misses, invalidations, and with the
-    /// core model its sixteen counters, comma-separated; see
+    /// core model its sixteen counters, comma-separated; then, on several
+    /// vCPUs with the core model, `user_insns=` one per vCPU; see
     /// lab/plugin/xtask-cache.c). Errors when a vCPU's field is missing or
     /// malformed, or the vCPUs' instructions do not add up to the sum.
     pub fn parse(line: &str, expect: Option<(&CacheGeometry, &CacheGeometry)>) -> Result<Snapshot> {
@@ -127,7 +133,30 @@ impl Snapshot {
                 total.insns
             );
         }
-        Ok(Snapshot { total, cpus })
+        let user_insns: Vec<u64> = match field("user_insns") {
+            None => Vec::new(),
+            Some(text) => text
+                .split(',')
+                .map(|v| v.parse::<u64>())
+                .collect::<std::result::Result<_, _>>()
+                .with_context(|| format!("user_insns={text} in the cache-model snapshot"))?,
+        };
+        if !user_insns.is_empty() && user_insns.len() != cores {
+            bail!(
+                "the cache-model snapshot has user_insns of {} vCPUs, not {cores}: {line:?}",
+                user_insns.len()
+            );
+        }
+        if let Some(i) = (0..user_insns.len()).find(|&i| user_insns[i] > cpus[i].0.insns) {
+            bail!(
+                "the cache-model snapshot's cpu{i} ran more user-mode instructions than instructions: {line:?}"
+            );
+        }
+        Ok(Snapshot {
+            total,
+            cpus,
+            user_insns,
+        })
     }
 }
 
@@ -289,6 +318,15 @@ mod tests {
         let missing = TWO.replace(" cpu1=500,10,100,2,2", "");
         let err = Snapshot::parse(&missing, None).unwrap_err().to_string();
         assert!(err.contains("no cpu1"), "{err}");
+        assert!(s.user_insns.is_empty());
+        let user = Snapshot::parse(&format!("{TWO} user_insns=400,300"), None).unwrap();
+        assert_eq!(user.user_insns, [400, 300]);
+        for bad in ["user_insns=400", "user_insns=400,501", "user_insns=4x,3"] {
+            assert!(
+                Snapshot::parse(&format!("{TWO} {bad}"), None).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
