@@ -195,6 +195,34 @@ fn missing_stale_or_inconsistent_attributions_are_refused() {
     );
     assert!(e.contains("adds up to text 29713"), "{e}");
 
+    // Sizes no 32-bit section holds are refused before anything is added
+    // (u64::MAX overflowed the sums and the differences: a panic).
+    for bytes in [u64::MAX, 1 << 63, (1 << 32) + 1] {
+        let mut huge: AttributionRecord = serde_json::from_str(&text).unwrap();
+        let first = huge.sections[0].objects.keys().next().unwrap().clone();
+        huge.sections[0].objects.insert(first, bytes);
+        huge.write(&dir).unwrap();
+        let e = format!(
+            "{:#}",
+            report::load(&f.layout(), &by(Grouping::Dir)).unwrap_err()
+        );
+        assert!(e.contains("more than a vmlinux section holds"), "{e}");
+    }
+
+    // A name with a newline would break out of a Markdown fence.
+    let mut fenced: AttributionRecord = serde_json::from_str(&text).unwrap();
+    let first = fenced.sections[0].objects.keys().next().unwrap().clone();
+    let bytes = fenced.sections[0].objects.remove(&first).unwrap();
+    fenced.sections[0]
+        .objects
+        .insert("x\n```\n# Injected\ny.o".to_string(), bytes);
+    fenced.write(&dir).unwrap();
+    let e = format!(
+        "{:#}",
+        report::load(&f.layout(), &by(Grouping::File)).unwrap_err()
+    );
+    assert!(e.contains("holds control characters"), "{e}");
+
     // Without --by nothing is read.
     std::fs::write(&file, "not json").unwrap();
     report::load(&f.layout(), &request(&["bcm53xx"], &["no-reorder-blocks"])).unwrap();

@@ -316,3 +316,107 @@ fn sixty_thousand_arms_are_refused_at_once() {
         "refusing took {took:?}"
     );
 }
+
+/// A QEMU machine's CPUs, steering, qdisc and per-CPU metrics as the lab
+/// writes them, or a refusal naming the field. Before: `smp` 4294967295
+/// made the report lay out a family per CPU until memory ran out (exit
+/// 134); per-CPU metrics of CPUs the machine never had (`_cpu63`,
+/// `_cpu01`, on one CPU) were accepted and vanished from every format;
+/// steering masks `zz`, `irq_cpu` 4294967295 and a qdisc with a newline
+/// (a Markdown heading of its own) were printed.
+#[test]
+fn a_machine_s_cpus_steering_and_qdisc_are_checked() {
+    use xtask::results::lab::steering::{NicSteering, Steering};
+    use xtask::results::lab::MachineInfo;
+    let with = |smp: u32, edit: &dyn Fn(&mut LabRecord)| {
+        let mut r = record();
+        if let MachineInfo::Qemu { qemu, .. } = &mut r.machine {
+            qemu.smp = smp;
+        }
+        if smp > 1 {
+            // As the lab records a machine of several CPUs: no ns/packet.
+            for run in &mut r.runs {
+                run.metrics.retain(|m| m.name != "guest_cpu_per_packet");
+            }
+        }
+        edit(&mut r);
+        r
+    };
+    let steering = |rps: &str, irq: Option<u32>| {
+        Some(Box::new(Steering {
+            asked: "rps_cpus=2".into(),
+            from: "--packet-steering".into(),
+            resolved: String::new(),
+            nics: vec![NicSteering {
+                nic: "lan".into(),
+                rps_cpus: rps.into(),
+                xps_cpus: None,
+                irq_cpu: irq,
+                threaded_napi: false,
+                napi_cpu: None,
+            }],
+        }))
+    };
+    let set_steering = |rps: &'static str, irq: Option<u32>| {
+        move |r: &mut LabRecord| {
+            if let MachineInfo::Qemu { qemu, .. } = &mut r.machine {
+                qemu.steering = steering(rps, irq);
+            }
+        }
+    };
+    for (r, problem) in [
+        (with(u32::MAX, &|_| {}), "machine.qemu.smp is 4294967295"),
+        (with(0, &|_| {}), "machine.qemu.smp is 0"),
+        (with(2, &set_steering("zz", None)), "rps_cpus is \"zz\""),
+        (with(2, &set_steering("4", None)), "rps_cpus is \"4\""),
+        (
+            with(2, &set_steering("2", Some(u32::MAX))),
+            "irq_cpu is CPU4294967295",
+        ),
+        (
+            with(2, &|r| {
+                r.boots[0].qdisc = Some("fq_codel\n## injected".into())
+            }),
+            "boots[0].qdisc",
+        ),
+        (
+            with(2, &|r| {
+                if let MachineInfo::Qemu { qemu, .. } = &mut r.machine {
+                    qemu.steering = steering("2", None);
+                    qemu.steering.as_mut().unwrap().from = "x\n## injected".into();
+                }
+            }),
+            "steering.from holds control characters",
+        ),
+        (
+            with_metric(
+                with(2, &|_| {}),
+                "guest_insns_per_packet_cpu63",
+                "insns/packet",
+                |_| 1.0,
+            ),
+            "names CPU63, but the machine had 2 CPU(s)",
+        ),
+        (
+            with_metric(
+                with(1, &|_| {}),
+                "guest_insns_per_packet_cpu1",
+                "insns/packet",
+                |_| 1.0,
+            ),
+            "names CPU1, but the machine had 1 CPU(s)",
+        ),
+        (
+            with_metric(
+                with(2, &|_| {}),
+                "guest_insns_per_packet_cpu01",
+                "insns/packet",
+                |_| 1.0,
+            ),
+            "guest_insns_per_packet_cpu01 is not a metric the lab records",
+        ),
+    ] {
+        let err = refusal(&r);
+        assert!(err.contains(problem), "{problem}: {err}");
+    }
+}

@@ -52,6 +52,12 @@ pub struct LabSpec {
     /// time there. `cargo xtask lab --cpus N` overrides it.
     #[serde(default = "one", alias = "smp")]
     pub cpus: u32,
+    /// The most CPUs the lab kernel boots: its `CONFIG_NR_CPUS` with
+    /// `CONFIG_SMP=y` in the lab fragments (1 without SMP, the default).
+    /// `cpus` and `--cpus` above it are refused: the guest would boot
+    /// fewer CPUs than asked, after the kernels were built.
+    #[serde(default = "one")]
+    pub max_cpus: u32,
     /// How the measured router spreads receive processing over its CPUs
     /// ([`crate::inputs::steering`]): `"openwrt"`, `"off"` or the masks;
     /// `None`: off. `cargo xtask lab --packet-steering` overrides it.
@@ -319,7 +325,15 @@ impl LabSpec {
                 );
             }
         }
+        check_cpus(self.max_cpus).with_context(|| format!("{file}: [lab] max_cpus"))?;
         check_cpus(self.cpus).with_context(|| format!("{file}: [lab] cpus"))?;
+        if self.cpus > self.max_cpus {
+            bail!(
+                "{file}: [lab] cpus = {} but its lab kernel boots at most max_cpus = {}",
+                self.cpus,
+                self.max_cpus
+            );
+        }
         if self.memory_mib < 64 {
             bail!("{file}: [lab] needs memory_mib >= 64");
         }
@@ -365,12 +379,20 @@ impl LabSpec {
     }
 
     /// The table with `cpus` CPUs instead of its own (`--cpus`; `None`
-    /// keeps it). Errors outside 1 to [`super::steering::MAX_CPUS`].
+    /// keeps it). Errors outside 1 to [`super::steering::MAX_CPUS`], or
+    /// above the lab kernel's `max_cpus`.
     pub fn with_cpus(&self, cpus: Option<u32>) -> Result<LabSpec> {
         let Some(cpus) = cpus else {
             return Ok(self.clone());
         };
         check_cpus(cpus).context("--cpus")?;
+        if cpus > self.max_cpus {
+            bail!(
+                "--cpus {cpus}: this target's lab kernel boots at most {} CPU(s) ([lab] max_cpus, its CONFIG_NR_CPUS{})",
+                self.max_cpus,
+                if self.max_cpus == 1 { "; it is built without SMP" } else { "" }
+            );
+        }
         Ok(LabSpec {
             cpus,
             ..self.clone()
@@ -470,10 +492,27 @@ mod tests {
             ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nqemu_args = [\"-vga\"]\n", "one value"),
             ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\ncpus = 9\n", "9 CPUs"),
             ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nsmp = 0\n", "0 CPUs"),
+            (
+                "guest_arch = \"mipsel\"\nnic = \"pcnet\"\ncpus = 2\n",
+                "cpus = 2 but its lab kernel boots at most max_cpus = 1",
+            ),
+            ("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nmax_cpus = 5\n", "max_cpus"),
         ] {
             let err = format!("{:#}", spec(bad).validate(file, &[]).unwrap_err());
             assert!(err.contains(why), "{bad:?}: {err}");
         }
+        // --cpus above what the lab kernel boots is refused before anything
+        // is built (before: accepted, and the guest's CPU check failed at
+        // boot).
+        let one = spec("guest_arch = \"mipsel\"\nnic = \"pcnet\"\n");
+        let err = format!("{:#}", one.with_cpus(Some(2)).unwrap_err());
+        assert!(
+            err.contains("at most 1 CPU(s)") && err.contains("without SMP"),
+            "{err}"
+        );
+        let two = spec("guest_arch = \"mipsel\"\nnic = \"pcnet\"\nmax_cpus = 2\n");
+        assert_eq!(two.with_cpus(Some(2)).unwrap().cpus, 2);
+        assert!(two.with_cpus(Some(3)).is_err());
     }
 
     #[test]

@@ -242,7 +242,18 @@ impl SteeringSpec {
     /// keys as `key=value` pairs separated by commas
     /// (`rps_cpus=2,xps_cpus=3,irq_cpu=0,threaded_napi=on,napi_cpu=0`), the
     /// masks for every NIC.
+    /// Errors are one line (clap prints only an error's outermost
+    /// message), control characters escaped.
     pub fn parse_flag(text: &str) -> Result<SteeringSpec> {
+        Self::parse_flag_text(text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}",
+                crate::util::text::printable(&format!("{e:#}").replace('\n', " "))
+            )
+        })
+    }
+
+    fn parse_flag_text(text: &str) -> Result<SteeringSpec> {
         if !text.contains('=') {
             return SteeringSpec::word(text).map_err(|e| {
                 anyhow::anyhow!("--packet-steering: {e:#}; or rps_cpus=2[,xps_cpus=3][,irq_cpu=0][,threaded_napi=on][,napi_cpu=0]")
@@ -269,6 +280,9 @@ impl SteeringSpec {
                     "--packet-steering: no key {other:?} (rps_cpus, xps_cpus, irq_cpu, threaded_napi, napi_cpu)"
                 ),
             };
+            if table.contains_key(key) {
+                bail!("--packet-steering: {key} given twice");
+            }
             table[key] = item;
         }
         let raw: RawExplicit = toml_edit::de::from_str(&table.to_string())
@@ -366,6 +380,17 @@ mod tests {
         for bad in ["sometimes", "rps_cpus", "rps_cpus=2,rfs=1", "irq_cpu=x"] {
             assert!(SteeringSpec::parse_flag(bad).is_err(), "{bad}");
         }
+        // The reason is in the outermost message (clap prints only that),
+        // on one line, control characters escaped.
+        let shown = |text: &str| SteeringSpec::parse_flag(text).unwrap_err().to_string();
+        let err = shown("rps_cpus=10");
+        assert!(
+            err.contains("rps_cpus") && err.len() > "--packet-steering".len() + 10,
+            "{err}"
+        );
+        let err = shown("rps_cpus=2,irq_cpu=\u{1b}]0;pwned\u{7}");
+        assert!(!err.contains('\u{1b}') && !err.contains('\n'), "{err:?}");
+        assert!(shown("rps_cpus=2,rps_cpus=3").contains("given twice"));
         assert!(CpuMask(2).check_within(2, "rps_cpus").is_ok());
         let err = CpuMask(4)
             .check_within(2, "rps_cpus")

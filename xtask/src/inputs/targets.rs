@@ -404,4 +404,51 @@ mod tests {
         );
         assert!(all.iter().all(|t| t.in_all));
     }
+
+    /// `[lab] max_cpus` is what the lab kernel's fragments build: more
+    /// than one only with `CONFIG_SMP=y` and at most `CONFIG_NR_CPUS`
+    /// (the last setting of each in the lab's fragments, after the
+    /// target's own, as they merge).
+    #[test]
+    fn max_cpus_is_what_the_lab_kernel_boots() {
+        let dir = crate::util::layout::Layout::from_manifest_dir().targets_dir();
+        for t in project_targets() {
+            let Some(lab) = &t.lab else { continue };
+            let mut smp = false;
+            let mut nr = 1u32;
+            let kept = t
+                .kconfig
+                .fragments
+                .iter()
+                .filter(|f| !lab.replace_fragments.contains(f));
+            for f in kept.chain(&lab.fragments) {
+                let text = std::fs::read_to_string(dir.join(f)).unwrap();
+                for line in text.lines() {
+                    match line.trim() {
+                        "CONFIG_SMP=y" => smp = true,
+                        "# CONFIG_SMP is not set" => smp = false,
+                        l => {
+                            if let Some(n) = l.strip_prefix("CONFIG_NR_CPUS=") {
+                                nr = n.parse().unwrap();
+                            }
+                        }
+                    }
+                }
+            }
+            let boots = if smp { nr } else { 1 };
+            assert!(
+                lab.max_cpus <= boots,
+                "{}: [lab] max_cpus = {} but its lab kernel boots {boots}",
+                t.name,
+                lab.max_cpus
+            );
+            assert!(lab.cpus <= lab.max_cpus, "{}", t.name);
+        }
+        let two: Vec<_> = project_targets()
+            .into_iter()
+            .filter(|t| t.lab.as_ref().is_some_and(|l| l.max_cpus == 2))
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(two, ["bcm53xx", "ramips-mt7621"]);
+    }
 }

@@ -28,6 +28,10 @@ pub const LIMIT: FileLimit = FileLimit {
     max_bytes: 64 << 20,
 };
 
+/// The most bytes a section, or an object's part of one, may claim in
+/// `attribution.json`: 4 GiB, a 32-bit address space.
+pub const MAX_SECTION_BYTES: u64 = 1 << 32;
+
 /// What `attribution.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttributionRecord {
@@ -74,6 +78,36 @@ impl AttributionRecord {
                 file.display(),
                 record.schema
             );
+        }
+        // A 32-bit kernel's sections are under 4 GiB; with every size
+        // under that, the sums over at most LIMIT's bytes of entries stay
+        // far below u64's range and the differences below i64's.
+        for section in &record.sections {
+            // Names are paths of the object tree: a control character
+            // (a newline ends a Markdown fence) is not one ld wrote.
+            let named = std::iter::once(&section.name).chain(section.objects.keys());
+            if let Some(name) = named
+                .into_iter()
+                .find(|n| n.chars().any(char::is_control) || n.len() > 4096)
+            {
+                bail!(
+                    "{}: section {}: the name {:?} holds control characters or is over 4 KiB; {fix}",
+                    file.display(),
+                    crate::util::text::printable(&section.name),
+                    crate::util::text::printable(name)
+                );
+            }
+            let too_big = std::iter::once(("its size", section.size))
+                .chain(section.objects.iter().map(|(o, b)| (o.as_str(), *b)))
+                .find(|(_, b)| *b > MAX_SECTION_BYTES);
+            if let Some((what, bytes)) = too_big {
+                bail!(
+                    "{}: section {}: {} is {bytes} bytes, more than a vmlinux section holds ({MAX_SECTION_BYTES}); {fix}",
+                    file.display(),
+                    crate::util::text::printable(&section.name),
+                    crate::util::text::printable(what)
+                );
+            }
         }
         Ok(Some(record))
     }

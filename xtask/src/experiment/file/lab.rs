@@ -252,7 +252,16 @@ pub(super) fn lab_spec(
     let packet_steering = l
         .packet_steering
         .as_ref()
-        .map(|s| (s.get_ref().clone(), at(s.span())));
+        // Where it was asked goes into lab.json and the plan: a file name
+        // with control characters is shown escaped, as lab.json's reader
+        // requires.
+        .map(|s| {
+            let at = at(s.span());
+            (
+                s.get_ref().clone(),
+                crate::util::text::printable(&at).into_owned(),
+            )
+        });
     Ok(LabSpec {
         topology: net.name,
         workload,

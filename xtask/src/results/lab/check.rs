@@ -432,10 +432,28 @@ fn run_problems(
     if !run.warmup && !conditions.contains(&run.condition) {
         out.push("a condition lab.json's settings do not list".to_string());
     }
+    let smp = record.machine.qemu().map(|q| q.smp);
     let mut names = BTreeSet::new();
     for m in &run.metrics {
         if !names.insert(m.name.as_str()) {
             out.push(format!("{} is recorded twice", m.name));
+        }
+        // A CPU's share only on a machine of several, of a CPU it had;
+        // ns/packet is left out there (host time without -icount).
+        match (super::per_cpu::split_cpu_metric(&m.name), smp) {
+            (Some((_, cpu)), Some(n)) if n < 2 || cpu >= n => out.push(format!(
+                "{} names CPU{cpu}, but the machine had {n} CPU(s) (machine.qemu.smp)",
+                m.name
+            )),
+            (Some(_), None) => out.push(format!(
+                "{} is a per-CPU metric of the QEMU lab, but this lab ran no QEMU machine",
+                m.name
+            )),
+            (None, Some(n)) if n > 1 && m.name == super::CPU_PER_PACKET => out.push(format!(
+                "{} on a machine of {n} CPUs: the lab leaves ns/packet out without -icount",
+                m.name
+            )),
+            _ => {}
         }
         match metric::spec(&m.name) {
             Some(spec) => out.extend(spec.problem(m.value, &m.unit)),

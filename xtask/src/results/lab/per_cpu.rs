@@ -55,8 +55,12 @@ pub fn cpu_metric(name: &str, cpu: u32) -> String {
 /// (`l1i_misses_per_packet_cpu1` → (`l1i_misses_per_packet`, 1)); `None`
 /// for any other name.
 pub fn split_cpu_metric(name: &str) -> Option<(&str, u32)> {
-    let (family, cpu) = name.rsplit_once("_cpu")?;
-    let cpu = cpu.parse().ok().filter(|c| *c < 64)?;
+    let (family, digits) = name.rsplit_once("_cpu")?;
+    // As `cpu_metric` writes it: `_cpu1`, not `_cpu01` or `_cpu+1`.
+    let cpu: u32 = digits.parse().ok().filter(|c| *c < 64)?;
+    if cpu.to_string() != digits {
+        return None;
+    }
     PER_CPU.contains(&family).then_some((family, cpu))
 }
 
@@ -93,6 +97,10 @@ impl Snapshot {
             .context("the cache-model snapshot has no cores")?
             .parse()
             .context("cores in the cache-model snapshot")?;
+        // The plugin models at most 64 cores (lab/plugin/xtask-cache.c).
+        if !(1..=64).contains(&cores) {
+            bail!("the cache-model snapshot has cores={cores}; the plugin models 1 to 64");
+        }
         let mut cpus = Vec::with_capacity(cores);
         for i in 0..cores {
             let key = format!("cpu{i}");
@@ -126,12 +134,18 @@ impl Snapshot {
                 n[4],
             ));
         }
-        let sum: u64 = cpus.iter().map(|(c, _)| c.insns).sum();
+        let sum = cpus
+            .iter()
+            .try_fold(0u64, |a, (c, _)| a.checked_add(c.insns))
+            .context("the cache-model snapshot's vCPU instruction counts overflow")?;
         if sum != total.insns {
             bail!(
                 "the cache-model snapshot's vCPUs executed {sum} instructions in all, its sum says {}: {line:?}",
                 total.insns
             );
+        }
+        if line.matches(" user_insns=").count() > 1 {
+            bail!("the cache-model snapshot has user_insns twice");
         }
         let user_insns: Vec<u64> = match field("user_insns") {
             None => Vec::new(),
@@ -319,9 +333,24 @@ mod tests {
         let err = Snapshot::parse(&missing, None).unwrap_err().to_string();
         assert!(err.contains("no cpu1"), "{err}");
         assert!(s.user_insns.is_empty());
+        for cores in ["cores=0", "cores=65", "cores=18446744073709551615"] {
+            assert!(
+                Snapshot::parse(&TWO.replace("cores=2", cores), None).is_err(),
+                "{cores}"
+            );
+        }
+        let huge = TWO
+            .replace("cpu0=1000", "cpu0=18446744073709551615")
+            .replace("insns=1500", "insns=1");
+        assert!(Snapshot::parse(&huge, None).is_err());
         let user = Snapshot::parse(&format!("{TWO} user_insns=400,300"), None).unwrap();
         assert_eq!(user.user_insns, [400, 300]);
-        for bad in ["user_insns=400", "user_insns=400,501", "user_insns=4x,3"] {
+        for bad in [
+            "user_insns=400",
+            "user_insns=400,501",
+            "user_insns=4x,3",
+            "user_insns=1,1 user_insns=2,2",
+        ] {
             assert!(
                 Snapshot::parse(&format!("{TWO} {bad}"), None).is_err(),
                 "{bad}"

@@ -120,8 +120,46 @@ pub fn read(value: serde_json::Value) -> Result<LabRecord> {
         n => bail!("lab.json schema {n}, but this xtask reads schemas {OLDEST} to {SCHEMA}"),
     };
     check_names(&record)?;
+    check_machine(&record)?;
     Ok(record)
 }
+
+/// The QEMU machine's CPUs, steering and qdisc as the lab writes them:
+/// 1 to [`MAX_SMP`] CPUs (a report lays out a family per CPU: an
+/// `smp` of 4294967295 took all memory), the steering checked by
+/// [`super::steering::Steering::check`], each boot's qdisc a plain name.
+fn check_machine(record: &LabRecord) -> Result<()> {
+    let Some(qemu) = record.machine.qemu() else {
+        return Ok(());
+    };
+    if !(1..=MAX_SMP).contains(&qemu.smp) {
+        bail!(
+            "machine.qemu.smp is {}, but a lab machine has 1 to {MAX_SMP} CPUs: repair the field or run the lab again",
+            qemu.smp
+        );
+    }
+    if let Some(s) = &qemu.steering {
+        s.check(qemu.smp)?;
+    }
+    for (i, boot) in record.boots.iter().enumerate() {
+        if let Some(q) = &boot.qdisc {
+            if q.is_empty()
+                || q.len() > 32
+                || !q.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                bail!(
+                    "boots[{i}].qdisc is {:?}: not a qdisc's name",
+                    crate::util::text::printable(q)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The most CPUs a lab machine has, as `inputs::steering::MAX_CPUS`
+/// (the lab refuses more).
+pub const MAX_SMP: u32 = 4;
 
 /// The names of a record that readers join to paths — `target`
 /// (`target/xtask/lab/<target>/`), `lab_target` and each arm's `variant`

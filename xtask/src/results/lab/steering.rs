@@ -47,6 +47,65 @@ pub struct Steering {
 }
 
 impl Steering {
+    /// What is wrong with a recorded steering of a machine of `smp` CPUs,
+    /// if anything: the lab writes each mask as lowercase hex of at most
+    /// `smp` bits, CPUs below `smp`, plain NIC names, and no control
+    /// character in its texts (a newline there would start a line of its
+    /// own in every report). Errors name the field.
+    pub fn check(&self, smp: u32) -> anyhow::Result<()> {
+        use anyhow::bail;
+        for (field, text) in [
+            ("asked", &self.asked),
+            ("from", &self.from),
+            ("resolved", &self.resolved),
+        ] {
+            if text.chars().any(char::is_control) || text.len() > 4096 {
+                bail!("machine.qemu.steering.{field} holds control characters or is over 4 KiB: not what the lab writes");
+            }
+        }
+        if self.nics.len() > 16 {
+            bail!(
+                "machine.qemu.steering.nics lists {} NICs; a lab router has at most 16",
+                self.nics.len()
+            );
+        }
+        let mask_ok = |m: &str| {
+            !m.is_empty()
+                && m.len() <= 8
+                && m.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && u32::from_str_radix(m, 16).is_ok_and(|v| u64::from(v) < 1u64 << smp)
+        };
+        for (i, n) in self.nics.iter().enumerate() {
+            let at = format!("machine.qemu.steering.nics[{i}]");
+            if n.nic.is_empty()
+                || n.nic.len() > 15
+                || !n
+                    .nic
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+            {
+                bail!("{at}.nic is not an interface name");
+            }
+            for (key, mask) in [
+                ("rps_cpus", Some(&n.rps_cpus)),
+                ("xps_cpus", n.xps_cpus.as_ref()),
+            ] {
+                if let Some(m) = mask {
+                    if !mask_ok(m) {
+                        bail!("{at}.{key} is {:?}: not a hexadecimal mask of the machine's {smp} CPU(s)", crate::util::text::printable(m));
+                    }
+                }
+            }
+            for (key, cpu) in [("irq_cpu", n.irq_cpu), ("napi_cpu", n.napi_cpu)] {
+                if let Some(c) = cpu.filter(|c| *c >= smp) {
+                    bail!("{at}.{key} is CPU{c}, but the machine had {smp} CPU(s)");
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether anything moves off the defaults (a non-zero mask, an
     /// interrupt affinity, a NAPI thread).
     pub fn is_on(&self) -> bool {
