@@ -89,7 +89,7 @@ pub fn machine_note(record: &LabRecord) -> Option<String> {
             .then(|| format!("one CPU{steering}{qdisc}"));
     }
     Some(format!(
-        "the lab machine had {} CPUs (-smp {}) on QEMU's multi-threaded TCG ({}), without -icount: the guest's clock is the host's, so ns/packet is left out (it would time the emulator, not the path) and Mbit/s is the emulator's; the models count each CPU apart (the families \"… on CPUn\", an L1 per CPU and one shared L2), and modelled cycles/packet and packets/s are the busiest CPU's, which limits forwarding (packets/s = clock ÷ its cycles/packet; \"all CPUs\" is their sum){steering}{qdisc}",
+        "the lab machine had {} CPUs (-smp {}) on QEMU's multi-threaded TCG ({}), without -icount: the guest's clock is the host's, so ns/packet is left out (it would time the emulator, not the path) and Mbit/s is the emulator's; the models count each CPU apart (the families \"… on CPUn\", an L1 per CPU and one shared L2), and modelled cycles/packet and packets/s are the busiest CPU's, which limits forwarding (packets/s = clock ÷ its cycles/packet; \"all CPUs\" is their sum); each CPU's counts also hold its timer ticks and housekeeping, which come at the host's clock while the emulator forwards a few thousand packets per second, hundreds of instructions per packet (an idle CPU1 measured 481), so they move with host load and widen the A/A floor{steering}{qdisc}",
         qemu.smp,
         qemu.smp,
         qemu.accel.as_deref().unwrap_or("tcg"),
