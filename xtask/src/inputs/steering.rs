@@ -242,7 +242,7 @@ impl SteeringSpec {
     /// keys as `key=value` pairs separated by commas
     /// (`rps_cpus=2,xps_cpus=3,irq_cpu=0,threaded_napi=on,napi_cpu=0`), the
     /// masks for every NIC.
-    /// Errors are one line (clap prints only an error's outermost
+    /// Errors are one line (the command line parser prints only an error's outermost
     /// message), control characters escaped.
     pub fn parse_flag(text: &str) -> Result<SteeringSpec> {
         Self::parse_flag_text(text).map_err(|e| {
@@ -380,7 +380,7 @@ mod tests {
         for bad in ["sometimes", "rps_cpus", "rps_cpus=2,rfs=1", "irq_cpu=x"] {
             assert!(SteeringSpec::parse_flag(bad).is_err(), "{bad}");
         }
-        // The reason is in the outermost message (clap prints only that),
+        // The reason is in the outermost message (the command line parser prints only that),
         // on one line, control characters escaped.
         let shown = |text: &str| SteeringSpec::parse_flag(text).unwrap_err().to_string();
         let err = shown("rps_cpus=10");
