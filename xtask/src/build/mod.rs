@@ -158,18 +158,6 @@ pub trait Backend: Sync {
     fn object_tree(&self, _job: &Job) -> Option<PathBuf> {
         None
     }
-    /// Measurements a backend adds after a build of `planned` or for an
-    /// up-to-date one (`result` in `dir`): OpenWrt mode's device fit.
-    /// Nothing by default.
-    fn after_build(
-        &self,
-        _sh: &Shell,
-        _planned: &PlannedJob,
-        _result: &BuildResult,
-        _dir: &Path,
-    ) -> Result<Vec<String>> {
-        Ok(Vec::new())
-    }
     /// Builds one planned job, writing make's output to `log`.
     fn build(
         &self,
@@ -271,24 +259,22 @@ fn run_job(
                 planned.job.label(),
                 &planned.key[..16]
             ));
-            after_build(sh, layout, backend, planned, &result, options);
+            after_build(layout, backend, planned, &result, options);
             return Ok(Outcome::UpToDate(result));
         }
     }
     let result = build_one(sh, layout, backend, planned, options.clone())?;
     options.control.println(&summary_line(&result));
-    after_build(sh, layout, backend, planned, &result, options);
+    after_build(layout, backend, planned, &result, options);
     Ok(Outcome::Built(result))
 }
 
 /// What follows a build, or an up-to-date result that lacks it: the link
 /// map's attribution (`attribution.json`, [`link_map`]) when it is missing
 /// or of another vmlinux and the object tree still holds this result's
-/// vmlinux, then the backend's own ([`Backend::after_build`]). These are
-/// measurements of a finished build: one that fails is a warning line
-/// (the result stands; `size-report` says what is missing and why).
+/// vmlinux. It is a measurement of a finished build: one that fails is a
+/// warning line (the result stands; `size-report` says what is missing and why).
 fn after_build(
-    sh: &Shell,
     layout: &Layout,
     backend: &dyn Backend,
     planned: &PlannedJob,
@@ -304,10 +290,6 @@ fn after_build(
     };
     if let Err(e) = attribute(backend, job, result, &dir) {
         warn("no link-map attribution (size-report --by)", e);
-    }
-    match backend.after_build(sh, planned, result, &dir) {
-        Ok(lines) => lines.iter().for_each(|l| options.control.println(l)),
-        Err(e) => warn("no device fit", e),
     }
 }
 

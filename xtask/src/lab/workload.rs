@@ -64,15 +64,7 @@ pub fn check_places(
     (endpoints, guests): (&[String], &[String]),
     what: &str,
 ) -> Result<()> {
-    let missing: Vec<String> = workload
-        .places()
-        .into_iter()
-        .filter(|p| match p {
-            Place::Endpoint(e) => !endpoints.contains(e),
-            Place::Guest(g) => !guests.contains(g),
-        })
-        .map(|p| p.describe())
-        .collect();
+    let missing = missing_places(workload.places(), (endpoints, guests));
     if !missing.is_empty() {
         bail!(
             "the workload ({}) needs {}, which {what} does not have (endpoints: {}; guests: {})",
@@ -83,6 +75,22 @@ pub fn check_places(
         );
     }
     Ok(())
+}
+
+/// The `places` a workload needs (described) that are not among
+/// `endpoints` and `guests`, in order; empty when all are there.
+pub fn missing_places(
+    places: Vec<Place>,
+    (endpoints, guests): (&[String], &[String]),
+) -> Vec<String> {
+    places
+        .into_iter()
+        .filter(|p| match p {
+            Place::Endpoint(e) => !endpoints.contains(e),
+            Place::Guest(g) => !guests.contains(g),
+        })
+        .map(|p| p.describe())
+        .collect()
 }
 
 fn list(names: &[String]) -> String {

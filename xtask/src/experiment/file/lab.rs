@@ -10,7 +10,6 @@ use serde_spanned::Spanned;
 use super::{LabSpec, LabsAtOnce, Model, RawLab, WorkloadSpec};
 use crate::inputs::targets::{self, Target};
 use crate::lab::topology;
-use crate::lab::workload::Place;
 use crate::lab::{DirectionChoice, GroChoice};
 use crate::results::lab::IperfOptions;
 
@@ -115,15 +114,7 @@ pub(super) fn lab_spec(
     };
     let endpoints: Vec<String> = net.endpoints.iter().map(|e| e.name.clone()).collect();
     let guests: Vec<String> = net.guests.iter().map(|g| g.name.clone()).collect();
-    let missing: Vec<String> = workload
-        .places()
-        .into_iter()
-        .filter(|p| match p {
-            Place::Endpoint(e) => !endpoints.contains(e),
-            Place::Guest(g) => !guests.contains(g),
-        })
-        .map(|p| p.describe())
-        .collect();
+    let missing = crate::lab::workload::missing_places(workload.places(), (&endpoints, &guests));
     if !missing.is_empty() {
         let span = workload_name
             .as_ref()
