@@ -188,6 +188,35 @@ fn each_lab_kernel_is_the_machines_openwrt_target_with_the_routers_kcflags() {
             .iter()
             .any(|s| s.symbol == "CONFIG_BLK_DEV_INITRD" && s.value == "y"));
 
+        // `[lab] max_cpus` holds in OpenWrt mode too: the machine's config
+        // files (later ones override, as include/target.mk merges them) and
+        // then the lab's settings build SMP with NR_CPUS at least max_cpus.
+        let mut last = std::collections::BTreeMap::new();
+        for f in &files {
+            for line in std::fs::read_to_string(f).unwrap().lines() {
+                if let Some((k, v)) = line.split_once('=') {
+                    last.insert(k.to_string(), v.to_string());
+                } else if let Some(k) = line
+                    .strip_prefix("# ")
+                    .and_then(|l| l.strip_suffix(" is not set"))
+                {
+                    last.insert(k.to_string(), "n".to_string());
+                }
+            }
+        }
+        for s in &r.settings {
+            last.insert(s.symbol.clone(), s.value.clone());
+        }
+        let max_cpus = router.lab.as_ref().unwrap().max_cpus;
+        let boots = match last.get("CONFIG_SMP").map(String::as_str) {
+            Some("y") => last["CONFIG_NR_CPUS"].parse::<u32>().unwrap(),
+            _ => 1,
+        };
+        assert!(
+            max_cpus <= boots,
+            "{name}: [lab] max_cpus = {max_cpus} but OpenWrt's {machine} kernel with the lab's fragments boots {boots}"
+        );
+
         // The guest loads firewall4's ruleset, except ath79's static guest.
         let spec = router.lab.as_ref().unwrap();
         let mut topology = nat_router::topology();
