@@ -410,3 +410,43 @@ fn lib_rs_documents_the_allowed_imports() {
         "src/lib.rs's table of stages and their imports differs from tidy.rs's ALLOWED"
     );
 }
+
+/// docs/architecture.md's table (`| stage | may import |`) is [`ALLOWED`]
+/// too: the book's reader sees every stage, `experiment` included.
+#[test]
+fn the_book_documents_the_allowed_imports() {
+    let book = read(&crate_dir().join("../docs/architecture.md"));
+    let documented: BTreeMap<String, BTreeSet<String>> = book
+        .lines()
+        .skip_while(|l| *l != "| stage | may import |")
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let stage = cells[1].trim_matches('`').to_string();
+            // "`patches`, `measure` — never `inputs`…": the allowed ones
+            // come before the dash; "nothing: below everything" is none.
+            let allowed = cells[2].split(" — ").next().unwrap_or("");
+            let imports = allowed
+                .split(',')
+                .map(|i| i.trim().trim_matches('`'))
+                .filter(|i| !i.is_empty() && !i.starts_with("nothing"))
+                .map(String::from)
+                .collect();
+            (stage, imports)
+        })
+        .collect();
+    let allowed: BTreeMap<String, BTreeSet<String>> = ALLOWED
+        .iter()
+        .map(|(stage, imports)| {
+            (
+                stage.to_string(),
+                imports.iter().map(|i| i.to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        documented, allowed,
+        "docs/architecture.md's table of stages and their imports differs from tidy.rs's ALLOWED"
+    );
+}
