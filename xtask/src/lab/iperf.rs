@@ -14,6 +14,7 @@ use super::guest::SamplePoint;
 use super::net::ip::{wait_listening, TCP, TCP6};
 use super::process::{interrupted, ChildGuard};
 use super::record::Direction;
+use super::runner::Stalled;
 use super::sample::{read_json, GuestSample};
 use crate::results::lab::per_cpu::Snapshot;
 use crate::results::lab::timing::{self, Stopwatch};
@@ -116,12 +117,14 @@ pub fn run(
         Err(e) if interrupted() => return Err(e),
         // The router is gone (QEMU exited): `e` says so, with its log.
         Err(e) if router.check_alive().is_err() => return Err(e),
+        // The guest lives but the run did not end: the runner boots the
+        // arm again and redoes it (`Stalled`).
         Err(e) => {
-            return Err(e.context(format!(
+            return Err(e.context(Stalled(format!(
                 "the {} run stalled (a NIC that stops moving packets?)\n{}",
                 direction.name(),
                 router.diagnostics()
-            )))
+            ))))
         }
     };
     let client = read_json(&file("client.json"))?;

@@ -4,6 +4,6 @@
 
 pub use crate::results::lab::{
     Arm, BootRecord, Condition, Direction, Gro, LabRecord, MachineInfo, Metric, QemuInfo,
-    RunRecord, Settings, Status, CPU_PER_PACKET, FILE_NAME, MBIT_PER_S, NS_PER_PACKET, PERCENT,
-    SCHEMA, THROUGHPUT, UDP_LOST,
+    RedoneRun, RunRecord, Settings, Status, CPU_PER_PACKET, FILE_NAME, MBIT_PER_S, NS_PER_PACKET,
+    PERCENT, SCHEMA, THROUGHPUT, UDP_LOST,
 };

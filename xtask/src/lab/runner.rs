@@ -15,13 +15,37 @@ use anyhow::{Context, Result};
 
 mod progress;
 
-use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RunRecord, Status};
+use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RedoneRun, RunRecord, Status};
 use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
 use progress::Progress;
 
 /// Suffix of the A/A control arm's name.
 pub const CONTROL_SUFFIX: &str = "~control";
+
+/// How often one session (an arm booted for a round) may stall and boot
+/// again before the lab stops: once.
+pub const REDO_PER_SESSION: u32 = 1;
+
+/// How many stalled runs one lab redoes in all before it stops: a machine
+/// that stalls more often than this is broken, not unlucky
+/// (`lab.json` holds no more, [`crate::results::lab::MAX_REDONE`]).
+pub const REDO_PER_LAB: usize = crate::results::lab::MAX_REDONE;
+
+/// The error a [`SystemUnderTest`] returns (as the context of its own)
+/// when a run could not finish because the machine stopped moving
+/// packets: QEMU's emulated e1000 did on two CPUs (issue #27), the guest
+/// alive and its NICs' counters still. The runner then boots the arm
+/// again and redoes the run ([`REDO_PER_SESSION`], [`REDO_PER_LAB`]),
+/// recording it in `lab.json`'s `redone`; any other error stops the lab.
+#[derive(Debug)]
+pub struct Stalled(pub String);
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -181,7 +205,13 @@ fn execute_inner(
         // Rounds count from 1 wherever people read them (lab.json's
         // `round` counts from 0).
         let words = round_words(round, plan.runs);
-        {
+        // One redo per session, counting one a killed runner made.
+        let mut redone_here = record
+            .redone
+            .iter()
+            .filter(|r| r.arm == arm.name && r.round == round)
+            .count() as u32;
+        'session: loop {
             let (mut session, boot) = system
                 .start(arm, round, dir)
                 .with_context(|| format!("starting {} ({words})", arm.name))?;
@@ -206,8 +236,38 @@ fn execute_inner(
                     seconds: plan.duration_seconds,
                 };
                 let clock = std::time::Instant::now();
-                let mut run = system
-                    .measure(&mut session, spec, dir)
+                let measured = system.measure(&mut session, spec, dir);
+                let stalled = measured
+                    .as_ref()
+                    .err()
+                    .and_then(|e| e.downcast_ref::<Stalled>());
+                if let Some(stalled) = stalled {
+                    if redone_here < REDO_PER_SESSION && record.redone.len() < REDO_PER_LAB {
+                        let reason = stalled.0.lines().next().unwrap_or_default().to_string();
+                        progress.println(&format!(
+                            "{who}: {} {words}, {}: {reason}; booting {} again to redo it",
+                            arm.name,
+                            condition.describe(),
+                            arm.name
+                        ));
+                        record.redone.push(RedoneRun {
+                            arm: arm.name.clone(),
+                            round,
+                            condition,
+                            warmup,
+                            index,
+                            reason,
+                        });
+                        record.write(dir)?;
+                        redone_here += 1;
+                        index += 1;
+                        // A new session warms up again: one run more,
+                        // unless the warm-up was what stalled.
+                        progress.add(u64::from(!warmup));
+                        continue 'session;
+                    }
+                }
+                let mut run = measured
                     .with_context(|| format!("{} {words}, {}", arm.name, condition.describe()))?;
                 run.wall_seconds = Some(round_to(clock.elapsed().as_secs_f64(), 3));
                 progress.done(&format!("{who}: {}", run_line(&run, plan.runs)));
@@ -215,6 +275,7 @@ fn execute_inner(
                 record.write(dir)?;
                 index += 1;
             }
+            break;
         }
     }
     Ok(())
@@ -304,6 +365,8 @@ mod tests {
     struct Script {
         calls: Vec<String>,
         fail_at: Option<u32>,
+        /// Runs (by index) that stall, as a NIC that stops moving packets.
+        stall_at: Vec<u32>,
     }
 
     impl SystemUnderTest for Script {
@@ -339,6 +402,14 @@ mod tests {
         ) -> Result<RunRecord> {
             if self.fail_at == Some(run.index) {
                 anyhow::bail!("boom");
+            }
+            if self.stall_at.contains(&run.index) {
+                self.calls.push(format!("{session} #{} stalled", run.index));
+                return Err(
+                    anyhow::anyhow!("iperf3 client did not finish").context(Stalled(
+                        "the lan-to-wan run stalled\nconsole tail".to_string(),
+                    )),
+                );
             }
             self.calls.push(format!(
                 "{session} #{} {}{}",
@@ -392,6 +463,7 @@ mod tests {
         let mut s = Script {
             calls: Vec::new(),
             fail_at: None,
+            stall_at: Vec::new(),
         };
         execute(&mut s, &plan, &mut r, dir.path()).unwrap();
         assert_eq!(r.status, Status::Complete);
@@ -521,6 +593,7 @@ mod tests {
         let mut s = Script {
             calls: Vec::new(),
             fail_at: Some(1),
+            stall_at: Vec::new(),
         };
         let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
         assert!(format!("{err:#}").contains("boom"), "{err:#}");
@@ -537,5 +610,73 @@ mod tests {
             written.status
         );
         assert_eq!(written.runs.len(), 1);
+    }
+
+    /// A run that stalls boots its arm again: a new warm-up, the stalled
+    /// run done afresh, the session's rest; `redone` names it, and the
+    /// record passes the reader's checks. A second stall in the same
+    /// session stops the lab.
+    #[test]
+    fn a_stalled_run_boots_its_arm_again_once() {
+        let ip = Condition::Bench {
+            bench: Benchmark::Iperf3,
+        };
+        let plan = Plan {
+            runs: 2,
+            duration_seconds: 1,
+            warmup: ip,
+            conditions: vec![ip],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // #0 warm-up, #1 baseline's run (stalls), #2 the new warm-up, #3
+        // the run again.
+        let mut s = Script {
+            calls: Vec::new(),
+            fail_at: None,
+            stall_at: vec![1],
+        };
+        let mut r = record(vec![arm("baseline"), arm("v")]);
+        execute(&mut s, &plan, &mut r, dir.path()).unwrap();
+        assert_eq!(r.status, Status::Complete);
+        assert_eq!(
+            &s.calls[..5],
+            [
+                "start baseline r0",
+                "baseline #0 iperf3, 1 TCP stream warm-up",
+                "baseline #1 stalled",
+                "start baseline r0",
+                "baseline #2 iperf3, 1 TCP stream warm-up",
+            ]
+        );
+        assert_eq!(r.redone.len(), 1);
+        let redone = &r.redone[0];
+        assert_eq!(
+            (redone.arm.as_str(), redone.round, redone.index),
+            ("baseline", 0, 1)
+        );
+        assert_eq!(redone.reason, "the lan-to-wan run stalled");
+        assert!(!redone.warmup);
+        assert_eq!(r.samples("baseline", ip, "tbench").len(), 2);
+        assert_eq!(r.boots.len(), 5);
+        let indexes: Vec<u32> = r.runs.iter().map(|r| r.index).collect();
+        assert!(!indexes.contains(&1), "{indexes:?}");
+        r.settings.runs = plan.runs;
+        r.settings.gro.clear();
+        r.settings.directions.clear();
+        r.settings.benches = vec![Benchmark::Iperf3];
+        r.settings.control = false;
+        assert_eq!(crate::results::lab::check::check(&r), Default::default());
+
+        // Stalling again after the new boot stops the lab, naming the stall.
+        let mut s = Script {
+            calls: Vec::new(),
+            fail_at: None,
+            stall_at: vec![1, 3],
+        };
+        let mut r = record(vec![arm("baseline")]);
+        let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
+        assert!(format!("{err:#}").contains("stalled"), "{err:#}");
+        assert_eq!(r.redone.len(), 1);
+        assert!(!r.status.is_complete());
     }
 }

@@ -351,6 +351,7 @@ pub fn run_from(
         arms,
         boots: Vec::new(),
         runs: Vec::new(),
+        redone: Vec::new(),
     };
     record.write(&dir)?;
     eprintln!(

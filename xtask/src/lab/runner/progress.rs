@@ -17,7 +17,7 @@ const BAR: &str = "lab [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, ETA {msg}
 /// A bar of `total` runs, and the clock of its ETA.
 pub(super) struct Progress {
     pub(super) bar: ProgressBar,
-    total: u64,
+    total: std::cell::Cell<u64>,
     done: std::cell::Cell<u64>,
     pub(super) started: Instant,
 }
@@ -44,7 +44,7 @@ impl Progress {
         bar.set_message(eta(Duration::ZERO, 0, total));
         Progress {
             bar,
-            total,
+            total: std::cell::Cell::new(total),
             done: std::cell::Cell::new(0),
             started: Instant::now(),
         }
@@ -59,15 +59,21 @@ impl Progress {
         }
     }
 
+    /// `n` more runs than planned (a stalled run redone after a boot).
+    pub(super) fn add(&self, n: u64) {
+        self.total.set(self.total.get() + n);
+        self.bar.inc_length(n);
+    }
+
     /// Counts one run done and prints its `line`.
     pub(super) fn done(&self, line: &str) {
         let done = self.done.get() + 1;
         self.done.set(done);
-        let eta = eta(self.started.elapsed(), done, self.total);
+        let eta = eta(self.started.elapsed(), done, self.total.get());
         self.bar.set_message(eta.clone());
         self.bar.inc(1);
         if self.bar.is_hidden() {
-            eprintln!("{line} [run {done}/{}, ETA {eta}]", self.total);
+            eprintln!("{line} [run {done}/{}, ETA {eta}]", self.total.get());
         } else {
             self.bar.println(line);
         }

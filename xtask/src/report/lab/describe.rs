@@ -55,6 +55,38 @@ pub fn side_by_side_note(record: &LabRecord) -> Option<String> {
     ))
 }
 
+/// The runs that stalled and were done again in a fresh boot of their arm
+/// (`lab.json`'s `redone`), each named; `None` when none did. The redone
+/// run replaces the stalled one, so every arm still has its rounds; the
+/// note lets a reader see whether stalls fell on one arm.
+pub fn redone_note(record: &LabRecord) -> Option<String> {
+    if record.redone.is_empty() {
+        return None;
+    }
+    let runs: Vec<String> = record
+        .redone
+        .iter()
+        .map(|r| {
+            let what = if r.warmup {
+                "warm-up".to_string()
+            } else {
+                r.condition.describe()
+            };
+            format!(
+                "{} {} {what} ({})",
+                r.arm,
+                crate::results::lab::check::round_words(r.round, record.settings.runs),
+                r.reason
+            )
+        })
+        .collect();
+    Some(format!(
+        "{} run(s) stalled and were run again after booting their arm afresh (a new warm-up first); the stalled runs left no numbers: {}",
+        runs.len(),
+        runs.join("; ")
+    ))
+}
+
 /// What the cache model is, in words the report's notes and caveats share.
 pub fn model_words(m: &CacheModelInfo) -> String {
     let rest = if m.timing.is_some() {
@@ -299,5 +331,29 @@ mod tests {
         .unwrap();
         host.machine = host_lab.machine;
         assert_eq!(gro_note(&host), None);
+    }
+
+    /// A stalled, redone run is named in the report's notes with its
+    /// round counted from 1; the reason's control characters are escaped
+    /// by the renderers, as every note's.
+    #[test]
+    fn a_redone_run_is_named() {
+        let mut r = fixture("e1000", Gro::BOTH.to_vec());
+        assert_eq!(super::redone_note(&r), None);
+        r.redone.push(crate::results::lab::RedoneRun {
+            arm: r.arms[0].name.clone(),
+            round: 0,
+            condition: r.settings.conditions()[0],
+            warmup: false,
+            index: 3,
+            reason: "the lan-to-wan run stalled (a NIC that stops moving packets?)".to_string(),
+        });
+        let note = super::redone_note(&r).unwrap();
+        assert!(note.starts_with("1 run(s) stalled"), "{note}");
+        assert!(
+            note.contains(&format!("{} round 1 of", r.arms[0].name)),
+            "{note}"
+        );
+        assert!(note.contains("lan-to-wan run stalled"), "{note}");
     }
 }

@@ -262,6 +262,7 @@ impl LabReport {
         notes.extend(describe::gro_note(&record));
         notes.extend(describe::mesh_direction_note(&record));
         notes.extend(describe::side_by_side_note(&record));
+        notes.extend(describe::redone_note(&record));
         notes.extend(cpus::machine_note(&record));
         if !record.status.is_complete() {
             notes.push(format!(

@@ -237,10 +237,59 @@ pub fn check(record: &LabRecord) -> Problems {
         }
     }
     missing.extend(runs);
+    missing.extend(redone_problems(record, &arms, &conditions));
     Problems {
         refusals: missing,
         warnings,
     }
+}
+
+/// `redone`: each of an arm the record lists, in a round it declares,
+/// under one of its conditions (or the warm-up), at most one per session
+/// and [`super::MAX_REDONE`] in all.
+fn redone_problems(
+    record: &LabRecord,
+    arms: &BTreeMap<&str, &Arm>,
+    conditions: &[super::Condition],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if record.redone.len() > super::MAX_REDONE {
+        out.push(format!(
+            "redone lists {} runs, more than the {} a lab redoes",
+            record.redone.len(),
+            super::MAX_REDONE
+        ));
+        return out;
+    }
+    let mut sessions = BTreeSet::new();
+    for (i, r) in record.redone.iter().enumerate() {
+        let what = format!("redone[{i}]");
+        if !arms.contains_key(r.arm.as_str()) {
+            out.push(format!(
+                "{what}: arm {} is not one of lab.json's arms ({})",
+                r.arm,
+                arm_list(record)
+            ));
+        }
+        if r.round >= record.settings.runs {
+            out.push(format!(
+                "{what}: round {} is beyond the {} rounds lab.json declares",
+                r.round, record.settings.runs
+            ));
+        }
+        if !r.warmup && !conditions.contains(&r.condition) {
+            out.push(format!(
+                "{what}: a condition lab.json's settings do not list"
+            ));
+        }
+        if !sessions.insert((r.arm.as_str(), r.round)) {
+            out.push(format!(
+                "{what}: a second redone run of arm {} in one round (the lab redoes one per boot)",
+                r.arm
+            ));
+        }
+    }
+    out
 }
 
 /// Arms, conditions, runs or boots beyond the caps ([`MAX_ARMS`],

@@ -424,6 +424,37 @@ pub struct LabRecord {
     pub boots: Vec<BootRecord>,
     /// Every run.
     pub runs: Vec<RunRecord>,
+    /// Runs that stalled and were run again in a fresh boot of their arm
+    /// (the lab's runner does so at most once per session); empty, and
+    /// absent from the file, when none did. Older files have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redone: Vec<RedoneRun>,
+}
+
+/// The most runs a `lab.json` may list as redone: the lab's runner stops
+/// after three stalls.
+pub const MAX_REDONE: usize = 3;
+
+/// A run the lab could not finish because the machine stopped moving
+/// packets (QEMU's emulated e1000 on two CPUs did, issue #27): it left no
+/// [`RunRecord`], its arm booted again, and the run was done afresh after
+/// a warm-up of its own. The run's raw files stay under its `index`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedoneRun {
+    /// Arm name.
+    pub arm: String,
+    /// Round (0-based).
+    pub round: u32,
+    /// What the run measured under.
+    pub condition: Condition,
+    /// Whether it was the session's warm-up.
+    pub warmup: bool,
+    /// The stalled run's position among all runs (its raw files'
+    /// `run<index>-…`); the next run takes the next index.
+    pub index: u32,
+    /// Why, in one line (the console's tail is in the boot's log).
+    pub reason: String,
 }
 
 impl LabRecord {

@@ -16,7 +16,7 @@ use crate::util::path::check_plain;
 
 use super::{
     Arm, BootRecord, CacheModelInfo, HostInfo, Initramfs, LabRecord, MachineInfo, QemuInfo,
-    RouterInfo, RunRecord, Settings, Status, SCHEMA,
+    RedoneRun, RouterInfo, RunRecord, Settings, Status, SCHEMA,
 };
 
 /// The oldest schema this xtask reads.
@@ -43,6 +43,8 @@ struct Schema2 {
     arms: Vec<Arm>,
     boots: Vec<BootRecord>,
     runs: Vec<RunRecord>,
+    #[serde(default)]
+    redone: Vec<RedoneRun>,
 }
 
 /// Schema 1's fields.
@@ -93,6 +95,7 @@ pub fn read(value: serde_json::Value) -> Result<LabRecord> {
                 arms: v.arms,
                 boots: v.boots,
                 runs: v.runs,
+                redone: Vec::new(),
             }
         }
         // Schema 3 added fields that schema 2 files lack and read as
@@ -115,6 +118,7 @@ pub fn read(value: serde_json::Value) -> Result<LabRecord> {
                 arms: v.arms,
                 boots: v.boots,
                 runs: v.runs,
+                redone: v.redone,
             }
         }
         n => bail!("lab.json schema {n}, but this xtask reads schemas {OLDEST} to {SCHEMA}"),
