@@ -29,9 +29,13 @@
 //! followed). An `obj-y` line inside `ifdef CONFIG_FOO`,
 //! `ifeq ($(CONFIG_FOO),y)` or `ifneq ($(CONFIG_FOO),)` (or the `else` of
 //! `ifndef CONFIG_FOO`) is gated by `CONFIG_FOO`; other conditions are not
-//! evaluated. Make variables other than `$(SRCARCH)` are not expanded: a
-//! word holding one is left out ([`KbuildFile::unexpanded`] counts them),
-//! so what only such a word builds stays unresolved.
+//! evaluated. A word `$(VAR)` whose variable the file set before
+//! (`libfdt_files = fdt.o …`, `mmu-y := nommu.o` with
+//! `mmu-$(CONFIG_MMU) := memory.o …`) is expanded to every word any of
+//! its assignments gives, each under its own gate; `$(SRCARCH)` is
+//! replaced. Other make variables and functions are not expanded: a word
+//! holding one is left out ([`KbuildFile::unexpanded`] counts them), so
+//! what only such a word builds stays unresolved.
 
 use std::collections::BTreeMap;
 
@@ -250,8 +254,9 @@ fn strip_comment(line: &str) -> String {
     out
 }
 
-/// Splits `NAME-SEL op VALUE` into (NAME, SEL, VALUE); `None` for other
-/// lines (rules, recipes, directives).
+/// Splits `NAME-SEL op VALUE` into (NAME, SEL, VALUE), and a plain
+/// `NAME op VALUE` into (NAME, "", VALUE); `None` for other lines (rules,
+/// recipes, directives).
 fn assignment(line: &str) -> Option<(&str, &str, &str)> {
     let op_at = line.find('=')?;
     let mut lhs_end = op_at;
@@ -275,8 +280,14 @@ fn assignment(line: &str) -> Option<(&str, &str, &str)> {
             _ => {}
         }
     }
-    let dash = dash.filter(|_| depth == 0)?;
-    Some((&lhs[..dash], &lhs[dash + 1..], line[op_at + 1..].trim()))
+    let value = line[op_at + 1..].trim();
+    if depth != 0 || lhs.is_empty() {
+        return None;
+    }
+    Some(match dash {
+        Some(dash) => (&lhs[..dash], &lhs[dash + 1..], value),
+        None => (lhs, "", value),
+    })
 }
 
 /// The words of a make value, split at blanks outside `$(…)`.
@@ -307,6 +318,7 @@ fn words(value: &str) -> Vec<&str> {
 pub fn parse(text: &str, srcarch: &str) -> KbuildFile {
     let mut file = KbuildFile::default();
     let mut conds: Vec<Cond> = Vec::new();
+    let mut vars: BTreeMap<String, Vec<(String, Option<String>)>> = BTreeMap::new();
     for (line_no, line) in logical_lines(text) {
         let trimmed = line.trim();
         let (directive, rest) = trimmed
@@ -339,26 +351,50 @@ pub fn parse(text: &str, srcarch: &str) -> KbuildFile {
         if NOT_PARTS.contains(&name) || name.contains(['$', '(', '/']) {
             continue;
         }
+        let cond = || conds.iter().rev().find_map(Cond::gate).cloned();
         let gate = match selector(sel) {
-            Selector::Always => conds.iter().rev().find_map(Cond::gate).cloned(),
+            _ if sel.is_empty() => cond(),
+            Selector::Always => cond(),
             Selector::Symbol(s) => Some(s),
             Selector::NotBuiltIn => continue,
         };
+        // `$(VAR)` of a variable this file set before: its words, each
+        // with its own gate (`mmu-$(CONFIG_MMU) := …` sets `mmu-y` then).
+        let mut expanded: Vec<(String, Option<String>)> = Vec::new();
         for word in words(value) {
             let word = word
                 .replace("$(SRCARCH)", srcarch)
                 .replace("${SRCARCH}", srcarch);
-            if word.contains('$') {
-                file.unexpanded += 1;
-                continue;
+            let var = word.strip_prefix("$(").and_then(|w| w.strip_suffix(')'));
+            match var.and_then(|v| vars.get(v)) {
+                Some(words) => expanded.extend(
+                    words
+                        .iter()
+                        .map(|(w, g)| (w.clone(), g.clone().or_else(|| gate.clone()))),
+                ),
+                None if word.contains('$') => file.unexpanded += 1,
+                None => expanded.push((word, gate.clone())),
             }
+        }
+        let key = if sel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}-y")
+        };
+        vars.entry(key)
+            .or_default()
+            .extend(expanded.iter().cloned());
+        if sel.is_empty() {
+            continue;
+        }
+        for (word, gate) in expanded {
             if !(word.ends_with(".o") || word.ends_with('/')) {
                 continue;
             }
             file.entries.push(Entry {
                 list: name.to_string(),
                 word,
-                gate: gate.clone(),
+                gate,
                 line: line_no,
             });
         }
@@ -467,6 +503,21 @@ mod tests {
         assert_eq!(gate_of(&f, "core", "arch/arm/vfp/"), Some("CONFIG_VFP"));
         assert_eq!(gate_of(&f, "libs", "arch/arm/lib/"), None);
         assert_eq!(f.unexpanded, 4, "{f:?}");
+    }
+
+    #[test]
+    fn variables_set_in_the_file_are_expanded() {
+        let f = parse(
+            "libfdt_files = fdt.o fdt_ro.o\nlib-$(CONFIG_LIBFDT) += $(libfdt_files)\n\
+             mmu-y := nommu.o\nmmu-$(CONFIG_MMU) := memory.o\nobj-y := filemap.o $(mmu-y)\n\
+             obj-y += $(undefined-y)\n",
+            "arm",
+        );
+        assert_eq!(gate_of(&f, "lib", "fdt_ro.o"), Some("CONFIG_LIBFDT"));
+        assert_eq!(gate_of(&f, "obj", "nommu.o"), None);
+        assert_eq!(gate_of(&f, "obj", "memory.o"), Some("CONFIG_MMU"));
+        assert_eq!(gate_of(&f, "obj", "filemap.o"), None);
+        assert_eq!(f.unexpanded, 1);
     }
 
     #[test]

@@ -231,7 +231,8 @@ impl<'a> KconfigMap<'a> {
                 let what = if target.ends_with('/') {
                     "no kbuild file descends into it"
                 } else {
-                    "no kbuild line builds it"
+                    "no kbuild line names it (one with a make variable this parser does not \
+                     expand may)"
                 };
                 return Ok(Resolution::Unknown(format!("{target}: {what}")));
             }
