@@ -231,8 +231,7 @@ impl<'a> KconfigMap<'a> {
                 let what = if target.ends_with('/') {
                     "no kbuild file descends into it"
                 } else {
-                    "no kbuild line names it (one with a make variable this parser does not \
-                     expand may)"
+                    "no kbuild line names it as written (an unexpanded make variable may)"
                 };
                 return Ok(Resolution::Unknown(format!("{target}: {what}")));
             }

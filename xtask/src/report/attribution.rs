@@ -270,11 +270,17 @@ impl AttributionDiff {
         if unchanged > 0 {
             let _ = writeln!(out, "({unchanged} unchanged)");
         }
-        for (side, objects) in ["base", "variant"].iter().zip(&self.unresolved) {
+        let [a, b] = &self.unresolved;
+        let sides: &[(&str, &Vec<String>)] = if a == b {
+            &[("both sides", a)]
+        } else {
+            &[("the base", a), ("the variant", b)]
+        };
+        for (side, objects) in sides {
             if !objects.is_empty() {
                 let _ = writeln!(
                     out,
-                    "(unknown) of the {side}: {} object{} not found in the kbuild files: {}",
+                    "(unknown) of {side}: {} object{} not found in the kbuild files: {}",
                     objects.len(),
                     if objects.len() == 1 { "" } else { "s" },
                     objects.join("; ")
