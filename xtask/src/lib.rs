@@ -24,7 +24,8 @@
 //! ```
 //!
 //! The report never reads inputs (`targets/`, `variants.toml`): only the
-//! records.
+//! records, and for `size-report --by kconfig` the kbuild files of the
+//! patched tree a record names.
 //!
 //! * [`inputs`]: targets, variants, kconfig fragments, kernel source.
 //! * [`patches`]: the patch engine (GNU patch semantics), the diff writer,

@@ -317,12 +317,15 @@ pub struct SizeReportArgs {
     /// of everything.
     #[arg(long, value_name = "MODE", requires = "symbols")]
     pub bloat_mode: Option<bloat::Mode>,
-    /// vmlinux's bytes by object file, by directory, or by directory cut
-    /// to N levels (dir:2: drivers/net/ holds drivers/net/ethernet/…),
-    /// base → variant, largest change first, from the link map each build
+    /// vmlinux's bytes by object file, by directory, by directory cut
+    /// to N levels (dir:2: drivers/net/ holds drivers/net/ethernet/…), or
+    /// by the kconfig symbol whose kbuild line builds the object (the
+    /// innermost: obj-$(CONFIG_X) += dir/ then obj-$(CONFIG_Y) += foo.o in
+    /// dir/ counts foo.o under CONFIG_Y; (always), (unknown)), base →
+    /// variant, largest change first, from the link map each build
     /// recorded (attribution.json); each side's rows add up to `size`'s
     /// text, data and bss (not in SVG).
-    #[arg(long, value_name = "file|dir|dir:N", value_parser = xtask::report::attribution::parse_grouping)]
+    #[arg(long, value_name = "file|dir|dir:N|kconfig", value_parser = xtask::report::attribution::parse_grouping)]
     pub by: Option<xtask::measure::linkmap::Grouping>,
     /// Write percentages with a decimal comma (+1,68%); CSV then uses `;`
     /// between fields.

@@ -1,8 +1,9 @@
 //! `cargo xtask test`: the project's whole test suite, as CI runs it.
 //!
 //! First the real end-to-end build: the tiny ARM profile (`arm-tiny`) for
-//! `baseline` and `no-reorder-blocks` from the real kernel source (about a
-//! minute or two per variant on 2 cores; incremental afterwards). Then
+//! `baseline`, `no-reorder-blocks` and `epoll` (the `--by kconfig` known
+//! answer's base) from the real kernel source (about a minute or two per
+//! variant on 2 idle cores, 4–24 under load; incremental afterwards). Then
 //! `cargo test --workspace`, whose end-to-end tests read those results and
 //! compare them with the reference tools.
 
@@ -14,6 +15,12 @@ pub const E2E_TARGET: &str = "arm-tiny";
 
 /// The variants of the end-to-end build.
 pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
+
+/// The base of `size-report --by kconfig`'s known answer
+/// (`tests/size_kconfig.rs`): baseline with `CONFIG_EPOLL=y`, compared
+/// with `baseline`, which turns the symbol off. Built with
+/// [`E2E_VARIANTS`].
+pub const E2E_KCONFIG_BASE: &str = "epoll";
 
 /// Debian packages the tests need beyond `cargo xtask setup`'s: the
 /// reference tools (GNU patch, diff, quilt, python3 for bloat-o-meter,
@@ -66,7 +73,7 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
     let jobs = jobs.map(|j| format!("--jobs={j}"));
     cmd!(
         sh,
-        "cargo run --quiet --package xtask -- build --target {E2E_TARGET} --variant {a} --variant {b} {jobs...}"
+        "cargo run --quiet --package xtask -- build --target {E2E_TARGET} --variant {a} --variant {b} --variant {E2E_KCONFIG_BASE} {jobs...}"
     )
     .run()
     .context("the end-to-end build of the tiny profile")?;

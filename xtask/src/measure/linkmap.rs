@@ -308,6 +308,10 @@ pub enum Grouping {
     /// at 2, `drivers/net/` holds everything under it); still one row per
     /// byte.
     DirDepth(usize),
+    /// One row per kconfig symbol building the objects
+    /// ([`super::kconfig_map`]); [`Attribution::rollup`] gives the
+    /// objects, [`Attribution::rollup_by`] the rows.
+    Kconfig,
 }
 
 /// The directory an object path is rolled up into: `net/ipv4/` for
@@ -338,16 +342,22 @@ pub fn directory_at(object: &str, depth: usize) -> String {
 
 impl Attribution {
     /// Bytes per object (or directory), by class, over every section.
+    /// (By object for [`Grouping::Kconfig`].)
     pub fn rollup(&self, grouping: Grouping) -> BTreeMap<String, ClassBytes> {
+        self.rollup_by(|object| match grouping {
+            Grouping::File | Grouping::Kconfig => object.to_string(),
+            Grouping::Dir => directory_of(object),
+            Grouping::DirDepth(n) => directory_at(object, n),
+        })
+    }
+
+    /// Bytes per row, by class, over every section, each object's bytes
+    /// in the row `row(object)` names.
+    pub fn rollup_by(&self, mut row: impl FnMut(&str) -> String) -> BTreeMap<String, ClassBytes> {
         let mut out: BTreeMap<String, ClassBytes> = BTreeMap::new();
         for s in &self.sections {
             for (object, bytes) in &s.objects {
-                let key = match grouping {
-                    Grouping::File => object.clone(),
-                    Grouping::Dir => directory_of(object),
-                    Grouping::DirDepth(n) => directory_at(object, n),
-                };
-                out.entry(key).or_default().add(s.class, *bytes);
+                out.entry(row(object)).or_default().add(s.class, *bytes);
             }
         }
         out

@@ -36,6 +36,31 @@ pub struct PatchedTree {
     pub patches: Vec<PatchRecord>,
 }
 
+/// Where [`prepare`] puts the tree of kernel `version` from the source
+/// `identity` (the tarball's sha256, else the unpacked tree's path) with
+/// `patches` applied: `target/xtask/src/<version>-<key>/`, the key the
+/// first 16 hex digits of a sha256 over the identity and each patch's
+/// name and sha256. A result names all three (`kernel_source`,
+/// `patches`), so a report finds the tree a build used.
+pub fn tree_dir(
+    layout: &Layout,
+    version: &str,
+    identity: &str,
+    patches: &[PatchRecord],
+) -> PathBuf {
+    let mut key = Sha256::new();
+    key.update(identity.as_bytes());
+    for p in patches {
+        key.update(b"\0");
+        key.update(p.name.as_bytes());
+        key.update(p.sha256.as_bytes());
+    }
+    let key = hex::encode(key.finalize());
+    layout
+        .patched_src_dir()
+        .join(format!("{version}-{}", &key[..16]))
+}
+
 /// Holds `tree` for use (shared with other builds): until the guard is
 /// dropped, [`prepare`] in another run waits instead of replacing it.
 ///
@@ -67,19 +92,12 @@ pub fn prepare(
     series: &[SeriesPatch],
 ) -> Result<PatchedTree> {
     let patches: Vec<PatchRecord> = series.iter().map(SeriesPatch::record).collect();
-    let mut key = Sha256::new();
-    match &pristine.tarball_sha256 {
-        Some(sum) => key.update(sum.as_bytes()),
-        None => key.update(pristine.dir.to_string_lossy().as_bytes()),
-    }
-    for p in &patches {
-        key.update(b"\0");
-        key.update(p.name.as_bytes());
-        key.update(p.sha256.as_bytes());
-    }
-    let key = hex::encode(key.finalize());
+    let identity = match &pristine.tarball_sha256 {
+        Some(sum) => sum.clone(),
+        None => pristine.dir.to_string_lossy().into_owned(),
+    };
     let root = layout.patched_src_dir();
-    let dir = root.join(format!("{}-{}", pristine.version, &key[..16]));
+    let dir = tree_dir(layout, &pristine.version, &identity, &patches);
     let is_user_tree = pristine.tarball_sha256.is_none();
     if dir.is_dir() && !is_user_tree {
         return Ok(PatchedTree { dir, patches });

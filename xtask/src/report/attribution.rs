@@ -1,7 +1,9 @@
-//! `size-report --by file|dir`: vmlinux's bytes by object file or by
-//! directory, base → variant, from each result's `attribution.json`
+//! `size-report --by file|dir|kconfig`: vmlinux's bytes by object file,
+//! by directory or by the kconfig symbol that builds the object, base →
+//! variant, from each result's `attribution.json`
 //! ([`crate::results::attribution`], made from ld's link map at build
-//! time, [`crate::measure::linkmap`]).
+//! time, [`crate::measure::linkmap`]; symbols from the patched tree's
+//! kbuild files, [`super::kconfig`]).
 //!
 //! Every allocated byte is in exactly one row (objects, and the
 //! pseudo-objects for ld's fill, linker-script data, linker stubs and
@@ -25,12 +27,13 @@ use crate::results::attribution::AttributionRecord;
 use crate::results::BuildResult;
 use crate::util::layout::Layout;
 
-/// `--by`'s spelling of a [`Grouping`], without a depth: `file` or `dir`
-/// (CSV's `by-file`, `by-dir`).
+/// `--by`'s spelling of a [`Grouping`], without a depth: `file`, `dir` or
+/// `kconfig` (CSV's `by-file`, `by-dir`, `by-kconfig`).
 pub fn grouping_name(g: Grouping) -> &'static str {
     match g {
         Grouping::File => "file",
         Grouping::Dir | Grouping::DirDepth(_) => "dir",
+        Grouping::Kconfig => "kconfig",
     }
 }
 
@@ -41,22 +44,26 @@ pub fn grouping_words(g: Grouping) -> String {
         Grouping::File => "object file".to_string(),
         Grouping::Dir => "directory".to_string(),
         Grouping::DirDepth(n) => format!("directory, {n} level{}", if n == 1 { "" } else { "s" }),
+        Grouping::Kconfig => "kconfig symbol".to_string(),
     }
 }
 
-/// Parses `--by file|dir|dir:N` (N ≥ 1: directories cut to N levels).
+/// Parses `--by file|dir|dir:N|kconfig` (N ≥ 1: directories cut to N
+/// levels).
 pub fn parse_grouping(s: &str) -> Result<Grouping> {
     match s {
         "file" => return Ok(Grouping::File),
         "dir" => return Ok(Grouping::Dir),
+        "kconfig" => return Ok(Grouping::Kconfig),
         _ => {}
     }
     let depth = s.strip_prefix("dir:").and_then(|n| n.parse::<usize>().ok());
     match depth {
         Some(n) if n >= 1 => Ok(Grouping::DirDepth(n)),
         _ => bail!(
-            "--by {s:?}: use file (one row per object file), dir (per directory) or dir:N (per \
-             directory cut to N ≥ 1 levels: dir:2 puts drivers/net/ethernet/ under drivers/net/)"
+            "--by {s:?}: use file (one row per object file), dir (per directory), dir:N (per \
+             directory cut to N ≥ 1 levels: dir:2 puts drivers/net/ethernet/ under drivers/net/) \
+             or kconfig (per kconfig symbol building the object)"
         ),
     }
 }
@@ -91,7 +98,7 @@ impl AttributionRow {
 /// The attribution of a pair, rolled up and compared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AttributionDiff {
-    /// `file`, `dir` or `dir:N`.
+    /// `file`, `dir`, `dir:N` or `kconfig`.
     #[serde(serialize_with = "ser_grouping")]
     pub grouping: Grouping,
     /// How each side's map was made (`ld -Map …`, `CONFIG_VMLINUX_MAP`).
@@ -103,6 +110,10 @@ pub struct AttributionDiff {
     pub before: ClassBytes,
     /// Sum of the variant's rows.
     pub after: ClassBytes,
+    /// With `kconfig`: the objects of the base's and of the variant's
+    /// `(unknown)` row, each `path: why` (no kbuild line builds it);
+    /// empty otherwise.
+    pub unresolved: [Vec<String>; 2],
 }
 
 fn ser_grouping<S: serde::Serializer>(g: &Grouping, s: S) -> Result<S::Ok, S::Error> {
@@ -113,10 +124,24 @@ fn ser_grouping<S: serde::Serializer>(g: &Grouping, s: S) -> Result<S::Ok, S::Er
 }
 
 impl AttributionDiff {
-    /// Rolls up and compares `base` → `variant`.
+    /// Rolls up and compares `base` → `variant` (by object for
+    /// [`Grouping::Kconfig`]: [`super::kconfig::diff`] gives its rows).
     pub fn new(base: &AttributionRecord, variant: &AttributionRecord, g: Grouping) -> Self {
         let (old, new) = (base.attribution(), variant.attribution());
-        let (a, b) = (old.rollup(g), new.rollup(g));
+        Self::from_rollups(base, variant, g, [old.rollup(g), new.rollup(g)])
+    }
+
+    /// Compares rows `base` → `variant` already rolled up (each side's
+    /// rows adding up to its [`Attribution::totals`]).
+    ///
+    /// [`Attribution::totals`]: crate::measure::linkmap::Attribution::totals
+    pub fn from_rollups(
+        base: &AttributionRecord,
+        variant: &AttributionRecord,
+        g: Grouping,
+        [a, b]: [std::collections::BTreeMap<String, ClassBytes>; 2],
+    ) -> Self {
+        let (old, new) = (base.attribution(), variant.attribution());
         let mut names: Vec<&String> = a.keys().chain(b.keys()).collect();
         names.sort();
         names.dedup();
@@ -140,6 +165,7 @@ impl AttributionDiff {
             rows,
             before: old.totals(),
             after: new.totals(),
+            unresolved: [Vec::new(), Vec::new()],
         }
     }
 
@@ -192,6 +218,7 @@ impl AttributionDiff {
         let what = match self.grouping {
             Grouping::File => "File",
             Grouping::Dir | Grouping::DirDepth(_) => "Directory",
+            Grouping::Kconfig => "Kconfig symbol",
         };
         let changed: Vec<&AttributionRow> = self.changed().collect();
         let (added, removed) = (
@@ -242,6 +269,23 @@ impl AttributionDiff {
         let unchanged = self.rows.len() - changed.len();
         if unchanged > 0 {
             let _ = writeln!(out, "({unchanged} unchanged)");
+        }
+        let [a, b] = &self.unresolved;
+        let sides: &[(&str, &Vec<String>)] = if a == b {
+            &[("both sides", a)]
+        } else {
+            &[("the base", a), ("the variant", b)]
+        };
+        for (side, objects) in sides {
+            if !objects.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "(unknown) of {side}: {} object{} not found in the kbuild files: {}",
+                    objects.len(),
+                    if objects.len() == 1 { "" } else { "s" },
+                    objects.join("; ")
+                );
+            }
         }
         let (b, a) = (&self.before, &self.after);
         let _ = writeln!(
@@ -304,6 +348,8 @@ mod tests {
             assert!(e.contains("dir:N"), "{bad}: {e}");
         }
         assert_eq!(grouping_words(Grouping::DirDepth(1)), "directory, 1 level");
+        assert_eq!(parse_grouping("kconfig").unwrap(), Grouping::Kconfig);
+        assert_eq!(grouping_name(Grouping::Kconfig), "kconfig");
     }
 
     fn bytes(text: u64, data: u64) -> ClassBytes {
@@ -329,10 +375,15 @@ mod tests {
             ],
             before: bytes(135, 1),
             after: bytes(106, 5),
+            unresolved: [vec!["x/y.o: no kbuild line builds it".into()], Vec::new()],
         };
         let all = diff.render(None);
         assert!(all.contains("\nmoved.o "), "{all}");
         assert!(all.contains("(1 unchanged)"), "{all}");
+        assert!(
+            all.contains("(unknown) of the base: 1 object not found in the kbuild files: x/y.o:"),
+            "{all}"
+        );
         assert!(
             all.contains("grow/shrink: 1/2 up/down: 20/-45 (-25)"),
             "{all}"

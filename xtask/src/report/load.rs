@@ -34,6 +34,7 @@ use super::lab::LabReport;
 use super::model::{Comparison, Report, TargetReport};
 use super::sizes;
 use crate::measure::bloat;
+use crate::measure::linkmap::Grouping;
 use crate::measure::sections;
 use crate::measure::symbols;
 use crate::results::{self, BuildResult};
@@ -395,7 +396,12 @@ fn load_target(
                 Some(g) => {
                     let old = super::attribution::read(layout, &base_dir, &base)?;
                     let new = super::attribution::read(layout, &dir, &variant)?;
-                    let diff = super::attribution::AttributionDiff::new(&old, &new, g);
+                    let diff = match g {
+                        Grouping::Kconfig => {
+                            super::kconfig::diff(layout, (&base, &old), (&variant, &new))?
+                        }
+                        _ => super::attribution::AttributionDiff::new(&old, &new, g),
+                    };
                     diff.check_totals(&base.vmlinux_sections, &variant.vmlinux_sections)?;
                     Some(diff)
                 }

@@ -18,6 +18,7 @@ pub mod attribution;
 pub mod checks;
 pub mod csv;
 pub mod json;
+pub mod kconfig;
 pub mod known;
 pub mod lab;
 pub mod load;

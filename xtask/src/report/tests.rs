@@ -414,3 +414,62 @@ fn a_lab_run_of_openwrt_kernels_notes_their_record_and_the_ruleset() {
         "the guest's masquerade ruleset: firewall4 (table inet fw4: …)"
     );
 }
+
+/// `--by kconfig` finds the patched tree a result names, refuses clearly
+/// when it is gone, and rows a record's objects by symbol from it.
+#[test]
+fn by_kconfig_reads_the_tree_the_result_names() {
+    use crate::measure::linkmap::SectionAttribution;
+    use crate::measure::sections::SectionClass;
+    use crate::results::attribution::AttributionRecord;
+
+    let scratch = tempfile::tempdir().unwrap();
+    let layout = crate::util::layout::Layout::new(scratch.path());
+    let mut r = result("epoll", 1);
+    r.target.arch = "arm".to_string();
+    let e = super::kconfig::source_tree(&layout, &r)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--by kconfig") && e.contains("--force"), "{e}");
+
+    let src = &r.kernel_source;
+    let identity = src.sha256.clone().unwrap_or_else(|| src.origin.clone());
+    let tree =
+        crate::patches::patched_source::tree_dir(&layout, &src.version, &identity, &r.patches);
+    for (path, text) in [
+        ("Kbuild", "obj-y += fs/\n"),
+        ("Makefile", "libs-y := lib/\n"),
+        (
+            "fs/Makefile",
+            "obj-y := open.o\nobj-$(CONFIG_EPOLL) += eventpoll.o\n",
+        ),
+    ] {
+        let p = tree.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    assert_eq!(super::kconfig::source_tree(&layout, &r).unwrap(), tree);
+    let record = AttributionRecord {
+        schema: crate::results::attribution::SCHEMA,
+        vmlinux_sha256: "0".repeat(64),
+        map: "test".to_string(),
+        sections: vec![SectionAttribution {
+            name: ".text".to_string(),
+            class: SectionClass::Text,
+            size: 111,
+            objects: BTreeMap::from([
+                ("fs/open.o".to_string(), 100),
+                ("fs/eventpoll.o".to_string(), 10),
+                ("drivers/x.o".to_string(), 1),
+            ]),
+        }],
+    };
+    let (rows, unknown) = super::kconfig::rows(&tree, "arm", &record).unwrap();
+    let text: BTreeMap<&str, u64> = rows.iter().map(|(k, v)| (k.as_str(), v.text)).collect();
+    assert_eq!(
+        text,
+        BTreeMap::from([("(always)", 100), ("(unknown)", 1), ("CONFIG_EPOLL", 10)])
+    );
+    assert_eq!(unknown.len(), 1);
+    assert!(unknown[0].starts_with("drivers/x.o: "), "{unknown:?}");
+}
