@@ -210,6 +210,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
             variants: Vec::new(),
             symbols: None,
             by: None,
+            devices: None,
             allow_mismatch: false,
             lab: LabRuns::Dirs(vec![dir.clone()]),
         },

@@ -288,7 +288,8 @@ fn json() {
                       "after": "8b84"
                     }
                   },
-                  "symbols": null
+                  "symbols": null,
+                  "device_fit": null
                 }
               ]
             }

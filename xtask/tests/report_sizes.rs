@@ -33,6 +33,7 @@ fn request(target: &str) -> Request {
         variants: vec!["no-reorder-blocks".to_string()],
         symbols: None,
         by: None,
+        devices: None,
         allow_mismatch: false,
         lab: xtask::report::LabRuns::Newest,
     }

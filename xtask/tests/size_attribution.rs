@@ -290,6 +290,7 @@ fn the_reports_rows_of_a_real_build_add_up_to_size() {
             variants: vec![variant.to_string()],
             symbols: None,
             by: Some(by),
+            devices: None,
             allow_mismatch: false,
             lab: report::LabRuns::Off,
         };

@@ -75,16 +75,8 @@ pub fn lzma_openwrt(input: &[u8]) -> Result<Vec<u8>> {
 /// (normal mode, 128 fast bytes, bt4); an unknown-size header and an end
 /// marker, as `lzma e -si -so -eos` writes (see the module docs).
 pub fn lzma_alone(input: &[u8], p: &LzmaRecord) -> Result<Vec<u8>> {
-    let mut options = LzmaOptions::new_preset(6).context("liblzma preset 6")?;
-    options
-        .dict_size(p.dict_size)
-        .literal_context_bits(p.lc)
-        .literal_position_bits(p.lp)
-        .position_bits(p.pb)
-        .mode(Mode::Normal)
-        .nice_len(128)
-        .match_finder(MatchFinder::BinaryTree4);
-    let mut stream = Stream::new_lzma_encoder(&options).context("creating an LZMA encoder")?;
+    let mut stream =
+        Stream::new_lzma_encoder(&lzma_options(p)?).context("creating an LZMA encoder")?;
     let mut out = Vec::with_capacity(input.len() / 2 + 4096);
     let mut consumed = 0;
     loop {
@@ -104,6 +96,20 @@ pub fn lzma_alone(input: &[u8], p: &LzmaRecord) -> Result<Vec<u8>> {
             return Ok(out);
         }
     }
+}
+
+/// The liblzma options of [`lzma_alone`] for `p`.
+pub fn lzma_options(p: &LzmaRecord) -> Result<LzmaOptions> {
+    let mut options = LzmaOptions::new_preset(6).context("liblzma preset 6")?;
+    options
+        .dict_size(p.dict_size)
+        .literal_context_bits(p.lc)
+        .literal_position_bits(p.lp)
+        .position_bits(p.pb)
+        .mode(Mode::Normal)
+        .nice_len(128)
+        .match_finder(MatchFinder::BinaryTree4);
+    Ok(options)
 }
 
 /// Where the kernel build leaves what each artifact is made from.

@@ -529,6 +529,15 @@ impl Backend for OpenwrtBackend {
         let results_dir = log.parent().unwrap_or(Path::new("."));
         let extra_artifacts =
             openwrt_image::produce(sh, recipe.as_ref(), &image_tree, &kdir, results_dir)?;
+        if recipe.is_some() {
+            // Every device of the target: device-fit.json beside result.json.
+            // A failure here is a warning: the kernel itself was built.
+            let fit = device_fit(&self.checkout, &r, &image_tree, &build_dir, options.jobs)
+                .and_then(|record| record.write(results_dir));
+            if let Err(e) = fit {
+                eprintln!("warning: {label}: device fit: {e:#}");
+            }
+        }
         Ok(Built {
             outputs: BuildOutputs {
                 vmlinux: build.join("vmlinux"),
@@ -544,6 +553,30 @@ impl Backend for OpenwrtBackend {
             extra_artifacts,
         })
     }
+}
+
+/// Every device of `r`'s OpenWrt target made from `tree`'s kernel
+/// ([`openwrt_image::fit`]), in `<build_dir>/device-fit`, as recorded in
+/// `device-fit.json` ([`crate::results::device_fit`]).
+fn device_fit(
+    checkout: &Checkout,
+    r: &Resolved,
+    tree: &openwrt_image::KernelTree<'_>,
+    build_dir: &Path,
+    jobs: usize,
+) -> Result<crate::results::device_fit::DeviceFitRecord> {
+    let env = crate::inputs::openwrt::image::MakeEnv {
+        linux_dir: tree.linux_dir,
+        karch: tree.karch,
+        linux_version: tree.linux_version,
+    };
+    let target = &r.selection.target;
+    let entries = crate::inputs::openwrt::image::devices::evaluate_all(checkout, target, &env)?;
+    let kdir = build_dir.join("device-fit");
+    let mut record =
+        openwrt_image::fit::fit_all(&entries, tree, &kdir, jobs.clamp(1, 8), &target.to_string())?;
+    record.vmlinux_sha256 = crate::util::hash::sha256_file(tree.vmlinux)?;
+    Ok(record)
 }
 
 /// Written next to `result.json`: every OpenWrt patch with its class on

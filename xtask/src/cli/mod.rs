@@ -327,6 +327,12 @@ pub struct SizeReportArgs {
     /// text, data and bss (not in SVG).
     #[arg(long, value_name = "file|dir|dir:N|kconfig", value_parser = xtask::report::attribution::parse_grouping)]
     pub by: Option<xtask::measure::linkmap::Grouping>,
+    /// Device fit (OpenWrt mode): every device of the target whose name
+    /// matches PATTERN (a glob with `*`/`?`, else a substring; `*` for all)
+    /// with its kernel image base → variant, its KERNEL_SIZE or IMAGE_SIZE,
+    /// headroom, and fits → does not fit, from device-fit.json.
+    #[arg(long, value_name = "PATTERN")]
+    pub devices: Option<String>,
     /// Write percentages with a decimal comma (+1,68%); CSV then uses `;`
     /// between fields.
     #[arg(long)]
@@ -372,6 +378,7 @@ impl SizeReportArgs {
                 fold_clones: self.fold_clones,
             }),
             by: self.by,
+            devices: self.devices.clone(),
             allow_mismatch: self.allow_mismatch,
             lab: if self.no_lab {
                 xtask::report::LabRuns::Off

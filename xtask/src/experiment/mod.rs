@@ -221,6 +221,9 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
             fold_clones: false,
         }),
         by: None,
+        // device-fit.json is in each OpenWrt-mode result; size-report
+        // --devices shows it.
+        devices: None,
         allow_mismatch: false,
         lab: if lab_dirs.is_empty() {
             LabRuns::Off

@@ -206,6 +206,33 @@ fn size_rows(
             ..row("symbols-total", table.title)
         });
     }
+    if let Some(diff) = &c.device_fit {
+        for r in &diff.rows {
+            let num = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+            rows.push(Row {
+                before: num(r.base_bytes),
+                after: num(r.variant_bytes),
+                delta: r.headroom.map_or(String::new(), |h| h.to_string()),
+                percent: decimal(r.headroom_percent, style),
+                ..row(
+                    "device-fit",
+                    &format!(
+                        "{} limit={} {}",
+                        r.device,
+                        r.limit_bytes.map_or("none".into(), |l| l.to_string()),
+                        match (&r.error, r.flip(), r.variant_fits) {
+                            (Some(_), _, _) => "cannot-make",
+                            (None, Some(_), Some(false)) => "stops-fitting",
+                            (None, Some(_), _) => "fits-again",
+                            (None, None, Some(true)) => "fits",
+                            (None, None, Some(false)) => "does-not-fit",
+                            (None, None, None) => "no-limit",
+                        }
+                    ),
+                )
+            });
+        }
+    }
     if let Some(diff) = &c.attribution {
         let kind = format!("by-{}", super::attribution::grouping_name(diff.grouping));
         for r in &diff.rows {

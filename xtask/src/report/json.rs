@@ -223,6 +223,8 @@ pub struct JsonComparison {
     /// before and after as text/data/bss bytes; the totals are `size`'s).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attribution: Option<super::attribution::AttributionDiff>,
+    /// `--devices`: every device's kernel image against its limit.
+    pub device_fit: Option<super::device_fit::DeviceFitDiff>,
     /// Metrics of every family other than sizes; left out when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<JsonMetric>,
@@ -530,6 +532,7 @@ fn comparison(report: &Report, c: &Comparison, style: &Style) -> JsonComparison 
         sections: section_changes,
         symbols: c.symbols.as_ref().map(symbols),
         attribution: c.attribution.clone(),
+        device_fit: c.device_fit.clone(),
         metrics,
     }
 }

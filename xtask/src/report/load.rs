@@ -19,6 +19,8 @@
 //! rebuilds both; with `allow_mismatch` the report is made anyway and every
 //! difference is printed in it as a warning.
 
+use super::device_fit::DeviceFitDiff;
+use crate::results::device_fit::DeviceFitRecord;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -68,6 +70,9 @@ pub struct Request {
     /// `--by file|dir`: vmlinux's bytes by object or directory, from each
     /// result's `attribution.json`.
     pub by: Option<crate::measure::linkmap::Grouping>,
+    /// `--devices PATTERN`: device fit for the devices matching it (a
+    /// glob with `*`/`?`, else a substring; `*` for all).
+    pub devices: Option<String>,
     /// Compare builds that differ in more than the variant, with warnings.
     pub allow_mismatch: bool,
     /// Which runtime lab runs to show (default: the newest complete one of
@@ -407,6 +412,23 @@ fn load_target(
                 }
                 None => None,
             };
+            let device_fit = match &request.devices {
+                Some(pattern) => {
+                    let fix = "build the OpenWrt-mode target again";
+                    let old = DeviceFitRecord::read(&base_dir, fix)?;
+                    let new = DeviceFitRecord::read(&dir, fix)?;
+                    match (old, new) {
+                        (Some(o), Some(n)) => Some(DeviceFitDiff::new(&o, &n, Some(pattern))),
+                        _ => anyhow::bail!(
+                            "--devices: {} or {} has no device-fit.json (an OpenWrt-mode build with \
+                             an openwrt_device writes it); {fix}",
+                            base_dir.display(),
+                            dir.display()
+                        ),
+                    }
+                }
+                None => None,
+            };
             let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
             comparisons.push(Comparison {
                 variant,
@@ -417,6 +439,7 @@ fn load_target(
                 notes,
                 symbols,
                 attribution,
+                device_fit,
             });
         }
         Ok(comparisons)

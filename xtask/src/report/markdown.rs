@@ -147,6 +147,17 @@ fn sizes(report: &Report, style: &Style) -> String {
                     diff.render(None)
                 );
             }
+            if let Some(diff) = &c.device_fit {
+                let _ = writeln!(
+                    out,
+                    "\n<details><summary>Device fit {} → {} ({}): {} stop fitting</summary>\n\n```\n{}```\n\n</details>",
+                    report.base,
+                    c.variant.variant.name,
+                    diff.openwrt_target,
+                    diff.stop_fitting(),
+                    diff.render(None)
+                );
+            }
         }
     }
     out

@@ -17,6 +17,7 @@
 pub mod attribution;
 pub mod checks;
 pub mod csv;
+pub mod device_fit;
 pub mod json;
 pub mod kconfig;
 pub mod known;

@@ -472,6 +472,8 @@ pub struct Comparison {
     pub symbols: Option<BloatDiff>,
     /// Bytes by object file or directory, with `--by`.
     pub attribution: Option<super::attribution::AttributionDiff>,
+    /// Every device's image against its limit, with `--devices`.
+    pub device_fit: Option<super::device_fit::DeviceFitDiff>,
 }
 
 impl Comparison {

@@ -115,6 +115,7 @@ fn report_with_made_up_family() -> Report {
                 notes: Vec::new(),
                 symbols: None,
                 attribution: None,
+                device_fit: None,
             }],
         }],
         skipped: Vec::new(),

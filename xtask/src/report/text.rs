@@ -246,6 +246,15 @@ pub fn target_body(
             out.push('\n');
             out.push_str(&block);
         }
+        if let Some(diff) = &c.device_fit {
+            out.push_str(&format!(
+                "\nDevice fit {} → {} ({}):\n{}",
+                report.base,
+                c.variant.variant.name,
+                diff.openwrt_target,
+                diff.render(top)
+            ));
+        }
     }
     out
 }

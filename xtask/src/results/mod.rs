@@ -8,6 +8,7 @@
 
 pub mod archive;
 pub mod attribution;
+pub mod device_fit;
 pub mod lab;
 pub mod openwrt;
 

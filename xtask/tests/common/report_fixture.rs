@@ -24,6 +24,7 @@ pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
         variants: variants.iter().map(|s| s.to_string()).collect(),
         symbols: None,
         by: None,
+        devices: None,
         allow_mismatch: false,
         lab: xtask::report::LabRuns::Newest,
     }

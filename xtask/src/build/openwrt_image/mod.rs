@@ -20,6 +20,8 @@
 //! target's other artifacts.
 
 pub mod dtb;
+pub mod fit;
+pub mod lzma_prefix;
 pub mod steps;
 
 use std::collections::BTreeMap;

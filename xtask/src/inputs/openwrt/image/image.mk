@@ -6,8 +6,14 @@
 # kernel recipe reads to one target as target-specific `:=` variables (as
 # Device/Export does for $(KDIR)/<device>-kernel.bin), and in that target's
 # recipe, where image.mk runs $(call concat_cmd,$(KERNEL)), prints the
-# recipe's steps instead. Output lines:
+# recipe's steps instead. With XTASK_DEVICE set, only that device is
+# expanded; with XTASK_ALL_DEVICES set, every device of TARGET_DEVICES is, in
+# order, in one run (as image.mk's BuildImage does: a variable Device/Init
+# does not reset, such as IMAGE_SIZE, carries over from the device before).
+# Output lines:
 #   XTASK DEVICES <TARGET_DEVICES>
+#   XTASK DEVICE <name>  (the lines after it, up to the next, are its)
+#   XTASK IMAGE <image>=<its IMAGE/<image> recipe>
 #   XTASK VAR <NAME>=<value>
 #   XTASK STEP <step> <arguments>
 #   XTASK DEF <make variable>=<its unexpanded value, newlines as \n>
@@ -27,6 +33,7 @@ define xtask/defaults
   KERNEL_NAME := vmlinux
   KERNEL_SUFFIX := -kernel.bin
   KERNEL_SIZE :=
+  DEFAULT :=
   KERNEL_DEPENDS :=
   CMDLINE :=
   DEVICE_DTS :=
@@ -52,11 +59,12 @@ endef
 XTASK_RECIPE_VARS := KERNEL DEVICE_NAME KERNEL_LOADADDR KERNEL_ENTRY \
   DEVICE_DTS DEVICE_DTS_CONFIG DEVICE_DTS_DELIMITER DEVICE_DTS_LOADADDR \
   DEVICE_DTS_OVERLAY DEVICE_FDT_NUM UIMAGE_NAME UIMAGE_MAGIC UIMAGE_TIME \
-  DEVICE_VENDOR DEVICE_MODEL DEVICE_VARIANT
+  DEVICE_VENDOR DEVICE_MODEL DEVICE_VARIANT KERNEL_SIZE IMAGE_SIZE DEFAULT \
+  BROKEN IMAGES
 XTASK_DEFS := Build/lzma Build/lzma-no-dict Image/Prepare
 
 define xtask/pin
-  xtask-kernel: $(1) := $$($(1))
+  xtask-kernel/$(2): $(1) := $$($(1))
 
 endef
 
@@ -76,20 +84,23 @@ define xtask/device
   $(call xtask/defaults,$(1))
   $(call Device/Default,$(1))
   $(call Device/$(1),$(1))
+  $$(info XTASK DEVICE $(1))
+  $$(foreach i,$$(IMAGES),$$(info XTASK IMAGE $$(i)=$$(call xtask_escape,$$(IMAGE/$$(i)))))
   $$(info XTASK VAR KERNEL_NAME=$$(KERNEL_NAME))
   $$(info XTASK VAR DTS_DIR=$$(DTS_DIR))
   $$(info XTASK VAR DTB_SOURCE_DIR=$$(if $$(DEVICE_DTS_DIR),$$(DEVICE_DTS_DIR),$$(DTS_DIR)))
-  $(foreach v,$(XTASK_RECIPE_VARS) $(DEVICE_VARS),$(call xtask/pin,$(v)))
-  xtask-kernel:
-	@:$$(foreach v,$$(XTASK_RECIPE_VARS),$$(call xtask_var,$$(v)))$$(foreach d,$$(XTASK_DEFS),$$(call xtask_def,$$(d)))$$(call xtask_each_step,$$(KERNEL),xtask_step)
+  $(foreach v,$(XTASK_RECIPE_VARS) $(DEVICE_VARS),$(call xtask/pin,$(v),$(1)))
+  xtask-kernel/$(1):
+	@:$$(info XTASK DEVICE $(1))$$(foreach v,$$(XTASK_RECIPE_VARS),$$(call xtask_var,$$(v)))$$(foreach d,$$(XTASK_DEFS),$$(call xtask_def,$$(d)))$$(call xtask_each_step,$$(KERNEL),xtask_step)
 
 endef
 
 # The board Makefile ends with $(eval $(call BuildImage)).
+xtask_expand = $(if $(XTASK_ALL_DEVICES),$(TARGET_DEVICES),$(filter $(XTASK_DEVICE),$(TARGET_DEVICES)))
 define BuildImage
   $$(info XTASK DEVICES $(TARGET_DEVICES))
-  .PHONY: xtask-kernel xtask-done
-  xtask-done: $(if $(filter $(XTASK_DEVICE),$(TARGET_DEVICES)),xtask-kernel)
+  .PHONY: xtask-done $(addprefix xtask-kernel/,$(xtask_expand))
+  xtask-done: $(addprefix xtask-kernel/,$(xtask_expand))
 	@:
-  $(if $(filter $(XTASK_DEVICE),$(TARGET_DEVICES)),$(call xtask/device,$(XTASK_DEVICE)))
+  $(foreach d,$(xtask_expand),$(call xtask/device,$(d)))
 endef

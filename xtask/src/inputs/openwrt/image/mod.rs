@@ -21,6 +21,8 @@
 //! `Build/<step>` definitions, so that the build can check that each step
 //! still means what it implements.
 
+pub mod devices;
+pub mod limits;
 mod origin;
 
 use std::collections::BTreeMap;
@@ -102,6 +104,10 @@ pub struct DeviceRecipe {
     /// Unexpanded definitions (`Build/<step>`, `Build/lzma-no-dict`,
     /// `Image/Prepare`), as `$(value …)` gives them; empty when undefined.
     pub definitions: BTreeMap<String, String>,
+    /// The device's `IMAGES` with each one's `IMAGE/<image>` recipe as
+    /// expanded when the device was (where `check-size` applies
+    /// `IMAGE_SIZE`, [`limits`]).
+    pub images: BTreeMap<String, String>,
 }
 
 impl DeviceRecipe {
@@ -149,7 +155,9 @@ impl DeviceRecipe {
     }
 
     /// One line naming everything that makes the image, for the build key:
-    /// device, steps, `KERNEL_NAME`, the variables and the definitions.
+    /// device, steps, `KERNEL_NAME`, the variables (but the limits and
+    /// flags of [`limits::FIT_VARS`], which do not change the image) and the
+    /// definitions.
     pub fn fingerprint(&self) -> String {
         let mut s = format!(
             "device={} target={} kernel={} name={} dts={}",
@@ -159,7 +167,13 @@ impl DeviceRecipe {
             self.kernel_name,
             self.device_dts.join(",")
         );
-        for (k, v) in self.vars.iter().chain(&self.definitions) {
+        let image_only = |k: &str| limits::FIT_VARS.contains(&k);
+        for (k, v) in self
+            .vars
+            .iter()
+            .filter(|(k, _)| !image_only(k))
+            .chain(&self.definitions)
+        {
             s.push_str(&format!("\n{k}={v}"));
         }
         s
@@ -188,139 +202,220 @@ pub fn evaluate(
     device: &str,
     env: &MakeEnv<'_>,
 ) -> Result<DeviceRecipe> {
-    let image_dir = checkout.board_dir(&target.board).join("image");
-    anyhow::ensure!(
-        image_dir.join("Makefile").is_file(),
-        "OpenWrt target {target}: {} has no Makefile",
-        image_dir.display()
-    );
-    let scratch = tempfile::tempdir().context("creating a scratch directory for make")?;
-    let stub = scratch.path().join("include");
-    std::fs::create_dir(&stub).with_context(|| format!("creating {}", stub.display()))?;
-    std::fs::write(stub.join("rules.mk"), RULES_MK).context("writing the rules.mk stand-in")?;
-    std::fs::write(stub.join("image.mk"), IMAGE_MK).context("writing the image.mk stand-in")?;
-    let names = scratch.path().join("linux");
-    let dts_rel = Path::new("arch").join(env.karch).join("boot/dts");
-    mirror_dtb_names(&env.linux_dir.join(&dts_rel), &names.join(&dts_rel))?;
-    let kdir = scratch.path().join("kdir");
-
-    let board = &target.board;
-    let mut vars = vec![
-        format!("TOPDIR={}", stub.display()),
-        format!("INCLUDE_DIR={}", stub.display()),
-        format!("XTASK_CHECKOUT={}", checkout.root().display()),
-        format!("XTASK_DEVICE={device}"),
-        format!("BOARD={board}"),
-        format!("CONFIG_TARGET_{board}=y"),
-        format!("CONFIG_TARGET_BOARD=\"{board}\""),
-        format!("LINUX_DIR={}", names.display()),
-        format!("LINUX_KARCH={}", env.karch),
-        format!("LINUX_VERSION={}", env.linux_version),
-        format!("KERNEL_BUILD_DIR={}", kdir.display()),
-    ];
-    if let Some(sub) = &target.subtarget {
-        vars.push(format!("SUBTARGET={sub}"));
-        vars.push(format!("CONFIG_TARGET_{board}_{sub}=y"));
-    }
-    let sh = Shell::new().context("starting a shell for make")?;
-    let output = cmd!(
-        sh,
-        "make -s --no-print-directory -C {image_dir} -f Makefile {vars...} xtask-done"
-    )
-    .env_remove("MAKEFLAGS")
-    .env_remove("MFLAGS")
-    .env_remove("MAKELEVEL")
-    .ignore_status()
-    .quiet()
-    .output()
-    .context("running make (GNU make) to evaluate OpenWrt's image Makefiles")?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let printed = parse_output(&stdout);
-    if let Some(devices) = &printed.devices {
+    let run = MakeRun::run(checkout, target, env, &format!("XTASK_DEVICE={device}"))?;
+    if let Some(devices) = &run.printed.devices {
         if !devices.iter().any(|d| d == device) {
             bail!(
                 "OpenWrt target {target} has no device {device:?} (not in TARGET_DEVICES of {}); \
                  its devices: {}",
-                image_dir.display(),
+                run.image_dir.display(),
                 devices.join(" ")
             );
         }
     }
-    if !output.status.success() || printed.devices.is_none() {
-        bail!(
-            "make could not evaluate {}/Makefile for device {device} ({}): {}",
-            image_dir.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
+    run.ensure_success(&format!("device {device}"))?;
+    let printed = run
+        .printed
+        .per_device
+        .get(device)
+        .cloned()
+        .unwrap_or_default();
+    run.recipe(device, printed)
+}
+
+/// One make run of the board's image Makefile with the stand-ins.
+pub(crate) struct MakeRun<'a> {
+    pub(crate) target: &'a OpenwrtTarget,
+    pub(crate) env: &'a MakeEnv<'a>,
+    pub(crate) image_dir: PathBuf,
+    /// The scratch copy of the kernel tree's `.dts` names (`LINUX_DIR`).
+    names: PathBuf,
+    pub(crate) status: std::process::ExitStatus,
+    pub(crate) stderr: String,
+    pub(crate) printed: Printed,
+    _scratch: tempfile::TempDir,
+}
+
+impl<'a> MakeRun<'a> {
+    /// Runs make (see [`evaluate`]) with `select` (`XTASK_DEVICE=<name>` or
+    /// `XTASK_ALL_DEVICES=1`) on its command line.
+    pub(crate) fn run(
+        checkout: &Checkout,
+        target: &'a OpenwrtTarget,
+        env: &'a MakeEnv<'a>,
+        select: &str,
+    ) -> Result<MakeRun<'a>> {
+        let image_dir = checkout.board_dir(&target.board).join("image");
+        anyhow::ensure!(
+            image_dir.join("Makefile").is_file(),
+            "OpenWrt target {target}: {} has no Makefile",
+            image_dir.display()
         );
-    }
-    let get = |name: &str| -> Result<String> {
-        printed
-            .vars
-            .get(name)
-            .cloned()
-            .with_context(|| format!("make printed no {name} for device {device} of {target}"))
-    };
-    let remap = |printed: &str| -> PathBuf {
-        match Path::new(printed).strip_prefix(&names) {
-            Ok(rest) => env.linux_dir.join(rest),
-            Err(_) => image_dir.join(printed),
+        let scratch = tempfile::tempdir().context("creating a scratch directory for make")?;
+        let stub = scratch.path().join("include");
+        std::fs::create_dir(&stub).with_context(|| format!("creating {}", stub.display()))?;
+        std::fs::write(stub.join("rules.mk"), RULES_MK).context("writing the rules.mk stand-in")?;
+        std::fs::write(stub.join("image.mk"), IMAGE_MK).context("writing the image.mk stand-in")?;
+        let names = scratch.path().join("linux");
+        let dts_rel = Path::new("arch").join(env.karch).join("boot/dts");
+        mirror_dtb_names(&env.linux_dir.join(&dts_rel), &names.join(&dts_rel))?;
+        let kdir = scratch.path().join("kdir");
+
+        let board = &target.board;
+        let mut vars = vec![
+            format!("TOPDIR={}", stub.display()),
+            format!("INCLUDE_DIR={}", stub.display()),
+            format!("XTASK_CHECKOUT={}", checkout.root().display()),
+            select.to_string(),
+            format!("BOARD={board}"),
+            format!("CONFIG_TARGET_{board}=y"),
+            format!("CONFIG_TARGET_BOARD=\"{board}\""),
+            format!("LINUX_DIR={}", names.display()),
+            format!("LINUX_KARCH={}", env.karch),
+            format!("LINUX_VERSION={}", env.linux_version),
+            format!("KERNEL_BUILD_DIR={}", kdir.display()),
+        ];
+        if let Some(sub) = &target.subtarget {
+            vars.push(format!("SUBTARGET={sub}"));
+            vars.push(format!("CONFIG_TARGET_{board}_{sub}=y"));
         }
-    };
-    let dts_dir = remap(&get("DTS_DIR")?);
-    let dtb_source_dir = remap(&get("DTB_SOURCE_DIR")?);
-    let kernel_name = get("KERNEL_NAME")?;
-    let device_dts = get("DEVICE_DTS")?
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
-    // Paths of this run's scratch directory stay out of `vars` (and so of
-    // the fingerprint); they are in the fields above.
-    let mut vars = printed.vars;
-    for scratch_var in ["DTS_DIR", "DTB_SOURCE_DIR", "KERNEL_NAME"] {
-        vars.remove(scratch_var);
+        let sh = Shell::new().context("starting a shell for make")?;
+        let output = cmd!(
+            sh,
+            "make -s --no-print-directory -C {image_dir} -f Makefile {vars...} xtask-done"
+        )
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .env_remove("MAKELEVEL")
+        .ignore_status()
+        .quiet()
+        .output()
+        .context("running make (GNU make) to evaluate OpenWrt's image Makefiles")?;
+        Ok(MakeRun {
+            target,
+            env,
+            image_dir,
+            names,
+            status: output.status,
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            printed: parse_output(&String::from_utf8_lossy(&output.stdout)),
+            _scratch: scratch,
+        })
     }
-    Ok(DeviceRecipe {
-        device: device.to_string(),
-        target: target.clone(),
-        steps: printed.steps,
-        origin: kernel_origin(&image_dir, device)?,
-        kernel_name,
-        device_dts,
-        dts_dir,
-        dtb_source_dir,
-        vars,
-        definitions: printed.definitions,
-    })
+
+    /// Errors when make failed or printed no device list; `what` names
+    /// what was evaluated.
+    pub(crate) fn ensure_success(&self, what: &str) -> Result<()> {
+        if !self.status.success() || self.printed.devices.is_none() {
+            bail!(
+                "make could not evaluate {}/Makefile for {what} ({}): {}",
+                self.image_dir.display(),
+                self.status,
+                self.stderr
+            );
+        }
+        Ok(())
+    }
+
+    /// `device`'s recipe from what make printed for it.
+    pub(crate) fn recipe(&self, device: &str, printed: DevicePrinted) -> Result<DeviceRecipe> {
+        let target = self.target;
+        let get =
+            |name: &str| -> Result<String> {
+                printed.vars.get(name).cloned().with_context(|| {
+                    format!("make printed no {name} for device {device} of {target}")
+                })
+            };
+        let remap = |printed: &str| -> PathBuf {
+            match Path::new(printed).strip_prefix(&self.names) {
+                Ok(rest) => self.env.linux_dir.join(rest),
+                Err(_) => self.image_dir.join(printed),
+            }
+        };
+        let dts_dir = remap(&get("DTS_DIR")?);
+        let dtb_source_dir = remap(&get("DTB_SOURCE_DIR")?);
+        let kernel_name = get("KERNEL_NAME")?;
+        let device_dts = get("DEVICE_DTS")?
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        // Paths of this run's scratch directory stay out of `vars` (and so of
+        // the fingerprint); they are in the fields above.
+        let mut vars = printed.vars;
+        for scratch_var in ["DTS_DIR", "DTB_SOURCE_DIR", "KERNEL_NAME"] {
+            vars.remove(scratch_var);
+        }
+        Ok(DeviceRecipe {
+            device: device.to_string(),
+            target: target.clone(),
+            steps: printed.steps,
+            origin: kernel_origin(&self.image_dir, device)?,
+            kernel_name,
+            device_dts,
+            dts_dir,
+            dtb_source_dir,
+            vars,
+            definitions: printed.definitions,
+            images: printed.images,
+        })
+    }
 }
 
 /// What the stand-in printed.
 #[derive(Debug, Default)]
-struct Printed {
-    devices: Option<Vec<String>>,
-    vars: BTreeMap<String, String>,
-    steps: Vec<Step>,
-    definitions: BTreeMap<String, String>,
+pub(crate) struct Printed {
+    pub(crate) devices: Option<Vec<String>>,
+    /// By device, in the order make expanded them.
+    pub(crate) per_device: BTreeMap<String, DevicePrinted>,
+    pub(crate) order: Vec<String>,
 }
 
-/// Reads the `XTASK …` lines (see image.mk beside this file).
+/// What the stand-in printed for one device.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DevicePrinted {
+    pub(crate) vars: BTreeMap<String, String>,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) definitions: BTreeMap<String, String>,
+    pub(crate) images: BTreeMap<String, String>,
+}
+
+/// Reads the `XTASK …` lines (see image.mk beside this file): each line
+/// after `XTASK DEVICE <name>` is that device's.
 fn parse_output(stdout: &str) -> Printed {
     let mut p = Printed::default();
+    let mut current = String::new();
     for line in stdout.lines() {
         let Some(rest) = line.strip_prefix("XTASK ") else {
             continue;
         };
-        if let Some(devices) = rest.strip_prefix("DEVICES") {
+        if let Some(devices) = rest
+            .strip_prefix("DEVICES ")
+            .or((rest == "DEVICES").then_some(""))
+        {
             p.devices = Some(devices.split_whitespace().map(str::to_string).collect());
-        } else if let Some((k, v)) = rest.strip_prefix("VAR ").and_then(|r| r.split_once('=')) {
-            p.vars.insert(k.to_string(), v.trim().to_string());
+            continue;
+        }
+        if let Some(name) = rest.strip_prefix("DEVICE ") {
+            current = name.trim().to_string();
+            if !p.per_device.contains_key(&current) {
+                p.order.push(current.clone());
+            }
+            p.per_device.entry(current.clone()).or_default();
+            continue;
+        }
+        let d = p.per_device.entry(current.clone()).or_default();
+        if let Some((k, v)) = rest.strip_prefix("VAR ").and_then(|r| r.split_once('=')) {
+            d.vars.insert(k.to_string(), v.trim().to_string());
         } else if let Some((k, v)) = rest.strip_prefix("DEF ").and_then(|r| r.split_once('=')) {
-            p.definitions
+            d.definitions
+                .insert(k.to_string(), v.replace("\\n", "\n").trim().to_string());
+        } else if let Some((k, v)) = rest.strip_prefix("IMAGE ").and_then(|r| r.split_once('=')) {
+            d.images
                 .insert(k.to_string(), v.replace("\\n", "\n").trim().to_string());
         } else if let Some(step) = rest.strip_prefix("STEP ") {
             let mut words = step.split_whitespace().map(str::to_string);
             if let Some(name) = words.next() {
-                p.steps.push(Step {
+                d.steps.push(Step {
                     name,
                     args: words.collect(),
                 });
@@ -363,11 +458,14 @@ mod tests {
 
     #[test]
     fn printed_lines() {
-        let out = "noise\nXTASK DEVICES a b\nXTASK VAR KERNEL=kernel-bin | lzma\n\
+        let out = "noise\nXTASK DEVICES a b\nXTASK DEVICE a\nXTASK VAR KERNEL=kernel-bin | lzma\n\
                    XTASK VAR KERNEL_ENTRY=\nXTASK STEP uImage lzma -M 0x1\n\
-                   XTASK DEF Build/x=\tcp $< $@\\n\tmv a b\n";
-        let p = parse_output(out);
-        assert_eq!(p.devices, Some(vec!["a".to_string(), "b".to_string()]));
+                   XTASK DEF Build/x=\tcp $< $@\\n\tmv a b\nXTASK DEVICE b\nXTASK VAR KERNEL=x\n";
+        let all = parse_output(out);
+        assert_eq!(all.order, ["a", "b"]);
+        assert_eq!(all.per_device["b"].vars["KERNEL"], "x");
+        let p = &all.per_device["a"];
+        assert_eq!(all.devices, Some(vec!["a".to_string(), "b".to_string()]));
         assert_eq!(p.vars["KERNEL"], "kernel-bin | lzma");
         assert_eq!(p.vars["KERNEL_ENTRY"], "");
         assert_eq!(

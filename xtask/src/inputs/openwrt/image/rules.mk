@@ -12,3 +12,7 @@ toupper = $(shell echo '$(1)' | tr '[:lower:]' '[:upper:]')
 tolower = $(shell echo '$(1)' | tr '[:upper:]' '[:lower:]')
 # include/version.mk's default distribution name.
 VERSION_DIST ?= OpenWrt
+# rules.mk's exp_units: size units to shell arithmetic (`3072k` ->
+# `3072 * 1024`), as Build/check-size of include/image-commands.mk
+# evaluates a limit with $$(( )).
+exp_units = $(subst k, * 1024,$(subst m, * 1024k,$(subst g, * 1024m,$(1))))

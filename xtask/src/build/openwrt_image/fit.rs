@@ -1,0 +1,407 @@
+//! Device fit: every device's kernel image of a target made from one built
+//! kernel, each with its own recipe, without the kernel's make.
+//!
+//! Per device ([`fit_all`]): the recipe is checked as for one device
+//! ([`super::check`]); its `DEVICE_DTS` compiled ([`super::dtb`], in
+//! parallel); the steps run in order on the image, as [`super::steps`]
+//! runs them, with two shortcuts that give the same bytes or size:
+//!
+//! * `lzma` (and `lzma-no-dict`, `lzma-d16`) of `$(KERNEL_NAME)` followed by
+//!   appended DTBs: one encoder per kernel and parameters has consumed the
+//!   kernel, each device finishes a copy ([`super::lzma_prefix`]);
+//! * a final `uImage`: mkimage's legacy header (`image_header_t`) is 64
+//!   bytes before the data, so the image is 64 bytes more than its input
+//!   (a test compares with mkimage's file).
+//!
+//! Every other step runs as [`super::steps::run`] does on a file. A device
+//! whose recipe cannot be evaluated or made is an entry with the reason.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use xshell::Shell;
+
+use super::{dtb, kernel_input, lzma_prefix::PrefixEncoder, steps, KernelTree};
+use crate::inputs::openwrt::image::devices::DeviceEntry;
+use crate::inputs::openwrt::image::limits;
+use crate::inputs::openwrt::image::DeviceRecipe;
+use crate::results::device_fit::{self, DeviceFit, DeviceFitRecord};
+use crate::results::LzmaRecord;
+
+/// mkimage's legacy image header, bytes (u-boot `image_header_t`).
+pub const UIMAGE_HEADER_BYTES: u64 = 64;
+
+/// An image on its way through a recipe.
+enum Payload {
+    /// `$(KERNEL_NAME)` (by name) followed by `tail`.
+    Kernel { name: String, tail: Vec<u8> },
+    /// Plain bytes.
+    Bytes(Vec<u8>),
+}
+
+/// A device waiting for the shared LZMA encoder: its payload's tail and
+/// the steps after the `lzma` step.
+struct Pending {
+    index: usize,
+    tail: Vec<u8>,
+    rest: usize,
+}
+
+/// Makes every device's kernel image of `entries` from `tree` in `kdir`
+/// (scratch files) with at most `jobs` processes at a time, and returns
+/// the record ([`DeviceFitRecord`], `vmlinux_sha256` and target filled in
+/// by the caller's values).
+///
+/// Errors only when nothing can be made (the kernel cannot be read);
+/// a device that fails is an entry with its error.
+pub fn fit_all(
+    entries: &[DeviceEntry],
+    tree: &KernelTree<'_>,
+    kdir: &Path,
+    jobs: usize,
+    openwrt_target: &str,
+) -> Result<DeviceFitRecord> {
+    let start = Instant::now();
+    std::fs::create_dir_all(kdir).with_context(|| format!("creating {}", kdir.display()))?;
+    let sh = Shell::new().context("starting a shell")?;
+    let mut fits: Vec<DeviceFit> = entries
+        .iter()
+        .map(|e| match &e.evaluated {
+            Ok((r, l)) => DeviceFit {
+                device: e.device.clone(),
+                recipe: Some(r.recipe()),
+                kernel_bytes: None,
+                error: super::check(r, std::slice::from_ref(&r.kernel_name))
+                    .err()
+                    .map(|e| format!("{e:#}")),
+                limits: record_limits(l),
+            },
+            Err(why) => DeviceFit {
+                device: e.device.clone(),
+                recipe: None,
+                kernel_bytes: None,
+                error: Some(format!("make could not evaluate its recipe: {why}")),
+                limits: Default::default(),
+            },
+        })
+        .collect();
+    let recipes: Vec<Option<&DeviceRecipe>> = entries
+        .iter()
+        .zip(&fits)
+        .map(|(e, f)| match (&e.evaluated, &f.error) {
+            (Ok((r, _)), None) => Some(r),
+            _ => None,
+        })
+        .collect();
+
+    // The kernel inputs, one per KERNEL_NAME.
+    let mut kernels: BTreeMap<String, Result<Arc<Vec<u8>>, String>> = BTreeMap::new();
+    for r in recipes.iter().flatten() {
+        if kernels.contains_key(&r.kernel_name) {
+            continue;
+        }
+        let made = kernel_input(&sh, r, tree, kdir)
+            .and_then(|p| read(&p))
+            .map(Arc::new)
+            .map_err(|e| format!("{e:#}"));
+        kernels.insert(r.kernel_name.clone(), made);
+    }
+
+    // Device trees, in parallel.
+    let dtbs = compile_dtbs(&recipes, tree, kdir, jobs);
+
+    // Steps up to the shared LZMA.
+    let mut payloads: Vec<Option<Payload>> = Vec::with_capacity(recipes.len());
+    let mut pending: BTreeMap<(String, LzmaKey), Vec<Pending>> = BTreeMap::new();
+    for (i, r) in recipes.iter().enumerate() {
+        let Some(r) = r else {
+            payloads.push(None);
+            continue;
+        };
+        let run = (|| -> Result<Option<Payload>> {
+            if let Err(e) = &dtbs[i] {
+                anyhow::bail!("{e}");
+            }
+            let mut payload = None;
+            for (n, step) in r.steps.iter().enumerate() {
+                payload = Some(match (step.name.as_str(), payload.take()) {
+                    ("kernel-bin", _) => {
+                        if let Err(e) = &kernels[&r.kernel_name] {
+                            anyhow::bail!("{e}");
+                        }
+                        Payload::Kernel {
+                            name: r.kernel_name.clone(),
+                            tail: Vec::new(),
+                        }
+                    }
+                    ("append-dtb", Some(Payload::Kernel { name, mut tail })) => {
+                        tail.extend_from_slice(first_dtb(r, &dtbs[i])?);
+                        Payload::Kernel { name, tail }
+                    }
+                    (_, Some(Payload::Kernel { name, tail }))
+                        if steps::lzma_arguments(step).is_some() =>
+                    {
+                        let args = steps::lzma_arguments(step).unwrap_or_default();
+                        let params = steps::lzma_parameters(&args)?;
+                        pending
+                            .entry((name, LzmaKey(params)))
+                            .or_default()
+                            .push(Pending {
+                                index: i,
+                                tail,
+                                rest: n + 1,
+                            });
+                        return Ok(None);
+                    }
+                    (_, p) => {
+                        let bytes = match p {
+                            None => Vec::new(),
+                            Some(Payload::Bytes(b)) => b,
+                            Some(Payload::Kernel { name, tail }) => {
+                                let mut b = kernels[&name]
+                                    .as_ref()
+                                    .map_err(|e| anyhow::anyhow!("{e}"))?
+                                    .to_vec();
+                                b.extend_from_slice(&tail);
+                                b
+                            }
+                        };
+                        Payload::Bytes(run_step(&sh, r, tree, kdir, step, bytes)?)
+                    }
+                });
+            }
+            Ok(payload)
+        })();
+        match run {
+            Ok(p) => payloads.push(p),
+            Err(e) => {
+                fits[i].error = Some(format!("{e:#}"));
+                payloads.push(None);
+            }
+        }
+    }
+    for (i, p) in payloads.into_iter().enumerate() {
+        if let Some(p) = p {
+            fits[i].kernel_bytes = Some(match p {
+                Payload::Bytes(b) => b.len() as u64,
+                Payload::Kernel { name, tail } => {
+                    kernels[&name].as_ref().map_or(0, |k| k.len()) as u64 + tail.len() as u64
+                }
+            });
+        }
+    }
+
+    // The shared LZMA encoders, then the steps after them.
+    for ((name, LzmaKey(params)), waiting) in pending {
+        let kernel = match &kernels[&name] {
+            Ok(k) => k.clone(),
+            Err(e) => {
+                for w in &waiting {
+                    fits[w.index].error = Some(e.clone());
+                }
+                continue;
+            }
+        };
+        let mut encoder = match PrefixEncoder::new(&kernel, &params) {
+            Ok(e) => e,
+            Err(e) => {
+                for w in &waiting {
+                    fits[w.index].error = Some(format!("{e:#}"));
+                }
+                continue;
+            }
+        };
+        let tails: Vec<&[u8]> = waiting.iter().map(|w| w.tail.as_slice()).collect();
+        let streams = encoder.finish_each(&tails, jobs);
+        for (w, stream) in waiting.iter().zip(streams) {
+            let r = recipes[w.index].expect("pending devices have recipes");
+            let done = stream.and_then(|bytes| finish(&sh, r, tree, kdir, w.rest, bytes));
+            match done {
+                Ok(size) => fits[w.index].kernel_bytes = Some(size),
+                Err(e) => fits[w.index].error = Some(format!("{e:#}")),
+            }
+        }
+    }
+    Ok(DeviceFitRecord {
+        schema: crate::results::device_fit::SCHEMA,
+        vmlinux_sha256: String::new(),
+        openwrt_target: openwrt_target.to_string(),
+        seconds: start.elapsed().as_secs_f64(),
+        devices: fits,
+    })
+}
+
+/// The limits as `device-fit.json` records them.
+pub fn record_limits(l: &limits::DeviceLimits) -> device_fit::DeviceLimits {
+    let limit = |l: &Option<limits::Limit>| {
+        l.as_ref().map(|l| device_fit::Limit {
+            text: l.text.clone(),
+            bytes: l.bytes,
+        })
+    };
+    device_fit::DeviceLimits {
+        kernel_size: limit(&l.kernel_size),
+        image_size: limit(&l.image_size),
+        image_size_checks: l.image_size_checks.clone(),
+        default_n: l.default_n,
+        broken: l.broken,
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    crate::util::fs::read_bytes_limited(path, crate::util::fs::FileLimit::binary("image"), "")
+}
+
+/// LZMA parameters as a map key.
+#[derive(PartialEq, Eq)]
+struct LzmaKey(LzmaRecord);
+
+impl PartialOrd for LzmaKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for LzmaKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let k = |p: &LzmaRecord| (p.lc, p.lp, p.pb, p.dict_size);
+        k(&self.0).cmp(&k(&other.0))
+    }
+}
+
+/// The steps of `recipe` from `from` on `bytes`: the image's size.
+fn finish(
+    sh: &Shell,
+    recipe: &DeviceRecipe,
+    tree: &KernelTree<'_>,
+    kdir: &Path,
+    from: usize,
+    mut bytes: Vec<u8>,
+) -> Result<u64> {
+    let steps = &recipe.steps[from..];
+    for (n, step) in steps.iter().enumerate() {
+        if step.name == "uImage" && n + 1 == steps.len() {
+            // The data after the 64-byte header (see the module docs).
+            steps::uimage_command(&context(recipe, tree, kdir, kdir), step, kdir, kdir)?;
+            return Ok(bytes.len() as u64 + UIMAGE_HEADER_BYTES);
+        }
+        bytes = run_step(sh, recipe, tree, kdir, step, bytes)?;
+    }
+    Ok(bytes.len() as u64)
+}
+
+fn context<'a>(
+    recipe: &'a DeviceRecipe,
+    tree: &'a KernelTree<'a>,
+    kdir: &'a Path,
+    input: &'a Path,
+) -> steps::StepContext<'a> {
+    steps::StepContext {
+        recipe,
+        kdir,
+        input,
+        karch: tree.karch,
+        linux_version: tree.linux_version,
+    }
+}
+
+/// One step on `bytes` through a file, as [`steps::run`] does it.
+fn run_step(
+    sh: &Shell,
+    recipe: &DeviceRecipe,
+    tree: &KernelTree<'_>,
+    kdir: &Path,
+    step: &crate::inputs::openwrt::image::Step,
+    bytes: Vec<u8>,
+) -> Result<Vec<u8>> {
+    let dir = kdir.join("devices").join(&recipe.device);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let image = dir.join(super::artifact_name(&recipe.device));
+    std::fs::write(&image, &bytes).with_context(|| format!("writing {}", image.display()))?;
+    let input = kdir.join(&recipe.kernel_name);
+    let mut ctx = context(recipe, tree, &dir, &input);
+    ctx.kdir = &dir;
+    steps::run(sh, &ctx, step, &image)
+        .with_context(|| format!("KERNEL step `{step}` ({})", recipe.origin_text()))?;
+    read(&image)
+}
+
+/// The DTB `append-dtb` appends: the first of `DEVICE_DTS`.
+fn first_dtb<'a>(
+    recipe: &DeviceRecipe,
+    dtbs: &'a Result<Vec<Vec<u8>>, String>,
+) -> Result<&'a [u8]> {
+    let dtbs = dtbs.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+    dtbs.first().map(Vec::as_slice).with_context(|| {
+        format!(
+            "append-dtb, but DEVICE_DTS is empty ({})",
+            recipe.origin_text()
+        )
+    })
+}
+
+/// Each recipe's `DEVICE_DTS` compiled (all of them, as image.mk's
+/// image_prepare does), `jobs` at a time; per device the DTBs in order or
+/// the first error.
+fn compile_dtbs(
+    recipes: &[Option<&DeviceRecipe>],
+    tree: &KernelTree<'_>,
+    kdir: &Path,
+    jobs: usize,
+) -> Vec<Result<Vec<Vec<u8>>, String>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Result<Vec<Vec<u8>>, String>>> = recipes
+        .iter()
+        .map(|_| std::sync::Mutex::new(Ok(Vec::new())))
+        .collect();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| {
+                let Ok(sh) = Shell::new() else { return };
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(slot) = recipes.get(i) else { return };
+                    let Some(r) = slot else { continue };
+                    let out = compile_one(&sh, r, tree, kdir).map_err(|e| format!("{e:#}"));
+                    if let Ok(mut m) = results[i].lock() {
+                        *m = out;
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect()
+}
+
+fn compile_one(
+    sh: &Shell,
+    r: &DeviceRecipe,
+    tree: &KernelTree<'_>,
+    kdir: &Path,
+) -> Result<Vec<Vec<u8>>> {
+    let dir = kdir.join("devices").join(&r.device);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut out = Vec::new();
+    for dts in &r.device_dts {
+        let output = dir.join(steps::dtb_file_name(dts));
+        dtb::build(
+            sh,
+            &dtb::DtbJob {
+                source: r.dtb_source_dir.join(format!("{dts}.dts")),
+                output: output.clone(),
+                dts_dir: &r.dts_dir,
+                linux_dir: tree.linux_dir,
+                cross_compile: tree.cross_compile,
+            },
+        )
+        .context("building its device tree")?;
+        out.push(read(&output)?);
+    }
+    Ok(out)
+}
