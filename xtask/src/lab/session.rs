@@ -177,8 +177,8 @@ impl Guest {
     /// An error when its QEMU exited, with QEMU's own output.
     fn alive(&mut self) -> Result<()> {
         match self.qemu.try_status()? {
-            // A SIGTERM to the process group ends QEMU too (exit status 0):
-            // that is the interruption, not a guest that died.
+            // QEMU ended by a signal of the same interruption (a SIGTERM
+            // sent to it too, exit status 0) is not a guest that died.
             Some(_) if interrupted() => super::process::check_interrupted(),
             Some(status) => Err(with_qemu_log(
                 anyhow::anyhow!(

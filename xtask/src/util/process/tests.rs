@@ -154,44 +154,33 @@ fn a_cancelled_token_stops_the_child() {
 #[test]
 fn output_lands_in_the_files() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "echo out; echo err >&2";
-    let within = Limits::within(Duration::from_secs(10));
+    // The child, run to its exit, with its output where `output` says.
+    let echo = |output: Output<'_>| {
+        let mut child = Supervisor::new(sh("echo out; echo err >&2"), "echo")
+            .output(output)
+            .spawn()
+            .unwrap();
+        child
+            .wait(&Limits::within(Duration::from_secs(10)))
+            .unwrap();
+        child
+    };
     let log = dir.path().join("log");
-    Supervisor::new(sh(script), "echo")
-        .output(Output::Log(&log))
-        .spawn()
-        .unwrap()
-        .wait(&within)
-        .unwrap();
+    echo(Output::Log(&log));
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("out\n") && text.contains("err\n"), "{text:?}");
-    Supervisor::new(sh(script), "echo")
-        .output(Output::AppendLog(&log))
-        .spawn()
-        .unwrap()
-        .wait(&within)
-        .unwrap();
+    echo(Output::AppendLog(&log));
     let appended = std::fs::read_to_string(&log).unwrap();
     assert_eq!(appended.len(), 2 * text.len(), "{appended:?}");
     let (stdout, stderr) = (dir.path().join("o"), dir.path().join("e"));
-    Supervisor::new(sh(script), "echo")
-        .output(Output::Split {
-            stdout: &stdout,
-            stderr: &stderr,
-        })
-        .spawn()
-        .unwrap()
-        .wait(&within)
-        .unwrap();
+    echo(Output::Split {
+        stdout: &stdout,
+        stderr: &stderr,
+    });
     assert_eq!(std::fs::read_to_string(&stdout).unwrap(), "out\n");
     assert_eq!(std::fs::read_to_string(&stderr).unwrap(), "err\n");
-    let mut child = Supervisor::new(sh(script), "echo")
-        .output(Output::Capture)
-        .spawn()
-        .unwrap();
-    child.wait(&within).unwrap();
     assert_eq!(
-        child.captured().unwrap(),
+        echo(Output::Capture).captured().unwrap(),
         ("out\n".to_string(), "err\n".to_string())
     );
 }
