@@ -5,7 +5,8 @@
 //! must have the sha256 of the shared local build that `cargo xtask test`
 //! made. distccd ([`LocalDistccd`]) is stopped in every case (its process
 //! group, on drop).
-//! One tiny build: 3–7 minutes on 2 cores.
+//! One tiny build: 3–7 minutes on 2 cores. And the daemon alone: it
+//! listens, and stopping it leaves no process of its group running.
 
 #[path = "common/gate.rs"]
 mod gate;
@@ -97,5 +98,51 @@ fn a_distcc_build_compiles_remotely_with_the_same_bytes() {
             record.sha256,
             "{name} differs between the distcc and the local build"
         );
+    }
+}
+
+/// The processes of process group `pgid` that run (zombies, killed and
+/// not yet reaped, do not): `/proc/PID/stat` is `pid (comm) state ppid
+/// pgrp …`.
+fn running_in_group(pgid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split(' ').collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_local_distccd_listens_and_stops_with_its_whole_group() {
+    if !gate::Needs::new().program("distccd", "distcc").met() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let daemon = LocalDistccd::start(dir.path(), 2).unwrap();
+    std::net::TcpStream::connect(("127.0.0.1", daemon.port())).unwrap();
+    let pgid = daemon.pid();
+    // distccd forks its workers before it accepts (it listened already).
+    let group = running_in_group(pgid);
+    assert!(group.len() > 1, "distccd's group is only {group:?}");
+    daemon.stop();
+    let start = std::time::Instant::now();
+    while !running_in_group(pgid).is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(15),
+            "distccd's group still runs: {:?}",
+            running_in_group(pgid)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -37,7 +37,7 @@ use xshell::Shell;
 use xtask::build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
-use xtask::lab::process::ChildGuard;
+use xtask::lab::process::{self, Limits};
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET};
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{
@@ -159,7 +159,7 @@ fn both_plugins(
             "-plugin", &ours, "-plugin", &reference, "-d", "plugin", "-D",
         ])
         .arg(&log);
-    let mut qemu = ChildGuard::spawn(cmd, "QEMU", &dir.join("qemu.log")).unwrap();
+    let mut qemu = process::spawn(cmd, "QEMU", &dir.join("qemu.log")).unwrap();
     let started = Instant::now();
     let mut snapshots: Vec<CacheCounters> = Vec::new();
     loop {
@@ -192,7 +192,7 @@ fn both_plugins(
         rustix::process::Signal::TERM,
     )
     .unwrap();
-    qemu.wait(Duration::from_secs(60)).unwrap();
+    qemu.wait(&Limits::within(Duration::from_secs(60))).unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
     let (ours, (reference, reference_l2)) = (our_counts(&text), reference_counts(&text));
     for pair in snapshots.windows(2) {

@@ -101,7 +101,9 @@ impl Lab {
                     let comm =
                         std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
                     left.push(format!("{ns}: {pid} {}", comm.trim()));
-                    let _ = Command::new("kill").args(["-9", pid]).status();
+                    if let Some(pid) = pid.parse().ok().and_then(rustix::process::Pid::from_raw) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                    }
                 }
             }
             let _ = Command::new("ip").args(["netns", "del", &ns]).status();

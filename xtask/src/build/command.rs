@@ -165,9 +165,9 @@ pub fn build(sh: &Shell, planned: &Planned, request: &BuildRequest) -> Result<()
     // A killed `results merge` left its staging directories among the
     // results this run writes.
     crate::results::archive::place::remove_stale(layout)?;
-    // SIGINT or SIGTERM sent to this process alone (a CI timeout, `kill`)
-    // stops the makes too (the run's token sees it), instead of leaving
-    // them running without it; a terminal's Ctrl-C reaches them anyway.
+    // SIGINT or SIGTERM (Ctrl-C, a CI timeout, `kill`) stops the makes
+    // too (the run's token sees it): each runs in its own process group
+    // (util::process), which a terminal's Ctrl-C does not reach.
     crate::util::cancel::install_handler();
     let control = super::progress::RunControl::default();
     let options = BuildOptions {

@@ -3,21 +3,22 @@
 //! its log to prove it compiled the objects.
 //!
 //! The daemon listens on 127.0.0.1 only (`--listen`, `--allow`), on a port
-//! the kernel picked as free, in its own process group; [`LocalDistccd`]
-//! stops the whole group when dropped (SIGTERM, SIGKILL after 5 s), so an
-//! error or a panic never leaves it running.
+//! the kernel picked as free, in its own process group
+//! ([`crate::util::process::Supervisor`]); [`LocalDistccd`] stops the
+//! whole group when dropped (SIGTERM, SIGKILL after 5 s), so an error or a
+//! panic never leaves it running.
 
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
 use super::distcc::Distcc;
 use super::toolchain::find_in_path;
+use crate::util::process::{Supervised, Supervisor, POLL};
 
 /// The only address the daemon listens on and accepts.
 pub const LOOPBACK: &str = "127.0.0.1";
@@ -32,7 +33,8 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 /// on drop.
 #[derive(Debug)]
 pub struct LocalDistccd {
-    child: Child,
+    /// Stopped (its group: SIGTERM, SIGKILL after [`STOP_GRACE`]) on drop.
+    child: Supervised,
     log: PathBuf,
     port: u16,
     slots: usize,
@@ -64,18 +66,18 @@ impl LocalDistccd {
             .and_then(|l| l.local_addr())
             .context("finding a free port on 127.0.0.1")?
             .port();
-        let child = Command::new("distccd")
+        let mut command = Command::new("distccd");
+        command
             .args(["--daemon", "--no-detach"])
             .args(["--allow", LOOPBACK, "--listen", LOOPBACK])
             .arg("--port")
             .arg(port.to_string())
             .arg(format!("--log-file={}", log.display()))
             .args(["--log-level", "info", "--jobs"])
-            .arg(slots.to_string())
-            .stdin(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .context("starting distccd")?;
+            .arg(slots.to_string());
+        let child = Supervisor::new(command, "distccd")
+            .grace(STOP_GRACE)
+            .spawn()?;
         let mut daemon = LocalDistccd {
             child,
             log,
@@ -87,19 +89,24 @@ impl LocalDistccd {
             if TcpStream::connect((LOOPBACK, port)).is_ok() {
                 return Ok(daemon);
             }
-            if let Ok(Some(status)) = daemon.child.try_wait() {
+            if let Some(status) = daemon.child.try_status()? {
                 bail!(
                     "distccd exited ({status}) before listening on {LOOPBACK}:{port}; see {}",
                     daemon.log.display()
                 );
             }
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(POLL);
         }
         bail!(
             "distccd did not listen on {LOOPBACK}:{port} within {} s; see {}",
             LISTEN_TIMEOUT.as_secs(),
             daemon.log.display()
         )
+    }
+
+    /// Its process id, also its process group's.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The port it listens on.
@@ -129,35 +136,6 @@ impl LocalDistccd {
 
     /// Stops it now (as dropping it does).
     pub fn stop(self) {}
-
-    fn group_alive(&self) -> bool {
-        signal_group("-0", self.child.id())
-    }
-}
-
-/// `kill SIGNAL -- -PGID`, as argv; whether it succeeded.
-fn signal_group(signal: &str, pgid: u32) -> bool {
-    Command::new("kill")
-        .args([signal, "--", &format!("-{pgid}")])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-impl Drop for LocalDistccd {
-    fn drop(&mut self) {
-        signal_group("-TERM", self.child.id());
-        let started = std::time::Instant::now();
-        while started.elapsed() < STOP_GRACE {
-            let _ = self.child.try_wait();
-            if !self.group_alive() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        signal_group("-KILL", self.child.id());
-        let _ = self.child.wait();
-    }
 }
 
 /// What distccd's log says it did: objects compiled (`COMPILE_OK`) and

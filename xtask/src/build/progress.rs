@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::util::cancel::Token;
+use crate::util::process::{Ended, Limits, Output, Supervisor};
 
 /// How many of the log's last lines a failure shows.
 const TAIL_LINES: usize = 25;
@@ -23,12 +24,10 @@ const TAIL_LINES: usize = 25;
 /// Without a terminal (CI logs), a plain progress line this often.
 const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
-/// After asking a stopped `make` to terminate (SIGTERM, which make passes
-/// on to the compilers it runs), how long to wait before killing it.
+/// After asking a stopped `make` and its process group (sub-makes,
+/// compilers) to terminate (SIGTERM), how long to wait before killing
+/// the group.
 const TERMINATE_GRACE: Duration = Duration::from_secs(20);
-
-/// How often a running command is checked for its exit and for a stop.
-const POLL_EVERY: Duration = Duration::from_millis(100);
 
 /// What the jobs of one `build` run share: one progress line per running
 /// command (an indicatif [`MultiProgress`]) and the cancellation token
@@ -113,13 +112,13 @@ struct Shared {
 /// `expected_objects`, the total and the estimated time left
 /// ([`super::estimate::progress_message`]); or every line
 /// when `verbose`. The progress line is one of `control`'s; when `control`
-/// is stopped the command gets SIGTERM (then SIGKILL after
-/// 20 s). Returns the number of objects compiled.
+/// is stopped the command's process group gets SIGTERM (then SIGKILL
+/// after 20 s). Returns the number of objects compiled.
 ///
 /// A non-zero exit is an error quoting the last lines of output and naming
 /// the log file; a stop is an error saying so.
 pub fn run_logged(
-    mut command: Command,
+    command: Command,
     label: &str,
     log: &Path,
     verbose: bool,
@@ -152,16 +151,16 @@ pub fn run_logged(
         bar
     };
     let program = format!("{:?}", command.get_program());
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {program}"))?;
-    let readers: Vec<Box<dyn std::io::Read + Send>> = vec![
-        Box::new(child.stdout.take().context("no stdout pipe")?),
-        Box::new(child.stderr.take().context("no stderr pipe")?),
-    ];
+    // Pipes, read line by line as they fill (the progress line counts
+    // objects as they compile); SIGTERM on a stop reaches make's whole
+    // process group (kbuild's sub-makes and the compilers), SIGKILL to
+    // the group after the grace orphans nothing.
+    let mut child = Supervisor::new(command, &program)
+        .output(Output::Pipes)
+        .grace(TERMINATE_GRACE)
+        .spawn()?;
+    let (stdout, stderr) = child.take_pipes().context("no output pipes")?;
+    let readers: Vec<Box<dyn std::io::Read + Send>> = vec![Box::new(stdout), Box::new(stderr)];
     let threads: Vec<_> = readers
         .into_iter()
         .map(|reader| {
@@ -198,8 +197,7 @@ pub fn run_logged(
             })
         })
         .collect();
-    let status =
-        wait_or_stop(&mut child, control).with_context(|| format!("waiting for {program}"))?;
+    let ended = child.wait_until(&Limits::until_cancelled(&control.stop), || Ok(()))?;
     for t in threads {
         let _ = t.join();
     }
@@ -208,12 +206,13 @@ pub fn run_logged(
     s.log
         .flush()
         .with_context(|| format!("writing {}", log.display()))?;
-    if control.is_stopped() && !status.success() {
-        bail!(
+    let status = match ended {
+        Ended::Exited(status) if status.success() || !control.is_stopped() => status,
+        _ => bail!(
             "stopped (another job failed, or SIGINT/SIGTERM arrived); partial log: {}",
             log.display()
-        );
-    }
+        ),
+    };
     if !status.success() {
         let tail: Vec<&str> = s.tail.iter().map(String::as_str).collect();
         bail!(
@@ -223,38 +222,6 @@ pub fn run_logged(
         );
     }
     Ok(s.objects)
-}
-
-/// Waits for `child`; once `control` is stopped, sends it SIGTERM, and
-/// SIGKILL when it is still running [`TERMINATE_GRACE`] later.
-fn wait_or_stop(
-    child: &mut std::process::Child,
-    control: &RunControl,
-) -> std::io::Result<std::process::ExitStatus> {
-    let mut terminated: Option<Instant> = None;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        match terminated {
-            None if control.is_stopped() => {
-                // make passes SIGTERM on to its children (kbuild's sub-makes
-                // and the compilers); SIGKILL would orphan them.
-                let _ = Command::new("kill")
-                    .args(["-TERM", &child.id().to_string()])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
-                terminated = Some(Instant::now());
-            }
-            Some(at) if at.elapsed() > TERMINATE_GRACE => {
-                child.kill()?;
-                return child.wait();
-            }
-            _ => {}
-        }
-        std::thread::sleep(POLL_EVERY);
-    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use super::process::{last_lines, tick, ChildGuard};
+use super::process::{last_lines, tick, Supervised};
 
 /// Lines of console output quoted in error messages.
 pub const TAIL_LINES: usize = 25;
@@ -36,7 +36,7 @@ impl Console {
     pub fn connect(
         path: &Path,
         log: &Path,
-        qemu: &mut ChildGuard,
+        qemu: &mut Supervised,
         timeout: Duration,
     ) -> Result<Console> {
         let deadline = Instant::now() + timeout;
@@ -111,7 +111,7 @@ impl Console {
         &self,
         from: usize,
         patterns: &[&str],
-        qemu: &mut ChildGuard,
+        qemu: &mut Supervised,
         timeout: Duration,
         what: &str,
     ) -> Result<String> {
@@ -146,7 +146,7 @@ impl Console {
     pub fn run(
         &mut self,
         command: &str,
-        qemu: &mut ChildGuard,
+        qemu: &mut Supervised,
         timeout: Duration,
     ) -> Result<(String, i32)> {
         anyhow::ensure!(
@@ -186,7 +186,7 @@ impl Console {
     pub fn check(
         &mut self,
         command: &str,
-        qemu: &mut ChildGuard,
+        qemu: &mut Supervised,
         timeout: Duration,
     ) -> Result<String> {
         let (out, status) = self.run(command, qemu, timeout)?;

@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use super::backend::Testbed;
 use super::guest::SamplePoint;
 use super::net::ip::{wait_listening, TCP, TCP6};
-use super::process::{interrupted, ChildGuard};
+use super::process::{self, interrupted, Limits, Supervised};
 use super::record::Direction;
 use super::runner::Stalled;
 use super::sample::{read_json, GuestSample};
@@ -72,8 +72,8 @@ pub fn run(
         .args(["--one-off", "--json", "--bind", &server_ip])
         .args(["--port", &port]);
     let mut watch = Stopwatch::default();
-    let mut server = watch.time(timing::SERVER_START, || -> Result<ChildGuard> {
-        let mut server = ChildGuard::spawn_split(
+    let mut server = watch.time(timing::SERVER_START, || -> Result<Supervised> {
+        let mut server = process::spawn_split(
             server,
             "iperf3 server",
             &file("server.json"),
@@ -104,13 +104,13 @@ pub fn run(
     }
     let limit = Duration::from_secs(u64::from(seconds) + STALL_SECONDS);
     let waited = watch.time(timing::CLIENT, || -> Result<_> {
-        let mut client = ChildGuard::spawn_split(
+        let mut client = process::spawn_split(
             client,
             "iperf3 client",
             &file("client.json"),
             &file("client.stderr"),
         )?;
-        Ok(client.wait_while(limit, || router.check_alive()))
+        Ok(client.wait_while(&Limits::within(limit), || router.check_alive()))
     })?;
     let status = match waited {
         Ok(status) => status,
@@ -138,7 +138,9 @@ pub fn run(
     let model_after = router_model(&mut watch, router, timing::MODEL_AFTER)?;
     let after = watch.time(timing::SAMPLE_AFTER, || router.sample(SamplePoint::After))?;
     watch
-        .time(timing::SERVER_EXIT, || server.wait(SERVER_TIMEOUT))
+        .time(timing::SERVER_EXIT, || {
+            server.wait(&Limits::within(SERVER_TIMEOUT))
+        })
         .context("waiting for the iperf3 server to finish")?;
     let server = read_json(&file("server.json"))?;
     Ok(RunOutput {

@@ -18,7 +18,7 @@ use super::console::Console;
 use super::guest::{self, SamplePoint, FAILED, READY, SAMPLE};
 pub use super::iperf::RunOutput;
 use super::net::{self, Names, Net};
-use super::process::{interrupted, ChildGuard};
+use super::process::{self, interrupted, Supervised};
 use super::qemu::{self, Boot};
 use super::record::Direction;
 use super::rootfs::{self, Initramfs};
@@ -41,7 +41,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Guest {
     // Field order is drop order: the console, then QEMU.
     console: Console,
-    qemu: ChildGuard,
+    qemu: Supervised,
     /// Its name in the topology.
     pub name: String,
     counted: [String; 2],
@@ -112,7 +112,7 @@ impl Guest {
         } else {
             format!("QEMU of {}", g.name)
         };
-        let mut qemu = ChildGuard::spawn(command, &what, &qemu_log)?;
+        let mut qemu = process::spawn(command, &what, &qemu_log)?;
         let console = Console::connect(&socket, &dir.join(&console_log), &mut qemu, START_TIMEOUT)
             .map_err(|e| with_qemu_log(e, &qemu_log))?;
         Ok(Guest {
@@ -177,13 +177,13 @@ impl Guest {
     /// An error when its QEMU exited, with QEMU's own output.
     fn alive(&mut self) -> Result<()> {
         match self.qemu.try_status()? {
-            // A SIGTERM to the process group ends QEMU too (exit status 0):
-            // that is the interruption, not a guest that died.
+            // QEMU ended by a signal of the same interruption (a SIGTERM
+            // sent to it too, exit status 0) is not a guest that died.
             Some(_) if interrupted() => super::process::check_interrupted(),
             Some(status) => Err(with_qemu_log(
                 anyhow::anyhow!(
                     "{} exited ({status})\n{}",
-                    self.qemu.what,
+                    self.qemu.what(),
                     self.console_tail()
                 ),
                 &self.qemu_log,

@@ -7,7 +7,8 @@
 //! * iperf3: a one-off `--json` server, a client for S seconds; what the
 //!   receiver got, in Mbit/s.
 //!
-//! Servers and clients are [`ChildGuard`]s with deadlines: killed when the
+//! Servers and clients are supervised children
+//! ([`crate::util::process::Supervised`]) with deadlines: stopped when the
 //! run ends or fails, and whatever they forked goes with the namespace.
 
 use std::path::Path;
@@ -17,7 +18,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::lab::net::ip::{wait_listening, TCP};
 use crate::lab::net::Namespace;
-use crate::lab::process::{last_lines, ChildGuard};
+use crate::lab::process::{self, last_lines, Limits};
 use crate::lab::sample::{iperf_summary, read_json};
 
 /// The TCP port `tbench_srv` listens on (dbench's default).
@@ -87,7 +88,7 @@ pub fn tbench(
 ) -> Result<Outcome> {
     let mut server = ns.command("tbench_srv", &[]);
     server.current_dir(dir);
-    let mut server = ChildGuard::spawn(
+    let mut server = process::spawn(
         server,
         "tbench server",
         &dir.join(format!("{prefix}-tbench_srv.log")),
@@ -97,10 +98,10 @@ pub fn tbench(
     let (secs, n) = (seconds.to_string(), clients.to_string());
     let mut client = ns.command("tbench", &["-t", &secs, &n, "127.0.0.1"]);
     client.current_dir(dir);
-    let mut client = ChildGuard::spawn(client, "tbench", &dir.join(&log))?;
-    let status = client.wait(Duration::from_secs(
+    let mut client = process::spawn(client, "tbench", &dir.join(&log))?;
+    let status = client.wait(&Limits::within(Duration::from_secs(
         u64::from(seconds) + CLIENT_SLACK_SECONDS,
-    ))?;
+    )))?;
     let output = crate::util::fs::read_limited(
         &dir.join(&log),
         crate::util::fs::FileLimit::log("tbench log"),
@@ -109,7 +110,7 @@ pub fn tbench(
     if !status.success() {
         bail!("tbench failed ({status}):\n{}", last_lines(&output, 15));
     }
-    server.kill();
+    server.stop();
     let (value, summary) = parse_tbench(&output, clients)?;
     Ok(Outcome {
         value,
@@ -136,7 +137,7 @@ pub fn iperf3(ns: &Namespace, seconds: u32, dir: &Path, prefix: &str) -> Result<
             &port,
         ],
     );
-    let mut server = ChildGuard::spawn_split(
+    let mut server = process::spawn_split(
         server,
         "iperf3 server",
         &file("server.json"),
@@ -158,15 +159,15 @@ pub fn iperf3(ns: &Namespace, seconds: u32, dir: &Path, prefix: &str) -> Result<
             "5000",
         ],
     );
-    let mut client = ChildGuard::spawn_split(
+    let mut client = process::spawn_split(
         client,
         "iperf3 client",
         &file("client.json"),
         &file("client.stderr"),
     )?;
-    let status = client.wait(Duration::from_secs(
+    let status = client.wait(&Limits::within(Duration::from_secs(
         u64::from(seconds) + CLIENT_SLACK_SECONDS,
-    ))?;
+    )))?;
     let report = read_json(&file("client.json"))?;
     if let Some(failure) =
         crate::lab::iperf::client_failure(status, &report, &file("client.stderr"))
@@ -174,7 +175,7 @@ pub fn iperf3(ns: &Namespace, seconds: u32, dir: &Path, prefix: &str) -> Result<
         bail!("iperf3 failed{failure}");
     }
     server
-        .wait(SERVER_TIMEOUT)
+        .wait(&Limits::within(SERVER_TIMEOUT))
         .context("waiting for the iperf3 server to finish")?;
     let summary = iperf_summary(&report)?;
     Ok(Outcome {

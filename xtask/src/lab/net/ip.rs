@@ -3,12 +3,13 @@
 //! by Ctrl-C ([`tool`]) or not ([`cleanup_tool`], for removing what the
 //! lab made while an interruption unwinds).
 
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
-use crate::lab::process::{last_lines, tick, ChildGuard, POLL};
+use crate::lab::process::{last_lines, tick, Supervised};
+use crate::util::process::{Limits, Output, Supervisor};
 
 /// Longest a single `ip`/`ethtool` call may take.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -42,46 +43,23 @@ enum Interrupt {
 fn run_tool(program: &str, args: &[&str], interrupt: Interrupt) -> Result<String> {
     let mut cmd = Command::new(program);
     cmd.args(args);
-    let out = run_with_timeout(cmd, STEP_TIMEOUT, interrupt)
-        .with_context(|| format!("running {program} {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "`{program} {}` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            last_lines(&String::from_utf8_lossy(&out.stderr), 5)
-        );
+    let shown = format!("{program} {}", args.join(" "));
+    let limits = match interrupt {
+        Interrupt::Stops => Limits::within(STEP_TIMEOUT),
+        Interrupt::Ignored => Limits::cleanup_within(STEP_TIMEOUT),
+    };
+    // Captured in files, not pipes: `ip -json` output longer than a pipe
+    // holds would block until the deadline.
+    let mut child = Supervisor::new(cmd, &format!("`{shown}`"))
+        .output(Output::Capture)
+        .hint("is it installed? (`cargo xtask setup`)")
+        .spawn()?;
+    let status = child.wait(&limits)?;
+    let (stdout, stderr) = child.captured()?;
+    if !status.success() {
+        bail!("`{shown}` failed ({status}): {}", last_lines(&stderr, 5));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn run_with_timeout(mut cmd: Command, timeout: Duration, interrupt: Interrupt) -> Result<Output> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| {
-            format!(
-                "starting {}; is it installed? (`cargo xtask setup`)",
-                cmd.get_program().to_string_lossy()
-            )
-        })?;
-    let deadline = Instant::now() + timeout;
-    loop {
-        if child.try_wait()?.is_some() {
-            return Ok(child.wait_with_output()?);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("timed out after {} s", timeout.as_secs());
-        }
-        match interrupt {
-            Interrupt::Stops => tick()?,
-            Interrupt::Ignored => std::thread::sleep(POLL),
-        }
-    }
+    Ok(stdout)
 }
 
 /// `ip netns exec NETNS program args…`, to spawn.
@@ -113,7 +91,7 @@ pub fn netns_exists(name: &str) -> Result<bool> {
 pub fn wait_listening(
     (netns, table): (&str, &str),
     port: u16,
-    server: &mut ChildGuard,
+    server: &mut Supervised,
     timeout: Duration,
 ) -> Result<()> {
     let deadline = Instant::now() + timeout;
@@ -129,12 +107,12 @@ pub fn wait_listening(
             return Ok(());
         }
         if let Some(status) = server.try_status()? {
-            bail!("the {} exited ({status}) before listening", server.what);
+            bail!("the {} exited ({status}) before listening", server.what());
         }
         if Instant::now() >= deadline {
             bail!(
                 "the {} did not listen on port {port} within {} s",
-                server.what,
+                server.what(),
                 timeout.as_secs()
             );
         }

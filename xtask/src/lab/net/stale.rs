@@ -1,7 +1,7 @@
 //! What a killed lab left (SIGKILL, a power cut): namespaces, taps and
 //! QEMU's socket directories named after a process id that no longer
 //! runs. Its QEMU, iperf3 and tbench died with it (they get SIGKILL when
-//! the lab dies, [`crate::lab::process::ChildGuard`]; a forking server
+//! the lab dies, [`crate::util::process::Supervised`]; a forking server
 //! left in a namespace is killed with it here).
 
 use anyhow::{Context, Result};

@@ -13,16 +13,15 @@
 //! lab file's command and copy timeouts), stops on Ctrl-C, and is logged
 //! with its output to the current log file.
 
-use std::fs::File;
-use std::io::{Read, Seek, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
 use crate::inputs::ssh_lab::{Destination, Timeouts};
-use crate::lab::process::{check_interrupted, interrupted};
+use crate::util::process::{Limits, Output, Supervisor};
 
 /// How the lab reaches the router.
 #[derive(Debug, Clone)]
@@ -170,45 +169,27 @@ impl Ssh {
     }
 
     /// Runs `command` with its output in temporary files (no pipe to fill
-    /// up), killing it after `timeout`; logs it.
-    fn call(&self, mut command: Command, what: &str, timeout: Duration) -> Result<Remote> {
-        let mut out = tempfile::tempfile().context("a temporary file for ssh's output")?;
-        let mut err = tempfile::tempfile().context("a temporary file for ssh's output")?;
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(err.try_clone()?)
-            .spawn()
-            .with_context(|| {
-                format!("starting {what}; is openssh-client installed? (`cargo xtask setup`)")
-            })?;
-        let deadline = Instant::now() + timeout;
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            if Instant::now() >= deadline || interrupted() {
-                let _ = child.kill();
-                let _ = child.wait();
+    /// up), stopping it after `timeout` or on Ctrl-C; logs it.
+    fn call(&self, command: Command, what: &str, timeout: Duration) -> Result<Remote> {
+        let mut child = Supervisor::new(command, &format!("`{what}`"))
+            .output(Output::Capture)
+            .hint("is openssh-client installed? (`cargo xtask setup`)")
+            .spawn()?;
+        let status = match child.wait(&Limits::within(timeout)) {
+            Ok(status) => status,
+            Err(e) => {
                 self.note(&format!(
                     "$ {what}\n(killed after {} s)\n",
                     timeout.as_secs()
                 ));
-                check_interrupted()?;
-                bail!("`{what}` did not finish within {} s", timeout.as_secs());
+                return Err(e);
             }
-            std::thread::sleep(crate::lab::process::POLL);
         };
-        let read = |f: &mut File| -> Result<String> {
-            let mut s = String::new();
-            f.rewind()?;
-            f.read_to_string(&mut s)?;
-            Ok(s)
-        };
+        let (stdout, stderr) = child.captured()?;
         let remote = Remote {
             status,
-            stdout: read(&mut out)?,
-            stderr: read(&mut err)?,
+            stdout,
+            stderr,
         };
         self.note(&format!(
             "$ {what}\n{}{}({status})\n",
