@@ -58,6 +58,7 @@ fn diff_by(g: Grouping) -> AttributionDiff {
         variants: vec!["baseline".to_string()],
         symbols: None,
         by: Some(g),
+        devices: None,
         allow_mismatch: false,
         lab: report::LabRuns::Off,
     };
