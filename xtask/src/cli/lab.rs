@@ -147,6 +147,12 @@ pub struct LabArgs {
     /// `off`, or `rps_cpus=2[,xps_cpus=3][,irq_cpu=0][,threaded_napi=on][,napi_cpu=0]`.
     #[arg(long, value_name = "openwrt|off|rps_cpus=MASK,…", value_parser = xtask::inputs::steering::SteeringSpec::parse_flag)]
     pub packet_steering: Option<xtask::inputs::steering::SteeringSpec>,
+    /// Forwarding lab: continue the lab that stopped in DIR (the directory
+    /// its error names, holding lab.json) with the same command line: its
+    /// runs are kept, the missing ones run. Refused when DIR's target,
+    /// arms or settings differ from the command's, or its lab still runs.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
 }
 
 impl LabArgs {
@@ -183,6 +189,7 @@ impl LabArgs {
                 (self.json.is_some(), "--json", QEMU),
                 (self.cpus.is_some(), "--cpus", QEMU),
                 (self.packet_steering.is_some(), "--packet-steering", QEMU),
+                (self.resume.is_some(), "--resume", FORWARDING),
             ];
             if let Some((_, flag, lab)) = not_host.iter().find(|(given, ..)| *given) {
                 anyhow::bail!(
@@ -254,6 +261,7 @@ impl LabArgs {
                 (self.cache_model, "--cache-model"),
                 (self.no_control, "--no-control"),
                 (self.packet_steering.is_some(), "--packet-steering"),
+                (self.resume.is_some(), "--resume"),
             ];
             if let Some((_, flag)) = not_there.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
@@ -327,6 +335,7 @@ impl LabArgs {
                 udp_mbit: self.udp,
             },
             cpus: self.cpus,
+            resume: self.resume.clone(),
             packet_steering: self
                 .packet_steering
                 .clone()

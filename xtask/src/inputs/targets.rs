@@ -451,4 +451,45 @@ mod tests {
             .collect();
         assert_eq!(two, ["bcm53xx", "ramips-mt7621"]);
     }
+
+    /// ARM routers' kernels and their lab kernels are built in ARM mode,
+    /// as OpenWrt builds them: `make allnoconfig` leaves
+    /// `CONFIG_THUMB2_KERNEL=y` behind (a Thumb-only no-MMU CPU), so a
+    /// fragment of each must turn it off, after any that could turn it on.
+    /// arm-tiny, a no-MMU build test, is not a router.
+    #[test]
+    fn arm_router_kernels_are_built_in_arm_mode() {
+        let dir = crate::util::layout::Layout::from_manifest_dir().targets_dir();
+        let thumb2_off = |files: &[&String]| {
+            let mut off = false;
+            for f in files {
+                for line in std::fs::read_to_string(dir.join(f)).unwrap().lines() {
+                    match line.trim() {
+                        "# CONFIG_THUMB2_KERNEL is not set" => off = true,
+                        "CONFIG_THUMB2_KERNEL=y" => off = false,
+                        _ => {}
+                    }
+                }
+            }
+            off
+        };
+        let arm: Vec<Target> = project_targets()
+            .into_iter()
+            .filter(|t| t.arch == "arm" && t.name != "arm-tiny")
+            .collect();
+        assert!(!arm.is_empty());
+        for t in arm {
+            let router: Vec<&String> = t.kconfig.fragments.iter().collect();
+            assert!(thumb2_off(&router), "{}: its fragments build a Thumb-2 kernel", t.name);
+            if let Some(lab) = &t.lab {
+                let kept = t
+                    .kconfig
+                    .fragments
+                    .iter()
+                    .filter(|f| !lab.replace_fragments.contains(f));
+                let files: Vec<&String> = kept.chain(&lab.fragments).collect();
+                assert!(thumb2_off(&files), "{}: its lab kernel is built Thumb-2", t.name);
+            }
+        }
+    }
 }

@@ -131,11 +131,11 @@ impl Console {
                 bail!("QEMU exited ({status}) while {what}; {}", self.tail());
             }
             if Instant::now() >= deadline {
-                bail!(
+                return Err(anyhow::Error::msg(NoAnswer(format!(
                     "no answer within {} s while {what}; {}",
                     timeout.as_secs(),
                     self.tail()
-                );
+                ))));
             }
             tick()?;
         }
@@ -194,6 +194,19 @@ impl Console {
             bail!("`{command}` failed in the guest (exit status {status}):\n{out}");
         }
         Ok(out)
+    }
+}
+
+/// The error of [`Console::wait_for_line`] when the guest printed nothing
+/// it waited for within its time while QEMU still ran: a guest that hangs
+/// (a boot that stops after `/init` started on two CPUs did) rather than
+/// one that failed.
+#[derive(Debug)]
+pub struct NoAnswer(pub String);
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 

@@ -206,6 +206,9 @@ pub struct LabRequest {
     /// packet_steering` (`--packet-steering`, an experiment's `[lab]
     /// packet_steering`), with where it was asked; QEMU only.
     pub packet_steering: Option<(crate::inputs::steering::SteeringSpec, String)>,
+    /// `--resume DIR`: continue the lab that stopped there
+    /// ([`orchestrate::Start::Resume`]) instead of starting a new one.
+    pub resume: Option<PathBuf>,
 }
 
 impl LabRequest {
@@ -239,6 +242,7 @@ impl LabRequest {
             routers: None,
             cpus: None,
             packet_steering: None,
+            resume: None,
         }
     }
 
@@ -380,6 +384,13 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
     } else {
         orchestrate::Mode::Run
     };
+    let start = match &request.resume {
+        Some(_) if request.build_only => {
+            bail!("--resume continues a lab's runs; --build-only runs none: leave one out")
+        }
+        Some(dir) => orchestrate::Start::Resume(dir.clone()),
+        None => orchestrate::Start::New,
+    };
     match &request.machine {
         Machine::Ssh(ssh) => {
             if request.cache_model {
@@ -408,7 +419,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
                 bail!("--topology {} boots QEMU guests: a real router over SSH is the lab file's network (use --lab qemu)", request.topology);
             }
             let (plan, mut backend) = ssh::resolve(layout, request, ssh)?;
-            orchestrate::run(layout, &plan, &mut backend, mode)
+            orchestrate::run_from(layout, &plan, &mut backend, mode, start)
         }
         Machine::Qemu => {
             // OpenWrt mode's lab kernels and runs live apart from the
@@ -416,7 +427,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
             let openwrt_layout = request.openwrt.as_ref().map(|_| layout.openwrt_mode());
             let runs_layout = openwrt_layout.as_ref().unwrap_or(layout);
             let (plan, mut backend) = qemu_lab::resolve((sh, layout), request)?;
-            orchestrate::run(runs_layout, &plan, &mut backend, mode)
+            orchestrate::run_from(runs_layout, &plan, &mut backend, mode, start)
         }
     }
 }

@@ -212,9 +212,33 @@ fn execute_inner(
             .filter(|r| r.arm == arm.name && r.round == round)
             .count() as u32;
         'session: loop {
-            let (mut session, boot) = system
-                .start(arm, round, dir)
-                .with_context(|| format!("starting {} ({words})", arm.name))?;
+            let started = system.start(arm, round, dir);
+            let stalled = started
+                .as_ref()
+                .err()
+                .and_then(|e| e.downcast_ref::<Stalled>());
+            if let Some(stalled) = stalled {
+                if redone_here < REDO_PER_SESSION && record.redone.len() < REDO_PER_LAB {
+                    let reason = stalled.0.lines().next().unwrap_or_default().to_string();
+                    progress.println(&format!(
+                        "{who}: {} {words}: {reason}; booting it again",
+                        arm.name
+                    ));
+                    record.redone.push(RedoneRun {
+                        arm: arm.name.clone(),
+                        round,
+                        condition: None,
+                        warmup: false,
+                        index: None,
+                        reason,
+                    });
+                    record.write(dir)?;
+                    redone_here += 1;
+                    continue 'session;
+                }
+            }
+            let (mut session, boot) =
+                started.with_context(|| format!("starting {} ({words})", arm.name))?;
             if let Some(boot) = boot {
                 progress.println(&format!(
                     "{who}: {} {words}: ready after {:.1} s",
@@ -253,9 +277,9 @@ fn execute_inner(
                         record.redone.push(RedoneRun {
                             arm: arm.name.clone(),
                             round,
-                            condition,
+                            condition: Some(condition),
                             warmup,
-                            index,
+                            index: Some(index),
                             reason,
                         });
                         record.write(dir)?;

@@ -140,7 +140,20 @@ impl Guest {
                 BOOT_TIMEOUT,
                 "booting the lab kernel",
             )
-            .map_err(|e| with_qemu_log(e, &self.qemu_log))?;
+            .map_err(|e| {
+                // QEMU runs but the guest hangs: the runner boots again.
+                let hung = e.downcast_ref::<super::console::NoAnswer>().is_some();
+                let e = with_qemu_log(e, &self.qemu_log);
+                if hung {
+                    e.context(super::runner::Stalled(format!(
+                        "guest {} hung while booting (no answer within {} s)",
+                        self.name,
+                        BOOT_TIMEOUT.as_secs()
+                    )))
+                } else {
+                    e
+                }
+            })?;
         if !line.contains(READY) {
             bail!(
                 "guest {} did not come up: {line}\n{}",

@@ -373,7 +373,12 @@ fn execute(
         workload: plan.workload.as_ref(),
     };
     runner::execute(&mut system, &plan.schedule, record, dir)
-        .with_context(|| format!("the lab stopped; what it measured is in {}", dir.display()))
+        .with_context(|| {
+            format!(
+                "the lab stopped; what it measured is in {dir}; `cargo xtask lab` with the same flags and `--resume {dir}` continues it (an experiment resumes its labs when run again)",
+                dir = dir.display()
+            )
+        })
 }
 
 mod resume;

@@ -20,13 +20,20 @@ struct Script {
     fail_at: Option<u32>,
     /// Runs (by index) that stall, as a NIC that stops moving packets.
     stall_at: Vec<u32>,
+    /// Boots (by the count of starts so far) whose guest hangs.
+    hang_at: Vec<usize>,
 }
 
 impl SystemUnderTest for Script {
     type Session = String;
 
     fn start(&mut self, arm: &Arm, round: u32, _: &Path) -> Result<(String, Option<BootRecord>)> {
+        let starts = self.calls.iter().filter(|c| c.starts_with("start")).count();
         self.calls.push(format!("start {} r{round}", arm.name));
+        if self.hang_at.contains(&starts) {
+            return Err(anyhow::anyhow!("no answer within 240 s")
+                .context(Stalled("guest router hung while booting".to_string())));
+        }
         // A guest boots (the record's machine is QEMU's).
         let boot = BootRecord {
             arm: arm.name.clone(),
@@ -107,6 +114,7 @@ fn arms_interleave_with_a_warm_up_per_session() {
         calls: Vec::new(),
         fail_at: None,
         stall_at: Vec::new(),
+        hang_at: Vec::new(),
     };
     execute(&mut s, &plan, &mut r, dir.path()).unwrap();
     assert_eq!(r.status, Status::Complete);
@@ -237,6 +245,7 @@ fn a_failed_run_leaves_a_failed_record() {
         calls: Vec::new(),
         fail_at: Some(1),
         stall_at: Vec::new(),
+        hang_at: Vec::new(),
     };
     let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
     assert!(format!("{err:#}").contains("boom"), "{err:#}");
@@ -277,6 +286,7 @@ fn a_stalled_run_boots_its_arm_again_once() {
         calls: Vec::new(),
         fail_at: None,
         stall_at: vec![1],
+        hang_at: Vec::new(),
     };
     let mut r = record(vec![arm("baseline"), arm("v")]);
     execute(&mut s, &plan, &mut r, dir.path()).unwrap();
@@ -295,7 +305,7 @@ fn a_stalled_run_boots_its_arm_again_once() {
     let redone = &r.redone[0];
     assert_eq!(
         (redone.arm.as_str(), redone.round, redone.index),
-        ("baseline", 0, 1)
+        ("baseline", 0, Some(1))
     );
     assert_eq!(redone.reason, "the lan-to-wan run stalled");
     assert!(!redone.warmup);
@@ -315,10 +325,41 @@ fn a_stalled_run_boots_its_arm_again_once() {
         calls: Vec::new(),
         fail_at: None,
         stall_at: vec![1, 3],
+        hang_at: Vec::new(),
     };
     let mut r = record(vec![arm("baseline")]);
     let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
     assert!(format!("{err:#}").contains("stalled"), "{err:#}");
     assert_eq!(r.redone.len(), 1);
     assert!(!r.status.is_complete());
+}
+
+/// A boot whose guest hangs is booted again once, recorded as a redone
+/// boot (no condition, no index); the session then runs as usual.
+#[test]
+fn a_hung_boot_is_booted_again() {
+    let ip = Condition::Bench {
+        bench: Benchmark::Iperf3,
+    };
+    let plan = Plan {
+        runs: 1,
+        duration_seconds: 1,
+        warmup: ip,
+        conditions: vec![ip],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Script {
+        calls: Vec::new(),
+        fail_at: None,
+        stall_at: Vec::new(),
+        hang_at: vec![1],
+    };
+    let mut r = record(vec![arm("baseline"), arm("v")]);
+    execute(&mut s, &plan, &mut r, dir.path()).unwrap();
+    assert_eq!(r.status, Status::Complete);
+    let starts: Vec<&String> = s.calls.iter().filter(|c| c.starts_with("start")).collect();
+    assert_eq!(starts, ["start baseline r0", "start v r0", "start v r0"]);
+    assert_eq!(r.redone.len(), 1);
+    assert_eq!((r.redone[0].condition, r.redone[0].index), (None, None));
+    assert_eq!(r.samples("v", ip, "tbench").len(), 1);
 }

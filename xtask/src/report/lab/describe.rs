@@ -67,10 +67,10 @@ pub fn redone_note(record: &LabRecord) -> Option<String> {
         .redone
         .iter()
         .map(|r| {
-            let what = if r.warmup {
-                "warm-up".to_string()
-            } else {
-                r.condition.describe()
+            let what = match r.condition {
+                None => "boot".to_string(),
+                Some(_) if r.warmup => "warm-up".to_string(),
+                Some(c) => c.describe(),
             };
             format!(
                 "{} {} {what} ({})",
@@ -81,7 +81,7 @@ pub fn redone_note(record: &LabRecord) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "{} run(s) stalled and were run again after booting their arm afresh (a new warm-up first); the stalled runs left no numbers: {}",
+        "{} run(s) or boot(s) stalled and were done again after booting their arm afresh (a new warm-up first); what stalled left no numbers: {}",
         runs.len(),
         runs.join("; ")
     ))
@@ -343,13 +343,13 @@ mod tests {
         r.redone.push(crate::results::lab::RedoneRun {
             arm: r.arms[0].name.clone(),
             round: 0,
-            condition: r.settings.conditions()[0],
+            condition: Some(r.settings.conditions()[0]),
             warmup: false,
-            index: 3,
+            index: Some(3),
             reason: "the lan-to-wan run stalled (a NIC that stops moving packets?)".to_string(),
         });
         let note = super::redone_note(&r).unwrap();
-        assert!(note.starts_with("1 run(s) stalled"), "{note}");
+        assert!(note.starts_with("1 run(s) or boot(s) stalled"), "{note}");
         assert!(
             note.contains(&format!("{} round 1 of", r.arms[0].name)),
             "{note}"

@@ -277,7 +277,9 @@ fn redone_problems(
                 r.round, record.settings.runs
             ));
         }
-        if !r.warmup && !conditions.contains(&r.condition) {
+        if r.condition
+            .is_some_and(|c| !r.warmup && !conditions.contains(&c))
+        {
             out.push(format!(
                 "{what}: a condition lab.json's settings do not list"
             ));

@@ -436,9 +436,11 @@ pub struct LabRecord {
 pub const MAX_REDONE: usize = 3;
 
 /// A run the lab could not finish because the machine stopped moving
-/// packets (QEMU's emulated e1000 on two CPUs did, issue #27): it left no
-/// [`RunRecord`], its arm booted again, and the run was done afresh after
-/// a warm-up of its own. The run's raw files stay under its `index`.
+/// packets (QEMU's emulated e1000 on two CPUs did, issue #27), or a boot
+/// whose guest hung (one on two CPUs stopped after `/init` started): it
+/// left no [`RunRecord`], its arm booted again, and the session went on
+/// afresh after a warm-up of its own. A run's raw files stay under its
+/// `index`; a boot's console log beside the others of its arm and round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedoneRun {
@@ -446,13 +448,16 @@ pub struct RedoneRun {
     pub arm: String,
     /// Round (0-based).
     pub round: u32,
-    /// What the run measured under.
-    pub condition: Condition,
+    /// What the run measured under; `None` for a boot that hung.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Condition>,
     /// Whether it was the session's warm-up.
     pub warmup: bool,
     /// The stalled run's position among all runs (its raw files'
-    /// `run<index>-…`); the next run takes the next index.
-    pub index: u32,
+    /// `run<index>-…`; the next run takes the next index); `None` for a
+    /// boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
     /// Why, in one line (the console's tail is in the boot's log).
     pub reason: String,
 }
