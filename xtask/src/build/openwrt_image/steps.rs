@@ -20,9 +20,12 @@
 //!   $@`, with `SOURCE_DATE_EPOCH` from `UIMAGE_TIME`, else 0 (OpenWrt's
 //!   build sets it from the checkout's commit; 0 gives equal bytes for
 //!   equal kernels);
-//! * `gzip` (include/image-commands.mk): `gzip -f -9n -c $@ $(1)`.
+//! * `gzip` (include/image-commands.mk): `gzip -f -9n -c $@ $(1)`;
+//! * `loader-kernel` and `relocate-kernel` (ramips' image Makefile): the
+//!   checkout's lzma-loader and relocation stub, built by its Makefiles
+//!   ([`super::loader`]).
 //!
-//! Anything else (a firmware header, `lzma-loader`, `trx`, `fit`) is
+//! Anything else (a firmware header, `trx`, `fit`) is
 //! refused, naming the device, the recipe's `file:line` and the step.
 
 use std::path::Path;
@@ -43,6 +46,8 @@ pub const SUPPORTED: &[&str] = &[
     "lzma-d16",
     "uImage",
     "gzip",
+    "loader-kernel",
+    "relocate-kernel",
 ];
 
 /// For each implemented definition, text it must contain (white space
@@ -71,11 +76,27 @@ pub const DEFINITIONS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Build/gzip", &["gzip -f -9n -c $@ $(1) > $@.new"]),
+    (
+        "Build/loader-kernel",
+        &["$(call Build/loader-common,LOADER_DATA=\"$@\")"],
+    ),
+    (
+        "Build/relocate-kernel",
+        &[
+            "$(CP) ../../generic/image/relocate $@.relocate",
+            "$(MAKE) -C $@.relocate KERNEL_ADDR=$(if $(1),$(1),$(KERNEL_LOADADDR)) \
+             CROSS_COMPILE=$(TARGET_CROSS)",
+            "( dd if=$@.relocate/loader.bin bs=32 conv=sync && perl -e '@s = stat(\"$@\"); \
+             print pack(\"V\", @s[7])' && cat $@ ) > $@.new",
+            "mv $@.new $@",
+        ],
+    ),
 ];
 
-/// `text` with every run of white space made one space, trimmed.
+/// `text` with every run of white space made one space, trimmed, and
+/// make's `\` line continuations dropped.
 pub fn collapse(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    super::loader::collapse_make(text)
 }
 
 /// Checks that `definition` (a make variable such as `Build/lzma`) is
@@ -168,6 +189,8 @@ pub struct StepContext<'a> {
     pub karch: &'a str,
     /// `$(LINUX_VERSION)`.
     pub linux_version: &'a str,
+    /// The kernel build (the loaders' headers and cross compiler).
+    pub tree: &'a super::KernelTree<'a>,
 }
 
 /// The LZMA step's arguments to `lzma e` for `step` (`lzma`, `lzma-no-dict`,
@@ -235,6 +258,19 @@ pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Resu
             write(&lzma_alone(&read(image)?, &params)?)
         }
         "uImage" => uimage(sh, ctx, step, image),
+        "loader-kernel" => {
+            let work = image.with_extension("loader");
+            let built = super::loader::lzma_loader(sh, recipe, ctx.tree, &read(image)?, &work);
+            let _ = std::fs::remove_dir_all(&work);
+            write(&built?.bytes)
+        }
+        "relocate-kernel" => {
+            let addr = super::loader::relocate_address(recipe, step)?;
+            let work = image.with_extension("relocate");
+            let stub = super::loader::relocate_stub(sh, recipe, ctx.tree, &addr, &work);
+            let _ = std::fs::remove_dir_all(&work);
+            write(&super::loader::relocate(&stub?, &read(image)?)?)
+        }
         "gzip" => {
             let args = &step.args;
             let out = cmd!(sh, "gzip -f -9n -c {image} {args...}")
