@@ -223,6 +223,8 @@ fn images_equal_the_single_device_path_and_failures_say_why() {
                 eprintln!("{}: {why}", e.device);
                 if e.device.starts_with("belkin") {
                     assert!(why.contains("`fit"), "{why}");
+                    assert!(why.contains("scripts/mkits.sh"), "{why}");
+                    assert!(!fx.root.join("scripts/mkits.sh").exists());
                     assert!(why.contains(&r.origin_text()), "{why}");
                 } else if e.device.starts_with("iptime") {
                     assert!(why.contains("broken_board.dts"), "{why}");
@@ -318,17 +320,15 @@ fn mt7621_every_device_from_a_real_kernel() {
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for d in &record.devices {
         if let Some(e) = &d.error {
-            let key: String = e
-                .split("xtask (supported")
-                .next()
-                .unwrap_or(e)
-                .chars()
-                .rev()
-                .take(60)
-                .collect::<String>()
-                .chars()
-                .rev()
-                .collect();
+            // The step and why, without the device and its file:line.
+            let key = match (e.find("KERNEL step `"), e.find(" (supported:")) {
+                (Some(a), Some(b)) if a < b => {
+                    let step = e[a..].split('`').nth(1).unwrap_or("");
+                    let word = step.split_whitespace().next().unwrap_or("");
+                    format!("{word}: {}", e[a..b].split(": ").last().unwrap_or(""))
+                }
+                _ => e.chars().take(160).collect(),
+            };
             *reasons.entry(key).or_default() += 1;
         }
     }

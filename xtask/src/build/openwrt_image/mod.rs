@@ -100,12 +100,7 @@ pub fn check(recipe: &DeviceRecipe, make_targets: &[String]) -> Result<()> {
     );
     for step in &recipe.steps {
         if !steps::SUPPORTED.contains(&step.name.as_str()) {
-            bail!(
-                "device {} ({}): KERNEL step `{step}` is not supported by xtask (supported: {})",
-                recipe.device,
-                recipe.origin_text(),
-                steps::SUPPORTED.join(", ")
-            );
+            return Err(steps::unsupported(recipe, step));
         }
         steps::check_definition(recipe, &format!("Build/{}", step.name))?;
         if step.name == "loader-kernel" {

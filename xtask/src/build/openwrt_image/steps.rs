@@ -50,6 +50,56 @@ pub const SUPPORTED: &[&str] = &[
     "relocate-kernel",
 ];
 
+/// Steps xtask does not make, with what it would take: each runs a tool
+/// that neither the OpenWrt snapshot nor Debian has, so there is no
+/// reference to check an implementation against.
+pub const UNSUPPORTED_WHY: &[(&str, &str)] = &[
+    (
+        "tplink-v1-header",
+        "it runs OpenWrt's host tool mktplinkfw (firmware-utils, not in the checkout or Debian)",
+    ),
+    (
+        "zytrx-header",
+        "it runs OpenWrt's host tool zytrx (firmware-utils, not in the checkout or Debian)",
+    ),
+    (
+        "uimage-sgehdr",
+        "it runs OpenWrt's host tool uimage_sgehdr (firmware-utils, not in the checkout or Debian)",
+    ),
+];
+
+/// Why `step` of `recipe` cannot be made: the refusal naming the device,
+/// the recipe's `file:line`, the step and, where known, what is missing
+/// (for `fit`: the checkout's scripts/mkits.sh, which writes the `.its`).
+pub fn unsupported(recipe: &DeviceRecipe, step: &Step) -> anyhow::Error {
+    let mkits = recipe
+        .image_dir
+        .ancestors()
+        .nth(4)
+        .map(|root| root.join("scripts/mkits.sh"));
+    let why = match step.name.as_str() {
+        "fit" => match mkits {
+            Some(m) if !m.is_file() => format!(
+                "it runs the checkout's scripts/mkits.sh to write the FIT's .its file, and {} \
+                 does not exist (the snapshot has no mkits.sh)",
+                m.display()
+            ),
+            _ => "FIT images are not implemented".to_string(),
+        },
+        other => UNSUPPORTED_WHY
+            .iter()
+            .find(|(s, _)| *s == other)
+            .map(|(_, w)| w.to_string())
+            .unwrap_or_else(|| "xtask does not implement it".to_string()),
+    };
+    anyhow::anyhow!(
+        "device {} ({}): KERNEL step `{step}` is not supported by xtask: {why} (supported: {})",
+        recipe.device,
+        recipe.origin_text(),
+        SUPPORTED.join(", ")
+    )
+}
+
 /// For each implemented definition, text it must contain (white space
 /// collapsed): what this module does is what the checkout's definition does.
 pub const DEFINITIONS: &[(&str, &[&str])] = &[
@@ -210,14 +260,7 @@ pub fn lzma_arguments(step: &Step) -> Option<Vec<String>> {
 /// Runs `step` on `image` (`$@`).
 pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Result<()> {
     let recipe = ctx.recipe;
-    let refuse = || {
-        anyhow::anyhow!(
-            "device {} ({}): KERNEL step `{step}` is not supported by xtask (supported: {})",
-            recipe.device,
-            recipe.origin_text(),
-            SUPPORTED.join(", ")
-        )
-    };
+    let refuse = || unsupported(recipe, step);
     let read = |p: &Path| {
         crate::util::fs::read_bytes_limited(p, crate::util::fs::FileLimit::binary("image"), "")
     };
