@@ -317,6 +317,19 @@ fn mt7621_every_device_from_a_real_kernel() {
             d.headroom_percent().unwrap()
         );
     }
+    let erx = record
+        .devices
+        .iter()
+        .find(|d| d.device == "ubnt_edgerouter-x")
+        .unwrap();
+    println!(
+        "ubnt_edgerouter-x: {:?} bytes, headroom {:?}, fits {:?}, error {:?}",
+        erx.kernel_bytes,
+        erx.headroom(),
+        erx.fits(),
+        erx.error
+    );
+    assert!(erx.fits().is_some(), "the ER-X gets a verdict");
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for d in &record.devices {
         if let Some(e) = &d.error {
