@@ -53,6 +53,7 @@ fn lzma_steps_decode_with_xz_and_carry_their_parameters() {
             input: &image,
             karch: "mips",
             linux_version: "6.12.1",
+            tree: &tree(&linux),
         };
         let step = Step {
             name: step.into(),
@@ -88,6 +89,7 @@ fn uimage_step_is_image_commands_mk_mkimage() {
         input: &image,
         karch: "mips",
         linux_version: "6.12.1",
+        tree: &tree(&linux),
     };
     let step = Step {
         name: "uImage".into(),
@@ -279,4 +281,15 @@ fn the_chosen_devices_trees_compile_against_the_kernel_headers() {
             "tplink_archer-c6-v3: mt7621_tplink_archer-c6-v3 (TP-Link Archer C6 v3)",
         ]
     );
+}
+
+/// The kernel build a step context names (its vmlinux is not read here).
+fn tree(linux: &Path) -> xtask::build::openwrt_image::KernelTree<'_> {
+    xtask::build::openwrt_image::KernelTree {
+        linux_dir: linux,
+        vmlinux: linux,
+        cross_compile: "mipsel-linux-gnu-",
+        karch: "mips",
+        linux_version: "6.12.1",
+    }
 }

@@ -100,3 +100,52 @@ pub fn write_test_dts(dir: &Path) -> PathBuf {
     .unwrap();
     dts
 }
+
+/// Debian's kernel source tarball, where the MIPS headers the loaders
+/// include come from.
+pub const KERNEL_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+/// The kernel's MIPS headers OpenWrt's lzma-loader and relocation stub
+/// include (`arch/mips/include/asm/asm.h` and what it includes), from
+/// [`KERNEL_TARBALL`] (extracted once into the cargo target directory),
+/// copied into the stand-in tree `linux`.
+pub fn add_mips_headers(linux: &Path) {
+    let members = [
+        "asm/asm.h",
+        "asm/regdef.h",
+        "asm/asm-eva.h",
+        "asm/isa-rev.h",
+        "uapi/asm/sgidefs.h",
+    ];
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mips-headers-6.12");
+    if !cache.join("done").is_file() {
+        assert!(
+            Path::new(KERNEL_TARBALL).is_file(),
+            "{KERNEL_TARBALL} is missing: apt-get install linux-source-6.12"
+        );
+        std::fs::create_dir_all(&cache).unwrap();
+        let scratch = tempfile::tempdir_in(&cache).unwrap();
+        let dir = scratch.path();
+        let sh = Shell::new().unwrap();
+        let names: Vec<String> = members
+            .iter()
+            .map(|m| format!("linux-source-6.12/arch/mips/include/{m}"))
+            .collect();
+        cmd!(sh, "tar -xJf {KERNEL_TARBALL} -C {dir} {names...}")
+            .quiet()
+            .run()
+            .expect("extracting the MIPS headers from the kernel source tarball");
+        let from = dir.join("linux-source-6.12/arch/mips/include");
+        for m in members {
+            let to = cache.join(m);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(from.join(m), to).unwrap();
+        }
+        std::fs::write(cache.join("done"), b"").unwrap();
+    }
+    for m in members {
+        let to = linux.join("arch/mips/include").join(m);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(cache.join(m), to).unwrap();
+    }
+}

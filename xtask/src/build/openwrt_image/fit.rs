@@ -11,7 +11,18 @@
 //!   kernel, each device finishes a copy ([`super::lzma_prefix`]);
 //! * a final `uImage`: mkimage's legacy header (`image_header_t`) is 64
 //!   bytes before the data, so the image is 64 bytes more than its input
-//!   (a test compares with mkimage's file).
+//!   (a test compares with mkimage's file);
+//! * `relocate-kernel` right after `kernel-bin`: the stub is built once per
+//!   address ([`super::loader::Stubs`]) and stub + kernel is a kernel input
+//!   of its own, which the shared LZMA encoder then takes;
+//! * `loader-kernel` followed only by a final `uImage`: the checkout's
+//!   lzma-loader is built once per parameter set, with the first such
+//!   device's data; when that build shows the loader is its code followed
+//!   by the data ([`super::loader::LoaderBuild::data_offset`]), every other
+//!   device's loader is as long as the code plus its own data (a test
+//!   compares with the loader built for that device). Otherwise, and
+//!   whenever a step that reads the bytes follows, the loader is built for
+//!   the device.
 //!
 //! Every other step runs as [`super::steps::run`] does on a file. A device
 //! whose recipe cannot be evaluated or made is an entry with the reason.
@@ -24,6 +35,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::loader::{self, LoaderParams, Stubs};
 use super::{dtb, kernel_input, lzma_prefix::PrefixEncoder, steps, KernelTree};
 use crate::inputs::openwrt::image::devices::DeviceEntry;
 use crate::inputs::openwrt::image::limits;
@@ -114,6 +126,8 @@ pub fn fit_all(
     let dtbs = compile_dtbs(&recipes, tree, kdir, jobs);
 
     // Steps up to the shared LZMA.
+    let stubs = Stubs::default();
+    let mut loaders = Loaders::default();
     let mut payloads: Vec<Option<Payload>> = Vec::with_capacity(recipes.len());
     let mut pending: BTreeMap<(String, LzmaKey), Vec<Pending>> = BTreeMap::new();
     for (i, r) in recipes.iter().enumerate() {
@@ -135,6 +149,33 @@ pub fn fit_all(
                         Payload::Kernel {
                             name: r.kernel_name.clone(),
                             tail: Vec::new(),
+                        }
+                    }
+                    ("relocate-kernel", Some(Payload::Kernel { name, tail }))
+                        if tail.is_empty() =>
+                    {
+                        let addr = loader::relocate_address(r, step)?;
+                        let derived = format!("{name} | relocate-kernel {addr}");
+                        if !kernels.contains_key(&derived) {
+                            let work = kdir.join("relocate");
+                            let made = stubs
+                                .get(&sh, r, tree, &addr, &work)
+                                .and_then(|stub| {
+                                    let kernel = kernels[&name]
+                                        .as_ref()
+                                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                                    loader::relocate(&stub, kernel)
+                                })
+                                .map(Arc::new)
+                                .map_err(|e| format!("{e:#}"));
+                            kernels.insert(derived.clone(), made);
+                        }
+                        if let Err(e) = &kernels[&derived] {
+                            anyhow::bail!("{e}");
+                        }
+                        Payload::Kernel {
+                            name: derived,
+                            tail,
                         }
                     }
                     ("append-dtb", Some(Payload::Kernel { name, mut tail })) => {
@@ -218,7 +259,8 @@ pub fn fit_all(
         let streams = encoder.finish_each(&tails, jobs);
         for (w, stream) in waiting.iter().zip(streams) {
             let r = recipes[w.index].expect("pending devices have recipes");
-            let done = stream.and_then(|bytes| finish(&sh, r, tree, kdir, w.rest, bytes));
+            let done =
+                stream.and_then(|bytes| finish(&sh, r, tree, kdir, w.rest, bytes, &mut loaders));
             match done {
                 Ok(size) => fits[w.index].kernel_bytes = Some(size),
                 Err(e) => fits[w.index].error = Some(format!("{e:#}")),
@@ -272,6 +314,37 @@ impl Ord for LzmaKey {
     }
 }
 
+/// The lzma-loader's data offset per parameter set (see the module docs),
+/// `None` when the loader is not its code followed by the data.
+#[derive(Default)]
+struct Loaders {
+    built: BTreeMap<LoaderParams, Result<Option<u64>, String>>,
+}
+
+impl Loaders {
+    /// The offset for `recipe`'s parameters, building the loader with
+    /// `data` the first time.
+    fn offset(
+        &mut self,
+        sh: &Shell,
+        recipe: &DeviceRecipe,
+        tree: &KernelTree<'_>,
+        kdir: &Path,
+        data: &[u8],
+    ) -> Result<Option<u64>> {
+        let params = LoaderParams::of(recipe, tree)?;
+        self.built
+            .entry(params)
+            .or_insert_with(|| {
+                loader::lzma_loader(sh, recipe, tree, data, &kdir.join("lzma-loader"))
+                    .map(|b| b.data_offset)
+                    .map_err(|e| format!("{e:#}"))
+            })
+            .clone()
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
 /// The steps of `recipe` from `from` on `bytes`: the image's size.
 fn finish(
     sh: &Shell,
@@ -280,9 +353,20 @@ fn finish(
     kdir: &Path,
     from: usize,
     mut bytes: Vec<u8>,
+    loaders: &mut Loaders,
 ) -> Result<u64> {
     let steps = &recipe.steps[from..];
     for (n, step) in steps.iter().enumerate() {
+        let rest = &steps[n + 1..];
+        if step.name == "loader-kernel" && rest.len() == 1 && rest[0].name == "uImage" {
+            let offset = loaders
+                .offset(sh, recipe, tree, kdir, &bytes)
+                .with_context(|| format!("KERNEL step `{step}` ({})", recipe.origin_text()))?;
+            if let Some(offset) = offset {
+                steps::uimage_command(&context(recipe, tree, kdir, kdir), &rest[0], kdir, kdir)?;
+                return Ok(offset + bytes.len() as u64 + UIMAGE_HEADER_BYTES);
+            }
+        }
         if step.name == "uImage" && n + 1 == steps.len() {
             // The data after the 64-byte header (see the module docs).
             steps::uimage_command(&context(recipe, tree, kdir, kdir), step, kdir, kdir)?;
@@ -305,6 +389,7 @@ fn context<'a>(
         input,
         karch: tree.karch,
         linux_version: tree.linux_version,
+        tree,
     }
 }
 

@@ -21,6 +21,7 @@
 
 pub mod dtb;
 pub mod fit;
+pub mod loader;
 pub mod lzma_prefix;
 pub mod steps;
 
@@ -99,14 +100,12 @@ pub fn check(recipe: &DeviceRecipe, make_targets: &[String]) -> Result<()> {
     );
     for step in &recipe.steps {
         if !steps::SUPPORTED.contains(&step.name.as_str()) {
-            bail!(
-                "device {} ({}): KERNEL step `{step}` is not supported by xtask (supported: {})",
-                recipe.device,
-                recipe.origin_text(),
-                steps::SUPPORTED.join(", ")
-            );
+            return Err(steps::unsupported(recipe, step));
         }
         steps::check_definition(recipe, &format!("Build/{}", step.name))?;
+        if step.name == "loader-kernel" {
+            loader::check_loader_common(recipe)?;
+        }
         if let Some(args) = steps::lzma_arguments(step) {
             steps::lzma_parameters(&args).with_context(|| {
                 format!(
@@ -264,6 +263,7 @@ pub fn make_image(
         input: &input,
         karch: tree.karch,
         linux_version: tree.linux_version,
+        tree,
     };
     for step in &recipe.steps {
         steps::run(sh, &ctx, step, &image).with_context(|| {

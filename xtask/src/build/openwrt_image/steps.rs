@@ -20,9 +20,12 @@
 //!   $@`, with `SOURCE_DATE_EPOCH` from `UIMAGE_TIME`, else 0 (OpenWrt's
 //!   build sets it from the checkout's commit; 0 gives equal bytes for
 //!   equal kernels);
-//! * `gzip` (include/image-commands.mk): `gzip -f -9n -c $@ $(1)`.
+//! * `gzip` (include/image-commands.mk): `gzip -f -9n -c $@ $(1)`;
+//! * `loader-kernel` and `relocate-kernel` (ramips' image Makefile): the
+//!   checkout's lzma-loader and relocation stub, built by its Makefiles
+//!   ([`super::loader`]).
 //!
-//! Anything else (a firmware header, `lzma-loader`, `trx`, `fit`) is
+//! Anything else (a firmware header, `trx`, `fit`) is
 //! refused, naming the device, the recipe's `file:line` and the step.
 
 use std::path::Path;
@@ -43,7 +46,59 @@ pub const SUPPORTED: &[&str] = &[
     "lzma-d16",
     "uImage",
     "gzip",
+    "loader-kernel",
+    "relocate-kernel",
 ];
+
+/// Steps xtask does not make, with what it would take: each runs a tool
+/// that neither the OpenWrt snapshot nor Debian has, so there is no
+/// reference to check an implementation against.
+pub const UNSUPPORTED_WHY: &[(&str, &str)] = &[
+    (
+        "tplink-v1-header",
+        "it runs OpenWrt's host tool mktplinkfw (firmware-utils, not in the checkout or Debian)",
+    ),
+    (
+        "zytrx-header",
+        "it runs OpenWrt's host tool zytrx (firmware-utils, not in the checkout or Debian)",
+    ),
+    (
+        "uimage-sgehdr",
+        "it runs OpenWrt's host tool uimage_sgehdr (firmware-utils, not in the checkout or Debian)",
+    ),
+];
+
+/// Why `step` of `recipe` cannot be made: the refusal naming the device,
+/// the recipe's `file:line`, the step and, where known, what is missing
+/// (for `fit`: the checkout's scripts/mkits.sh, which writes the `.its`).
+pub fn unsupported(recipe: &DeviceRecipe, step: &Step) -> anyhow::Error {
+    let mkits = recipe
+        .image_dir
+        .ancestors()
+        .nth(4)
+        .map(|root| root.join("scripts/mkits.sh"));
+    let why = match step.name.as_str() {
+        "fit" => match mkits {
+            Some(m) if !m.is_file() => format!(
+                "it runs the checkout's scripts/mkits.sh to write the FIT's .its file, and {} \
+                 does not exist (the snapshot has no mkits.sh)",
+                m.display()
+            ),
+            _ => "FIT images are not implemented".to_string(),
+        },
+        other => UNSUPPORTED_WHY
+            .iter()
+            .find(|(s, _)| *s == other)
+            .map(|(_, w)| w.to_string())
+            .unwrap_or_else(|| "xtask does not implement it".to_string()),
+    };
+    anyhow::anyhow!(
+        "device {} ({}): KERNEL step `{step}` is not supported by xtask: {why} (supported: {})",
+        recipe.device,
+        recipe.origin_text(),
+        SUPPORTED.join(", ")
+    )
+}
 
 /// For each implemented definition, text it must contain (white space
 /// collapsed): what this module does is what the checkout's definition does.
@@ -71,11 +126,27 @@ pub const DEFINITIONS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Build/gzip", &["gzip -f -9n -c $@ $(1) > $@.new"]),
+    (
+        "Build/loader-kernel",
+        &["$(call Build/loader-common,LOADER_DATA=\"$@\")"],
+    ),
+    (
+        "Build/relocate-kernel",
+        &[
+            "$(CP) ../../generic/image/relocate $@.relocate",
+            "$(MAKE) -C $@.relocate KERNEL_ADDR=$(if $(1),$(1),$(KERNEL_LOADADDR)) \
+             CROSS_COMPILE=$(TARGET_CROSS)",
+            "( dd if=$@.relocate/loader.bin bs=32 conv=sync && perl -e '@s = stat(\"$@\"); \
+             print pack(\"V\", @s[7])' && cat $@ ) > $@.new",
+            "mv $@.new $@",
+        ],
+    ),
 ];
 
-/// `text` with every run of white space made one space, trimmed.
+/// `text` with every run of white space made one space, trimmed, and
+/// make's `\` line continuations dropped.
 pub fn collapse(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    super::loader::collapse_make(text)
 }
 
 /// Checks that `definition` (a make variable such as `Build/lzma`) is
@@ -168,6 +239,8 @@ pub struct StepContext<'a> {
     pub karch: &'a str,
     /// `$(LINUX_VERSION)`.
     pub linux_version: &'a str,
+    /// The kernel build (the loaders' headers and cross compiler).
+    pub tree: &'a super::KernelTree<'a>,
 }
 
 /// The LZMA step's arguments to `lzma e` for `step` (`lzma`, `lzma-no-dict`,
@@ -187,14 +260,7 @@ pub fn lzma_arguments(step: &Step) -> Option<Vec<String>> {
 /// Runs `step` on `image` (`$@`).
 pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Result<()> {
     let recipe = ctx.recipe;
-    let refuse = || {
-        anyhow::anyhow!(
-            "device {} ({}): KERNEL step `{step}` is not supported by xtask (supported: {})",
-            recipe.device,
-            recipe.origin_text(),
-            SUPPORTED.join(", ")
-        )
-    };
+    let refuse = || unsupported(recipe, step);
     let read = |p: &Path| {
         crate::util::fs::read_bytes_limited(p, crate::util::fs::FileLimit::binary("image"), "")
     };
@@ -235,6 +301,19 @@ pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Resu
             write(&lzma_alone(&read(image)?, &params)?)
         }
         "uImage" => uimage(sh, ctx, step, image),
+        "loader-kernel" => {
+            let work = image.with_extension("loader");
+            let built = super::loader::lzma_loader(sh, recipe, ctx.tree, &read(image)?, &work);
+            let _ = std::fs::remove_dir_all(&work);
+            write(&built?.bytes)
+        }
+        "relocate-kernel" => {
+            let addr = super::loader::relocate_address(recipe, step)?;
+            let work = image.with_extension("relocate");
+            let stub = super::loader::relocate_stub(sh, recipe, ctx.tree, &addr, &work);
+            let _ = std::fs::remove_dir_all(&work);
+            write(&super::loader::relocate(&stub?, &read(image)?)?)
+        }
         "gzip" => {
             let args = &step.args;
             let out = cmd!(sh, "gzip -f -9n -c {image} {args...}")

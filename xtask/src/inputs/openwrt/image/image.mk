@@ -62,6 +62,10 @@ XTASK_RECIPE_VARS := KERNEL DEVICE_NAME KERNEL_LOADADDR KERNEL_ENTRY \
   DEVICE_VENDOR DEVICE_MODEL DEVICE_VARIANT KERNEL_SIZE IMAGE_SIZE DEFAULT \
   BROKEN IMAGES
 XTASK_DEFS := Build/lzma Build/lzma-no-dict Image/Prepare
+# What ramips' Build/loader-common reads (printed only for a recipe with
+# a loader-kernel step, so that other recipes print what they did before).
+XTASK_LOADER_VARS := LOADER_TYPE LZMA_TEXT_START LOADADDR LOADER_PLATFORM \
+  SUBTARGET BOARDNAME
 
 define xtask/pin
   xtask-kernel/$(2): $(1) := $$($(1))
@@ -78,7 +82,7 @@ xtask_def = $(info XTASK DEF $(1)=$(call xtask_escape,$(value $(1))))
 # A recipe's steps: `|` separates them, spaces inside a step are kept by
 # turning them into `^` while splitting.
 xtask_each_step = $(foreach s,$(subst |, ,$(subst $(space),^,$(1))),$(call $(2),$(strip $(subst ^,$(space),$(s)))))
-xtask_step = $(info XTASK STEP $(1))$(call xtask_def,Build/$(word 1,$(1)))
+xtask_step = $(info XTASK STEP $(1))$(call xtask_def,Build/$(word 1,$(1)))$(if $(filter loader-kernel,$(word 1,$(1))),$(call xtask_def,Build/loader-common))
 
 define xtask/device
   $(call xtask/defaults,$(1))
@@ -89,9 +93,9 @@ define xtask/device
   $$(info XTASK VAR KERNEL_NAME=$$(KERNEL_NAME))
   $$(info XTASK VAR DTS_DIR=$$(DTS_DIR))
   $$(info XTASK VAR DTB_SOURCE_DIR=$$(if $$(DEVICE_DTS_DIR),$$(DEVICE_DTS_DIR),$$(DTS_DIR)))
-  $(foreach v,$(XTASK_RECIPE_VARS) $(DEVICE_VARS),$(call xtask/pin,$(v),$(1)))
+  $(foreach v,$(XTASK_RECIPE_VARS) $(XTASK_LOADER_VARS) $(DEVICE_VARS),$(call xtask/pin,$(v),$(1)))
   xtask-kernel/$(1):
-	@:$$(info XTASK DEVICE $(1))$$(foreach v,$$(XTASK_RECIPE_VARS),$$(call xtask_var,$$(v)))$$(foreach d,$$(XTASK_DEFS),$$(call xtask_def,$$(d)))$$(call xtask_each_step,$$(KERNEL),xtask_step)
+	@:$$(info XTASK DEVICE $(1))$$(foreach v,$$(XTASK_RECIPE_VARS),$$(call xtask_var,$$(v)))$$(foreach d,$$(XTASK_DEFS),$$(call xtask_def,$$(d)))$$(if $$(filter loader-kernel,$$(KERNEL)),$$(foreach v,$$(XTASK_LOADER_VARS),$$(call xtask_var,$$(v))))$$(call xtask_each_step,$$(KERNEL),xtask_step)
 
 endef
 

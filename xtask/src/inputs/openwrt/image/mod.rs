@@ -108,6 +108,10 @@ pub struct DeviceRecipe {
     /// expanded when the device was (where `check-size` applies
     /// `IMAGE_SIZE`, [`limits`]).
     pub images: BTreeMap<String, String>,
+    /// The board's image directory in the checkout
+    /// (`target/linux/ramips/image`): make's working directory for the
+    /// recipe's steps (`lzma-loader`, `../../generic/image/relocate`).
+    pub image_dir: PathBuf,
 }
 
 impl DeviceRecipe {
@@ -357,6 +361,7 @@ impl<'a> MakeRun<'a> {
             vars,
             definitions: printed.definitions,
             images: printed.images,
+            image_dir: self.image_dir.clone(),
         })
     }
 }
