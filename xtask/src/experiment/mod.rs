@@ -145,12 +145,7 @@ fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str
         }
         return Ok(Start::NewIn(dir.clone()));
     }
-    let started = crate::results::now_rfc3339();
-    let dir = layout.work_dir().join("lab").join(target).join(format!(
-        "{}-{}",
-        started.replace([':', '-'], ""),
-        std::process::id()
-    ));
+    let dir = crate::lab::orchestrate::run_dir(layout, target, &crate::results::now_rfc3339());
     state.labs.insert(target.to_string(), dir.clone());
     state.write(state_path)?;
     Ok(Start::NewIn(dir))

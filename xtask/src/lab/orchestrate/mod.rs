@@ -241,15 +241,22 @@ impl SystemUnderTest for System<'_> {
     }
 }
 
+/// `target/xtask/lab/<target>/<started>-<pid>/` under `layout`'s work
+/// directory (`started` RFC 3339, its `:` and `-` dropped): where a lab
+/// started now by this process records.
+pub fn run_dir(layout: &Layout, target: &str, started: &str) -> PathBuf {
+    layout.work_dir().join("lab").join(target).join(format!(
+        "{}-{}",
+        started.replace([':', '-'], ""),
+        std::process::id()
+    ))
+}
+
 /// Creates `target/xtask/lab/<target>/<started>-<pid>/` under `layout`'s
 /// work directory, where one lab run writes `lab.json` and its logs (the
 /// size report looks there).
 pub fn create_run_dir(layout: &Layout, target: &str, started: &str) -> Result<PathBuf> {
-    let dir = layout.work_dir().join("lab").join(target).join(format!(
-        "{}-{}",
-        started.replace([':', '-'], ""),
-        std::process::id()
-    ));
+    let dir = run_dir(layout, target, started);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
 }
