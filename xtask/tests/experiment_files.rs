@@ -68,10 +68,11 @@ fn an_accepted_file_reads_into_the_experiment() {
     assert_eq!(e.mode, file::Mode::Profiles);
     let lab = e.lab.unwrap();
     assert_eq!(lab.targets, ["brcm47xx"]);
-    assert_eq!((lab.runs, lab.duration_seconds), (3, 2));
-    assert_eq!(lab.gro.settings().len(), 1);
-    assert!(!lab.control);
-    assert_eq!(lab.model, file::Model::Cache);
+    let r = &lab.request;
+    assert_eq!((r.runs, r.duration_seconds), (3, 2));
+    assert_eq!(r.gro_settings().len(), 1);
+    assert!(!r.control);
+    assert!(r.cache_model);
     // Aliases and OpenWrt's names resolve; the base comes first.
     let e = file::load(&layout, &dir.join("ok-sizes-only.toml")).unwrap();
     assert_eq!(e.targets, ["bcm53xx", "ath79"]);
@@ -121,12 +122,11 @@ fn the_mesh_experiment_asks_iperf3_for_8_streams_of_mss_536() {
     let layout = Layout::from_manifest_dir();
     let path = layout.root().join("experiments/batman-adv-deinline.toml");
     let lab = file::load(&layout, &path).unwrap().lab.unwrap();
-    assert_eq!(lab.topology, topology::mesh::NAME);
-    assert_eq!(lab.workload.describe(), "iperf3 -P8 -M 536 lan → far");
-    let file::WorkloadSpec::Iperf3 { iperf, .. } = lab.workload else {
-        panic!("iperf3");
-    };
-    assert_eq!((iperf.parallel, iperf.mss), (8, Some(536)));
+    let r = &lab.request;
+    assert_eq!(r.topology, topology::mesh::NAME);
+    assert_eq!(r.describe_workload(), "iperf3 -P8 -M 536 lan → far");
+    assert!(matches!(r.workload, file::WorkloadSpec::Iperf3 { .. }));
+    assert_eq!((r.iperf.parallel, r.iperf.mss), (8, Some(536)));
 }
 
 /// What is not a small regular file of UTF-8 text is refused before it is

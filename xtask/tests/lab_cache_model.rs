@@ -348,7 +348,7 @@ fn the_lab_reads_the_model_around_each_run() {
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 3,
-        gro: GroChoice::On,
+        gro: Some(GroChoice::On),
         control: false,
         build: jobs(),
         cache_model: true,

@@ -140,13 +140,12 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 2,
-        gro: GroChoice::On,
-        direction: xtask::lab::DirectionChoice::LanToWan,
+        gro: Some(GroChoice::On),
+        direction: Some(xtask::lab::DirectionChoice::LanToWan),
         control: false,
         build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        topology: mesh::NAME.to_string(),
         iperf,
-        ..LabRequest::qemu(TARGET)
+        ..LabRequest::qemu(TARGET).on_topology(mesh::NAME)
     };
     let dir = lab::run(&Shell::new().unwrap(), &layout, &request)
         .unwrap()

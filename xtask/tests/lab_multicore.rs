@@ -38,8 +38,8 @@ fn insns_per_cpu(sh: &Shell, layout: &Layout, steering: &str) -> (f64, f64) {
         runs: 1,
         duration_seconds: 3,
         control: false,
-        gro: GroChoice::On,
-        direction: DirectionChoice::LanToWan,
+        gro: Some(GroChoice::On),
+        direction: Some(DirectionChoice::LanToWan),
         cache_model: true,
         cpus: Some(2),
         packet_steering: Some((

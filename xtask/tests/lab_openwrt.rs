@@ -113,7 +113,7 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
         variants: vec!["baseline".to_string()],
         runs: 2,
         duration_seconds: 2,
-        gro: GroChoice::On,
+        gro: Some(GroChoice::On),
         control: false,
         build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
         openwrt: Some(fx.root.clone()),

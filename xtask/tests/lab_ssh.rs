@@ -448,7 +448,7 @@ fn flashing_needs_a_build_and_an_image() {
         variants: variants.iter().map(|v| v.to_string()).collect(),
         runs: 1,
         duration_seconds: 1,
-        gro: GroChoice::On,
+        gro: Some(GroChoice::On),
         build: BuildOptions::with_jobs(1),
         machine: Machine::Ssh(SshRequest {
             destination: None,

@@ -209,31 +209,8 @@ impl LabArgs {
                 control: !self.no_control,
             }));
         }
-        let topology = self
-            .topology
-            .clone()
-            .unwrap_or_else(|| xtask::lab::topology::nat_router::NAME.to_string());
-        let loopback = topology == xtask::lab::topology::loopback::NAME;
         if !self.benches.is_empty() {
             anyhow::bail!("--bench is for --lab host (--topology loopback runs tbench)");
-        }
-        if self.clients.is_some() && !loopback {
-            anyhow::bail!("--clients is for --lab host and --topology loopback (tbench)");
-        }
-        if loopback {
-            let forwarding_only = [
-                (self.gro.is_some(), "--gro"),
-                (self.direction.is_some(), "--direction"),
-                (self.nic.is_some(), "--nic"),
-                (self.parallel.is_some(), "--parallel"),
-                (self.mss.is_some(), "--set-mss"),
-                (self.udp.is_some(), "--udp"),
-            ];
-            if let Some((_, flag)) = forwarding_only.iter().find(|(given, _)| *given) {
-                anyhow::bail!(
-                    "{flag} is for forwarding through the router; --topology loopback runs tbench inside the guest, which has no NIC"
-                );
-            }
         }
         let Some(target) = &self.target else {
             anyhow::bail!(
@@ -287,33 +264,15 @@ impl LabArgs {
         } else {
             xtask::lab::Flash::Sysupgrade
         };
-        if self.machine.starts_with("ssh") {
-            // Before the lab file is asked for: these boot QEMU guests.
-            let qemu_only = [
-                (self.topology.is_some(), "--topology"),
-                (self.routers.is_some(), "--routers"),
-                (self.nic.is_some(), "--nic"),
-                (self.openwrt.is_some(), "--openwrt"),
-                (self.cache_model, "--cache-model"),
-                (self.build_only, "--build-only"),
-                (self.cpus.is_some(), "--cpus"),
-                (self.packet_steering.is_some(), "--packet-steering"),
-            ];
-            if let Some((_, flag)) = qemu_only.iter().find(|(given, _)| *given) {
-                anyhow::bail!(
-                    "{flag} is for the QEMU lab: a real router over SSH is the lab file's network and its own hardware (use --lab qemu)"
-                );
-            }
-        }
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
-        Ok(LabMode::Forwarding(Box::new(xtask::lab::LabRequest {
+        let request = xtask::lab::LabRequest {
             routers: self.routers.map(|n| n as usize),
             variants: self.variants.clone(),
             runs: self.runs,
             duration_seconds: self.duration,
-            gro: self.gro.unwrap_or(xtask::lab::GroChoice::Both),
-            direction: self.direction.unwrap_or(xtask::lab::DirectionChoice::Both),
+            gro: self.gro,
+            direction: self.direction,
             control: !self.no_control,
             build_only: self.build_only,
             build: xtask::build::BuildOptions {
@@ -325,10 +284,7 @@ impl LabArgs {
             cache_model: self.cache_model,
             nic: self.nic.clone(),
             openwrt: self.openwrt.clone(),
-            topology,
-            tbench_clients: self
-                .clients
-                .unwrap_or(xtask::lab::guest_tbench::DEFAULT_CLIENTS),
+            tbench_clients: self.clients,
             iperf: xtask::results::lab::IperfOptions {
                 parallel: self.parallel.unwrap_or(1),
                 mss: self.mss,
@@ -341,6 +297,13 @@ impl LabArgs {
                 .clone()
                 .map(|s| (s, "--packet-steering".to_string())),
             ..xtask::lab::LabRequest::qemu(target)
-        })))
+        }
+        .on_topology(
+            self.topology
+                .as_deref()
+                .unwrap_or(xtask::lab::topology::nat_router::NAME),
+        );
+        request.check()?;
+        Ok(LabMode::Forwarding(Box::new(request)))
     }
 }

@@ -42,10 +42,9 @@ use serde_spanned::Spanned;
 
 use crate::inputs::targets::{self, Target};
 use crate::inputs::variants;
-use crate::lab::workload::Place;
-use crate::lab::{DirectionChoice, GroChoice};
+use crate::lab::LabRequest;
+pub use crate::lab::WorkloadSpec;
 use crate::report::Format;
-use crate::results::lab::IperfOptions;
 use crate::util::layout::Layout;
 
 mod lab;
@@ -106,64 +105,6 @@ pub enum Mode {
     Openwrt(PathBuf),
 }
 
-/// What each lab run does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkloadSpec {
-    /// iperf3 from endpoint `from` to endpoint `to` through the measured
-    /// router (`-R` for the other direction), GRO switched per run.
-    Iperf3 {
-        /// The client's endpoint (`lan`).
-        from: String,
-        /// The server's endpoint (`wan`; the mesh's `far`).
-        to: String,
-        /// iperf3's streams and MSS (`parallel`, `mss`; `lab -P`, `-M`).
-        iperf: IperfOptions,
-    },
-    /// tbench inside guest `guest`, over its own loopback.
-    Tbench {
-        /// The guest (`router`).
-        guest: String,
-        /// tbench's clients.
-        clients: u32,
-    },
-}
-
-impl WorkloadSpec {
-    /// The places it runs programs in.
-    pub fn places(&self) -> Vec<Place> {
-        match self {
-            WorkloadSpec::Iperf3 { from, to, .. } => {
-                vec![Place::Endpoint(from.clone()), Place::Endpoint(to.clone())]
-            }
-            WorkloadSpec::Tbench { guest, .. } => vec![Place::Guest(guest.clone())],
-        }
-    }
-
-    /// `iperf3 lan → wan`, `iperf3 -P8 -M 536 lan → far`, `tbench in
-    /// guest router, 2 clients`.
-    pub fn describe(&self) -> String {
-        match self {
-            WorkloadSpec::Iperf3 { from, to, iperf } => match iperf.describe() {
-                o if o.is_empty() => format!("iperf3 {from} → {to}"),
-                o => format!("iperf3 {o} {from} → {to}"),
-            },
-            WorkloadSpec::Tbench { guest, clients } => {
-                format!("tbench in guest {guest}, {clients} clients")
-            }
-        }
-    }
-}
-
-/// Which model counts alongside the runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Model {
-    /// None: Mbit/s and ns/packet only.
-    None,
-    /// The L1 cache model (`lab --cache-model`): instructions and L1
-    /// misses per packet, independent of host load.
-    Cache,
-}
-
 /// How the targets' labs share the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LabsAtOnce {
@@ -176,36 +117,21 @@ pub enum LabsAtOnce {
 }
 
 /// The lab of an experiment.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct LabSpec {
-    /// A name of [`crate::lab::topology::NAMES`].
-    pub topology: String,
-    /// What each run does.
-    pub workload: WorkloadSpec,
     /// The targets whose lab runs (a subset of the experiment's, each with
     /// a `[lab]` table), in order.
     pub targets: Vec<String>,
-    /// Rounds (`lab --runs`).
-    pub runs: u32,
-    /// Seconds per run.
-    pub duration_seconds: u32,
-    /// GRO settings (iperf3).
-    pub gro: GroChoice,
-    /// Directions (iperf3).
-    pub directions: DirectionChoice,
-    /// The base booted twice, as an A/A control arm.
-    pub control: bool,
-    /// The model counted alongside.
-    pub model: Model,
     /// Whether the targets' labs run side by side (`labs`; default
     /// side by side).
     pub labs: LabsAtOnce,
-    /// The lab machines' CPUs (`cpus`; `None`: each target file's `[lab]
-    /// cpus`).
-    pub cpus: Option<u32>,
-    /// Packet steering (`packet_steering`) with where the file says it
-    /// (`FILE:LINE`); `None`: each target file's.
-    pub packet_steering: Option<(crate::inputs::steering::SteeringSpec, String)>,
+    /// What each target's lab is asked: the table's keys over
+    /// [`LabRequest::qemu`]'s defaults (`topology`, `workload` with its
+    /// places and options, `runs`, `duration`, `gro`, `directions`,
+    /// `control`, `model`, `cpus`, `packet_steering`), checked by
+    /// [`LabRequest::check`]; the plan sets the target, the variants, the
+    /// build jobs, the OpenWrt checkout and the labs at once.
+    pub request: LabRequest,
 }
 
 /// Where and how the report is written.
@@ -222,7 +148,7 @@ pub struct ReportSpec {
 }
 
 /// A checked experiment file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Experiment {
     /// The file's stem (`flags`): the state and report directory's name.
     pub name: String,

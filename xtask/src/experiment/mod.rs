@@ -145,12 +145,7 @@ fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str
         }
         return Ok(Start::NewIn(dir.clone()));
     }
-    let started = crate::results::now_rfc3339();
-    let dir = layout.work_dir().join("lab").join(target).join(format!(
-        "{}-{}",
-        started.replace([':', '-'], ""),
-        std::process::id()
-    ));
+    let dir = crate::lab::orchestrate::run_dir(layout, target, &crate::results::now_rfc3339());
     state.labs.insert(target.to_string(), dir.clone());
     state.write(state_path)?;
     Ok(Start::NewIn(dir))
@@ -166,14 +161,14 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     let started = Instant::now();
     let experiment = file::load(layout, &request.file)?;
     output_stays_in(layout, &experiment)?;
-    let plan = plan::plan(sh, layout, experiment, request.jobs, request.run)?;
+    let mut plan = plan::plan(sh, layout, experiment, request.jobs, request.run)?;
     print!("{}", plan.describe());
     // The real run gives the estimate its dry run gave, before it starts.
     print!("{}", plan.estimate());
     if request.run == Run::DryRun {
         return Ok(());
     }
-    if let Some(lab) = plan.labs.iter().find(|l| l.request.is_none()) {
+    if let Some(lab) = plan.labs.iter().find(|l| l.lab.is_none()) {
         bail!(
             "nothing was built: the lab of {} cannot run on this branch yet (see its plan above); \
              remove [lab] from {} for sizes only",
@@ -204,7 +199,13 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
             &lab.target,
         )?);
     }
-    let labs = side_by_side::run(sh, layout, &plan, starts)?;
+    // Each lab runs the plan printed above, resolved once.
+    let labs = side_by_side::run(
+        &plan.builds.layout,
+        (&e.name, plan.labs_at_once),
+        std::mem::take(&mut plan.labs),
+        starts,
+    )?;
     let lab_dirs = labs.dirs;
     let labbed = started.elapsed();
 

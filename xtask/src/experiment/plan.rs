@@ -9,12 +9,14 @@ use std::time::Duration;
 use anyhow::Result;
 use xshell::Shell;
 
-use super::file::{Experiment, LabSpec, LabsAtOnce, Mode, Model, WorkloadSpec};
+use super::file::{Experiment, LabSpec, LabsAtOnce, Mode};
 use super::Run;
 use crate::build::ccache::{self, Ccache};
 use crate::build::command::{self, BuildRequest, Planned};
 use crate::build::Rebuild;
-use crate::lab::{orchestrate, qemu_lab, topology, LabRequest};
+use crate::lab::orchestrate::LabPlan;
+use crate::lab::qemu_lab::{self, QemuBackend};
+use crate::lab::{topology, LabRequest, Problem};
 use crate::report::Format;
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
@@ -31,20 +33,29 @@ pub const BOOT_SECONDS: u64 = 30;
 pub const RUN_OVERHEAD_SECONDS: u64 = 3;
 
 /// One target's lab in the plan.
-pub struct LabItem {
+pub struct LabItem<'a> {
     /// The target.
     pub target: String,
-    /// What `cargo xtask lab` is asked (`None` when this branch's QEMU
-    /// lab cannot run the file's topology or workload yet).
-    pub request: Option<LabRequest>,
+    /// The lab as resolved once, printed and then run as it is: its plan
+    /// and its backend (`None` when this branch's QEMU lab cannot run
+    /// the file's topology and workload yet).
+    pub lab: Option<(LabPlan, QemuBackend<'a>)>,
     /// The lab's plan as printed, or why it cannot run.
     pub text: String,
-    /// Runs (warm-ups included) and boots, for the estimate.
-    pub runs_and_boots: (u64, u64),
+}
+
+impl LabItem<'_> {
+    /// Runs (warm-ups included) and boots, for the estimate: the plan's
+    /// ([`LabPlan::runs_and_boots`]); none for a lab that cannot run.
+    pub fn runs_and_boots(&self) -> (u64, u64) {
+        self.lab
+            .as_ref()
+            .map_or((0, 0), |(plan, _)| plan.runs_and_boots())
+    }
 }
 
 /// Everything an experiment will do.
-pub struct Plan {
+pub struct Plan<'a> {
     /// The experiment.
     pub experiment: Experiment,
     /// What is built.
@@ -52,7 +63,7 @@ pub struct Plan {
     /// The build jobs, checked and keyed.
     pub builds: Planned,
     /// The labs, one per lab target.
-    pub labs: Vec<LabItem>,
+    pub labs: Vec<LabItem<'a>>,
     /// How many labs run at the same time ([`labs_at_once`]).
     pub labs_at_once: u32,
     /// The report files.
@@ -78,13 +89,13 @@ pub fn report_file(dir: &std::path::Path, format: Format) -> PathBuf {
 /// checkout's image Makefiles (code make would run), which the plan says.
 ///
 /// Errors: whatever the build's plan or a lab's resolve refuses.
-pub fn plan(
-    sh: &Shell,
-    layout: &Layout,
+pub fn plan<'a>(
+    sh: &'a Shell,
+    layout: &'a Layout,
     experiment: Experiment,
     jobs: usize,
     run: Run,
-) -> Result<Plan> {
+) -> Result<Plan<'a>> {
     let build_request = BuildRequest {
         targets: experiment.targets.clone(),
         variants: experiment.variants.clone(),
@@ -112,79 +123,35 @@ pub fn plan(
     if let Some(spec) = &experiment.lab {
         at_once = labs_at_once(spec, jobs)?;
         for target in &spec.targets {
-            // What `lab` runs today: iperf3 from the topology's first
-            // endpoint to its second (`-R` for the other direction):
-            // nat-router's LAN to WAN, the mesh's (and its bridged
-            // reference's) LAN to far; and tbench inside the loopback
-            // topology's one guest.
-            let runnable = match &spec.workload {
-                WorkloadSpec::Iperf3 { from, to, .. } => {
-                    let ends = topology::named(&spec.topology)?.endpoints;
-                    let forwards = spec.topology != topology::loopback::NAME;
-                    forwards && ends.len() >= 2 && from == &ends[0].name && to == &ends[1].name
-                }
-                WorkloadSpec::Tbench { guest, .. } => {
-                    spec.topology == topology::loopback::NAME && guest == topology::loopback::GUEST
-                }
+            let request = LabRequest {
+                target: target.clone(),
+                variants: experiment.variants.clone(),
+                build: crate::build::BuildOptions::with_jobs(jobs),
+                // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
+                openwrt: build_request.openwrt.clone(),
+                labs_at_once: at_once,
+                ..spec.request.clone()
             };
-            let reference = u64::from(spec.topology == topology::mesh::NAME);
-            let arms = experiment.variants.len() as u64 + u64::from(spec.control) + reference;
-            let boots = u64::from(spec.runs) * arms;
-            let per_session = match spec.workload {
-                WorkloadSpec::Iperf3 { .. } => {
-                    (spec.gro.settings().len() * spec.directions.directions().len()) as u64
-                }
-                WorkloadSpec::Tbench { .. } => 1,
-            } + 1;
-            let runs_and_boots = (boots * per_session, boots);
-            if !runnable {
+            if let Err(p @ Problem::NotRunnable { .. }) = request.check() {
                 labs.push(LabItem {
                     target: target.clone(),
-                    request: None,
+                    lab: None,
                     text: format!(
                         "lab plan for {target}:\n  topology: {} (registered), workload: {}\n  \
-                         not runnable yet: the QEMU lab runs iperf3 lan → wan on nat-router, \
-                         lan → far on mesh and mesh-bridged, and tbench in loopback's guest\n",
-                        spec.topology,
-                        spec.workload.describe()
+                         not runnable yet: {p}\n",
+                        request.topology,
+                        request.describe_workload()
                     ),
-                    runs_and_boots,
                 });
                 continue;
             }
-            let request = LabRequest {
-                variants: experiment.variants.clone(),
-                runs: spec.runs,
-                duration_seconds: spec.duration_seconds,
-                gro: spec.gro,
-                direction: spec.directions,
-                control: spec.control,
-                build: crate::build::BuildOptions::with_jobs(jobs),
-                cache_model: spec.model == Model::Cache,
-                // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
-                openwrt: build_request.openwrt.clone(),
-                topology: spec.topology.clone(),
-                tbench_clients: match spec.workload {
-                    WorkloadSpec::Tbench { clients, .. } => clients,
-                    WorkloadSpec::Iperf3 { .. } => crate::lab::guest_tbench::DEFAULT_CLIENTS,
-                },
-                iperf: match spec.workload {
-                    WorkloadSpec::Iperf3 { iperf, .. } => iperf,
-                    WorkloadSpec::Tbench { .. } => Default::default(),
-                },
-                labs_at_once: at_once,
-                cpus: spec.cpus,
-                packet_steering: spec.packet_steering.clone(),
-                ..LabRequest::qemu(target)
-            };
-            let (lab_plan, _) = qemu_lab::resolve((sh, layout), &request)?;
+            let (lab_plan, backend) = qemu_lab::resolve((sh, layout), &request)?;
             lab_plan.check()?;
             let text = lab_plan.describe();
             labs.push(LabItem {
                 target: target.clone(),
-                request: Some(request),
+                lab: Some((lab_plan, backend)),
                 text,
-                runs_and_boots,
             });
         }
     }
@@ -212,7 +179,7 @@ pub fn labs_at_once(spec: &LabSpec, jobs: usize) -> Result<u32> {
     if spec.labs == LabsAtOnce::Serial {
         return Ok(1);
     }
-    let guests = topology::named(&spec.topology)?.guests.len().max(1);
+    let guests = topology::named(&spec.request.topology)?.guests.len().max(1);
     let fit = (jobs / guests).clamp(1, spec.targets.len().max(1));
     Ok(u32::try_from(fit).unwrap_or(1))
 }
@@ -230,7 +197,7 @@ pub fn heading(e: &Experiment) -> String {
     format!("{}\n", crate::util::text::printable(&line))
 }
 
-impl Plan {
+impl Plan<'_> {
     /// The plan as printed first: the experiment, the builds with their
     /// status, each lab's plan, the report files.
     pub fn describe(&self) -> String {
@@ -317,17 +284,14 @@ impl Plan {
                     .map_or(BUILD_SECONDS_UNKNOWN, |r| r.duration_seconds)
             })
             .sum();
-        let duration = self
-            .experiment
-            .lab
-            .as_ref()
-            .map_or(0, |l| u64::from(l.duration_seconds));
         let lab: u64 = self
             .labs
             .iter()
-            .map(|l| {
-                l.runs_and_boots.0 * (duration + RUN_OVERHEAD_SECONDS)
-                    + l.runs_and_boots.1 * BOOT_SECONDS
+            .filter_map(|l| l.lab.as_ref())
+            .map(|(plan, _)| {
+                let (runs, boots) = plan.runs_and_boots();
+                let duration = u64::from(plan.schedule.duration_seconds);
+                runs * (duration + RUN_OVERHEAD_SECONDS) + boots * BOOT_SECONDS
             })
             .sum::<u64>()
             .div_ceil(u64::from(self.labs_at_once.max(1)));
@@ -338,23 +302,10 @@ impl Plan {
             show(build as u64),
             self.builds.jobs.len() - up.len(),
             show(lab),
-            self.labs.iter().map(|l| l.runs_and_boots.0).sum::<u64>(),
-            self.labs.iter().map(|l| l.runs_and_boots.1).sum::<u64>(),
+            self.labs.iter().map(|l| l.runs_and_boots().0).sum::<u64>(),
+            self.labs.iter().map(|l| l.runs_and_boots().1).sum::<u64>(),
             show(build as u64 + lab),
             BUILD_SECONDS_UNKNOWN / 60.0
         )
     }
-}
-
-/// Runs the QEMU lab of `request`, recording where `start` says
-/// ([`orchestrate::run_from`]); `layout` is the default mode's (targets,
-/// variants), as `cargo xtask lab` takes it.
-pub fn run_lab(
-    sh: &Shell,
-    layout: &Layout,
-    request: &LabRequest,
-    start: orchestrate::Start,
-) -> Result<Option<PathBuf>> {
-    let (plan, mut backend) = qemu_lab::resolve((sh, layout), request)?;
-    orchestrate::run_from(layout, &plan, &mut backend, orchestrate::Mode::Run, start)
 }

@@ -18,11 +18,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use xshell::Shell;
 
-use super::plan::{self, Plan};
-use crate::lab::orchestrate::Start;
-use crate::lab::LabRequest;
+use super::plan::LabItem;
+use crate::lab::orchestrate::{self, LabPlan, Mode, Start};
+use crate::lab::qemu_lab::QemuBackend;
 use crate::util::layout::Layout;
 
 /// The labs' directories in the plan's order, and how long building
@@ -35,75 +34,85 @@ pub struct Done {
     pub kernels: Option<Duration>,
 }
 
-/// Runs `plan`'s labs, `starts[i]` saying where lab `i` records.
+/// Runs `labs` (an experiment's, taken out of its [`super::plan::Plan`] with
+/// `labs_at_once` of them at a time), each as it was resolved and
+/// printed, `starts[i]` saying where lab `i` records. Side by side, each
+/// lab's plan first runs in [`Mode::PrepareOnly`] (its kernels, one lab
+/// after another), then in [`Mode::Run`] on its thread: the same plan and
+/// backend, whose kernels are then built.
 ///
 /// Errors: a lab kernel that does not build (before any lab runs); each
 /// lab that failed, by target.
-pub fn run(sh: &Shell, layout: &Layout, plan: &Plan, starts: Vec<Start>) -> Result<Done> {
-    let requests: Vec<&LabRequest> = plan
-        .labs
-        .iter()
-        .map(|l| l.request.as_ref().context("a lab this branch cannot run"))
-        .collect::<Result<_>>()?;
-    let name = &plan.experiment.name;
+pub fn run(
+    layout: &Layout,
+    (name, labs_at_once): (&str, u32),
+    labs: Vec<LabItem<'_>>,
+    starts: Vec<Start>,
+) -> Result<Done> {
+    let mut resolved = Vec::new();
+    for item in labs {
+        let lab = item.lab.context("a lab this branch cannot run")?;
+        resolved.push((item.target, lab));
+    }
     let mut kernels = None;
-    if plan.labs_at_once > 1 {
+    if labs_at_once > 1 {
         let started = Instant::now();
-        for request in &requests {
+        for (target, (plan, backend)) in &mut resolved {
             eprintln!(
-                "experiment {name}: the lab kernels of {} (before the labs run side by side)",
-                request.target
+                "experiment {name}: the lab kernels of {target} (before the labs run side by side)"
             );
-            let build_only = LabRequest {
-                build_only: true,
-                ..(*request).clone()
-            };
-            crate::lab::run(sh, layout, &build_only)?;
+            orchestrate::run_from(layout, plan, backend, Mode::PrepareOnly, Start::New)?;
         }
         kernels = Some(started.elapsed());
     }
     let dirs = queued(
         name,
-        &requests,
+        resolved,
         starts,
-        plan.labs_at_once,
-        |request, start| {
-            let sh = Shell::new()?;
-            plan::run_lab(&sh, layout, request, start)?.context("the lab returned no directory")
+        labs_at_once,
+        |(plan, mut backend): (LabPlan, QemuBackend<'_>), start| {
+            orchestrate::run_from(layout, &plan, &mut backend, Mode::Run, start)?
+                .context("the lab returned no directory")
         },
     )?;
     Ok(Done { dirs, kernels })
 }
 
-/// Runs `run_one` on each of `requests` (with `starts[i]`), up to
+/// Runs `run_one` on each of `labs` (target, lab) with `starts[i]`, up to
 /// `at_once` at a time (on this thread when 1), taking the next from one
 /// queue; after a failure no further lab starts. The directories in
-/// `requests`' order.
+/// `labs`' order.
 ///
 /// Errors: each failed lab, by target, and those not started.
-fn queued(
+fn queued<L: Send>(
     name: &str,
-    requests: &[&LabRequest],
+    labs: Vec<(String, L)>,
     starts: Vec<Start>,
     at_once: u32,
-    run_one: impl Fn(&LabRequest, Start) -> Result<PathBuf> + Sync,
+    run_one: impl Fn(L, Start) -> Result<PathBuf> + Sync,
 ) -> Result<Vec<PathBuf>> {
-    let queue: Mutex<VecDeque<(usize, Start)>> =
-        Mutex::new(starts.into_iter().enumerate().collect());
+    let targets: Vec<String> = labs.iter().map(|(t, _)| t.clone()).collect();
+    let queue: Mutex<VecDeque<(usize, L, Start)>> = Mutex::new(
+        labs.into_iter()
+            .zip(starts)
+            .enumerate()
+            .map(|(i, ((_, lab), start))| (i, lab, start))
+            .collect(),
+    );
     let results: Mutex<Vec<Option<Result<PathBuf>>>> =
-        Mutex::new((0..requests.len()).map(|_| None).collect());
+        Mutex::new((0..targets.len()).map(|_| None).collect());
     let failed = AtomicBool::new(false);
-    let workers = (at_once.max(1) as usize).min(requests.len().max(1));
+    let workers = (at_once.max(1) as usize).min(targets.len().max(1));
     let work = || loop {
         if failed.load(Ordering::SeqCst) {
             break;
         }
-        let Some((i, start)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else {
+        let Some((i, lab, start)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front()
+        else {
             break;
         };
-        let request = requests[i];
-        eprintln!("experiment {name}: the lab of {}", request.target);
-        let outcome = run_one(request, start);
+        eprintln!("experiment {name}: the lab of {}", targets[i]);
+        let outcome = run_one(lab, start);
         if outcome.is_err() {
             failed.store(true, Ordering::SeqCst);
         }
@@ -123,13 +132,12 @@ fn queued(
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut dirs = Vec::new();
     let mut errors = Vec::new();
-    for (result, request) in results.into_iter().zip(requests) {
+    for (result, target) in results.into_iter().zip(&targets) {
         match result {
             Some(Ok(dir)) => dirs.push(dir),
-            Some(Err(e)) => errors.push(format!("the lab of {}: {e:#}", request.target)),
+            Some(Err(e)) => errors.push(format!("the lab of {target}: {e:#}")),
             None => errors.push(format!(
-                "the lab of {}: not started, as another lab failed",
-                request.target
+                "the lab of {target}: not started, as another lab failed"
             )),
         }
     }
@@ -146,19 +154,11 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::time::Duration;
 
-    fn requests(targets: &[&str]) -> Vec<LabRequest> {
+    /// Labs that are their targets' names.
+    fn labs(targets: &[&str]) -> Vec<(String, String)> {
         targets
             .iter()
-            .map(|t| LabRequest {
-                variants: vec!["baseline".into()],
-                runs: 1,
-                duration_seconds: 1,
-                gro: crate::lab::GroChoice::On,
-                control: false,
-                build: crate::build::BuildOptions::with_jobs(1),
-                labs_at_once: 2,
-                ..LabRequest::qemu(t)
-            })
+            .map(|t| (t.to_string(), t.to_string()))
             .collect()
     }
 
@@ -170,27 +170,31 @@ mod tests {
 
     #[test]
     fn two_at_once_overlap_and_keep_the_plan_s_order() {
-        let owned = requests(&["a", "b", "c", "d"]);
-        let reqs: Vec<&LabRequest> = owned.iter().collect();
         // a and b each wait (at most 10 s) until both are inside run_one:
         // one after another, a would fail.
         let inside = AtomicUsize::new(0);
-        let dirs = queued("x", &reqs, starts(4), 2, |r, start| {
-            if r.target == "a" || r.target == "b" {
-                inside.fetch_add(1, Ordering::SeqCst);
-                let t = std::time::Instant::now();
-                while inside.load(Ordering::SeqCst) < 2 {
-                    if t.elapsed() > Duration::from_secs(10) {
-                        bail!("{} ran alone", r.target);
+        let dirs = queued(
+            "x",
+            labs(&["a", "b", "c", "d"]),
+            starts(4),
+            2,
+            |r, start| {
+                if r == "a" || r == "b" {
+                    inside.fetch_add(1, Ordering::SeqCst);
+                    let t = std::time::Instant::now();
+                    while inside.load(Ordering::SeqCst) < 2 {
+                        if t.elapsed() > Duration::from_secs(10) {
+                            bail!("{r} ran alone");
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
                     }
-                    std::thread::sleep(Duration::from_millis(1));
                 }
-            }
-            match start {
-                Start::NewIn(d) => Ok(d.join(&r.target)),
-                _ => unreachable!(),
-            }
-        })
+                match start {
+                    Start::NewIn(d) => Ok(d.join(&r)),
+                    _ => unreachable!(),
+                }
+            },
+        )
         .unwrap();
         let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         assert_eq!(names, ["/lab/0/a", "/lab/1/b", "/lab/2/c", "/lab/3/d"]);
@@ -198,10 +202,8 @@ mod tests {
 
     #[test]
     fn a_failure_stops_the_queue_and_names_every_target() {
-        let owned = requests(&["a", "b", "c"]);
-        let reqs: Vec<&LabRequest> = owned.iter().collect();
-        let err = queued("x", &reqs, starts(3), 1, |r, _| {
-            if r.target == "a" {
+        let err = queued("x", labs(&["a", "b", "c"]), starts(3), 1, |r, _| {
+            if r == "a" {
                 bail!("QEMU exited");
             }
             std::thread::sleep(Duration::from_millis(1));

@@ -480,7 +480,11 @@ mod tests {
         assert!(!arm.is_empty());
         for t in arm {
             let router: Vec<&String> = t.kconfig.fragments.iter().collect();
-            assert!(thumb2_off(&router), "{}: its fragments build a Thumb-2 kernel", t.name);
+            assert!(
+                thumb2_off(&router),
+                "{}: its fragments build a Thumb-2 kernel",
+                t.name
+            );
             if let Some(lab) = &t.lab {
                 let kept = t
                     .kconfig
@@ -488,7 +492,11 @@ mod tests {
                     .iter()
                     .filter(|f| !lab.replace_fragments.contains(f));
                 let files: Vec<&String> = kept.chain(&lab.fragments).collect();
-                assert!(thumb2_off(&files), "{}: its lab kernel is built Thumb-2", t.name);
+                assert!(
+                    thumb2_off(&files),
+                    "{}: its lab kernel is built Thumb-2",
+                    t.name
+                );
             }
         }
     }

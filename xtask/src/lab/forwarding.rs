@@ -70,8 +70,8 @@ impl Forwarding {
 /// The plan of `request`: each direction with each GRO setting, as the
 /// lab always ran them, after a LAN → WAN warm-up with the first setting.
 pub fn plan(request: &LabRequest) -> Plan {
-    let gro = request.gro.settings();
-    let directions = request.direction.directions();
+    let gro = request.gro_settings();
+    let directions = request.directions();
     let conditions = directions
         .iter()
         .copied()
@@ -96,8 +96,8 @@ pub fn settings(request: &LabRequest, base: &str) -> Settings {
     Settings {
         runs: request.runs,
         duration_seconds: request.duration_seconds,
-        gro: request.gro.settings(),
-        directions: request.direction.directions(),
+        gro: request.gro_settings(),
+        directions: request.directions(),
         warmup_runs_per_boot: 1,
         base: base.to_string(),
         control: request.control,

@@ -21,7 +21,7 @@ use super::runner;
 use super::session::{Image, QemuTestbed};
 use super::topology::{self, Ruleset, Topology};
 use super::workload::Workload;
-use super::{qemu, LabRequest};
+use super::{qemu, LabRequest, WorkloadSpec};
 use crate::build::BuildOptions;
 use crate::inputs::lab::LabSpec;
 use crate::inputs::targets::{self, Target};
@@ -50,7 +50,10 @@ pub enum Kernels {
 
 /// The QEMU machine of a target's `[lab]` table as a [`Backend`].
 pub struct QemuBackend<'a> {
-    sh: &'a Shell,
+    /// Its own shell (in the caller's directory), so that a backend
+    /// resolved on one thread runs on another (an experiment's labs side
+    /// by side).
+    sh: Shell,
     layout: &'a Layout,
     /// Where the lab kernels are built: `layout`, or OpenWrt mode's
     /// ([`Layout::openwrt_mode`]) for [`Recipe::Openwrt`].
@@ -77,6 +80,9 @@ impl<'a> QemuBackend<'a> {
         cache_model: CacheModelChoice,
     ) -> Result<QemuBackend<'a>> {
         let spec = kernel::spec_of(&target)?.clone();
+        let own = Shell::new().context("creating a shell")?;
+        own.change_dir(sh.current_dir());
+        let sh = own;
         let kernels_layout = match &kernels {
             Kernels::Build {
                 recipe: Recipe::Openwrt(_),
@@ -141,7 +147,7 @@ pub fn resolve<'a>(
     (sh, layout): (&'a Shell, &'a Layout),
     request: &LabRequest,
 ) -> Result<(LabPlan, QemuBackend<'a>)> {
-    request.iperf.check()?;
+    request.check()?;
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?
@@ -149,7 +155,7 @@ pub fn resolve<'a>(
         .with_cpus(request.cpus)?;
     let chosen = super::chosen_variants(layout, &request.variants)?;
     let mut topology = topology::named_with(&request.topology, request.routers)?;
-    let (workload, schedule, mut settings) = workload(&topology, request, &chosen[0].name)?;
+    let (workload, schedule, mut settings) = workload(request, &chosen[0].name)?;
     settings.labs_at_once = (request.labs_at_once > 1).then_some(request.labs_at_once);
     super::check_host_tools(&spec)?;
     rootfs::check(&spec)
@@ -277,39 +283,30 @@ pub fn reference(topology: &Topology) -> Result<Option<Topology>> {
     Ok(None)
 }
 
-/// What runs on `topology` as `request` asks, with the schedule and
-/// `lab.json`'s settings (`base` the base variant): tbench inside the
-/// guest of the `loopback` topology ([`GuestTbench`], `--clients`), iperf3
-/// from the topology's first endpoint to its second (`lan` → `wan`, `lan`
-/// → `far`) with `--parallel`/`--set-mss` on every other ([`Forwarding`]). Errors: the cache
-/// model on `loopback`, whose figures are per forwarded packet.
+/// What runs as `request` asks ([`LabRequest::workload`], checked by
+/// [`LabRequest::check`]), with the schedule and `lab.json`'s settings
+/// (`base` the base variant): tbench inside a guest ([`GuestTbench`],
+/// `--clients`), or iperf3 from one endpoint to another ([`Forwarding`])
+/// with `--parallel`/`--set-mss`/`--udp`.
+///
+/// Errors: tbench's clients out of range.
 pub fn workload(
-    topology: &Topology,
     request: &LabRequest,
     base: &str,
 ) -> Result<(Box<dyn Workload>, runner::Plan, Settings)> {
-    if topology.name == topology::loopback::NAME {
-        if request.cache_model {
-            bail!("--cache-model counts per forwarded packet; the loopback topology forwards nothing (drop --cache-model or use --topology nat-router)");
+    match &request.workload {
+        WorkloadSpec::Tbench { guest } => {
+            let tbench = GuestTbench::new(guest, request.clients())?;
+            let schedule = tbench.plan(request.runs, request.duration_seconds);
+            let settings = tbench.settings(&schedule, (base, request.control));
+            Ok((Box::new(tbench), schedule, settings))
         }
-        let tbench = GuestTbench::new(topology::loopback::GUEST, request.tbench_clients)?;
-        let schedule = tbench.plan(request.runs, request.duration_seconds);
-        let settings = tbench.settings(&schedule, (base, request.control));
-        return Ok((Box::new(tbench), schedule, settings));
+        WorkloadSpec::Iperf3 { from, to } => Ok((
+            Box::new(Forwarding::between(from, to).with_iperf(request.iperf)),
+            forwarding::plan(request),
+            forwarding::settings(request, base),
+        )),
     }
-    // iperf3 from the topology's first endpoint to its second (lan → wan,
-    // lan → far); LabPlan::check refuses a topology without them.
-    let ends: Vec<&str> = topology.endpoints.iter().map(|e| e.name.as_str()).collect();
-    let forwarding = match ends.as_slice() {
-        [client, server, ..] => Forwarding::between(client, server),
-        _ => Forwarding::lan_to_wan(),
-    }
-    .with_iperf(request.iperf);
-    Ok((
-        Box::new(forwarding),
-        forwarding::plan(request),
-        forwarding::settings(request, base),
-    ))
 }
 
 /// `lab --openwrt`: the measured guest loads firewall4's ruleset
@@ -362,7 +359,7 @@ pub fn arms(kernels: &[LabKernel]) -> Result<Vec<Arm>> {
 
 impl Backend for QemuBackend<'_> {
     fn prepare(&mut self) -> Result<Prepared> {
-        let (sh, layout, target, spec) = (self.sh, self.layout, &self.target, &self.spec);
+        let (sh, layout, target, spec) = (&self.sh, self.layout, &self.target, &self.spec);
         let kernels_layout = &self.kernels_layout;
         if self.cache_model {
             let m = cache_model::prepare(layout, target, spec)?;

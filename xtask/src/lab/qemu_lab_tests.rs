@@ -9,16 +9,17 @@ fn request(topology: &str) -> LabRequest {
         variants: vec!["baseline".into(), "lo-no-tso-gso".into()],
         duration_seconds: 2,
         build: BuildOptions::with_jobs(1),
-        topology: topology.into(),
         ..LabRequest::qemu("brcm47xx")
     }
+    .on_topology(topology)
 }
 
 /// The QEMU lab's plan as `resolve` builds it, without the target's
 /// tools or kernels.
 fn plan_of(request: &LabRequest) -> Result<LabPlan> {
+    request.check()?;
     let topology = topology::named(&request.topology)?;
-    let (workload, schedule, settings) = workload(&topology, request, &request.variants[0])?;
+    let (workload, schedule, settings) = workload(request, &request.variants[0])?;
     Ok(LabPlan {
         target: request.target.clone(),
         machine: "QEMU malta -cpu 74Kf, e1000 NICs (brcm47xx-lab kernels)".into(),
@@ -85,7 +86,7 @@ fn the_nat_router_still_forwards_and_loopback_refuses_the_cache_model() {
         "{err}"
     );
     let mut none = request(topology::loopback::NAME);
-    none.tbench_clients = 0;
+    none.tbench_clients = Some(0);
     assert!(plan_of(&none).is_err());
 }
 

@@ -43,8 +43,9 @@ impl Place {
     }
 }
 
-/// What each run does (see the module docs).
-pub trait Workload {
+/// What each run does (see the module docs); `Send`, as an experiment
+/// runs its labs' plans on threads of their own.
+pub trait Workload: Send {
     /// One line for the printed plan: `iperf3 from endpoint lan to
     /// endpoint wan through the router, GRO switched per run`.
     fn describe(&self) -> String;

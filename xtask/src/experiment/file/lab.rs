@@ -7,10 +7,10 @@ use std::ops::Range;
 use anyhow::{bail, Context, Result};
 use serde_spanned::Spanned;
 
-use super::{LabSpec, LabsAtOnce, Model, RawLab, WorkloadSpec};
+use super::{LabSpec, LabsAtOnce, RawLab};
 use crate::inputs::targets::{self, Target};
 use crate::lab::topology;
-use crate::lab::{DirectionChoice, GroChoice};
+use crate::lab::{DirectionChoice, Field, GroChoice, LabRequest, Problem, WorkloadSpec};
 use crate::results::lab::IperfOptions;
 
 /// The checked `[lab]` table `l`, written at `table` (its span in the
@@ -29,49 +29,14 @@ pub(super) fn lab_spec(
         .map_or((topology::nat_router::NAME.to_string(), None), |t| {
             (t.get_ref().clone(), Some(t.span()))
         });
-    let where_topology = |what: &str| match &topology_name.1 {
-        Some(s) => format!("{}: {what}", at(s.clone())),
-        None => format!(
-            "{}: [lab] (topology {}, the default): {what}",
-            at(table.clone()),
-            topology_name.0
-        ),
-    };
-    let net = topology::named(&topology_name.0).with_context(|| {
-        where_topology("topology — use a name the lab registers (lab/topology/mod.rs)")
-    })?;
     let workload_name = l.workload.clone();
+    let default = LabRequest::qemu("").on_topology(&topology_name.0);
     let workload = match workload_name.as_ref().map(|w| w.get_ref().as_str()) {
         None | Some("iperf3") => {
             if let Some(g) = &l.guest {
                 bail!("{}: guest is for workload = \"tbench\"; iperf3 runs between the endpoints from and to", at(g.span()));
             }
-            if let Some(c) = &l.clients {
-                bail!("{}: clients is for workload = \"tbench\"", at(c.span()));
-            }
-            let iperf = IperfOptions {
-                parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
-                mss: l.mss.as_ref().map(|m| *m.get_ref()),
-                udp_mbit: l.udp.as_ref().map(|u| *u.get_ref()),
-            };
-            if let Err(e) = iperf.check() {
-                // The message begins with the flag it is about.
-                let e = e.to_string();
-                let span = if e.starts_with("--parallel") {
-                    l.parallel.as_ref().map(|p| p.span())
-                } else if e.starts_with("--udp") {
-                    l.udp.as_ref().map(|u| u.span())
-                } else {
-                    l.mss.as_ref().map(|m| m.span())
-                };
-                let e = ["--parallel", "--set-mss", "--udp"]
-                    .iter()
-                    .zip(["parallel =", "mss =", "udp ="])
-                    .fold(e, |e, (flag, k)| e.replace(flag, k));
-                bail!("{}: {e}", at(span.unwrap_or_default()));
-            }
             WorkloadSpec::Iperf3 {
-                iperf,
                 from: l
                     .from
                     .as_ref()
@@ -80,28 +45,14 @@ pub(super) fn lab_spec(
             }
         }
         Some("tbench") => {
-            if let Some(k) = [&l.from, &l.to, &l.gro, &l.directions]
-                .into_iter()
-                .flatten()
-                .next()
-            {
-                bail!(
-                    "{}: from, to, gro and directions are for workload = \"iperf3\" through a router; tbench runs inside one guest (guest, clients)",
-                    at(k.span())
-                );
-            }
-            if let Some(k) = [&l.parallel, &l.mss, &l.udp].into_iter().flatten().next() {
-                bail!(
-                    "{}: parallel, mss and udp are iperf3's options (workload = \"iperf3\"); tbench takes clients",
-                    at(k.span())
-                );
+            if let Some(k) = [&l.from, &l.to].into_iter().flatten().next() {
+                bail!("{}: {TBENCH_NOT_FORWARDING}", at(k.span()));
             }
             WorkloadSpec::Tbench {
                 guest: l
                     .guest
                     .as_ref()
                     .map_or("router".into(), |s| s.get_ref().clone()),
-                clients: l.clients.as_ref().map_or(2, |c| *c.get_ref()),
             }
         }
         Some(other) => {
@@ -112,24 +63,6 @@ pub(super) fn lab_spec(
             );
         }
     };
-    let endpoints: Vec<String> = net.endpoints.iter().map(|e| e.name.clone()).collect();
-    let guests: Vec<String> = net.guests.iter().map(|g| g.name.clone()).collect();
-    let missing = crate::lab::workload::missing_places(workload.places(), (&endpoints, &guests));
-    if !missing.is_empty() {
-        let span = workload_name
-            .as_ref()
-            .map(|w| w.span())
-            .or(topology_name.1.clone());
-        let place = span.map_or_else(|| at(table.clone()), at);
-        bail!(
-            "{place}: the workload ({}) needs {}, which topology {} does not have (endpoints: {}; guests: {}); choose a topology that has them, or set the workload's places (from/to, guest)",
-            workload.describe(),
-            missing.join(", "),
-            net.name,
-            endpoints.join(", "),
-            guests.join(", ")
-        );
-    }
 
     let mut lab_targets = Vec::new();
     match &l.targets {
@@ -181,44 +114,28 @@ pub(super) fn lab_spec(
         crate::experiment::hint::MAX_DURATION_SECONDS,
     )?;
     let gro = match &l.gro {
-        None => GroChoice::Both,
-        Some(g) => g.get_ref().parse().map_err(|_| {
+        None => None,
+        Some(g) => Some(g.get_ref().parse::<GroChoice>().map_err(|_| {
             anyhow::anyhow!(
                 "{}: gro = {:?} — use on, off or both",
                 at(g.span()),
                 g.get_ref()
             )
-        })?,
+        })?),
     };
-    let directions = match &l.directions {
-        None => DirectionChoice::Both,
-        Some(d) => d.get_ref().parse().map_err(|_| {
+    let direction = match &l.directions {
+        None => None,
+        Some(d) => Some(d.get_ref().parse::<DirectionChoice>().map_err(|_| {
             anyhow::anyhow!(
                 "{}: directions = {:?} — use lan-to-wan, wan-to-lan or both",
                 at(d.span()),
                 d.get_ref()
             )
-        })?,
+        })?),
     };
-    let model = match l.model.as_ref().map(|m| (m.get_ref().as_str(), m.span())) {
-        None | Some(("none", _)) => Model::None,
-        Some(("cache", s)) => {
-            if net.name == topology::loopback::NAME {
-                bail!(
-                    "{}: model = \"cache\" counts per forwarded packet, but topology {} forwards nothing (tbench runs over the guest's own loopback); drop model (or set model = \"none\"), or use topology = \"{}\"",
-                    at(s),
-                    net.name,
-                    topology::nat_router::NAME
-                );
-            }
-            for name in &lab_targets {
-                let t = chosen.iter().find(|t| &t.name == name).expect("chosen");
-                if t.lab.as_ref().is_some_and(|l| l.l1.is_none()) {
-                    bail!("{}: model = \"cache\", but target {name} has no [lab.l1] table (its caches' geometry)", at(s));
-                }
-            }
-            Model::Cache
-        }
+    let cache_model = match l.model.as_ref().map(|m| (m.get_ref().as_str(), m.span())) {
+        None | Some(("none", _)) => false,
+        Some(("cache", _)) => true,
         Some((other, s)) => bail!(
             "{}: model = {other:?} — use none or cache (the L1 cache model)",
             at(s)
@@ -253,18 +170,90 @@ pub(super) fn lab_spec(
                 crate::util::text::printable(&at).into_owned(),
             )
         });
-    Ok(LabSpec {
-        topology: net.name,
-        workload,
-        targets: lab_targets,
+    let request = LabRequest {
         runs,
         duration_seconds,
         gro,
-        directions,
+        direction,
         control: l.control.unwrap_or(true),
-        model,
-        labs,
+        cache_model,
+        workload,
+        tbench_clients: l.clients.as_ref().map(|c| *c.get_ref()),
+        iperf: IperfOptions {
+            parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
+            mss: l.mss.as_ref().map(|m| *m.get_ref()),
+            udp_mbit: l.udp.as_ref().map(|u| *u.get_ref()),
+        },
         cpus,
         packet_steering,
+        ..default
+    };
+    match request.check() {
+        // The plan shows it, and the real run refuses it before building.
+        Ok(()) | Err(Problem::NotRunnable { .. }) => {}
+        Err(p) => {
+            let span = match p.field() {
+                Field::Gro => l.gro.as_ref().map(|s| s.span()),
+                Field::Direction => l.directions.as_ref().map(|s| s.span()),
+                Field::Parallel => l.parallel.as_ref().map(|s| s.span()),
+                Field::Mss => l.mss.as_ref().map(|s| s.span()),
+                Field::Udp => l.udp.as_ref().map(|s| s.span()),
+                Field::Clients => l.clients.as_ref().map(|s| s.span()),
+                Field::CacheModel => l.model.as_ref().map(|s| s.span()),
+                Field::Cpus => l.cpus.as_ref().map(|s| s.span()),
+                Field::PacketSteering => l.packet_steering.as_ref().map(|s| s.span()),
+                Field::Workload => workload_name
+                    .as_ref()
+                    .map(|w| w.span())
+                    .or(topology_name.1.clone()),
+                _ => topology_name.1.clone(),
+            };
+            let place = span.map_or_else(|| at(table.clone()), at);
+            bail!("{place}: {}", wording(&p));
+        }
+    }
+    if cache_model {
+        for name in &lab_targets {
+            let t = chosen.iter().find(|t| &t.name == name).expect("chosen");
+            if t.lab.as_ref().is_some_and(|l| l.l1.is_none()) {
+                let s = l.model.as_ref().map(|m| m.span()).unwrap_or_default();
+                bail!("{}: model = \"cache\", but target {name} has no [lab.l1] table (its caches' geometry)", at(s));
+            }
+        }
+    }
+    Ok(LabSpec {
+        targets: lab_targets,
+        labs,
+        request,
     })
+}
+
+/// Why tbench takes no forwarding key.
+const TBENCH_NOT_FORWARDING: &str = "from, to, gro and directions are for workload = \"iperf3\" through a router; tbench runs inside one guest (guest, clients)";
+
+/// `p` in the file's words: its keys, not the command line's flags.
+fn wording(p: &Problem) -> String {
+    match p {
+        Problem::Topology(Field::Topology, why) => {
+            format!("topology — use a name the lab registers (lab/topology/mod.rs): {why}")
+        }
+        Problem::ForwardingOnly(Field::Parallel | Field::Mss | Field::Udp) => {
+            "parallel, mss and udp are iperf3's options (workload = \"iperf3\"); tbench takes clients".to_string()
+        }
+        Problem::ForwardingOnly(_) => TBENCH_NOT_FORWARDING.to_string(),
+        Problem::TbenchOnly(_) => "clients is for workload = \"tbench\"".to_string(),
+        Problem::ForwardsNothing { topology: t } => format!(
+            "model = \"cache\" counts per forwarded packet, but topology {t} forwards nothing (tbench runs over the guest's own loopback); drop model (or set model = \"none\"), or use topology = \"{}\"",
+            topology::nat_router::NAME
+        ),
+        Problem::Iperf(_, e) => ["--parallel", "--set-mss", "--udp"]
+            .iter()
+            .zip(["parallel =", "mss =", "udp ="])
+            .fold(e.clone(), |e, (flag, k)| e.replace(flag, k)),
+        Problem::MissingPlaces { .. } => format!(
+            "{}; choose a topology that has them, or set the workload's places (from/to, guest)",
+            p.missing_places().unwrap_or_default()
+        ),
+        other => other.to_string(),
+    }
 }

@@ -98,6 +98,13 @@ impl LabPlan {
         names
     }
 
+    /// Runs (warm-ups included) and boots the plan makes: every round
+    /// boots each arm once and runs its warm-up and each condition.
+    pub fn runs_and_boots(&self) -> (u64, u64) {
+        let boots = u64::from(self.schedule.runs) * self.arm_names().len() as u64;
+        (boots * (self.schedule.conditions.len() as u64 + 1), boots)
+    }
+
     /// Fails when the plan cannot run: no variant, no run, no condition,
     /// or a workload whose places the topology (or the machine) lacks.
     pub fn check(&self) -> Result<()> {
@@ -181,7 +188,7 @@ impl LabPlan {
             conditions.join(", ")
         ));
         let per_session = s.conditions.len() as u64 + 1;
-        let runs = u64::from(s.runs) * arms.len() as u64 * per_session;
+        let (runs, _) = self.runs_and_boots();
         let traffic = runs * u64::from(s.duration_seconds);
         out.push_str(&format!(
             "  runs:     {} round{} × {} arm{} × {per_session} runs of {} s = {runs} runs, {} of traffic\n",
@@ -234,15 +241,22 @@ impl SystemUnderTest for System<'_> {
     }
 }
 
+/// `target/xtask/lab/<target>/<started>-<pid>/` under `layout`'s work
+/// directory (`started` RFC 3339, its `:` and `-` dropped): where a lab
+/// started now by this process records.
+pub fn run_dir(layout: &Layout, target: &str, started: &str) -> PathBuf {
+    layout.work_dir().join("lab").join(target).join(format!(
+        "{}-{}",
+        started.replace([':', '-'], ""),
+        std::process::id()
+    ))
+}
+
 /// Creates `target/xtask/lab/<target>/<started>-<pid>/` under `layout`'s
 /// work directory, where one lab run writes `lab.json` and its logs (the
 /// size report looks there).
 pub fn create_run_dir(layout: &Layout, target: &str, started: &str) -> Result<PathBuf> {
-    let dir = layout.work_dir().join("lab").join(target).join(format!(
-        "{}-{}",
-        started.replace([':', '-'], ""),
-        std::process::id()
-    ));
+    let dir = run_dir(layout, target, started);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
 }

@@ -1,0 +1,528 @@
+//! What a forwarding lab is asked ([`LabRequest`]), built by the command
+//! line (`cargo xtask lab`), an experiment file's `[lab]` table and the
+//! tests from [`LabRequest::qemu`]'s defaults, and the **one** check of
+//! which option goes with which lab kind, machine, topology and workload
+//! ([`LabRequest::check`]). A refusal is a [`Problem`] naming the
+//! request's [`Field`]: the command line words it with the flag
+//! ([`Problem`]'s `Display`), an experiment file with its key and line.
+//!
+//! A new lab option: a field here (with its default in
+//! [`LabRequest::qemu`]), a [`Field`] and its rule in
+//! [`LabRequest::check`] when it belongs to one lab kind; the flag in
+//! `cli/lab.rs`; its use where the lab kind resolves the request.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use super::{orchestrate, ssh, topology, workload};
+
+mod problem;
+use crate::build::BuildOptions;
+use crate::results::lab::{Flash, IperfOptions};
+pub use problem::Problem;
+
+/// Which GRO settings of the guest's NICs to measure (`--gro on|off|both`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroChoice {
+    /// GRO on (the kernel's default).
+    On,
+    /// GRO off.
+    Off,
+    /// Both, each run measured with GRO on and with GRO off.
+    Both,
+}
+
+impl std::str::FromStr for GroChoice {
+    type Err = anyhow::Error;
+
+    /// `on`, `off` or `both`.
+    fn from_str(s: &str) -> Result<GroChoice> {
+        match s {
+            "on" => Ok(GroChoice::On),
+            "off" => Ok(GroChoice::Off),
+            "both" => Ok(GroChoice::Both),
+            _ => bail!("--gro {s:?}: use on, off or both"),
+        }
+    }
+}
+
+impl GroChoice {
+    /// The settings, in the order each boot measures them.
+    pub fn settings(self) -> Vec<super::record::Gro> {
+        use super::record::Gro;
+        match self {
+            GroChoice::On => vec![Gro::On],
+            GroChoice::Off => vec![Gro::Off],
+            GroChoice::Both => Gro::BOTH.to_vec(),
+        }
+    }
+}
+
+/// Which directions to measure (`--direction lan-to-wan|wan-to-lan|both`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectionChoice {
+    /// LAN → WAN only (iperf3's client in the LAN sends).
+    LanToWan,
+    /// WAN → LAN only (`iperf3 -R`).
+    WanToLan,
+    /// Both, LAN → WAN first.
+    Both,
+}
+
+impl std::str::FromStr for DirectionChoice {
+    type Err = anyhow::Error;
+
+    /// `lan-to-wan`, `wan-to-lan` or `both`.
+    fn from_str(s: &str) -> Result<DirectionChoice> {
+        match s {
+            "lan-to-wan" => Ok(DirectionChoice::LanToWan),
+            "wan-to-lan" => Ok(DirectionChoice::WanToLan),
+            "both" => Ok(DirectionChoice::Both),
+            _ => bail!("--direction {s:?}: use lan-to-wan, wan-to-lan or both"),
+        }
+    }
+}
+
+impl DirectionChoice {
+    /// The directions, in the order each boot measures them.
+    pub fn directions(self) -> Vec<super::record::Direction> {
+        use super::record::Direction;
+        match self {
+            DirectionChoice::LanToWan => vec![Direction::LanToWan],
+            DirectionChoice::WanToLan => vec![Direction::WanToLan],
+            DirectionChoice::Both => Direction::BOTH.to_vec(),
+        }
+    }
+}
+
+/// What each run of the lab does, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkloadSpec {
+    /// iperf3 from endpoint `from` to endpoint `to` through the measured
+    /// router (`-R` for the other direction), GRO switched per run, with
+    /// [`LabRequest::iperf`]'s options.
+    Iperf3 {
+        /// The client's endpoint (`lan`).
+        from: String,
+        /// The server's endpoint (`wan`; the mesh's `far`).
+        to: String,
+    },
+    /// tbench inside guest `guest`, over its own loopback, with
+    /// [`LabRequest::tbench_clients`] clients.
+    Tbench {
+        /// The guest (`router`).
+        guest: String,
+    },
+}
+
+impl WorkloadSpec {
+    /// What topology `name` runs when nothing else is asked: tbench in
+    /// the `loopback` topology's guest; iperf3 from the topology's first
+    /// endpoint to its second (nat-router's `lan` → `wan`, the mesh's
+    /// `lan` → `far`); `lan` → `wan` for a name the lab does not know
+    /// (which [`LabRequest::check`] refuses).
+    pub fn of_topology(name: &str) -> WorkloadSpec {
+        if name == topology::loopback::NAME {
+            return WorkloadSpec::Tbench {
+                guest: topology::loopback::GUEST.to_string(),
+            };
+        }
+        match topology::named(name)
+            .ok()
+            .as_ref()
+            .map(|t| &t.endpoints[..])
+        {
+            Some([from, to, ..]) => WorkloadSpec::Iperf3 {
+                from: from.name.clone(),
+                to: to.name.clone(),
+            },
+            _ => WorkloadSpec::Iperf3 {
+                from: "lan".to_string(),
+                to: "wan".to_string(),
+            },
+        }
+    }
+
+    /// The places it runs programs in.
+    pub fn places(&self) -> Vec<workload::Place> {
+        match self {
+            WorkloadSpec::Iperf3 { from, to } => vec![
+                workload::Place::Endpoint(from.clone()),
+                workload::Place::Endpoint(to.clone()),
+            ],
+            WorkloadSpec::Tbench { guest } => vec![workload::Place::Guest(guest.clone())],
+        }
+    }
+}
+
+/// What `cargo xtask lab` (QEMU or SSH), an experiment's lab or a test
+/// asks; build it from [`LabRequest::qemu`] and check it with
+/// [`LabRequest::check`].
+#[derive(Debug, Clone)]
+pub struct LabRequest {
+    /// `--target` spelling.
+    pub target: String,
+    /// `--variant` names; empty means baseline. The first is the base.
+    pub variants: Vec<String>,
+    /// Measured runs per (arm, direction, GRO setting).
+    pub runs: u32,
+    /// Length of one run, in seconds.
+    pub duration_seconds: u32,
+    /// GRO settings to measure (`--gro`; iperf3 only); `None`: both.
+    pub gro: Option<GroChoice>,
+    /// Directions to measure (`--direction`; iperf3 only); `None`: both.
+    pub direction: Option<DirectionChoice>,
+    /// Whether the base runs a second time as an A/A control arm.
+    pub control: bool,
+    /// Stop after building kernels and the initramfs.
+    pub build_only: bool,
+    /// Build options for the lab kernels.
+    pub build: BuildOptions,
+    /// `--kernel-src`.
+    pub kernel_src: Option<PathBuf>,
+    /// The machine that runs the kernels (`--lab`).
+    pub machine: Machine,
+    /// Load the L1 cache model into every boot (`--cache-model`; QEMU only).
+    pub cache_model: bool,
+    /// `--openwrt PATH`: build the lab kernels as this OpenWrt checkout
+    /// builds its target for the QEMU machine; QEMU only.
+    pub openwrt: Option<PathBuf>,
+    /// The guest's NIC model instead of the `[lab]` table's (`--nic`;
+    /// QEMU only): one of its `other_nics`.
+    pub nic: Option<String>,
+    /// The QEMU lab's topology by name (`--topology`; [`topology::NAMES`]):
+    /// `nat-router` (forwarding), `loopback` (tbench inside the guest), or
+    /// `mesh`, which adds the reference arm `<base>~mesh-bridged` (the
+    /// routers without batman-adv). Set it with [`LabRequest::on_topology`]
+    /// to get the topology's workload too.
+    pub topology: String,
+    /// What each run does ([`WorkloadSpec::of_topology`] for the
+    /// command line; an experiment file's `workload`).
+    pub workload: WorkloadSpec,
+    /// tbench's clients (`--clients`, `clients`; tbench only); `None`:
+    /// [`super::guest_tbench::DEFAULT_CLIENTS`].
+    pub tbench_clients: Option<u32>,
+    /// iperf3's streams, MSS and UDP rate (`--parallel`, `--set-mss`,
+    /// `--udp`; iperf3 only).
+    pub iperf: IperfOptions,
+    /// How many labs this process runs at the same time, this one
+    /// included (1: alone; `cargo xtask experiment` runs its targets'
+    /// labs side by side). Recorded in `lab.json` when above 1
+    /// ([`crate::results::lab::Settings::labs_at_once`]).
+    pub labs_at_once: u32,
+    /// The mesh's routers in its chain (`--routers N`, 2 to 9; `None`:
+    /// two, as the original experiment had); refused on other
+    /// topologies ([`topology::named_with`]).
+    pub routers: Option<usize>,
+    /// The lab machine's CPUs instead of the target file's `[lab] cpus`
+    /// (`--cpus N`, an experiment's `[lab] cpus`); QEMU only.
+    pub cpus: Option<u32>,
+    /// Packet steering instead of the target file's `[lab]
+    /// packet_steering` (`--packet-steering`, an experiment's `[lab]
+    /// packet_steering`), with where it was asked; QEMU only.
+    pub packet_steering: Option<(crate::inputs::steering::SteeringSpec, String)>,
+    /// `--resume DIR`: continue the lab that stopped there
+    /// ([`super::orchestrate::Start::Resume`]) instead of starting a new one.
+    pub resume: Option<PathBuf>,
+}
+
+impl LabRequest {
+    /// A QEMU lab of `target` with the command line's defaults: the
+    /// baseline against itself with the A/A control, 5 runs of 10 s both
+    /// ways with GRO on and off, iperf3 `lan` → `wan` on the `nat-router`
+    /// topology, the target file's machine; callers change what they
+    /// need (`LabRequest { runs: 2, ..LabRequest::qemu("brcm47xx") }`).
+    pub fn qemu(target: &str) -> LabRequest {
+        LabRequest {
+            target: target.to_string(),
+            variants: Vec::new(),
+            runs: 5,
+            duration_seconds: 10,
+            gro: None,
+            direction: None,
+            control: true,
+            build_only: false,
+            build: BuildOptions::with_jobs(
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
+            kernel_src: None,
+            machine: Machine::Qemu,
+            cache_model: false,
+            openwrt: None,
+            nic: None,
+            topology: topology::nat_router::NAME.to_string(),
+            workload: WorkloadSpec::Iperf3 {
+                from: "lan".to_string(),
+                to: "wan".to_string(),
+            },
+            tbench_clients: None,
+            iperf: IperfOptions::default(),
+            labs_at_once: 1,
+            routers: None,
+            cpus: None,
+            packet_steering: None,
+            resume: None,
+        }
+    }
+
+    /// The request on topology `name` with the workload it runs
+    /// ([`WorkloadSpec::of_topology`]).
+    pub fn on_topology(self, name: &str) -> LabRequest {
+        LabRequest {
+            topology: name.to_string(),
+            workload: WorkloadSpec::of_topology(name),
+            ..self
+        }
+    }
+
+    /// Whether the base runs a second time as the A/A control arm.
+    pub fn control(&self) -> orchestrate::Control {
+        if self.control {
+            orchestrate::Control::Twin
+        } else {
+            orchestrate::Control::Without
+        }
+    }
+
+    /// GRO settings to measure (both unless asked).
+    pub fn gro_settings(&self) -> Vec<super::record::Gro> {
+        self.gro.unwrap_or(GroChoice::Both).settings()
+    }
+
+    /// Directions to measure (both unless asked).
+    pub fn directions(&self) -> Vec<super::record::Direction> {
+        self.direction.unwrap_or(DirectionChoice::Both).directions()
+    }
+
+    /// tbench's clients (2 unless asked).
+    pub fn clients(&self) -> u32 {
+        self.tbench_clients
+            .unwrap_or(super::guest_tbench::DEFAULT_CLIENTS)
+    }
+
+    /// `iperf3 lan → wan`, `iperf3 -P8 -M 536 lan → far`, `tbench in
+    /// guest router, 2 clients`.
+    pub fn describe_workload(&self) -> String {
+        match &self.workload {
+            WorkloadSpec::Iperf3 { from, to } => match self.iperf.describe() {
+                o if o.is_empty() => format!("iperf3 {from} → {to}"),
+                o => format!("iperf3 {o} {from} → {to}"),
+            },
+            WorkloadSpec::Tbench { guest } => {
+                format!("tbench in guest {guest}, {} clients", self.clients())
+            }
+        }
+    }
+
+    /// Every rule of which option goes with which lab: the first
+    /// [`Problem`], naming its [`Field`]. In order: options of the QEMU
+    /// machine on a real router over SSH (and its lab file); the topology
+    /// and `--routers`; the forwarding options (GRO, directions, NIC,
+    /// iperf3's) on tbench, tbench's clients on iperf3, the cache model
+    /// on a workload that forwards nothing; iperf3's option values; the
+    /// workload's places on the topology; and last
+    /// [`Problem::NotRunnable`], a workload the QEMU lab does not run
+    /// yet. Target-dependent checks (the NIC models, `[lab.l1]`) are the
+    /// resolver's.
+    pub fn check(&self) -> std::result::Result<(), Problem> {
+        if let Machine::Ssh(ssh) = &self.machine {
+            let qemu_only = [
+                (self.topology != topology::nat_router::NAME, Field::Topology),
+                (self.routers.is_some(), Field::Routers),
+                (self.nic.is_some(), Field::Nic),
+                (self.openwrt.is_some(), Field::Openwrt),
+                (self.cache_model, Field::CacheModel),
+                (self.build_only, Field::BuildOnly),
+                (self.cpus.is_some(), Field::Cpus),
+                (self.packet_steering.is_some(), Field::PacketSteering),
+            ];
+            if let Some((_, field)) = qemu_only.into_iter().find(|(given, _)| *given) {
+                return Err(Problem::QemuOnly(field));
+            }
+            if ssh.lab_file.as_os_str().is_empty() {
+                return Err(Problem::NeedsLabFile);
+            }
+        }
+        let net = topology::named_with(&self.topology, self.routers).map_err(|e| {
+            let field = if topology::NAMES.contains(&self.topology.as_str()) {
+                Field::Routers
+            } else {
+                Field::Topology
+            };
+            Problem::Topology(field, e.to_string())
+        })?;
+        match &self.workload {
+            WorkloadSpec::Tbench { .. } => {
+                let forwarding_only = [
+                    (self.gro.is_some(), Field::Gro),
+                    (self.direction.is_some(), Field::Direction),
+                    (self.nic.is_some(), Field::Nic),
+                    (self.iperf.parallel != 1, Field::Parallel),
+                    (self.iperf.mss.is_some(), Field::Mss),
+                    (self.iperf.udp_mbit.is_some(), Field::Udp),
+                ];
+                if let Some((_, field)) = forwarding_only.into_iter().find(|(given, _)| *given) {
+                    return Err(Problem::ForwardingOnly(field));
+                }
+                if self.cache_model {
+                    return Err(Problem::ForwardsNothing {
+                        topology: net.name.clone(),
+                    });
+                }
+            }
+            WorkloadSpec::Iperf3 { .. } => {
+                if self.tbench_clients.is_some() {
+                    return Err(Problem::TbenchOnly(Field::Clients));
+                }
+                if let Err(e) = self.iperf.check() {
+                    // The message begins with the flag it is about.
+                    let e = e.to_string();
+                    let field = if e.starts_with("--parallel") {
+                        Field::Parallel
+                    } else if e.starts_with("--udp") {
+                        Field::Udp
+                    } else {
+                        Field::Mss
+                    };
+                    return Err(Problem::Iperf(field, e));
+                }
+            }
+        }
+        let endpoints: Vec<String> = net.endpoints.iter().map(|e| e.name.clone()).collect();
+        let guests: Vec<String> = net.guests.iter().map(|g| g.name.clone()).collect();
+        let missing = workload::missing_places(self.workload.places(), (&endpoints, &guests));
+        if !missing.is_empty() {
+            return Err(Problem::MissingPlaces {
+                workload: self.describe_workload(),
+                missing,
+                topology: net.name,
+                endpoints,
+                guests,
+            });
+        }
+        // What the QEMU lab runs: iperf3 from the topology's first
+        // endpoint to its second (`-R` for the other direction), and
+        // tbench inside the loopback topology's one guest.
+        let runnable = match &self.workload {
+            WorkloadSpec::Iperf3 { from, to } => {
+                net.name != topology::loopback::NAME
+                    && endpoints.len() >= 2
+                    && from == &endpoints[0]
+                    && to == &endpoints[1]
+            }
+            WorkloadSpec::Tbench { guest } => {
+                net.name == topology::loopback::NAME && guest == topology::loopback::GUEST
+            }
+        };
+        if !runnable {
+            return Err(Problem::NotRunnable {
+                topology: net.name,
+                workload: self.describe_workload(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A field of [`LabRequest`] a [`Problem`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// [`LabRequest::topology`].
+    Topology,
+    /// [`LabRequest::routers`].
+    Routers,
+    /// [`LabRequest::workload`].
+    Workload,
+    /// [`LabRequest::gro`].
+    Gro,
+    /// [`LabRequest::direction`].
+    Direction,
+    /// [`LabRequest::nic`].
+    Nic,
+    /// [`crate::results::lab::IperfOptions::parallel`].
+    Parallel,
+    /// [`crate::results::lab::IperfOptions::mss`].
+    Mss,
+    /// [`crate::results::lab::IperfOptions::udp_mbit`].
+    Udp,
+    /// [`LabRequest::tbench_clients`].
+    Clients,
+    /// [`LabRequest::cache_model`].
+    CacheModel,
+    /// [`LabRequest::build_only`].
+    BuildOnly,
+    /// [`LabRequest::openwrt`].
+    Openwrt,
+    /// [`LabRequest::cpus`].
+    Cpus,
+    /// [`LabRequest::packet_steering`].
+    PacketSteering,
+    /// [`Machine::Ssh`]'s lab file.
+    LabFile,
+}
+
+impl Field {
+    /// The command line's flag: `--gro`.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Field::Topology | Field::Workload => "--topology",
+            Field::Routers => "--routers",
+            Field::Gro => "--gro",
+            Field::Direction => "--direction",
+            Field::Nic => "--nic",
+            Field::Parallel => "--parallel",
+            Field::Mss => "--set-mss",
+            Field::Udp => "--udp",
+            Field::Clients => "--clients",
+            Field::CacheModel => "--cache-model",
+            Field::BuildOnly => "--build-only",
+            Field::Openwrt => "--openwrt",
+            Field::Cpus => "--cpus",
+            Field::PacketSteering => "--packet-steering",
+            Field::LabFile => "--lab-file",
+        }
+    }
+}
+
+/// The machine that runs the kernels (`--lab`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Machine {
+    /// The QEMU machine of the target's `[lab]` table (`--lab qemu`).
+    Qemu,
+    /// A real router over SSH (`--lab ssh://root@HOST --lab-file FILE`).
+    Ssh(ssh::SshRequest),
+}
+
+impl Machine {
+    /// From `--lab` (`qemu`, `ssh` or `ssh://[USER@]HOST[:PORT]`),
+    /// `--lab-file` and `--no-flash` ([`Flash::NotFlashed`]); the lab file
+    /// and `--no-flash` belong to SSH only. Without `--lab-file` the SSH
+    /// machine's lab file is empty, which [`LabRequest::check`] refuses.
+    pub fn from_args(lab: &str, lab_file: Option<&Path>, flash: Flash) -> Result<Machine> {
+        if lab == "qemu" {
+            if lab_file.is_some() || flash == Flash::NotFlashed {
+                bail!("--lab-file and --no-flash are for a real router (--lab ssh://root@HOST)");
+            }
+            return Ok(Machine::Qemu);
+        }
+        let destination = match lab {
+            "ssh" => None,
+            _ if lab.starts_with("ssh://") => {
+                Some(crate::inputs::ssh_lab::Destination::parse(lab)?)
+            }
+            _ => bail!(
+                "--lab {lab:?}: use qemu, ssh://[USER@]HOST[:PORT] for a real router, or host"
+            ),
+        };
+        Ok(Machine::Ssh(ssh::SshRequest {
+            destination,
+            lab_file: lab_file.map(Path::to_path_buf).unwrap_or_default(),
+            flash,
+        }))
+    }
+}
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;
