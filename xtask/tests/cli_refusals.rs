@@ -432,3 +432,52 @@ fn an_experiment_s_real_run_prints_the_estimate_of_its_dry_run() {
     );
     assert_eq!(estimate(&real), Some(planned));
 }
+
+/// `lab --resume DIR` continues only the lab the command would run: a
+/// directory without `lab.json`, `--build-only`, and a lab of other
+/// settings (here the fixture's three rounds against the command's one,
+/// complete or not) are refused before anything builds or boots.
+#[test]
+fn a_lab_is_resumed_only_where_it_is_the_same_lab() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = xtask(&[
+        "lab",
+        "--target",
+        "brcm47xx",
+        "--resume",
+        tmp.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("no lab.json there"), "{stderr}");
+    assert!(
+        !stderr.contains("runs:"),
+        "planned before refusing: {stderr}"
+    );
+
+    let dir = tmp.path().to_str().unwrap();
+    let out = xtask(&[
+        "lab",
+        "--target",
+        "brcm47xx",
+        "--resume",
+        dir,
+        "--build-only",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--build-only runs none"), "{stderr}");
+
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lab_fixture/lab.json"),
+        tmp.path().join("lab.json"),
+    )
+    .unwrap();
+    let before = std::fs::read(tmp.path().join("lab.json")).unwrap();
+    let out = xtask(&[
+        "lab", "--target", "brcm47xx", "--runs", "1", "--resume", dir,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("cannot be continued"), "{stderr}");
+    assert_eq!(std::fs::read(tmp.path().join("lab.json")).unwrap(), before);
+}

@@ -171,6 +171,11 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         Some(_) if request.build_only => {
             bail!("--resume continues a lab's runs; --build-only runs none: leave one out")
         }
+        Some(dir) if !dir.join(record::FILE_NAME).is_file() => bail!(
+            "--resume {}: no {} there; pass the directory a stopped lab's error names (target/xtask/lab/<target>/<run>)",
+            dir.display(),
+            record::FILE_NAME
+        ),
         Some(dir) => orchestrate::Start::Resume(dir.clone()),
         None => orchestrate::Start::New,
     };

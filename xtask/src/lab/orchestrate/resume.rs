@@ -10,33 +10,14 @@ use crate::lab::record::{LabRecord, Status};
 /// The record of the lab in `dir` to continue, or `None` when it is
 /// complete (kept as it is).
 ///
-/// Errors: its pid still runs (naming it); its target, arms or settings
-/// are not `plan`'s (the experiment changed: start a new lab); an
-/// unreadable `lab.json`.
+/// Errors: its target, arms or settings are not `plan`'s, complete or
+/// not (the experiment or the command changed: start a new lab); its pid
+/// still runs (naming it); an unreadable `lab.json`.
 pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
     let record = LabRecord::read(dir)?;
     let file = dir.join(crate::lab::record::FILE_NAME);
-    let pid = match &record.status {
-        Status::Complete => {
-            eprintln!(
-                "lab: {} is complete ({} runs); kept",
-                file.display(),
-                record.runs.len()
-            );
-            return Ok(None);
-        }
-        Status::Running { pid } => {
-            if record.status.lab_alive() == Some(true) {
-                bail!(
-                    "{} says pid {} still runs this lab; wait for it, or stop it first",
-                    file.display(),
-                    pid.unwrap_or_default()
-                );
-            }
-            pid.map_or("an unknown pid".to_string(), |p| format!("pid {p}"))
-        }
-        Status::Failed { reason } => format!("a run that failed ({reason})"),
-    };
+    // The plan's own lab, complete or not: a complete lab of other
+    // settings is not this command's answer either.
     let arms: Vec<String> = record.arms.iter().map(|a| a.name.clone()).collect();
     // How many labs ran at once may change between the runner and its
     // resumption (another -j, a target's lab already complete); the runs
@@ -58,6 +39,27 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
             plan.arm_names()
         );
     }
+    let pid = match &record.status {
+        Status::Complete => {
+            eprintln!(
+                "lab: {} is complete ({} runs); kept",
+                file.display(),
+                record.runs.len()
+            );
+            return Ok(None);
+        }
+        Status::Running { pid } => {
+            if record.status.lab_alive() == Some(true) {
+                bail!(
+                    "{} says pid {} still runs this lab; wait for it, or stop it first",
+                    file.display(),
+                    pid.unwrap_or_default()
+                );
+            }
+            pid.map_or("an unknown pid".to_string(), |p| format!("pid {p}"))
+        }
+        Status::Failed { reason } => format!("a run that failed ({reason})"),
+    };
     let mut record = record;
     record.settings.labs_at_once = record.settings.labs_at_once.max(plan.settings.labs_at_once);
     let kept = record.runs.iter().filter(|r| !r.warmup).count();
