@@ -217,25 +217,22 @@ fn execute_inner(
                 .as_ref()
                 .err()
                 .and_then(|e| e.downcast_ref::<Stalled>());
-            if let Some(stalled) = stalled {
-                if redone_here < REDO_PER_SESSION && record.redone.len() < REDO_PER_LAB {
-                    let reason = stalled.0.lines().next().unwrap_or_default().to_string();
-                    progress.println(&format!(
-                        "{who}: {} {words}: {reason}; booting it again",
-                        arm.name
-                    ));
-                    record.redone.push(RedoneRun {
-                        arm: arm.name.clone(),
-                        round,
-                        condition: None,
-                        warmup: false,
-                        index: None,
-                        reason,
-                    });
-                    record.write(dir)?;
-                    redone_here += 1;
-                    continue 'session;
-                }
+            if let Some(reason) = stalled.and_then(|s| redo(record, redone_here, s)) {
+                progress.println(&format!(
+                    "{who}: {} {words}: {reason}; booting it again",
+                    arm.name
+                ));
+                record.redone.push(RedoneRun {
+                    arm: arm.name.clone(),
+                    round,
+                    condition: None,
+                    warmup: false,
+                    index: None,
+                    reason,
+                });
+                record.write(dir)?;
+                redone_here += 1;
+                continue 'session;
             }
             let (mut session, boot) =
                 started.with_context(|| format!("starting {} ({words})", arm.name))?;
@@ -265,31 +262,28 @@ fn execute_inner(
                     .as_ref()
                     .err()
                     .and_then(|e| e.downcast_ref::<Stalled>());
-                if let Some(stalled) = stalled {
-                    if redone_here < REDO_PER_SESSION && record.redone.len() < REDO_PER_LAB {
-                        let reason = stalled.0.lines().next().unwrap_or_default().to_string();
-                        progress.println(&format!(
-                            "{who}: {} {words}, {}: {reason}; booting {} again to redo it",
-                            arm.name,
-                            condition.describe(),
-                            arm.name
-                        ));
-                        record.redone.push(RedoneRun {
-                            arm: arm.name.clone(),
-                            round,
-                            condition: Some(condition),
-                            warmup,
-                            index: Some(index),
-                            reason,
-                        });
-                        record.write(dir)?;
-                        redone_here += 1;
-                        index += 1;
-                        // A new session warms up again: one run more,
-                        // unless the warm-up was what stalled.
-                        progress.add(u64::from(!warmup));
-                        continue 'session;
-                    }
+                if let Some(reason) = stalled.and_then(|s| redo(record, redone_here, s)) {
+                    progress.println(&format!(
+                        "{who}: {} {words}, {}: {reason}; booting {} again to redo it",
+                        arm.name,
+                        condition.describe(),
+                        arm.name
+                    ));
+                    record.redone.push(RedoneRun {
+                        arm: arm.name.clone(),
+                        round,
+                        condition: Some(condition),
+                        warmup,
+                        index: Some(index),
+                        reason,
+                    });
+                    record.write(dir)?;
+                    redone_here += 1;
+                    index += 1;
+                    // A new session warms up again: one run more, unless
+                    // the warm-up was what stalled.
+                    progress.add(u64::from(!warmup));
+                    continue 'session;
                 }
                 let mut run = measured
                     .with_context(|| format!("{} {words}, {}", arm.name, condition.describe()))?;
@@ -303,6 +297,13 @@ fn execute_inner(
         }
     }
     Ok(())
+}
+
+/// The one-line reason to redo what `stalled` stopped, or `None` when the
+/// session (`redone_here` so far) or the lab has used its redos.
+fn redo(record: &LabRecord, redone_here: u32, stalled: &Stalled) -> Option<String> {
+    (redone_here < REDO_PER_SESSION && record.redone.len() < REDO_PER_LAB)
+        .then(|| stalled.0.lines().next().unwrap_or_default().to_string())
 }
 
 /// One line per run for the terminal, its round counted from 1 of
