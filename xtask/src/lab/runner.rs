@@ -35,9 +35,10 @@ pub const REDO_PER_LAB: usize = crate::results::lab::MAX_REDONE;
 /// The error a [`SystemUnderTest`] returns (as the context of its own)
 /// when a run could not finish because the machine stopped moving
 /// packets: QEMU's emulated e1000 did on two CPUs (issue #27), the guest
-/// alive and its NICs' counters still. The runner then boots the arm
-/// again and redoes the run ([`REDO_PER_SESSION`], [`REDO_PER_LAB`]),
-/// recording it in `lab.json`'s `redone`; any other error stops the lab.
+/// alive and its NICs' counters still. In QEMU the runner then boots the
+/// arm again and redoes the run ([`REDO_PER_SESSION`], [`REDO_PER_LAB`]),
+/// recording it in `lab.json`'s `redone`; on a real router, and for any
+/// other error, the lab stops.
 #[derive(Debug)]
 pub struct Stalled(pub String);
 
@@ -300,9 +301,12 @@ fn execute_inner(
 }
 
 /// The one-line reason to redo what `stalled` stopped, or `None` when the
-/// session (`redone_here` so far) or the lab has used its redos.
+/// session (`redone_here` so far) or the lab has used its redos, or when
+/// the machine is not QEMU: a real router that stops forwarding may be the
+/// variant's fault, and the lab stops there for the developer to see.
 fn redo(record: &LabRecord, redone_here: u32, stalled: &Stalled) -> Option<String> {
-    (redone_here < REDO_PER_SESSION && record.redone.len() < REDO_PER_LAB)
+    let emulated = record.machine.qemu().is_some();
+    (emulated && redone_here < REDO_PER_SESSION && record.redone.len() < REDO_PER_LAB)
         .then(|| stalled.0.lines().next().unwrap_or_default().to_string())
 }
 

@@ -332,6 +332,28 @@ fn a_stalled_run_boots_its_arm_again_once() {
     assert!(format!("{err:#}").contains("stalled"), "{err:#}");
     assert_eq!(r.redone.len(), 1);
     assert!(!r.status.is_complete());
+
+    // Outside QEMU (a real router: its stall may be the kernel's) the
+    // first stall stops the lab.
+    let other: LabRecord = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/lab_fixture/host-lab.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut s = Script {
+        calls: Vec::new(),
+        fail_at: None,
+        stall_at: vec![1],
+        hang_at: Vec::new(),
+    };
+    let mut r = record(vec![arm("baseline")]);
+    r.machine = other.machine;
+    let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
+    assert!(format!("{err:#}").contains("stalled"), "{err:#}");
+    assert!(r.redone.is_empty());
 }
 
 /// A boot whose guest hangs is booted again once, recorded as a redone
