@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::measure::linkmap::{Attribution, SectionAttribution};
-use crate::util::fs::{is_not_found, read_limited, write_atomic, FileLimit};
+use crate::util::fs::{write_atomic, FileLimit};
 
 /// File name in a results directory.
 pub const FILE_NAME: &str = "attribution.json";
@@ -61,24 +61,15 @@ impl AttributionRecord {
     /// layout, or another schema (each naming the file and `fix`).
     pub fn read(dir: &Path, fix: &str) -> Result<Option<AttributionRecord>> {
         let file = dir.join(FILE_NAME);
-        let text = match read_limited(&file, LIMIT, fix) {
-            Ok(t) => t,
-            Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(record) = super::read_json_record::<AttributionRecord>(
+            dir,
+            (FILE_NAME, "an attribution", LIMIT),
+            (SCHEMA, |r| r.schema),
+            fix,
+        )?
+        else {
+            return Ok(None);
         };
-        let record: AttributionRecord = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: not an attribution this xtask reads ({e}); {fix}",
-                file.display()
-            )
-        })?;
-        if record.schema != SCHEMA {
-            bail!(
-                "{}: schema {}, but this xtask reads schema {SCHEMA}; {fix}",
-                file.display(),
-                record.schema
-            );
-        }
         // A 32-bit kernel's sections are under 4 GiB; with every size
         // under that, the sums over at most LIMIT's bytes of entries stay
         // far below u64's range and the differences below i64's.

@@ -24,10 +24,10 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::util::fs::{is_not_found, read_limited, write_atomic, FileLimit};
+use crate::util::fs::{write_atomic, FileLimit};
 
 /// File name in a results directory.
 pub const FILE_NAME: &str = "device-fit.json";
@@ -144,25 +144,15 @@ impl DeviceFitRecord {
     /// Errors: not a regular file of at most [`LIMIT`], not JSON of this
     /// layout, or another schema (each naming the file and `fix`).
     pub fn read(dir: &Path, fix: &str) -> Result<Option<DeviceFitRecord>> {
-        let file = dir.join(FILE_NAME);
-        let text = match read_limited(&file, LIMIT, fix) {
-            Ok(t) => t,
-            Err(e) if is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(record) = super::read_json_record::<DeviceFitRecord>(
+            dir,
+            (FILE_NAME, "a device fit", LIMIT),
+            (SCHEMA, |r| r.schema),
+            fix,
+        )?
+        else {
+            return Ok(None);
         };
-        let record: DeviceFitRecord = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: not a device fit this xtask reads ({e}); {fix}",
-                file.display()
-            )
-        })?;
-        if record.schema != SCHEMA {
-            bail!(
-                "{}: schema {}, but this xtask reads schema {SCHEMA}; {fix}",
-                file.display(),
-                record.schema
-            );
-        }
         Ok(Some(record))
     }
 

@@ -335,6 +335,41 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// Reads the JSON record `file_name` of a result directory `dir`, `None`
+/// when there is none; shared by the records built beside `result.json`
+/// (`attribution.json`, `device-fit.json`).
+///
+/// Errors, each naming the file and `fix`: not a regular file of at most
+/// `limit`, not JSON of `T`'s layout (`what` names the record: "an
+/// attribution"), or a `schema` (read by `schema_of`) other than `schema`.
+pub(crate) fn read_json_record<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    (file_name, what, limit): (&str, &str, crate::util::fs::FileLimit),
+    (schema, schema_of): (u32, fn(&T) -> u32),
+    fix: &str,
+) -> Result<Option<T>> {
+    let file = dir.join(file_name);
+    let text = match crate::util::fs::read_limited(&file, limit, fix) {
+        Ok(t) => t,
+        Err(e) if crate::util::fs::is_not_found(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let record: T = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not {what} this xtask reads ({e}); {fix}",
+            file.display()
+        )
+    })?;
+    let found = schema_of(&record);
+    if found != schema {
+        anyhow::bail!(
+            "{}: schema {found}, but this xtask reads schema {schema}; {fix}",
+            file.display()
+        );
+    }
+    Ok(Some(record))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
