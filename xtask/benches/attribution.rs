@@ -3,7 +3,7 @@
 //!
 //! 1. the link map of each side: the final link run again with `-Map` in
 //!    the build tree (or the kernel's own `vmlinux.map`), as the build
-//!    does once ([`xtask::build::link_map::map_text`]);
+//!    does once ([`xtask::kernel_build::link_map::map_text`]);
 //! 2. parsing each map and attributing every allocated section of its
 //!    vmlinux ([`xtask::measure::linkmap`]);
 //! 3. the report's part, `size-report --by file` and `--by dir` on the two
@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use xtask::build::link_map::map_text;
+use xtask::kernel_build::link_map::map_text;
 use xtask::measure::linkmap::{self, Grouping};
 use xtask::measure::sections::alloc_sections;
 use xtask::report::attribution::AttributionDiff;

@@ -16,11 +16,11 @@
 //! measure  util
 //! results  measure, util
 //! patches  inputs, results, util
-//! build    inputs, patches, measure, results, util
+//! kernel_build inputs, patches, measure, results, util
 //! report   patches, measure, results, util
-//! lab      inputs, build, measure, results, util
-//! host     inputs, build, results, lab, util
-//! experiment inputs, build, results, lab, report, util
+//! lab      inputs, kernel_build, measure, results, util
+//! host     inputs, kernel_build, results, lab, util
+//! experiment inputs, kernel_build, results, lab, report, util
 //! ```
 //!
 //! The report never reads inputs (`targets/`, `variants.toml`): only the
@@ -31,13 +31,13 @@
 //! * [`patches`]: the patch engine (GNU patch semantics), the diff writer,
 //!   the OpenWrt-ordered series, the generated `201-extra_optimization.patch`,
 //!   the patched source cache, the quilt-style stack, rebase, OpenWrt sync.
-//! * [`build`]: the plan (jobs), the kbuild backend, toolchain checks,
+//! * [`kernel_build`]: the plan (jobs), the kbuild backend, toolchain checks,
 //!   artifacts (images) and progress.
 //! * [`results`]: `result.json`, what one build produced.
 //! * [`measure`]: measurements of built kernels: vmlinux sections, symbols,
 //!   bloat-o-meter diffs, statistics of repeated runs.
 //! * [`lab`]: the runtime lab: each variant's router kernel booted in QEMU
-//!   between two network namespaces, forwarding measured (after `build`,
+//!   between two network namespaces, forwarding measured (after `kernel_build`,
 //!   whose pipeline makes the lab kernels).
 //! * [`report`]: loading results, comparability checks, the metric model and
 //!   one renderer per format.
@@ -46,7 +46,7 @@
 //!   labs and the report, planned first, resumable.
 //! * [`host`]: `setup` (Debian packages) and `test` (the suite as CI runs it).
 
-pub mod build;
+pub mod kernel_build;
 pub mod experiment;
 pub mod host;
 pub mod inputs;

@@ -13,7 +13,7 @@ use cli::{
 use xtask::patches::openwrt_sync::Direction;
 use xtask::patches::stack::commands as stack;
 use xtask::util::layout::Layout;
-use xtask::{build, host, inputs, lab, patches, report, results};
+use xtask::{kernel_build, host, inputs, lab, patches, report, results};
 
 fn main() {
     if let Err(e) = run(cli::parse()) {
@@ -31,7 +31,7 @@ fn run(cli: Cli) -> Result<()> {
     let layout = Layout::from_manifest_dir();
     let sh = Shell::new().context("creating a shell")?;
     match cli.command {
-        Command::Build(args) => build::command::run(&sh, &layout, &args.request()),
+        Command::Build(args) => kernel_build::command::run(&sh, &layout, &args.request()),
         Command::Flags(FlagsCommand::Set {
             variant,
             kernel_src,
@@ -85,7 +85,7 @@ fn run(cli: Cli) -> Result<()> {
             results::archive::merge(&layout, &files).map(drop)
         }
         Command::Bench(BenchCommand::Build(args)) => {
-            build::bench::run(&sh, &layout, &args.request()).map(drop)
+            kernel_build::bench::run(&sh, &layout, &args.request()).map(drop)
         }
         Command::Bench(BenchCommand::Symbols(args)) => {
             host::symbols_bench::run(&sh, &layout, &args.request()).map(drop)

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
-use xtask::build::plan::{JobInputs, PlannedJob};
-use xtask::build::{self, Backend, BuildOptions, Built, Job, Rebuild};
+use xtask::kernel_build::plan::{JobInputs, PlannedJob};
+use xtask::kernel_build::{self, Backend, BuildOptions, Built, Job, Rebuild};
 use xtask::inputs::kernel_source::PristineTree;
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
@@ -201,7 +201,7 @@ fn options() -> BuildOptions {
         verbose: false,
         rebuild: Rebuild::Always,
         wait: Wait::Yes,
-        ccache: xtask::build::ccache::Ccache::Off,
+        ccache: xtask::kernel_build::ccache::Ccache::Off,
         distcc: Default::default(),
         control: Default::default(),
     }
@@ -220,14 +220,14 @@ fn a_failed_rebuild_keeps_the_old_result() {
     write(&results_dir.join("build.log"), "the old build's log");
     let sh = Shell::new().unwrap();
     let jobs = [Job { target, variant }];
-    let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
-    let err = build::run(&sh, &layout, &FailingBackend, &plan, options()).unwrap_err();
+    let plan = kernel_build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
+    let err = kernel_build::run(&sh, &layout, &FailingBackend, &plan, options()).unwrap_err();
     assert!(format!("{err:#}").contains("building t/v"), "{err:#}");
     let read = |f: &str| std::fs::read_to_string(results_dir.join(f)).unwrap();
     assert_eq!(read(results::FILE_NAME), "{\"old\": true}");
     assert_eq!(read("vmlinux"), "the old build's vmlinux");
     assert_eq!(read("build.log"), "the old build's log");
-    let building = build::building_dir(&layout, "t", "v");
+    let building = kernel_build::building_dir(&layout, "t", "v");
     assert_eq!(
         std::fs::read_to_string(building.join("build.log")).unwrap(),
         "make: *** [vmlinux] Error 2\n"
@@ -275,8 +275,8 @@ fn child_hanging_build() {
     let (_dir, _, _, variant) = project();
     let sh = Shell::new().unwrap();
     let jobs = [Job { target, variant }];
-    let plan = build::plan::plan(&sh, &layout, &HangingBackend, &jobs).unwrap();
-    build::run(&sh, &layout, &HangingBackend, &plan, options()).unwrap_err();
+    let plan = kernel_build::plan::plan(&sh, &layout, &HangingBackend, &jobs).unwrap();
+    kernel_build::run(&sh, &layout, &HangingBackend, &plan, options()).unwrap_err();
 }
 
 /// `build --force` killed with SIGKILL (which nothing can catch) while
@@ -293,7 +293,7 @@ fn a_killed_rebuild_keeps_the_old_result() {
         .env(HANG_ENV, layout.root())
         .spawn()
         .unwrap();
-    let log = build::building_dir(&layout, "t", "v").join("build.log");
+    let log = kernel_build::building_dir(&layout, "t", "v").join("build.log");
     let clock = Instant::now();
     while !log.is_file() && clock.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(10));
@@ -306,8 +306,8 @@ fn a_killed_rebuild_keeps_the_old_result() {
     assert_eq!(read("vmlinux"), "the old build's vmlinux");
     let sh = Shell::new().unwrap();
     let jobs = [Job { target, variant }];
-    let plan = build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
-    build::run(&sh, &layout, &FailingBackend, &plan, options()).unwrap_err();
+    let plan = kernel_build::plan::plan(&sh, &layout, &FailingBackend, &jobs).unwrap();
+    kernel_build::run(&sh, &layout, &FailingBackend, &plan, options()).unwrap_err();
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
         "make: *** [vmlinux] Error 2\n",
@@ -401,10 +401,10 @@ impl Backend for SlowBackend {
 fn run_slow(layout: &Layout, backend: &SlowBackend, job: &Job, wait: Wait) -> String {
     let sh = Shell::new().unwrap();
     let options = BuildOptions { wait, ..options() };
-    let plan = build::plan::plan(&sh, layout, backend, std::slice::from_ref(job)).unwrap();
+    let plan = kernel_build::plan::plan(&sh, layout, backend, std::slice::from_ref(job)).unwrap();
     format!(
         "{:#}",
-        build::run(&sh, layout, backend, &plan, options).unwrap_err()
+        kernel_build::run(&sh, layout, backend, &plan, options).unwrap_err()
     )
 }
 

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
-use xtask::build::artifacts::BuildOutputs;
-use xtask::build::ccache::Ccache;
-use xtask::build::plan::{JobInputs, PlannedJob};
-use xtask::build::progress::{run_logged, RunControl};
-use xtask::build::{self, Backend, BuildOptions, Built, Job, Rebuild};
+use xtask::kernel_build::artifacts::BuildOutputs;
+use xtask::kernel_build::ccache::Ccache;
+use xtask::kernel_build::plan::{JobInputs, PlannedJob};
+use xtask::kernel_build::progress::{run_logged, RunControl};
+use xtask::kernel_build::{self, Backend, BuildOptions, Built, Job, Rebuild};
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
 use xtask::results::{self, Cflags, SourceRecord};
@@ -241,8 +241,8 @@ fn real_makes_share_one_jobserver_and_inherit_freed_slots() {
     let (dir, layout, jobs) = project(&["short", "long"]);
     let backend = MakeBackend::new(dir.path());
     let sh = Shell::new().unwrap();
-    let plan = build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
-    build::run(&sh, &layout, &backend, &plan, options(4)).unwrap();
+    let plan = kernel_build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
+    kernel_build::run(&sh, &layout, &backend, &plan, options(4)).unwrap();
     // Never more than the budget, all makes together.
     assert_eq!(backend.most_at_once(None), 4);
     // Alone after "short" ended, "long" used the whole budget: its own
@@ -267,9 +267,9 @@ fn jobs_run_side_by_side_within_the_j_budget() {
     let (_dir, layout, jobs) = project(&["a", "b", "c", "d", "e"]);
     let backend = FakeBackend::new(Duration::from_millis(700), Duration::ZERO);
     let sh = Shell::new().unwrap();
-    let plan = build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
+    let plan = kernel_build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
     let clock = Instant::now();
-    let outcomes = build::run(&sh, &layout, &backend, &plan, options(3)).unwrap();
+    let outcomes = kernel_build::run(&sh, &layout, &backend, &plan, options(3)).unwrap();
     let took = clock.elapsed();
     // Plan order, every job built.
     let names: Vec<_> = outcomes
@@ -300,9 +300,9 @@ fn variants_that_differ_only_in_patches_run_one_after_the_other() {
     jobs[1].variant.os_flags = jobs[0].variant.os_flags.clone();
     let backend = FakeBackend::new(Duration::from_millis(300), Duration::ZERO);
     let sh = Shell::new().unwrap();
-    let plan = build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
-    assert_eq!(build::scheduler::chains(&plan), [vec![0, 1], vec![2]]);
-    build::run(&sh, &layout, &backend, &plan, options(3)).unwrap();
+    let plan = kernel_build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
+    assert_eq!(kernel_build::scheduler::chains(&plan), [vec![0, 1], vec![2]]);
+    kernel_build::run(&sh, &layout, &backend, &plan, options(3)).unwrap();
     assert_eq!(backend.most_running.load(Ordering::SeqCst), 2);
 }
 
@@ -311,8 +311,8 @@ fn a_budget_of_one_runs_one_job_at_a_time() {
     let (_dir, layout, jobs) = project(&["a", "b", "c"]);
     let backend = FakeBackend::new(Duration::from_millis(200), Duration::ZERO);
     let sh = Shell::new().unwrap();
-    let plan = build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
-    build::run(&sh, &layout, &backend, &plan, options(1)).unwrap();
+    let plan = kernel_build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
+    kernel_build::run(&sh, &layout, &backend, &plan, options(1)).unwrap();
     assert_eq!(backend.most_running.load(Ordering::SeqCst), 1);
     assert_eq!(backend.most_jobs_in_use.load(Ordering::SeqCst), 1);
 }
@@ -324,11 +324,11 @@ fn a_failure_stops_the_others_names_the_job_and_keeps_finished_results() {
     let (_dir, layout, jobs) = project(&["ok", "slow", "fail", "queued"]);
     let backend = FakeBackend::new(Duration::from_millis(100), Duration::from_millis(800));
     let sh = Shell::new().unwrap();
-    let plan = build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
+    let plan = kernel_build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
     let clock = Instant::now();
     let err = format!(
         "{:#}",
-        build::run(&sh, &layout, &backend, &plan, options(2)).unwrap_err()
+        kernel_build::run(&sh, &layout, &backend, &plan, options(2)).unwrap_err()
     );
     assert!(
         clock.elapsed() < Duration::from_secs(15),

@@ -15,9 +15,9 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use xshell::Shell;
-use xtask::build::ccache::Ccache;
-use xtask::build::command::{self, BuildRequest, Mode};
-use xtask::build::Rebuild;
+use xtask::kernel_build::ccache::Ccache;
+use xtask::kernel_build::command::{self, BuildRequest, Mode};
+use xtask::kernel_build::Rebuild;
 use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
 use xtask::results::BuildResult;
 use xtask::util::hash::sha256_file;

@@ -29,9 +29,9 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use xshell::{cmd, Shell};
-use xtask::build::ccache::{self, Ccache};
-use xtask::build::command::{self, BuildRequest, Mode};
-use xtask::build::Rebuild;
+use xtask::kernel_build::ccache::{self, Ccache};
+use xtask::kernel_build::command::{self, BuildRequest, Mode};
+use xtask::kernel_build::Rebuild;
 use xtask::inputs::kernel_source;
 use xtask::results::BuildResult;
 use xtask::util::layout::Layout;

@@ -34,7 +34,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::{self, Limits};

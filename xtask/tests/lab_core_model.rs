@@ -20,7 +20,7 @@ mod gate;
 
 use std::process::Command;
 
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::cache_model::{compile, source};
 use xtask::lab::known_answer;

@@ -24,7 +24,7 @@ use std::time::Instant;
 mod guest_checks;
 
 use xshell::Shell;
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::backend::Testbed;
 use xtask::lab::guest::SamplePoint;

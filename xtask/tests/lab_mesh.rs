@@ -18,7 +18,7 @@
 mod gate;
 
 use xshell::Shell;
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, THROUGHPUT};
 use xtask::lab::session::{Image, QemuTestbed};

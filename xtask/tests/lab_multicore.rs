@@ -19,7 +19,7 @@ mod leftovers;
 
 use leftovers::{no_lab_leftovers, one_at_a_time};
 use xshell::Shell;
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::inputs::steering::SteeringSpec;
 use xtask::inputs::targets;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status};

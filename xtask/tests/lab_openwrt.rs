@@ -21,7 +21,7 @@ use std::process::Command;
 
 use openwrt_fixture::Fixture;
 use xshell::Shell;
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
 use xtask::lab::firewall4;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, MachineInfo, Status, THROUGHPUT};

@@ -27,7 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, THROUGHPUT};
 use xtask::lab::ssh::SshRequest;
 use xtask::lab::{self, Flash, GroChoice, LabRequest, Machine};

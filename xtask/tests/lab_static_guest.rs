@@ -32,7 +32,7 @@ use std::path::Path;
 use std::process::Command;
 
 use xshell::Shell;
-use xtask::build::BuildOptions;
+use xtask::kernel_build::BuildOptions;
 use xtask::inputs::{targets, variants};
 use xtask::lab::backend::{Gro, Testbed};
 use xtask::lab::record::Direction;

@@ -17,7 +17,7 @@ use std::path::Path;
 use openwrt_fixture::{make_eval, Fixture};
 use openwrt_image_common::*;
 use xshell::{cmd, Shell};
-use xtask::build::openwrt_image::{dtb, steps};
+use xtask::kernel_build::openwrt_image::{dtb, steps};
 use xtask::inputs::openwrt::image::Step;
 
 #[test]
@@ -284,8 +284,8 @@ fn the_chosen_devices_trees_compile_against_the_kernel_headers() {
 }
 
 /// The kernel build a step context names (its vmlinux is not read here).
-fn tree(linux: &Path) -> xtask::build::openwrt_image::KernelTree<'_> {
-    xtask::build::openwrt_image::KernelTree {
+fn tree(linux: &Path) -> xtask::kernel_build::openwrt_image::KernelTree<'_> {
+    xtask::kernel_build::openwrt_image::KernelTree {
         linux_dir: linux,
         vmlinux: linux,
         cross_compile: "mipsel-linux-gnu-",

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use openwrt_fixture::Fixture;
 use xshell::{cmd, Shell};
-use xtask::build::openwrt_lab::OpenwrtLab;
+use xtask::kernel_build::openwrt_lab::OpenwrtLab;
 use xtask::inputs::openwrt::{cpu, flags, kconfig, series, Checkout, OpenwrtTarget};
 use xtask::inputs::targets;
 use xtask::lab::qemu_lab;

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use xtask::build::link_map;
+use xtask::kernel_build::link_map;
 use xtask::measure::linkmap::{self, Grouping};
 use xtask::measure::sections::{alloc_sections, berkeley_sizes};
 use xtask::util::layout::Layout;

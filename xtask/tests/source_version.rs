@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::build::kbuild::KernelTree;
-use xtask::build::{Backend, Job};
+use xtask::kernel_build::kbuild::KernelTree;
+use xtask::kernel_build::{Backend, Job};
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
 use xtask::util::layout::Layout;

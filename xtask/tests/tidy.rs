@@ -23,15 +23,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("results", &["measure", "util"]),
     ("patches", &["inputs", "results", "util"]),
     (
-        "build",
+        "kernel_build",
         &["inputs", "patches", "measure", "results", "util"],
     ),
     ("report", &["patches", "measure", "results", "util"]),
-    ("lab", &["inputs", "build", "results", "measure", "util"]),
-    ("host", &["inputs", "build", "results", "lab", "util"]),
+    ("lab", &["inputs", "kernel_build", "results", "measure", "util"]),
+    ("host", &["inputs", "kernel_build", "results", "lab", "util"]),
     (
         "experiment",
-        &["inputs", "build", "results", "lab", "report", "util"],
+        &["inputs", "kernel_build", "results", "lab", "report", "util"],
     ),
 ];
 

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use xtask::build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
+use xtask::kernel_build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
 use xtask::host::symbols_bench::SymbolsBenchRequest;
 use xtask::lab::bench::LabBenchRequest;
 

@@ -248,9 +248,9 @@ impl LabArgs {
             return Ok(LabMode::KnownAnswers(
                 xtask::lab::known_answer::KnownAnswerRequest {
                     target: target.clone(),
-                    build: xtask::build::BuildOptions {
+                    build: xtask::kernel_build::BuildOptions {
                         verbose: self.verbose,
-                        ..xtask::build::BuildOptions::with_jobs(
+                        ..xtask::kernel_build::BuildOptions::with_jobs(
                             self.jobs.unwrap_or_else(default_jobs),
                         )
                     },
@@ -275,9 +275,9 @@ impl LabArgs {
             direction: self.direction,
             control: !self.no_control,
             build_only: self.build_only,
-            build: xtask::build::BuildOptions {
+            build: xtask::kernel_build::BuildOptions {
                 verbose: self.verbose,
-                ..xtask::build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
+                ..xtask::kernel_build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
             },
             kernel_src: self.kernel_src.clone(),
             machine,

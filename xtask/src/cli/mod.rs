@@ -14,7 +14,7 @@ pub use experiment::ExperimentArgs;
 pub use lab::LAB_HOST;
 pub use lab::{LabArgs, LabMode};
 pub use patches::{changed_files, until, PatchesCommand};
-use xtask::build;
+use xtask::kernel_build;
 use xtask::measure::bloat;
 use xtask::report;
 use xtask::util::layout::Layout;
@@ -130,12 +130,12 @@ pub struct BuildArgs {
     #[arg(long)]
     pub no_ccache: bool,
     /// Largest size of the ccache cache (ccache's units: 500M, 5G, 2Gi).
-    #[arg(long, value_name = "SIZE", default_value = build::ccache::DEFAULT_SIZE, value_parser = build::ccache::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = kernel_build::ccache::DEFAULT_SIZE, value_parser = kernel_build::ccache::parse_size)]
     pub ccache_size: u64,
     /// Compile on distcc hosts (DISTCC_HOSTS syntax, plain mode, no local
     /// fallback), e.g. "10.0.0.2/8 10.0.0.3/8"; raise -j to the remote slots.
-    #[arg(long, value_name = "HOSTS", value_parser = build::distcc::parse_hosts)]
-    pub distcc: Option<build::distcc::Distcc>,
+    #[arg(long, value_name = "HOSTS", value_parser = kernel_build::distcc::parse_hosts)]
+    pub distcc: Option<kernel_build::distcc::Distcc>,
     /// OpenWrt mode: configure, patch and flag each target as this OpenWrt
     /// checkout does (its config-<kver> files, its patch series classified
     /// on the source's point release, its KCFLAGS); builds and results go
@@ -146,28 +146,28 @@ pub struct BuildArgs {
 
 impl BuildArgs {
     /// The library's request.
-    pub fn request(self) -> build::command::BuildRequest {
-        build::command::BuildRequest {
+    pub fn request(self) -> kernel_build::command::BuildRequest {
+        kernel_build::command::BuildRequest {
             targets: self.targets,
             variants: self.variants,
             jobs: self.jobs.unwrap_or_else(default_jobs),
             kernel_src: self.kernel_src,
             verbose: self.verbose,
             rebuild: if self.force {
-                build::Rebuild::Always
+                kernel_build::Rebuild::Always
             } else {
-                build::Rebuild::IfChanged
+                kernel_build::Rebuild::IfChanged
             },
             wait: wait(self.no_wait),
             mode: if self.dry_run {
-                build::command::Mode::DryRun
+                kernel_build::command::Mode::DryRun
             } else {
-                build::command::Mode::Build
+                kernel_build::command::Mode::Build
             },
             ccache: if self.no_ccache {
-                build::ccache::Ccache::Off
+                kernel_build::ccache::Ccache::Off
             } else {
-                build::ccache::Ccache::On {
+                kernel_build::ccache::Ccache::On {
                     max_bytes: self.ccache_size,
                 }
             },

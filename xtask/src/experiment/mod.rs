@@ -25,7 +25,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use xshell::Shell;
 
-use crate::build::command;
+use crate::kernel_build::command;
 use crate::lab::orchestrate::Start;
 use crate::report::{self, LabRuns, Request as ReportRequest, Style, SymbolOptions};
 use crate::util::layout::Layout;

@@ -11,9 +11,9 @@ use xshell::Shell;
 
 use super::file::{Experiment, LabSpec, LabsAtOnce, Mode};
 use super::Run;
-use crate::build::ccache::{self, Ccache};
-use crate::build::command::{self, BuildRequest, Planned};
-use crate::build::Rebuild;
+use crate::kernel_build::ccache::{self, Ccache};
+use crate::kernel_build::command::{self, BuildRequest, Planned};
+use crate::kernel_build::Rebuild;
 use crate::lab::orchestrate::LabPlan;
 use crate::lab::qemu_lab::{self, QemuBackend};
 use crate::lab::{topology, LabRequest, Problem};
@@ -126,7 +126,7 @@ pub fn plan<'a>(
             let request = LabRequest {
                 target: target.clone(),
                 variants: experiment.variants.clone(),
-                build: crate::build::BuildOptions::with_jobs(jobs),
+                build: crate::kernel_build::BuildOptions::with_jobs(jobs),
                 // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
                 openwrt: build_request.openwrt.clone(),
                 labs_at_once: at_once,

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::build::toolchain::HOST_TOOLS;
+use crate::kernel_build::toolchain::HOST_TOOLS;
 use crate::inputs::kernel_source;
 use crate::inputs::targets::{Artifact, Target};
 
@@ -27,7 +27,7 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
         if target.artifacts.contains(&Artifact::UImage) {
             packages.push("u-boot-tools".to_string());
         }
-        // OpenWrt mode's device image (build/openwrt_image): mkimage for
+        // OpenWrt mode's device image (kernel_build/openwrt_image): mkimage for
         // uImage steps, dtc when the kernel build made no scripts/dtc/dtc.
         if target.openwrt_device.is_some() {
             packages.push("u-boot-tools".to_string());

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use xshell::Shell;
 
-use crate::build::ccache::Ccache;
-use crate::build::command::{BuildRequest, Mode};
-use crate::build::distcc::Distcc;
-use crate::build::Rebuild;
+use crate::kernel_build::ccache::Ccache;
+use crate::kernel_build::command::{BuildRequest, Mode};
+use crate::kernel_build::distcc::Distcc;
+use crate::kernel_build::Rebuild;
 use crate::inputs::kernel_source::{self, SourceInput};
 use crate::results::BuildResult;
 use crate::util::layout::Layout;
@@ -90,7 +90,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &SymbolsBenchRequest) -> Result
             "bench symbols: building {} {} and {} first",
             request.target, request.base, request.variant
         );
-        crate::build::command::run(
+        crate::kernel_build::command::run(
             sh,
             layout,
             &BuildRequest {

@@ -116,7 +116,7 @@ pub struct LabSpec {
     /// `lab --openwrt PATH`: the OpenWrt `target/subtarget` built for this
     /// QEMU machine (`malta/le`, `malta/be`, `armsr/armv7`): its config
     /// files and patch series, with the router target's KCFLAGS
-    /// (`xtask/src/build/openwrt_lab.rs`); `None`: no OpenWrt-mode lab.
+    /// (`xtask/src/kernel_build/openwrt_lab.rs`); `None`: no OpenWrt-mode lab.
     #[serde(default)]
     pub openwrt: Option<String>,
     /// `lab --openwrt PATH`: fragments relative to `targets/` merged onto

@@ -11,7 +11,7 @@
 //! With `lab --openwrt PATH` ([`Recipe::Openwrt`]) the same jobs go to
 //! OpenWrt mode's backend instead, built as OpenWrt builds its target for
 //! the QEMU machine (`[lab] openwrt`) with the router's KCFLAGS
-//! ([`crate::build::openwrt_lab`]), into OpenWrt mode's layout
+//! ([`crate::kernel_build::openwrt_lab`]), into OpenWrt mode's layout
 //! (`target/xtask/openwrt/results/<target>-lab/<variant>/`).
 
 use std::path::PathBuf;
@@ -19,9 +19,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use crate::build::openwrt::OpenwrtBackend;
-use crate::build::openwrt_lab::OpenwrtLab;
-use crate::build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
+use crate::kernel_build::openwrt::OpenwrtBackend;
+use crate::kernel_build::openwrt_lab::OpenwrtLab;
+use crate::kernel_build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
 use crate::inputs::lab::LabSpec;
 use crate::inputs::targets::{Artifact, Target};
 use crate::inputs::variants::Variant;
@@ -90,7 +90,7 @@ pub enum Recipe {
     /// with the lab's swapped in).
     Profiles,
     /// `lab --openwrt PATH`: as the OpenWrt checkout at this path builds
-    /// its target for the QEMU machine ([`crate::build::openwrt_lab`]).
+    /// its target for the QEMU machine ([`crate::kernel_build::openwrt_lab`]).
     Openwrt(PathBuf),
 }
 
@@ -117,7 +117,7 @@ pub fn build_all(
 }
 
 /// Builds the lab kernel of `target` for every variant (in order, without
-/// repeating a variant) through [`build::run`] as `recipe` says, and
+/// repeating a variant) through [`kernel_build::run`] as `recipe` says, and
 /// returns them. With [`Recipe::Openwrt`] `layout` is OpenWrt mode's
 /// ([`Layout::openwrt_mode`]).
 pub fn build_with(
@@ -154,11 +154,11 @@ pub fn build_with(
         )?),
     };
     let backend = backend.as_ref();
-    let plan = build::plan::plan(sh, layout, backend, &jobs)
+    let plan = kernel_build::plan::plan(sh, layout, backend, &jobs)
         .with_context(|| format!("planning the lab kernels of {}", target.name))?;
     // The makes stop on SIGINT/SIGTERM: their run's token is the lab's
     // (crate::util::cancel).
-    let outcomes = build::run(sh, layout, backend, &plan, options);
+    let outcomes = kernel_build::run(sh, layout, backend, &plan, options);
     let results: Vec<BuildResult> = outcomes
         .with_context(|| format!("building the lab kernels of {}", target.name))?
         .into_iter()

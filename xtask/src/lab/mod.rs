@@ -68,7 +68,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use xshell::Shell;
 
-use crate::build::toolchain::find_in_path;
+use crate::kernel_build::toolchain::find_in_path;
 use crate::inputs::variants;
 use crate::util::layout::Layout;
 

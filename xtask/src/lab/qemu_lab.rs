@@ -22,7 +22,7 @@ use super::session::{Image, QemuTestbed};
 use super::topology::{self, Ruleset, Topology};
 use super::workload::Workload;
 use super::{qemu, LabRequest, WorkloadSpec};
-use crate::build::BuildOptions;
+use crate::kernel_build::BuildOptions;
 use crate::inputs::lab::LabSpec;
 use crate::inputs::targets::{self, Target};
 use crate::inputs::variants;

@@ -18,7 +18,7 @@ use anyhow::{bail, Result};
 use super::{orchestrate, ssh, topology, workload};
 
 mod problem;
-use crate::build::BuildOptions;
+use crate::kernel_build::BuildOptions;
 use crate::results::lab::{Flash, IperfOptions};
 pub use problem::Problem;
 

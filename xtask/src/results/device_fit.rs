@@ -1,6 +1,6 @@
 //! `device-fit.json`: every device of an OpenWrt-mode result's target, its
 //! kernel image made from the result's vmlinux with the device's own recipe
-//! (build/openwrt_image/fit.rs) and its limits as OpenWrt's check-size
+//! (kernel_build/openwrt_image/fit.rs) and its limits as OpenWrt's check-size
 //! applies them (inputs/openwrt/image/limits.rs, whose module docs say
 //! which limit applies to what).
 //!

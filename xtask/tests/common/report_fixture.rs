@@ -323,7 +323,7 @@ impl Fixture {
             "bcm53xx" => "arm-linux-gnueabi-gcc",
             _ => "mips-linux-gnu-gcc",
         };
-        let target_record = xtask::build::plan::target_record(
+        let target_record = xtask::kernel_build::plan::target_record(
             &xtask::inputs::targets::Target::load(
                 &layout.targets_dir().join(format!("{target}.toml")),
             )
@@ -333,7 +333,7 @@ impl Fixture {
         let variants =
             xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
         let variant_record = match variants.iter().find(|v| v.name == variant) {
-            Some(v) => xtask::build::plan::variant_record(v, &layout.patches_dir()).unwrap(),
+            Some(v) => xtask::kernel_build::plan::variant_record(v, &layout.patches_dir()).unwrap(),
             None => VariantRecord {
                 name: variant.to_string(),
                 description: String::new(),

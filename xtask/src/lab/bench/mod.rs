@@ -43,7 +43,7 @@ use super::orchestrate::{self, Control, LabPlan, Mode};
 use super::qemu_lab::{CacheModelChoice, Kernels, QemuBackend};
 use super::LabRequest;
 use super::{check_host_tools, forwarding, kernel, net, rootfs, topology};
-use crate::build::BuildOptions;
+use crate::kernel_build::BuildOptions;
 use crate::inputs::{targets, variants};
 use crate::results;
 use crate::util::fs::write_atomic;
@@ -79,7 +79,7 @@ pub struct LabBenchRequest {
 
 /// The benchmark's lab directories: `target/xtask/bench/lab/`.
 pub fn work_dir(layout: &Layout) -> PathBuf {
-    crate::build::bench::work_dir(layout).join("lab")
+    crate::kernel_build::bench::work_dir(layout).join("lab")
 }
 
 /// Runs the benchmark (see the module docs), prints the table on stdout,
@@ -101,7 +101,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     check_host_tools(&spec)?;
     rootfs::check(&spec)?;
     let lab_kernel = kernel::built(layout, &target, &variant)?;
-    let bench_root = crate::build::bench::work_dir(layout);
+    let bench_root = crate::kernel_build::bench::work_dir(layout);
     std::fs::create_dir_all(&bench_root)
         .with_context(|| format!("creating {}", bench_root.display()))?;
     let _bench = Lock::acquire(

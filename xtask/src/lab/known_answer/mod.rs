@@ -40,7 +40,7 @@ use super::backend::Testbed;
 use super::cache_model::{self, CacheModel};
 use super::session::{Image, QemuTestbed};
 use super::{kernel, rootfs, topology};
-use crate::build::BuildOptions;
+use crate::kernel_build::BuildOptions;
 use crate::inputs::targets::{self, Target};
 use crate::inputs::timing::TimingSpec;
 use crate::inputs::variants;

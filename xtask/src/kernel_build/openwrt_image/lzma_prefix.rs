@@ -11,7 +11,7 @@
 //! per device by `fork(2)`: the child feeds the DTB, finishes the stream
 //! and sends back the bytes it wrote; the parent's bytes so far (final:
 //! the range coder emits a byte only once no carry can change it) plus the
-//! child's are byte for byte [`crate::build::artifacts::lzma_alone`] of the
+//! child's are byte for byte [`crate::kernel_build::artifacts::lzma_alone`] of the
 //! concatenation (a test says so, and compares with `xz --format=lzma`).
 
 use std::io::Read;
@@ -20,7 +20,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use anyhow::{bail, Context, Result};
 use liblzma::stream::{Action, Status, Stream};
 
-use crate::build::artifacts::lzma_options;
+use crate::kernel_build::artifacts::lzma_options;
 use crate::results::LzmaRecord;
 
 /// An LZMA encoder that has consumed a shared prefix.
@@ -32,7 +32,7 @@ pub struct PrefixEncoder {
 
 impl PrefixEncoder {
     /// Feeds `prefix` to a new encoder with `params` (the "alone" format
-    /// of [`crate::build::artifacts::lzma_alone`]).
+    /// of [`crate::kernel_build::artifacts::lzma_alone`]).
     pub fn new(prefix: &[u8], params: &LzmaRecord) -> Result<PrefixEncoder> {
         let mut stream =
             Stream::new_lzma_encoder(&lzma_options(params)?).context("creating an LZMA encoder")?;
@@ -163,7 +163,7 @@ impl Child {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::artifacts::{lzma_alone, OPENWRT_LZMA};
+    use crate::kernel_build::artifacts::{lzma_alone, OPENWRT_LZMA};
 
     #[test]
     fn each_stream_equals_the_whole_concatenation_compressed() {

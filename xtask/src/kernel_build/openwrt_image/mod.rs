@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::build::artifacts::{lzma_alone, OBJCOPY_STRIP, OPENWRT_LZMA};
-use crate::build::plan::Unevaluated;
+use crate::kernel_build::artifacts::{lzma_alone, OBJCOPY_STRIP, OPENWRT_LZMA};
+use crate::kernel_build::plan::Unevaluated;
 use crate::inputs::openwrt::image::{self, DeviceRecipe, MakeEnv};
 use crate::inputs::openwrt::{Checkout, OpenwrtTarget};
 use crate::inputs::targets::Target;
@@ -131,7 +131,7 @@ pub fn check(recipe: &DeviceRecipe, make_targets: &[String]) -> Result<()> {
 /// evaluate (make runs the checkout's image Makefiles, which are code):
 /// `None` when the target names no `openwrt_device`. Its placeholder
 /// takes the place of [`record`] in the series
-/// ([`crate::build::plan::Unevaluated`]).
+/// ([`crate::kernel_build::plan::Unevaluated`]).
 pub fn unevaluated(target: &Target) -> Option<Unevaluated> {
     let device = target.openwrt_device.as_ref()?;
     let board = target.openwrt.split('/').next().unwrap_or(&target.openwrt);

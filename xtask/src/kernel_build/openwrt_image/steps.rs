@@ -12,7 +12,7 @@
 //!   -pb2 $(1) $@.new` through `Build/lzma-no-dict`; `lzma-no-dict`: `lzma
 //!   e $@ $(1)`; `lzma-d16` (bcm53xx's image Makefile): `lzma e $@ -d16
 //!   $(1)`, i.e. the LZMA SDK's own lc3 lp0 pb2 with a 64 KiB dictionary.
-//!   Encoded with liblzma ([`crate::build::artifacts::lzma_alone`]);
+//!   Encoded with liblzma ([`crate::kernel_build::artifacts::lzma_alone`]);
 //! * `uImage` (include/image-commands.mk): `mkimage -A $(LINUX_KARCH) -O
 //!   linux -T kernel -C <first argument> -a $(KERNEL_LOADADDR) -e
 //!   <KERNEL_ENTRY, else KERNEL_LOADADDR> -n '<UIMAGE_NAME, else "<KARCH>
@@ -33,7 +33,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::build::artifacts::lzma_alone;
+use crate::kernel_build::artifacts::lzma_alone;
 use crate::inputs::openwrt::image::{DeviceRecipe, Step};
 use crate::results::LzmaRecord;
 

@@ -14,8 +14,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::build::kbuild::REPRODUCIBLE_ENV;
-use crate::build::Job;
+use crate::kernel_build::kbuild::REPRODUCIBLE_ENV;
+use crate::kernel_build::Job;
 use crate::inputs::kconfig;
 
 /// How many of make's last output lines a failure shows.
