@@ -46,10 +46,10 @@
 //!   labs and the report, planned first, resumable.
 //! * [`host`]: `setup` (Debian packages) and `test` (the suite as CI runs it).
 
-pub mod kernel_build;
 pub mod experiment;
 pub mod host;
 pub mod inputs;
+pub mod kernel_build;
 pub mod lab;
 pub mod measure;
 pub mod patches;

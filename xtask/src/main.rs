@@ -13,7 +13,7 @@ use cli::{
 use xtask::patches::openwrt_sync::Direction;
 use xtask::patches::stack::commands as stack;
 use xtask::util::layout::Layout;
-use xtask::{kernel_build, host, inputs, lab, patches, report, results};
+use xtask::{host, inputs, kernel_build, lab, patches, report, results};
 
 fn main() {
     if let Err(e) = run(cli::parse()) {

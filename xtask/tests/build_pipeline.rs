@@ -6,11 +6,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
-use xtask::kernel_build::plan::{JobInputs, PlannedJob};
-use xtask::kernel_build::{self, Backend, BuildOptions, Built, Job, Rebuild};
 use xtask::inputs::kernel_source::PristineTree;
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
+use xtask::kernel_build::plan::{JobInputs, PlannedJob};
+use xtask::kernel_build::{self, Backend, BuildOptions, Built, Job, Rebuild};
 use xtask::patches::{patched_source, series};
 use xtask::results::{self, SourceRecord};
 use xtask::util::fs::{remove_stale_staging, StagingDir};

@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
+use xtask::inputs::targets::Target;
+use xtask::inputs::variants::Variant;
 use xtask::kernel_build::artifacts::BuildOutputs;
 use xtask::kernel_build::ccache::Ccache;
 use xtask::kernel_build::plan::{JobInputs, PlannedJob};
 use xtask::kernel_build::progress::{run_logged, RunControl};
 use xtask::kernel_build::{self, Backend, BuildOptions, Built, Job, Rebuild};
-use xtask::inputs::targets::Target;
-use xtask::inputs::variants::Variant;
 use xtask::results::{self, Cflags, SourceRecord};
 use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;
@@ -301,7 +301,10 @@ fn variants_that_differ_only_in_patches_run_one_after_the_other() {
     let backend = FakeBackend::new(Duration::from_millis(300), Duration::ZERO);
     let sh = Shell::new().unwrap();
     let plan = kernel_build::plan::plan(&sh, &layout, &backend, &jobs).unwrap();
-    assert_eq!(kernel_build::scheduler::chains(&plan), [vec![0, 1], vec![2]]);
+    assert_eq!(
+        kernel_build::scheduler::chains(&plan),
+        [vec![0, 1], vec![2]]
+    );
     kernel_build::run(&sh, &layout, &backend, &plan, options(3)).unwrap();
     assert_eq!(backend.most_running.load(Ordering::SeqCst), 2);
 }

@@ -278,7 +278,7 @@ fn known_answers_take_only_a_qemu_target() {
                 "--openwrt",
                 "/nonexistent/openwrt",
             ][..],
-            "--openwrt is not for --known-answers",
+            "--openwrt /nonexistent/openwrt: no target/linux/generic/ there",
         ),
     ] {
         let out = xtask(args);

@@ -15,10 +15,10 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use xshell::Shell;
+use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
 use xtask::kernel_build::ccache::Ccache;
 use xtask::kernel_build::command::{self, BuildRequest, Mode};
 use xtask::kernel_build::Rebuild;
-use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
 use xtask::results::BuildResult;
 use xtask::util::hash::sha256_file;
 use xtask::util::layout::Layout;

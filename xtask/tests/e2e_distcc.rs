@@ -14,11 +14,11 @@ mod gate;
 use std::os::unix::fs::PermissionsExt;
 
 use xshell::Shell;
+use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
 use xtask::kernel_build::ccache::Ccache;
 use xtask::kernel_build::command::{self, BuildRequest, Mode};
 use xtask::kernel_build::distccd::{count_jobs, LocalDistccd};
 use xtask::kernel_build::Rebuild;
-use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
 use xtask::results::BuildResult;
 use xtask::util::hash::sha256_file;
 use xtask::util::layout::Layout;

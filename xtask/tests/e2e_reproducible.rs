@@ -29,10 +29,10 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use xshell::{cmd, Shell};
+use xtask::inputs::kernel_source;
 use xtask::kernel_build::ccache::{self, Ccache};
 use xtask::kernel_build::command::{self, BuildRequest, Mode};
 use xtask::kernel_build::Rebuild;
-use xtask::inputs::kernel_source;
 use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;

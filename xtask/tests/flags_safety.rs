@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use xshell::Shell;
+use xtask::inputs::variants::Variant;
 use xtask::kernel_build::ccache::Ccache;
 use xtask::kernel_build::command::{self, BuildRequest, Mode};
-use xtask::inputs::variants::Variant;
 use xtask::patches::extra_optimization;
 use xtask::patches::openwrt_sync::{self, Direction};
 use xtask::util::layout::Layout;

@@ -34,8 +34,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use xshell::Shell;
-use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::{self, Limits};
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET};

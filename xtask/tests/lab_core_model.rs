@@ -20,8 +20,8 @@ mod gate;
 
 use std::process::Command;
 
-use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::cache_model::{compile, source};
 use xtask::lab::known_answer;
 use xtask::lab::{self, kernel};

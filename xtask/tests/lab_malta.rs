@@ -24,8 +24,8 @@ use std::time::Instant;
 mod guest_checks;
 
 use xshell::Shell;
-use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::backend::Testbed;
 use xtask::lab::guest::SamplePoint;
 use xtask::lab::record::{

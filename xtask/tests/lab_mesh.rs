@@ -18,8 +18,8 @@
 mod gate;
 
 use xshell::Shell;
-use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, THROUGHPUT};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::mesh::{self, Mesh};

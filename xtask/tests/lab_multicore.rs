@@ -19,9 +19,9 @@ mod leftovers;
 
 use leftovers::{no_lab_leftovers, one_at_a_time};
 use xshell::Shell;
-use xtask::kernel_build::BuildOptions;
 use xtask::inputs::steering::SteeringSpec;
 use xtask::inputs::targets;
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status};
 use xtask::lab::{self, kernel, DirectionChoice, GroChoice, LabRequest};
 use xtask::results::lab::per_cpu::cpu_metric;

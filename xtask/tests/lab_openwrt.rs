@@ -21,8 +21,8 @@ use std::process::Command;
 
 use openwrt_fixture::Fixture;
 use xshell::Shell;
-use xtask::kernel_build::BuildOptions;
 use xtask::inputs::targets;
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::firewall4;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, MachineInfo, Status, THROUGHPUT};
 use xtask::lab::session::{Image, QemuTestbed};

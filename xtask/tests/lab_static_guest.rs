@@ -32,8 +32,8 @@ use std::path::Path;
 use std::process::Command;
 
 use xshell::Shell;
-use xtask::kernel_build::BuildOptions;
 use xtask::inputs::{targets, variants};
+use xtask::kernel_build::BuildOptions;
 use xtask::lab::backend::{Gro, Testbed};
 use xtask::lab::record::Direction;
 use xtask::lab::session::{Image, QemuTestbed};

@@ -21,10 +21,10 @@ use std::time::Instant;
 use openwrt_fixture::Fixture;
 use openwrt_image_common::*;
 use xshell::{cmd, Shell};
-use xtask::kernel_build::openwrt_image::{self, fit, KernelTree};
 use xtask::inputs::openwrt::image::devices::{evaluate_all, DeviceEntry};
 use xtask::inputs::openwrt::image::MakeEnv;
 use xtask::inputs::openwrt::{Checkout, OpenwrtTarget};
+use xtask::kernel_build::openwrt_image::{self, fit, KernelTree};
 
 fn all(fx: &Fixture, target: &str, linux: &Path) -> Vec<DeviceEntry> {
     let checkout = Checkout::open(&fx.root).unwrap();

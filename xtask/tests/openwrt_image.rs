@@ -24,11 +24,11 @@ use expect_test::{expect, Expect};
 use openwrt_fixture::Fixture;
 use openwrt_image_common::*;
 use xshell::{cmd, Shell};
-use xtask::kernel_build::artifacts::OBJCOPY_STRIP;
-use xtask::kernel_build::openwrt_image::{self, KernelTree};
 use xtask::inputs::openwrt::image::DeviceRecipe;
 use xtask::inputs::openwrt::{Checkout, OpenwrtTarget};
 use xtask::inputs::targets;
+use xtask::kernel_build::artifacts::OBJCOPY_STRIP;
+use xtask::kernel_build::openwrt_image::{self, KernelTree};
 
 /// One workbench target's device recipe as text, paths relative to the fixture.
 fn summary(fx: &Fixture, linux: &Path, r: &DeviceRecipe) -> String {

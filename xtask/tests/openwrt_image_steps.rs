@@ -17,8 +17,8 @@ use std::path::Path;
 use openwrt_fixture::{make_eval, Fixture};
 use openwrt_image_common::*;
 use xshell::{cmd, Shell};
-use xtask::kernel_build::openwrt_image::{dtb, steps};
 use xtask::inputs::openwrt::image::Step;
+use xtask::kernel_build::openwrt_image::{dtb, steps};
 
 #[test]
 fn lzma_steps_decode_with_xz_and_carry_their_parameters() {

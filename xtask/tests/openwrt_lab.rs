@@ -14,9 +14,9 @@ use std::path::Path;
 
 use openwrt_fixture::Fixture;
 use xshell::{cmd, Shell};
-use xtask::kernel_build::openwrt_lab::OpenwrtLab;
 use xtask::inputs::openwrt::{cpu, flags, kconfig, series, Checkout, OpenwrtTarget};
 use xtask::inputs::targets;
+use xtask::kernel_build::openwrt_lab::OpenwrtLab;
 use xtask::lab::qemu_lab;
 use xtask::lab::topology::{loopback, nat_router, Ruleset};
 use xtask::util::layout::Layout;

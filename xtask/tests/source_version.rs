@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::kernel_build::kbuild::KernelTree;
-use xtask::kernel_build::{Backend, Job};
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
+use xtask::kernel_build::kbuild::KernelTree;
+use xtask::kernel_build::{Backend, Job};
 use xtask::util::layout::Layout;
 
 fn write(path: &Path, text: &str) {

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use xtask::kernel_build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
 use xtask::host::symbols_bench::SymbolsBenchRequest;
+use xtask::kernel_build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
 use xtask::lab::bench::LabBenchRequest;
 
 use super::default_jobs;

@@ -135,6 +135,8 @@ pub struct LabArgs {
     /// armsr: config, patch series), with the router target's KCFLAGS and
     /// only what the lab needs added; the guest loads firewall4's ruleset.
     /// Kernels and runs go to target/xtask/openwrt/ (`size-report --openwrt`).
+    /// With --known-answers: check the answers on OpenWrt mode's baseline
+    /// lab kernel.
     #[arg(long, value_name = "PATH")]
     pub openwrt: Option<PathBuf>,
     /// QEMU lab: the machine's CPUs instead of the target's [lab] cpus
@@ -227,7 +229,6 @@ impl LabArgs {
                 (self.build_only, "--build-only"),
                 (self.topology.is_some(), "--topology"),
                 (self.nic.is_some(), "--nic"),
-                (self.openwrt.is_some(), "--openwrt"),
                 (self.routers.is_some(), "--routers"),
                 (self.parallel.is_some(), "--parallel"),
                 (self.mss.is_some(), "--set-mss"),
@@ -256,6 +257,7 @@ impl LabArgs {
                     },
                     json: self.json.clone(),
                     cpus: self.cpus,
+                    openwrt: self.openwrt.clone(),
                 },
             ));
         }
@@ -277,7 +279,9 @@ impl LabArgs {
             build_only: self.build_only,
             build: xtask::kernel_build::BuildOptions {
                 verbose: self.verbose,
-                ..xtask::kernel_build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
+                ..xtask::kernel_build::BuildOptions::with_jobs(
+                    self.jobs.unwrap_or_else(default_jobs),
+                )
             },
             kernel_src: self.kernel_src.clone(),
             machine,

@@ -3,9 +3,9 @@
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::kernel_build::toolchain::HOST_TOOLS;
 use crate::inputs::kernel_source;
 use crate::inputs::targets::{Artifact, Target};
+use crate::kernel_build::toolchain::HOST_TOOLS;
 
 /// Debian packages for building `targets`: host tools, each target's cross
 /// compiler and binutils, `u-boot-tools` for uImages (and with

@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use xshell::Shell;
 
+use crate::inputs::kernel_source::{self, SourceInput};
 use crate::kernel_build::ccache::Ccache;
 use crate::kernel_build::command::{BuildRequest, Mode};
 use crate::kernel_build::distcc::Distcc;
 use crate::kernel_build::Rebuild;
-use crate::inputs::kernel_source::{self, SourceInput};
 use crate::results::BuildResult;
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;

@@ -19,12 +19,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use crate::kernel_build::openwrt::OpenwrtBackend;
-use crate::kernel_build::openwrt_lab::OpenwrtLab;
-use crate::kernel_build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
 use crate::inputs::lab::LabSpec;
 use crate::inputs::targets::{Artifact, Target};
 use crate::inputs::variants::Variant;
+use crate::kernel_build::openwrt::OpenwrtBackend;
+use crate::kernel_build::openwrt_lab::OpenwrtLab;
+use crate::kernel_build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
 use crate::results::BuildResult;
 use crate::util::layout::Layout;
 

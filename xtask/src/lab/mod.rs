@@ -68,8 +68,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use xshell::Shell;
 
-use crate::kernel_build::toolchain::find_in_path;
 use crate::inputs::variants;
+use crate::kernel_build::toolchain::find_in_path;
 use crate::util::layout::Layout;
 
 pub use crate::inputs::lab::LabSpec;

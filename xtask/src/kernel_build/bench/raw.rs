@@ -14,9 +14,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
+use crate::inputs::kconfig;
 use crate::kernel_build::kbuild::REPRODUCIBLE_ENV;
 use crate::kernel_build::Job;
-use crate::inputs::kconfig;
 
 /// How many of make's last output lines a failure shows.
 const TAIL_LINES: usize = 25;

@@ -31,11 +31,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::kernel_build::artifacts::{lzma_alone, OBJCOPY_STRIP, OPENWRT_LZMA};
-use crate::kernel_build::plan::Unevaluated;
 use crate::inputs::openwrt::image::{self, DeviceRecipe, MakeEnv};
 use crate::inputs::openwrt::{Checkout, OpenwrtTarget};
 use crate::inputs::targets::Target;
+use crate::kernel_build::artifacts::{lzma_alone, OBJCOPY_STRIP, OPENWRT_LZMA};
+use crate::kernel_build::plan::Unevaluated;
 use crate::results::{ArtifactRecord, PatchRecord};
 use crate::util::hash::{sha256_bytes, sha256_file};
 

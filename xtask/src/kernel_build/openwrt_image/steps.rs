@@ -33,8 +33,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::kernel_build::artifacts::lzma_alone;
 use crate::inputs::openwrt::image::{DeviceRecipe, Step};
+use crate::kernel_build::artifacts::lzma_alone;
 use crate::results::LzmaRecord;
 
 /// The steps implemented here.

@@ -40,10 +40,10 @@ use super::backend::Testbed;
 use super::cache_model::{self, CacheModel};
 use super::session::{Image, QemuTestbed};
 use super::{kernel, rootfs, topology};
-use crate::kernel_build::BuildOptions;
 use crate::inputs::targets::{self, Target};
 use crate::inputs::timing::TimingSpec;
 use crate::inputs::variants;
+use crate::kernel_build::BuildOptions;
 use crate::results::lab::core_model::Cycles;
 use crate::results::lab::CacheCounters;
 use crate::util::fs::write_atomic;
@@ -389,6 +389,11 @@ pub struct KnownAnswerRequest {
     /// `--cpus N`: the machine's CPUs instead of the target file's (with
     /// more than one, the per-CPU answers run too).
     pub cpus: Option<u32>,
+    /// `--openwrt PATH`: boot the baseline lab kernel built as this OpenWrt
+    /// checkout builds the target's `[lab] openwrt` machine target (the
+    /// kernel `lab --openwrt` measures), from OpenWrt mode's results;
+    /// `None`: the workbench profile's lab kernel.
+    pub openwrt: Option<std::path::PathBuf>,
 }
 
 /// `cargo xtask lab --target T --known-answers`: builds the baseline lab
@@ -398,11 +403,33 @@ pub fn command(sh: &Shell, layout: &Layout, request: &KnownAnswerRequest) -> Res
     let all = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all, std::slice::from_ref(&request.target))?.remove(0);
     let spec = kernel::spec_of(&target)?;
+    if let Some(checkout) = &request.openwrt {
+        // Before the model's plugin is compiled: a wrong path fails at once.
+        crate::inputs::openwrt::Checkout::open(checkout)?;
+    }
     super::check_host_tools(spec)?;
     let model = model(layout, &target, None)?;
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
     let baseline = variants::select(&all_variants, &[variants::BASELINE.to_string()])?;
-    let kernels = kernel::build_all(sh, layout, &target, &baseline, request.build.clone(), None)?;
+    let kernels = match &request.openwrt {
+        None => kernel::build_all(sh, layout, &target, &baseline, request.build.clone(), None)?,
+        Some(checkout) => {
+            anyhow::ensure!(
+                spec.openwrt.is_some(),
+                "{}: its [lab] table names no OpenWrt target for `--known-answers --openwrt` (openwrt = \"malta/le\", \"malta/be\" or \"armsr/armv7\", with openwrt_fragments)",
+                target.file.display()
+            );
+            kernel::build_with(
+                sh,
+                &layout.openwrt_mode(),
+                &target,
+                &baseline,
+                request.build.clone(),
+                None,
+                &kernel::Recipe::Openwrt(checkout.clone()),
+            )?
+        }
+    };
     super::net::start_clean("lab")?;
     let dir = layout
         .work_dir()
