@@ -17,7 +17,7 @@ pub const E2E_TARGET: &str = "arm-tiny";
 pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 
 /// The base of `size-report --by kconfig`'s known answer
-/// (`tests/size_kconfig.rs`): baseline with `CONFIG_EPOLL=y`, compared
+/// (`tests/it/size_kconfig.rs`): baseline with `CONFIG_EPOLL=y`, compared
 /// with `baseline`, which turns the symbol off. Built with
 /// [`E2E_VARIANTS`].
 pub const E2E_KCONFIG_BASE: &str = "epoll";
@@ -28,10 +28,10 @@ pub const E2E_KCONFIG_BASE: &str = "epoll";
 /// `--distcc` end-to-end test, on 127.0.0.1), the 6.1 source the flag
 /// patch is checked against, the host lab's tools (dbench's tbench,
 /// iperf3, ethtool) for its end-to-end test, and OpenSSH's server and
-/// client for the SSH lab's namespace router (`tests/lab_ssh.rs`; Debian's
+/// client for the SSH lab's namespace router (`tests/it/lab_ssh.rs`; Debian's
 /// package does not start a server by itself where services are not
 /// started), and glib's headers with pkg-config for QEMU's own cache
-/// plugin, the cache model's reference (`tests/lab_cache_model.rs`).
+/// plugin, the cache model's reference (`tests/it/lab_cache_model.rs`).
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
     "diffutils",
@@ -46,21 +46,21 @@ pub const TEST_PACKAGES: &[&str] = &[
     "ethtool",
     "openssh-server",
     "openssh-client",
-    // xtask/tests/openwrt_image.rs: dtc, fdtget; mkimage -l, dumpimage; xz -d.
+    // xtask/tests/it/openwrt_image.rs: dtc, fdtget; mkimage -l, dumpimage; xz -d.
     "device-tree-compiler",
     "u-boot-tools",
     "xz-utils",
-    // xtask/tests/lab_cache_model.rs: QEMU's contrib/plugins/cache.c, the
+    // xtask/tests/it/lab_cache_model.rs: QEMU's contrib/plugins/cache.c, the
     // cache model's reference, needs glib's headers through pkg-config.
     "libglib2.0-dev",
     "pkg-config",
-    // xtask/tests/lab_static_guest.rs: `file` on the static guest's
+    // xtask/tests/it/lab_static_guest.rs: `file` on the static guest's
     // binaries (readelf comes with ath79's cross compiler).
     "file",
 ];
 
 /// The environment variable naming the file where the tests' gate
-/// (`xtask/tests/common/gate.rs`) records each test it skipped for a
+/// (`xtask/tests/it/common/gate.rs`) records each test it skipped for a
 /// missing host tool or file, one line each: `<test file>::<test>: no
 /// <what> (<how to get it>)`. [`run`] sets it and prints the count.
 pub const SKIP_LEDGER_ENV: &str = "XTASK_SKIP_LEDGER";
