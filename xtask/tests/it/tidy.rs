@@ -147,11 +147,11 @@ const PLAIN_READS: [(&str, usize, &str); 24] = [
     ("lab/bench/mod.rs", 1, "/proc/loadavg"),
     ("host/symbols_bench.rs", 2, "/proc"),
     (
-        "build/openwrt.rs",
+        "kernel_build/openwrt.rs",
         1,
         "a patch of the user's OpenWrt checkout",
     ),
-    ("build/openwrt_lab.rs", 1, "a kconfig fragment of targets/"),
+    ("kernel_build/openwrt_lab.rs", 1, "a kconfig fragment of targets/"),
     ("inputs/kconfig.rs", 1, "a kconfig fragment of targets/"),
     (
         "inputs/openwrt/kconfig.rs",
