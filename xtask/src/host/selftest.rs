@@ -4,8 +4,9 @@
 //! `baseline`, `no-reorder-blocks` and `epoll` (the `--by kconfig` known
 //! answer's base) from the real kernel source (about a minute or two per
 //! variant on 2 idle cores, 4–24 under load; incremental afterwards). Then
-//! `cargo test --workspace`, whose end-to-end tests read those results and
-//! compare them with the reference tools.
+//! `cargo test --workspace` with the slow tests ([`SLOW_TESTS_ENV`]), whose
+//! end-to-end tests read those results and compare them with the reference
+//! tools.
 
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
@@ -65,7 +66,14 @@ pub const TEST_PACKAGES: &[&str] = &[
 /// <what> (<how to get it>)`. [`run`] sets it and prints the count.
 pub const SKIP_LEDGER_ENV: &str = "XTASK_SKIP_LEDGER";
 
-/// Runs the end-to-end build through `cargo xtask build`, then `cargo test`,
+/// The environment variable that lets the slow tests run, those that build
+/// a kernel or boot QEMU (`XTASK_SLOW_TESTS=1`; the tests' gate,
+/// `xtask/tests/it/common/gate.rs`, skips them otherwise, under CI too).
+/// [`run`] sets it, so CI runs them.
+pub const SLOW_TESTS_ENV: &str = "XTASK_SLOW_TESTS";
+
+/// Runs the end-to-end build through `cargo xtask build`, then `cargo test`
+/// with the slow tests,
 /// then says how many tests the gate skipped and why (under CI none: there
 /// a missing tool fails its test).
 pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
@@ -88,6 +96,7 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
     }
     let tests = cmd!(sh, "cargo test --workspace")
         .env(SKIP_LEDGER_ENV, &ledger)
+        .env(SLOW_TESTS_ENV, "1")
         .run()
         .context("cargo test --workspace");
     let skipped = match crate::util::fs::read_limited(

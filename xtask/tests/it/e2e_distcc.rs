@@ -49,6 +49,7 @@ fn a_distcc_build_compiles_remotely_with_the_same_bytes() {
         return;
     };
     let needs = gate::Needs::new()
+        .slow("builds the tiny ARM kernel through distcc")
         .program("distcc", "distcc")
         .program("distccd", "distcc");
     if !needs.met() {

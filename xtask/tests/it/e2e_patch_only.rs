@@ -22,6 +22,8 @@ use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;
 
+use crate::common::gate;
+
 const TARGET: &str = "arm-tiny";
 const VARIANT: &str = "panic-timeout";
 const PATCH: &str = "experiments/990-panic-timeout.patch";
@@ -140,6 +142,12 @@ fn objects_compiled(layout: &Layout, variant: &str) -> usize {
 
 #[test]
 fn a_patch_only_variant_starts_from_baseline_with_the_same_bytes() {
+    if !gate::Needs::new()
+        .slow("builds the tiny ARM kernel three times")
+        .met()
+    {
+        return;
+    }
     let sh = Shell::new().unwrap();
     let layout = Layout::from_manifest_dir();
     let first_dir = scratch_workspace(&sh, &layout, "scratch-patch-only-");

@@ -152,6 +152,7 @@ fn build(layout: &Layout, checkout: &Path) -> (PathBuf, BuildResult) {
 #[test]
 fn openwrt_mode_bytes_do_not_depend_on_the_workspace_path() {
     let tools = gate::Needs::new()
+        .slow("builds the tiny ARM kernel twice in OpenWrt mode")
         .program("ccache", "ccache")
         .program("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi");
     if !tools.met() || openwrt_fixture::debian_tarball("6.12").is_none() {

@@ -220,6 +220,7 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
+        .slow("builds the brcm47xx lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .cache_model_lab(spec);
     if !needs.met() {
@@ -337,6 +338,7 @@ fn the_lab_reads_the_model_around_each_run() {
         .unwrap()
         .remove(0);
     let needs = gate::Needs::new()
+        .slow("builds the brcm47xx lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .cache_model_lab(kernel::spec_of(&target).unwrap());
     if !needs.met() {

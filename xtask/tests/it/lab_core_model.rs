@@ -79,6 +79,7 @@ fn known_answers_on_the_malta_guest() {
     let target = pick("brcm47xx");
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
+        .slow("builds the brcm47xx lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .cache_model_lab(spec);
     if !needs.met() {

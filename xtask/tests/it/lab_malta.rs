@@ -49,6 +49,7 @@ fn malta_router_forwards_through_masquerade() {
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
+        .slow("builds the Malta lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .check(lab::check_host_tools(spec));
     if !needs.met() {
@@ -203,6 +204,7 @@ fn malta_kernel() -> Option<(lab::LabSpec, std::path::PathBuf, rootfs::Initramfs
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap().clone();
     let needs = gate::Needs::new()
+        .slow("builds the Malta lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .check(lab::check_host_tools(&spec));
     if !needs.met() {
@@ -307,7 +309,10 @@ fn a_kernel_that_does_not_boot_is_a_clear_error() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    if !gate::Needs::new().check(lab::check_host_tools(spec)).met() {
+    let needs = gate::Needs::new()
+        .slow("builds the Malta guest's initramfs and boots QEMU")
+        .check(lab::check_host_tools(spec));
+    if !needs.met() {
         return;
     }
     let initramfs = rootfs::prepare(&layout, spec).unwrap();

@@ -39,6 +39,7 @@ fn lab_spec(layout: &Layout) -> Option<(targets::Target, lab::LabSpec)> {
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap().clone();
     let needs = gate::Needs::new()
+        .slow("builds the mesh's lab kernel and boots three routers in QEMU")
         .root("taps and network namespaces")
         .check(lab::check_host_tools(&spec));
     needs.met().then_some((target, spec))

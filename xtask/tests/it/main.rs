@@ -3,7 +3,8 @@
 //! file's tests), so the crate is linked once, not once per file.
 //! `common/` holds the helpers they share: the gate
 //! ([`common::gate::Needs`]: what a test needs of the host, a failure under
-//! CI and a counted skip elsewhere) and the fixtures.
+//! CI and a counted skip elsewhere; slow tests, which build a kernel or boot
+//! QEMU, run only with `XTASK_SLOW_TESTS=1`) and the fixtures.
 //!
 //! The modules share one process. No test changes the environment or the
 //! working directory (the helpers' child processes get theirs through

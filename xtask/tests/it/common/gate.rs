@@ -16,6 +16,15 @@
 //!   `cargo xtask test` sets it and prints the count and the list at the
 //!   end of the run ([`xtask::host::selftest::SKIP_LEDGER_ENV`]).
 //!
+//! Slow tests, those that build a kernel or boot QEMU, also ask for
+//! [`Needs::slow`]: they run only when `XTASK_SLOW_TESTS=1`
+//! ([`xtask::host::selftest::SLOW_TESTS_ENV`]), which `cargo xtask test`
+//! (and so CI) sets. A plain `cargo test` skips them, with the same line
+//! (`skipped lab_malta::…: slow: builds the Malta lab kernel and boots it
+//! in QEMU (XTASK_SLOW_TESTS=1 runs it; `cargo xtask test` sets it)`),
+//! under CI too: slowness is opted into, not a tool the machine lacks, and
+//! what else the test lacks is then not checked.
+//!
 //! No test file checks `CI` itself (`tests/it/tidy.rs` checks that).
 //!
 //! The integration tests use it as `crate::common::gate` (the benches
@@ -33,7 +42,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use xtask::host::selftest::SKIP_LEDGER_ENV;
+use xtask::host::selftest::{SKIP_LEDGER_ENV, SLOW_TESTS_ENV};
 
 /// Skips so far in this process (the one integration-test binary, or a
 /// bench).
@@ -67,6 +76,8 @@ pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
 #[derive(Debug, Default)]
 pub struct Needs {
     missing: Vec<String>,
+    /// Why the test is slow, when it is and slow tests are not wanted.
+    slow: Option<String>,
 }
 
 impl Needs {
@@ -80,6 +91,17 @@ impl Needs {
         if find_program(program).is_none() {
             self.missing
                 .push(format!("no {program} (apt-get install {package})"));
+        }
+        self
+    }
+
+    /// That slow tests run: `XTASK_SLOW_TESTS=1`, for a test that builds a
+    /// kernel or boots QEMU; `why` says which (e.g. "builds the Malta lab
+    /// kernel and boots it in QEMU"). Unmet, the test is skipped even
+    /// under CI (see the module docs).
+    pub fn slow(mut self, why: &str) -> Needs {
+        if !slow_tests_wanted() {
+            self.slow = Some(why.to_string());
         }
         self
     }
@@ -132,25 +154,44 @@ impl Needs {
     }
 
     /// Whether everything is there. When not: a panic naming the test and
-    /// what it lacks under CI; elsewhere the skip is reported (see the
-    /// module docs) and counted, and the caller returns.
+    /// what it lacks under CI; elsewhere, and for a slow test that slow
+    /// tests are not wanted for, the skip is reported (see the module docs)
+    /// and counted, and the caller returns.
     pub fn met(self) -> bool {
+        let test = test_name();
+        if let Some(why) = self.slow {
+            skip(
+                &test,
+                &format!("slow: {why} ({SLOW_TESTS_ENV}=1 runs it; `cargo xtask test` sets it)"),
+            );
+            return false;
+        }
         if self.missing.is_empty() {
             return true;
         }
-        let test = test_name();
         let lacks = self.missing.join("; ");
         if in_ci() {
             panic!("{test}: {lacks}; CI is set, so this is a failure, not a skip");
         }
-        let n = SKIPPED.fetch_add(1, Ordering::SeqCst) + 1;
-        let line = format!("skipped {test}: {lacks} [skip {n} of this test process]\n");
-        // Past libtest's capture, which only catches print!/eprint!.
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
-        if let Some(ledger) = std::env::var_os(SKIP_LEDGER_ENV) {
-            record(Path::new(&ledger), &format!("{test}: {lacks}\n"));
-        }
+        skip(&test, &lacks);
         false
+    }
+}
+
+/// Whether slow tests are wanted: `XTASK_SLOW_TESTS=1`.
+pub fn slow_tests_wanted() -> bool {
+    std::env::var_os(SLOW_TESTS_ENV).is_some_and(|v| v == "1")
+}
+
+/// Reports and counts the skip of `test`, which lacks `lacks`: a line past
+/// libtest's capture and one in the ledger (see the module docs).
+fn skip(test: &str, lacks: &str) {
+    let n = SKIPPED.fetch_add(1, Ordering::SeqCst) + 1;
+    let line = format!("skipped {test}: {lacks} [skip {n} of this test process]\n");
+    // Past libtest's capture, which only catches print!/eprint!.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    if let Some(ledger) = std::env::var_os(SKIP_LEDGER_ENV) {
+        record(Path::new(&ledger), &format!("{test}: {lacks}\n"));
     }
 }
 
