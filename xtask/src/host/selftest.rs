@@ -144,6 +144,13 @@ pub fn e2e_results_dir(variant: &str) -> std::path::PathBuf {
 mod tests {
     use super::*;
 
+    /// The unit tests' gate (in `util`, which imports no stage) writes to
+    /// the same ledger.
+    #[test]
+    fn the_unit_tests_gate_names_the_same_ledger() {
+        assert_eq!(SKIP_LEDGER_ENV, crate::util::test_gate::SKIP_LEDGER_ENV);
+    }
+
     #[test]
     fn the_summary_counts_and_sorts_the_skips() {
         assert_eq!(
