@@ -372,6 +372,8 @@ fn staging_of_a_live_run_is_kept() {
 /// used to delete it).
 struct SlowBackend {
     runs: std::sync::Mutex<Vec<(Instant, Instant, bool)>>,
+    /// Runs that have started their "make" (and so hold the job's lock).
+    started: std::sync::atomic::AtomicUsize,
 }
 
 impl Backend for SlowBackend {
@@ -394,6 +396,8 @@ impl Backend for SlowBackend {
         let start = Instant::now();
         let mine = format!("run started at {start:?}\n");
         std::fs::write(log, &mine)?;
+        self.started
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(600));
         let intact = std::fs::read_to_string(log).ok() == Some(mine);
         self.runs
@@ -420,10 +424,20 @@ fn two_builds_of_one_job_take_turns_or_fail_with_no_wait() {
     let job = Job { target, variant };
     let backend = SlowBackend {
         runs: std::sync::Mutex::new(Vec::new()),
+        started: Default::default(),
     };
     let no_wait = std::thread::scope(|s| {
         let first = s.spawn(|| run_slow(&layout, &backend, &job, Wait::Yes));
-        std::thread::sleep(Duration::from_millis(200));
+        // Until the first run's make has started, holding the job's lock.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while backend.started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            assert!(Instant::now() < deadline, "the first build never started");
+            assert!(
+                !first.is_finished(),
+                "the first build ended before its make"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let clock = Instant::now();
         let refused = run_slow(&layout, &backend, &job, Wait::No);
         assert!(
