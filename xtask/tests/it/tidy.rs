@@ -1,7 +1,9 @@
 //! Checks of the source tree itself, in the style of rust-analyzer's
 //! `xtask/src/tidy.rs`: file sizes, where clap may appear, documented
-//! public items, which pipeline stage may import which, and that only the
-//! tests' gate reads `CI`.
+//! public items, which pipeline stage may import which, that only the
+//! tests' gate reads `CI`, and that a test returns early only through it.
+
+mod early_return;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -118,6 +120,65 @@ fn only_the_gate_reads_ci() {
     );
 }
 
+/// A test that returns early asks the gate first ([`early_return`]): a
+/// bare `return` passes a test that checked nothing, which neither CI nor
+/// `cargo xtask test`'s list of skips would show.
+#[test]
+fn tests_return_early_only_through_the_gate() {
+    let files = rust_files(&crate_dir().join("tests"));
+    let codes: Vec<String> = files
+        .iter()
+        .map(|f| early_return::code_only(&read(f)))
+        .collect();
+    let helpers = early_return::gated_helpers(&codes);
+    let problems: Vec<String> = files
+        .iter()
+        .zip(&codes)
+        .flat_map(|(file, code)| {
+            let rel = file
+                .strip_prefix(crate_dir())
+                .unwrap()
+                .display()
+                .to_string();
+            early_return::ungated_returns(code, &helpers)
+                .into_iter()
+                .map(move |p| format!("{rel}: {p}"))
+        })
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "return early from a test only after the gate (gate::Needs::…met(), or a helper that asks it); found:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The check on text: a return after the gate (in the header or earlier in
+/// the block), a bare one, and an `#[ignore]`d helper's.
+#[test]
+fn the_early_return_check_tells_a_gated_return_from_a_bare_one() {
+    let text = r#"
+fn ready() -> bool { gate::Needs::new().root("ns").met() }
+#[test]
+fn gated() { if !ready() { return; } let _brace = "{"; let _c = '{'; }
+#[test]
+fn gated_in_the_block() {
+    let Some(x) = y else { let _ = gate::Needs::new().missing("y").met(); return; };
+}
+#[test]
+fn bare() { if std::env::var_os("X").is_none() { return; } }
+#[test]
+#[ignore = "a helper"]
+fn helper() { let Ok(x) = std::env::var("X") else { return; }; }
+"#;
+    let code = early_return::code_only(text);
+    let helpers = early_return::gated_helpers(std::slice::from_ref(&code));
+    assert_eq!(helpers, BTreeSet::from(["ready".to_string()]));
+    assert_eq!(
+        early_return::ungated_returns(&code, &helpers),
+        ["bare: returns after `if std::env::var_os( ).is_none()`"]
+    );
+}
+
 /// `remove_stale_staging` removes every staging directory no live run
 /// owns; one made by a bare `tempfile::Builder` has no owner lock and no
 /// pid in its name, so a second run (another workspace sharing the source
@@ -155,7 +216,11 @@ const PLAIN_READS: [(&str, usize, &str); 24] = [
         1,
         "a patch of the user's OpenWrt checkout",
     ),
-    ("kernel_build/openwrt_lab.rs", 1, "a kconfig fragment of targets/"),
+    (
+        "kernel_build/openwrt_lab.rs",
+        1,
+        "a kconfig fragment of targets/",
+    ),
     ("inputs/kconfig.rs", 1, "a kconfig fragment of targets/"),
     (
         "inputs/openwrt/kconfig.rs",
