@@ -36,7 +36,10 @@ fn the_plugin_refuses_a_core_model_it_cannot_build() {
         .unwrap()
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
-    if !gate::Needs::new().cache_model_lab(spec).met() {
+    let needs = gate::Needs::new()
+        .slow("builds the cache-model plugin and starts QEMU with it")
+        .cache_model_lab(spec);
+    if !needs.met() {
         return;
     }
     let qemu_src = source::fetch(&layout, &spec.qemu_package).unwrap();
