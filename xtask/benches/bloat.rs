@@ -13,10 +13,15 @@
 //! `$BLOAT_O_METER`, else it is extracted from the kernel source tarball and
 //! cached like the tests do.
 
-#[path = "../tests/common/elf_tools.rs"]
-mod elf_tools;
-#[path = "../tests/common/gate.rs"]
-mod gate;
+/// The integration tests' helpers this bench shares, at the paths they
+/// have there (`crate::common::…`).
+#[path = "../tests/it/common"]
+mod common {
+    pub mod elf_tools;
+    pub mod gate;
+}
+
+use common::elf_tools;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@ mod lab;
 mod patches;
 pub use bench::BenchCommand;
 pub use experiment::ExperimentArgs;
-#[allow(unused_imports)] // the binary does not name it; tests/docs does
+#[allow(unused_imports)] // the binary does not name it; tests/it/docs.rs does
 pub use lab::LAB_HOST;
 pub use lab::{LabArgs, LabMode};
 pub use patches::{changed_files, until, PatchesCommand};

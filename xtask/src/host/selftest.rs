@@ -4,8 +4,9 @@
 //! `baseline`, `no-reorder-blocks` and `epoll` (the `--by kconfig` known
 //! answer's base) from the real kernel source (about a minute or two per
 //! variant on 2 idle cores, 4–24 under load; incremental afterwards). Then
-//! `cargo test --workspace`, whose end-to-end tests read those results and
-//! compare them with the reference tools.
+//! `cargo test --workspace` with the slow tests ([`SLOW_TESTS_ENV`]), whose
+//! end-to-end tests read those results and compare them with the reference
+//! tools.
 
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
@@ -17,7 +18,7 @@ pub const E2E_TARGET: &str = "arm-tiny";
 pub const E2E_VARIANTS: [&str; 2] = ["baseline", "no-reorder-blocks"];
 
 /// The base of `size-report --by kconfig`'s known answer
-/// (`tests/size_kconfig.rs`): baseline with `CONFIG_EPOLL=y`, compared
+/// (`tests/it/size_kconfig.rs`): baseline with `CONFIG_EPOLL=y`, compared
 /// with `baseline`, which turns the symbol off. Built with
 /// [`E2E_VARIANTS`].
 pub const E2E_KCONFIG_BASE: &str = "epoll";
@@ -28,10 +29,10 @@ pub const E2E_KCONFIG_BASE: &str = "epoll";
 /// `--distcc` end-to-end test, on 127.0.0.1), the 6.1 source the flag
 /// patch is checked against, the host lab's tools (dbench's tbench,
 /// iperf3, ethtool) for its end-to-end test, and OpenSSH's server and
-/// client for the SSH lab's namespace router (`tests/lab_ssh.rs`; Debian's
+/// client for the SSH lab's namespace router (`tests/it/lab_ssh.rs`; Debian's
 /// package does not start a server by itself where services are not
 /// started), and glib's headers with pkg-config for QEMU's own cache
-/// plugin, the cache model's reference (`tests/lab_cache_model.rs`).
+/// plugin, the cache model's reference (`tests/it/lab_cache_model.rs`).
 pub const TEST_PACKAGES: &[&str] = &[
     "patch",
     "diffutils",
@@ -46,26 +47,33 @@ pub const TEST_PACKAGES: &[&str] = &[
     "ethtool",
     "openssh-server",
     "openssh-client",
-    // xtask/tests/openwrt_image.rs: dtc, fdtget; mkimage -l, dumpimage; xz -d.
+    // xtask/tests/it/openwrt_image.rs: dtc, fdtget; mkimage -l, dumpimage; xz -d.
     "device-tree-compiler",
     "u-boot-tools",
     "xz-utils",
-    // xtask/tests/lab_cache_model.rs: QEMU's contrib/plugins/cache.c, the
+    // xtask/tests/it/lab_cache_model.rs: QEMU's contrib/plugins/cache.c, the
     // cache model's reference, needs glib's headers through pkg-config.
     "libglib2.0-dev",
     "pkg-config",
-    // xtask/tests/lab_static_guest.rs: `file` on the static guest's
+    // xtask/tests/it/lab_static_guest.rs: `file` on the static guest's
     // binaries (readelf comes with ath79's cross compiler).
     "file",
 ];
 
 /// The environment variable naming the file where the tests' gate
-/// (`xtask/tests/common/gate.rs`) records each test it skipped for a
+/// (`xtask/tests/it/common/gate.rs`) records each test it skipped for a
 /// missing host tool or file, one line each: `<test file>::<test>: no
 /// <what> (<how to get it>)`. [`run`] sets it and prints the count.
 pub const SKIP_LEDGER_ENV: &str = "XTASK_SKIP_LEDGER";
 
-/// Runs the end-to-end build through `cargo xtask build`, then `cargo test`,
+/// The environment variable that lets the slow tests run, those that build
+/// a kernel or boot QEMU (`XTASK_SLOW_TESTS=1`; the tests' gate,
+/// `xtask/tests/it/common/gate.rs`, skips them otherwise, under CI too).
+/// [`run`] sets it, so CI runs them.
+pub const SLOW_TESTS_ENV: &str = "XTASK_SLOW_TESTS";
+
+/// Runs the end-to-end build through `cargo xtask build`, then `cargo test`
+/// with the slow tests,
 /// then says how many tests the gate skipped and why (under CI none: there
 /// a missing tool fails its test).
 pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
@@ -88,6 +96,7 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
     }
     let tests = cmd!(sh, "cargo test --workspace")
         .env(SKIP_LEDGER_ENV, &ledger)
+        .env(SLOW_TESTS_ENV, "1")
         .run()
         .context("cargo test --workspace");
     let skipped = match crate::util::fs::read_limited(
@@ -134,6 +143,13 @@ pub fn e2e_results_dir(variant: &str) -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unit tests' gate (in `util`, which imports no stage) writes to
+    /// the same ledger.
+    #[test]
+    fn the_unit_tests_gate_names_the_same_ledger() {
+        assert_eq!(SKIP_LEDGER_ENV, crate::util::test_gate::SKIP_LEDGER_ENV);
+    }
 
     #[test]
     fn the_summary_counts_and_sorts_the_skips() {

@@ -428,7 +428,7 @@ mod tests {
     #[test]
     fn the_tests_bring_the_host_lab_s_tbench() {
         // `cargo xtask setup --tests` (what .ci/run runs) installs dbench,
-        // which xtask/tests/lab_host.rs needs.
+        // which xtask/tests/it/lab_host.rs needs.
         assert!(crate::host::selftest::TEST_PACKAGES.contains(&"dbench"));
         assert!(crate::lab::host::host_packages().contains(&"dbench".to_string()));
     }

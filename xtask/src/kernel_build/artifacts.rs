@@ -257,6 +257,9 @@ mod tests {
     /// the header carries OpenWrt's properties byte: (pb*5 + lp)*9 + lc = 93.
     #[test]
     fn lzma_is_decodable_by_xz_with_openwrt_properties() {
+        if !crate::util::test_gate::programs(&[("xz", "xz-utils")]) {
+            return;
+        }
         let sh = Shell::new().unwrap();
         let input: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let packed = lzma_openwrt(&input).unwrap();
@@ -282,6 +285,9 @@ mod tests {
     /// Sizes must agree within 0.5 %.
     #[test]
     fn lzma_size_matches_python_lzma_alone_with_openwrt_dictionary() {
+        if !crate::util::test_gate::programs(&[("python3", "python3")]) {
+            return;
+        }
         const BLOCK: usize = 3 << 20;
         let exe = std::env::current_exe().unwrap();
         let mut input = std::fs::read(&exe).unwrap();

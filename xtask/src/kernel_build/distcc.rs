@@ -6,7 +6,7 @@
 //! compile. With ccache on, ccache runs distcc on a miss
 //! (`CCACHE_PREFIX=distcc`), so hits never leave the machine.
 //!
-//! Like ccache, distcc is not part of the build key (`tests/e2e_distcc.rs`
+//! Like ccache, distcc is not part of the build key (`tests/it/e2e_distcc.rs`
 //! compares the bytes with a local build). `-j` is the whole run's budget:
 //! raise it to the number of remote slots.
 

@@ -15,7 +15,7 @@
 //! differ. make then sees exactly the files whose bytes changed as newer
 //! than the objects built from the old ones, as it would after editing
 //! those files by hand. The output equals a build from scratch
-//! (`tests/e2e_patch_only.rs` compares the bytes).
+//! (`tests/it/e2e_patch_only.rs` compares the bytes).
 //!
 //! A build directory is a finished build of its variant while that
 //! variant's `result.json` exists: a build removes the result before make

@@ -202,6 +202,9 @@ mod tests {
     /// status (3.12's is 0), the failure is seen and names its error.
     #[test]
     fn a_client_that_cannot_connect_is_a_failure() {
+        if !crate::util::test_gate::programs(&[("iperf3", "iperf3")]) {
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let port = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -214,7 +217,7 @@ mod tests {
             .stdout(std::fs::File::create(&json).unwrap())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .status()
-            .expect("iperf3 (setup installs it)");
+            .expect("running iperf3");
         let report = read_json(&json).unwrap();
         let failure = client_failure(status, &report, &stderr).expect("a failure");
         assert!(failure.contains("unable to connect"), "{failure}");

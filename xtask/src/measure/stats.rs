@@ -21,7 +21,7 @@
 //! 4 values per side is too narrow (a resample of 4 values has less
 //! spread than the population), and so called 14 % of A/A comparisons
 //! significant at n = 4 and still 7.5 % at n = 20 (normal runs;
-//! `tests/stats_calibration.rs`). Welch's interval holds its 95 %
+//! `tests/it/stats_calibration.rs`). Welch's interval holds its 95 %
 //! coverage at any n for normal runs and stays close for the skewed and
 //! outlier-hit runs the calibration draws; the rank test's agreement
 //! guards against a single outlier making a t-test significant.

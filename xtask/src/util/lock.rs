@@ -261,12 +261,18 @@ mod tests {
             msg.contains(&format!("pid {}", std::process::id())),
             "{msg}"
         );
-        // Released by its holder while waiting: taken.
+        // Released by its holder once the taker has found it held (its
+        // first poll of `cancelled`): taken.
+        let (polled, first_poll) = std::sync::mpsc::channel();
         let release = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            first_poll.recv().unwrap();
             drop(held);
         });
-        wait_for(&file, &path, exclusive, &|| false).unwrap();
+        let polls = || {
+            let _ = polled.send(());
+            false
+        };
+        wait_for(&file, &path, exclusive, &polls).unwrap();
         release.join().unwrap();
         assert!(Lock::try_acquire(&path).unwrap().is_none());
     }
@@ -277,20 +283,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.lock");
         let held = Lock::acquire(&path, "the thing", Wait::No).unwrap();
+        use std::io::{Read, Write};
+        use std::os::fd::{AsRawFd, BorrowedFd};
         // A child forked while the lock's file is open shares its open
-        // file description until it execs: here it sleeps before exec.
+        // file description until it execs. Here it stays between fork and
+        // exec until the lock is taken again: it says it has forked on one
+        // pipe, then waits for a byte on the other.
+        let (mut forked_rx, forked_tx) = std::io::pipe().unwrap();
+        let (go_rx, mut go_tx) = std::io::pipe().unwrap();
+        let (forked_fd, go_fd) = (forked_tx.as_raw_fd(), go_rx.as_raw_fd());
         let mut cmd = std::process::Command::new("true");
-        // SAFETY: the closure only sleeps (nanosleep), async-signal-safe.
+        // SAFETY: the closure only writes and reads a pipe (write(2),
+        // read(2)), async-signal-safe; both descriptors outlive the spawn.
         unsafe {
-            cmd.pre_exec(|| {
-                std::thread::sleep(std::time::Duration::from_millis(700));
+            cmd.pre_exec(move || {
+                let forked = BorrowedFd::borrow_raw(forked_fd);
+                let go = BorrowedFd::borrow_raw(go_fd);
+                rustix::io::write(forked, b"f")?;
+                rustix::io::read(go, &mut [0u8; 1])?;
                 Ok(())
             });
         }
-        let started = std::thread::spawn(move || cmd.spawn().unwrap());
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        let started = std::thread::spawn(move || {
+            let child = cmd.spawn().unwrap();
+            drop((forked_tx, go_rx));
+            child
+        });
+        forked_rx.read_exact(&mut [0u8; 1]).unwrap();
         drop(held);
         Lock::acquire(&path, "the thing", Wait::No).unwrap();
+        go_tx.write_all(b"g").unwrap();
         started.join().unwrap().wait().unwrap();
     }
 }

@@ -1,7 +1,8 @@
 //! Helpers every stage uses: the workspace [`layout`], file-system
 //! operations ([`fs`]), advisory locks ([`lock`]), the safe-path check ([`path`]), sha256 ([`hash`]),
 //! subprocesses that die with their parent ([`process`]), text shown on a terminal ([`text`])
-//! and the one cancellation token of long steps ([`cancel`]).
+//! and the one cancellation token of long steps ([`cancel`]); for the unit
+//! tests, the gate of those that run a host tool (`test_gate`).
 
 pub mod cancel;
 pub mod fs;
@@ -10,4 +11,6 @@ pub mod layout;
 pub mod lock;
 pub mod path;
 pub mod process;
+#[cfg(test)]
+pub mod test_gate;
 pub mod text;

@@ -275,7 +275,7 @@ fn read_small(path: &Path) -> Result<String> {
 /// `ramips/mt7621`) in the repository's snapshot of OpenWrt's main branch
 /// (`../shared/openwrt`, commit 9736d42141, 2025-08-15; Linux 6.12), for the
 /// hand-written profiles, which have no checkout; `None` for a target it
-/// does not cover. `xtask/tests/openwrt_steering.rs` checks it against the
+/// does not cover. `xtask/tests/it/openwrt_steering.rs` checks it against the
 /// snapshot.
 pub fn builtin(target: &str) -> Option<OpenwrtSteering> {
     let board = target.split('/').next().unwrap_or(target);

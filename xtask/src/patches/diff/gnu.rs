@@ -5,7 +5,7 @@
 //!
 //! The steps, each described by its observable rule (written from the
 //! documented algorithm and checked against `/usr/bin/diff` by the tests in
-//! `super::tests` and `tests/stack_quilt.rs`, not translated from diffutils):
+//! `super::tests` and `tests/it/stack_quilt.rs`, not translated from diffutils):
 //!
 //! 1. **Region.** Lines equal at the start (prefix) and at the end (suffix,
 //!    never overlapping the prefix) are left out, except the `horizon` lines

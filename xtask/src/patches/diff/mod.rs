@@ -142,6 +142,9 @@ mod tests {
     /// The same bytes as GNU `diff -u -p --label a/F --label b/F`.
     #[test]
     fn equals_gnu_diff_up() {
+        if !crate::util::test_gate::programs(&[("diff", "diffutils")]) {
+            return;
+        }
         let sh = Shell::new().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let mut old = String::new();
