@@ -525,3 +525,6 @@ fn the_book_documents_the_allowed_imports() {
         "docs/architecture.md's table of stages and their imports differs from tidy.rs's ALLOWED"
     );
 }
+
+#[path = "tidy/folder_imports.rs"]
+mod folder_imports;
