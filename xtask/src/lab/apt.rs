@@ -17,6 +17,9 @@ use anyhow::{bail, Context, Result};
 
 use super::process::run_logged;
 
+/// The Debian release the guest's packages come from.
+pub const SUITE: &str = "bookworm";
+
 /// The Debian archive; the lab's network reaches only Debian's mirrors.
 pub const MIRROR: &str = "http://deb.debian.org/debian";
 

@@ -11,6 +11,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use crate::util::fs::write_atomic;
+
 const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
 const S_IFLNK: u32 = 0o120000;
@@ -151,6 +153,21 @@ impl<W: Write> Writer<W> {
         self.out.flush().context("writing the cpio archive")?;
         Ok(self.out)
     }
+}
+
+/// Writes the tree `root` and `/dev/console` (the kernel opens it before
+/// `/init` runs) as a `newc` archive to `archive`; returns its size in
+/// bytes.
+pub fn pack(root: &Path, archive: &Path) -> Result<u64> {
+    let mut writer = Writer::new(Vec::new());
+    writer.tree(root)?;
+    if !root.join("dev").exists() {
+        writer.dir("dev", 0o755)?;
+    }
+    writer.char_device("dev/console", 0o600, 5, 1)?;
+    let bytes = writer.finish()?;
+    write_atomic(archive, &bytes)?;
+    Ok(bytes.len() as u64)
 }
 
 #[cfg(test)]

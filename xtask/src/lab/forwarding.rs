@@ -19,10 +19,10 @@ use super::record::{
     Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, PERCENT,
     THROUGHPUT, UDP_LOST,
 };
+use super::request::LabRequest;
 use super::runner::{round_to, Plan, RunSpec};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
 use super::workload::{Place, Workload};
-use super::LabRequest;
 use crate::results::lab::core_model::mean_frame_bytes;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{

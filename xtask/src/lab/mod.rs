@@ -43,6 +43,7 @@ pub mod forwarding;
 pub mod guest;
 pub mod guest_tbench;
 pub mod host;
+pub mod host_tools;
 pub mod iperf;
 pub mod kernel;
 pub mod known_answer;
@@ -61,6 +62,7 @@ pub mod ssh;
 pub mod static_guest;
 pub mod steering;
 pub mod topology;
+pub mod variants;
 pub mod workload;
 
 use std::path::PathBuf;
@@ -68,24 +70,14 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use xshell::Shell;
 
-use crate::inputs::variants;
-use crate::kernel_build::toolchain::find_in_path;
 use crate::util::layout::Layout;
 
 pub use crate::inputs::lab::LabSpec;
 pub use crate::results::lab::Flash;
+pub use host_tools::{check_host_tools, require_tools, HOST_TOOLS};
 pub use orchestrate::create_run_dir;
 pub use request::{DirectionChoice, Field, GroChoice, LabRequest, Machine, Problem, WorkloadSpec};
-
-/// Host programs the lab runs, with their Debian packages (the target's
-/// QEMU comes from its `[lab]` table).
-pub const HOST_TOOLS: &[(&str, &str)] = &[
-    ("iperf3", "iperf3"),
-    ("ip", "iproute2"),
-    ("ethtool", "ethtool"),
-    ("apt-get", "apt"),
-    ("dpkg-deb", "dpkg"),
-];
+pub use variants::chosen_variants;
 
 /// Debian packages the lab needs on the host for `spec` (QEMU, iperf3,
 /// iproute2, ethtool, nftables; a static guest's cross compiler, static
@@ -105,47 +97,6 @@ pub fn host_packages(spec: &LabSpec) -> Vec<String> {
     p.sort();
     p.dedup();
     p
-}
-
-/// Fails naming every missing host program and the packages to install.
-pub fn check_host_tools(spec: &LabSpec) -> Result<()> {
-    let mut tools: Vec<(&str, &str)> = HOST_TOOLS.to_vec();
-    tools.push((&spec.qemu, &spec.qemu_package));
-    require_tools("the lab", &tools)
-}
-
-/// Fails when a program of `tools` (program, Debian package) is not on
-/// `PATH`, naming every missing one and the `apt-get install` that adds
-/// them; `who` begins the message ("the SSH lab").
-pub fn require_tools(who: &str, tools: &[(&str, &str)]) -> Result<()> {
-    let missing: Vec<&(&str, &str)> = tools
-        .iter()
-        .filter(|(t, _)| find_in_path(t).is_none())
-        .collect();
-    if !missing.is_empty() {
-        let names: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
-        let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
-        packages.sort_unstable();
-        packages.dedup();
-        bail!(
-            "{who} needs {} on this machine: run `apt-get install {}` (or `cargo xtask setup`)",
-            names.join(", "),
-            packages.join(" ")
-        );
-    }
-    Ok(())
-}
-
-/// `names` selected from `patches/variants.toml` (baseline when empty),
-/// in order; [`variants::select`] drops repeats.
-pub fn chosen_variants(layout: &Layout, names: &[String]) -> Result<Vec<variants::Variant>> {
-    let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-    let names = if names.is_empty() {
-        vec![variants::BASELINE.to_string()]
-    } else {
-        names.to_vec()
-    };
-    variants::select(&all, &names)
 }
 
 /// `cargo xtask lab`: [`run`], then the path of the results.

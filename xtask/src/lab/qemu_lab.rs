@@ -15,13 +15,14 @@ use super::forwarding::{self, Forwarding};
 use super::guest_tbench::GuestTbench;
 use super::kernel::{self, LabKernel, Recipe};
 use super::orchestrate::LabPlan;
+use super::qemu;
 use super::record::{Arm, BootRecord, MachineInfo, QemuInfo, Settings};
+use super::request::{LabRequest, WorkloadSpec};
 use super::rootfs::{self, Initramfs};
 use super::runner;
 use super::session::{Image, QemuTestbed};
 use super::topology::{self, Ruleset, Topology};
 use super::workload::Workload;
-use super::{qemu, LabRequest, WorkloadSpec};
 use crate::inputs::lab::LabSpec;
 use crate::inputs::targets::{self, Target};
 use crate::inputs::variants;
@@ -153,11 +154,11 @@ pub fn resolve<'a>(
     let spec = kernel::spec_of(&target)?
         .with_nic(request.nic.as_deref(), &target.file)?
         .with_cpus(request.cpus)?;
-    let chosen = super::chosen_variants(layout, &request.variants)?;
+    let chosen = super::variants::chosen_variants(layout, &request.variants)?;
     let mut topology = topology::named_with(&request.topology, request.routers)?;
     let (workload, schedule, mut settings) = workload(request, &chosen[0].name)?;
     settings.labs_at_once = (request.labs_at_once > 1).then_some(request.labs_at_once);
-    super::check_host_tools(&spec)?;
+    super::host_tools::check_host_tools(&spec)?;
     rootfs::check(&spec)
         .with_context(|| format!("the lab cannot make {}'s guest userspace", target.name))?;
     let steering = super::steering::attach(

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::{orchestrate, ssh, topology, workload};
+use super::{orchestrate, topology, workload};
 
 mod problem;
+use crate::inputs::ssh_lab::Destination;
 use crate::kernel_build::BuildOptions;
 use crate::results::lab::{Flash, IperfOptions};
 pub use problem::Problem;
@@ -491,7 +492,7 @@ pub enum Machine {
     /// The QEMU machine of the target's `[lab]` table (`--lab qemu`).
     Qemu,
     /// A real router over SSH (`--lab ssh://root@HOST --lab-file FILE`).
-    Ssh(ssh::SshRequest),
+    Ssh(SshRequest),
 }
 
 impl Machine {
@@ -515,12 +516,23 @@ impl Machine {
                 "--lab {lab:?}: use qemu, ssh://[USER@]HOST[:PORT] for a real router, or host"
             ),
         };
-        Ok(Machine::Ssh(ssh::SshRequest {
+        Ok(Machine::Ssh(SshRequest {
             destination,
             lab_file: lab_file.map(Path::to_path_buf).unwrap_or_default(),
             flash,
         }))
     }
+}
+
+/// What `--lab ssh…` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshRequest {
+    /// The destination `--lab ssh://…` named, if it named one.
+    pub destination: Option<Destination>,
+    /// `--lab-file`.
+    pub lab_file: PathBuf,
+    /// Whether to flash each arm's image (`--no-flash`: not).
+    pub flash: Flash,
 }
 
 #[cfg(test)]

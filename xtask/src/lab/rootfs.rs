@@ -22,17 +22,19 @@
 //! buffer-format.rst), so that a new topology never rebuilds the guest's
 //! programs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-pub use super::apt::MIRROR;
 use super::apt::{PrivateApt, KEYRING};
+pub use super::apt::{MIRROR, SUITE};
+pub use super::cpio::pack;
 use super::process::run_logged;
-use super::{cpio, guest, static_guest, LabSpec};
+use super::{cpio, guest, static_guest};
+use crate::inputs::lab::LabSpec;
 pub use crate::results::lab::{DebRecord, Initramfs};
 use crate::util::fs::write_atomic;
 use crate::util::hash::sha256_file;
@@ -43,9 +45,6 @@ use crate::util::lock::{Lock, Wait};
 /// the router's (busybox, nftables, ethtool), batman-adv's `batctl`, and
 /// `dbench` for `tbench`/`tbench_srv` and the loadfile tbench reads.
 pub const GUEST_PACKAGES: &[&str] = &["busybox-static", "nftables", "ethtool", "batctl", "dbench"];
-
-/// The Debian release the guest's packages come from.
-pub const SUITE: &str = "bookworm";
 
 /// Files in the packages the guest never reads, left out of the archive.
 const PRUNE: &[&str] = &[
@@ -186,21 +185,6 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
     };
     write_atomic(&manifest, serde_json::to_string_pretty(&made)?.as_bytes())?;
     Ok(made)
-}
-
-/// Writes the tree `root` and `/dev/console` (the kernel opens it before
-/// `/init` runs) as a `newc` archive to `archive`; returns its size in
-/// bytes.
-pub fn pack(root: &Path, archive: &Path) -> Result<u64> {
-    let mut writer = cpio::Writer::new(Vec::new());
-    writer.tree(root)?;
-    if !root.join("dev").exists() {
-        writer.dir("dev", 0o755)?;
-    }
-    writer.char_device("dev/console", 0o600, 5, 1)?;
-    let bytes = writer.finish()?;
-    write_atomic(archive, &bytes)?;
-    Ok(bytes.len() as u64)
 }
 
 /// The initramfs `base` with a guest's overlay `files` (path under `/`

@@ -17,7 +17,6 @@ const FOLDERS_THAT_STILL_LOOP: &[&str] = &[
     "kernel_build",
     "kernel_build/openwrt",
     "kernel_build/openwrt_image",
-    "lab",
     "lab/bench",
     "lab/known_answer",
     "lab/net",

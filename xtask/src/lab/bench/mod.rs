@@ -39,10 +39,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::host_tools::check_host_tools;
 use super::orchestrate::{self, Control, LabPlan, Mode};
 use super::qemu_lab::{CacheModelChoice, Kernels, QemuBackend};
-use super::LabRequest;
-use super::{check_host_tools, forwarding, kernel, net, rootfs, topology};
+use super::request::LabRequest;
+use super::{forwarding, kernel, net, rootfs, topology};
 use crate::inputs::{targets, variants};
 use crate::kernel_build::BuildOptions;
 use crate::results;

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::require_tools;
+use super::host_tools::require_tools;
 use crate::inputs::lab::{CacheSpec, LabSpec};
 use crate::inputs::targets::Target;
 use crate::results::lab::per_cpu::Snapshot;

@@ -20,9 +20,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::lab::apt::SUITE;
 use crate::lab::apt::{host_arch, source_lines, PrivateApt};
 use crate::lab::process::run_logged;
-use crate::lab::rootfs::SUITE;
 use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;

@@ -115,7 +115,7 @@ impl HostRequest {
 
 /// Fails naming every missing host program and the packages to install.
 pub fn check_host_tools() -> Result<()> {
-    crate::lab::require_tools("the host lab", HOST_TOOLS)
+    crate::lab::host_tools::require_tools("the host lab", HOST_TOOLS)
 }
 
 /// The chosen runtime variants, checked against the namespace's devices.

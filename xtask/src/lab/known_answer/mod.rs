@@ -407,7 +407,7 @@ pub fn command(sh: &Shell, layout: &Layout, request: &KnownAnswerRequest) -> Res
         // Before the model's plugin is compiled: a wrong path fails at once.
         crate::inputs::openwrt::Checkout::open(checkout)?;
     }
-    super::check_host_tools(spec)?;
+    super::host_tools::check_host_tools(spec)?;
     let model = model(layout, &target, None)?;
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
     let baseline = variants::select(&all_variants, &[variants::BASELINE.to_string()])?;

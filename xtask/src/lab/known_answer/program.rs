@@ -75,7 +75,7 @@ pub fn prepare(
     initramfs: &Initramfs,
 ) -> Result<KnownAnswerInitramfs> {
     let gcc = format!("{}gcc", target.cross_compile);
-    crate::lab::require_tools(
+    crate::lab::host_tools::require_tools(
         "the known-answer programs",
         &[(gcc.as_str(), target.compiler_package.as_str())],
     )?;

@@ -26,7 +26,8 @@ use super::backend::{Backend, EndpointUp, Endpoints, Prepared, Up};
 use super::forwarding::{self, Forwarding};
 use super::orchestrate::LabPlan;
 use super::record::{Arm, BootRecord, MachineInfo};
-use super::LabRequest;
+use super::request::LabRequest;
+pub use super::request::SshRequest;
 use crate::inputs::ssh_lab::{Destination, SshFrom, SshLabFile};
 use crate::inputs::targets;
 use crate::results::lab::{ArmKernel, Flash, KernelCheck, RouterInfo};
@@ -44,17 +45,6 @@ pub const HOST_TOOLS: &[(&str, &str)] = &[
     ("iperf3", "iperf3"),
     ("ip", "iproute2"),
 ];
-
-/// What `--lab ssh…` asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SshRequest {
-    /// The destination `--lab ssh://…` named, if it named one.
-    pub destination: Option<Destination>,
-    /// `--lab-file`.
-    pub lab_file: PathBuf,
-    /// Whether to flash each arm's image (`--no-flash`: not).
-    pub flash: Flash,
-}
 
 /// One variant's kernel on the router.
 #[derive(Debug, Clone)]
@@ -213,7 +203,7 @@ pub fn resolve(
 ) -> Result<(LabPlan, SshBackend)> {
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let target = targets::select(&all_targets, std::slice::from_ref(&request.target))?.remove(0);
-    let chosen = super::chosen_variants(layout, &request.variants)?;
+    let chosen = super::variants::chosen_variants(layout, &request.variants)?;
     let file = SshLabFile::load(&ssh.lab_file)?;
     let destination = match (&ssh.destination, &file.destination) {
         (Some(a), Some(b)) if a != b => bail!(
@@ -278,7 +268,7 @@ pub fn resolve(
 
 /// Fails naming every missing host program and the packages to install.
 pub fn check_host_tools() -> Result<()> {
-    crate::lab::require_tools("the SSH lab", HOST_TOOLS)
+    crate::lab::host_tools::require_tools("the SSH lab", HOST_TOOLS)
 }
 
 /// The arm of `variant` of `target` (results in `dir`), the image to

@@ -46,10 +46,12 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+use super::apt::SUITE;
+use super::cpio;
 use super::guest;
-use super::rootfs::{self, Initramfs, SUITE};
 use crate::inputs::lab::StaticGuestSpec;
 use crate::results::lab::BuiltProgram;
+use crate::results::lab::Initramfs;
 use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
@@ -92,7 +94,7 @@ pub fn check_tools(spec: &StaticGuestSpec) -> Result<()> {
     let mut tools: Vec<(&str, &str)> = BUILD_TOOLS.to_vec();
     tools.push((&gcc, &packages));
     tools.push((&strip, &packages));
-    super::require_tools("the static guest's build", &tools)?;
+    super::host_tools::require_tools("the static guest's build", &tools)?;
     let out = Command::new(&gcc)
         .arg("-print-file-name=libc.a")
         .output()
@@ -289,7 +291,7 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
     // The build trees are large; only the root goes into the archive.
     std::fs::remove_dir_all(&work).with_context(|| format!("removing {}", work.display()))?;
     guest::install(&root)?;
-    let size = rootfs::pack(&root, &archive)?;
+    let size = cpio::pack(&root, &archive)?;
     let made = Initramfs {
         sha256: sha256_file(&archive)?,
         size,
