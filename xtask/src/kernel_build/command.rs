@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::backend::{Backend, BuildOptions, Rebuild};
 use super::ccache::Ccache;
 use super::distcc::Distcc;
 use super::kbuild::KernelTree;
 use super::openwrt::OpenwrtBackend;
 use super::plan::{self, PlannedJob};
-use super::{toolchain, Backend, BuildOptions, Rebuild};
+use super::toolchain;
 use crate::inputs::{targets, variants};
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;

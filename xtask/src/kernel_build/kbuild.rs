@@ -14,10 +14,11 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
+use super::backend::{Backend, BuildOptions, Built};
 use super::estimate;
+use super::job::Job;
 use super::plan::{JobInputs, PlannedJob};
 use super::progress::run_logged;
-use super::{Backend, BuildOptions, Built, Job};
 use crate::inputs::kconfig;
 use crate::inputs::kernel_source::{self, PristineTree, SourceInput};
 use crate::kernel_build::artifacts::BuildOutputs;
@@ -96,25 +97,24 @@ impl KernelTree {
         build: &Path,
         options: &BuildOptions,
     ) -> xshell::Cmd<'a> {
-        let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
-        let make = cmd!(
-            sh,
-            "make -C {src} O={build} ARCH={arch} CROSS_COMPILE={cross}"
-        );
-        compiler_env(make, &self.layout, job, build, options)
+        make_in(sh, &self.layout, job, src, build, options).arg(format!("O={}", build.display()))
     }
 }
 
-/// `make` with the fixed `KBUILD_BUILD_*` identity and, with ccache or
-/// distcc on, `CC=…` and their environment (stats log in `dir`): what the
-/// kernel-tree and OpenWrt backends' makes share.
-pub(crate) fn compiler_env<'a>(
-    mut make: xshell::Cmd<'a>,
+/// `make -C tree ARCH=… CROSS_COMPILE=…` of `job`'s target with the fixed
+/// `KBUILD_BUILD_*` identity and, with ccache or distcc on, `CC=…` and
+/// their environment (stats log in `dir`): what the kernel-tree and
+/// OpenWrt backends' makes share.
+pub(crate) fn make_in<'a>(
+    sh: &'a Shell,
     layout: &Layout,
     job: &Job,
+    tree: &Path,
     dir: &Path,
     options: &BuildOptions,
 ) -> xshell::Cmd<'a> {
+    let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
+    let mut make = cmd!(sh, "make -C {tree} ARCH={arch} CROSS_COMPILE={cross}");
     for (k, v) in REPRODUCIBLE_ENV {
         make = make.env(k, v);
     }
@@ -182,7 +182,7 @@ impl Backend for KernelTree {
                 }
             }
         }
-        super::preflight_verdict(problems)
+        super::backend::preflight_verdict(problems)
     }
 
     fn object_tree(&self, job: &Job) -> Option<std::path::PathBuf> {
@@ -312,15 +312,18 @@ fn configure(
 ) -> Result<String> {
     let label = format!("{} (configuring)", job.label());
     let base = &job.target.kconfig.base;
-    let make = backend.make(sh, job, src, build, options).arg(base);
-    run_logged(
-        Command::from(make),
-        &label,
-        log,
-        options.verbose,
-        None,
-        &options.control,
-    )?;
+    let run = |make: xshell::Cmd<'_>| {
+        let command = Command::from(make);
+        run_logged(
+            command,
+            &label,
+            log,
+            options.verbose,
+            None,
+            &options.control,
+        )
+    };
+    run(backend.make(sh, job, src, build, options).arg(base))?;
     let config_file = build.join(".config");
     let base_config = read_limited(&config_file, FileLimit::record(".config"), "build again")
         .with_context(|| format!("after `make {base}`"))?;
@@ -332,18 +335,10 @@ fn configure(
     let merged = build.join(".xtask-merged.config");
     std::fs::write(&merged, kconfig::merge(&base_config, &settings))
         .with_context(|| format!("writing {}", merged.display()))?;
-    let make = backend
+    run(backend
         .make(sh, job, src, build, options)
         .arg(format!("KCONFIG_ALLCONFIG={}", merged.display()))
-        .arg("alldefconfig");
-    run_logged(
-        Command::from(make),
-        &label,
-        log,
-        options.verbose,
-        None,
-        &options.control,
-    )?;
+        .arg("alldefconfig"))?;
     kconfig::ensure_applied(&config_file, &settings).with_context(|| {
         format!(
             "configuring {} from {}",

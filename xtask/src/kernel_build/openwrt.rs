@@ -29,12 +29,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result};
-use xshell::{cmd, Shell};
+use xshell::Shell;
 
+use super::backend::{Backend, BuildOptions, Built};
+use super::job::Job;
 use super::openwrt_lab::{self, LabResolved, OpenwrtLab};
 use super::plan::{JobInputs, PlannedJob, Unevaluated};
 use super::progress::run_logged;
-use super::{Backend, BuildOptions, Built, Job};
 use crate::inputs::kconfig::{self as fragments, Setting};
 use crate::inputs::kernel_source::{self, PristineTree};
 use crate::inputs::openwrt::image::DeviceRecipe;
@@ -276,12 +277,8 @@ impl OpenwrtBackend {
         kcflags: &str,
         options: &BuildOptions,
     ) -> xshell::Cmd<'a> {
-        let (arch, cross) = (&job.target.arch, &job.target.cross_compile);
-        let make = cmd!(
-            sh,
-            "make -C {tree} ARCH={arch} CROSS_COMPILE={cross} KCFLAGS={kcflags}"
-        );
-        super::kbuild::compiler_env(make, &self.layout, job, tree, options)
+        super::kbuild::make_in(sh, &self.layout, job, tree, tree, options)
+            .arg(format!("KCFLAGS={kcflags}"))
     }
 }
 
@@ -326,7 +323,7 @@ impl Backend for OpenwrtBackend {
                 problems.push(format!("{}: {e:#}", job.label()));
             }
         }
-        super::preflight_verdict(problems)
+        super::backend::preflight_verdict(problems)
     }
 
     fn object_tree(&self, job: &Job) -> Option<PathBuf> {

@@ -26,9 +26,10 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::backend::{Backend, BuildOptions};
+use super::build_job::{run_job, Outcome};
 use super::jobserver::Jobserver;
 use super::plan::PlannedJob;
-use super::{run_job, Backend, BuildOptions, Outcome};
 use crate::util::layout::Layout;
 
 /// The `-j` share of each worker: `budget` split over `min(budget, jobs)`
@@ -69,7 +70,22 @@ struct Board {
     stopped: Vec<String>,
 }
 
-/// Runs `plan` (see the module docs); outcomes in plan order.
+/// Builds every planned job, side by side within the `-j` budget
+/// (the module docs have the details), writing
+/// `target/xtask/results/<target>/<variant>/`; with [`Rebuild::IfChanged`](super::Rebuild::IfChanged)
+/// a job whose result already has its build key prints "up to date" and
+/// is skipped. Each job built makes its result in [`building_dir`](super::building_dir) and
+/// swaps it with the old one when complete, so a failed, stopped or
+/// killed build leaves the old result. The first failure stops the other jobs;
+/// results of jobs that finished are kept. Outcomes are in plan order.
+///
+/// Each job holds the locks of its results and build directories
+/// ([`Layout::results_lock`], [`Layout::build_lock`]) from the up-to-date
+/// check to its `result.json`: a second run of the same job waits for the
+/// first (then finds it up to date), or with [`Wait::No`] fails naming
+/// the first's pid.
+///
+/// [`Wait::No`]: crate::util::lock::Wait::No
 pub fn run(
     sh: &Shell,
     layout: &Layout,
