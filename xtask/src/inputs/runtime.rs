@@ -202,18 +202,6 @@ pub fn check_feature(feature: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && !name.starts_with(['.', '-'])
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if !ok {
-        bail!("runtime variant name {name:?}: use letters, digits, '.', '_' and '-' (not first)");
-    }
-    Ok(())
-}
-
 /// Reads and checks `file` (see the module docs).
 pub fn load(file: &Path) -> Result<Vec<RuntimeVariant>> {
     let limit = crate::util::fs::FileLimit {
@@ -229,7 +217,7 @@ pub fn parse(text: &str) -> Result<Vec<RuntimeVariant>> {
     let raw: RuntimeFile = toml_edit::de::from_str(text)?;
     let mut out = Vec::new();
     for (name, v) in raw.runtime {
-        check_name(&name)?;
+        super::variants::check_name("runtime variant name", &name)?;
         let mut ethtool: Vec<EthtoolChange> = Vec::new();
         for e in v.ethtool {
             let at = || format!("[runtime.{name}] ethtool dev {:?}", e.dev);

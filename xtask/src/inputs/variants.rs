@@ -127,7 +127,8 @@ fn parse(text: &str, file: &Path, patches_dir: &Path) -> Result<Vec<Variant>> {
                 variant_line(text, name, needle).map_or(String::new(), |l| l.to_string())
             )
         };
-        check_name(name).with_context(|| format!("{}: [variants.{name:?}]", at("")))?;
+        check_name("variant name", name)
+            .with_context(|| format!("{}: [variants.{name:?}]", at("")))?;
         let inherited = |own: &Option<String>, pick: fn(&RawVariant) -> &Option<String>| {
             own.clone()
                 .or_else(|| baseline.and_then(|b| pick(b).clone()))
@@ -218,8 +219,8 @@ fn variant_line(text: &str, name: &str, needle: &str) -> Option<usize> {
 
 /// A variant name becomes a directory name (`results/<target>/<variant>/`,
 /// removed and rebuilt by `build`): letters, digits, `.`, `_` and `-`, not
-/// starting with `.` or `-`.
-fn check_name(name: &str) -> Result<()> {
+/// starting with `.` or `-`; `what` begins the error ("variant name").
+pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && !name.starts_with(['.', '-'])
         && name
@@ -227,7 +228,7 @@ fn check_name(name: &str) -> Result<()> {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !ok {
         bail!(
-            "variant name {name:?} is not a plain directory name; use letters, digits, '.', '_' and '-' (not first)"
+            "{what} {name:?} is not a plain directory name; use letters, digits, '.', '_' and '-' (not first)"
         );
     }
     Ok(())

@@ -159,28 +159,14 @@ pub fn produce(
                     .run()
                     .with_context(|| format!("{objcopy}: making {}", out.display()))?;
             }
-            Artifact::VmlinuxLzma => {
-                let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
-                let raw = crate::util::fs::read_bytes_limited(
-                    &bin,
-                    crate::util::fs::FileLimit::binary("vmlinux.bin"),
-                    "",
-                )?;
-                crate::util::fs::write_atomic(&out, &lzma_openwrt(&raw)?)?;
-            }
+            Artifact::VmlinuxLzma => write_lzma(sh, &objcopy, outputs, dest, &out)?,
             Artifact::UImage => {
                 let spec = target.uimage.as_ref().with_context(|| {
                     format!("{}: uImage needs an [uimage] table", target.file.display())
                 })?;
                 let lzma = dest.join(Artifact::VmlinuxLzma.file_name());
                 if !lzma.is_file() {
-                    let bin = ensure_bin(sh, &objcopy, outputs, dest)?;
-                    let raw = crate::util::fs::read_bytes_limited(
-                        &bin,
-                        crate::util::fs::FileLimit::binary("vmlinux.bin"),
-                        "",
-                    )?;
-                    crate::util::fs::write_atomic(&lzma, &lzma_openwrt(&raw)?)?;
+                    write_lzma(sh, &objcopy, outputs, dest, &lzma)?;
                 }
                 let entry = symbol_address(&outputs.vmlinux, &spec.entry_symbol)?;
                 let entry = format!("0x{entry:08x}");
@@ -196,17 +182,37 @@ pub fn produce(
                 .context("mkimage (from u-boot-tools; `apt-get install u-boot-tools`)")?;
             }
         }
-        records.insert(
-            artifact.file_name().to_string(),
-            ArtifactRecord {
-                size: std::fs::metadata(&out)
-                    .with_context(|| format!("reading {}", out.display()))?
-                    .len(),
-                sha256: sha256_file(&out)?,
-            },
-        );
+        records.insert(artifact.file_name().to_string(), record(&out)?);
     }
     Ok(records)
+}
+
+/// The size and sha256 of the artifact at `path`, as `result.json` records it.
+pub fn record(path: &Path) -> Result<ArtifactRecord> {
+    Ok(ArtifactRecord {
+        size: std::fs::metadata(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .len(),
+        sha256: sha256_file(path)?,
+    })
+}
+
+/// Writes `out`: `vmlinux.bin` (made first if missing) compressed as
+/// OpenWrt's `vmlinux.bin.lzma` is.
+fn write_lzma(
+    sh: &Shell,
+    objcopy: &str,
+    outputs: &BuildOutputs,
+    dest: &Path,
+    out: &Path,
+) -> Result<()> {
+    let bin = ensure_bin(sh, objcopy, outputs, dest)?;
+    let raw = crate::util::fs::read_bytes_limited(
+        &bin,
+        crate::util::fs::FileLimit::binary("vmlinux.bin"),
+        "",
+    )?;
+    crate::util::fs::write_atomic(out, &lzma_openwrt(&raw)?)
 }
 
 fn ensure_bin(sh: &Shell, objcopy: &str, outputs: &BuildOutputs, dest: &Path) -> Result<PathBuf> {

@@ -175,14 +175,7 @@ impl BenchReport {
     /// The numbers as `--json` writes them: every field, and `goals`
     /// (`what`, `goal`, `pass`).
     pub fn to_json(&self) -> serde_json::Value {
-        let mut json = serde_json::to_value(self).expect("the report serialises");
-        let goals: Vec<serde_json::Value> = self
-            .goals()
-            .into_iter()
-            .map(|(what, goal, pass)| serde_json::json!({"what": what, "goal": goal, "pass": pass}))
-            .collect();
-        json["goals"] = serde_json::Value::Array(goals);
-        json
+        with_goals(self, self.goals())
     }
 
     /// The report as it is printed: a Markdown table of every measurement,
@@ -403,6 +396,21 @@ fn reuse(r: &Reuse) -> String {
         Reuse::No => "no (built from scratch)".into(),
         Reuse::From(from) => format!("from {from}'s build"),
     }
+}
+
+/// `report` as JSON with `goals` (`what`, `goal`, `pass`) added: what a
+/// benchmark's `--json` writes (this one's and the lab's).
+pub fn with_goals(
+    report: &impl Serialize,
+    goals: Vec<(&'static str, String, bool)>,
+) -> serde_json::Value {
+    let mut json = serde_json::to_value(report).expect("the report serialises");
+    let goals: Vec<serde_json::Value> = goals
+        .into_iter()
+        .map(|(what, goal, pass)| serde_json::json!({"what": what, "goal": goal, "pass": pass}))
+        .collect();
+    json["goals"] = serde_json::Value::Array(goals);
+    json
 }
 
 #[cfg(test)]

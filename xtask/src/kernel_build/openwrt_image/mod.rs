@@ -37,7 +37,7 @@ use crate::inputs::targets::Target;
 use crate::kernel_build::artifacts::{lzma_alone, OBJCOPY_STRIP, OPENWRT_LZMA};
 use crate::kernel_build::plan::Unevaluated;
 use crate::results::{ArtifactRecord, PatchRecord};
-use crate::util::hash::{sha256_bytes, sha256_file};
+use crate::util::hash::sha256_bytes;
 
 /// The kernel build a device image is made from.
 #[derive(Debug, Clone, Copy)]
@@ -296,14 +296,6 @@ pub fn produce(
     let out = dest.join(&name);
     std::fs::copy(&image, &out)
         .with_context(|| format!("copying {} to {}", image.display(), out.display()))?;
-    records.insert(
-        name,
-        ArtifactRecord {
-            size: std::fs::metadata(&out)
-                .with_context(|| format!("reading {}", out.display()))?
-                .len(),
-            sha256: sha256_file(&out)?,
-        },
-    );
+    records.insert(name, super::artifacts::record(&out)?);
     Ok(records)
 }

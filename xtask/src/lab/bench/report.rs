@@ -7,6 +7,7 @@
 use anyhow::{ensure, Result};
 use serde::Serialize;
 
+use crate::kernel_build::bench::report::with_goals;
 use crate::results::lab::timing;
 use crate::results::lab::{LabRecord, WallStep};
 
@@ -285,15 +286,7 @@ impl LabBenchReport {
     /// The numbers as `--json` writes them: every field, and `goals`
     /// (`what`, `goal`, `pass`).
     pub fn to_json(&self) -> serde_json::Value {
-        let mut json = serde_json::to_value(self).expect("the report serializes");
-        let goals: Vec<serde_json::Value> = self
-            .figures
-            .goals()
-            .into_iter()
-            .map(|(what, goal, pass)| serde_json::json!({"what": what, "goal": goal, "pass": pass}))
-            .collect();
-        json["goals"] = serde_json::Value::Array(goals);
-        json
+        with_goals(self, self.figures.goals())
     }
 
     /// The report as it is printed: the load, a Markdown table of the

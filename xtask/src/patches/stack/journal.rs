@@ -186,6 +186,15 @@ pub fn read(state: &State) -> Result<Option<Journal>> {
 
 /// Removes what an interrupted write left next to `path`: the patch
 /// engine's `.<name>.xtask-patch.*` and [`write_atomic`]'s `.xtask-tmp-*`.
+/// Puts the backup `backup` of `path` back (its directory made first).
+fn restore(backup: &Path, path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::rename(backup, path)
+        .with_context(|| format!("restoring {} from {}", path.display(), backup.display()))
+}
+
 fn remove_temporaries(path: &Path) -> Result<()> {
     let (Some(dir), Some(base)) = (path.parent(), path.file_name()) else {
         return Ok(());
@@ -272,13 +281,7 @@ impl Stack {
                         journal_file(&self.state).display()
                     );
                 }
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .with_context(|| format!("creating {}", dir.display()))?;
-                }
-                std::fs::rename(&backup, &path).with_context(|| {
-                    format!("restoring {} from {}", path.display(), backup.display())
-                })?;
+                restore(&backup, &path)?;
             } else {
                 self.remove_created(&path)?;
             }
@@ -320,13 +323,7 @@ impl Stack {
                 if !backup.exists() {
                     continue;
                 }
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .with_context(|| format!("creating {}", dir.display()))?;
-                }
-                std::fs::rename(&backup, &path).with_context(|| {
-                    format!("restoring {} from {}", path.display(), backup.display())
-                })?;
+                restore(&backup, &path)?;
             } else {
                 self.remove_created(&path)?;
             }
