@@ -101,6 +101,37 @@ impl KernelTree {
     }
 }
 
+/// Runs a build's `make` logged to `log` under `label`. Only make's first
+/// run in an emptied directory (`build` holds [`estimate`]'s empty mark)
+/// compiles every object, so only it has a total to expect (from earlier
+/// builds of `config`) and to remember.
+pub(crate) fn run_counted(
+    layout: &Layout,
+    make: Command,
+    build: &Path,
+    config: &str,
+    label: &str,
+    log: &Path,
+    options: &BuildOptions,
+) -> Result<()> {
+    let full = estimate::take_empty_mark(build)?;
+    let expected = full
+        .as_ref()
+        .and_then(|_| estimate::expected_objects(layout, config));
+    let objects = run_logged(
+        make,
+        label,
+        log,
+        options.verbose,
+        expected,
+        &options.control,
+    )?;
+    if let Some(full) = full {
+        estimate::record_full_build(layout, full, config, objects)?;
+    }
+    Ok(())
+}
+
 /// `make -C tree ARCH=… CROSS_COMPILE=…` of `job`'s target with the fixed
 /// `KBUILD_BUILD_*` identity and, with ccache or distcc on, `CC=…` and
 /// their environment (stats log in `dir`): what the kernel-tree and
@@ -226,23 +257,7 @@ impl Backend for KernelTree {
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
         let make = options.parallel(self.make(sh, job, &tree.dir, &build, &options).args(&goals));
-        // Only make's first run in an emptied directory compiles every
-        // object, so only it has a total to expect and to remember.
-        let full = estimate::take_empty_mark(&build)?;
-        let expected = full
-            .as_ref()
-            .and_then(|_| estimate::expected_objects(&self.layout, &config));
-        let objects = run_logged(
-            make,
-            &label,
-            log,
-            options.verbose,
-            expected,
-            &options.control,
-        )?;
-        if let Some(full) = full {
-            estimate::record_full_build(&self.layout, full, &config, objects)?;
-        }
+        run_counted(&self.layout, make, &build, &config, &label, log, &options)?;
 
         let cflags = cflags_in_effect(job, &build, &config, &[])?;
         let zimage = build

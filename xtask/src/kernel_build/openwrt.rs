@@ -480,23 +480,10 @@ impl Backend for OpenwrtBackend {
         goals.extend(job.target.make_targets.iter().cloned());
         ccache::reset_stats(&build)?;
         let make = options.parallel(self.make(sh, job, &build, &kcflags, &options).args(&goals));
-        // As in the default mode (super::estimate): a total only for make's
-        // first run in a fresh copy of the tree.
-        let full = super::estimate::take_empty_mark(&build_dir)?;
-        let expected = full
-            .as_ref()
-            .and_then(|_| super::estimate::expected_objects(&self.layout, &final_config));
-        let objects = run_logged(
-            make,
-            &label,
-            log,
-            options.verbose,
-            expected,
-            &options.control,
-        )?;
-        if let Some(full) = full {
-            super::estimate::record_full_build(&self.layout, full, &final_config, objects)?;
-        }
+        // As in the default mode: a total only for make's first run in a
+        // fresh copy of the tree.
+        let (layout, config) = (&self.layout, &final_config);
+        super::kbuild::run_counted(layout, make, &build_dir, config, &label, log, &options)?;
 
         let cflags =
             super::kbuild::cflags_in_effect(job, &build, &final_config, &r.kcflags.kcflags)?;

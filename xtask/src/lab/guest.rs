@@ -299,6 +299,15 @@ pub fn install(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes `text` to `root/rel`, making its directories: a test's file of
+/// `/proc`, `/sys` or `/run` under a temporary root a guest script reads.
+#[cfg(test)]
+pub(crate) fn write_under(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,11 +356,7 @@ mod tests {
     fn the_sample_counts_virtio_interrupt_lines_and_ip_datagrams() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().display().to_string();
-        let write = |rel: &str, text: &str| {
-            let path = dir.path().join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
+        let write = |rel: &str, text: &str| write_under(dir.path(), rel, text);
         write(
             "proc/interrupts",
             "           CPU0       CPU1\n 29:      12345       10     GIC-0  29 Level     twd\n\

@@ -318,11 +318,7 @@ mod tests {
     fn the_script_writes_reads_back_and_fails_on_a_refused_value() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().display().to_string();
-        let write = |rel: &str, text: &str| {
-            let path = dir.path().join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
+        let write = |rel: &str, text: &str| crate::lab::guest::write_under(dir.path(), rel, text);
         for nic in ["lan", "wan"] {
             write(&format!("sys/class/net/{nic}/queues/rx-0/rps_cpus"), "0\n");
         }

@@ -82,6 +82,22 @@ fn nice(args: &[&str], extra: &[String], dir: &Path, log: &Path, what: &str) -> 
 /// with Debian's patches applied. `--no-check` skips the uploader's
 /// signature (no Debian developer keyring here); the files' sha256 were
 /// checked against the `.dsc` already ([`super::sources`]).
+/// `./configure --host=<triplet>` with `options` in `tree`, logged to
+/// `<name>-configure.log` in `logs`.
+fn configure(cross: &str, options: &[&str], tree: &Path, logs: &Path, name: &str) -> Result<()> {
+    let host = format!("--host={}", cross.trim_end_matches('-'));
+    let mut configure = vec!["./configure", &host];
+    configure.extend(options);
+    let log = logs.join(format!("{name}-configure.log"));
+    nice(
+        &configure,
+        &[],
+        tree,
+        &log,
+        &format!("{name} configure (cross, static)"),
+    )
+}
+
 fn unpack(package: &SourcePackage, work: &Path, logs: &Path) -> Result<PathBuf> {
     let tree = work.join(&package.name);
     // dpkg-source copies the tarballs next to the tree it makes.
@@ -203,16 +219,7 @@ pub fn ethtool(
 ) -> Result<Built> {
     let started = Instant::now();
     let tree = unpack(package, work, logs)?;
-    let host = format!("--host={}", cross.trim_end_matches('-'));
-    let mut configure = vec!["./configure", &host];
-    configure.extend(ETHTOOL_CONFIGURE);
-    nice(
-        &configure,
-        &[],
-        &tree,
-        &logs.join("ethtool-configure.log"),
-        "ethtool configure (cross, static)",
-    )?;
+    configure(cross, ETHTOOL_CONFIGURE, &tree, logs, "ethtool")?;
     nice(
         &["make", "-j1", "ethtool"],
         &[],
@@ -241,16 +248,7 @@ pub fn popt(
 ) -> Result<f64> {
     let started = Instant::now();
     let tree = unpack(package, work, logs)?;
-    let host = format!("--host={}", cross.trim_end_matches('-'));
-    let mut configure = vec!["./configure", &host];
-    configure.extend(POPT_CONFIGURE);
-    nice(
-        &configure,
-        &[],
-        &tree,
-        &logs.join("popt-configure.log"),
-        "popt configure (cross, static)",
-    )?;
+    configure(cross, POPT_CONFIGURE, &tree, logs, "popt")?;
     nice(
         &["make", "-j1"],
         &[],
