@@ -526,5 +526,4 @@ fn the_book_documents_the_allowed_imports() {
     );
 }
 
-#[path = "tidy/folder_imports.rs"]
 mod folder_imports;
