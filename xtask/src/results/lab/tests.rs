@@ -124,27 +124,27 @@ fn a_host_run_has_a_bench_and_no_guest() {
 #[test]
 fn a_metric_this_xtask_does_not_know_reads_as_written_and_is_refused_by_the_check() {
     let mut v1: serde_json::Value = serde_json::from_str(&fixture("lab.json")).unwrap();
-    v1["runs"][0]["metrics"][0] = serde_json::json!({"name": "l1d_writebacks_per_packet", "value": 3.5, "unit": "writebacks/packet"});
+    v1["runs"][0]["metrics"][0] =
+        serde_json::json!({"name": "l3_misses_per_packet", "value": 3.5, "unit": "misses/packet"});
     let record: LabRecord = serde_json::from_value(v1).unwrap();
     let m = &record.runs[0].metrics[0];
     assert_eq!(
         (m.name.as_str(), m.value, m.unit.as_str(), m.metric()),
-        ("l1d_writebacks_per_packet", 3.5, "writebacks/packet", None)
+        ("l3_misses_per_packet", 3.5, "misses/packet", None)
     );
     // It writes back as it was read.
     let again = serde_json::to_value(&record).unwrap();
     assert_eq!(
         again["runs"][0]["metrics"][0]["name"],
-        "l1d_writebacks_per_packet"
+        "l3_misses_per_packet"
     );
     // Known names read as their metric.
     let known = &record.runs[1].metrics;
     assert!(known.iter().all(|m| m.metric().is_some()), "{known:?}");
     let refusals = check::check(&record).refusals;
     assert!(
-        refusals.iter().any(|r| r.contains(
-            "l1d_writebacks_per_packet is not a metric the lab records (tbench, throughput"
-        )),
+        refusals.iter().any(|r| r
+            .contains("l3_misses_per_packet is not a metric the lab records (tbench, throughput")),
         "{refusals:?}"
     );
 }
