@@ -268,45 +268,40 @@ impl LabArgs {
         };
         let machine =
             xtask::lab::Machine::from_args(&self.machine, self.lab_file.as_deref(), flash)?;
-        let request = xtask::lab::LabRequest {
-            routers: self.routers.map(|n| n as usize),
-            variants: self.variants.clone(),
-            runs: self.runs,
-            duration_seconds: self.duration,
-            gro: self.gro,
-            direction: self.direction,
-            control: !self.no_control,
-            build_only: self.build_only,
-            build: xtask::kernel_build::BuildOptions {
-                verbose: self.verbose,
-                ..xtask::kernel_build::BuildOptions::with_jobs(
-                    self.jobs.unwrap_or_else(default_jobs),
-                )
-            },
-            kernel_src: self.kernel_src.clone(),
-            machine,
-            cache_model: self.cache_model,
-            nic: self.nic.clone(),
-            openwrt: self.openwrt.clone(),
-            tbench_clients: self.clients,
-            iperf: xtask::results::lab::IperfOptions {
-                parallel: self.parallel.unwrap_or(1),
-                mss: self.mss,
-                udp_mbit: self.udp,
-            },
-            cpus: self.cpus,
-            resume: self.resume.clone(),
-            packet_steering: self
-                .packet_steering
-                .clone()
-                .map(|s| (s, "--packet-steering".to_string())),
-            ..xtask::lab::LabRequest::qemu(target)
-        }
-        .on_topology(
-            self.topology
-                .as_deref()
-                .unwrap_or(xtask::lab::topology::nat_router::NAME),
-        );
+        let topology = self
+            .topology
+            .as_deref()
+            .map_or(xtask::lab::topology::Name::NatRouter, From::from);
+        let mut request = xtask::lab::LabRequest::qemu(target).on_topology(topology);
+        request.routers = self.routers.map(|n| n as usize);
+        request.variants = self.variants.clone();
+        request.runs = self.runs;
+        request.duration_seconds = self.duration;
+        request.gro = self.gro;
+        request.direction = self.direction;
+        request.control = !self.no_control;
+        request.build_only = self.build_only;
+        request.build = xtask::kernel_build::BuildOptions {
+            verbose: self.verbose,
+            ..xtask::kernel_build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
+        };
+        request.kernel_src = self.kernel_src.clone();
+        request.machine = machine;
+        request.cache_model = self.cache_model;
+        request.nic = self.nic.clone();
+        request.openwrt = self.openwrt.clone();
+        request.tbench_clients = self.clients;
+        request.iperf = xtask::results::lab::IperfOptions {
+            parallel: self.parallel.unwrap_or(1),
+            mss: self.mss,
+            udp_mbit: self.udp,
+        };
+        request.cpus = self.cpus;
+        request.resume = self.resume.clone();
+        request.packet_steering = self
+            .packet_steering
+            .clone()
+            .map(|s| (s, "--packet-steering".to_string()));
         request.check()?;
         Ok(LabMode::Forwarding(Box::new(request)))
     }

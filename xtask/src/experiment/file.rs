@@ -11,7 +11,7 @@
 //! # openwrt = "../openwrt"          # OpenWrt mode; default: the hand-written profiles
 //!
 //! [lab]                             # optional: sizes only without it
-//! topology = "nat-router"           # lab::topology::NAMES
+//! topology = "nat-router"           # lab::topology::Name::KNOWN
 //! workload = "iperf3"               # iperf3 (from, to, parallel, mss, udp) | tbench (guest, clients)
 //! # parallel = 8                    # iperf3 -P, 1 to 128 (default 1)
 //! # mss = 536                       # iperf3 --set-mss in bytes, 88 to 9216

@@ -16,7 +16,7 @@ use crate::kernel_build::command::{self, BuildRequest, Planned};
 use crate::kernel_build::Rebuild;
 use crate::lab::orchestrate::LabPlan;
 use crate::lab::qemu_lab::{self, QemuBackend};
-use crate::lab::{topology, LabRequest, Problem};
+use crate::lab::{topology, Problem};
 use crate::report::Format;
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
@@ -123,15 +123,13 @@ pub fn plan<'a>(
     if let Some(spec) = &experiment.lab {
         at_once = labs_at_once(spec, jobs)?;
         for target in &spec.targets {
-            let request = LabRequest {
-                target: target.clone(),
-                variants: experiment.variants.clone(),
-                build: crate::kernel_build::BuildOptions::with_jobs(jobs),
-                // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
-                openwrt: build_request.openwrt.clone(),
-                labs_at_once: at_once,
-                ..spec.request.clone()
-            };
+            let mut request = spec.request.clone();
+            request.target = target.clone();
+            request.variants = experiment.variants.clone();
+            request.build = crate::kernel_build::BuildOptions::with_jobs(jobs);
+            // OpenWrt mode's lab kernels too (`lab --openwrt PATH`).
+            request.openwrt = build_request.openwrt.clone();
+            request.labs_at_once = at_once;
             if let Err(p @ Problem::NotRunnable { .. }) = request.check() {
                 labs.push(LabItem {
                     target: target.clone(),

@@ -15,20 +15,14 @@ use anyhow::{bail, Result};
 
 use super::backend::Testbed;
 use super::iperf;
-use super::record::{
-    Condition, Metric, RunRecord, Settings, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, PERCENT,
-    THROUGHPUT, UDP_LOST,
-};
+use super::record::{Condition, Metric, MetricValue, RunRecord, Settings};
 use super::request::LabRequest;
-use super::runner::{round_to, Plan, RunSpec};
+use super::runner::{Plan, RunSpec};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
 use super::workload::{Place, Workload};
 use crate::results::lab::core_model::mean_frame_bytes;
 use crate::results::lab::timing::{self, Stopwatch};
-use crate::results::lab::{
-    CacheRun, GuestRun, IperfOptions, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT,
-    L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
-};
+use crate::results::lab::{CacheRun, GuestRun, IperfOptions};
 use crate::results::now_rfc3339;
 
 /// iperf3 from endpoint `client` to endpoint `server` through the router
@@ -172,11 +166,7 @@ impl Workload for Forwarding {
             _ => {}
         }
         let work = GuestWork::between(&out.before, &out.after);
-        let mut metrics = vec![Metric {
-            name: THROUGHPUT.to_string(),
-            value: round_to(summary.mbit_per_s, 3),
-            unit: MBIT_PER_S.to_string(),
-        }];
+        let mut metrics = vec![MetricValue::new(Metric::Throughput, summary.mbit_per_s)];
         if let Some(rate) = self.iperf.udp_mbit {
             let Some(lost) = summary.lost_percent else {
                 bail!(
@@ -186,20 +176,12 @@ impl Workload for Forwarding {
                     prefix
                 );
             };
-            metrics.push(Metric {
-                name: UDP_LOST.to_string(),
-                value: round_to(lost, 3),
-                unit: PERCENT.to_string(),
-            });
+            metrics.push(MetricValue::new(Metric::UdpLost, lost));
         }
         // On more than one CPU QEMU runs without -icount: the guest's
         // busy time is the host's, not a path length (docs/lab-multicore.md).
         if let Some(ns) = work.ns_per_packet.filter(|_| router.cpus() == 1) {
-            metrics.push(Metric {
-                name: CPU_PER_PACKET.to_string(),
-                value: round_to(ns, 1),
-                unit: NS_PER_PACKET.to_string(),
-            });
+            metrics.push(MetricValue::new(Metric::CpuPerPacket, ns));
         }
         let frame_bytes = mean_frame_bytes(&out.before, &out.after);
         let cache_model = out
@@ -213,33 +195,12 @@ impl Workload for Forwarding {
             .transpose()?;
         if let Some(c) = &cache_model {
             let w = &c.work;
-            for (name, unit, value, decimals) in [
-                (
-                    INSNS_PER_PACKET,
-                    INSNS_PER_PACKET_UNIT,
-                    w.insns_per_packet,
-                    1,
-                ),
-                (
-                    L1I_MISSES_PER_PACKET,
-                    MISSES_PER_PACKET,
-                    w.l1i_misses_per_packet,
-                    3,
-                ),
-                (
-                    L1D_MISSES_PER_PACKET,
-                    MISSES_PER_PACKET,
-                    w.l1d_misses_per_packet,
-                    3,
-                ),
+            for (metric, value) in [
+                (Metric::InsnsPerPacket, w.insns_per_packet),
+                (Metric::L1iMissesPerPacket, w.l1i_misses_per_packet),
+                (Metric::L1dMissesPerPacket, w.l1d_misses_per_packet),
             ] {
-                if let Some(v) = value {
-                    metrics.push(Metric {
-                        name: name.to_string(),
-                        value: round_to(v, decimals),
-                        unit: unit.to_string(),
-                    });
-                }
+                metrics.extend(value.map(|v| MetricValue::new(metric, v)));
             }
             metrics.extend(c.core.iter().flat_map(|core| core.metrics()));
             metrics.extend(crate::results::lab::per_cpu::metrics(&c.cpus));

@@ -2,9 +2,9 @@
 //! in the guest, waits until it listens, runs `tbench -t S N 127.0.0.1`
 //! there, and stops the server: N clients against the server over the
 //! **variant kernel's own loopback**, not this machine's. The metric is
-//! tbench's `Throughput … MB/sec` ([`TBENCH`], MB/s, parsed as the host
+//! tbench's `Throughput … MB/sec` ([`Metric::Tbench`], MB/s, parsed as the host
 //! lab parses it: [`parse_tbench`]), and its `max_latency=… ms` is kept
-//! beside it ([`TBENCH_MAX_LATENCY`]).
+//! beside it ([`Metric::TbenchMaxLatency`]).
 //!
 //! The guest has tbench, `tbench_srv` and tbench's loadfile
 //! (`/usr/share/dbench/client.txt`): Debian's dbench package, or built
@@ -20,13 +20,12 @@ use anyhow::{bail, Context, Result};
 
 use super::backend::Testbed;
 use super::host::bench::{parse_tbench, TBENCH_PORT};
-use super::record::{Condition, Metric, RunRecord, Settings};
-use super::runner::{round_to, Plan, RunSpec};
+use super::record::{Condition, Metric, MetricValue, RunRecord, Settings};
+use super::runner::{Plan, RunSpec};
 use super::workload::{Place, Workload};
-use crate::results::lab::{Benchmark, MB_PER_S, TBENCH};
+use crate::results::lab::Benchmark;
 use crate::results::now_rfc3339;
 
-pub use crate::results::lab::{MS, TBENCH_MAX_LATENCY};
 /// What a run may take beyond its seconds: tbench reading its 26 MB
 /// loadfile in an emulated guest, the server starting, its cleanup.
 const SLACK: Duration = Duration::from_secs(120);
@@ -166,17 +165,9 @@ impl Workload for GuestTbench {
                 log.display()
             )
         })?;
-        let mut metrics = vec![Metric {
-            name: TBENCH.to_string(),
-            value: round_to(mb_per_s, 3),
-            unit: MB_PER_S.to_string(),
-        }];
+        let mut metrics = vec![MetricValue::new(Metric::Tbench, mb_per_s)];
         if let Some(ms) = max_latency_ms(&line) {
-            metrics.push(Metric {
-                name: TBENCH_MAX_LATENCY.to_string(),
-                value: round_to(ms, 3),
-                unit: MS.to_string(),
-            });
+            metrics.push(MetricValue::new(Metric::TbenchMaxLatency, ms));
         }
         Ok(run.record(started, metrics))
     }

@@ -274,10 +274,10 @@ pub fn resolve<'a>(
 /// column, the same routers (as many) bridged without batman-adv
 /// (`mesh-bridged`); none for every other topology.
 pub fn reference(topology: &Topology) -> Result<Option<Topology>> {
-    if topology.name == topology::mesh::NAME {
+    if topology.name == topology::Name::Mesh {
         let routers = Some(topology.guests.len());
         return Ok(Some(topology::named_with(
-            topology::mesh::BRIDGED,
+            &topology::Name::MeshBridged,
             routers,
         )?));
     }

@@ -4,14 +4,12 @@ use crate::lab::orchestrate::Control;
 use crate::lab::record::{Condition, Direction, Gro};
 use crate::results::lab::Benchmark;
 
-fn request(topology: &str) -> LabRequest {
-    LabRequest {
-        variants: vec!["baseline".into(), "lo-no-tso-gso".into()],
-        duration_seconds: 2,
-        build: BuildOptions::with_jobs(1),
-        ..LabRequest::qemu("brcm47xx")
-    }
-    .on_topology(topology)
+fn request(topology: topology::Name) -> LabRequest {
+    let mut r = LabRequest::qemu("brcm47xx").on_topology(topology);
+    r.variants = vec!["baseline".into(), "lo-no-tso-gso".into()];
+    r.duration_seconds = 2;
+    r.build = BuildOptions::with_jobs(1);
+    r
 }
 
 /// The QEMU lab's plan as `resolve` builds it, without the target's
@@ -36,7 +34,7 @@ fn plan_of(request: &LabRequest) -> Result<LabPlan> {
 
 #[test]
 fn the_loopback_topology_runs_tbench_inside_its_guest() {
-    let plan = plan_of(&request(topology::loopback::NAME)).unwrap();
+    let plan = plan_of(&request(topology::Name::Loopback)).unwrap();
     plan.check().unwrap();
     let tbench = Condition::Bench {
         bench: Benchmark::Tbench { clients: 2 },
@@ -62,7 +60,7 @@ fn the_loopback_topology_runs_tbench_inside_its_guest() {
 
 #[test]
 fn the_nat_router_still_forwards_and_loopback_refuses_the_cache_model() {
-    let plan = plan_of(&request(topology::nat_router::NAME)).unwrap();
+    let plan = plan_of(&request(topology::Name::NatRouter)).unwrap();
     plan.check().unwrap();
     assert_eq!(plan.schedule.conditions.len(), 4);
     assert_eq!(
@@ -78,14 +76,14 @@ fn the_nat_router_still_forwards_and_loopback_refuses_the_cache_model() {
         .describe()
         .starts_with("iperf3 from endpoint lan"));
 
-    let mut cached = request(topology::loopback::NAME);
+    let mut cached = request(topology::Name::Loopback);
     cached.cache_model = true;
     let err = plan_of(&cached).err().unwrap().to_string();
     assert!(
         err.contains("the loopback topology forwards nothing"),
         "{err}"
     );
-    let mut none = request(topology::loopback::NAME);
+    let mut none = request(topology::Name::Loopback);
     none.tbench_clients = Some(0);
     assert!(plan_of(&none).is_err());
 }
@@ -94,7 +92,7 @@ fn the_nat_router_still_forwards_and_loopback_refuses_the_cache_model() {
 /// one, and the reference arm without batman-adv last.
 #[test]
 fn the_mesh_runs_iperf3_lan_to_far_with_its_options_and_a_reference_arm() {
-    let mut mesh = request(topology::mesh::NAME);
+    let mut mesh = request(topology::Name::Mesh);
     mesh.iperf = crate::results::lab::IperfOptions {
         parallel: 8,
         mss: Some(536),
@@ -111,7 +109,7 @@ fn the_mesh_runs_iperf3_lan_to_far_with_its_options_and_a_reference_arm() {
         plan.arm_names().last().map(String::as_str),
         Some("baseline~mesh-bridged")
     );
-    assert!(plan_of(&request(topology::nat_router::NAME))
+    assert!(plan_of(&request(topology::Name::NatRouter))
         .unwrap()
         .reference
         .is_none());

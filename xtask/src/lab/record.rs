@@ -3,7 +3,6 @@
 //! too; this module re-exports it for the lab's own code.
 
 pub use crate::results::lab::{
-    Arm, BootRecord, Condition, Direction, Gro, LabRecord, MachineInfo, Metric, QemuInfo,
-    RedoneRun, RunRecord, Settings, Status, CPU_PER_PACKET, FILE_NAME, MBIT_PER_S, NS_PER_PACKET,
-    PERCENT, SCHEMA, THROUGHPUT, UDP_LOST,
+    Arm, BootRecord, Condition, Direction, Gro, LabRecord, MachineInfo, Metric, MetricValue,
+    QemuInfo, RedoneRun, RunRecord, Settings, Status, FILE_NAME, SCHEMA,
 };

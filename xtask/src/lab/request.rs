@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::{orchestrate, topology, workload};
+use super::topology::{self, Name};
+use super::{orchestrate, workload};
 
 mod problem;
 use crate::inputs::ssh_lab::Destination;
@@ -123,8 +124,8 @@ impl WorkloadSpec {
     /// endpoint to its second (nat-router's `lan` → `wan`, the mesh's
     /// `lan` → `far`); `lan` → `wan` for a name the lab does not know
     /// (which [`LabRequest::check`] refuses).
-    pub fn of_topology(name: &str) -> WorkloadSpec {
-        if name == topology::loopback::NAME {
+    pub fn of_topology(name: &Name) -> WorkloadSpec {
+        if *name == Name::Loopback {
             return WorkloadSpec::Tbench {
                 guest: topology::loopback::GUEST.to_string(),
             };
@@ -192,12 +193,12 @@ pub struct LabRequest {
     /// The guest's NIC model instead of the `[lab]` table's (`--nic`;
     /// QEMU only): one of its `other_nics`.
     pub nic: Option<String>,
-    /// The QEMU lab's topology by name (`--topology`; [`topology::NAMES`]):
+    /// The QEMU lab's topology by name (`--topology`; [`Name::KNOWN`]):
     /// `nat-router` (forwarding), `loopback` (tbench inside the guest), or
     /// `mesh`, which adds the reference arm `<base>~mesh-bridged` (the
     /// routers without batman-adv). Set it with [`LabRequest::on_topology`]
     /// to get the topology's workload too.
-    pub topology: String,
+    pub topology: Name,
     /// What each run does ([`WorkloadSpec::of_topology`] for the
     /// command line; an experiment file's `workload`).
     pub workload: WorkloadSpec,
@@ -233,7 +234,7 @@ impl LabRequest {
     /// baseline against itself with the A/A control, 5 runs of 10 s both
     /// ways with GRO on and off, iperf3 `lan` → `wan` on the `nat-router`
     /// topology, the target file's machine; callers change what they
-    /// need (`LabRequest { runs: 2, ..LabRequest::qemu("brcm47xx") }`).
+    /// need (`LabRequest::qemu("brcm47xx").with(|r| r.runs = 2)`).
     pub fn qemu(target: &str) -> LabRequest {
         LabRequest {
             target: target.to_string(),
@@ -252,7 +253,7 @@ impl LabRequest {
             cache_model: false,
             openwrt: None,
             nic: None,
-            topology: topology::nat_router::NAME.to_string(),
+            topology: Name::NatRouter,
             workload: WorkloadSpec::Iperf3 {
                 from: "lan".to_string(),
                 to: "wan".to_string(),
@@ -267,14 +268,22 @@ impl LabRequest {
         }
     }
 
-    /// The request on topology `name` with the workload it runs
-    /// ([`WorkloadSpec::of_topology`]).
-    pub fn on_topology(self, name: &str) -> LabRequest {
+    /// The request on topology `name` (a [`Name`], or its spelling:
+    /// `"mesh"`) with the workload it runs ([`WorkloadSpec::of_topology`]).
+    pub fn on_topology(self, name: impl Into<Name>) -> LabRequest {
+        let topology = name.into();
         LabRequest {
-            topology: name.to_string(),
-            workload: WorkloadSpec::of_topology(name),
+            workload: WorkloadSpec::of_topology(&topology),
+            topology,
             ..self
         }
+    }
+
+    /// The request with `change` made to it: `LabRequest::qemu(t).with(|r|
+    /// r.runs = 2)`, where a struct literal would list what it keeps.
+    pub fn with(mut self, change: impl FnOnce(&mut LabRequest)) -> LabRequest {
+        change(&mut self);
+        self
     }
 
     /// Whether the base runs a second time as the A/A control arm.
@@ -329,7 +338,7 @@ impl LabRequest {
     pub fn check(&self) -> std::result::Result<(), Problem> {
         if let Machine::Ssh(ssh) = &self.machine {
             let qemu_only = [
-                (self.topology != topology::nat_router::NAME, Field::Topology),
+                (self.topology != Name::NatRouter, Field::Topology),
                 (self.routers.is_some(), Field::Routers),
                 (self.nic.is_some(), Field::Nic),
                 (self.openwrt.is_some(), Field::Openwrt),
@@ -346,7 +355,7 @@ impl LabRequest {
             }
         }
         let net = topology::named_with(&self.topology, self.routers).map_err(|e| {
-            let field = if topology::NAMES.contains(&self.topology.as_str()) {
+            let field = if self.topology.is_known() {
                 Field::Routers
             } else {
                 Field::Topology
@@ -407,13 +416,13 @@ impl LabRequest {
         // tbench inside the loopback topology's one guest.
         let runnable = match &self.workload {
             WorkloadSpec::Iperf3 { from, to } => {
-                net.name != topology::loopback::NAME
+                net.name != Name::Loopback
                     && endpoints.len() >= 2
                     && from == &endpoints[0]
                     && to == &endpoints[1]
             }
             WorkloadSpec::Tbench { guest } => {
-                net.name == topology::loopback::NAME && guest == topology::loopback::GUEST
+                net.name == Name::Loopback && guest == topology::loopback::GUEST
             }
         };
         if !runnable {

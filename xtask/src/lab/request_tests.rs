@@ -5,60 +5,40 @@ use super::*;
 #[test]
 fn the_check_names_the_field_of_each_refusal() {
     LabRequest::qemu("brcm47xx").check().unwrap();
-    for name in topology::NAMES {
+    for name in topology::Name::KNOWN {
         LabRequest::qemu("brcm47xx")
-            .on_topology(name)
+            .on_topology(name.clone())
             .check()
             .unwrap_or_else(|p| panic!("{name}: {p}"));
     }
-    let loopback = LabRequest::qemu("brcm47xx").on_topology(topology::loopback::NAME);
-    let ssh = LabRequest {
-        machine: Machine::from_args("ssh", Some(Path::new("lab.toml")), Flash::Sysupgrade).unwrap(),
-        ..LabRequest::qemu("bcm53xx")
-    };
+    let loopback = LabRequest::qemu("brcm47xx").on_topology(topology::Name::Loopback);
+    let ssh = LabRequest::qemu("bcm53xx").with(|r| {
+        r.machine =
+            Machine::from_args("ssh", Some(Path::new("lab.toml")), Flash::Sysupgrade).unwrap()
+    });
     ssh.check().unwrap();
     let cases: Vec<(LabRequest, Field)> = vec![
-        (
-            LabRequest {
-                cpus: Some(2),
-                ..ssh.clone()
-            },
-            Field::Cpus,
-        ),
+        (ssh.clone().with(|r| r.cpus = Some(2)), Field::Cpus),
         (ssh.clone().on_topology("mesh"), Field::Topology),
         (
-            LabRequest {
-                machine: Machine::from_args("ssh", None, Flash::Sysupgrade).unwrap(),
-                ..ssh.clone()
-            },
+            ssh.clone()
+                .with(|r| r.machine = Machine::from_args("ssh", None, Flash::Sysupgrade).unwrap()),
             Field::LabFile,
         ),
         (
-            LabRequest {
-                gro: Some(GroChoice::On),
-                ..loopback.clone()
-            },
+            loopback.clone().with(|r| r.gro = Some(GroChoice::On)),
             Field::Gro,
         ),
         (
-            LabRequest {
-                cache_model: true,
-                ..loopback.clone()
-            },
+            loopback.clone().with(|r| r.cache_model = true),
             Field::CacheModel,
         ),
         (
-            LabRequest {
-                tbench_clients: Some(4),
-                ..LabRequest::qemu("brcm47xx")
-            },
+            LabRequest::qemu("brcm47xx").with(|r| r.tbench_clients = Some(4)),
             Field::Clients,
         ),
         (
-            LabRequest {
-                routers: Some(3),
-                ..LabRequest::qemu("brcm47xx")
-            },
+            LabRequest::qemu("brcm47xx").with(|r| r.routers = Some(3)),
             Field::Routers,
         ),
         (
@@ -66,10 +46,8 @@ fn the_check_names_the_field_of_each_refusal() {
             Field::Topology,
         ),
         (
-            LabRequest {
-                workload: WorkloadSpec::Tbench { guest: "r1".into() },
-                ..LabRequest::qemu("brcm47xx")
-            },
+            LabRequest::qemu("brcm47xx")
+                .with(|r| r.workload = WorkloadSpec::Tbench { guest: "r1".into() }),
             Field::Workload,
         ),
     ];
@@ -84,13 +62,12 @@ fn the_check_names_the_field_of_each_refusal() {
             "{problem}"
         );
     }
-    let wan_to_lan = LabRequest {
-        workload: WorkloadSpec::Iperf3 {
+    let wan_to_lan = LabRequest::qemu("brcm47xx").with(|r| {
+        r.workload = WorkloadSpec::Iperf3 {
             from: "wan".into(),
             to: "lan".into(),
-        },
-        ..LabRequest::qemu("brcm47xx")
-    };
+        }
+    });
     assert!(matches!(
         wan_to_lan.check(),
         Err(Problem::NotRunnable { .. })

@@ -15,7 +15,9 @@ use anyhow::{Context, Result};
 
 mod progress;
 
-use super::record::{Arm, BootRecord, Condition, LabRecord, Metric, RedoneRun, RunRecord, Status};
+use super::record::{
+    Arm, BootRecord, Condition, LabRecord, Metric, MetricValue, RedoneRun, RunRecord, Status,
+};
 use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
 use progress::Progress;
@@ -82,7 +84,7 @@ impl RunSpec<'_> {
     /// This run's record with `metrics`, started at `started` (RFC 3339),
     /// its machine-specific parts (`guest`, `iperf3_client`, `host`) empty
     /// for the system under test to fill in.
-    pub fn record(&self, started: String, metrics: Vec<Metric>) -> RunRecord {
+    pub fn record(&self, started: String, metrics: Vec<MetricValue>) -> RunRecord {
         RunRecord {
             index: self.index,
             arm: self.arm.name.clone(),
@@ -317,28 +319,24 @@ fn redo(record: &LabRecord, redone_here: u32, stalled: &Stalled) -> Option<Strin
 /// model's estimate for the real CPU), and on several CPUs each CPU's
 /// share (`CPU1 L1I … misses/packet`) and the sum (`all CPUs …`).
 pub fn run_line(run: &RunRecord, rounds: u32) -> String {
-    use crate::results::lab::per_cpu::{split_cpu_metric, CYCLES_PER_PACKET_TOTAL};
-    use crate::results::lab::{
-        L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, L2_MISSES_PER_PACKET, MODELLED_THROUGHPUT,
-        THROUGHPUT,
-    };
-    let modelled = run.metrics.iter().any(|m| m.name == MODELLED_THROUGHPUT);
+    let modelled = run.metrics.iter().any(|m| m.is(Metric::ModelledThroughput));
     let metrics: Vec<String> = run
         .metrics
         .iter()
         .map(|m| {
             // A CPU's share on a machine of several: `CPU1 L1I …`.
-            let (name, cpu) = match split_cpu_metric(&m.name) {
-                Some((family, cpu)) => (family, format!("CPU{cpu} ")),
-                None if m.name == CYCLES_PER_PACKET_TOTAL => (m.name.as_str(), "all CPUs ".into()),
-                None => (m.name.as_str(), String::new()),
+            let parsed = Metric::parse(&m.name);
+            let cpu = match parsed {
+                Some((_, Some(cpu))) => format!("CPU{cpu} "),
+                Some((Metric::CyclesPerPacketTotal, None)) => "all CPUs ".into(),
+                _ => String::new(),
             };
-            let which = match name {
-                L1I_MISSES_PER_PACKET => "L1I ",
-                L1D_MISSES_PER_PACKET => "L1D ",
-                L2_MISSES_PER_PACKET => "L2 ",
-                THROUGHPUT if modelled => "emulated ",
-                MODELLED_THROUGHPUT => "modelled ",
+            let which = match parsed.map(|(metric, _)| metric) {
+                Some(Metric::L1iMissesPerPacket) => "L1I ",
+                Some(Metric::L1dMissesPerPacket) => "L1D ",
+                Some(Metric::L2MissesPerPacket) => "L2 ",
+                Some(Metric::Throughput) if modelled => "emulated ",
+                Some(Metric::ModelledThroughput) => "modelled ",
                 _ => "",
             };
             format!("{cpu}{which}{} {}", m.value, m.unit)

@@ -101,7 +101,7 @@ fn the_project_s_experiment_files_load() {
             .map(|t| t.trim_matches('"').to_string());
         match (file::load(&layout, &path), topology_name) {
             (Ok(_), _) => {}
-            (Err(err), Some(t)) if !topology::NAMES.contains(&t.as_str()) => {
+            (Err(err), Some(t)) if !topology::Name::named(&t).is_known() => {
                 let msg = format!("{err:#}");
                 assert!(
                     msg.contains(&format!("unknown topology {t:?}"))
@@ -123,7 +123,7 @@ fn the_mesh_experiment_asks_iperf3_for_8_streams_of_mss_536() {
     let path = layout.root().join("experiments/batman-adv-deinline.toml");
     let lab = file::load(&layout, &path).unwrap().lab.unwrap();
     let r = &lab.request;
-    assert_eq!(r.topology, topology::mesh::NAME);
+    assert_eq!(r.topology, topology::Name::Mesh);
     assert_eq!(r.describe_workload(), "iperf3 -P8 -M 536 lan → far");
     assert!(matches!(r.workload, file::WorkloadSpec::Iperf3 { .. }));
     assert_eq!((r.iperf.parallel, r.iperf.mss), (8, Some(536)));

@@ -37,12 +37,9 @@ use xtask::inputs::targets;
 use xtask::kernel_build::BuildOptions;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::{self, Limits};
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
-use xtask::results::lab::{
-    CacheCounters, CacheGeometry, INSNS_PER_PACKET, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET,
-    PACKETS_PER_SECOND,
-};
+use xtask::results::lab::{CacheCounters, CacheGeometry};
 use xtask::util::layout::Layout;
 
 const TARGET: &str = "brcm47xx";
@@ -345,16 +342,15 @@ fn the_lab_reads_the_model_around_each_run() {
         return;
     }
     let sh = Shell::new().unwrap();
-    let request = LabRequest {
-        variants: vec!["baseline".to_string()],
-        runs: 2,
-        duration_seconds: 3,
-        gro: Some(GroChoice::On),
-        control: false,
-        build: jobs(),
-        cache_model: true,
-        ..LabRequest::qemu(TARGET)
-    };
+    let request = LabRequest::qemu(TARGET).with(|r| {
+        r.variants = vec!["baseline".to_string()];
+        r.runs = 2;
+        r.duration_seconds = 3;
+        r.gro = Some(GroChoice::On);
+        r.control = false;
+        r.build = jobs();
+        r.cache_model = true;
+    });
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()
         .expect("a lab directory");
@@ -397,7 +393,7 @@ fn the_lab_reads_the_model_around_each_run() {
         let pps = run
             .metrics
             .iter()
-            .find(|m| m.name == PACKETS_PER_SECOND)
+            .find(|m| m.name == Metric::PacketsPerSecond.name())
             .unwrap();
         assert!(
             (pps.value - 600e6 / cycles.total).abs() < 1.0,
@@ -409,10 +405,10 @@ fn the_lab_reads_the_model_around_each_run() {
             direction,
             gro: Gro::On,
         };
-        let insns = record.samples("baseline", on, INSNS_PER_PACKET);
-        let ns = record.samples("baseline", on, CPU_PER_PACKET);
-        let l1i = record.samples("baseline", on, L1I_MISSES_PER_PACKET);
-        let l1d = record.samples("baseline", on, L1D_MISSES_PER_PACKET);
+        let insns = record.samples("baseline", on, Metric::InsnsPerPacket.name());
+        let ns = record.samples("baseline", on, Metric::CpuPerPacket.name());
+        let l1i = record.samples("baseline", on, Metric::L1iMissesPerPacket.name());
+        let l1d = record.samples("baseline", on, Metric::L1dMissesPerPacket.name());
         assert_eq!(insns.len(), 2, "{direction:?}");
         assert_eq!((l1i.len(), l1d.len()), (2, 2), "{direction:?}");
         assert!(l1i.iter().chain(&l1d).all(|&m| m > 0.0), "{l1i:?} {l1d:?}");

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use xtask::lab::host::{self, features, BenchName, HostRequest};
 use xtask::report::{Format, LabRuns, Request, Style};
-use xtask::results::lab::{Benchmark, Condition, LabRecord, Status, MB_PER_S, TBENCH, THROUGHPUT};
+use xtask::results::lab::{Benchmark, Condition, LabRecord, Metric, Status};
 use xtask::util::layout::Layout;
 
 /// One lab at a time in this process (every lab test takes it): each
@@ -166,7 +166,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
         bench: Benchmark::Tbench { clients: 2 },
     };
     for arm in &arms {
-        let mbs = record.samples(arm, tbench, TBENCH);
+        let mbs = record.samples(arm, tbench, Metric::Tbench.name());
         assert_eq!(mbs.len(), 2, "{arm}: {mbs:?}");
         assert!(mbs.iter().all(|&v| v > 1.0), "{arm}: {mbs:?} MB/s");
     }
@@ -174,7 +174,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
     assert_eq!(record.runs.len(), 12);
     let mut namespaces: Vec<&str> = Vec::new();
     for run in &record.runs {
-        assert_eq!(run.metrics[0].unit, MB_PER_S);
+        assert_eq!(run.metrics[0].unit, Metric::Tbench.unit());
         let h = run.host.as_ref().expect("what the run read back");
         assert!(h.summary.starts_with("Throughput "), "{}", h.summary);
         assert!(dir.join(&h.log).is_file(), "{}", h.log);
@@ -245,7 +245,7 @@ fn iperf3_over_the_namespace_loopback() {
     let iperf = Condition::Bench {
         bench: Benchmark::Iperf3,
     };
-    let mbit = record.samples("baseline", iperf, THROUGHPUT);
+    let mbit = record.samples("baseline", iperf, Metric::Throughput.name());
     assert_eq!(mbit.len(), 1, "{mbit:?}");
     assert!(mbit[0] > 10.0, "{mbit:?} Mbit/s over loopback");
     let run = record.runs.iter().find(|r| !r.warmup).unwrap();

@@ -26,9 +26,7 @@ use xtask::inputs::targets;
 use xtask::kernel_build::BuildOptions;
 use xtask::lab::backend::Testbed;
 use xtask::lab::guest::SamplePoint;
-use xtask::lab::record::{
-    Condition, Direction, Gro, LabRecord, Status, CPU_PER_PACKET, THROUGHPUT,
-};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::nat_router;
 use xtask::lab::{self, kernel, rootfs, LabRequest};
@@ -58,14 +56,14 @@ fn malta_router_forwards_through_masquerade() {
 
     let sh = Shell::new().unwrap();
     let started = Instant::now();
-    let request = LabRequest {
-        variants: vec!["baseline".to_string()],
-        runs: 2,
-        duration_seconds: 2,
-        control: false,
-        build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        ..LabRequest::qemu(TARGET)
-    };
+    let request = LabRequest::qemu(TARGET).with(|r| {
+        r.variants = vec!["baseline".to_string()];
+        r.runs = 2;
+        r.duration_seconds = 2;
+        r.control = false;
+        r.build =
+            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+    });
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()
         .expect("a lab directory");
@@ -92,8 +90,8 @@ fn malta_router_forwards_through_masquerade() {
             direction,
             gro: Gro::On,
         };
-        let mbit = record.samples("baseline", on, THROUGHPUT);
-        let ns = record.samples("baseline", on, CPU_PER_PACKET);
+        let mbit = record.samples("baseline", on, Metric::Throughput.name());
+        let ns = record.samples("baseline", on, Metric::CpuPerPacket.name());
         assert_eq!(mbit.len(), 2, "{direction:?}: {mbit:?}");
         assert_eq!(ns.len(), 2, "{direction:?}: {ns:?}");
         assert!(

@@ -19,9 +19,10 @@ use crate::common::gate;
 use xshell::Shell;
 use xtask::inputs::targets;
 use xtask::kernel_build::BuildOptions;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, THROUGHPUT};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::mesh::{self, Mesh};
+use xtask::lab::topology::Name;
 use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::IperfOptions;
 use xtask::util::layout::Layout;
@@ -135,24 +136,24 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         mss: Some(536),
         udp_mbit: None,
     };
-    let request = LabRequest {
-        variants: vec!["baseline".to_string()],
-        runs: 2,
-        duration_seconds: 2,
-        gro: Some(GroChoice::On),
-        direction: Some(xtask::lab::DirectionChoice::LanToWan),
-        control: false,
-        build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        iperf,
-        ..LabRequest::qemu(TARGET).on_topology(mesh::NAME)
-    };
+    let request = LabRequest::qemu(TARGET).on_topology(Name::Mesh).with(|r| {
+        r.variants = vec!["baseline".to_string()];
+        r.runs = 2;
+        r.duration_seconds = 2;
+        r.gro = Some(GroChoice::On);
+        r.direction = Some(xtask::lab::DirectionChoice::LanToWan);
+        r.control = false;
+        r.build =
+            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        r.iperf = iperf;
+    });
     let dir = lab::run(&Shell::new().unwrap(), &layout, &request)
         .unwrap()
         .expect("a lab directory");
     no_lab_leftovers();
     let record = LabRecord::read(&dir).unwrap();
     assert_eq!(record.status, Status::Complete);
-    assert_eq!(record.topology.as_deref(), Some(mesh::NAME));
+    assert_eq!(record.topology, Some(Name::Mesh));
     assert_eq!(record.settings.iperf3, iperf);
     let arms: Vec<&str> = record.arms.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(arms, ["baseline", "baseline~mesh-bridged"]);
@@ -161,7 +162,7 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         gro: Gro::On,
     };
     for arm in &arms {
-        let mbit = record.samples(arm, on, THROUGHPUT);
+        let mbit = record.samples(arm, on, Metric::Throughput.name());
         assert_eq!(mbit.len(), 2, "{arm}: {mbit:?}");
         assert!(mbit.iter().all(|&m| m > 0.1), "{arm}: {mbit:?} Mbit/s");
     }

@@ -22,8 +22,7 @@ use xtask::inputs::targets;
 use xtask::kernel_build::BuildOptions;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status};
 use xtask::lab::{self, kernel, DirectionChoice, GroChoice, LabRequest};
-use xtask::results::lab::per_cpu::cpu_metric;
-use xtask::results::lab::INSNS_PER_PACKET;
+use xtask::results::lab::Metric;
 use xtask::util::layout::Layout;
 
 const TARGET: &str = "ramips-mt7621";
@@ -31,22 +30,22 @@ const TARGET: &str = "ramips-mt7621";
 /// Instructions per forwarded packet on CPU0 and CPU1 of one lab run
 /// with `steering` (a `--packet-steering` value).
 fn insns_per_cpu(sh: &Shell, layout: &Layout, steering: &str) -> (f64, f64) {
-    let request = LabRequest {
-        variants: vec!["baseline".to_string()],
-        runs: 1,
-        duration_seconds: 3,
-        control: false,
-        gro: Some(GroChoice::On),
-        direction: Some(DirectionChoice::LanToWan),
-        cache_model: true,
-        cpus: Some(2),
-        packet_steering: Some((
+    let request = LabRequest::qemu(TARGET).with(|r| {
+        r.variants = vec!["baseline".to_string()];
+        r.runs = 1;
+        r.duration_seconds = 3;
+        r.control = false;
+        r.gro = Some(GroChoice::On);
+        r.direction = Some(DirectionChoice::LanToWan);
+        r.cache_model = true;
+        r.cpus = Some(2);
+        r.packet_steering = Some((
             SteeringSpec::parse_flag(steering).unwrap(),
             "the test".to_string(),
-        )),
-        build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        ..LabRequest::qemu(TARGET)
-    };
+        ));
+        r.build =
+            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+    });
     let dir = lab::run(sh, layout, &request)
         .unwrap()
         .expect("a lab directory");
@@ -58,7 +57,7 @@ fn insns_per_cpu(sh: &Shell, layout: &Layout, steering: &str) -> (f64, f64) {
         gro: Gro::On,
     };
     let one = |cpu: u32| {
-        let v = record.samples("baseline", on, &cpu_metric(INSNS_PER_PACKET, cpu));
+        let v = record.samples("baseline", on, &Metric::InsnsPerPacket.cpu_name(cpu));
         assert_eq!(v.len(), 1, "CPU{cpu} in {}: {v:?}", dir.display());
         v[0]
     };

@@ -23,7 +23,7 @@ use xshell::Shell;
 use xtask::inputs::targets;
 use xtask::kernel_build::BuildOptions;
 use xtask::lab::firewall4;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, MachineInfo, Status, THROUGHPUT};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, MachineInfo, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::{nat_router, Ruleset};
 use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
@@ -112,16 +112,16 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
     let Some(fx) = Fixture::unpack() else { return };
 
     let sh = Shell::new().unwrap();
-    let request = LabRequest {
-        variants: vec!["baseline".to_string()],
-        runs: 2,
-        duration_seconds: 2,
-        gro: Some(GroChoice::On),
-        control: false,
-        build: BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get())),
-        openwrt: Some(fx.root.clone()),
-        ..LabRequest::qemu(TARGET)
-    };
+    let request = LabRequest::qemu(TARGET).with(|r| {
+        r.variants = vec!["baseline".to_string()];
+        r.runs = 2;
+        r.duration_seconds = 2;
+        r.gro = Some(GroChoice::On);
+        r.control = false;
+        r.build =
+            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        r.openwrt = Some(fx.root.clone());
+    });
     let started = std::time::Instant::now();
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()
@@ -152,7 +152,7 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
             direction,
             gro: Gro::On,
         };
-        let mbit = record.samples("baseline", on, THROUGHPUT);
+        let mbit = record.samples("baseline", on, Metric::Throughput.name());
         assert_eq!(mbit.len(), 2, "{direction:?}: {mbit:?}");
         assert!(mbit.iter().all(|&m| m > 0.1), "{direction:?}: {mbit:?}");
     }

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use xshell::Shell;
 use xtask::kernel_build::BuildOptions;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status, THROUGHPUT};
+use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::ssh::SshRequest;
 use xtask::lab::{self, Flash, GroChoice, LabRequest, Machine};
 
@@ -331,18 +331,17 @@ fn a_namespace_router_over_ssh_without_flashing() {
     result.artifacts.get_mut("vmlinux").unwrap().size = bytes.len() as u64;
     result.write(&results).unwrap();
 
-    let request = LabRequest {
-        variants: vec!["baseline".to_string()],
-        runs: 2,
-        duration_seconds: 1,
-        build: BuildOptions::with_jobs(1),
-        machine: Machine::Ssh(SshRequest {
+    let request = LabRequest::qemu("bcm53xx").with(|r| {
+        r.variants = vec!["baseline".to_string()];
+        r.runs = 2;
+        r.duration_seconds = 1;
+        r.build = BuildOptions::with_jobs(1);
+        r.machine = Machine::Ssh(SshRequest {
             destination: None,
             lab_file: file,
             flash: Flash::NotFlashed,
-        }),
-        ..LabRequest::qemu("bcm53xx")
-    };
+        });
+    });
     let started = Instant::now();
     let sh = Shell::new().unwrap();
     let dir = lab::run(&sh, &fixture.layout(), &request)
@@ -373,7 +372,11 @@ fn a_namespace_router_over_ssh_without_flashing() {
     for direction in Direction::BOTH {
         for gro in Gro::BOTH {
             for arm in ["baseline", "baseline~control"] {
-                let mbit = record.samples(arm, Condition::Forward { direction, gro }, THROUGHPUT);
+                let mbit = record.samples(
+                    arm,
+                    Condition::Forward { direction, gro },
+                    Metric::Throughput.name(),
+                );
                 assert_eq!(mbit.len(), 2, "{arm} {direction:?} GRO {gro:?}: {mbit:?}");
                 assert!(mbit.iter().all(|&m| m > 1.0), "{mbit:?} Mbit/s");
             }
@@ -444,18 +447,19 @@ fn flashing_needs_a_build_and_an_image() {
     let dir = tempfile::tempdir().unwrap();
     let file = lab_file(dir.path(), ["xt-nowhere-lan", "xt-nowhere-wan"], 2222);
     std::fs::write(dir.path().join("client_key"), "not a key").unwrap();
-    let request = |variants: &[&str]| LabRequest {
-        variants: variants.iter().map(|v| v.to_string()).collect(),
-        runs: 1,
-        duration_seconds: 1,
-        gro: Some(GroChoice::On),
-        build: BuildOptions::with_jobs(1),
-        machine: Machine::Ssh(SshRequest {
-            destination: None,
-            lab_file: file.clone(),
-            flash: Flash::Sysupgrade,
-        }),
-        ..LabRequest::qemu("bcm53xx")
+    let request = |variants: &[&str]| {
+        LabRequest::qemu("bcm53xx").with(|r| {
+            r.variants = variants.iter().map(|v| v.to_string()).collect();
+            r.runs = 1;
+            r.duration_seconds = 1;
+            r.gro = Some(GroChoice::On);
+            r.build = BuildOptions::with_jobs(1);
+            r.machine = Machine::Ssh(SshRequest {
+                destination: None,
+                lab_file: file.clone(),
+                flash: Flash::Sysupgrade,
+            });
+        })
     };
     let sh = Shell::new().unwrap();
     let err = |variants: &[&str]| {

@@ -12,8 +12,7 @@ use xtask::measure::stats::Verdict;
 use xtask::report::lab::{LabReport, Role};
 use xtask::report::{Format, Style};
 use xtask::results::lab::{
-    CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, LabRecord, Metric, INSNS_PER_PACKET,
-    INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
+    CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, LabRecord, Metric, MetricValue,
 };
 
 fn geometry() -> CacheGeometry {
@@ -72,22 +71,22 @@ fn with_model() -> LabRecord {
         let c = CacheRun::new(before, after, packets).unwrap();
         for (name, unit, v) in [
             (
-                INSNS_PER_PACKET,
-                INSNS_PER_PACKET_UNIT,
+                Metric::InsnsPerPacket.name(),
+                Metric::InsnsPerPacket.unit(),
                 c.work.insns_per_packet,
             ),
             (
-                L1I_MISSES_PER_PACKET,
-                MISSES_PER_PACKET,
+                Metric::L1iMissesPerPacket.name(),
+                Metric::L1iMissesPerPacket.unit(),
                 c.work.l1i_misses_per_packet,
             ),
             (
-                L1D_MISSES_PER_PACKET,
-                MISSES_PER_PACKET,
+                Metric::L1dMissesPerPacket.name(),
+                Metric::L1iMissesPerPacket.unit(),
                 c.work.l1d_misses_per_packet,
             ),
         ] {
-            run.metrics.push(Metric {
+            run.metrics.push(MetricValue {
                 name: name.to_string(),
                 value: (v.unwrap() * 1000.0).round() / 1000.0,
                 unit: unit.to_string(),
@@ -124,7 +123,7 @@ fn the_model_s_families_get_the_same_statistics() {
     let l1i = variant
         .families
         .iter()
-        .find(|f| f.name == L1I_MISSES_PER_PACKET)
+        .find(|f| f.name == Metric::L1iMissesPerPacket.name())
         .unwrap();
     for m in &l1i.metrics {
         let s = m.stats().unwrap();
@@ -194,7 +193,10 @@ fn every_format_shows_the_model() {
         .iter()
         .map(|m| m["family"].as_str().unwrap())
         .collect();
-    assert!(families.contains(&L1I_MISSES_PER_PACKET), "{families:?}");
+    assert!(
+        families.contains(&Metric::L1iMissesPerPacket.name()),
+        "{families:?}"
+    );
     let markdown = render(&f, &req, Format::Markdown, Style::default());
     assert!(markdown.contains("misses/packet"), "{markdown}");
     let svg = render(&f, &req, Format::Svg, Style::default());

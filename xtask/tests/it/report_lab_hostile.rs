@@ -13,10 +13,7 @@ use report_fixture::{request, Fixture};
 use xtask::measure::stats::Verdict;
 use xtask::report::lab::{LabReport, Role};
 use xtask::report::{self, Format, LabRuns, Style};
-use xtask::results::lab::{
-    LabRecord, Metric, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, MBIT_PER_S, PACKETS_PER_SECOND,
-    PACKETS_PER_SECOND_UNIT, PERCENT, THROUGHPUT, UDP_LOST,
-};
+use xtask::results::lab::{LabRecord, Metric, MetricValue};
 
 /// `size-report` of `f` in every format, plain (the newest complete lab
 /// run) and with `--lab-run DIR`: the reports, or the errors, as text.
@@ -111,7 +108,7 @@ fn with_metric(
     value: impl Fn(usize) -> f64,
 ) -> LabRecord {
     for (i, run) in r.runs.iter_mut().enumerate() {
-        run.metrics.push(Metric {
+        run.metrics.push(MetricValue {
             name: name.to_string(),
             value: value(i),
             unit: unit.to_string(),
@@ -130,18 +127,18 @@ fn every_metric_is_checked_against_its_unit_and_range() {
     let arm_of = |r: &LabRecord, i: usize| r.runs[i].arm.clone();
     let base = record();
     for (name, unit, bad, problem) in [
-        (UDP_LOST, PERCENT, -50.0, "udp_lost is -50 %, but udp_lost cannot be negative"),
-        (UDP_LOST, PERCENT, 150.0, "udp_lost is 150 %, more than the 100 % it can be"),
-        (UDP_LOST, MBIT_PER_S, 12.0, "udp_lost is in Mbit/s, but the lab records it in %"),
+        (Metric::UdpLost.name(), Metric::UdpLost.unit(), -50.0, "udp_lost is -50 %, but udp_lost cannot be negative"),
+        (Metric::UdpLost.name(), Metric::UdpLost.unit(), 150.0, "udp_lost is 150 %, more than the 100 % it can be"),
+        (Metric::UdpLost.name(), Metric::Throughput.unit(), 12.0, "udp_lost is in Mbit/s, but the lab records it in %"),
         (
-            CYCLES_PER_PACKET,
-            CYCLES_PER_PACKET_UNIT,
+            Metric::CyclesPerPacket.name(),
+            Metric::CyclesPerPacket.unit(),
             -3000.0,
             "modelled_cycles_per_packet is -3000 cycles/packet, but modelled_cycles_per_packet cannot be negative",
         ),
         (
-            PACKETS_PER_SECOND,
-            PACKETS_PER_SECOND_UNIT,
+            Metric::PacketsPerSecond.name(),
+            Metric::PacketsPerSecond.unit(),
             -250000.0,
             "modelled_packets_per_second is -250000 packets/s, but modelled_packets_per_second cannot be negative",
         ),
@@ -264,13 +261,17 @@ fn a_shift_below_the_recorded_precision_is_no_change() {
         } else {
             0.0
         };
-        for m in run.metrics.iter_mut().filter(|m| m.name == THROUGHPUT) {
+        for m in run
+            .metrics
+            .iter_mut()
+            .filter(|m| m.name == Metric::Throughput.name())
+        {
             m.value = 100.0 + shift;
         }
     }
     let throughput: Vec<_> = verdicts(r.clone())
         .into_iter()
-        .filter(|v| v.0 == THROUGHPUT)
+        .filter(|v| v.0 == Metric::Throughput.name())
         .collect();
     assert_eq!(throughput.len(), 4);
     assert!(

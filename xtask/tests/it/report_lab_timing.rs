@@ -15,7 +15,7 @@ use xtask::report::{Format, Style};
 use xtask::results::lab::core_model::{CoreCosts, PredictorInfo, ValueSource};
 use xtask::results::lab::{
     CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, CoreCounters, CoreTiming, LabRecord,
-    CYCLES_PER_PACKET, MODELLED_THROUGHPUT, PACKETS_PER_SECOND,
+    Metric,
 };
 
 fn geometry() -> CacheGeometry {
@@ -153,7 +153,7 @@ fn the_modelled_families_get_the_usual_statistics() {
     assert_eq!(names(Role::Control), names(Role::Variant));
     let variant = &l.comparisons[1];
     let family = |name: &str| variant.families.iter().find(|f| f.name == name).unwrap();
-    for m in &family(CYCLES_PER_PACKET).metrics {
+    for m in &family(Metric::CyclesPerPacket.name()).metrics {
         let s = m.stats().unwrap();
         assert!(s.noise_floor.is_some(), "the A/A floor: {m:?}");
         // Fewer taken branches: fewer cycles, whatever ns/packet did.
@@ -162,10 +162,10 @@ fn the_modelled_families_get_the_usual_statistics() {
     }
     // Packets/s is the inverse of cycles/packet at 600 MHz; Mbit/s at
     // 1500-byte frames is 12,000 bits per packet.
-    for (pps, mbit) in family(PACKETS_PER_SECOND)
+    for (pps, mbit) in family(Metric::PacketsPerSecond.name())
         .metrics
         .iter()
-        .zip(&family(MODELLED_THROUGHPUT).metrics)
+        .zip(&family(Metric::ModelledThroughput.name()).metrics)
     {
         let ratio = mbit.base().mean() * 1e6 / pps.base().mean();
         assert!((ratio - 12_000.0).abs() < 1.0, "{ratio}");
@@ -236,7 +236,10 @@ fn every_format_shows_the_modelled_figures_and_says_they_are_a_model() {
         .iter()
         .map(|m| m["family"].as_str().unwrap())
         .collect();
-    assert!(families.contains(&PACKETS_PER_SECOND), "{families:?}");
+    assert!(
+        families.contains(&Metric::PacketsPerSecond.name()),
+        "{families:?}"
+    );
     let csv = render(&f, &req, Format::Csv, Style::default());
     assert!(
         csv.contains("modelled_cycles_per_packet") && csv.contains("a model, not a measurement")

@@ -26,11 +26,11 @@ pub(super) fn lab_spec(
     let topology_name = l
         .topology
         .clone()
-        .map_or((topology::nat_router::NAME.to_string(), None), |t| {
-            (t.get_ref().clone(), Some(t.span()))
+        .map_or((topology::Name::NatRouter, None), |t| {
+            (topology::Name::named(t.get_ref()), Some(t.span()))
         });
     let workload_name = l.workload.clone();
-    let default = LabRequest::qemu("").on_topology(&topology_name.0);
+    let default = LabRequest::qemu("").on_topology(topology_name.0.clone());
     let workload = match workload_name.as_ref().map(|w| w.get_ref().as_str()) {
         None | Some("iperf3") => {
             if let Some(g) = &l.guest {
@@ -170,24 +170,22 @@ pub(super) fn lab_spec(
                 crate::util::text::printable(&at).into_owned(),
             )
         });
-    let request = LabRequest {
-        runs,
-        duration_seconds,
-        gro,
-        direction,
-        control: l.control.unwrap_or(true),
-        cache_model,
-        workload,
-        tbench_clients: l.clients.as_ref().map(|c| *c.get_ref()),
-        iperf: IperfOptions {
-            parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
-            mss: l.mss.as_ref().map(|m| *m.get_ref()),
-            udp_mbit: l.udp.as_ref().map(|u| *u.get_ref()),
-        },
-        cpus,
-        packet_steering,
-        ..default
+    let mut request = default;
+    request.runs = runs;
+    request.duration_seconds = duration_seconds;
+    request.gro = gro;
+    request.direction = direction;
+    request.control = l.control.unwrap_or(true);
+    request.cache_model = cache_model;
+    request.workload = workload;
+    request.tbench_clients = l.clients.as_ref().map(|c| *c.get_ref());
+    request.iperf = IperfOptions {
+        parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
+        mss: l.mss.as_ref().map(|m| *m.get_ref()),
+        udp_mbit: l.udp.as_ref().map(|u| *u.get_ref()),
     };
+    request.cpus = cpus;
+    request.packet_steering = packet_steering;
     match request.check() {
         // The plan shows it, and the real run refuses it before building.
         Ok(()) | Err(Problem::NotRunnable { .. }) => {}
@@ -244,7 +242,7 @@ fn wording(p: &Problem) -> String {
         Problem::TbenchOnly(_) => "clients is for workload = \"tbench\"".to_string(),
         Problem::ForwardsNothing { topology: t } => format!(
             "model = \"cache\" counts per forwarded packet, but topology {t} forwards nothing (tbench runs over the guest's own loopback); drop model (or set model = \"none\"), or use topology = \"{}\"",
-            topology::nat_router::NAME
+            topology::Name::NatRouter
         ),
         Problem::Iperf(_, e) => ["--parallel", "--set-mss", "--udp"]
             .iter()

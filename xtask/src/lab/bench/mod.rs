@@ -115,16 +115,14 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         std::fs::remove_dir_all(&work).with_context(|| format!("emptying {}", work.display()))?;
     }
     net::start_clean("bench")?;
-    let lab_request = LabRequest {
-        variants: vec![variant.name.clone()],
-        runs: request.runs,
-        duration_seconds: request.duration_seconds,
-        control: false,
-        build: BuildOptions::with_jobs(1),
-        cache_model: request.cache_model,
-        ..LabRequest::qemu(&target.name)
-    };
-    let topology = topology::named(topology::nat_router::NAME)?;
+    let mut lab_request = LabRequest::qemu(&target.name);
+    lab_request.variants = vec![variant.name.clone()];
+    lab_request.runs = request.runs;
+    lab_request.duration_seconds = request.duration_seconds;
+    lab_request.control = false;
+    lab_request.build = BuildOptions::with_jobs(1);
+    lab_request.cache_model = request.cache_model;
+    let topology = topology::named(&topology::Name::NatRouter)?;
     let bench_layout = layout.with_work_dir(&bench_root);
     let image_sha256 = sha256_file(&lab_kernel.image)?;
     let load_before = load_average()?;
@@ -145,13 +143,11 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         } else {
             String::new()
         };
-        let lab_request = LabRequest {
-            cpus: Some(cpus),
-            labs_at_once: 1,
-            routers: None,
-            cache_model: choice == CacheModelChoice::Load,
-            ..lab_request.clone()
-        };
+        let mut lab_request = lab_request.clone();
+        lab_request.cpus = Some(cpus);
+        lab_request.labs_at_once = 1;
+        lab_request.routers = None;
+        lab_request.cache_model = choice == CacheModelChoice::Load;
         let plan = LabPlan {
             target: target.name.clone(),
             machine: format!(

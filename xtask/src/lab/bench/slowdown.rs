@@ -13,7 +13,7 @@ use anyhow::{ensure, Result};
 use serde::Serialize;
 
 use super::report::Spread;
-use crate::results::lab::{LabRecord, THROUGHPUT};
+use crate::results::lab::{LabRecord, Metric};
 
 /// One side's medians.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -50,7 +50,7 @@ impl Side {
             )?,
             mbit_per_s: median(
                 measured()
-                    .flat_map(|r| r.metrics.iter().filter(|m| m.name == THROUGHPUT))
+                    .flat_map(|r| r.metrics.iter().filter(|m| m.is(Metric::Throughput)))
                     .map(|m| m.value)
                     .collect(),
                 "throughput",

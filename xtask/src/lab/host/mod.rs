@@ -25,8 +25,8 @@ use anyhow::{bail, Context, Result};
 use super::backend::{Backend, EndpointUp, Endpoints, Prepared, Testbed, Up};
 use super::net::{Namespace, Net};
 use super::orchestrate::{self, Control, LabPlan, Mode};
-use super::record::{Arm, Condition, MachineInfo, Metric, RunRecord, Settings};
-use super::runner::{self, round_to, RunSpec};
+use super::record::{Arm, Condition, MachineInfo, MetricValue, RunRecord, Settings};
+use super::runner::{self, RunSpec};
 use super::workload::{Place, Workload};
 use crate::inputs::runtime::{self, RuntimeVariant};
 use crate::results::lab::{Benchmark, HostInfo, HostRun};
@@ -393,12 +393,7 @@ impl Workload for LoopbackBench {
             Benchmark::Iperf3 => bench::iperf3(&ns, run.seconds, dir, &prefix)?,
         };
         let features = bed.settings_read_back()?;
-        let (name, unit) = bench.metric();
-        let metrics = vec![Metric {
-            name: name.to_string(),
-            value: round_to(outcome.value, 3),
-            unit: unit.to_string(),
-        }];
+        let metrics = vec![MetricValue::new(bench.metric(), outcome.value)];
         Ok(RunRecord {
             iperf3_client: outcome.iperf3_client,
             host: Some(HostRun {

@@ -217,7 +217,7 @@ pub fn run(
             .len(),
         ..initramfs.clone()
     };
-    let topology = topology::named(topology::nat_router::NAME)?;
+    let topology = topology::named(&topology::Name::NatRouter)?;
     let mut bed = QemuTestbed::boot(
         spec,
         &topology,

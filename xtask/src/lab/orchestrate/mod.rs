@@ -72,7 +72,7 @@ pub struct LabPlan {
     /// What each run does.
     pub workload: Box<dyn Workload>,
     /// A reference arm: the base's kernel on this topology instead (the
-    /// mesh's "without batman-adv", [`super::topology::mesh::BRIDGED`]),
+    /// mesh's "without batman-adv", [`super::topology::Name::MeshBridged`]),
     /// run after the other arms as `<base>~<topology>`.
     pub reference: Option<Topology>,
     /// The arms' variants, the base first, without repeats.

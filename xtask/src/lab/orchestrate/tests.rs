@@ -8,8 +8,8 @@ use std::rc::Rc;
 
 use super::*;
 use crate::lab::backend::{EndpointUp, Endpoints, Prepared};
-use crate::lab::record::{Condition, Direction, Gro, MachineInfo, Metric};
-use crate::lab::topology::nat_router;
+use crate::lab::record::{Condition, Direction, Gro, MachineInfo, Metric, MetricValue};
+use crate::lab::topology::{nat_router, Name};
 use crate::lab::workload::Place;
 
 type Calls = Rc<RefCell<Vec<String>>>;
@@ -122,11 +122,7 @@ impl Workload for Fixed {
         bed.endpoints().get("lan")?;
         Ok(run.record(
             String::new(),
-            vec![Metric {
-                name: "throughput".into(),
-                value: 1.0,
-                unit: "Mbit/s".into(),
-            }],
+            vec![MetricValue::new(Metric::Throughput, 1.0)],
         ))
     }
 }
@@ -204,7 +200,7 @@ fn the_plan_is_printed_then_prepared_recorded_and_run() {
     assert_eq!(calls.len(), 2 + 6);
     let record = LabRecord::read(&dir).unwrap();
     assert_eq!(record.status, Status::Complete);
-    assert_eq!(record.topology.as_deref(), Some("nat-router"));
+    assert_eq!(record.topology, Some(Name::NatRouter));
     assert_eq!(record.lab_target, "fake-lab");
     assert!(matches!(record.machine, MachineInfo::Host { .. }));
     let arms: Vec<&str> = record.arms.iter().map(|a| a.name.as_str()).collect();
@@ -285,11 +281,11 @@ fn the_mesh_runs_a_reference_arm_without_batman_adv() {
         .borrow()
         .contains(&"up baseline~mesh-bridged r1 r1-baseline-mesh-bridged".to_string()));
     let record = LabRecord::read(&dir).unwrap();
-    assert_eq!(record.topology.as_deref(), Some("mesh"));
+    assert_eq!(record.topology, Some(Name::Mesh));
     let reference = record.arms.last().unwrap();
     assert_eq!(reference.name, "baseline~mesh-bridged");
     assert_eq!(reference.variant, "baseline");
-    assert_eq!(reference.topology.as_deref(), Some("mesh-bridged"));
+    assert_eq!(reference.topology, Some(Name::MeshBridged));
     assert!(!reference.control);
     assert_eq!(record.runs.len(), 24);
 }

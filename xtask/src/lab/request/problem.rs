@@ -24,7 +24,7 @@ pub enum Problem {
     /// that forwards nothing (tbench on `topology`).
     ForwardsNothing {
         /// The topology.
-        topology: String,
+        topology: crate::results::lab::Topology,
     },
     /// An iperf3 option out of range or contradicting another:
     /// [`crate::results::lab::IperfOptions::check`]'s message, in flags.
@@ -36,7 +36,7 @@ pub enum Problem {
         /// The places missing, described (`endpoint far`).
         missing: Vec<String>,
         /// The topology.
-        topology: String,
+        topology: crate::results::lab::Topology,
         /// Its endpoints.
         endpoints: Vec<String>,
         /// Its guests.
@@ -45,7 +45,7 @@ pub enum Problem {
     /// A workload the QEMU lab does not run on this topology yet.
     NotRunnable {
         /// The topology.
-        topology: String,
+        topology: crate::results::lab::Topology,
         /// The workload in words.
         workload: String,
     },

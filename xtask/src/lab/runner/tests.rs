@@ -1,7 +1,7 @@
 //! The runner over a scripted system under test.
 
 use super::*;
-use crate::results::lab::{Benchmark, Metric};
+use crate::results::lab::{Benchmark, Metric, MetricValue};
 
 fn arm(name: &str) -> Arm {
     Arm {
@@ -67,14 +67,7 @@ impl SystemUnderTest for Script {
             run.condition.describe(),
             if run.warmup { " warm-up" } else { "" }
         ));
-        Ok(run.record(
-            String::new(),
-            vec![Metric {
-                name: "tbench".to_string(),
-                value: 1.0,
-                unit: "MB/s".to_string(),
-            }],
-        ))
+        Ok(run.record(String::new(), vec![MetricValue::new(Metric::Tbench, 1.0)]))
     }
 }
 
@@ -158,14 +151,7 @@ fn a_run_s_line_counts_rounds_from_1() {
         warmup: false,
         seconds: 1,
     };
-    let run = spec.record(
-        String::new(),
-        vec![Metric {
-            name: "tbench".to_string(),
-            value: 601.2,
-            unit: "MB/s".to_string(),
-        }],
-    );
+    let run = spec.record(String::new(), vec![MetricValue::new(Metric::Tbench, 601.2)]);
     assert_eq!(
         run_line(&run, 4),
         "baseline round 4 of 4 tbench, 2 clients: 601.2 MB/s"
@@ -176,9 +162,6 @@ fn a_run_s_line_counts_rounds_from_1() {
 /// through QEMU and the core model's); each is named now.
 #[test]
 fn a_cache_model_run_s_line_names_its_two_throughputs() {
-    use crate::results::lab::{
-        CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, MBIT_PER_S, MODELLED_THROUGHPUT, THROUGHPUT,
-    };
     let ip = Condition::Bench {
         bench: Benchmark::Iperf3,
     };
@@ -191,7 +174,7 @@ fn a_cache_model_run_s_line_names_its_two_throughputs() {
         warmup: false,
         seconds: 1,
     };
-    let metric = |name: &str, value: f64, unit: &str| Metric {
+    let metric = |name: &str, value: f64, unit: &str| MetricValue {
         name: name.to_string(),
         value,
         unit: unit.to_string(),
@@ -199,9 +182,9 @@ fn a_cache_model_run_s_line_names_its_two_throughputs() {
     let run = spec.record(
         String::new(),
         vec![
-            metric(THROUGHPUT, 41.5, MBIT_PER_S),
-            metric(CYCLES_PER_PACKET, 5210.0, CYCLES_PER_PACKET_UNIT),
-            metric(MODELLED_THROUGHPUT, 611.2, MBIT_PER_S),
+            MetricValue::new(Metric::Throughput, 41.5),
+            MetricValue::new(Metric::CyclesPerPacket, 5210.0),
+            MetricValue::new(Metric::ModelledThroughput, 611.2),
         ],
     );
     assert_eq!(
@@ -212,11 +195,7 @@ fn a_cache_model_run_s_line_names_its_two_throughputs() {
     let two = spec.record(
         String::new(),
         vec![
-            metric(
-                "modelled_cycles_per_packet_total",
-                9000.0,
-                CYCLES_PER_PACKET_UNIT,
-            ),
+            metric("modelled_cycles_per_packet_total", 9000.0, "cycles/packet"),
             metric("l1i_misses_per_packet_cpu1", 3.5, "misses/packet"),
             metric("guest_insns_per_packet_cpu0", 611.4, "insns/packet"),
             metric("l2_misses_per_packet", 0.5, "misses/packet"),

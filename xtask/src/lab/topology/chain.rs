@@ -49,7 +49,7 @@ pub fn topology() -> Topology {
         nic: nic.to_string(),
     };
     Topology {
-        name: "chain".to_string(),
+        name: "chain".into(),
         summary: "two routers in a chain, routing".to_string(),
         guests: vec![
             router(

@@ -4,10 +4,7 @@
 //! `lo-no-tso-gso` experiment) is judged by, with tbench
 //! ([`crate::lab::guest_tbench`]).
 
-use super::{Guest, Topology};
-
-/// Its name, as `--topology` and `lab.json` spell it.
-pub const NAME: &str = "loopback";
+use super::{Guest, Name, Topology};
 
 /// The guest's name, where its workload runs.
 pub const GUEST: &str = "router";
@@ -18,7 +15,7 @@ pub const GUEST: &str = "router";
 /// nowhere.
 pub fn topology() -> Topology {
     Topology {
-        name: NAME.to_string(),
+        name: Name::Loopback,
         summary: "one guest, no NIC: the workload runs on the variant kernel's own loopback"
             .to_string(),
         guests: vec![Guest {
@@ -52,7 +49,7 @@ mod tests {
     /// touches no NIC; tbench in its guest fits, forwarding does not.
     #[test]
     fn one_guest_without_nics_nor_anything_on_this_machine() {
-        let t = named(NAME).unwrap();
+        let t = named(&Name::Loopback).unwrap();
         assert_eq!(t, topology());
         let p = plan::plan(&t, Names { pid: 7, serial: 1 }).unwrap();
         assert!(p.create.is_empty() && p.taps.is_empty() && p.attach.is_empty());

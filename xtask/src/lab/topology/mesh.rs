@@ -21,14 +21,10 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::{Batman, Bridge, Endpoint, Guest, Link, Nic, Port, Topology};
+use super::{Batman, Bridge, Endpoint, Guest, Link, Name, Nic, Port, Topology};
 use crate::lab::net::{Cidr, Mac};
 
-/// The name of the batman-adv mesh.
-pub const NAME: &str = crate::results::lab::MESH_TOPOLOGY;
-/// The name of its reference, the routers bridged without batman-adv.
-pub const BRIDGED: &str = crate::results::lab::MESH_BRIDGED_TOPOLOGY;
-/// The routers of [`NAME`] and [`BRIDGED`] by name.
+/// The routers of the mesh and of its reference by name.
 pub const ROUTERS: usize = 2;
 /// The most routers a chain has (`lab --routers`): the MACs and LAN
 /// addresses number routers with one digit.
@@ -159,16 +155,16 @@ pub fn topology(routers: usize, mesh: Mesh) -> Topology {
     };
     let (topology_name, summary) = match mesh {
         Mesh::Batman => (
-            NAME,
+            Name::Mesh,
             format!("{routers} routers in a chain, batman-adv over their mesh links (MTU {MESH_MTU}), bat0 bridged with the LAN port in br-lan, no NAT"),
         ),
         Mesh::Bridged => (
-            BRIDGED,
+            Name::MeshBridged,
             format!("{routers} routers in a chain without batman-adv: each bridges its LAN and mesh ports in br-lan, no NAT"),
         ),
     };
     Topology {
-        name: topology_name.to_string(),
+        name: topology_name,
         summary,
         guests,
         endpoints: vec![endpoint("lan", LAN_HOST_IP), endpoint(FAR, FAR_HOST_IP)],
@@ -250,7 +246,7 @@ mod tests {
     fn the_reference_arm_bridges_the_mesh_ports_without_batman_adv() {
         let t = topology(ROUTERS, Mesh::Bridged);
         t.check().unwrap();
-        assert_eq!(t.name, BRIDGED);
+        assert_eq!(t.name, Name::MeshBridged);
         let r2 = guest::setup_script(&t.name, &t.guests[1]);
         assert!(!r2.contains("batadv") && !r2.contains("mtu"), "{r2}");
         for want in [
@@ -306,32 +302,27 @@ mod tests {
 
     #[test]
     fn the_mesh_takes_a_router_count_and_nothing_else_does() {
-        let three = super::super::named_with(NAME, Some(3)).unwrap();
+        let three = super::super::named_with(&Name::Mesh, Some(3)).unwrap();
         let names: Vec<&str> = three.guests.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(names, ["r1", "r2", "r3"]);
         let reference = crate::lab::qemu_lab::reference(&three).unwrap().unwrap();
-        assert_eq!(reference.name, BRIDGED);
+        assert_eq!(reference.name, Name::MeshBridged);
         assert_eq!(
             reference.guests.len(),
             3,
             "the reference arm has as many routers"
         );
-        assert_eq!(super::super::named(NAME).unwrap().guests.len(), ROUTERS);
+        assert_eq!(
+            super::super::named(&Name::Mesh).unwrap().guests.len(),
+            ROUTERS
+        );
         for (name, n, says) in [
-            (
-                super::super::nat_router::NAME,
-                3,
-                "only the mesh chains routers",
-            ),
-            (
-                super::super::loopback::NAME,
-                2,
-                "only the mesh chains routers",
-            ),
-            (NAME, 1, "2 to 9 routers"),
-            (BRIDGED, 10, "2 to 9 routers"),
+            (Name::NatRouter, 3, "only the mesh chains routers"),
+            (Name::Loopback, 2, "only the mesh chains routers"),
+            (Name::Mesh, 1, "2 to 9 routers"),
+            (Name::MeshBridged, 10, "2 to 9 routers"),
         ] {
-            let err = super::super::named_with(name, Some(n))
+            let err = super::super::named_with(&name, Some(n))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(says), "{name} {n}: {err}");

@@ -19,8 +19,9 @@
 //! (`xlab-<pid>-<n>-<link>-link`), each guest NIC's tap and a veth per
 //! endpoint its ports.
 //!
-//! Adding a topology: a file here with a function that returns it (see
-//! [`nat_router`]), and its name in [`named`]. `docs/lab-architecture.md`
+//! Adding a topology: its name ([`Name`], in `results/lab/topology.rs`,
+//! which `lab.json` records), a file here with a function that returns it
+//! (see [`nat_router`]), and its arm in [`named_with`]. `docs/lab-architecture.md`
 //! has the walk-through.
 
 pub mod loopback;
@@ -38,11 +39,11 @@ use anyhow::{bail, Result};
 
 use super::net::{Cidr, Mac};
 
-/// The topologies the lab knows, by name.
-pub const NAMES: &[&str] = &[nat_router::NAME, loopback::NAME, mesh::NAME, mesh::BRIDGED];
+/// A topology's name ([`Topology::name`]), as `lab.json` records it.
+pub use crate::results::lab::Topology as Name;
 
 /// The topology called `name`, or an error naming the known ones.
-pub fn named(name: &str) -> Result<Topology> {
+pub fn named(name: &Name) -> Result<Topology> {
     named_with(name, None)
 }
 
@@ -52,16 +53,20 @@ pub fn named(name: &str) -> Result<Topology> {
 ///
 /// Errors: an unknown name (naming the known ones); a router count for
 /// another topology, or out of range.
-pub fn named_with(name: &str, routers: Option<usize>) -> Result<Topology> {
-    if !NAMES.contains(&name) {
-        bail!(
-            "unknown topology {name:?}; the lab knows {}",
-            NAMES.join(", ")
-        );
-    }
+pub fn named_with(name: &Name, routers: Option<usize>) -> Result<Topology> {
+    let build: fn(usize) -> Topology = match name {
+        Name::NatRouter => |_| nat_router::topology(),
+        Name::Loopback => |_| loopback::topology(),
+        Name::Mesh => |n| mesh::topology(n, mesh::Mesh::Batman),
+        Name::MeshBridged => |n| mesh::topology(n, mesh::Mesh::Bridged),
+        Name::Other(other) => bail!(
+            "unknown topology {other:?}; the lab knows {}",
+            Name::known_names()
+        ),
+    };
     let mesh_routers = match routers {
         None => mesh::ROUTERS,
-        Some(n) if name != mesh::NAME && name != mesh::BRIDGED => {
+        Some(n) if !matches!(name, Name::Mesh | Name::MeshBridged) => {
             bail!("--routers {n}: only the mesh chains routers; topology {name} has its own guests")
         }
         Some(n) if !(2..=mesh::MAX_ROUTERS).contains(&n) => bail!(
@@ -70,16 +75,7 @@ pub fn named_with(name: &str, routers: Option<usize>) -> Result<Topology> {
         ),
         Some(n) => n,
     };
-    let topology = match name {
-        nat_router::NAME => nat_router::topology(),
-        loopback::NAME => loopback::topology(),
-        mesh::NAME => mesh::topology(mesh_routers, mesh::Mesh::Batman),
-        mesh::BRIDGED => mesh::topology(mesh_routers, mesh::Mesh::Bridged),
-        _ => bail!(
-            "unknown topology {name:?}; the lab knows {}",
-            NAMES.join(", ")
-        ),
-    };
+    let topology = build(mesh_routers);
     topology.check()?;
     Ok(topology)
 }
@@ -88,7 +84,7 @@ pub fn named_with(name: &str, routers: Option<usize>) -> Result<Topology> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topology {
     /// Its name, as `lab.json` records it (`nat-router`).
-    pub name: String,
+    pub name: Name,
     /// One line on what it is, for the printed plan.
     pub summary: String,
     /// The QEMU machines, each booting the arm's kernel.
@@ -386,7 +382,7 @@ impl Topology {
                     bail!("topology {t}: MAC {} is given twice", n.mac);
                 }
             }
-            check_mesh(t, g, &nic_names)?;
+            check_mesh(t.name(), g, &nic_names)?;
             if g.ruleset.is_some() {
                 for zone in ["lan", "wan"] {
                     let v4 = g
@@ -526,8 +522,8 @@ mod tests {
     fn a_topology_the_lab_cannot_make_is_refused_naming_the_part() {
         let good = nat_router::topology();
         good.check().unwrap();
-        assert_eq!(named("nat-router").unwrap(), good);
-        assert!(named("ring").unwrap_err().to_string().contains(
+        assert_eq!(named(&Name::NatRouter).unwrap(), good);
+        assert!(named(&"ring".into()).unwrap_err().to_string().contains(
             "unknown topology \"ring\"; the lab knows nat-router, loopback, mesh, mesh-bridged"
         ));
 

@@ -10,11 +10,8 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::{Endpoint, Guest, Link, Nic, Port, Ruleset, Topology};
+use super::{Endpoint, Guest, Link, Name, Nic, Port, Ruleset, Topology};
 use crate::lab::net::{Cidr, Mac};
-
-/// Its name.
-pub const NAME: &str = "nat-router";
 
 /// MAC of the guest's LAN NIC.
 pub const LAN_MAC: Mac = Mac::qemu(0x12, 0x34, 0x01);
@@ -57,7 +54,7 @@ pub fn topology() -> Topology {
         mtu: None,
     };
     Topology {
-        name: NAME.to_string(),
+        name: Name::NatRouter,
         summary: "one router between a LAN and a WAN, masquerading out of its WAN".to_string(),
         guests: vec![Guest {
             name: "router".to_string(),

@@ -5,11 +5,8 @@
 //! limits forwarding (the bottleneck) per arm and condition, with a note
 //! when a variant moves it.
 
-use super::{family_title, Series};
-use crate::results::lab::per_cpu::{cpu_metric, CYCLES_PER_PACKET_TOTAL, PER_CPU};
-use crate::results::lab::{
-    LabRecord, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, INSNS_PER_PACKET_UNIT, MISSES_PER_PACKET,
-};
+use super::Series;
+use crate::results::lab::{LabRecord, Metric};
 
 /// The record's CPUs: QEMU's `-smp`, 1 for other labs.
 pub fn cpus_of(record: &LabRecord) -> u32 {
@@ -18,20 +15,16 @@ pub fn cpus_of(record: &LabRecord) -> u32 {
 
 /// The per-CPU families of a record on `cpus` CPUs, in report order
 /// (name, unit): the sum of the CPUs' cycles, then each of
-/// [`PER_CPU`] per CPU; none on one CPU.
+/// [`Metric::PER_CPU`] per CPU; none on one CPU.
 pub fn families(cpus: u32) -> Vec<(String, &'static str)> {
     if cpus < 2 {
         return Vec::new();
     }
-    let mut out = vec![(CYCLES_PER_PACKET_TOTAL.to_string(), CYCLES_PER_PACKET_UNIT)];
-    for family in PER_CPU {
-        let unit = match family {
-            CYCLES_PER_PACKET => CYCLES_PER_PACKET_UNIT,
-            crate::results::lab::INSNS_PER_PACKET => INSNS_PER_PACKET_UNIT,
-            _ => MISSES_PER_PACKET,
-        };
+    let total = Metric::CyclesPerPacketTotal;
+    let mut out = vec![(total.name().to_string(), total.unit())];
+    for metric in Metric::PER_CPU {
         for cpu in 0..cpus {
-            out.push((cpu_metric(family, cpu), unit));
+            out.push((metric.cpu_name(cpu), metric.unit()));
         }
     }
     out
@@ -40,11 +33,10 @@ pub fn families(cpus: u32) -> Vec<(String, &'static str)> {
 /// The title of a per-CPU family (`Modelled cycles per packet on CPU1`,
 /// `Modelled cycles per packet, all CPUs`); `None` for other names.
 pub fn title(name: &str) -> Option<String> {
-    if name == CYCLES_PER_PACKET_TOTAL {
-        return Some(format!("{}, all CPUs", family_title(CYCLES_PER_PACKET)));
+    match Metric::parse(name)? {
+        (m, Some(cpu)) => Some(format!("{} on CPU{cpu}", m.title())),
+        (m, None) => Some(m.title().to_string()),
     }
-    let (family, cpu) = crate::results::lab::per_cpu::split_cpu_metric(name)?;
-    Some(format!("{} on CPU{cpu}", family_title(family)))
 }
 
 /// What the report says of a QEMU lab on more than one CPU: the machine,
@@ -107,12 +99,9 @@ type ArmBottleneck = (String, u32, f64);
 pub fn bottleneck_notes(series: &[Series], base: &str) -> Vec<String> {
     let mut per_condition: Vec<(String, Vec<ArmBottleneck>)> = Vec::new();
     for s in series {
-        let Some((family, cpu)) = crate::results::lab::per_cpu::split_cpu_metric(&s.family) else {
+        let Some((Metric::CyclesPerPacket, Some(cpu))) = Metric::parse(&s.family) else {
             continue;
         };
-        if family != CYCLES_PER_PACKET {
-            continue;
-        }
         let title = s.title();
         let at = match per_condition.iter().position(|(t, _)| *t == title) {
             Some(i) => i,

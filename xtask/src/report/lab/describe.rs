@@ -3,9 +3,7 @@
 //! lab's runtime settings.
 
 use super::{LabReport, HOST_NOTE};
-use crate::results::lab::{
-    CacheModelInfo, CoreTiming, LabRecord, MachineInfo, TBENCH, THROUGHPUT, UDP_LOST,
-};
+use crate::results::lab::{CacheModelInfo, CoreTiming, LabRecord, MachineInfo, Metric, Topology};
 
 /// A note when the QEMU lab switched GRO on NICs whose driver never uses
 /// it: QEMU's `pcnet` (Linux's pcnet32, which the Malta labs boot with
@@ -34,7 +32,7 @@ pub fn gro_note(record: &LabRecord) -> Option<String> {
 /// `LAN to WAN` and `WAN to LAN`, though nothing there is a WAN: this
 /// note says which endpoints they are. `None` for other topologies.
 pub fn mesh_direction_note(record: &LabRecord) -> Option<String> {
-    (record.topology.as_deref() == Some(crate::results::lab::MESH_TOPOLOGY)).then(|| {
+    (record.topology == Some(Topology::Mesh)).then(|| {
         "in the mesh, \"LAN to WAN\" is the LAN endpoint behind router 1 sending to the far endpoint behind router 2, across both routers and the batman-adv link (iperf3's client to its server), and \"WAN to LAN\" the reverse (iperf3 -R); nothing is translated".to_string()
     })
 }
@@ -169,8 +167,8 @@ impl LabReport {
                 qemu.icount
             )
         };
-        let has = |family: &str| self.series.iter().any(|s| s.family == family);
-        if !has(THROUGHPUT) && has(TBENCH) {
+        let has = |metric: Metric| self.series.iter().any(|s| s.is(metric));
+        if !has(Metric::Throughput) && has(Metric::Tbench) {
             // tbench inside the guest (`--topology loopback`): no NIC, no
             // forwarding, no Mbit/s or ns/packet.
             // tbench times itself with the guest's clock: under -icount
@@ -193,7 +191,7 @@ impl LabReport {
             "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
             format!("ns/packet is the guest's CPU time per forwarded packet: {icount}"),
         ];
-        if has(UDP_LOST) {
+        if has(Metric::UdpLost) {
             out.push("UDP loss % is what the receiver missed at the asked rate: where the rate is above what the emulator forwards, it measures the emulator and the host's load, not the kernel; a rate the guest keeps up with, with loss near 0, compares ns/packet at a fixed packet rate".to_string());
         }
         let Some(m) = &self.cache_model else {

@@ -4,8 +4,8 @@
 //! A/A control's |%change| of the same metric (the noise floor) and the
 //! verdict, the [`text::tail`] (mesh table, notes, what the numbers can
 //! show), and the per-run tables of the headline families
-//! ([`HEADLINE_FAMILIES`]: Mbit/s, UDP loss, tbench MB/s, modelled
-//! packets/s), as the batman-adv performance mails have them:
+//! ([`crate::results::lab::Metric::headline`]: Mbit/s, UDP loss, tbench
+//! MB/s, modelled packets/s), as the batman-adv performance mails have them:
 //!
 //! ```text
 //! baseline → no-reorder-blocks:
@@ -32,12 +32,7 @@ use super::{
 };
 use crate::report::model::Decimal;
 use crate::report::{Report, Style};
-use crate::results::lab::{PACKETS_PER_SECOND, TBENCH, THROUGHPUT, UDP_LOST};
-
-/// The families whose every run the mail lists: what the user's question
-/// is about (forwarding rate, loss, tbench) and, with the core model, its
-/// answer at the SoC's clock.
-pub const HEADLINE_FAMILIES: [&str; 4] = [THROUGHPUT, UDP_LOST, TBENCH, PACKETS_PER_SECOND];
+use crate::results::lab::Metric;
 
 /// `baseline → no-reorder-blocks:` and the table of every metric of `c`
 /// (see the module's example); a metric without statistics (fewer than 2
@@ -86,13 +81,15 @@ pub fn summary(lab: &LabReport, c: &LabComparison, d: Decimal) -> String {
     out
 }
 
-/// The per-run tables of [`HEADLINE_FAMILIES`], separated by blank lines,
+/// The per-run tables of the headline families ([`Metric::headline`]:
+/// what the user's question is about and, with the core model, its
+/// answer at the SoC's clock), separated by blank lines,
 /// and a line saying where the other families' runs are.
 pub fn run_tables(lab: &LabReport, d: Decimal) -> String {
     let (headline, other): (Vec<_>, Vec<_>) = lab
         .series
         .iter()
-        .partition(|s| HEADLINE_FAMILIES.contains(&s.family.as_str()));
+        .partition(|s| Metric::named(&s.family).is_some_and(|m| m.headline().is_some()));
     let mut out = headline
         .iter()
         .map(|s| run_table(s, d))

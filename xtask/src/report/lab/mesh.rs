@@ -14,21 +14,21 @@ use std::fmt::Write as _;
 use super::text::run_table;
 use super::{LabReport, Series};
 use crate::report::model::{mean, Decimal};
-use crate::results::lab::{Arm, MESH_TOPOLOGY, THROUGHPUT};
+use crate::results::lab::{Arm, Metric, Topology};
 
 /// The mesh table's columns of `lab`, in order: (heading, arm name).
 /// `None` when the lab did not run the mesh topology.
 pub fn columns(lab: &LabReport) -> Option<Vec<(String, String)>> {
-    columns_of(lab.topology.as_deref(), &lab.base, &lab.arms)
+    columns_of(lab.topology.as_ref(), &lab.base, &lab.arms)
 }
 
 /// [`columns`] of a lab that ran `topology` with `base` and `arms`.
 pub fn columns_of(
-    topology: Option<&str>,
+    topology: Option<&Topology>,
     base: &str,
     arms: &[Arm],
 ) -> Option<Vec<(String, String)>> {
-    if topology != Some(MESH_TOPOLOGY) {
+    if topology != Some(&Topology::Mesh) {
         return None;
     }
     let mut cols = vec![("without patch".to_string(), base.to_string())];
@@ -87,7 +87,7 @@ pub fn text(lab: &LabReport, d: Decimal) -> String {
         return String::new();
     };
     let mut out = String::new();
-    for s in lab.series.iter().filter(|s| s.family == THROUGHPUT) {
+    for s in lab.series.iter().filter(|s| s.is(Metric::Throughput)) {
         let _ = write!(out, "batman-adv mesh, {}", run_table(&renamed(s, &cols), d));
     }
     if !out.is_empty() {
@@ -104,7 +104,7 @@ pub fn markdown(lab: &LabReport, d: Decimal) -> String {
     };
     let cell = |v: Option<f64>| v.map_or("–".to_string(), |v| d.apply(format!("{v:.1}")));
     let mut out = String::new();
-    for s in lab.series.iter().filter(|s| s.family == THROUGHPUT) {
+    for s in lab.series.iter().filter(|s| s.is(Metric::Throughput)) {
         let s = renamed(s, &cols);
         let _ = writeln!(
             out,
@@ -141,17 +141,16 @@ pub fn markdown(lab: &LabReport, d: Decimal) -> String {
 mod tests {
     use super::*;
     use crate::report::model::Decimal;
-    use crate::results::lab::MBIT_PER_S;
-    use crate::results::lab::{Condition, Direction, Gro, MESH_BRIDGED_TOPOLOGY};
+    use crate::results::lab::{Condition, Direction, Gro};
 
-    fn arm(name: &str, control: bool, topology: Option<&str>) -> Arm {
+    fn arm(name: &str, control: bool, topology: Option<Topology>) -> Arm {
         Arm {
             name: name.to_string(),
             variant: name.split('~').next().unwrap().to_string(),
             control,
             kernel: None,
             runtime: None,
-            topology: topology.map(str::to_string),
+            topology,
         }
     }
 
@@ -165,12 +164,12 @@ mod tests {
             arm(
                 "batadv-inline-orig-hash-find~mesh-bridged",
                 false,
-                Some(MESH_BRIDGED_TOPOLOGY),
+                Some(Topology::MeshBridged),
             ),
         ];
         let series = Series {
-            family: THROUGHPUT.to_string(),
-            unit: MBIT_PER_S.to_string(),
+            family: Metric::Throughput.name().to_string(),
+            unit: Metric::Throughput.unit().to_string(),
             condition: Condition::Forward {
                 direction: Direction::LanToWan,
                 gro: Gro::On,
@@ -188,13 +187,16 @@ mod tests {
     #[test]
     fn the_mesh_table_has_the_original_s_columns_and_average_row() {
         let (arms, series) = mesh_lab();
-        let cols = columns_of(Some(MESH_TOPOLOGY), &arms[0].name, &arms).unwrap();
+        let cols = columns_of(Some(&Topology::Mesh), &arms[0].name, &arms).unwrap();
         assert_eq!(
             legend(&cols),
             "without patch = batadv-inline-orig-hash-find, with patch = batadv, \
              without batman-adv = batadv-inline-orig-hash-find~mesh-bridged"
         );
-        assert_eq!(columns_of(Some("nat-router"), &arms[0].name, &arms), None);
+        assert_eq!(
+            columns_of(Some(&Topology::NatRouter), &arms[0].name, &arms),
+            None
+        );
         let table = run_table(&renamed(&series, &cols), Decimal::Point);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(

@@ -8,18 +8,16 @@
 //!   per (family, direction, GRO setting) in run order, for the per-run
 //!   tables and the SVG's points; its [`LabComparison`]s compare the base
 //!   with the A/A control (the noise floor) and with each variant.
-//! * Families: [`THROUGHPUT`] in Mbit/s and [`CPU_PER_PACKET`] in
-//!   ns/packet, and with the cache model (`lab --cache-model`)
-//!   [`INSNS_PER_PACKET`] in insns/packet, [`L1I_MISSES_PER_PACKET`] and
-//!   [`L1D_MISSES_PER_PACKET`] in misses/packet, and on a target with
-//!   `[lab.timing]` the core model's [`CYCLES_PER_PACKET`],
-//!   [`PACKETS_PER_SECOND`] and [`MODELLED_THROUGHPUT`] at the SoC's clock,
-//!   with the counts behind them ([`TAKEN_PER_PACKET`],
-//!   [`MISPREDICTS_PER_PACKET`], [`L2_MISSES_PER_PACKET`]); a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
+//! * Families: one per lab metric the report shows ([`families`], in
+//!   [`LabMetric::ALL`]'s order, with its unit and title): throughput in
+//!   Mbit/s and guest CPU in ns/packet, and with the cache model (`lab
+//!   --cache-model`) instructions and L1 misses per packet, and on a
+//!   target with `[lab.timing]` the core model's cycles, packets/s and
+//!   Mbit/s at the SoC's clock with the counts behind them; a metric's `kind` is the GRO setting (`gro-on`, `gro-off`),
 //!   its `item` the direction (`lan-to-wan`, `wan-to-lan`), each sample
 //!   one measured run (warm-ups left out). A host lab (`--lab host`)
-//!   measures this machine's kernel instead: [`TBENCH`] in MB/s and
-//!   iperf3's [`THROUGHPUT`] in Mbit/s, `kind` the benchmark's setting
+//!   measures this machine's kernel instead: tbench in MB/s and
+//!   iperf3's throughput in Mbit/s, `kind` the benchmark's setting
 //!   (`clients-2`, `tcp`), `item` `loopback`, its arms runtime variants.
 //! * Statistics: [`crate::measure::stats::compare`] through
 //!   [`Metric::with_stats`]; a variant's change is significant only when
@@ -50,13 +48,10 @@ use anyhow::Result;
 
 use super::model::{Family, Metric, Samples, UnitLabel};
 use crate::measure::stats::{self, Verdict};
+use crate::results::lab::metric::{Family as Source, Shown};
 use crate::results::lab::{
-    check, Arm, CacheModelInfo, LabRecord, MachineInfo, Settings, Status, BRANCHES_PER_PACKET,
-    CPU_PER_PACKET, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT, INSNS_PER_PACKET,
-    INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, L2_MISSES_PER_PACKET,
-    MBIT_PER_S, MB_PER_S, MISPREDICTS_PER_PACKET, MISPREDICTS_UNIT, MISSES_PER_PACKET,
-    MODELLED_THROUGHPUT, NS_PER_PACKET, PACKETS_PER_SECOND, PACKETS_PER_SECOND_UNIT, PERCENT,
-    TAKEN_PER_PACKET, TBENCH, THROUGHPUT, UDP_LOST,
+    check, Arm, CacheModelInfo, LabRecord, MachineInfo, Metric as LabMetric, Settings, Status,
+    Topology,
 };
 
 pub use condition::{
@@ -69,73 +64,19 @@ pub use verdict::{
     interval_text, p_text, percent_text, runs_needed_text, verdict_name, verdict_text,
 };
 
-/// The lab's families in report order: (name, unit, title in sentences).
-/// After the first four (UDP's loss only in `--udp` labs), the cache model's (`lab --cache-model`): three
-/// of misses, then six of the core model's (a target with `[lab.timing]`).
-pub const FAMILIES: [(&str, &str, &str); 13] = [
-    (TBENCH, MB_PER_S, "tbench"),
-    (THROUGHPUT, MBIT_PER_S, "Throughput"),
-    (UDP_LOST, PERCENT, "UDP datagrams lost"),
-    (CPU_PER_PACKET, NS_PER_PACKET, "Guest CPU per packet"),
-    (
-        INSNS_PER_PACKET,
-        INSNS_PER_PACKET_UNIT,
-        "Guest instructions per packet",
-    ),
-    (
-        L1I_MISSES_PER_PACKET,
-        MISSES_PER_PACKET,
-        "Modelled L1I misses per packet",
-    ),
-    (
-        L1D_MISSES_PER_PACKET,
-        MISSES_PER_PACKET,
-        "Modelled L1D misses per packet",
-    ),
-    (
-        CYCLES_PER_PACKET,
-        CYCLES_PER_PACKET_UNIT,
-        "Modelled cycles per packet",
-    ),
-    (
-        PACKETS_PER_SECOND,
-        PACKETS_PER_SECOND_UNIT,
-        "Modelled packets/s at the SoC's clock",
-    ),
-    (
-        MODELLED_THROUGHPUT,
-        MBIT_PER_S,
-        "Modelled Mbit/s at the SoC's clock",
-    ),
-    (
-        TAKEN_PER_PACKET,
-        BRANCHES_PER_PACKET,
-        "Modelled taken branches per packet",
-    ),
-    (
-        MISPREDICTS_PER_PACKET,
-        MISPREDICTS_UNIT,
-        "Modelled mispredictions per packet",
-    ),
-    (
-        L2_MISSES_PER_PACKET,
-        MISSES_PER_PACKET,
-        "Modelled L2 misses per packet",
-    ),
-];
+/// The lab metrics a report shows as families of their own, in report
+/// order ([`LabMetric::ALL`]): tbench, throughput, UDP loss (`--udp` labs),
+/// guest CPU, then the cache model's (`lab --cache-model`) and the core
+/// model's (a target with `[lab.timing]`).
+pub fn families() -> impl Iterator<Item = LabMetric> {
+    LabMetric::ALL
+        .into_iter()
+        .filter(|m| m.shown() == Shown::Family)
+}
 
-/// The core model's families (the last six of [`FAMILIES`]).
-pub const CORE_MODEL_FAMILIES: [&str; 6] = [
-    CYCLES_PER_PACKET,
-    PACKETS_PER_SECOND,
-    MODELLED_THROUGHPUT,
-    TAKEN_PER_PACKET,
-    MISPREDICTS_PER_PACKET,
-    L2_MISSES_PER_PACKET,
-];
-
-/// Appended to the SVG titles of [`CORE_MODEL_FAMILIES`]: the plot says
-/// it is a model, and what it leaves out, as the notes do.
+/// Appended to the SVG titles of the core model's families
+/// ([`Source::CoreModel`]): the plot says it is a model, and what it
+/// leaves out, as the notes do.
 pub const CORE_MODEL_CAPTION: &str =
     " (a model: in-order core; no out-of-order issue, prefetch, DMA, other cores or NIC)";
 
@@ -148,10 +89,8 @@ pub const ALPHA: f64 = stats::ALPHA;
 /// The title of family `name` (`Throughput`; a per-CPU one's
 /// [`cpus::title`]), or the name itself.
 pub fn family_title(name: &str) -> String {
-    FAMILIES
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, _, title)| title.to_string())
+    LabMetric::named(name)
+        .map(|m| m.title().to_string())
         .or_else(|| cpus::title(name))
         .unwrap_or_else(|| name.to_string())
 }
@@ -177,7 +116,7 @@ pub struct LabComparison {
     pub arm: String,
     /// Control or variant.
     pub role: Role,
-    /// [`FAMILIES`] that have samples on both sides, each metric with its
+    /// [`families`] that have samples on both sides, each metric with its
     /// [`Stats`] (the control's against a floor of 0).
     pub families: Vec<Family>,
 }
@@ -226,7 +165,7 @@ pub struct LabReport {
     pub series: Vec<Series>,
     /// The topology the lab booted (`nat-router`, `mesh`); `None` for the
     /// SSH and host labs and schema-1 files.
-    pub topology: Option<String>,
+    pub topology: Option<Topology>,
     /// The A/A control first (when the lab ran one), then each variant.
     pub comparisons: Vec<LabComparison>,
     /// Sentences about this run: status, missing control or variants,
@@ -418,8 +357,7 @@ fn compare(
         ) else {
             continue;
         };
-        let resolution =
-            crate::results::lab::metric::spec(&s.family).map_or(0.0, |m| m.resolution());
+        let resolution = LabMetric::parse(&s.family).map_or(0.0, |(m, _)| m.resolution());
         let metric = metric.with_stats(floor, resolution);
         match families.iter_mut().find(|f| f.name == s.family) {
             Some(f) => f.metrics.push(metric),

@@ -3,18 +3,18 @@
 //! one CPU included ([`super::cpus::families`]).
 
 use super::{
-    condition_item, condition_item_title, condition_kind, condition_kind_title, cpus, FAMILIES,
+    condition_item, condition_item_title, condition_kind, condition_kind_title, cpus, families,
 };
 use std::collections::BTreeMap;
 
-use crate::results::lab::{Condition, LabRecord};
+use crate::results::lab::{Condition, LabRecord, Metric};
 
 /// Every arm's samples of one family under one condition: a direction
 /// with one GRO setting, or a benchmark.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    /// A name of [`FAMILIES`]: [`THROUGHPUT`], [`CPU_PER_PACKET`],
-    /// [`TBENCH`] or one of the cache model's.
+    /// A lab metric's name ([`families`]: `throughput`), or a CPU's share
+    /// of one ([`cpus::families`]).
     pub family: String,
     /// Unit of the values: Mbit/s, ns/packet, MB/s, insns/packet or
     /// misses/packet.
@@ -27,6 +27,12 @@ pub struct Series {
 }
 
 impl Series {
+    /// Whether it is the series of lab metric `metric` (the whole
+    /// machine's, not a CPU's share).
+    pub fn is(&self, metric: Metric) -> bool {
+        self.family == metric.name()
+    }
+
     /// Its metrics' `kind`: `gro-on`, `clients-2`.
     pub fn kind(&self) -> String {
         condition_kind(self.condition)
@@ -47,15 +53,14 @@ impl Series {
     }
 }
 
-/// Every family's series of `record`: [`FAMILIES`], then the per-CPU
+/// Every family's series of `record`: [`families`], then the per-CPU
 /// ones of a machine of more than one CPU ([`cpus::families`]); within a
 /// family by condition (the settings' order), arms in the lab's order. One
 /// pass over the runs: the lab file's checks cap its arms, runs and
 /// conditions, and this stays linear in its runs.
 pub fn series_of(record: &LabRecord) -> Vec<Series> {
-    let families: Vec<(String, &'static str)> = FAMILIES
-        .iter()
-        .map(|(f, u, _)| (f.to_string(), *u))
+    let families: Vec<(String, &'static str)> = families()
+        .map(|m| (m.name().to_string(), m.unit()))
         .chain(cpus::families(cpus::cpus_of(record)))
         .collect();
     let family_index: BTreeMap<&str, usize> = families

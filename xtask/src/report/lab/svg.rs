@@ -11,7 +11,7 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::{family_title, LabReport, FAMILIES};
+use super::{families, LabReport, Source};
 use crate::report::model::mean;
 use crate::report::Style;
 
@@ -53,7 +53,8 @@ impl Panel<'_> {
 /// The panels of `lab`: one per family that has runs.
 pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
     let mut out = Vec::new();
-    for (family, unit, _) in FAMILIES {
+    for metric in families() {
+        let (family, unit) = (metric.name(), metric.unit());
         let mut rows = Vec::new();
         for s in lab.series.iter().filter(|s| s.family == family) {
             for (i, (arm, values)) in s.arms.iter().enumerate() {
@@ -72,20 +73,20 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
                     format!(
                         "Runtime lab, {}: {} ({unit}), every run",
                         lab.machine(),
-                        family_title(family)
+                        metric.title()
                     )
                 } else {
                     format!(
                         "Runtime lab, {} on {}: {} ({unit}), every run",
                         lab.target,
                         lab.machine_short(),
-                        family_title(family)
+                        metric.title()
                     )
                 },
                 unit: unit.to_string(),
                 rows,
             });
-            if super::CORE_MODEL_FAMILIES.contains(&family) {
+            if metric.family() == Source::CoreModel {
                 if let Some(p) = out.last_mut() {
                     p.title.push_str(super::CORE_MODEL_CAPTION);
                 }

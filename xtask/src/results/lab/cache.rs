@@ -5,11 +5,11 @@
 //! ([`CacheCounters`]), and the three metrics derived from them
 //! ([`CacheWork`]):
 //!
-//! * [`INSNS_PER_PACKET`]: guest instructions executed during the run
-//!   over the packets both NICs received, in [`INSNS_PER_PACKET_UNIT`];
-//! * [`L1I_MISSES_PER_PACKET`] and [`L1D_MISSES_PER_PACKET`]: misses of
-//!   the modelled L1 instruction and data caches over the same packets,
-//!   in [`MISSES_PER_PACKET`].
+//! * `guest_insns_per_packet` ([`super::Metric::InsnsPerPacket`]): guest
+//!   instructions executed during the run over the packets both NICs
+//!   received;
+//! * `l1i_misses_per_packet` and `l1d_misses_per_packet`: misses of the
+//!   modelled L1 instruction and data caches over the same packets.
 //!
 //! A model of an L1 cache fed by TCG's instruction stream: set-associative,
 //! LRU, no timing, no prefetch, no TLB (lab/plugin/xtask-cache.c). On a
@@ -23,40 +23,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::core_model::{CoreCounters, CoreTiming, CoreWork};
-use super::metric::MetricSpec;
 use super::per_cpu::{bottleneck, CpuWork, Snapshot};
-
-/// Metric name of the guest's instructions per forwarded packet.
-pub const INSNS_PER_PACKET: &str = "guest_insns_per_packet";
-/// Unit of [`INSNS_PER_PACKET`].
-pub const INSNS_PER_PACKET_UNIT: &str = "insns/packet";
-/// [`INSNS_PER_PACKET`]: 0 to 10^9, to 0.1.
-pub const INSNS_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: INSNS_PER_PACKET,
-    unit: INSNS_PER_PACKET_UNIT,
-    min: 0.0,
-    max: 1e9,
-    decimals: 1,
-};
-/// Metric name of the modelled L1 I-cache's misses per forwarded packet.
-pub const L1I_MISSES_PER_PACKET: &str = "l1i_misses_per_packet";
-/// Metric name of the modelled L1 D-cache's misses per forwarded packet.
-pub const L1D_MISSES_PER_PACKET: &str = "l1d_misses_per_packet";
-/// Unit of [`L1I_MISSES_PER_PACKET`] and [`L1D_MISSES_PER_PACKET`].
-pub const MISSES_PER_PACKET: &str = "misses/packet";
-/// [`L1I_MISSES_PER_PACKET`]: 0 to 10^9, to 0.001.
-pub const L1I_MISSES_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: L1I_MISSES_PER_PACKET,
-    unit: MISSES_PER_PACKET,
-    min: 0.0,
-    max: 1e9,
-    decimals: 3,
-};
-/// [`L1D_MISSES_PER_PACKET`]: 0 to 10^9, to 0.001.
-pub const L1D_MISSES_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: L1D_MISSES_PER_PACKET,
-    ..L1I_MISSES_PER_PACKET_METRIC
-};
 
 /// First word of the plugin's snapshot line, then its format version.
 pub const SNAPSHOT_MAGIC: &str = "xtask-cache";

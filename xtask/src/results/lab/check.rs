@@ -10,7 +10,7 @@
 //! report count them, where `lab.json`'s `round` counts from 0), and
 //! warnings a report states in a note. The rules:
 //!
-//! * every metric is one the lab records ([`super::metric::METRICS`]), in
+//! * every metric is one the lab records ([`super::metric::Metric`]), in
 //!   its unit and within its range (none is negative; UDP loss is at most
 //!   100 %; each has a bound no run comes near, at most [`MAX_VALUE`]);
 //! * no more than [`MAX_ARMS`] arms, [`MAX_RUNS`] runs and boots,
@@ -38,7 +38,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{metric, Arm, LabRecord, RunRecord, Status};
+use super::{Arm, LabRecord, Metric, RunRecord, Status};
 
 /// The largest magnitude a value may have: no lab metric comes near it
 /// (1 Tbit/s is 1e6 Mbit/s; a second per packet is 1e9 ns), and sums and
@@ -489,10 +489,18 @@ fn run_problems(
         if !names.insert(m.name.as_str()) {
             out.push(format!("{} is recorded twice", m.name));
         }
+        let Some((metric, cpu)) = Metric::parse(&m.name) else {
+            out.push(format!(
+                "{} is not a metric the lab records ({})",
+                m.name,
+                Metric::ALL.map(Metric::name).join(", ")
+            ));
+            continue;
+        };
         // A CPU's share only on a machine of several, of a CPU it had;
         // ns/packet is left out there (host time without -icount).
-        match (super::per_cpu::split_cpu_metric(&m.name), smp) {
-            (Some((_, cpu)), Some(n)) if n < 2 || cpu >= n => out.push(format!(
+        match (cpu, smp) {
+            (Some(cpu), Some(n)) if n < 2 || cpu >= n => out.push(format!(
                 "{} names CPU{cpu}, but the machine had {n} CPU(s) (machine.qemu.smp)",
                 m.name
             )),
@@ -500,20 +508,13 @@ fn run_problems(
                 "{} is a per-CPU metric of the QEMU lab, but this lab ran no QEMU machine",
                 m.name
             )),
-            (None, Some(n)) if n > 1 && m.name == super::CPU_PER_PACKET => out.push(format!(
+            (None, Some(n)) if n > 1 && metric == Metric::CpuPerPacket => out.push(format!(
                 "{} on a machine of {n} CPUs: the lab leaves ns/packet out without -icount",
                 m.name
             )),
             _ => {}
         }
-        match metric::spec(&m.name) {
-            Some(spec) => out.extend(spec.problem(m.value, &m.unit)),
-            None => out.push(format!(
-                "{} is not a metric the lab records ({})",
-                m.name,
-                metric::METRICS.map(|s| s.name).join(", ")
-            )),
-        }
+        out.extend(metric.problem(m.value, &m.unit));
     }
     out
 }

@@ -36,82 +36,10 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::cache::{CacheCounters, CacheGeometry, MISSES_PER_PACKET};
+use super::cache::{CacheCounters, CacheGeometry};
 use super::guest::GuestSample;
-use super::metric::MetricSpec;
-use super::{Metric, MBIT_PER_S};
-
-/// Metric name of the modelled core cycles per forwarded packet.
-pub const CYCLES_PER_PACKET: &str = "modelled_cycles_per_packet";
-/// Unit of [`CYCLES_PER_PACKET`].
-pub const CYCLES_PER_PACKET_UNIT: &str = "cycles/packet";
-/// [`CYCLES_PER_PACKET`]: 0 to 10^12, to 0.1.
-pub const CYCLES_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: CYCLES_PER_PACKET,
-    unit: CYCLES_PER_PACKET_UNIT,
-    min: 0.0,
-    max: 1e12,
-    decimals: 1,
-};
-/// Metric name of the modelled forwarding rate at the SoC's clock.
-pub const PACKETS_PER_SECOND: &str = "modelled_packets_per_second";
-/// Unit of [`PACKETS_PER_SECOND`].
-pub const PACKETS_PER_SECOND_UNIT: &str = "packets/s";
-/// [`PACKETS_PER_SECOND`]: 0 to 10^10 (a packet a cycle at 10 GHz), to 0.1.
-pub const PACKETS_PER_SECOND_METRIC: MetricSpec = MetricSpec {
-    name: PACKETS_PER_SECOND,
-    unit: PACKETS_PER_SECOND_UNIT,
-    min: 0.0,
-    max: 1e10,
-    decimals: 1,
-};
-/// Metric name of the modelled forwarding rate in Mbit/s ([`MBIT_PER_S`])
-/// at the run's mean frame size.
-pub const MODELLED_THROUGHPUT: &str = "modelled_throughput";
-/// [`MODELLED_THROUGHPUT`]: 0 to 10^8 Mbit/s (10^10 packets/s of 1250
-/// bytes), to the kbit/s.
-pub const MODELLED_THROUGHPUT_METRIC: MetricSpec = MetricSpec {
-    name: MODELLED_THROUGHPUT,
-    unit: MBIT_PER_S,
-    min: 0.0,
-    max: 1e8,
-    decimals: 3,
-};
-/// Metric name of taken branches and jumps per forwarded packet.
-pub const TAKEN_PER_PACKET: &str = "taken_branches_per_packet";
-/// Unit of [`TAKEN_PER_PACKET`].
-pub const BRANCHES_PER_PACKET: &str = "branches/packet";
-/// [`TAKEN_PER_PACKET`]: 0 to 10^9, to 0.001.
-pub const TAKEN_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: TAKEN_PER_PACKET,
-    unit: BRANCHES_PER_PACKET,
-    min: 0.0,
-    max: 1e9,
-    decimals: 3,
-};
-/// Metric name of the modelled predictor's mispredictions per packet.
-pub const MISPREDICTS_PER_PACKET: &str = "mispredicts_per_packet";
-/// Unit of [`MISPREDICTS_PER_PACKET`].
-pub const MISPREDICTS_UNIT: &str = "mispredicts/packet";
-/// [`MISPREDICTS_PER_PACKET`]: 0 to 10^9, to 0.001.
-pub const MISPREDICTS_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: MISPREDICTS_PER_PACKET,
-    unit: MISPREDICTS_UNIT,
-    min: 0.0,
-    max: 1e9,
-    decimals: 3,
-};
-/// Metric name of the modelled L2's misses (fetches and loads) per
-/// packet, in [`MISSES_PER_PACKET`]; every L1 miss without an L2.
-pub const L2_MISSES_PER_PACKET: &str = "l2_misses_per_packet";
-/// [`L2_MISSES_PER_PACKET`]: 0 to 10^9, to 0.001.
-pub const L2_MISSES_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: L2_MISSES_PER_PACKET,
-    unit: MISSES_PER_PACKET,
-    min: 0.0,
-    max: 1e9,
-    decimals: 3,
-};
+use super::metric::Metric;
+use super::MetricValue;
 
 /// The costs of the formula (see the module docs), from `[lab.timing]`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -479,46 +407,21 @@ impl CoreWork {
     }
 
     /// The run's metrics, rounded as `lab.json` keeps them.
-    pub fn metrics(&self) -> Vec<Metric> {
-        let round = |v: f64, d: i32| (v * 10f64.powi(d)).round() / 10f64.powi(d);
+    pub fn metrics(&self) -> Vec<MetricValue> {
         let mut out = vec![
-            (
-                CYCLES_PER_PACKET,
-                CYCLES_PER_PACKET_UNIT,
-                round(self.cycles_per_packet.total, 1),
-            ),
-            (
-                PACKETS_PER_SECOND,
-                PACKETS_PER_SECOND_UNIT,
-                round(self.packets_per_second, 1),
-            ),
+            (Metric::CyclesPerPacket, self.cycles_per_packet.total),
+            (Metric::PacketsPerSecond, self.packets_per_second),
         ];
         if let Some(m) = self.mbit_per_s {
-            out.push((MODELLED_THROUGHPUT, MBIT_PER_S, round(m, 3)));
+            out.push((Metric::ModelledThroughput, m));
         }
         out.extend([
-            (
-                TAKEN_PER_PACKET,
-                BRANCHES_PER_PACKET,
-                round(self.taken_per_packet, 3),
-            ),
-            (
-                MISPREDICTS_PER_PACKET,
-                MISPREDICTS_UNIT,
-                round(self.mispredicts_per_packet, 3),
-            ),
-            (
-                L2_MISSES_PER_PACKET,
-                MISSES_PER_PACKET,
-                round(self.l2_misses_per_packet, 3),
-            ),
+            (Metric::TakenBranchesPerPacket, self.taken_per_packet),
+            (Metric::MispredictsPerPacket, self.mispredicts_per_packet),
+            (Metric::L2MissesPerPacket, self.l2_misses_per_packet),
         ]);
         out.into_iter()
-            .map(|(name, unit, value)| Metric {
-                name: name.to_string(),
-                value,
-                unit: unit.to_string(),
-            })
+            .map(|(metric, value)| MetricValue::new(metric, value))
             .collect()
     }
 }

@@ -51,7 +51,12 @@ fn the_formula_adds_each_cost() {
     let names: Vec<String> = w.metrics().into_iter().map(|m| m.name).collect();
     assert_eq!(
         names[..3],
-        [CYCLES_PER_PACKET, PACKETS_PER_SECOND, MODELLED_THROUGHPUT]
+        [
+            Metric::CyclesPerPacket,
+            Metric::PacketsPerSecond,
+            Metric::ModelledThroughput
+        ]
+        .map(|m| m.name())
     );
     assert!(CoreWork::new(&l1, &core, 0, None, &costs()).is_err());
     // Without an L2 every fetch and load miss costs DRAM's latency.

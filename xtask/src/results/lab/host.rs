@@ -12,33 +12,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::MetricSpec;
+use super::metric::Metric;
 
-/// Metric name of tbench's throughput.
-pub const TBENCH: &str = "tbench";
-/// Unit of [`TBENCH`]: tbench's `MB/sec` (10^6 bytes per second).
-pub const MB_PER_S: &str = "MB/s";
-/// [`TBENCH`]: 0 to 1 TB/s, to the kB/s.
-pub const TBENCH_METRIC: MetricSpec = MetricSpec {
-    name: TBENCH,
-    unit: MB_PER_S,
-    min: 0.0,
-    max: 1e6,
-    decimals: 3,
-};
-/// Metric name of tbench's `max_latency` (the slowest operation any
-/// client saw during the run; a tbench lab in a guest keeps it).
-pub const TBENCH_MAX_LATENCY: &str = "tbench_max_latency";
-/// Unit of [`TBENCH_MAX_LATENCY`]: milliseconds, as tbench prints it.
-pub const MS: &str = "ms";
-/// [`TBENCH_MAX_LATENCY`]: 0 to a day, to the microsecond.
-pub const TBENCH_MAX_LATENCY_METRIC: MetricSpec = MetricSpec {
-    name: TBENCH_MAX_LATENCY,
-    unit: MS,
-    min: 0.0,
-    max: 86_400_000.0,
-    decimals: 3,
-};
 /// The network every host run uses: the private namespace's loopback.
 pub const LOOPBACK: &str = "loopback";
 
@@ -47,7 +22,7 @@ pub const LOOPBACK: &str = "loopback";
 #[serde(tag = "name", rename_all = "lowercase")]
 pub enum Benchmark {
     /// dbench's tbench: `clients` clients against `tbench_srv` over
-    /// 127.0.0.1; its `Throughput … MB/sec` line, in MB/s ([`TBENCH`]).
+    /// 127.0.0.1; its `Throughput … MB/sec` line, in MB/s ([`Metric::Tbench`]).
     Tbench {
         /// Client processes (`tbench N`).
         clients: u32,
@@ -66,12 +41,11 @@ impl Benchmark {
         }
     }
 
-    /// The metric it measures and its unit: `tbench` in MB/s, `throughput`
-    /// in Mbit/s.
-    pub fn metric(self) -> (&'static str, &'static str) {
+    /// The metric it measures: `tbench` in MB/s, `throughput` in Mbit/s.
+    pub fn metric(self) -> Metric {
         match self {
-            Benchmark::Tbench { .. } => (TBENCH, MB_PER_S),
-            Benchmark::Iperf3 => (super::THROUGHPUT, super::MBIT_PER_S),
+            Benchmark::Tbench { .. } => Metric::Tbench,
+            Benchmark::Iperf3 => Metric::Throughput,
         }
     }
 

@@ -1,19 +1,104 @@
-//! What a lab metric may hold: each metric's name, the unit the lab
-//! records it in, the range of values it can take and the decimals the
-//! lab rounds it to ([`MetricSpec`]), next to its name; the forwarding
-//! lab's own metrics are here, the cache and core models' in [`super::cache`]
-//! and [`super::core_model`], tbench's in [`super::host`]. [`super::check`]
-//! checks every run's values against them on read (a negative loss, a
-//! negative cycle count or a loss recorded in Mbit/s is a damaged file,
-//! not a result).
+//! Every metric the lab records, as one type ([`Metric`]): its name in
+//! `lab.json`, the unit the lab records it in, its title in reports, its
+//! family (who measures it: the workload, the guest, the cache model,
+//! the core model), whether the mail lists its every run ([`Headline`]),
+//! and the range of values it can take with the decimals the lab rounds
+//! it to ([`Range`]). [`super::check`] checks every run's values against
+//! them on read (a negative loss, a negative cycle count or a loss
+//! recorded in Mbit/s is a damaged file, not a result); the report makes
+//! one family of each ([`Metric::ALL`]).
+//!
+//! A run records each metric as its name (a string, [`super::MetricValue`]),
+//! so a `lab.json` of any version reads: a name this xtask does not know
+//! reads as it was written ([`Metric::named`] is `None`), and the check
+//! refuses it with the names it knows. On a machine of more than one CPU
+//! the models' metrics of [`Metric::PER_CPU`] are also recorded per CPU
+//! (`l1i_misses_per_packet_cpu1`, [`Metric::cpu_name`], [`Metric::parse`]).
+//!
+//! A new metric is a variant here (its name, unit, title, family and
+//! range) and the line of the lab that records it
+//! ([`super::MetricValue::new`]); the report and the checks find it here.
 
-/// A lab metric: its name, unit, range and recorded precision.
+/// A metric the lab records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    /// tbench's throughput in MB/s (10^6 bytes per second, tbench's
+    /// `MB/sec`).
+    Tbench,
+    /// The receiver's iperf3 throughput in Mbit/s.
+    Throughput,
+    /// The UDP datagrams the receiver missed in `--udp` runs, in %:
+    /// iperf3's `end.sum_received.lost_percent`.
+    UdpLost,
+    /// The guest's busy time per forwarded packet, in ns/packet.
+    CpuPerPacket,
+    /// The guest's instructions per forwarded packet (the cache model).
+    InsnsPerPacket,
+    /// The modelled L1 I-cache's misses per forwarded packet.
+    L1iMissesPerPacket,
+    /// The modelled L1 D-cache's misses per forwarded packet.
+    L1dMissesPerPacket,
+    /// The modelled core cycles per forwarded packet (the busiest CPU's
+    /// on a machine of several).
+    CyclesPerPacket,
+    /// The modelled forwarding rate at the SoC's clock, in packets/s.
+    PacketsPerSecond,
+    /// The modelled forwarding rate in Mbit/s at the run's mean frame size.
+    ModelledThroughput,
+    /// Taken branches and jumps per forwarded packet.
+    TakenBranchesPerPacket,
+    /// The modelled predictor's mispredictions per forwarded packet.
+    MispredictsPerPacket,
+    /// The modelled L2's misses (fetches and loads) per packet; every L1
+    /// miss without an L2.
+    L2MissesPerPacket,
+    /// tbench's `max_latency` in ms: the slowest operation any client saw
+    /// during the run (a tbench lab in a guest keeps it).
+    TbenchMaxLatency,
+    /// The modelled cycles per packet summed over the CPUs of a machine of
+    /// several: the work of a packet, wherever it ran.
+    CyclesPerPacketTotal,
+}
+
+/// Who measures a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// The workload itself: iperf3's Mbit/s and UDP loss, tbench's MB/s
+    /// and latency.
+    Workload,
+    /// The guest's (or a real router's) CPU time.
+    Guest,
+    /// The L1 cache model (`lab --cache-model`).
+    CacheModel,
+    /// The core model of a target with `[lab.timing]`: a model of an
+    /// in-order core, whose report titles say what it leaves out.
+    CoreModel,
+}
+
+/// Why the mail lists every run of a metric: what the user's question is
+/// about, or the core model's answer to it at the SoC's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Headline {
+    /// Measured on the lab machine: Mbit/s, UDP loss, tbench MB/s.
+    Measured,
+    /// Modelled for the real CPU: packets/s at the SoC's clock.
+    Modelled,
+}
+
+/// Where the report shows a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// As a family of its own, in [`Metric::ALL`]'s order.
+    Family,
+    /// With the per-CPU families of a machine of several CPUs.
+    PerCpu,
+    /// Only in `lab.json` and the lab's log.
+    Recorded,
+}
+
+/// The values a metric can take and the decimals the lab keeps.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MetricSpec {
-    /// The metric's name in `lab.json` (`throughput`).
-    pub name: &'static str,
-    /// The unit the lab records it in (`Mbit/s`).
-    pub unit: &'static str,
+pub struct Range {
     /// The smallest value it can take (0: rates, times, counts and
     /// shares are never negative).
     pub min: f64,
@@ -26,40 +111,235 @@ pub struct MetricSpec {
     pub decimals: i32,
 }
 
-impl MetricSpec {
+/// The most CPUs a per-CPU metric may name (`_cpu63`).
+pub const MAX_CPUS: u32 = 64;
+
+impl Metric {
+    /// Every metric, in report order: the families a report shows
+    /// ([`Shown::Family`]), then the others.
+    pub const ALL: [Metric; 15] = [
+        Metric::Tbench,
+        Metric::Throughput,
+        Metric::UdpLost,
+        Metric::CpuPerPacket,
+        Metric::InsnsPerPacket,
+        Metric::L1iMissesPerPacket,
+        Metric::L1dMissesPerPacket,
+        Metric::CyclesPerPacket,
+        Metric::PacketsPerSecond,
+        Metric::ModelledThroughput,
+        Metric::TakenBranchesPerPacket,
+        Metric::MispredictsPerPacket,
+        Metric::L2MissesPerPacket,
+        Metric::TbenchMaxLatency,
+        Metric::CyclesPerPacketTotal,
+    ];
+
+    /// The metrics a run on more than one CPU records per CPU as
+    /// `<name>_cpu<N>` ([`Metric::cpu_name`]).
+    pub const PER_CPU: [Metric; 4] = [
+        Metric::CyclesPerPacket,
+        Metric::InsnsPerPacket,
+        Metric::L1iMissesPerPacket,
+        Metric::L1dMissesPerPacket,
+    ];
+
+    /// Its name in `lab.json` (`throughput`), as every version wrote it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Tbench => "tbench",
+            Metric::Throughput => "throughput",
+            Metric::UdpLost => "udp_lost",
+            Metric::CpuPerPacket => "guest_cpu_per_packet",
+            Metric::InsnsPerPacket => "guest_insns_per_packet",
+            Metric::L1iMissesPerPacket => "l1i_misses_per_packet",
+            Metric::L1dMissesPerPacket => "l1d_misses_per_packet",
+            Metric::CyclesPerPacket => "modelled_cycles_per_packet",
+            Metric::PacketsPerSecond => "modelled_packets_per_second",
+            Metric::ModelledThroughput => "modelled_throughput",
+            Metric::TakenBranchesPerPacket => "taken_branches_per_packet",
+            Metric::MispredictsPerPacket => "mispredicts_per_packet",
+            Metric::L2MissesPerPacket => "l2_misses_per_packet",
+            Metric::TbenchMaxLatency => "tbench_max_latency",
+            Metric::CyclesPerPacketTotal => "modelled_cycles_per_packet_total",
+        }
+    }
+
+    /// The unit the lab records it in (`Mbit/s`).
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Tbench => "MB/s",
+            Metric::Throughput | Metric::ModelledThroughput => "Mbit/s",
+            Metric::UdpLost => "%",
+            Metric::CpuPerPacket => "ns/packet",
+            Metric::InsnsPerPacket => "insns/packet",
+            Metric::L1iMissesPerPacket | Metric::L1dMissesPerPacket | Metric::L2MissesPerPacket => {
+                "misses/packet"
+            }
+            Metric::CyclesPerPacket | Metric::CyclesPerPacketTotal => "cycles/packet",
+            Metric::PacketsPerSecond => "packets/s",
+            Metric::TakenBranchesPerPacket => "branches/packet",
+            Metric::MispredictsPerPacket => "mispredicts/packet",
+            Metric::TbenchMaxLatency => "ms",
+        }
+    }
+
+    /// Its title in reports, in sentences (`Throughput`).
+    pub fn title(self) -> &'static str {
+        match self {
+            Metric::Tbench => "tbench",
+            Metric::Throughput => "Throughput",
+            Metric::UdpLost => "UDP datagrams lost",
+            Metric::CpuPerPacket => "Guest CPU per packet",
+            Metric::InsnsPerPacket => "Guest instructions per packet",
+            Metric::L1iMissesPerPacket => "Modelled L1I misses per packet",
+            Metric::L1dMissesPerPacket => "Modelled L1D misses per packet",
+            Metric::CyclesPerPacket => "Modelled cycles per packet",
+            Metric::PacketsPerSecond => "Modelled packets/s at the SoC's clock",
+            Metric::ModelledThroughput => "Modelled Mbit/s at the SoC's clock",
+            Metric::TakenBranchesPerPacket => "Modelled taken branches per packet",
+            Metric::MispredictsPerPacket => "Modelled mispredictions per packet",
+            Metric::L2MissesPerPacket => "Modelled L2 misses per packet",
+            Metric::TbenchMaxLatency => "tbench's slowest operation",
+            Metric::CyclesPerPacketTotal => "Modelled cycles per packet, all CPUs",
+        }
+    }
+
+    /// Who measures it.
+    pub fn family(self) -> Family {
+        match self {
+            Metric::Tbench | Metric::Throughput | Metric::UdpLost | Metric::TbenchMaxLatency => {
+                Family::Workload
+            }
+            Metric::CpuPerPacket => Family::Guest,
+            Metric::InsnsPerPacket | Metric::L1iMissesPerPacket | Metric::L1dMissesPerPacket => {
+                Family::CacheModel
+            }
+            Metric::CyclesPerPacket
+            | Metric::PacketsPerSecond
+            | Metric::ModelledThroughput
+            | Metric::TakenBranchesPerPacket
+            | Metric::MispredictsPerPacket
+            | Metric::L2MissesPerPacket
+            | Metric::CyclesPerPacketTotal => Family::CoreModel,
+        }
+    }
+
+    /// Why the mail lists its every run, if it does.
+    pub fn headline(self) -> Option<Headline> {
+        match self {
+            Metric::Throughput | Metric::UdpLost | Metric::Tbench => Some(Headline::Measured),
+            Metric::PacketsPerSecond => Some(Headline::Modelled),
+            _ => None,
+        }
+    }
+
+    /// Where the report shows it.
+    pub fn shown(self) -> Shown {
+        match self {
+            Metric::TbenchMaxLatency => Shown::Recorded,
+            Metric::CyclesPerPacketTotal => Shown::PerCpu,
+            _ => Shown::Family,
+        }
+    }
+
+    /// The values it can take and the decimals the lab keeps.
+    pub fn range(self) -> Range {
+        let (max, decimals) = match self {
+            // 1 Tbit/s, 1 TB/s, to the kbit/s or kB/s.
+            Metric::Throughput | Metric::Tbench => (1e6, 3),
+            // 10^10 packets/s of 1250 bytes, to the kbit/s.
+            Metric::ModelledThroughput => (1e8, 3),
+            // A share of the datagrams sent, to 0.001 %.
+            Metric::UdpLost => (100.0, 3),
+            // A second per packet, to 0.1 ns.
+            Metric::CpuPerPacket | Metric::InsnsPerPacket => (1e9, 1),
+            Metric::L1iMissesPerPacket
+            | Metric::L1dMissesPerPacket
+            | Metric::L2MissesPerPacket
+            | Metric::TakenBranchesPerPacket
+            | Metric::MispredictsPerPacket => (1e9, 3),
+            Metric::CyclesPerPacket | Metric::CyclesPerPacketTotal => (1e12, 1),
+            // A packet a cycle at 10 GHz.
+            Metric::PacketsPerSecond => (1e10, 1),
+            // A day, to the microsecond.
+            Metric::TbenchMaxLatency => (86_400_000.0, 3),
+        };
+        Range {
+            min: 0.0,
+            max,
+            decimals,
+        }
+    }
+
     /// The smallest difference between two recorded values,
-    /// `10^-decimals`, in the metric's unit.
-    pub fn resolution(&self) -> f64 {
-        10f64.powi(-self.decimals)
+    /// `10^-decimals`, in its unit.
+    pub fn resolution(self) -> f64 {
+        10f64.powi(-self.range().decimals)
+    }
+
+    /// `value` rounded to the decimals the lab keeps.
+    pub fn round(self, value: f64) -> f64 {
+        let scale = 10f64.powi(self.range().decimals);
+        (value * scale).round() / scale
+    }
+
+    /// The metric named `name` in `lab.json`; `None` for a name this
+    /// xtask does not know (a per-CPU name included: [`Metric::parse`]).
+    pub fn named(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The metric and CPU of a recorded name: `throughput` → (Throughput,
+    /// `None`), `l1i_misses_per_packet_cpu1` → (L1iMissesPerPacket,
+    /// `Some(1)`); `None` for a name this xtask does not know, a CPU's
+    /// share of a metric not in [`Metric::PER_CPU`] included.
+    pub fn parse(name: &str) -> Option<(Metric, Option<u32>)> {
+        if let Some(m) = Metric::named(name) {
+            return Some((m, None));
+        }
+        let (family, digits) = name.rsplit_once("_cpu")?;
+        // As `cpu_name` writes it: `_cpu1`, not `_cpu01` or `_cpu+1`.
+        let cpu: u32 = digits.parse().ok().filter(|c| *c < MAX_CPUS)?;
+        if cpu.to_string() != digits {
+            return None;
+        }
+        let m = Metric::PER_CPU.into_iter().find(|m| m.name() == family)?;
+        Some((m, Some(cpu)))
+    }
+
+    /// `<name>_cpu<cpu>`: its name for one CPU's share.
+    pub fn cpu_name(self, cpu: u32) -> String {
+        format!("{}_cpu{cpu}", self.name())
     }
 
     /// What is wrong with `value` in `unit` for this metric, if anything:
     /// another unit, not a finite number, or out of its range.
-    pub fn problem(&self, value: f64, unit: &str) -> Option<String> {
-        let name = self.name;
-        if unit != self.unit {
+    pub fn problem(self, value: f64, unit: &str) -> Option<String> {
+        let (name, range) = (self.name(), self.range());
+        if unit != self.unit() {
             return Some(format!(
                 "{name} is in {unit}, but the lab records it in {}",
-                self.unit
+                self.unit()
             ));
         }
         if !value.is_finite() {
             return Some(format!("{name} is {value} {unit}, not a number"));
         }
-        if value > self.max {
+        if value > range.max {
             return Some(format!(
                 "{name} is {} {unit}, more than the {} {unit} it can be",
                 shown(value),
-                shown(self.max)
+                shown(range.max)
             ));
         }
-        if value < self.min {
-            return Some(if self.min == 0.0 {
+        if value < range.min {
+            return Some(if range.min == 0.0 {
                 format!("{name} is {value} {unit}, but {name} cannot be negative")
             } else {
                 format!(
                     "{name} is {value} {unit}, below its least {} {unit}",
-                    self.min
+                    range.min
                 )
             });
         }
@@ -76,106 +356,61 @@ fn shown(value: f64) -> String {
     }
 }
 
-/// Metric name of the receiver's throughput.
-pub const THROUGHPUT: &str = "throughput";
-/// Unit of [`THROUGHPUT`].
-pub const MBIT_PER_S: &str = "Mbit/s";
-/// [`THROUGHPUT`]: 0 to 1 Tbit/s, to the kbit/s.
-pub const THROUGHPUT_METRIC: MetricSpec = MetricSpec {
-    name: THROUGHPUT,
-    unit: MBIT_PER_S,
-    min: 0.0,
-    max: 1e6,
-    decimals: 3,
-};
-
-/// Metric name of the guest's busy time per forwarded packet.
-pub const CPU_PER_PACKET: &str = "guest_cpu_per_packet";
-/// Unit of [`CPU_PER_PACKET`].
-pub const NS_PER_PACKET: &str = "ns/packet";
-/// [`CPU_PER_PACKET`]: 0 to a second per packet, to 0.1 ns.
-pub const CPU_PER_PACKET_METRIC: MetricSpec = MetricSpec {
-    name: CPU_PER_PACKET,
-    unit: NS_PER_PACKET,
-    min: 0.0,
-    max: 1e9,
-    decimals: 1,
-};
-
-/// Metric name of the UDP datagrams the receiver missed (`--udp` runs):
-/// iperf3's `end.sum_received.lost_percent`.
-pub const UDP_LOST: &str = "udp_lost";
-/// Unit of [`UDP_LOST`].
-pub const PERCENT: &str = "%";
-/// [`UDP_LOST`]: a share of the datagrams sent, 0 to 100 %, to 0.001 %.
-pub const UDP_LOST_METRIC: MetricSpec = MetricSpec {
-    name: UDP_LOST,
-    unit: PERCENT,
-    min: 0.0,
-    max: 100.0,
-    decimals: 3,
-};
-
-/// Every metric the lab records, with its unit, range and precision: a
-/// run's metric that is not one of them is refused.
-pub const METRICS: [MetricSpec; 15] = [
-    THROUGHPUT_METRIC,
-    CPU_PER_PACKET_METRIC,
-    UDP_LOST_METRIC,
-    super::host::TBENCH_METRIC,
-    super::host::TBENCH_MAX_LATENCY_METRIC,
-    super::cache::INSNS_PER_PACKET_METRIC,
-    super::cache::L1I_MISSES_PER_PACKET_METRIC,
-    super::cache::L1D_MISSES_PER_PACKET_METRIC,
-    super::core_model::CYCLES_PER_PACKET_METRIC,
-    super::core_model::PACKETS_PER_SECOND_METRIC,
-    super::core_model::MODELLED_THROUGHPUT_METRIC,
-    super::core_model::TAKEN_PER_PACKET_METRIC,
-    super::core_model::MISPREDICTS_PER_PACKET_METRIC,
-    super::core_model::L2_MISSES_PER_PACKET_METRIC,
-    super::per_cpu::CYCLES_PER_PACKET_TOTAL_METRIC,
-];
-
-/// The spec of metric `name`, if the lab records one by that name; one
-/// CPU's share of a per-CPU family (`l1i_misses_per_packet_cpu1`,
-/// [`super::per_cpu::split_cpu_metric`]) has its family's.
-pub fn spec(name: &str) -> Option<&'static MetricSpec> {
-    let family = super::per_cpu::split_cpu_metric(name).map_or(name, |(f, _)| f);
-    METRICS.iter().find(|m| m.name == family)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_metric_has_one_spec_and_a_range_the_statistics_can_average() {
-        for (i, m) in METRICS.iter().enumerate() {
+    fn every_metric_has_one_name_and_a_range_the_statistics_can_average() {
+        for (i, m) in Metric::ALL.iter().enumerate() {
             assert!(
-                METRICS[..i].iter().all(|o| o.name != m.name),
+                Metric::ALL[..i].iter().all(|o| o.name() != m.name()),
                 "{} twice",
-                m.name
+                m.name()
             );
-            assert!(m.min >= 0.0 && m.min < m.max, "{m:?}");
-            assert!(m.max <= super::super::check::MAX_VALUE, "{m:?}");
+            let r = m.range();
+            assert!(r.min >= 0.0 && r.min < r.max, "{m:?}");
+            assert!(r.max <= super::super::check::MAX_VALUE, "{m:?}");
+            assert_eq!(Metric::named(m.name()), Some(*m));
         }
+        // The report's families come first.
+        let shown: Vec<Shown> = Metric::ALL.map(Metric::shown).to_vec();
+        assert!(shown.is_sorted_by_key(|s| *s != Shown::Family), "{shown:?}");
+        let m = Metric::UdpLost;
         assert_eq!(
-            UDP_LOST_METRIC.problem(-50.0, "%").unwrap(),
+            m.problem(-50.0, "%").unwrap(),
             "udp_lost is -50 %, but udp_lost cannot be negative"
         );
         assert_eq!(
-            UDP_LOST_METRIC.problem(12.0, "Mbit/s").unwrap(),
+            m.problem(12.0, "Mbit/s").unwrap(),
             "udp_lost is in Mbit/s, but the lab records it in %"
         );
-        assert!(UDP_LOST_METRIC.problem(100.5, "%").is_some());
-        assert_eq!(UDP_LOST_METRIC.problem(0.5, "%"), None);
-        assert_eq!(THROUGHPUT_METRIC.resolution(), 0.001);
-        // A CPU's share has its family's spec; other suffixes none.
+        assert!(m.problem(100.5, "%").is_some());
+        assert_eq!(m.problem(0.5, "%"), None);
+        assert_eq!(Metric::Throughput.resolution(), 0.001);
+        assert_eq!(Metric::CpuPerPacket.round(12.345), 12.3);
+    }
+
+    #[test]
+    fn a_cpus_share_parses_as_its_metric_and_cpu() {
+        let l1i = Metric::L1iMissesPerPacket;
         assert_eq!(
-            spec("l1i_misses_per_packet_cpu1").map(|m| m.name),
-            Some("l1i_misses_per_packet")
+            Metric::parse("l1i_misses_per_packet_cpu1"),
+            Some((l1i, Some(1)))
         );
-        assert!(spec("modelled_cycles_per_packet_total").is_some());
-        assert!(spec("throughput_cpu1").is_none());
+        assert_eq!(Metric::parse(&l1i.cpu_name(3)), Some((l1i, Some(3))));
+        assert_eq!(
+            Metric::parse("modelled_cycles_per_packet_total"),
+            Some((Metric::CyclesPerPacketTotal, None))
+        );
+        for name in [
+            "throughput_cpu1",
+            "l1i_misses_per_packet_cpu01",
+            "l1i_misses_per_packet_cpu+1",
+            "l1i_misses_per_packet_cpu64",
+            "latency",
+        ] {
+            assert_eq!(Metric::parse(name), None, "{name}");
+        }
     }
 }

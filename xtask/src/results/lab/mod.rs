@@ -86,35 +86,25 @@ pub mod schema;
 pub mod status;
 pub mod steering;
 pub mod timing;
+pub mod topology;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-pub use cache::{
-    CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, CacheWork, INSNS_PER_PACKET,
-    INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET, L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
-};
-pub use core_model::{
-    CoreCounters, CoreTiming, CoreWork, BRANCHES_PER_PACKET, CYCLES_PER_PACKET,
-    CYCLES_PER_PACKET_UNIT, L2_MISSES_PER_PACKET, MISPREDICTS_PER_PACKET, MISPREDICTS_UNIT,
-    MODELLED_THROUGHPUT, PACKETS_PER_SECOND, PACKETS_PER_SECOND_UNIT, TAKEN_PER_PACKET,
-};
+pub use cache::{CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, CacheWork};
+pub use core_model::{CoreCounters, CoreTiming, CoreWork};
 pub use gro::Gro;
 pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicCounters, USER_HZ};
-pub use host::{
-    Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK, MB_PER_S, MS, TBENCH,
-    TBENCH_MAX_LATENCY,
-};
+pub use host::{Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK};
 pub use iperf::IperfOptions;
 pub use machine::{MachineInfo, QemuInfo};
-pub use metric::{
-    MetricSpec, CPU_PER_PACKET, MBIT_PER_S, NS_PER_PACKET, PERCENT, THROUGHPUT, UDP_LOST,
-};
+pub use metric::Metric;
 pub use router::{Flash, KernelCheck, RouterInfo};
 pub use status::Status;
 pub use timing::WallStep;
+pub use topology::Topology;
 
 use crate::util::fs::{read_limited, write_atomic, FileLimit};
 
@@ -124,13 +114,6 @@ pub const SCHEMA: u32 = 3;
 
 /// File name of the record in each lab directory.
 pub const FILE_NAME: &str = "lab.json";
-
-/// `lab.json`'s `topology` of the batman-adv mesh (`--topology mesh`),
-/// whose report adds the original's per-run table.
-pub const MESH_TOPOLOGY: &str = "mesh";
-/// The topology of the mesh's reference arm, the routers bridged without
-/// batman-adv (an arm's `topology`).
-pub const MESH_BRIDGED_TOPOLOGY: &str = "mesh-bridged";
 
 /// The largest `lab.json` read: a 10-round lab of three arms is about
 /// 1.5 MB, so 64 MiB leaves room for long labs and none for a device.
@@ -268,7 +251,7 @@ pub struct Arm {
     /// The topology it boots when not the lab's (the mesh's reference
     /// arm "without batman-adv": `mesh-bridged`, the base's kernel).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<String>,
+    pub topology: Option<Topology>,
 }
 
 /// The lab kernel an arm of the QEMU lab boots.
@@ -320,18 +303,50 @@ pub struct BootRecord {
     pub qdisc: Option<String>,
 }
 
-/// One number with its unit.
+/// One number of a run with its unit, as `lab.json` holds it: `{"name":
+/// "throughput", "value": 180.5, "unit": "Mbit/s"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Metric {
-    /// [`THROUGHPUT`], [`CPU_PER_PACKET`], [`UDP_LOST`], [`TBENCH`], or the cache
-    /// model's [`INSNS_PER_PACKET`], [`L1I_MISSES_PER_PACKET`],
-    /// [`L1D_MISSES_PER_PACKET`].
+pub struct MetricValue {
+    /// A [`Metric`]'s name ([`Metric::name`]), or one CPU's share of one
+    /// ([`Metric::cpu_name`]). Kept as written, so that a file with a name
+    /// this xtask does not know reads ([`MetricValue::metric`] is `None`,
+    /// and [`check`] refuses it).
     pub name: String,
     /// The value.
     pub value: f64,
-    /// [`MBIT_PER_S`], [`NS_PER_PACKET`], [`MB_PER_S`],
-    /// [`INSNS_PER_PACKET_UNIT`] or [`MISSES_PER_PACKET`].
+    /// The metric's unit ([`Metric::unit`]).
     pub unit: String,
+}
+
+impl MetricValue {
+    /// `value` of `metric`, rounded as `lab.json` keeps it, in its unit.
+    pub fn new(metric: Metric, value: f64) -> MetricValue {
+        MetricValue {
+            name: metric.name().to_string(),
+            value: metric.round(value),
+            unit: metric.unit().to_string(),
+        }
+    }
+
+    /// CPU `cpu`'s share of `metric` (`l1i_misses_per_packet_cpu1`), as
+    /// [`MetricValue::new`].
+    pub fn of_cpu(metric: Metric, cpu: u32, value: f64) -> MetricValue {
+        MetricValue {
+            name: metric.cpu_name(cpu),
+            ..MetricValue::new(metric, value)
+        }
+    }
+
+    /// The metric it is a value of (the whole machine's, not a CPU's
+    /// share); `None` for a name this xtask does not know.
+    pub fn metric(&self) -> Option<Metric> {
+        Metric::named(&self.name)
+    }
+
+    /// Whether it is a value of `metric` (the whole machine's).
+    pub fn is(&self, metric: Metric) -> bool {
+        self.name == metric.name()
+    }
 }
 
 /// One run.
@@ -354,7 +369,7 @@ pub struct RunRecord {
     pub started: String,
     /// The samples: throughput (Mbit/s), guest CPU per packet (ns/packet);
     /// tbench (MB/s).
-    pub metrics: Vec<Metric>,
+    pub metrics: Vec<MetricValue>,
     /// The guest's counters and what the server saw (the QEMU lab).
     #[serde(flatten)]
     pub guest: Option<GuestRun>,
@@ -414,7 +429,7 @@ pub struct LabRecord {
     /// The QEMU lab's topology (`nat-router`); `None` elsewhere and in
     /// schema-1 files (which were all `nat-router`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<String>,
+    pub topology: Option<Topology>,
     /// The L1 cache model, when the lab ran with `--cache-model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_model: Option<CacheModelInfo>,

@@ -12,57 +12,17 @@
 //! busiest one: `packets/s = clock ÷ max over CPUs of cycles/packet`
 //! ([`bottleneck`]). A run's `modelled_cycles_per_packet` and
 //! `modelled_packets_per_second` are that CPU's; per-CPU metrics
-//! ([`cpu_metric`]: `modelled_cycles_per_packet_cpu1`) and the sum
-//! ([`CYCLES_PER_PACKET_TOTAL`]) come with them. One-CPU runs have no
+//! ([`Metric::cpu_name`]: `modelled_cycles_per_packet_cpu1`) and the sum
+//! ([`Metric::CyclesPerPacketTotal`]) come with them. One-CPU runs have no
 //! per-CPU part, and their files read as before.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::cache::{
-    CacheCounters, CacheGeometry, INSNS_PER_PACKET, INSNS_PER_PACKET_UNIT, L1D_MISSES_PER_PACKET,
-    L1I_MISSES_PER_PACKET, MISSES_PER_PACKET,
-};
-use super::core_model::{
-    CoreCosts, CoreCounters, Cycles, CYCLES_PER_PACKET, CYCLES_PER_PACKET_UNIT,
-};
-use super::Metric;
-
-/// Metric name of the modelled cycles per packet summed over the CPUs:
-/// the work of a packet, wherever it ran.
-pub const CYCLES_PER_PACKET_TOTAL: &str = "modelled_cycles_per_packet_total";
-/// [`CYCLES_PER_PACKET_TOTAL`]: as [`CYCLES_PER_PACKET`], 0 to 10^12, to 0.1.
-pub const CYCLES_PER_PACKET_TOTAL_METRIC: super::metric::MetricSpec = super::metric::MetricSpec {
-    name: CYCLES_PER_PACKET_TOTAL,
-    ..super::core_model::CYCLES_PER_PACKET_METRIC
-};
-
-/// The per-CPU families: a run on more than one CPU records each of these
-/// per CPU as `<name>_cpu<N>` ([`cpu_metric`]).
-pub const PER_CPU: [&str; 4] = [
-    CYCLES_PER_PACKET,
-    INSNS_PER_PACKET,
-    L1I_MISSES_PER_PACKET,
-    L1D_MISSES_PER_PACKET,
-];
-
-/// `<name>_cpu<cpu>`: the metric `name` of one CPU.
-pub fn cpu_metric(name: &str, cpu: u32) -> String {
-    format!("{name}_cpu{cpu}")
-}
-
-/// The family and CPU of a per-CPU metric name
-/// (`l1i_misses_per_packet_cpu1` → (`l1i_misses_per_packet`, 1)); `None`
-/// for any other name.
-pub fn split_cpu_metric(name: &str) -> Option<(&str, u32)> {
-    let (family, digits) = name.rsplit_once("_cpu")?;
-    // As `cpu_metric` writes it: `_cpu1`, not `_cpu01` or `_cpu+1`.
-    let cpu: u32 = digits.parse().ok().filter(|c| *c < 64)?;
-    if cpu.to_string() != digits {
-        return None;
-    }
-    PER_CPU.contains(&family).then_some((family, cpu))
-}
+use super::cache::{CacheCounters, CacheGeometry};
+use super::core_model::{CoreCosts, CoreCounters, Cycles};
+use super::metric::Metric;
+use super::MetricValue;
 
 /// One snapshot of the plugin: the sums and each vCPU's counters.
 #[derive(Debug, Clone, PartialEq)]
@@ -252,55 +212,32 @@ pub fn bottleneck(cpus: &[CpuWork]) -> Option<(u32, Cycles)> {
         .max_by(|a, b| a.1.total.total_cmp(&b.1.total))
 }
 
-/// The per-CPU metrics of a run (each of [`PER_CPU`] per CPU, and
-/// [`CYCLES_PER_PACKET_TOTAL`]), rounded as `lab.json` keeps them.
-pub fn metrics(cpus: &[CpuWork]) -> Vec<Metric> {
-    let round = |v: f64, d: i32| (v * 10f64.powi(d)).round() / 10f64.powi(d);
+/// The per-CPU metrics of a run (each of [`Metric::PER_CPU`] per CPU,
+/// and [`Metric::CyclesPerPacketTotal`]), rounded as `lab.json` keeps them.
+pub fn metrics(cpus: &[CpuWork]) -> Vec<MetricValue> {
     let mut out = Vec::new();
     let costed: Vec<f64> = cpus
         .iter()
         .filter_map(|c| c.cycles_per_packet.map(|y| y.total))
         .collect();
     if !costed.is_empty() && costed.len() == cpus.len() {
-        out.push(Metric {
-            name: CYCLES_PER_PACKET_TOTAL.to_string(),
-            value: round(costed.iter().sum(), 1),
-            unit: CYCLES_PER_PACKET_UNIT.to_string(),
-        });
+        out.push(MetricValue::new(
+            Metric::CyclesPerPacketTotal,
+            costed.iter().sum(),
+        ));
     }
     for c in cpus {
-        for (name, unit, value, decimals) in [
+        for (metric, value) in [
             (
-                CYCLES_PER_PACKET,
-                CYCLES_PER_PACKET_UNIT,
+                Metric::CyclesPerPacket,
                 c.cycles_per_packet.map(|y| y.total),
-                1,
             ),
-            (
-                INSNS_PER_PACKET,
-                INSNS_PER_PACKET_UNIT,
-                c.insns_per_packet,
-                1,
-            ),
-            (
-                L1I_MISSES_PER_PACKET,
-                MISSES_PER_PACKET,
-                c.l1i_misses_per_packet,
-                3,
-            ),
-            (
-                L1D_MISSES_PER_PACKET,
-                MISSES_PER_PACKET,
-                c.l1d_misses_per_packet,
-                3,
-            ),
+            (Metric::InsnsPerPacket, c.insns_per_packet),
+            (Metric::L1iMissesPerPacket, c.l1i_misses_per_packet),
+            (Metric::L1dMissesPerPacket, c.l1d_misses_per_packet),
         ] {
             if let Some(v) = value {
-                out.push(Metric {
-                    name: cpu_metric(name, c.cpu),
-                    value: round(v, decimals),
-                    unit: unit.to_string(),
-                });
+                out.push(MetricValue::of_cpu(metric, c.cpu, v));
             }
         }
     }
@@ -359,7 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn the_bottleneck_is_the_busiest_cpu_and_names_split_back() {
+    fn the_bottleneck_is_the_busiest_cpu() {
         let before = Snapshot::parse(TWO, None).unwrap();
         let after = Snapshot::parse(
             &TWO.replace("insns=1500", "insns=3500")
@@ -387,7 +324,7 @@ mod tests {
             "{names:?}"
         );
         assert!(
-            !names.contains(&CYCLES_PER_PACKET_TOTAL.to_string()),
+            !names.contains(&Metric::CyclesPerPacketTotal.name().to_string()),
             "{names:?}"
         );
         let costed: Vec<CpuWork> = cpus
@@ -404,11 +341,5 @@ mod tests {
         // CPU1: 150 instructions and 2 L1I misses of 10 cycles a packet.
         let (cpu, cycles) = bottleneck(&costed).unwrap();
         assert_eq!((cpu, cycles.total), (1, 170.0));
-        assert_eq!(
-            split_cpu_metric("l1i_misses_per_packet_cpu1"),
-            Some((L1I_MISSES_PER_PACKET, 1))
-        );
-        assert_eq!(split_cpu_metric("throughput_cpu1"), None);
-        assert_eq!(split_cpu_metric(CYCLES_PER_PACKET_TOTAL), None);
     }
 }

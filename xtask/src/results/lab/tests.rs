@@ -100,11 +100,7 @@ fn a_host_run_has_a_bench_and_no_guest() {
         },
         warmup: false,
         started: "2026-01-01T00:00:00Z".to_string(),
-        metrics: vec![Metric {
-            name: TBENCH.to_string(),
-            value: 579.4,
-            unit: MB_PER_S.to_string(),
-        }],
+        metrics: vec![MetricValue::new(Metric::Tbench, 579.4)],
         guest: None,
         iperf3_client: None,
         host: Some(HostRun {
@@ -123,4 +119,32 @@ fn a_host_run_has_a_bench_and_no_guest() {
     assert!(json.get("direction").is_none() && json.get("guest_work").is_none());
     let back: RunRecord = serde_json::from_value(json).unwrap();
     assert_eq!(back, run);
+}
+
+#[test]
+fn a_metric_this_xtask_does_not_know_reads_as_written_and_is_refused_by_the_check() {
+    let mut v1: serde_json::Value = serde_json::from_str(&fixture("lab.json")).unwrap();
+    v1["runs"][0]["metrics"][0] =
+        serde_json::json!({"name": "l3_misses_per_packet", "value": 3.5, "unit": "misses/packet"});
+    let record: LabRecord = serde_json::from_value(v1).unwrap();
+    let m = &record.runs[0].metrics[0];
+    assert_eq!(
+        (m.name.as_str(), m.value, m.unit.as_str(), m.metric()),
+        ("l3_misses_per_packet", 3.5, "misses/packet", None)
+    );
+    // It writes back as it was read.
+    let again = serde_json::to_value(&record).unwrap();
+    assert_eq!(
+        again["runs"][0]["metrics"][0]["name"],
+        "l3_misses_per_packet"
+    );
+    // Known names read as their metric.
+    let known = &record.runs[1].metrics;
+    assert!(known.iter().all(|m| m.metric().is_some()), "{known:?}");
+    let refusals = check::check(&record).refusals;
+    assert!(
+        refusals.iter().any(|r| r
+            .contains("l3_misses_per_packet is not a metric the lab records (tbench, throughput")),
+        "{refusals:?}"
+    );
 }
