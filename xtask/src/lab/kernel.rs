@@ -26,6 +26,7 @@ use crate::kernel_build::openwrt::OpenwrtBackend;
 use crate::kernel_build::openwrt_lab::OpenwrtLab;
 use crate::kernel_build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
 use crate::results::BuildResult;
+use crate::util::fs::{read_bytes_limited, write_atomic, FileLimit};
 use crate::util::layout::Layout;
 
 /// Appended to a target's name for its lab kernel's build and results.
@@ -179,12 +180,29 @@ pub fn build_with(
                 .join("boot/dts")
                 .join(goal);
             let kept = dtb_in(layout, &lab.name, &variant.name, goal);
-            std::fs::copy(&built, &kept)
-                .with_context(|| format!("copying {} to {}", built.display(), kept.display()))?;
+            keep_dtb(&built, &kept)?;
         }
         kernels.push(in_results(layout, &lab, spec, variant, result));
     }
     Ok(kernels)
+}
+
+/// Copies the built device tree `built` to `kept` beside the lab kernel's
+/// results, unless `kept` already holds the same bytes; a new one is
+/// written to a temporary file and renamed, so a lab that boots `kept`
+/// at the same time (another lab or experiment on this kernel) never
+/// reads a half-written file.
+///
+/// Errors: either file unreadable (naming it), or the write failing.
+fn keep_dtb(built: &std::path::Path, kept: &std::path::Path) -> Result<()> {
+    let limit = FileLimit::binary("a device tree blob");
+    let fix = "rebuild the lab kernel (`cargo xtask lab --build-only`)";
+    let bytes = read_bytes_limited(built, limit, fix)?;
+    if kept.is_file() && read_bytes_limited(kept, limit, fix)? == bytes {
+        return Ok(());
+    }
+    write_atomic(kept, &bytes)
+        .with_context(|| format!("copying {} to {}", built.display(), kept.display()))
 }
 
 /// The lab kernel of `variant` for `target` as an earlier `lab` (or

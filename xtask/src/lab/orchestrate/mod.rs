@@ -308,10 +308,7 @@ pub fn run_from(
         ),
     }
     let taken_over = match &start {
-        Start::Resume(dir) => match resume::take_over(plan, dir)? {
-            Some(record) => Some(record),
-            None => return Ok(Some(dir.clone())),
-        },
+        Start::Resume(dir) => Some(resume::take_over(plan, dir)?),
         _ => None,
     };
     backend.start_clean()?;
@@ -322,6 +319,17 @@ pub fn run_from(
             "the lab prepared arms {variants:?}, but the plan has {:?}",
             plan.variants
         );
+    }
+    if let (Some(record), Start::Resume(dir)) = (&taken_over, &start) {
+        resume::check_machine(record, &prepared, dir)?;
+        if record.status == Status::Complete {
+            eprintln!(
+                "lab: {} is complete ({} runs); kept",
+                dir.join(super::record::FILE_NAME).display(),
+                record.runs.len()
+            );
+            return Ok(Some(dir.clone()));
+        }
     }
     if mode == Mode::PrepareOnly {
         return Ok(None);

@@ -5,15 +5,16 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use super::LabPlan;
+use crate::lab::backend::Prepared;
 use crate::lab::record::{LabRecord, Status};
 
-/// The record of the lab in `dir` to continue, or `None` when it is
-/// complete (kept as it is).
+/// The record of the lab in `dir` to continue, complete or not (a
+/// complete one is kept as it is once [`check_machine`] agrees).
 ///
 /// Errors: its target, arms or settings are not `plan`'s, complete or
 /// not (the experiment or the command changed: start a new lab); its pid
 /// still runs (naming it); an unreadable `lab.json`.
-pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
+pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<LabRecord> {
     let record = LabRecord::read(dir)?;
     let file = dir.join(crate::lab::record::FILE_NAME);
     // The plan's own lab, complete or not: a complete lab of other
@@ -40,14 +41,9 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
         );
     }
     let pid = match &record.status {
-        Status::Complete => {
-            eprintln!(
-                "lab: {} is complete ({} runs); kept",
-                file.display(),
-                record.runs.len()
-            );
-            return Ok(None);
-        }
+        // Kept once the backend is prepared and its machine is the
+        // record's ([`check_machine`]).
+        Status::Complete => return Ok(record),
         Status::Running { pid } => {
             if record.status.lab_alive() == Some(true) {
                 bail!(
@@ -67,5 +63,32 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<Option<LabRecord>> {
         "lab: taking over {} from {pid}, which no longer runs: {kept} measured runs kept",
         file.display()
     );
-    Ok(Some(record))
+    Ok(record)
+}
+
+/// Errors unless the taken-over `record` (in `dir`) was measured on the
+/// machine `prepared` describes: the same lab kernels' target, QEMU
+/// machine (CPUs, TCG threads or `-icount`, packet steering, the kernel
+/// command line), cache model and arms (each kernel's image and config).
+/// A lab measured on one machine is not continued on another.
+pub fn check_machine(record: &LabRecord, prepared: &Prepared, dir: &Path) -> Result<()> {
+    let differs = if record.lab_target != prepared.lab_target {
+        Some("lab kernels (another target's)")
+    } else if record.machine != prepared.machine {
+        Some("machine (--cpus, --packet-steering, --nic or the target's [lab] table)")
+    } else if record.cache_model != prepared.cache_model {
+        Some("cache model (--cache-model, or the target's [lab.l1]/[lab.timing])")
+    } else if prepared.arms.iter().any(|a| !record.arms.contains(a)) {
+        Some("arms' kernels (--openwrt, or a variant rebuilt since)")
+    } else {
+        None
+    };
+    if let Some(what) = differs {
+        bail!(
+            "{} was measured with another {what} than this command's; it cannot be continued with it: \
+             run `cargo xtask lab` with the flags that started it, or move the directory away to start anew",
+            dir.join(crate::lab::record::FILE_NAME).display()
+        );
+    }
+    Ok(())
 }

@@ -381,7 +381,9 @@ fn a_complete_lab_is_kept_and_a_live_one_refused() {
     let calls = Calls::default();
     let resume = Start::Resume(dir.clone());
     run_from(&layout, &p, &mut fake(&calls), Mode::Run, resume.clone()).unwrap();
-    assert!(calls.borrow().is_empty(), "{:?}", calls.borrow());
+    // Prepared, to see that its machine is the record's; nothing booted.
+    assert_eq!(*calls.borrow(), ["start clean", "prepare"]);
+    calls.borrow_mut().clear();
 
     record.status = Status::running_here();
     record.write(&dir).unwrap();
@@ -442,4 +444,48 @@ fn a_lab_resumed_alone_keeps_that_it_ran_side_by_side() {
         Some(2),
         "its first runs were measured beside another lab"
     );
+}
+
+#[test]
+fn a_lab_measured_on_another_machine_is_not_continued() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let dir = root.path().join("target/xtask/lab/fake/elsewhere");
+    let p = plan(Place::Endpoint("lan".into()));
+    killed_after(&layout, &p, &dir, 5);
+    let mut record = LabRecord::read(&dir).unwrap();
+    // As if measured with other lab kernels (another --openwrt, --cpus).
+    record.lab_target = "other-lab".into();
+    record.write(&dir).unwrap();
+    for status in [
+        Status::Failed {
+            reason: "killed".into(),
+        },
+        Status::Complete,
+    ] {
+        let mut r = LabRecord::read(&dir).unwrap();
+        r.status = status;
+        r.write(&dir).unwrap();
+        let written = std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap();
+        let calls = Calls::default();
+        let err = run_from(
+            &layout,
+            &p,
+            &mut fake(&calls),
+            Mode::Run,
+            Start::Resume(dir.clone()),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("measured with another lab kernels"),
+            "{err}"
+        );
+        assert_eq!(*calls.borrow(), ["start clean", "prepare"]);
+        assert_eq!(
+            std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap(),
+            written,
+            "a refused resume leaves lab.json as it was"
+        );
+    }
 }

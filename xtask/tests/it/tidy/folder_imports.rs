@@ -32,6 +32,44 @@ const FOLDERS_THAT_STILL_LOOP: &[&str] = &[
     "util",
 ];
 
+/// Every path of a use-tree or expression starting at `s[0]`, `{a, b::c}` expanded.
+fn paths(s: &[char], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let mut path = prefix;
+    loop {
+        while s.get(*i).is_some_and(|c| c.is_whitespace()) {
+            *i += 1;
+        }
+        if s.get(*i) == Some(&'{') {
+            *i += 1;
+            while *i < s.len() && s[*i] != '}' {
+                paths(s, i, path.clone(), out);
+                while s.get(*i).is_some_and(|c| c.is_whitespace() || *c == ',') {
+                    *i += 1;
+                }
+            }
+            *i += 1;
+            return;
+        }
+        let start = *i;
+        while s
+            .get(*i)
+            .is_some_and(|c| c.is_alphanumeric() || *c == '_' || *c == '*')
+        {
+            *i += 1;
+        }
+        if *i == start {
+            break;
+        }
+        path.push(s[start..*i].iter().collect());
+        if s.get(*i) == Some(&':') && s.get(*i + 1) == Some(&':') {
+            *i += 2;
+        } else {
+            break;
+        }
+    }
+    out.push(path);
+}
+
 /// Within each folder of `src/`, imports between sibling modules point one
 /// way: a file `a.rs` and a folder `a/` are one node, `mod.rs` (or the
 /// `a.rs` beside `a/`) is the folder's own node `mod`, and `super::X`,
@@ -42,43 +80,6 @@ const FOLDERS_THAT_STILL_LOOP: &[&str] = &[
 /// was a loop: the types move to named files, `mod.rs` keeps dispatch.
 #[test]
 fn imports_within_a_folder_point_one_way() {
-    /// Every path of a use-tree or expression starting at `s[0]`, `{a, b::c}` expanded.
-    fn paths(s: &[char], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
-        let mut path = prefix;
-        loop {
-            while s.get(*i).is_some_and(|c| c.is_whitespace()) {
-                *i += 1;
-            }
-            if s.get(*i) == Some(&'{') {
-                *i += 1;
-                while *i < s.len() && s[*i] != '}' {
-                    paths(s, i, path.clone(), out);
-                    while s.get(*i).is_some_and(|c| c.is_whitespace() || *c == ',') {
-                        *i += 1;
-                    }
-                }
-                *i += 1;
-                return;
-            }
-            let start = *i;
-            while s
-                .get(*i)
-                .is_some_and(|c| c.is_alphanumeric() || *c == '_' || *c == '*')
-            {
-                *i += 1;
-            }
-            if *i == start {
-                break;
-            }
-            path.push(s[start..*i].iter().collect());
-            if s.get(*i) == Some(&':') && s.get(*i + 1) == Some(&':') {
-                *i += 2;
-            } else {
-                break;
-            }
-        }
-        out.push(path);
-    }
     let src = crate_dir().join("src");
     // Module path of each non-test file (`lab/ssh/mod.rs` → [lab, ssh]).
     let mut modules: BTreeMap<Vec<String>, String> = BTreeMap::new();
