@@ -160,6 +160,20 @@ impl Layout {
             .join(format!("{name}.lock"))
     }
 
+    /// The lock file of the lab run directory `dir` while `lab --resume`
+    /// continues it, so that two resumptions never write one `lab.json`:
+    /// named by the sha256 of `dir`'s canonical path (the path as given
+    /// when it cannot be resolved), under the shared
+    /// `target/xtask/locks/lab-run/` (a lab of either mode).
+    pub fn lab_run_lock(&self, dir: &Path) -> PathBuf {
+        let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let key = super::hash::sha256_bytes(canonical.as_os_str().as_encoded_bytes());
+        self.shared_work_dir()
+            .join("locks")
+            .join("lab-run")
+            .join(format!("{}.lock", &key[..16]))
+    }
+
     /// `target/xtask/locks/`.
     fn locks_dir(&self) -> PathBuf {
         self.work_dir().join("locks")

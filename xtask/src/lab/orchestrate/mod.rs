@@ -36,6 +36,7 @@ use super::topology::Topology;
 use super::workload::{check_places, Workload};
 use crate::results;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// Whether the flow runs the plan or stops once the machine is ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,6 +308,16 @@ pub fn run_from(
             plan.target, plan.machine
         ),
     }
+    // Held until this lab ends: a second `--resume` of the same
+    // directory is refused, naming this pid, before it reads lab.json.
+    let _resuming = match &start {
+        Start::Resume(dir) => Some(Lock::acquire(
+            &layout.lab_run_lock(dir),
+            &format!("the lab {} (resumed)", dir.display()),
+            Wait::No,
+        )?),
+        _ => None,
+    };
     let taken_over = match &start {
         Start::Resume(dir) => Some(resume::take_over(plan, dir)?),
         _ => None,

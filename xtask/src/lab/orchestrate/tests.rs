@@ -489,3 +489,49 @@ fn a_lab_measured_on_another_machine_is_not_continued() {
         );
     }
 }
+
+#[test]
+fn a_lab_another_process_resumes_is_refused_before_it_is_read() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let dir = root.path().join("target/xtask/lab/fake/twice");
+    let p = plan(Place::Endpoint("lan".into()));
+    killed_after(&layout, &p, &dir, 5);
+    let written = std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap();
+    // The other resumption, as it holds the lock.
+    let held = crate::util::lock::Lock::acquire(
+        &layout.lab_run_lock(&dir),
+        "the other resumption",
+        crate::util::lock::Wait::No,
+    )
+    .unwrap();
+    let calls = Calls::default();
+    let err = run_from(
+        &layout,
+        &p,
+        &mut fake(&calls),
+        Mode::Run,
+        Start::Resume(dir.clone()),
+    )
+    .unwrap_err();
+    let pid = std::process::id();
+    assert!(
+        format!("{err:#}").contains(&format!("pid {pid}")),
+        "{err:#}"
+    );
+    assert!(calls.borrow().is_empty(), "{:?}", calls.borrow());
+    assert_eq!(
+        std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap(),
+        written
+    );
+    drop(held);
+    // Once it ends, this one continues the lab.
+    run_from(
+        &layout,
+        &p,
+        &mut fake(&calls),
+        Mode::Run,
+        Start::Resume(dir),
+    )
+    .unwrap();
+}
