@@ -75,7 +75,7 @@ pub fn check_machine(record: &LabRecord, prepared: &Prepared, dir: &Path) -> Res
     let differs = if record.lab_target != prepared.lab_target {
         Some("lab kernels (another target's)")
     } else if record.machine != prepared.machine {
-        Some("machine (--cpus, --packet-steering, --nic or the target's [lab] table)")
+        Some("machine (--cpus, --packet-steering, --nic, the target's [lab] table or the guest's initramfs)")
     } else if record.cache_model != prepared.cache_model {
         Some("cache model (--cache-model, or the target's [lab.l1]/[lab.timing])")
     } else if prepared.arms.iter().any(|a| !record.arms.contains(a)) {
