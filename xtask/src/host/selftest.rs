@@ -4,9 +4,12 @@
 //! `baseline`, `no-reorder-blocks` and `epoll` (the `--by kconfig` known
 //! answer's base) from the real kernel source (about a minute or two per
 //! variant on 2 idle cores, 4–24 under load; incremental afterwards). Then
-//! `cargo test --workspace` with the slow tests ([`SLOW_TESTS_ENV`]), whose
-//! end-to-end tests read those results and compare them with the reference
-//! tools.
+//! the whole suite under cargo-nextest ([`NEXTEST_INSTALL`]) with the slow
+//! tests ([`SLOW_TESTS_ENV`]), whose end-to-end tests read those results
+//! and compare them with the reference tools. nextest runs each test in a
+//! process of its own and the lab tests one at a time, first
+//! (`.config/nextest.toml`): under `cargo test` the one integration binary
+//! runs every test in one process, where CI saw spawns fail.
 
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
@@ -72,11 +75,47 @@ pub const SKIP_LEDGER_ENV: &str = "XTASK_SKIP_LEDGER";
 /// [`run`] sets it, so CI runs them.
 pub const SLOW_TESTS_ENV: &str = "XTASK_SLOW_TESTS";
 
-/// Runs the end-to-end build through `cargo xtask build`, then `cargo test`
-/// with the slow tests,
+/// How `cargo xtask setup --tests` installs cargo-nextest, the runner of
+/// [`run`], when `cargo nextest` is missing (from crates.io, a few minutes
+/// of compiling on 2 cores).
+pub const NEXTEST_INSTALL: &str = "cargo install cargo-nextest --locked";
+
+/// Whether `cargo nextest --version` runs.
+pub fn has_nextest(sh: &Shell) -> bool {
+    cmd!(sh, "cargo nextest --version")
+        .quiet()
+        .ignore_stdout()
+        .ignore_stderr()
+        .run()
+        .is_ok()
+}
+
+/// Installs cargo-nextest ([`NEXTEST_INSTALL`]) unless `cargo nextest`
+/// already runs; says which.
+pub fn ensure_nextest(sh: &Shell) -> Result<()> {
+    if has_nextest(sh) {
+        return Ok(());
+    }
+    println!(
+        "cargo-nextest is missing (`cargo xtask test` runs the tests with it): {NEXTEST_INSTALL}"
+    );
+    cmd!(sh, "cargo install cargo-nextest --locked")
+        .run()
+        .context("installing cargo-nextest from crates.io")
+}
+
+/// Runs the end-to-end build through `cargo xtask build`, then the whole
+/// suite with the slow tests (`cargo nextest run --workspace`),
 /// then says how many tests the gate skipped and why (under CI none: there
 /// a missing tool fails its test).
+///
+/// Errors: cargo-nextest missing (naming `cargo xtask setup --tests`), the
+/// build failed, or a test failed.
 pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
+    anyhow::ensure!(
+        has_nextest(sh),
+        "`cargo nextest` does not run: `cargo xtask setup --tests` installs cargo-nextest ({NEXTEST_INSTALL})"
+    );
     let [a, b] = E2E_VARIANTS;
     let jobs = jobs.map(|j| format!("--jobs={j}"));
     cmd!(
@@ -94,11 +133,11 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
         }
         _ => {}
     }
-    let tests = cmd!(sh, "cargo test --workspace")
+    let tests = cmd!(sh, "cargo nextest run --workspace --no-fail-fast")
         .env(SKIP_LEDGER_ENV, &ledger)
         .env(SLOW_TESTS_ENV, "1")
         .run()
-        .context("cargo test --workspace");
+        .context("cargo nextest run --workspace");
     let skipped = match crate::util::fs::read_limited(
         &ledger,
         crate::util::fs::FileLimit::record("skip ledger"),

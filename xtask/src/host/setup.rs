@@ -232,7 +232,9 @@ pub struct SetupRequest {
     /// Only the packages these targets need (`--target` spellings); empty:
     /// every target, and the host lab's (dbench, iperf3, ethtool).
     pub targets: Vec<String>,
-    /// Also the reference tools the tests compare against ([`crate::host::selftest::TEST_PACKAGES`]).
+    /// Also the reference tools the tests compare against
+    /// ([`crate::host::selftest::TEST_PACKAGES`]) and their runner,
+    /// cargo-nextest ([`crate::host::selftest::NEXTEST_INSTALL`]).
     pub tests: bool,
     /// Print the `apt-get` command instead of running it.
     pub print_only: bool,
@@ -277,7 +279,13 @@ pub fn command(
     };
     if request.print_only {
         println!("apt-get {}", install_args(&with_pins(&packages)).join(" "));
+        if request.tests && !crate::host::selftest::has_nextest(sh) {
+            println!("{}", crate::host::selftest::NEXTEST_INSTALL);
+        }
         return Ok(());
+    }
+    if request.tests {
+        crate::host::selftest::ensure_nextest(sh)?;
     }
     // Only what dpkg does not have, and pinned kernel sources at another
     // version than the pin's: "installed: …" names what this run

@@ -6,7 +6,9 @@
 //! CI and a counted skip elsewhere; slow tests, which build a kernel or boot
 //! QEMU, run only with `XTASK_SLOW_TESTS=1`) and the fixtures.
 //!
-//! The modules share one process. No test changes the environment or the
+//! `cargo xtask test` runs this binary under cargo-nextest, a process per
+//! test (`.config/nextest.toml`); under `cargo test` the modules share one
+//! process. No test changes the environment or the
 //! working directory (the helpers' child processes get theirs through
 //! `Command`), the labs take one lock ([`common::leftovers`]: they name
 //! their namespaces after the process id), and a test that runs this
