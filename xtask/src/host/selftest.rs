@@ -7,7 +7,7 @@
 //! the whole suite under cargo-nextest ([`NEXTEST_INSTALL`]) with the slow
 //! tests ([`SLOW_TESTS_ENV`]), whose end-to-end tests read those results
 //! and compare them with the reference tools. nextest runs each test in a
-//! process of its own and the lab tests one at a time, first
+//! process of its own and the lab tests two at a time, first
 //! (`.config/nextest.toml`): under `cargo test` the one integration binary
 //! runs every test in one process, where CI saw spawns fail.
 

@@ -21,6 +21,7 @@ use crate::lab::process::run_logged;
 use crate::util::fs::{remove_stale_staging, StagingDir};
 use crate::util::hash::{sha256_bytes, sha256_file};
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// The plugin's C source, as the repository has it.
 pub const PLUGIN_SOURCE: &str = include_str!("../../../../lab/plugin/xtask-cache.c");
@@ -159,6 +160,14 @@ fn build(
     let base = layout.work_dir().join("lab/cache-model/plugins");
     let dir = base.join(&key[..16]);
     let path = dir.join(out_name);
+    // One lab compiles at a time: a second would replace the directory
+    // while the first's QEMU is about to load the plugin from it; it
+    // finds the plugin made instead.
+    let _lock = Lock::acquire(
+        &layout.work_dir().join("lab/locks/cache-model-plugins.lock"),
+        "the cache model's plugins",
+        Wait::Yes,
+    )?;
     if path.is_file() {
         return Ok(Built {
             sha256: sha256_file(&path)?,

@@ -26,6 +26,7 @@ use crate::lab::process::run_logged;
 use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// The plugin API header, as the source tree has it.
 pub const HEADER: &str = "include/qemu/qemu-plugin.h";
@@ -94,6 +95,13 @@ pub fn fetch(layout: &Layout, qemu_package: &str) -> Result<QemuSource> {
     let (package, version) = installed_source(qemu_package)?;
     let base = layout.work_dir().join("lab/cache-model/qemu-src");
     let dir = base.join(version.replace([':', '/'], "_"));
+    // One lab fetches at a time (two labs at once shared the private apt
+    // directory and replaced each other's result); the second finds it.
+    let _lock = Lock::acquire(
+        &layout.work_dir().join("lab/locks/qemu-src.lock"),
+        "the QEMU source of the cache model",
+        Wait::Yes,
+    )?;
     let limit = crate::util::fs::FileLimit {
         what: "QEMU source manifest",
         max_bytes: crate::util::fs::MAX_RECORD_BYTES,

@@ -55,6 +55,7 @@ use crate::results::lab::Initramfs;
 use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
+use crate::util::lock::{Lock, Wait};
 
 /// Debian source packages built for the guest, in build order, and what
 /// of each: dbench's Debian changes are not on the lab's mirror.
@@ -188,6 +189,14 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
     check_tools(spec)?;
     let lab_dir = layout.work_dir().join("lab");
     let base = lab_dir.join("static-guest");
+    // One lab fetches and builds at a time, whatever its architecture (the
+    // fetch shares one private apt directory); the second finds the
+    // initramfs made.
+    let _lock = Lock::acquire(
+        &lab_dir.join("locks/static-guest.lock"),
+        "the static guests' sources and builds",
+        Wait::Yes,
+    )?;
     let sources = sources::fetch(&base, SUITE, SOURCE_PACKAGES)?;
     let toolchain = toolchain(spec)?;
     let key = cache_key(arch, spec, &sources, &toolchain);
