@@ -77,8 +77,13 @@ pub const SLOW_TESTS_ENV: &str = "XTASK_SLOW_TESTS";
 
 /// How `cargo xtask setup --tests` installs cargo-nextest, the runner of
 /// [`run`], when `cargo nextest` is missing (from crates.io, a few minutes
-/// of compiling on 2 cores).
-pub const NEXTEST_INSTALL: &str = "cargo install cargo-nextest --locked";
+/// of compiling on 2 cores): `cargo` with these arguments.
+pub const NEXTEST_INSTALL: [&str; 3] = ["install", "cargo-nextest", "--locked"];
+
+/// [`NEXTEST_INSTALL`] as a command line, for messages.
+pub fn nextest_install_line() -> String {
+    format!("cargo {}", NEXTEST_INSTALL.join(" "))
+}
 
 /// Whether `cargo nextest --version` runs.
 pub fn has_nextest(sh: &Shell) -> bool {
@@ -97,9 +102,10 @@ pub fn ensure_nextest(sh: &Shell) -> Result<()> {
         return Ok(());
     }
     println!(
-        "cargo-nextest is missing (`cargo xtask test` runs the tests with it): {NEXTEST_INSTALL}"
+        "cargo-nextest is missing (`cargo xtask test` runs the tests with it): {}",
+        nextest_install_line()
     );
-    cmd!(sh, "cargo install cargo-nextest --locked")
+    cmd!(sh, "cargo {NEXTEST_INSTALL...}")
         .run()
         .context("installing cargo-nextest from crates.io")
 }
@@ -114,7 +120,8 @@ pub fn ensure_nextest(sh: &Shell) -> Result<()> {
 pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
     anyhow::ensure!(
         has_nextest(sh),
-        "`cargo nextest` does not run: `cargo xtask setup --tests` installs cargo-nextest ({NEXTEST_INSTALL})"
+        "`cargo nextest` does not run: `cargo xtask setup --tests` installs cargo-nextest ({})",
+        nextest_install_line()
     );
     let [a, b] = E2E_VARIANTS;
     let jobs = jobs.map(|j| format!("--jobs={j}"));

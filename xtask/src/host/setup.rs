@@ -280,7 +280,7 @@ pub fn command(
     if request.print_only {
         println!("apt-get {}", install_args(&with_pins(&packages)).join(" "));
         if request.tests && !crate::host::selftest::has_nextest(sh) {
-            println!("{}", crate::host::selftest::NEXTEST_INSTALL);
+            println!("{}", crate::host::selftest::nextest_install_line());
         }
         return Ok(());
     }

@@ -123,7 +123,7 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
     // One lab makes it at a time (two labs in one workspace shared the
     // private apt directory and its downloads); the second finds it made.
     let _lock = Lock::acquire(
-        &lab_dir.join("locks").join(format!("initramfs-{arch}.lock")),
+        &layout.lab_cache_lock(&format!("initramfs-{arch}")),
         &format!("the {arch} initramfs"),
         Wait::Yes,
     )?;

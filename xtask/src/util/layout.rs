@@ -160,6 +160,17 @@ impl Layout {
             .join(format!("{name}.lock"))
     }
 
+    /// The lock file under which one lab makes the lab cache `name`
+    /// (`target/xtask/lab/locks/<name>.lock`: the initramfs of an
+    /// architecture, the static guest, the cache model's QEMU source and
+    /// plugins) while another waits and then finds it made.
+    pub fn lab_cache_lock(&self, name: &str) -> PathBuf {
+        self.work_dir()
+            .join("lab")
+            .join("locks")
+            .join(format!("{name}.lock"))
+    }
+
     /// The lock file of the lab run directory `dir` while `lab --resume`
     /// continues it, so that two resumptions never write one `lab.json`:
     /// named by the sha256 of `dir`'s canonical path (the path as given

@@ -96,7 +96,7 @@ fn rps_moves_the_forwarding_path_to_the_cpu_it_names() {
     assert!(rps1 > 5.0 * off1, "off {off1}, rps {rps1}");
     // The receive path stays on CPU0: a share of its own. Not fewer
     // instructions per packet than without steering: with RPS the NIC's
-    // interrupts batch fewer packets (a CI run: 31.9 packets per
+    // interrupts batch fewer packets (a local `.ci/run`: 31.9 packets per
     // interrupt without, 1.6 with; CPU0 8,148 → 8,856 insns/packet), so
     // CPU0's interrupt and IPI work per packet can outweigh the
     // forwarding it hands to CPU1.

@@ -164,7 +164,7 @@ fn build(
     // while the first's QEMU is about to load the plugin from it; it
     // finds the plugin made instead.
     let _lock = Lock::acquire(
-        &layout.work_dir().join("lab/locks/cache-model-plugins.lock"),
+        &layout.lab_cache_lock("cache-model-plugins"),
         "the cache model's plugins",
         Wait::Yes,
     )?;

@@ -98,7 +98,7 @@ pub fn fetch(layout: &Layout, qemu_package: &str) -> Result<QemuSource> {
     // One lab fetches at a time (two labs at once shared the private apt
     // directory and replaced each other's result); the second finds it.
     let _lock = Lock::acquire(
-        &layout.work_dir().join("lab/locks/qemu-src.lock"),
+        &layout.lab_cache_lock("qemu-src"),
         "the QEMU source of the cache model",
         Wait::Yes,
     )?;

@@ -193,7 +193,7 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
     // fetch shares one private apt directory); the second finds the
     // initramfs made.
     let _lock = Lock::acquire(
-        &lab_dir.join("locks/static-guest.lock"),
+        &layout.lab_cache_lock("static-guest"),
         "the static guests' sources and builds",
         Wait::Yes,
     )?;
