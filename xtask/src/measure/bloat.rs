@@ -96,7 +96,7 @@ pub struct Options {
 }
 
 /// One printed row: a symbol whose summed size changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Row {
     /// Name after `.NUMBER` stripping (and clone folding, if on).
     pub name: String,
@@ -109,7 +109,7 @@ pub struct Row {
 }
 
 /// One bloat-o-meter table (one `print_result` call).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Table {
     /// "Function", "Data" or "RO Data".
     pub title: &'static str,
@@ -127,12 +127,12 @@ pub struct Table {
     pub up: u64,
     /// Bytes lost: removed sizes plus shrinkage of common names (positive).
     pub down: u64,
-    /// Changed names, in bloat-o-meter's order.
-    pub rows: Vec<Row>,
     /// Sum of all counted sizes in the old file, in bytes.
     pub before: u64,
     /// Sum of all counted sizes in the new file, in bytes.
     pub after: u64,
+    /// Changed names, in bloat-o-meter's order.
+    pub rows: Vec<Row>,
 }
 
 impl Table {

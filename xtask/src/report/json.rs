@@ -56,7 +56,7 @@ use super::model::{
 };
 use super::sizes::{self, ARTIFACT_KIND, SECTION_KIND};
 use super::Style;
-use crate::measure::bloat::{BloatDiff, Mode};
+use crate::measure::bloat::{BloatDiff, Mode, Table};
 use crate::results::{BuildResult, Cflags, PatchRecord};
 
 /// Version of this JSON layout; bumped on incompatible changes.
@@ -320,46 +320,15 @@ pub struct JsonSymbols {
     pub tables: Vec<JsonTable>,
 }
 
-/// One bloat-o-meter table.
+/// One bloat-o-meter table: [`Table`]'s fields (its rows `{name, old,
+/// new, delta}` after the sums), then `change_percent`.
 #[derive(Debug, Serialize)]
 pub struct JsonTable {
-    /// "Function", "Data" or "RO Data".
-    pub title: &'static str,
-    /// nm type letters counted.
-    pub types: &'static str,
-    /// Symbols only in the variant.
-    pub added: usize,
-    /// Symbols only in the base.
-    pub removed: usize,
-    /// Common symbols that grew.
-    pub grown: usize,
-    /// Common symbols that shrank.
-    pub shrunk: usize,
-    /// Bytes gained.
-    pub up: u64,
-    /// Bytes lost (positive).
-    pub down: u64,
-    /// Sum of sizes in the base, bytes.
-    pub before: u64,
-    /// Sum of sizes in the variant, bytes.
-    pub after: u64,
+    /// The table as [`crate::measure::bloat::diff`] made it.
+    #[serde(flatten)]
+    pub table: Table,
     /// bloat-o-meter's `chg`, percent.
     pub change_percent: f64,
-    /// Changed symbols, largest growth first.
-    pub rows: Vec<JsonRow>,
-}
-
-/// One changed symbol.
-#[derive(Debug, Serialize)]
-pub struct JsonRow {
-    /// Name (numbers stripped, clones folded if asked).
-    pub name: String,
-    /// Bytes in the base, `null` if added.
-    pub old: Option<u64>,
-    /// Bytes in the variant, `null` if removed.
-    pub new: Option<u64>,
-    /// Bytes, signed.
-    pub delta: i64,
 }
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -467,27 +436,8 @@ fn symbols(diff: &BloatDiff) -> JsonSymbols {
             .tables
             .iter()
             .map(|t| JsonTable {
-                title: t.title,
-                types: t.types,
-                added: t.added,
-                removed: t.removed,
-                grown: t.grown,
-                shrunk: t.shrunk,
-                up: t.up,
-                down: t.down,
-                before: t.before,
-                after: t.after,
+                table: t.clone(),
                 change_percent: t.change_percent(),
-                rows: t
-                    .rows
-                    .iter()
-                    .map(|r| JsonRow {
-                        name: r.name.clone(),
-                        old: r.old,
-                        new: r.new,
-                        delta: r.delta,
-                    })
-                    .collect(),
             })
             .collect(),
     }

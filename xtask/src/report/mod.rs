@@ -15,6 +15,7 @@
 //! before` ([`model::format_percent`] for the printed form).
 
 pub mod attribution;
+pub mod chart;
 pub mod checks;
 pub mod csv;
 pub mod device_fit;

@@ -16,9 +16,10 @@
 //! per panel. The runtime lab's runs follow, every run a dot
 //! ([`super::lab::svg`]).
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use plotters::prelude::*;
 
+use super::chart::{err, legend, rows, XAxis, PALETTE};
 use super::lab::svg as lab_svg;
 use super::lab::LabReport;
 use super::model::{Metric, Report};
@@ -31,15 +32,6 @@ const ROW: u32 = 26;
 const PANEL_EXTRA: u32 = 110;
 const TITLE: u32 = 40;
 const WARNING_LINE: u32 = 18;
-
-const COLORS: [RGBColor; 6] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-];
 
 struct Bar<'a> {
     label: String,
@@ -69,10 +61,6 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     }
     lines.push(line);
     lines
-}
-
-fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow!("drawing the SVG chart: {e}")
 }
 
 /// Renders the report as an SVG document.
@@ -201,43 +189,28 @@ fn draw_panel(
     style: &Style,
 ) -> Result<()> {
     let n = bars.len();
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 17).into_font())
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(330)
-        // An integer range is inclusive in plotters: 0..n-1 gives n segments.
-        .build_cartesian_2d(-limit..limit, (0..n - 1).into_segmented())
-        .map_err(err)?;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let decimal_comma = style.decimal_comma;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(n)
-        .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) if *i < n => labels[n - 1 - *i].clone(),
-            _ => String::new(),
-        })
-        .x_labels(9)
-        .x_label_formatter(&|x| {
-            // Tick values near 0 come out as tiny negatives: print 0 plainly.
-            let x = if x.abs() < limit * 1e-9 { 0.0 } else { *x };
-            let text = format!("{x:+.2}%");
-            if decimal_comma {
-                text.replace('.', ",")
-            } else {
-                text
-            }
-        })
-        .x_desc("change in percent")
-        .label_style(("sans-serif", 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(err)?;
+    let tick = |x: &f64| {
+        // Tick values near 0 come out as tiny negatives: print 0 plainly.
+        let x = if x.abs() < limit * 1e-9 { 0.0 } else { *x };
+        let text = format!("{x:+.2}%");
+        if decimal_comma {
+            text.replace('.', ",")
+        } else {
+            text
+        }
+    };
+    let x = XAxis {
+        range: -limit..limit,
+        ticks: 9,
+        format: &tick,
+        desc: "change in percent",
+    };
+    let mut chart = rows(area, title, &labels, x)?;
 
     for (vi, name) in variants.iter().enumerate() {
-        let color = COLORS[vi % COLORS.len()];
+        let color = PALETTE[vi % PALETTE.len()];
         let series = chart
             .draw_series(
                 bars.iter()
@@ -294,14 +267,7 @@ fn draw_panel(
         )))
         .map_err(err)?;
     if variants.len() > 1 {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 12))
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     }
     Ok(())
 }

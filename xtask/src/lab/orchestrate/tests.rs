@@ -3,7 +3,7 @@
 //! and after, and what it refuses before touching anything.
 
 use std::cell::RefCell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::*;
@@ -169,29 +169,88 @@ fn fake(calls: &Calls) -> Fake {
     }
 }
 
+/// A workspace in a temporary directory, and what its fake backends were
+/// asked.
+struct Scratch {
+    root: tempfile::TempDir,
+    layout: Layout,
+    calls: Calls,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        let root = tempfile::tempdir().unwrap();
+        let layout = Layout::new(root.path());
+        Scratch {
+            root,
+            layout,
+            calls: Calls::default(),
+        }
+    }
+
+    /// A lab directory of the fake target, named `name`.
+    fn dir(&self, name: &str) -> PathBuf {
+        self.root.path().join("target/xtask/lab/fake").join(name)
+    }
+
+    /// `p` run from `start` on a fake machine that records into `calls`.
+    fn run(&self, p: &LabPlan, start: Start) -> Result<Option<PathBuf>> {
+        run_from(&self.layout, p, &mut fake(&self.calls), Mode::Run, start)
+    }
+
+    fn resume(&self, p: &LabPlan, dir: &Path) -> Result<Option<PathBuf>> {
+        self.run(p, Start::Resume(dir.to_path_buf()))
+    }
+
+    fn calls(&self) -> Vec<String> {
+        self.calls.borrow().clone()
+    }
+
+    /// The lab of `p` run to the end in `dir`, then cut back to what a
+    /// runner killed after its first `runs` runs had written.
+    fn killed_after(&self, p: &LabPlan, dir: &Path, runs: usize) {
+        self.run(p, Start::NewIn(dir.to_path_buf())).unwrap();
+        self.calls.borrow_mut().clear();
+        let mut record = LabRecord::read(dir).unwrap();
+        record.runs.truncate(runs);
+        record.boots.truncate(2);
+        record.finished = None;
+        record.status = Status::Running {
+            pid: Some(dead_pid()),
+        };
+        record.write(dir).unwrap();
+    }
+}
+
+/// Each of `lines` is a whole line of `p`'s description.
+fn assert_describes(p: &LabPlan, lines: &[&str]) {
+    let text = p.describe();
+    for line in lines {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+}
+
 #[test]
 fn the_plan_is_printed_then_prepared_recorded_and_run() {
     let p = plan(Place::Endpoint("lan".into()));
-    let text = p.describe();
-    for line in [
-        "  machine:  a fake machine\n",
-        "  topology: nat-router (one router between a LAN and a WAN, masquerading out of its WAN)\n",
-        "    lan: endpoint lan 192.168.1.2/24 — router.lan 192.168.1.1/24\n",
-        "  workload: a fixed 1 Mbit/s\n",
-        "  arms:     baseline, baseline~control (A/A control), other\n",
-        "  session:  warm-up lan-to-wan GRO on (discarded), then lan-to-wan GRO on, wan-to-lan GRO on\n",
-        "  runs:     2 rounds × 3 arms × 3 runs of 3 s = 18 runs, 54s of traffic\n",
-    ] {
-        assert!(text.contains(line), "{line:?} not in\n{text}");
-    }
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let calls = Calls::default();
-    let dir = run(&layout, &p, &mut fake(&calls), Mode::Run)
+    assert_describes(
+        &p,
+        &[
+            "  machine:  a fake machine\n",
+            "  topology: nat-router (one router between a LAN and a WAN, masquerading out of its WAN)\n",
+            "    lan: endpoint lan 192.168.1.2/24 — router.lan 192.168.1.1/24\n",
+            "  workload: a fixed 1 Mbit/s\n",
+            "  arms:     baseline, baseline~control (A/A control), other\n",
+            "  session:  warm-up lan-to-wan GRO on (discarded), then lan-to-wan GRO on, wan-to-lan GRO on\n",
+            "  runs:     2 rounds × 3 arms × 3 runs of 3 s = 18 runs, 54s of traffic\n",
+        ],
+    );
+    let s = Scratch::new();
+    let dir = run(&s.layout, &p, &mut fake(&s.calls), Mode::Run)
         .unwrap()
         .expect("a lab directory");
-    assert!(dir.starts_with(root.path().join("target/xtask/lab/fake")));
-    let calls = calls.borrow();
+    assert!(dir.starts_with(s.root.path().join("target/xtask/lab/fake")));
+    let calls = s.calls();
     assert_eq!(
         calls[..3],
         ["start clean", "prepare", "up baseline r0 r0-baseline"]
@@ -211,43 +270,37 @@ fn the_plan_is_printed_then_prepared_recorded_and_run() {
 
 #[test]
 fn prepare_only_records_and_runs_nothing() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let calls = Calls::default();
+    let s = Scratch::new();
     let p = plan(Place::Endpoint("wan".into()));
-    let out = run(&layout, &p, &mut fake(&calls), Mode::PrepareOnly).unwrap();
+    let out = run(&s.layout, &p, &mut fake(&s.calls), Mode::PrepareOnly).unwrap();
     assert_eq!(out, None);
-    assert_eq!(*calls.borrow(), ["start clean", "prepare"]);
-    assert!(!root.path().join("target/xtask/lab").exists());
+    assert_eq!(s.calls(), ["start clean", "prepare"]);
+    assert!(!s.root.path().join("target/xtask/lab").exists());
 }
 
 #[test]
 fn a_workload_the_topology_cannot_host_is_refused_before_anything_runs() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let calls = Calls::default();
+    let s = Scratch::new();
     let p = plan(Place::Guest("r2".into()));
-    let err = run(&layout, &p, &mut fake(&calls), Mode::Run).unwrap_err();
+    let err = s.run(&p, Start::New).unwrap_err();
     let msg = format!("{err:#}");
     assert!(
         msg.contains("needs guest r2, which topology nat-router does not have"),
         "{msg}"
     );
     assert!(msg.contains("guests: router"), "{msg}");
-    assert!(calls.borrow().is_empty(), "{:?}", calls.borrow());
+    assert!(s.calls().is_empty(), "{:?}", s.calls());
 }
 
 #[test]
 fn arms_the_backend_did_not_plan_are_an_error() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let calls = Calls::default();
-    let mut backend = fake(&calls);
+    let s = Scratch::new();
+    let mut backend = fake(&s.calls);
     backend.arms.pop();
     let p = plan(Place::Endpoint("lan".into()));
-    let err = run(&layout, &p, &mut backend, Mode::Run).unwrap_err();
+    let err = run(&s.layout, &p, &mut backend, Mode::Run).unwrap_err();
     assert!(err.to_string().contains("prepared arms"), "{err}");
-    assert!(!root.path().join("target/xtask/lab").exists());
+    assert!(!s.root.path().join("target/xtask/lab").exists());
 }
 
 /// The mesh's plan: its routers, batman-adv and bridges printed, the
@@ -259,26 +312,22 @@ fn the_mesh_runs_a_reference_arm_without_batman_adv() {
     let mut p = plan(Place::Endpoint("far".into()));
     p.topology = Some(mesh::topology(mesh::ROUTERS, Mesh::Batman));
     p.reference = Some(mesh::topology(mesh::ROUTERS, Mesh::Bridged));
-    let text = p.describe();
-    for line in [
-        "  topology: mesh (2 routers in a chain, batman-adv over their mesh links (MTU 1532), bat0 bridged with the LAN port in br-lan, no NAT)\n",
-        "    mesh1 (MTU 1532): r1.mesh1 — r2.mesh1\n",
-        "    far: endpoint far 192.168.1.200/24 — r2.lan\n",
-        "    r1: bat0 = batman-adv over mesh1 (MTU 1532); br-lan = lan + bat0 192.168.1.1/24\n",
-        "  reference: mesh-bridged (2 routers in a chain without batman-adv: each bridges its LAN and mesh ports in br-lan, no NAT), booting the base's kernel\n",
-        "  arms:     baseline, baseline~control (A/A control), other, baseline~mesh-bridged (reference)\n",
-        "  runs:     2 rounds × 4 arms × 3 runs of 3 s = 24 runs, 1m 12s of traffic\n",
-    ] {
-        assert!(text.contains(line), "{line:?} not in\n{text}");
-    }
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let calls = Calls::default();
-    let dir = run(&layout, &p, &mut fake(&calls), Mode::Run)
-        .unwrap()
-        .expect("a lab directory");
-    assert!(calls
-        .borrow()
+    assert_describes(
+        &p,
+        &[
+            "  topology: mesh (2 routers in a chain, batman-adv over their mesh links (MTU 1532), bat0 bridged with the LAN port in br-lan, no NAT)\n",
+            "    mesh1 (MTU 1532): r1.mesh1 — r2.mesh1\n",
+            "    far: endpoint far 192.168.1.200/24 — r2.lan\n",
+            "    r1: bat0 = batman-adv over mesh1 (MTU 1532); br-lan = lan + bat0 192.168.1.1/24\n",
+            "  reference: mesh-bridged (2 routers in a chain without batman-adv: each bridges its LAN and mesh ports in br-lan, no NAT), booting the base's kernel\n",
+            "  arms:     baseline, baseline~control (A/A control), other, baseline~mesh-bridged (reference)\n",
+            "  runs:     2 rounds × 4 arms × 3 runs of 3 s = 24 runs, 1m 12s of traffic\n",
+        ],
+    );
+    let s = Scratch::new();
+    let dir = s.run(&p, Start::New).unwrap().expect("a lab directory");
+    assert!(s
+        .calls()
         .contains(&"up baseline~mesh-bridged r1 r1-baseline-mesh-bridged".to_string()));
     let record = LabRecord::read(&dir).unwrap();
     assert_eq!(record.topology, Some(Name::Mesh));
@@ -299,42 +348,17 @@ fn dead_pid() -> u32 {
     pid
 }
 
-/// The lab of `plan` run to the end in `dir`, then cut back to what a
-/// runner killed after its first `runs` runs had written.
-fn killed_after(layout: &Layout, p: &LabPlan, dir: &Path, runs: usize) {
-    let calls = Calls::default();
-    let start = Start::NewIn(dir.to_path_buf());
-    run_from(layout, p, &mut fake(&calls), Mode::Run, start).unwrap();
-    let mut record = LabRecord::read(dir).unwrap();
-    record.runs.truncate(runs);
-    record.boots.truncate(2);
-    record.finished = None;
-    record.status = Status::Running {
-        pid: Some(dead_pid()),
-    };
-    record.write(dir).unwrap();
-}
-
 #[test]
 fn a_killed_lab_is_taken_over_and_continues_with_the_next_run() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let dir = root.path().join("target/xtask/lab/fake/killed");
+    let s = Scratch::new();
+    let dir = s.dir("killed");
     let p = plan(Place::Endpoint("lan".into()));
     // Killed in baseline~control's first session, after its warm-up and
     // its first measured run.
-    killed_after(&layout, &p, &dir, 5);
-    let calls = Calls::default();
-    let out = run_from(
-        &layout,
-        &p,
-        &mut fake(&calls),
-        Mode::Run,
-        Start::Resume(dir.clone()),
-    )
-    .unwrap();
+    s.killed_after(&p, &dir, 5);
+    let out = s.resume(&p, &dir).unwrap();
     assert_eq!(out.as_deref(), Some(dir.as_path()));
-    let calls = calls.borrow();
+    let calls = s.calls();
     // baseline's first session is not booted again; baseline~control's
     // boots afresh for the one run it lacks.
     assert_eq!(
@@ -370,73 +394,52 @@ fn a_killed_lab_is_taken_over_and_continues_with_the_next_run() {
 
 #[test]
 fn a_complete_lab_is_kept_and_a_live_one_refused() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let dir = root.path().join("target/xtask/lab/fake/done");
+    let s = Scratch::new();
+    let dir = s.dir("done");
     let p = plan(Place::Endpoint("lan".into()));
-    killed_after(&layout, &p, &dir, 18);
+    s.killed_after(&p, &dir, 18);
     let mut record = LabRecord::read(&dir).unwrap();
     record.status = Status::Complete;
     record.write(&dir).unwrap();
-    let calls = Calls::default();
-    let resume = Start::Resume(dir.clone());
-    run_from(&layout, &p, &mut fake(&calls), Mode::Run, resume.clone()).unwrap();
+    s.resume(&p, &dir).unwrap();
     // Prepared, to see that its machine is the record's; nothing booted.
-    assert_eq!(*calls.borrow(), ["start clean", "prepare"]);
-    calls.borrow_mut().clear();
+    assert_eq!(s.calls(), ["start clean", "prepare"]);
+    s.calls.borrow_mut().clear();
 
     record.status = Status::running_here();
     record.write(&dir).unwrap();
-    let err = run_from(&layout, &p, &mut fake(&calls), Mode::Run, resume).unwrap_err();
+    let err = s.resume(&p, &dir).unwrap_err();
     let pid = std::process::id();
     assert!(
         err.to_string().contains(&format!("pid {pid} still runs")),
         "{err}"
     );
-    assert!(calls.borrow().is_empty());
+    assert!(s.calls().is_empty());
 }
 
 #[test]
 fn a_lab_of_other_arms_is_not_taken_over() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let dir = root.path().join("target/xtask/lab/fake/other");
+    let s = Scratch::new();
+    let dir = s.dir("other");
     let p = plan(Place::Endpoint("lan".into()));
-    killed_after(&layout, &p, &dir, 5);
+    s.killed_after(&p, &dir, 5);
     let mut changed = plan(Place::Endpoint("lan".into()));
     changed.settings.runs = 3;
-    let calls = Calls::default();
-    let err = run_from(
-        &layout,
-        &changed,
-        &mut fake(&calls),
-        Mode::Run,
-        Start::Resume(dir),
-    )
-    .unwrap_err();
+    let err = s.resume(&changed, &dir).unwrap_err();
     assert!(err.to_string().contains("cannot be continued"), "{err}");
-    assert!(calls.borrow().is_empty());
+    assert!(s.calls().is_empty());
 }
 
 #[test]
 fn a_lab_resumed_alone_keeps_that_it_ran_side_by_side() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let dir = root.path().join("target/xtask/lab/fake/side-by-side");
+    let s = Scratch::new();
+    let dir = s.dir("side-by-side");
     let mut p = plan(Place::Endpoint("lan".into()));
     p.settings.labs_at_once = Some(2);
-    killed_after(&layout, &p, &dir, 5);
+    s.killed_after(&p, &dir, 5);
     // Resumed by an experiment whose other lab is complete: alone now.
     let alone = plan(Place::Endpoint("lan".into()));
-    let calls = Calls::default();
-    run_from(
-        &layout,
-        &alone,
-        &mut fake(&calls),
-        Mode::Run,
-        Start::Resume(dir.clone()),
-    )
-    .unwrap();
+    s.resume(&alone, &dir).unwrap();
     let record = LabRecord::read(&dir).unwrap();
     assert_eq!(record.status, Status::Complete);
     assert_eq!(
@@ -448,11 +451,10 @@ fn a_lab_resumed_alone_keeps_that_it_ran_side_by_side() {
 
 #[test]
 fn a_lab_measured_on_another_machine_is_not_continued() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let dir = root.path().join("target/xtask/lab/fake/elsewhere");
+    let s = Scratch::new();
+    let dir = s.dir("elsewhere");
     let p = plan(Place::Endpoint("lan".into()));
-    killed_after(&layout, &p, &dir, 5);
+    s.killed_after(&p, &dir, 5);
     let mut record = LabRecord::read(&dir).unwrap();
     // As if measured with other lab kernels (another --openwrt, --cpus).
     record.lab_target = "other-lab".into();
@@ -467,21 +469,14 @@ fn a_lab_measured_on_another_machine_is_not_continued() {
         r.status = status;
         r.write(&dir).unwrap();
         let written = std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap();
-        let calls = Calls::default();
-        let err = run_from(
-            &layout,
-            &p,
-            &mut fake(&calls),
-            Mode::Run,
-            Start::Resume(dir.clone()),
-        )
-        .unwrap_err();
+        s.calls.borrow_mut().clear();
+        let err = s.resume(&p, &dir).unwrap_err();
         assert!(
             err.to_string()
                 .contains("measured with another lab kernels"),
             "{err}"
         );
-        assert_eq!(*calls.borrow(), ["start clean", "prepare"]);
+        assert_eq!(s.calls(), ["start clean", "prepare"]);
         assert_eq!(
             std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap(),
             written,
@@ -492,46 +487,30 @@ fn a_lab_measured_on_another_machine_is_not_continued() {
 
 #[test]
 fn a_lab_another_process_resumes_is_refused_before_it_is_read() {
-    let root = tempfile::tempdir().unwrap();
-    let layout = Layout::new(root.path());
-    let dir = root.path().join("target/xtask/lab/fake/twice");
+    let s = Scratch::new();
+    let dir = s.dir("twice");
     let p = plan(Place::Endpoint("lan".into()));
-    killed_after(&layout, &p, &dir, 5);
+    s.killed_after(&p, &dir, 5);
     let written = std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap();
     // The other resumption, as it holds the lock.
     let held = crate::util::lock::Lock::acquire(
-        &layout.lab_run_lock(&dir),
+        &s.layout.lab_run_lock(&dir),
         "the other resumption",
         crate::util::lock::Wait::No,
     )
     .unwrap();
-    let calls = Calls::default();
-    let err = run_from(
-        &layout,
-        &p,
-        &mut fake(&calls),
-        Mode::Run,
-        Start::Resume(dir.clone()),
-    )
-    .unwrap_err();
+    let err = s.resume(&p, &dir).unwrap_err();
     let pid = std::process::id();
     assert!(
         format!("{err:#}").contains(&format!("pid {pid}")),
         "{err:#}"
     );
-    assert!(calls.borrow().is_empty(), "{:?}", calls.borrow());
+    assert!(s.calls().is_empty(), "{:?}", s.calls());
     assert_eq!(
         std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap(),
         written
     );
     drop(held);
     // Once it ends, this one continues the lab.
-    run_from(
-        &layout,
-        &p,
-        &mut fake(&calls),
-        Mode::Run,
-        Start::Resume(dir),
-    )
-    .unwrap();
+    s.resume(&p, &dir).unwrap();
 }

@@ -232,8 +232,13 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
     let dbench = by_name("dbench")?;
     let ruleset = guest::ruleset();
     let popt_stage = stage.path().join("popt");
-    let popt_seconds = build::popt(cross, popt, &work, &logs, &popt_stage)?;
-    let [mut tbench, tbench_srv] = build::dbench(cross, dbench, &popt_stage, &work, &logs, &root)?;
+    let tools = build::Toolchain {
+        cross,
+        work: &work,
+        logs: &logs,
+    };
+    let popt_seconds = tools.popt(popt, &popt_stage)?;
+    let [mut tbench, tbench_srv] = tools.dbench(dbench, &popt_stage, &root)?;
     // tbench's build time covers the library it links.
     tbench.seconds += popt_seconds;
     let dbench_source = format!(
@@ -252,7 +257,7 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
     );
     let programs = [
         (
-            build::busybox(cross, busybox, &work, &logs, &root)?,
+            tools.busybox(busybox, &root)?,
             format!("{} {}", busybox.name, busybox.version),
             format!(
                 "Debian's debian/config/pkg/static; make CROSS_COMPILE={cross} {}",
@@ -260,7 +265,7 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
             ),
         ),
         (
-            build::ethtool(cross, ethtool, &work, &logs, &root)?,
+            tools.ethtool(ethtool, &root)?,
             format!("{} {}", ethtool.name, ethtool.version),
             format!(
                 "configure --host={} {}; make -j1 ethtool",
@@ -269,14 +274,14 @@ pub fn prepare(layout: &Layout, arch: &str, spec: &StaticGuestSpec) -> Result<In
             ),
         ),
         (
-            build::nft(cross, &ruleset, &work, &logs, &root)?,
+            tools.nft(&ruleset, &root)?,
             "lab/static-guest/nft.c (the lab's ruleset loader)".to_string(),
             format!("{cross}gcc {}", build::NFT_CFLAGS.join(" ")),
         ),
         (tbench, dbench_source.clone(), dbench_build.clone()),
         (tbench_srv, dbench_source, dbench_build),
         (
-            build::batctl(cross, &work, &logs, &root)?,
+            tools.batctl(&root)?,
             "lab/static-guest/batctl.c (the lab's read-only batctl)".to_string(),
             format!("{cross}gcc {}", build::NFT_CFLAGS.join(" ")),
         ),

@@ -12,6 +12,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::{families, LabReport, Source};
+use crate::report::chart::{err, legend, rows, XAxis, GREY, PALETTE};
 use crate::report::model::mean;
 use crate::report::Style;
 
@@ -20,14 +21,15 @@ const ROW: u32 = 22;
 /// Height a panel needs besides its rows (title, axis, margins), pixels.
 const PANEL_EXTRA: u32 = 110;
 
-const COLORS: [RGBColor; 6] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0x7f, 0x7f, 0x7f),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x94, 0x67, 0xbd),
-];
+/// Arm `index`'s colour: the base first, its A/A control (second) grey,
+/// then the variants.
+fn arm_color(index: usize) -> RGBColor {
+    match index {
+        0 => PALETTE[0],
+        1 => GREY,
+        n => PALETTE[(n - 1) % PALETTE.len()],
+    }
+}
 
 /// One row: its label, the arm's index (for its colour) and values.
 struct Row<'a> {
@@ -96,10 +98,6 @@ pub fn panels(lab: &LabReport) -> Vec<Panel<'_>> {
     out
 }
 
-fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("drawing the SVG chart: {e}")
-}
-
 /// Draws `panel` of `lab` into `area`.
 pub fn draw(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
@@ -115,32 +113,17 @@ pub fn draw(
     let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.005).max(1e-9);
     // Room on the right for the legend.
     let (lo, hi) = (lo - pad, hi + pad + (hi - lo + 2.0 * pad) * 0.3);
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, ("sans-serif", 17).into_font())
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(330)
-        .build_cartesian_2d(lo..hi, (0..n - 1).into_segmented())
-        .map_err(err)?;
     let labels: Vec<String> = panel.rows.iter().map(|r| r.label.clone()).collect();
     let decimal = style.decimal();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(n)
-        .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) if *i < n => labels[n - 1 - *i].clone(),
-            _ => String::new(),
-        })
-        .x_labels(8)
-        .x_label_formatter(&|x| decimal.apply(format!("{x:.0}")))
-        .x_desc(panel.unit.as_str())
-        .label_style(("sans-serif", 13))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(err)?;
+    let x = XAxis {
+        range: lo..hi,
+        ticks: 8,
+        format: &|x| decimal.apply(format!("{x:.0}")),
+        desc: panel.unit.as_str(),
+    };
+    let mut chart = rows(area, &panel.title, &labels, x)?;
     for (ai, arm) in lab.arms.iter().enumerate() {
-        let color = COLORS[ai % COLORS.len()];
+        let color = arm_color(ai);
         let mine = || {
             panel
                 .rows
@@ -177,13 +160,5 @@ pub fn draw(
             }))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
