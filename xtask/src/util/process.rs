@@ -43,6 +43,9 @@ use crate::util::cancel::Token;
 /// per run, against 0.16 s and 0.02 s at 10 ms. A look costs
 /// microseconds (`waitpid`, `kill(-pgid, 0)`).
 pub const POLL: Duration = Duration::from_millis(10);
+/// How long [`Supervised::stop`] waits, after SIGKILL, for the group's
+/// processes to exit.
+const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a stopped child's process group has after SIGTERM before
 /// SIGKILL, unless [`Supervisor::grace`] says otherwise: QEMU, iperf3,
@@ -423,6 +426,12 @@ impl Supervised {
         if self.status.is_none() {
             self.status = self.child.wait().ok();
         }
+        // A killed process exits only once it next runs, which on a loaded
+        // machine takes a while: its grandchildren may still run here.
+        let end = Instant::now() + KILL_WAIT;
+        while self.group_running() && Instant::now() < end {
+            std::thread::sleep(POLL);
+        }
         self.status
     }
 
@@ -443,6 +452,30 @@ impl Supervised {
             Ok(String::from_utf8_lossy(&bytes).into_owned())
         };
         Ok((read(out)?, read(err)?))
+    }
+
+    /// Whether a process of the group still runs: one that exists and is
+    /// not a zombie (its state in `/proc/<pid>/stat`, proc(5)).
+    fn group_running(&self) -> bool {
+        if !self.group_alive() {
+            return false;
+        }
+        let pgid = self.pgid.as_raw_nonzero().get().to_string();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        dir.filter_map(Result::ok).any(|entry| {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid pgrp …`: the fields after the last ')'.
+            let mut fields = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            fields.nth(1) == Some(pgid.as_str()) && !state.starts_with(['Z', 'X'])
+        })
     }
 
     /// Whether any process of the group still exists (zombies included:

@@ -131,6 +131,25 @@ fn a_deadline_stops_the_whole_group() {
     poll(|| (!running(grandchild)).then_some(()));
 }
 
+/// `stop` returns only once nothing of the group runs: a killed
+/// grandchild exits when it next gets a CPU, after its parent was reaped.
+#[test]
+fn no_grandchild_runs_once_stop_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let cmd = sh("sleep 100 & sleep 100 & echo $!; wait");
+    let mut child = Supervisor::new(cmd, "the shell")
+        .output(Output::Log(&log))
+        .grace(Duration::ZERO)
+        .spawn()
+        .unwrap();
+    let grandchild: u32 = first_line(&log).parse().unwrap();
+    let status = child.stop().unwrap();
+    assert_eq!(status.signal(), Some(Signal::KILL.as_raw()), "{status}");
+    assert!(!running(grandchild), "a grandchild runs after stop");
+    assert!(!child.group_running());
+}
+
 #[test]
 fn a_cancelled_token_stops_the_child() {
     let token = Token::new();
