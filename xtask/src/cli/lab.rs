@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use super::default_jobs;
-
 /// `--lab host`: this machine's kernel with runtime settings.
 pub const LAB_HOST: &str = "host";
 
@@ -101,15 +99,8 @@ pub struct LabArgs {
     /// arm of the same routers bridged without batman-adv (`mesh-bridged`).
     #[arg(long, value_name = "nat-router|loopback|mesh|mesh-bridged")]
     pub topology: Option<String>,
-    /// Parallel make jobs (make -jN); default: number of CPUs.
-    #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub jobs: Option<usize>,
-    /// Kernel source: a tarball or an unpacked tree (never modified).
-    #[arg(long, value_name = "PATH")]
-    pub kernel_src: Option<PathBuf>,
-    /// Stream make's output instead of a progress line.
-    #[arg(long, short = 'v')]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub make: super::MakeArgs,
     /// The machine: `qemu` (the target's [lab] table), a real router
     /// over SSH, `ssh://[USER@]HOST[:PORT]` (user root by default; `ssh`
     /// alone takes the destination from the lab file), or `host`: this
@@ -181,9 +172,9 @@ impl LabArgs {
                 (self.routers.is_some(), "--routers", QEMU),
                 (self.direction.is_some(), "--direction", FORWARDING),
                 (self.build_only, "--build-only", QEMU),
-                (self.jobs.is_some(), "--jobs", FORWARDING),
-                (self.kernel_src.is_some(), "--kernel-src", FORWARDING),
-                (self.verbose, "--verbose", FORWARDING),
+                (self.make.jobs.is_some(), "--jobs", FORWARDING),
+                (self.make.kernel_src.is_some(), "--kernel-src", FORWARDING),
+                (self.make.verbose, "--verbose", FORWARDING),
                 (self.lab_file.is_some(), "--lab-file", SSH),
                 (self.no_flash, "--no-flash", SSH),
                 (self.openwrt.is_some(), "--openwrt", QEMU),
@@ -249,12 +240,7 @@ impl LabArgs {
             return Ok(LabMode::KnownAnswers(
                 xtask::lab::known_answer::KnownAnswerRequest {
                     target: target.clone(),
-                    build: xtask::kernel_build::BuildOptions {
-                        verbose: self.verbose,
-                        ..xtask::kernel_build::BuildOptions::with_jobs(
-                            self.jobs.unwrap_or_else(default_jobs),
-                        )
-                    },
+                    build: self.make.build_options(),
                     json: self.json.clone(),
                     cpus: self.cpus,
                     openwrt: self.openwrt.clone(),
@@ -281,11 +267,8 @@ impl LabArgs {
         request.direction = self.direction;
         request.control = !self.no_control;
         request.build_only = self.build_only;
-        request.build = xtask::kernel_build::BuildOptions {
-            verbose: self.verbose,
-            ..xtask::kernel_build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
-        };
-        request.kernel_src = self.kernel_src.clone();
+        request.build = self.make.build_options();
+        request.kernel_src = self.make.kernel_src.clone();
         request.machine = machine;
         request.cache_model = self.cache_model;
         request.nic = self.nic.clone();

@@ -93,15 +93,9 @@ pub enum Command {
     },
 }
 
+/// The kernel builds' flags, which `build` and `lab` share.
 #[derive(Debug, clap::Args)]
-pub struct BuildArgs {
-    /// Target: a file name in targets/ (bcm53xx), OpenWrt's target/subtarget
-    /// (ramips/mt7621), an alias (ar71xx), or `all`. Repeatable.
-    #[arg(long = "target", short = 't', required = true, value_name = "TARGET")]
-    pub targets: Vec<String>,
-    /// Variant from patches/variants.toml. Repeatable; default: baseline.
-    #[arg(long = "variant", value_name = "NAME")]
-    pub variants: Vec<String>,
+pub struct MakeArgs {
     /// Parallel compile jobs for the whole run: jobs build side by side, their
     /// makes sharing one jobserver of N slots; default: number of CPUs.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
@@ -113,6 +107,29 @@ pub struct BuildArgs {
     /// Stream make's output instead of a progress line.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+}
+
+impl MakeArgs {
+    /// `cargo xtask build`'s options with these flags' `-j` and `-v`.
+    pub fn build_options(&self) -> kernel_build::BuildOptions {
+        kernel_build::BuildOptions {
+            verbose: self.verbose,
+            ..kernel_build::BuildOptions::with_jobs(self.jobs.unwrap_or_else(default_jobs))
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// Target: a file name in targets/ (bcm53xx), OpenWrt's target/subtarget
+    /// (ramips/mt7621), an alias (ar71xx), or `all`. Repeatable.
+    #[arg(long = "target", short = 't', required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Variant from patches/variants.toml. Repeatable; default: baseline.
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+    #[command(flatten)]
+    pub make: MakeArgs,
     /// Build every job, even those whose result.json already has the
     /// job's build key ("up to date").
     #[arg(long)]
@@ -150,9 +167,9 @@ impl BuildArgs {
         kernel_build::command::BuildRequest {
             targets: self.targets,
             variants: self.variants,
-            jobs: self.jobs.unwrap_or_else(default_jobs),
-            kernel_src: self.kernel_src,
-            verbose: self.verbose,
+            jobs: self.make.jobs.unwrap_or_else(default_jobs),
+            kernel_src: self.make.kernel_src,
+            verbose: self.make.verbose,
             rebuild: if self.force {
                 kernel_build::Rebuild::Always
             } else {

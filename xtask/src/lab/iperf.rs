@@ -21,9 +21,34 @@ use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{IperfOptions, WallStep};
 
 /// For the iperf3 server to listen, and to exit after its one test.
-const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
+pub const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
 /// iperf3's port in the server's namespace.
 pub const IPERF_PORT: u16 = 5201;
+/// `server` (an `iperf3 --server --one-off --json` command on
+/// [`IPERF_PORT`]) started, its report in `<prefix>-server.json` and its
+/// stderr in `<prefix>-server.stderr` of `dir`; returns once it listens
+/// in `netns`'s `table` ([`TCP`] or [`TCP6`]).
+///
+/// Errors: it exits, or does not listen within [`SERVER_TIMEOUT`].
+pub fn start_server(
+    server: Command,
+    (netns, table): (&str, &str),
+    (dir, prefix): (&Path, &str),
+) -> Result<Supervised> {
+    let file = |suffix: &str| dir.join(format!("{prefix}-server.{suffix}"));
+    let mut server = process::spawn_split(server, "iperf3 server", &file("json"), &file("stderr"))?;
+    wait_listening((netns, table), IPERF_PORT, &mut server, SERVER_TIMEOUT)?;
+    Ok(server)
+}
+
+/// `client` (an `iperf3 --client … --json` command) started, its report
+/// in `<prefix>-client.json` and its stderr in `<prefix>-client.stderr`
+/// of `dir` (read them with [`client_failure`]).
+pub fn spawn_client(client: Command, (dir, prefix): (&Path, &str)) -> Result<Supervised> {
+    let file = |suffix: &str| dir.join(format!("{prefix}-client.{suffix}"));
+    process::spawn_split(client, "iperf3 client", &file("json"), &file("stderr"))
+}
+
 /// How long a run may overstay its length, in seconds, before it counts
 /// as stalled.
 const STALL_SECONDS: u64 = 30;
@@ -72,21 +97,9 @@ pub fn run(
         .args(["--one-off", "--json", "--bind", &server_ip])
         .args(["--port", &port]);
     let mut watch = Stopwatch::default();
-    let mut server = watch.time(timing::SERVER_START, || -> Result<Supervised> {
-        let mut server = process::spawn_split(
-            server,
-            "iperf3 server",
-            &file("server.json"),
-            &file("server.stderr"),
-        )?;
-        let table = if server_ip.contains(':') { TCP6 } else { TCP };
-        wait_listening(
-            (&server_netns, table),
-            IPERF_PORT,
-            &mut server,
-            SERVER_TIMEOUT,
-        )?;
-        Ok(server)
+    let table = if server_ip.contains(':') { TCP6 } else { TCP };
+    let mut server = watch.time(timing::SERVER_START, || {
+        start_server(server, (&server_netns, table), (dir, prefix))
     })?;
     let before = watch.time(timing::SAMPLE_BEFORE, || router.sample(SamplePoint::Before))?;
     // The model's counters after the guest's own sampling commands, and
@@ -104,12 +117,7 @@ pub fn run(
     }
     let limit = Duration::from_secs(u64::from(seconds) + STALL_SECONDS);
     let waited = watch.time(timing::CLIENT, || -> Result<_> {
-        let mut client = process::spawn_split(
-            client,
-            "iperf3 client",
-            &file("client.json"),
-            &file("client.stderr"),
-        )?;
+        let mut client = spawn_client(client, (dir, prefix))?;
         Ok(client.wait_while(&Limits::within(limit), || router.check_alive()))
     })?;
     let status = match waited {

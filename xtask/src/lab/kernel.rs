@@ -96,28 +96,6 @@ pub enum Recipe {
 }
 
 /// Builds the lab kernel of `target` for every variant (in order, without
-/// repeating a variant) from the workbench's profiles: [`build_with`]
-/// [`Recipe::Profiles`].
-pub fn build_all(
-    sh: &Shell,
-    layout: &Layout,
-    target: &Target,
-    variants: &[Variant],
-    options: BuildOptions,
-    kernel_src: Option<PathBuf>,
-) -> Result<Vec<LabKernel>> {
-    build_with(
-        sh,
-        layout,
-        target,
-        variants,
-        options,
-        kernel_src,
-        &Recipe::Profiles,
-    )
-}
-
-/// Builds the lab kernel of `target` for every variant (in order, without
 /// repeating a variant) through [`kernel_build::run`] as `recipe` says, and
 /// returns them. With [`Recipe::Openwrt`] `layout` is OpenWrt mode's
 /// ([`Layout::openwrt_mode`]).

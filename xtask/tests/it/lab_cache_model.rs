@@ -231,7 +231,16 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
     let variants =
         xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
-    let kernels = kernel::build_all(&sh, &layout, &target, &baseline, jobs(), None).unwrap();
+    let kernels = kernel::build_with(
+        &sh,
+        &layout,
+        &target,
+        &baseline,
+        jobs(),
+        None,
+        &kernel::Recipe::Profiles,
+    )
+    .unwrap();
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
 
     let l1 = spec.l1.expect("brcm47xx declares [lab.l1]");

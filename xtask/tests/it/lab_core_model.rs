@@ -93,13 +93,14 @@ fn known_answers_on_the_malta_guest() {
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
     let sh = xshell::Shell::new().unwrap();
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let kernels = kernel::build_all(
+    let kernels = kernel::build_with(
         &sh,
         &layout,
         &target,
         &baseline,
         BuildOptions::with_jobs(jobs),
         None,
+        &kernel::Recipe::Profiles,
     )
     .unwrap();
     let k = &kernels[0];

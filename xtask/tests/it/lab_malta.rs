@@ -212,13 +212,14 @@ fn malta_kernel() -> Option<(lab::LabSpec, std::path::PathBuf, rootfs::Initramfs
         xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let kernels = kernel::build_all(
+    let kernels = kernel::build_with(
         &Shell::new().unwrap(),
         &layout,
         &target,
         &baseline,
         BuildOptions::with_jobs(jobs),
         None,
+        &kernel::Recipe::Profiles,
     )
     .unwrap();
     let initramfs = rootfs::prepare(&layout, &spec).unwrap();

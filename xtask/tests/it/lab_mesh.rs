@@ -57,13 +57,14 @@ fn frames_cross_bat0_and_batctl_names_the_other_router() {
         xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let kernels = kernel::build_all(
+    let kernels = kernel::build_with(
         &Shell::new().unwrap(),
         &layout,
         &target,
         &baseline,
         BuildOptions::with_jobs(jobs),
         None,
+        &kernel::Recipe::Profiles,
     )
     .unwrap();
     let initramfs = rootfs::prepare(&layout, &spec).unwrap();

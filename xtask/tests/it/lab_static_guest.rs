@@ -350,13 +350,14 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = variants::select(&all, &["baseline".to_string()]).unwrap();
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let kernels = kernel::build_all(
+    let kernels = kernel::build_with(
         &Shell::new().unwrap(),
         &layout,
         &target,
         &baseline,
         BuildOptions::with_jobs(jobs),
         None,
+        &kernel::Recipe::Profiles,
     )
     .unwrap();
     let scratch = tempfile::tempdir().unwrap();

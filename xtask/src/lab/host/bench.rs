@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use crate::lab::iperf::{self, start_server, IPERF_PORT};
 use crate::lab::net::ip::{wait_listening, TCP};
 use crate::lab::net::Namespace;
 use crate::lab::process::{self, last_lines, Limits};
@@ -23,9 +24,7 @@ use crate::lab::sample::{iperf_summary, read_json};
 
 /// The TCP port `tbench_srv` listens on (dbench's default).
 pub const TBENCH_PORT: u16 = 7003;
-/// iperf3's port.
-pub const IPERF_PORT: u16 = 5201;
-/// For a server to listen, and iperf3's server to finish after its test.
+/// For tbench's server to listen.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(15);
 /// What a client may take beyond its run's seconds (start-up, tbench's
 /// cleanup phase), in seconds.
@@ -137,13 +136,7 @@ pub fn iperf3(ns: &Namespace, seconds: u32, dir: &Path, prefix: &str) -> Result<
             &port,
         ],
     );
-    let mut server = process::spawn_split(
-        server,
-        "iperf3 server",
-        &file("server.json"),
-        &file("server.stderr"),
-    )?;
-    wait_listening((&ns.name, TCP), IPERF_PORT, &mut server, SERVER_TIMEOUT)?;
+    let mut server = start_server(server, (&ns.name, TCP), (dir, prefix))?;
     let secs = seconds.to_string();
     let client = ns.command(
         "iperf3",
@@ -159,23 +152,16 @@ pub fn iperf3(ns: &Namespace, seconds: u32, dir: &Path, prefix: &str) -> Result<
             "5000",
         ],
     );
-    let mut client = process::spawn_split(
-        client,
-        "iperf3 client",
-        &file("client.json"),
-        &file("client.stderr"),
-    )?;
+    let mut client = iperf::spawn_client(client, (dir, prefix))?;
     let status = client.wait(&Limits::within(Duration::from_secs(
         u64::from(seconds) + CLIENT_SLACK_SECONDS,
     )))?;
     let report = read_json(&file("client.json"))?;
-    if let Some(failure) =
-        crate::lab::iperf::client_failure(status, &report, &file("client.stderr"))
-    {
+    if let Some(failure) = iperf::client_failure(status, &report, &file("client.stderr")) {
         bail!("iperf3 failed{failure}");
     }
     server
-        .wait(&Limits::within(SERVER_TIMEOUT))
+        .wait(&Limits::within(iperf::SERVER_TIMEOUT))
         .context("waiting for the iperf3 server to finish")?;
     let summary = iperf_summary(&report)?;
     Ok(Outcome {

@@ -412,7 +412,15 @@ pub fn command(sh: &Shell, layout: &Layout, request: &KnownAnswerRequest) -> Res
     let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
     let baseline = variants::select(&all_variants, &[variants::BASELINE.to_string()])?;
     let kernels = match &request.openwrt {
-        None => kernel::build_all(sh, layout, &target, &baseline, request.build.clone(), None)?,
+        None => kernel::build_with(
+            sh,
+            layout,
+            &target,
+            &baseline,
+            request.build.clone(),
+            None,
+            &kernel::Recipe::Profiles,
+        )?,
         Some(checkout) => {
             anyhow::ensure!(
                 spec.openwrt.is_some(),

@@ -15,6 +15,7 @@ fn arm(name: &str) -> Arm {
 }
 
 /// Records what the runner asks for, as a system would see it.
+#[derive(Default)]
 struct Script {
     calls: Vec<String>,
     fail_at: Option<u32>,
@@ -103,12 +104,7 @@ fn arms_interleave_with_a_warm_up_per_session() {
     assert!(arms[1].control && arms[1].variant == "baseline");
     let mut r = record(arms);
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Script {
-        calls: Vec::new(),
-        fail_at: None,
-        stall_at: Vec::new(),
-        hang_at: Vec::new(),
-    };
+    let mut s = Script::default();
     execute(&mut s, &plan, &mut r, dir.path()).unwrap();
     assert_eq!(r.status, Status::Complete);
     assert_eq!(r.runs.len(), 2 * 3 * 3);
@@ -221,10 +217,8 @@ fn a_failed_run_leaves_a_failed_record() {
     let mut r = record(vec![arm("baseline")]);
     let dir = tempfile::tempdir().unwrap();
     let mut s = Script {
-        calls: Vec::new(),
         fail_at: Some(1),
-        stall_at: Vec::new(),
-        hang_at: Vec::new(),
+        ..Script::default()
     };
     let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
     assert!(format!("{err:#}").contains("boom"), "{err:#}");
@@ -243,29 +237,34 @@ fn a_failed_run_leaves_a_failed_record() {
     assert_eq!(written.runs.len(), 1);
 }
 
+/// `runs` rounds of one 1 s iperf3 run after an iperf3 warm-up, and that
+/// condition.
+fn iperf3_plan(runs: u32) -> (Condition, Plan) {
+    let ip = Condition::Bench {
+        bench: Benchmark::Iperf3,
+    };
+    let plan = Plan {
+        runs,
+        duration_seconds: 1,
+        warmup: ip,
+        conditions: vec![ip],
+    };
+    (ip, plan)
+}
+
 /// A run that stalls boots its arm again: a new warm-up, the stalled
 /// run done afresh, the session's rest; `redone` names it, and the
 /// record passes the reader's checks. A second stall in the same
 /// session stops the lab.
 #[test]
 fn a_stalled_run_boots_its_arm_again_once() {
-    let ip = Condition::Bench {
-        bench: Benchmark::Iperf3,
-    };
-    let plan = Plan {
-        runs: 2,
-        duration_seconds: 1,
-        warmup: ip,
-        conditions: vec![ip],
-    };
+    let (ip, plan) = iperf3_plan(2);
     let dir = tempfile::tempdir().unwrap();
     // #0 warm-up, #1 baseline's run (stalls), #2 the new warm-up, #3
     // the run again.
     let mut s = Script {
-        calls: Vec::new(),
-        fail_at: None,
         stall_at: vec![1],
-        hang_at: Vec::new(),
+        ..Script::default()
     };
     let mut r = record(vec![arm("baseline"), arm("v")]);
     execute(&mut s, &plan, &mut r, dir.path()).unwrap();
@@ -301,10 +300,8 @@ fn a_stalled_run_boots_its_arm_again_once() {
 
     // Stalling again after the new boot stops the lab, naming the stall.
     let mut s = Script {
-        calls: Vec::new(),
-        fail_at: None,
         stall_at: vec![1, 3],
-        hang_at: Vec::new(),
+        ..Script::default()
     };
     let mut r = record(vec![arm("baseline")]);
     let err = execute(&mut s, &plan, &mut r, dir.path()).unwrap_err();
@@ -323,10 +320,8 @@ fn a_stalled_run_boots_its_arm_again_once() {
     )
     .unwrap();
     let mut s = Script {
-        calls: Vec::new(),
-        fail_at: None,
         stall_at: vec![1],
-        hang_at: Vec::new(),
+        ..Script::default()
     };
     let mut r = record(vec![arm("baseline")]);
     r.machine = other.machine;
@@ -339,21 +334,11 @@ fn a_stalled_run_boots_its_arm_again_once() {
 /// boot (no condition, no index); the session then runs as usual.
 #[test]
 fn a_hung_boot_is_booted_again() {
-    let ip = Condition::Bench {
-        bench: Benchmark::Iperf3,
-    };
-    let plan = Plan {
-        runs: 1,
-        duration_seconds: 1,
-        warmup: ip,
-        conditions: vec![ip],
-    };
+    let (ip, plan) = iperf3_plan(1);
     let dir = tempfile::tempdir().unwrap();
     let mut s = Script {
-        calls: Vec::new(),
-        fail_at: None,
-        stall_at: Vec::new(),
         hang_at: vec![1],
+        ..Script::default()
     };
     let mut r = record(vec![arm("baseline"), arm("v")]);
     execute(&mut s, &plan, &mut r, dir.path()).unwrap();

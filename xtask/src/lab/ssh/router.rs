@@ -155,14 +155,8 @@ fn parse_sample(text: &str, files: &[String], irq_names: &[String]) -> Result<Gu
     let mut nics = Vec::new();
     for chunk in files[..12].chunks(6) {
         let v: Vec<u64> = chunk.iter().map(|f| number(f)).collect::<Result<_>>()?;
-        nics.push(NicCounters {
-            rx_packets: v[0],
-            tx_packets: v[1],
-            rx_bytes: v[2],
-            tx_bytes: v[3],
-            rx_dropped: v[4],
-            tx_dropped: v[5],
-        });
+        let v: [u64; 6] = v.try_into().expect("chunks of 6");
+        nics.push(NicCounters::from(v));
     }
     let uptime_seconds = lines_of("/proc/uptime")
         .first()

@@ -34,6 +34,22 @@ pub struct NicCounters {
     pub tx_dropped: u64,
 }
 
+impl From<[u64; 6]> for NicCounters {
+    /// The counters in the order above (the guest's sampling script's).
+    fn from(
+        [rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, tx_dropped]: [u64; 6],
+    ) -> Self {
+        NicCounters {
+            rx_packets,
+            tx_packets,
+            rx_bytes,
+            tx_bytes,
+            rx_dropped,
+            tx_dropped,
+        }
+    }
+}
+
 /// The guest's counters at one instant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GuestSample {
@@ -91,17 +107,10 @@ impl GuestSample {
                         .map(str::parse)
                         .collect::<Result<Vec<u64>, _>>()
                         .with_context(|| format!("bad NIC counters {line:?}"))?;
-                    if v.len() != 6 {
+                    let Ok(v) = <[u64; 6]>::try_from(v) else {
                         bail!("bad NIC counters {line:?}");
-                    }
-                    let c = NicCounters {
-                        rx_packets: v[0],
-                        tx_packets: v[1],
-                        rx_bytes: v[2],
-                        tx_bytes: v[3],
-                        rx_dropped: v[4],
-                        tx_dropped: v[5],
                     };
+                    let c = NicCounters::from(v);
                     if nic == Some(nics[0]) {
                         lan = Some(c);
                     } else if nic == Some(nics[1]) {
