@@ -11,8 +11,12 @@
 //! (`.config/nextest.toml`): under `cargo test` the one integration binary
 //! runs every test in one process, where CI saw spawns fail.
 
+use std::time::Instant;
+
 use anyhow::{Context, Result};
 use xshell::{cmd, Shell};
+
+use super::test_times;
 
 /// The target of the end-to-end build.
 pub const E2E_TARGET: &str = "arm-tiny";
@@ -68,6 +72,12 @@ pub const TEST_PACKAGES: &[&str] = &[
 /// missing host tool or file, one line each: `<test file>::<test>: no
 /// <what> (<how to get it>)`. [`run`] sets it and prints the count.
 pub const SKIP_LEDGER_ENV: &str = "XTASK_SKIP_LEDGER";
+
+/// The environment variable naming the file where the tests' gate records
+/// each slow test ([`SLOW_TESTS_ENV`]) that ran, one line each: `<test
+/// file>::<test>: <why it is slow>`. [`run`] sets it and sums the slow
+/// tests' share of the test time ([`super::test_times`]).
+pub const SLOW_LEDGER_ENV: &str = "XTASK_SLOW_LEDGER";
 
 /// The environment variable that lets the slow tests run, those that build
 /// a kernel or boot QEMU (`XTASK_SLOW_TESTS=1`; the tests' gate,
@@ -125,37 +135,56 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
     );
     let [a, b] = E2E_VARIANTS;
     let jobs = jobs.map(|j| format!("--jobs={j}"));
+    let started = Instant::now();
     cmd!(
         sh,
         "cargo run --quiet --package xtask -- build --target {E2E_TARGET} --variant {a} --variant {b} --variant {E2E_KCONFIG_BASE} {jobs...}"
     )
     .run()
     .context("the end-to-end build of the tiny profile")?;
-    let ledger = crate::util::layout::Layout::from_manifest_dir()
-        .work_dir()
-        .join("test-skips.txt");
-    match std::fs::remove_file(&ledger) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(e).with_context(|| format!("removing {}", ledger.display()));
+    let build = started.elapsed();
+    let work = crate::util::layout::Layout::from_manifest_dir().work_dir();
+    let ledger = work.join("test-skips.txt");
+    let slow_ledger = work.join("test-slow.txt");
+    let junit = test_times::junit_path();
+    for file in [&ledger, &slow_ledger, &junit] {
+        match std::fs::remove_file(file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", file.display()));
+            }
+            _ => {}
         }
-        _ => {}
     }
+    let started = Instant::now();
     let tests = cmd!(sh, "cargo nextest run --workspace --no-fail-fast")
         .env(SKIP_LEDGER_ENV, &ledger)
+        .env(SLOW_LEDGER_ENV, &slow_ledger)
         .env(SLOW_TESTS_ENV, "1")
         .run()
         .context("cargo nextest run --workspace");
-    let skipped = match crate::util::fs::read_limited(
-        &ledger,
-        crate::util::fs::FileLimit::record("skip ledger"),
-        "",
-    ) {
-        Ok(text) => text,
-        Err(e) if crate::util::fs::is_not_found(&e) => String::new(),
-        Err(e) => return Err(e),
+    let walls = test_times::Walls {
+        build,
+        tests: started.elapsed(),
     };
-    eprintln!("{}", skip_summary(&skipped));
+    eprintln!("{}", skip_summary(&read_ledger(&ledger, "skip ledger")?));
+    let slow = read_ledger(&slow_ledger, "slow-test ledger")?;
+    match read_ledger(&junit, "nextest's JUnit report")
+        .and_then(|xml| test_times::summary(&xml, &slow, walls))
+    {
+        Ok(summary) => eprintln!("{summary}"),
+        // The tests' own verdict stands; the figures are only missing.
+        Err(e) => eprintln!("no test times: {e:#}"),
+    }
     tests
+}
+
+/// The ledger at `path`, empty when no test wrote it.
+fn read_ledger(path: &std::path::Path, what: &'static str) -> Result<String> {
+    match crate::util::fs::read_limited(path, crate::util::fs::FileLimit::record(what), "") {
+        Ok(text) => Ok(text),
+        Err(e) if crate::util::fs::is_not_found(&e) => Ok(String::new()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The closing lines of a test run from the gate's ledger (see

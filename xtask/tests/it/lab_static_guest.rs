@@ -87,6 +87,7 @@ fn the_ath79_initramfs_holds_static_big_endian_mips_programs() {
         .as_ref()
         .expect("ath79 has [lab.static_guest]");
     let needs = gate::Needs::new()
+        .slow("builds the ath79 guest's programs from Debian's sources")
         .program("mips-linux-gnu-readelf", "binutils-mips-linux-gnu")
         .program("mips-linux-gnu-gcc", "gcc-mips-linux-gnu")
         .program("file", "file")
@@ -341,6 +342,7 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let (layout, target) = ath79();
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
+        .slow("builds the ath79 lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .check(lab::check_host_tools(spec));
     if !needs.met() {

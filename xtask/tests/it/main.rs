@@ -35,6 +35,7 @@ mod experiment_files;
 mod experiments_apply;
 mod flags_patch;
 mod flags_safety;
+mod gate_ledgers;
 mod kill_cleanup;
 mod lab_cache_model;
 mod lab_core_model;

@@ -23,7 +23,10 @@
 //! (`skipped lab_malta::…: slow: builds the Malta lab kernel and boots it
 //! in QEMU (XTASK_SLOW_TESTS=1 runs it; `cargo xtask test` sets it)`),
 //! under CI too: slowness is opted into, not a tool the machine lacks, and
-//! what else the test lacks is then not checked.
+//! what else the test lacks is then not checked. A slow test that runs is
+//! named in the file `$XTASK_SLOW_LEDGER` names, when set, so that `cargo
+//! xtask test` can say what share of the test time the slow tests took
+//! ([`xtask::host::test_times`]).
 //!
 //! No test file checks `CI` itself (`tests/it/tidy.rs` checks that).
 //!
@@ -42,7 +45,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use xtask::host::selftest::{SKIP_LEDGER_ENV, SLOW_TESTS_ENV};
+use xtask::host::selftest::{SKIP_LEDGER_ENV, SLOW_LEDGER_ENV, SLOW_TESTS_ENV};
 
 /// Skips so far in this process (the one integration-test binary, or a
 /// bench).
@@ -78,6 +81,8 @@ pub struct Needs {
     missing: Vec<String>,
     /// Why the test is slow, when it is and slow tests are not wanted.
     slow: Option<String>,
+    /// Why the test is slow, when it is and slow tests are wanted.
+    runs_slow: Option<String>,
 }
 
 impl Needs {
@@ -100,7 +105,9 @@ impl Needs {
     /// kernel and boots it in QEMU"). Unmet, the test is skipped even
     /// under CI (see the module docs).
     pub fn slow(mut self, why: &str) -> Needs {
-        if !slow_tests_wanted() {
+        if slow_tests_wanted() {
+            self.runs_slow = Some(why.to_string());
+        } else {
             self.slow = Some(why.to_string());
         }
         self
@@ -167,6 +174,10 @@ impl Needs {
             return false;
         }
         if self.missing.is_empty() {
+            if let (Some(why), Some(ledger)) = (&self.runs_slow, std::env::var_os(SLOW_LEDGER_ENV))
+            {
+                record(Path::new(&ledger), &format!("{test}: {why}\n"));
+            }
             return true;
         }
         let lacks = self.missing.join("; ");
@@ -227,6 +238,7 @@ fn test_name() -> String {
 /// appending, so the lines of test binaries running side by side do not
 /// interleave.
 fn record(ledger: &Path, line: &str) {
+    // A ledger `cargo xtask test` names: it is there to be written.
     let appended = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
