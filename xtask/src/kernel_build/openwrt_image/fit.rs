@@ -29,7 +29,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -127,7 +128,7 @@ pub fn fit_all(
 
     // Steps up to the shared LZMA.
     let stubs = Stubs::default();
-    let mut loaders = Loaders::default();
+    let loaders = Loaders::default();
     let mut payloads: Vec<Option<Payload>> = Vec::with_capacity(recipes.len());
     let mut pending: BTreeMap<(String, LzmaKey), Vec<Pending>> = BTreeMap::new();
     for (i, r) in recipes.iter().enumerate() {
@@ -257,10 +258,20 @@ pub fn fit_all(
         };
         let tails: Vec<&[u8]> = waiting.iter().map(|w| w.tail.as_slice()).collect();
         let streams = encoder.finish_each(&tails, jobs);
-        for (w, stream) in waiting.iter().zip(streams) {
+        // The steps after the LZMA (a loader, a second LZMA: a second or
+        // more for some devices), `jobs` devices at a time.
+        let streams: Vec<Mutex<Option<Result<Vec<u8>>>>> =
+            streams.into_iter().map(|s| Mutex::new(Some(s))).collect();
+        let done = in_parallel(&waiting, jobs, |sh, i, w| {
             let r = recipes[w.index].expect("pending devices have recipes");
-            let done =
-                stream.and_then(|bytes| finish(&sh, r, tree, kdir, w.rest, bytes, &mut loaders));
+            let stream = streams[i]
+                .lock()
+                .map_err(|_| anyhow::anyhow!("a thread panicked"))?
+                .take();
+            let bytes = stream.context("the device's LZMA stream")??;
+            finish(sh, r, tree, kdir, w.rest, bytes, &loaders)
+        });
+        for (w, done) in waiting.iter().zip(done) {
             match done {
                 Ok(size) => fits[w.index].kernel_bytes = Some(size),
                 Err(e) => fits[w.index].error = Some(format!("{e:#}")),
@@ -318,14 +329,16 @@ impl Ord for LzmaKey {
 /// `None` when the loader is not its code followed by the data.
 #[derive(Default)]
 struct Loaders {
-    built: BTreeMap<LoaderParams, Result<Option<u64>, String>>,
+    /// Behind a lock held while a loader builds: the devices' steps run
+    /// side by side ([`in_parallel`]), and one build serves them all.
+    built: Mutex<BTreeMap<LoaderParams, Result<Option<u64>, String>>>,
 }
 
 impl Loaders {
     /// The offset for `recipe`'s parameters, building the loader with
     /// `data` the first time.
     fn offset(
-        &mut self,
+        &self,
         sh: &Shell,
         recipe: &DeviceRecipe,
         tree: &KernelTree<'_>,
@@ -334,6 +347,8 @@ impl Loaders {
     ) -> Result<Option<u64>> {
         let params = LoaderParams::of(recipe, tree)?;
         self.built
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a thread building a loader panicked"))?
             .entry(params)
             .or_insert_with(|| {
                 loader::lzma_loader(sh, recipe, tree, data, &kdir.join("lzma-loader"))
@@ -353,7 +368,7 @@ fn finish(
     kdir: &Path,
     from: usize,
     mut bytes: Vec<u8>,
-    loaders: &mut Loaders,
+    loaders: &Loaders,
 ) -> Result<u64> {
     let steps = &recipe.steps[from..];
     for (n, step) in steps.iter().enumerate() {
@@ -437,22 +452,37 @@ fn compile_dtbs(
     kdir: &Path,
     jobs: usize,
 ) -> Vec<Result<Vec<Vec<u8>>, String>> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Result<Vec<Vec<u8>>, String>>> = recipes
-        .iter()
-        .map(|_| std::sync::Mutex::new(Ok(Vec::new())))
-        .collect();
+    in_parallel(recipes, jobs, |sh, _, r| match r {
+        Some(r) => compile_one(sh, r, tree, kdir),
+        None => Ok(Vec::new()),
+    })
+    .into_iter()
+    .map(|r| r.map_err(|e| format!("{e:#}")))
+    .collect()
+}
+
+/// `f` on each of `items` (with its index and a shell of the thread's),
+/// `jobs` threads at a time; the results in `items`' order.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&Shell, usize, &T) -> Result<R> + Sync,
+) -> Vec<Result<R>> {
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| {
-                let Ok(sh) = Shell::new() else { return };
+                let sh = Shell::new();
                 loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(slot) = recipes.get(i) else { return };
-                    let Some(r) = slot else { continue };
-                    let out = compile_one(&sh, r, tree, kdir).map_err(|e| format!("{e:#}"));
-                    if let Ok(mut m) = results[i].lock() {
-                        *m = out;
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { return };
+                    let out = match &sh {
+                        Ok(sh) => f(sh, i, item),
+                        Err(e) => Err(anyhow::anyhow!("starting a shell: {e}")),
+                    };
+                    if let Ok(mut slot) = results[i].lock() {
+                        *slot = Some(out);
                     }
                 }
             });
@@ -460,7 +490,11 @@ fn compile_dtbs(
     });
     results
         .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(anyhow::anyhow!("a thread panicked")))
+        })
         .collect()
 }
 
