@@ -166,13 +166,23 @@ pub fn run(sh: &Shell, jobs: Option<usize>) -> Result<()> {
         build,
         tests: started.elapsed(),
     };
-    eprintln!("{}", skip_summary(&read_ledger(&ledger, "skip ledger")?));
-    let slow = read_ledger(&slow_ledger, "slow-test ledger")?;
-    match read_ledger(&junit, "nextest's JUnit report")
-        .and_then(|xml| test_times::summary(&xml, &slow, walls))
-    {
+    // What follows only reports: the tests' own verdict stands whatever
+    // it fails to read.
+    match read_ledger(&ledger, "skip ledger") {
+        Ok(skipped) => eprintln!("{}", skip_summary(&skipped)),
+        Err(e) => eprintln!("no list of skipped tests: {e:#}"),
+    }
+    let times = read_ledger(&slow_ledger, "slow-test ledger").and_then(|slow| {
+        let xml = crate::util::fs::read_limited(
+            &junit,
+            crate::util::fs::FileLimit::record("nextest's JUnit report"),
+            "",
+        )
+        .with_context(|| format!("no JUnit report of nextest's at {}", junit.display()))?;
+        test_times::summary(&xml, &slow, walls)
+    });
+    match times {
         Ok(summary) => eprintln!("{summary}"),
-        // The tests' own verdict stands; the figures are only missing.
         Err(e) => eprintln!("no test times: {e:#}"),
     }
     tests

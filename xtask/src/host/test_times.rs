@@ -44,7 +44,8 @@ pub struct Walls {
 /// One test's time from the JUnit report.
 #[derive(Debug, Clone, PartialEq)]
 struct Case {
-    /// `<binary>::<test>` as nextest names it (`xtask::it lab_malta::…`).
+    /// The binary and the test, as nextest names them (`xtask::it
+    /// lab_malta::…`).
     name: String,
     /// Seconds.
     seconds: f64,

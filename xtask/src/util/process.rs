@@ -45,7 +45,7 @@ use crate::util::cancel::Token;
 pub const POLL: Duration = Duration::from_millis(10);
 /// How long [`Supervised::stop`] waits, after SIGKILL, for the group's
 /// processes to exit.
-const KILL_WAIT: Duration = Duration::from_secs(5);
+pub const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a stopped child's process group has after SIGTERM before
 /// SIGKILL, unless [`Supervisor::grace`] says otherwise: QEMU, iperf3,
@@ -402,7 +402,10 @@ impl Supervised {
     /// Stops the child now, unless it already exited: SIGTERM to its
     /// process group, then SIGKILL to the group when anything of it still
     /// runs after the grace (seconds, [`Supervisor::grace`]); reaps the
-    /// child. Returns its status (`None` if it could not be reaped).
+    /// child, then waits up to 5 s ([`KILL_WAIT`]) until no process of the
+    /// group runs (a zombie does not), and returns regardless. Returns the
+    /// child's status (`None` if it could not be reaped). A child that had
+    /// already exited is not signalled: what it left in its group runs on.
     pub fn stop(&mut self) -> Option<ExitStatus> {
         if self.stopped || self.status.is_some() {
             return self.status;

@@ -31,10 +31,32 @@ use xtask::report::{Format, LabRuns, Request, Style};
 use xtask::results::lab::{Benchmark, Condition, LabRecord, Metric, Status};
 use xtask::util::layout::Layout;
 
-/// One lab at a time in this process (every lab test takes it): each
-/// checks that no namespace of this process is left, which another test's
-/// running lab would have.
 use crate::common::leftovers::one_at_a_time;
+
+/// This file's tests one at a time on the whole machine, each holding
+/// both locks while it runs: the in-process one every lab test takes
+/// (each checks that no namespace of its process is left), and a file
+/// lock in the temporary directory across processes (nextest runs each
+/// test in one), since each checks the whole machine for tbench and iperf3
+/// after its lab, which another's lab would leave running.
+struct HostLabTurn {
+    _process: std::sync::MutexGuard<'static, ()>,
+    _machine: xtask::util::lock::Lock,
+}
+
+fn host_lab_turn() -> HostLabTurn {
+    let process = one_at_a_time();
+    let machine = xtask::util::lock::Lock::acquire(
+        &std::env::temp_dir().join("xtask-test-lab-host.lock"),
+        "a test of the host lab",
+        xtask::util::lock::Wait::Yes,
+    )
+    .expect("the host lab tests' lock");
+    HostLabTurn {
+        _process: process,
+        _machine: machine,
+    }
+}
 
 /// Whether the host lab can run here: root and its tools. Under CI a
 /// missing one fails the test; elsewhere the gate skips it.
@@ -127,7 +149,7 @@ fn host_lo() -> (String, String) {
 
 #[test]
 fn tbench_baseline_against_lo_without_tso_gso() {
-    let _serial = one_at_a_time();
+    let _serial = host_lab_turn();
     if !ready() {
         return;
     }
@@ -231,7 +253,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
 
 #[test]
 fn iperf3_over_the_namespace_loopback() {
-    let _serial = one_at_a_time();
+    let _serial = host_lab_turn();
     if !ready() {
         return;
     }
@@ -255,7 +277,7 @@ fn iperf3_over_the_namespace_loopback() {
 
 #[test]
 fn a_setting_the_driver_refuses_stops_the_lab() {
-    let _serial = one_at_a_time();
+    let _serial = host_lab_turn();
     if !ready() {
         return;
     }
@@ -285,7 +307,7 @@ fn a_setting_the_driver_refuses_stops_the_lab() {
 
 #[test]
 fn a_device_outside_the_namespace_is_refused_before_anything_runs() {
-    let _serial = one_at_a_time();
+    let _serial = host_lab_turn();
     let (_tmp, layout) = workspace(Some(
         "[runtime.baseline]\n[runtime.eth]\nethtool = [{ dev = \"eth0\", features = { tso = \"off\" } }]\n",
     ));
@@ -331,7 +353,7 @@ fn interrupted_child() {
 
 #[test]
 fn ctrl_c_stops_and_cleans_up() {
-    let _serial = one_at_a_time();
+    let _serial = host_lab_turn();
     if !ready() {
         return;
     }

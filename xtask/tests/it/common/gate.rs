@@ -176,7 +176,11 @@ impl Needs {
         if self.missing.is_empty() {
             if let (Some(why), Some(ledger)) = (&self.runs_slow, std::env::var_os(SLOW_LEDGER_ENV))
             {
-                record(Path::new(&ledger), &format!("{test}: {why}\n"));
+                record(
+                    Path::new(&ledger),
+                    "a slow test",
+                    &format!("{test}: {why}\n"),
+                );
             }
             return true;
         }
@@ -202,7 +206,7 @@ fn skip(test: &str, lacks: &str) {
     // Past libtest's capture, which only catches print!/eprint!.
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
     if let Some(ledger) = std::env::var_os(SKIP_LEDGER_ENV) {
-        record(Path::new(&ledger), &format!("{test}: {lacks}\n"));
+        record(Path::new(&ledger), "a skip", &format!("{test}: {lacks}\n"));
     }
 }
 
@@ -237,7 +241,7 @@ fn test_name() -> String {
 /// Appends `line` to the ledger: one `write` of a file opened for
 /// appending, so the lines of test binaries running side by side do not
 /// interleave.
-fn record(ledger: &Path, line: &str) {
+fn record(ledger: &Path, what: &str, line: &str) {
     // A ledger `cargo xtask test` names: it is there to be written.
     let appended = std::fs::OpenOptions::new()
         .create(true)
@@ -245,6 +249,6 @@ fn record(ledger: &Path, line: &str) {
         .open(ledger)
         .and_then(|mut f| f.write_all(line.as_bytes()));
     if let Err(e) = appended {
-        panic!("recording a skip in {}: {e}", ledger.display());
+        panic!("recording {what} in {}: {e}", ledger.display());
     }
 }
