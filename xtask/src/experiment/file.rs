@@ -26,6 +26,7 @@
 //! [report]
 //! formats = ["mail", "text"]
 //! output = "target/xtask/experiments/flags"
+//! # devices = "*"                   # OpenWrt mode: device fit (size-report --devices)
 //! ```
 //!
 //! Every problem is an error naming the file, its line and the fix: an
@@ -93,6 +94,7 @@ struct RawReport {
     formats: Option<Vec<Spanned<String>>>,
     output: Option<Spanned<String>>,
     symbols: Option<bool>,
+    devices: Option<Spanned<String>>,
 }
 
 /// How the kernels are configured, patched and flagged.
@@ -145,6 +147,10 @@ pub struct ReportSpec {
     pub output: PathBuf,
     /// bloat-o-meter symbol diffs in the report.
     pub symbols: bool,
+    /// Device fit for the devices matching this pattern (`size-report
+    /// --devices`: a glob with `*`/`?`, else a substring); OpenWrt mode
+    /// only, whose builds write `device-fit.json`.
+    pub devices: Option<String>,
 }
 
 /// A checked experiment file.
@@ -295,6 +301,18 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             })
             .collect::<Result<Vec<_>>>()?,
     };
+    let devices = match (&raw.report.devices, &mode) {
+        (None, _) => None,
+        (Some(d), Mode::Openwrt(_)) if !d.get_ref().trim().is_empty() => Some(d.get_ref().clone()),
+        (Some(d), Mode::Openwrt(_)) => bail!(
+            "{}: report.devices is empty: name the devices (\"*\" for all, or a part of their names)",
+            at(d.span())
+        ),
+        (Some(d), Mode::Profiles) => bail!(
+            "{}: report.devices needs OpenWrt mode, whose builds make every device's image: set openwrt = \"<checkout>\" or leave devices out",
+            at(d.span())
+        ),
+    };
     let default_output = layout
         .work_dir()
         .join("experiments")
@@ -327,6 +345,7 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             formats,
             output,
             symbols: raw.report.symbols.unwrap_or(false),
+            devices,
         },
     })
 }

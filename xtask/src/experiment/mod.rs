@@ -222,9 +222,7 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
             fold_clones: false,
         }),
         by: None,
-        // device-fit.json is in each OpenWrt-mode result; size-report
-        // --devices shows it.
-        devices: None,
+        devices: e.report.devices.clone(),
         allow_mismatch: false,
         lab: if lab_dirs.is_empty() {
             LabRuns::Off

@@ -173,3 +173,31 @@ fn a_report_output_below_target_xtask_is_kept() {
         layout.root().join("target/xtask/experiments/elsewhere")
     );
 }
+
+/// `[report] devices` in OpenWrt mode reaches the report request as
+/// `size-report --devices` would get it; an empty pattern is refused
+/// naming its line.
+#[test]
+fn report_devices_in_openwrt_mode() {
+    let Some(fx) = crate::common::openwrt_fixture::Fixture::unpack() else {
+        return;
+    };
+    let layout = Layout::from_manifest_dir();
+    let write = |name: &str, devices: &str| {
+        let path = fx.dir().join(name);
+        let text = format!(
+            "targets = [\"ramips/mt7621\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\nopenwrt = {:?}\n\n[report]\ndevices = {devices:?}\n",
+            fx.root.display().to_string()
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let e = file::load(&layout, &write("fit.toml", "ubnt_*")).unwrap();
+    assert_eq!(e.report.devices.as_deref(), Some("ubnt_*"));
+    let empty = write("empty.toml", " ");
+    let err = format!("{:#}", file::load(&layout, &empty).unwrap_err());
+    assert!(
+        err.contains(&format!("{}:6:", empty.display())) && err.contains("report.devices is empty"),
+        "{err}"
+    );
+}
