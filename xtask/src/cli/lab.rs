@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use xtask::lab::request::{DEFAULT_DURATION_SECONDS, DEFAULT_RUNS};
+
 /// `--lab host`: this machine's kernel with runtime settings.
 pub const LAB_HOST: &str = "host";
 
@@ -28,12 +30,13 @@ pub struct LabArgs {
     /// run twice as an A/A control.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Measured runs per (variant, direction, GRO setting) or (variant, benchmark).
-    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub runs: u32,
-    /// Seconds per run (iperf3, tbench), at most an hour.
-    #[arg(long, default_value_t = 10, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
-    pub duration: u32,
+    /// Measured runs per (variant, direction, GRO setting) or (variant,
+    /// benchmark); default 5.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: Option<u32>,
+    /// Seconds per run (iperf3, tbench), at most an hour; default 10.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub duration: Option<u32>,
     /// GRO settings to measure in the guest (QEMU lab; default both).
     #[arg(long, value_name = "on|off|both")]
     pub gro: Option<xtask::lab::GroChoice>,
@@ -191,8 +194,8 @@ impl LabArgs {
             }
             return Ok(LabMode::Host(xtask::lab::host::HostRequest {
                 variants: self.variants.clone(),
-                runs: self.runs,
-                duration_seconds: self.duration,
+                runs: self.runs.unwrap_or(DEFAULT_RUNS),
+                duration_seconds: self.duration.unwrap_or(DEFAULT_DURATION_SECONDS),
                 benches: if self.benches.is_empty() {
                     vec![xtask::lab::host::BenchName::Tbench]
                 } else {
@@ -231,6 +234,11 @@ impl LabArgs {
                 (self.no_control, "--no-control"),
                 (self.packet_steering.is_some(), "--packet-steering"),
                 (self.resume.is_some(), "--resume"),
+                (self.runs.is_some(), "--runs"),
+                (self.duration.is_some(), "--duration"),
+                (self.no_flash, "--no-flash"),
+                (self.lab_file.is_some(), "--lab-file"),
+                (self.make.kernel_src.is_some(), "--kernel-src"),
             ];
             if let Some((_, flag)) = not_there.iter().find(|(given, _)| *given) {
                 anyhow::bail!(
@@ -261,8 +269,8 @@ impl LabArgs {
         let mut request = xtask::lab::LabRequest::qemu(target).on_topology(topology);
         request.routers = self.routers.map(|n| n as usize);
         request.variants = self.variants.clone();
-        request.runs = self.runs;
-        request.duration_seconds = self.duration;
+        request.runs = self.runs.unwrap_or(DEFAULT_RUNS);
+        request.duration_seconds = self.duration.unwrap_or(DEFAULT_DURATION_SECONDS);
         request.gro = self.gro;
         request.direction = self.direction;
         request.control = !self.no_control;

@@ -24,6 +24,11 @@ use crate::kernel_build::BuildOptions;
 use crate::results::lab::{Flash, IperfOptions};
 pub use problem::Problem;
 
+/// Measured runs per condition when a request does not say (`lab --runs`).
+pub const DEFAULT_RUNS: u32 = 5;
+/// Seconds per run when a request does not say (`lab --duration`).
+pub const DEFAULT_DURATION_SECONDS: u32 = 10;
+
 /// Which GRO settings of the guest's NICs to measure (`--gro on|off|both`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroChoice {
@@ -239,8 +244,8 @@ impl LabRequest {
         LabRequest {
             target: target.to_string(),
             variants: Vec::new(),
-            runs: 5,
-            duration_seconds: 10,
+            runs: DEFAULT_RUNS,
+            duration_seconds: DEFAULT_DURATION_SECONDS,
             gro: None,
             direction: None,
             control: true,
