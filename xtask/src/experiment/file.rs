@@ -303,7 +303,18 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
     };
     let devices = match (&raw.report.devices, &mode) {
         (None, _) => None,
-        (Some(d), Mode::Openwrt(_)) if !d.get_ref().trim().is_empty() => Some(d.get_ref().clone()),
+        (Some(d), Mode::Openwrt(_)) if !d.get_ref().trim().is_empty() => {
+            // Device fit comes from the build of a target's openwrt_device.
+            if let Some(t) = chosen.iter().find(|t| t.openwrt_device.is_none()) {
+                bail!(
+                    "{}: report.devices, but target {} has no openwrt_device in targets/{}.toml, so its OpenWrt-mode build makes no device images: give it one or leave devices out",
+                    at(d.span()),
+                    t.name,
+                    t.name
+                );
+            }
+            Some(d.get_ref().clone())
+        }
         (Some(d), Mode::Openwrt(_)) => bail!(
             "{}: report.devices is empty: name the devices (\"*\" for all, or a part of their names)",
             at(d.span())

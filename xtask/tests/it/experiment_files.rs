@@ -175,29 +175,45 @@ fn a_report_output_below_target_xtask_is_kept() {
 }
 
 /// `[report] devices` in OpenWrt mode reaches the report request as
-/// `size-report --devices` would get it; an empty pattern is refused
-/// naming its line.
+/// `size-report --devices` would get it; an empty pattern, or a target
+/// without an `openwrt_device` (whose build makes no device images), is
+/// refused naming its line.
 #[test]
 fn report_devices_in_openwrt_mode() {
     let Some(fx) = crate::common::openwrt_fixture::Fixture::unpack() else {
         return;
     };
     let layout = Layout::from_manifest_dir();
-    let write = |name: &str, devices: &str| {
+    let write = |name: &str, target: &str, devices: &str| {
         let path = fx.dir().join(name);
         let text = format!(
-            "targets = [\"ramips/mt7621\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\nopenwrt = {:?}\n\n[report]\ndevices = {devices:?}\n",
+            "targets = [{target:?}]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\nopenwrt = {:?}\n\n[report]\ndevices = {devices:?}\n",
             fx.root.display().to_string()
         );
         std::fs::write(&path, text).unwrap();
         path
     };
-    let e = file::load(&layout, &write("fit.toml", "ubnt_*")).unwrap();
+    let e = file::load(&layout, &write("fit.toml", "ramips/mt7621", "ubnt_*")).unwrap();
     assert_eq!(e.report.devices.as_deref(), Some("ubnt_*"));
-    let empty = write("empty.toml", " ");
-    let err = format!("{:#}", file::load(&layout, &empty).unwrap_err());
-    assert!(
-        err.contains(&format!("{}:6:", empty.display())) && err.contains("report.devices is empty"),
-        "{err}"
-    );
+    for (file, target, devices, words) in [
+        (
+            "empty.toml",
+            "ramips/mt7621",
+            " ",
+            "report.devices is empty",
+        ),
+        (
+            "tiny.toml",
+            "arm-tiny",
+            "*",
+            "target arm-tiny has no openwrt_device",
+        ),
+    ] {
+        let path = write(file, target, devices);
+        let err = format!("{:#}", file::load(&layout, &path).unwrap_err());
+        assert!(
+            err.contains(&format!("{}:6:", path.display())) && err.contains(words),
+            "{err}"
+        );
+    }
 }
