@@ -458,27 +458,19 @@ impl Supervised {
     }
 
     /// Whether a process of the group still runs: one that exists and is
-    /// not a zombie (its state in `/proc/<pid>/stat`, proc(5)).
+    /// not a zombie ([`proc_stat`]).
     fn group_running(&self) -> bool {
         if !self.group_alive() {
             return false;
         }
-        let pgid = self.pgid.as_raw_nonzero().get().to_string();
+        let pgid = self.pgid.as_raw_nonzero().get();
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return false;
         };
-        dir.filter_map(Result::ok).any(|entry| {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                return false;
-            };
-            // `pid (comm) state ppid pgrp …`: the fields after the last ')'.
-            let mut fields = stat
-                .rsplit_once(')')
-                .map_or("", |(_, r)| r)
-                .split_whitespace();
-            let state = fields.next().unwrap_or("Z");
-            fields.nth(1) == Some(pgid.as_str()) && !state.starts_with(['Z', 'X'])
-        })
+        dir.filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter_map(proc_stat)
+            .any(|stat| stat.pgrp == pgid && !stat.exited())
     }
 
     /// Whether any process of the group still exists (zombies included:
@@ -504,6 +496,34 @@ impl Drop for Supervised {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A process as `/proc/<pid>/stat` shows it (proc(5)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Its state letter: `R`, `S`, `D`, `Z` (a zombie), `X` (dead), ….
+    pub state: char,
+    /// Its process group.
+    pub pgrp: i32,
+}
+
+impl ProcStat {
+    /// Whether it has exited: a zombie waiting for its parent (for an
+    /// orphan, init) to reap it, or dead.
+    pub fn exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// `/proc/<pid>/stat` of process `pid`; `None` when it is gone (or the
+/// file does not read as proc(5) says: `pid (comm) state ppid pgrp …`,
+/// the fields after the last `)`, since `comm` may hold any byte).
+pub fn proc_stat(pid: u32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    Some(ProcStat { state, pgrp })
 }
 
 /// `d` for messages: `20 s`, `0.3 s`.

@@ -260,16 +260,10 @@ pub fn fit_all(
         let streams = encoder.finish_each(&tails, jobs);
         // The steps after the LZMA (a loader, a second LZMA: a second or
         // more for some devices), `jobs` devices at a time.
-        let streams: Vec<Mutex<Option<Result<Vec<u8>>>>> =
-            streams.into_iter().map(|s| Mutex::new(Some(s))).collect();
-        let done = in_parallel(&waiting, jobs, |sh, i, w| {
+        let work: Vec<(&Pending, Result<Vec<u8>>)> = waiting.iter().zip(streams).collect();
+        let done = in_parallel(work, jobs, |sh, (w, stream)| {
             let r = recipes[w.index].expect("pending devices have recipes");
-            let stream = streams[i]
-                .lock()
-                .map_err(|_| anyhow::anyhow!("a thread panicked"))?
-                .take();
-            let bytes = stream.context("the device's LZMA stream")??;
-            finish(sh, r, tree, kdir, w.rest, bytes, &loaders)
+            finish(sh, r, tree, kdir, w.rest, stream?, &loaders)
         });
         for (w, done) in waiting.iter().zip(done) {
             match done {
@@ -452,7 +446,7 @@ fn compile_dtbs(
     kdir: &Path,
     jobs: usize,
 ) -> Vec<Result<Vec<Vec<u8>>, String>> {
-    in_parallel(recipes, jobs, |sh, _, r| match r {
+    in_parallel(recipes.to_vec(), jobs, |sh, r| match r {
         Some(r) => compile_one(sh, r, tree, kdir),
         None => Ok(Vec::new()),
     })
@@ -461,14 +455,15 @@ fn compile_dtbs(
     .collect()
 }
 
-/// `f` on each of `items` (with its index and a shell of the thread's),
-/// `jobs` threads at a time; the results in `items`' order.
-fn in_parallel<T: Sync, R: Send>(
-    items: &[T],
+/// `f` on each of `items` (with a shell of the thread's), `jobs` threads
+/// at a time; the results in `items`' order.
+fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
     jobs: usize,
-    f: impl Fn(&Shell, usize, &T) -> Result<R> + Sync,
+    f: impl Fn(&Shell, T) -> Result<R> + Sync,
 ) -> Vec<Result<R>> {
     let next = AtomicUsize::new(0);
+    let items: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
     let results: Vec<Mutex<Option<Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
@@ -476,9 +471,13 @@ fn in_parallel<T: Sync, R: Send>(
                 let sh = Shell::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { return };
+                    let Some(slot) = items.get(i) else { return };
+                    // Each index is taken once, so the item is there.
+                    let Some(item) = slot.lock().ok().and_then(|mut s| s.take()) else {
+                        continue;
+                    };
                     let out = match &sh {
-                        Ok(sh) => f(sh, i, item),
+                        Ok(sh) => f(sh, item),
                         Err(e) => Err(anyhow::anyhow!("starting a shell: {e}")),
                     };
                     if let Ok(mut slot) = results[i].lock() {

@@ -408,13 +408,7 @@ pub fn pids(name: &str) -> Result<Vec<u32>> {
 /// Whether process `pid` has exited: gone, or a zombie waiting for its
 /// parent (for an orphan, init) to reap it.
 pub fn exited(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // `pid (comm) S …`: the state follows the last ')'.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-        Err(_) => true,
-    }
+    crate::util::process::proc_stat(pid).is_none_or(|s| s.exited())
 }
 
 /// SIGKILLs every process in namespace `name` until none is left and each

@@ -232,3 +232,23 @@ fn a_failing_child_reports_its_status_and_a_missing_one_its_name() {
         .to_string();
     assert_eq!(err, "starting the tool (/nonexistent/prog); install it");
 }
+
+/// proc(5)'s fields of this process, and of a child whose `comm` holds
+/// `)` and spaces (a copy of `sleep` so named): running, in its own
+/// process group, then gone or a zombie once stopped.
+#[test]
+fn proc_stat_reads_state_and_process_group() {
+    let me = proc_stat(std::process::id()).expect("this process's stat");
+    assert!(!me.exited(), "{me:?}");
+    assert_eq!(me.pgrp, rustix::process::getpgrp().as_raw_nonzero().get());
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("x) R 1 (y");
+    std::fs::copy("/bin/sleep", &odd).unwrap();
+    let mut cmd = Command::new(&odd);
+    cmd.arg("100");
+    let mut child = Supervisor::new(cmd, "sleep").spawn().unwrap();
+    let stat = poll(|| proc_stat(child.id()).filter(|s| s.state == 'S'));
+    assert_eq!(stat.pgrp, child.id() as i32, "its own group");
+    child.stop();
+    assert!(proc_stat(child.id()).is_none_or(|s| s.exited()));
+}
