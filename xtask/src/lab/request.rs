@@ -275,13 +275,10 @@ impl LabRequest {
 
     /// The request on topology `name` (a [`Name`], or its spelling:
     /// `"mesh"`) with the workload it runs ([`WorkloadSpec::of_topology`]).
-    pub fn on_topology(self, name: impl Into<Name>) -> LabRequest {
-        let topology = name.into();
-        LabRequest {
-            workload: WorkloadSpec::of_topology(&topology),
-            topology,
-            ..self
-        }
+    pub fn on_topology(mut self, name: impl Into<Name>) -> LabRequest {
+        self.topology = name.into();
+        self.workload = WorkloadSpec::of_topology(&self.topology);
+        self
     }
 
     /// The request with `change` made to it: `LabRequest::qemu(t).with(|r|
