@@ -75,6 +75,9 @@ fn run(cli: Cli) -> Result<()> {
                 stack::sync(&layout, &args.options(), Direction::Export)
             }
             PatchesCommand::Bench(args) => patches::bench::run(&sh, &layout, &args.options()),
+            PatchesCommand::SizeBisect(args) => {
+                xtask::kernel_build::size_bisect::run(&sh, &layout, &args.request())
+            }
         },
         Command::Results(ResultsCommand::Export {
             targets,

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
+use xtask::kernel_build::size_bisect::BisectRequest;
 use xtask::patches::bench::BenchOptions;
 use xtask::patches::openwrt_sync::{Prune, SyncOptions, Write};
 use xtask::patches::rebase::Action;
@@ -60,6 +61,42 @@ pub enum PatchesCommand {
     /// Time pushing a generated series of real-sized patches with this engine,
     /// a GNU patch loop and quilt push -a on identical copies of a kernel tree.
     Bench(BenchArgs),
+    /// Find which patches of a range grow the image most: build the range's
+    /// states (its first k patches) as patch-only incremental builds, halving
+    /// the step with the largest change while --builds lasts.
+    SizeBisect(SizeBisectArgs),
+}
+
+/// `patches size-bisect`.
+#[derive(Debug, clap::Args)]
+pub struct SizeBisectArgs {
+    /// The target, the base variant (default: baseline; without --series its
+    /// own patches are the range) and how to build. One --target.
+    #[command(flatten)]
+    pub build: super::BuildArgs,
+    /// Bisect this directory's patches (its quilt `series` file, else every
+    /// *.patch in name order), applied after the variant's.
+    #[arg(long, value_name = "DIR")]
+    pub series: Option<PathBuf>,
+    /// At most this many states built or read, both ends included.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..))]
+    pub builds: usize,
+    /// The artifact whose size is bisected (default: zImage, else
+    /// vmlinux.lzma, else the target's first artifact).
+    #[arg(long, value_name = "NAME")]
+    pub image: Option<String>,
+}
+
+impl SizeBisectArgs {
+    /// The library's request.
+    pub fn request(self) -> BisectRequest {
+        BisectRequest {
+            build: self.build.request(),
+            series: self.series,
+            builds: self.builds,
+            image: self.image,
+        }
+    }
 }
 
 /// `push`/`pop` extent from `-a` and NAME.

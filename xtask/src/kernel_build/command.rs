@@ -114,6 +114,23 @@ pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Plann
     };
     let chosen_variants = variants::select(&all_variants, &names)?;
     let jobs = plan::jobs(&chosen, &chosen_variants);
+    plan_jobs(sh, layout, request, &jobs)
+}
+
+/// Checks (preflight) and plans `jobs`, built as `request` says (mode,
+/// ccache, distcc, `--openwrt`, `--kernel-src`; its targets and variants
+/// are not read): what [`plan`] does after selecting the jobs, for a
+/// caller that makes its own (`patches size-bisect`'s states). `layout` is
+/// already the mode's ([`Layout::openwrt_mode`] with `--openwrt`).
+///
+/// Errors: missing ccache or distcc for [`Mode::Build`], anything
+/// preflight finds.
+pub fn plan_jobs(
+    sh: &Shell,
+    layout: &Layout,
+    request: &BuildRequest,
+    jobs: &[super::Job],
+) -> Result<Planned> {
     if request.ccache != Ccache::Off
         && request.mode == Mode::Build
         && toolchain::find_in_path("ccache").is_none()
@@ -149,7 +166,7 @@ pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Plann
         )?),
         None => Box::new(KernelTree::new(layout.clone(), request.kernel_src.clone())),
     };
-    let jobs = plan::plan(sh, layout, backend.as_ref(), &jobs)?;
+    let jobs = plan::plan(sh, layout, backend.as_ref(), jobs)?;
     Ok(Planned {
         layout: layout.clone(),
         jobs,
@@ -162,6 +179,23 @@ pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Plann
 ///
 /// Errors: the first failing build.
 pub fn build(sh: &Shell, planned: &Planned, request: &BuildRequest) -> Result<()> {
+    let outcomes = build_outcomes(sh, planned, request)?;
+    println!(
+        "{} job(s) done; results in {}",
+        outcomes.len(),
+        planned.layout.results_root().display()
+    );
+    Ok(())
+}
+
+/// [`build`] without its closing line: each job's outcome, in plan order.
+///
+/// Errors: the first failing build.
+pub fn build_outcomes(
+    sh: &Shell,
+    planned: &Planned,
+    request: &BuildRequest,
+) -> Result<Vec<super::Outcome>> {
     let layout = &planned.layout;
     // A killed `results merge` left its staging directories among the
     // results this run writes.
@@ -180,13 +214,7 @@ pub fn build(sh: &Shell, planned: &Planned, request: &BuildRequest) -> Result<()
         distcc: request.distcc.clone(),
         control,
     };
-    let outcomes = super::run(sh, layout, planned.backend.as_ref(), &planned.jobs, options)?;
-    println!(
-        "{} job(s) done; results in {}",
-        outcomes.len(),
-        layout.results_root().display()
-    );
-    Ok(())
+    super::run(sh, layout, planned.backend.as_ref(), &planned.jobs, options)
 }
 
 /// The plan as `--dry-run` prints it: one line per job, `target/variant`,

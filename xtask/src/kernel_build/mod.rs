@@ -9,6 +9,7 @@
 pub mod artifacts;
 pub mod backend;
 pub mod bench;
+pub mod bisect_search;
 pub mod build_job;
 pub mod ccache;
 pub mod command;
@@ -27,6 +28,7 @@ pub mod plan;
 pub mod progress;
 pub mod reuse;
 pub mod scheduler;
+pub mod size_bisect;
 pub mod toolchain;
 
 pub use backend::{preflight_verdict, Backend, BuildOptions, Built, Rebuild};

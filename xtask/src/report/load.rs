@@ -259,9 +259,10 @@ fn load_target(
     let built = &target.built;
     let missing_base = !has_result(&base_dir);
     let wanted: Vec<String> = if request.variants.is_empty() {
+        // size-bisect's states are compared only when named.
         built
             .iter()
-            .filter(|v| **v != request.base)
+            .filter(|v| **v != request.base && !v.contains(crate::results::BISECT_STATE_MARK))
             .cloned()
             .collect()
     } else {

@@ -30,6 +30,12 @@ pub const SCHEMA: u32 = 2;
 /// File name of the record in each results directory.
 pub const FILE_NAME: &str = "result.json";
 
+/// What a `patches size-bisect` state's variant name has after the base
+/// variant's (`baseline~bisect-<key>-<k>`): `size-report` leaves such
+/// results out of its default comparisons, which would otherwise list
+/// every state of every bisection.
+pub const BISECT_STATE_MARK: &str = "~bisect-";
+
 /// One artifact's size and digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactRecord {

@@ -87,6 +87,7 @@ mod report_symbols;
 mod results_archive;
 mod setup_cli;
 mod size_attribution;
+mod size_bisect;
 mod size_kconfig;
 mod source_version;
 mod stack_diff;

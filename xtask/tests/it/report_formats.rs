@@ -474,3 +474,43 @@ fn output_file_is_written_atomically() {
     );
     assert_eq!(std::fs::read_dir(out.parent().unwrap()).unwrap().count(), 1);
 }
+
+/// `patches size-bisect`'s states (`<variant>~bisect-<key>-<k>`) are
+/// variants with results like any other, but the default comparison
+/// (every built variant against the base) leaves them out: a bisection
+/// of 8 states would otherwise add 8 comparisons to every report. Named
+/// with `--variant`, one is compared.
+#[test]
+fn size_bisect_states_are_compared_only_when_named() {
+    let f = two_targets();
+    let mut state = f.result(
+        "bcm53xx",
+        "baseline",
+        &[("zImage", 1_844_520), ("vmlinux.lzma", 1_524_207)],
+        (30_000, 8_096, 2_000),
+    );
+    state.variant.name = format!("baseline{}0a1b2c3d-002", xtask::results::BISECT_STATE_MARK);
+    f.write(state, report_fixture::BASE_SYMBOLS);
+    let default = render(
+        &f,
+        &request(&["bcm53xx"], &[]),
+        Format::Text,
+        Style::default(),
+    );
+    assert!(
+        default.contains("baseline → no-reorder-blocks:"),
+        "{default}"
+    );
+    assert!(!default.contains("bisect"), "{default}");
+    let named = render(
+        &f,
+        &request(&["bcm53xx"], &["baseline~bisect-0a1b2c3d-002"]),
+        Format::Text,
+        Style::default(),
+    );
+    assert!(
+        named.contains("baseline → baseline~bisect-0a1b2c3d-002:")
+            && named.contains("zImage size: 1840424 → 1844520"),
+        "{named}"
+    );
+}
