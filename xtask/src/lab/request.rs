@@ -22,7 +22,7 @@ mod problem;
 use crate::inputs::ssh_lab::Destination;
 use crate::kernel_build::BuildOptions;
 use crate::results::lab::{Flash, IperfOptions};
-pub use problem::Problem;
+pub use problem::{Field, Problem};
 
 /// Measured runs per condition when a request does not say (`lab --runs`).
 pub const DEFAULT_RUNS: u32 = 5;
@@ -434,66 +434,6 @@ impl LabRequest {
             });
         }
         Ok(())
-    }
-}
-
-/// A field of [`LabRequest`] a [`Problem`] is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    /// [`LabRequest::topology`].
-    Topology,
-    /// [`LabRequest::routers`].
-    Routers,
-    /// [`LabRequest::workload`].
-    Workload,
-    /// [`LabRequest::gro`].
-    Gro,
-    /// [`LabRequest::direction`].
-    Direction,
-    /// [`LabRequest::nic`].
-    Nic,
-    /// [`crate::results::lab::IperfOptions::parallel`].
-    Parallel,
-    /// [`crate::results::lab::IperfOptions::mss`].
-    Mss,
-    /// [`crate::results::lab::IperfOptions::udp_mbit`].
-    Udp,
-    /// [`LabRequest::tbench_clients`].
-    Clients,
-    /// [`LabRequest::cache_model`].
-    CacheModel,
-    /// [`LabRequest::build_only`].
-    BuildOnly,
-    /// [`LabRequest::openwrt`].
-    Openwrt,
-    /// [`LabRequest::cpus`].
-    Cpus,
-    /// [`LabRequest::packet_steering`].
-    PacketSteering,
-    /// [`Machine::Ssh`]'s lab file.
-    LabFile,
-}
-
-impl Field {
-    /// The command line's flag: `--gro`.
-    pub fn flag(self) -> &'static str {
-        match self {
-            Field::Topology | Field::Workload => "--topology",
-            Field::Routers => "--routers",
-            Field::Gro => "--gro",
-            Field::Direction => "--direction",
-            Field::Nic => "--nic",
-            Field::Parallel => "--parallel",
-            Field::Mss => "--set-mss",
-            Field::Udp => "--udp",
-            Field::Clients => "--clients",
-            Field::CacheModel => "--cache-model",
-            Field::BuildOnly => "--build-only",
-            Field::Openwrt => "--openwrt",
-            Field::Cpus => "--cpus",
-            Field::PacketSteering => "--packet-steering",
-            Field::LabFile => "--lab-file",
-        }
     }
 }
 

@@ -196,11 +196,11 @@ fn wait_for(
 /// regular file (read capped and without blocking: a FIFO put there
 /// cannot hang the message).
 pub fn holder_of(path: &Path) -> String {
-    let limit = crate::util::fs::FileLimit {
+    let limit = crate::util::capped::FileLimit {
         what: "lock file",
         max_bytes: 4096,
     };
-    let text = crate::util::fs::read_limited(path, limit, "").unwrap_or_default();
+    let text = crate::util::capped::read_limited(path, limit, "").unwrap_or_default();
     match text.trim().parse::<u32>() {
         Ok(pid) => format!("pid {pid}"),
         Err(_) => "another process".to_string(),

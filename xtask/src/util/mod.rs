@@ -5,6 +5,7 @@
 //! tests, the gate of those that run a host tool (`test_gate`).
 
 pub mod cancel;
+pub mod capped;
 pub mod fs;
 pub mod hash;
 pub mod layout;

@@ -33,6 +33,7 @@
 
 pub mod report;
 pub mod slowdown;
+pub mod spread;
 
 use std::path::{Path, PathBuf};
 

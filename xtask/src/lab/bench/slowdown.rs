@@ -12,7 +12,7 @@
 use anyhow::{ensure, Result};
 use serde::Serialize;
 
-use super::report::Spread;
+use super::spread::Spread;
 use crate::results::lab::{LabRecord, Metric};
 
 /// One side's medians.

@@ -22,66 +22,22 @@
 
 pub mod addr;
 pub mod ip;
+pub mod names;
+pub mod processes;
 pub mod stale;
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 pub use addr::{Cidr, Mac};
+pub use names::{Names, NETNS_PREFIX, TAP_PREFIX};
+pub use processes::{exited, kill_all, pids};
 pub use stale::{remove_stale, socket_dir_prefix, start_clean};
 
-use crate::lab::process::{tick, POLL};
+use crate::lab::process::tick;
 use ip::{cleanup_tool, tool};
-
-/// Prefix of every namespace the lab creates.
-pub const NETNS_PREFIX: &str = "xlab-";
-/// Prefix of every tap the lab creates.
-pub const TAP_PREFIX: &str = "xl";
-
-/// How long the processes of a namespace may take to die once killed.
-const KILL_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The names one [`Net`] gives what it makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Names {
-    /// The lab's process id.
-    pub pid: u32,
-    /// Which of this process's networks (0–99).
-    pub serial: u32,
-}
-
-static SERIAL: AtomicU32 = AtomicU32::new(0);
-
-impl Names {
-    /// Names for a new network of this process.
-    pub fn next() -> Names {
-        Names {
-            pid: std::process::id(),
-            serial: SERIAL.fetch_add(1, Ordering::SeqCst) % 100,
-        }
-    }
-
-    /// The namespace of `role` (`lan`, `host`): `xlab-<pid>-<n>-<role>`.
-    pub fn netns(&self, role: &str) -> String {
-        format!("{NETNS_PREFIX}{}-{}-{role}", self.pid, self.serial)
-    }
-
-    /// Tap number `index` (0–25): `xl<pid>_<n><a…z>`.
-    pub fn tap(&self, index: usize) -> Result<String> {
-        let Some(letter) = u8::try_from(index).ok().filter(|i| *i < 26) else {
-            bail!("a lab network has at most 26 taps, not {}", index + 1);
-        };
-        Ok(format!(
-            "{TAP_PREFIX}{}_{}{}",
-            self.pid,
-            self.serial,
-            char::from(b'a' + letter)
-        ))
-    }
-}
 
 /// One thing to make or set in the lab's network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -393,57 +349,6 @@ fn remove_namespace(ns: &str) {
     }
     if let Err(e) = cleanup_tool("ip", &["netns", "del", ns]) {
         eprintln!("warning: removing network namespace {ns}: {e:#}");
-    }
-}
-
-/// The processes in namespace `name` (`ip netns pids`).
-pub fn pids(name: &str) -> Result<Vec<u32>> {
-    let out = cleanup_tool("ip", &["netns", "pids", name])?;
-    Ok(out
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect())
-}
-
-/// Whether process `pid` has exited: gone, or a zombie waiting for its
-/// parent (for an orphan, init) to reap it.
-pub fn exited(pid: u32) -> bool {
-    crate::util::process::proc_stat(pid).is_none_or(|s| s.exited())
-}
-
-/// SIGKILLs every process in namespace `name` until none is left and each
-/// has exited, within 10 s. (A dying process leaves the
-/// namespace before it is gone, so `ip netns pids` alone says too early.)
-pub fn kill_all(name: &str) -> Result<()> {
-    let deadline = Instant::now() + KILL_TIMEOUT;
-    let mut killed: Vec<u32> = Vec::new();
-    loop {
-        let left = pids(name)?;
-        if left.is_empty() {
-            killed.retain(|&pid| !exited(pid));
-            if killed.is_empty() {
-                return Ok(());
-            }
-        }
-        if Instant::now() >= deadline {
-            bail!(
-                "processes {left:?} {killed:?} of {name} were still running after {} s",
-                KILL_TIMEOUT.as_secs()
-            );
-        }
-        for pid in &left {
-            if !killed.contains(pid) {
-                killed.push(*pid);
-            }
-            let pid = i32::try_from(*pid)
-                .ok()
-                .and_then(rustix::process::Pid::from_raw);
-            if let Some(pid) = pid {
-                // Gone already is fine.
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        }
-        std::thread::sleep(POLL);
     }
 }
 

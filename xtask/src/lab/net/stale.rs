@@ -7,7 +7,8 @@
 use anyhow::{Context, Result};
 
 use super::ip::{cleanup_tool, tool};
-use super::{kill_all, NETNS_PREFIX, TAP_PREFIX};
+use super::names::{NETNS_PREFIX, TAP_PREFIX};
+use super::processes::kill_all;
 
 /// Namespaces of older labs, removed like the current ones: the host
 /// lab's `xt-host-<pid>-<n>` before one owner named every namespace.

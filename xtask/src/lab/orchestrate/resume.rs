@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use super::LabPlan;
+use super::plan::LabPlan;
 use crate::lab::backend::Prepared;
 use crate::lab::record::{LabRecord, Status};
 

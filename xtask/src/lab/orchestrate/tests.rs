@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use super::*;
 use crate::lab::backend::{EndpointUp, Endpoints, Prepared};
-use crate::lab::record::{Condition, Direction, Gro, MachineInfo, Metric, MetricValue};
+use crate::lab::record::{Condition, Direction, Gro, MachineInfo, Metric, MetricValue, Settings};
 use crate::lab::topology::{nat_router, Name};
 use crate::lab::workload::Place;
 

@@ -1,8 +1,8 @@
 //! Why [`super::LabRequest::check`] refuses a request: a [`Problem`]
 //! naming the request's [`Field`], worded for the command line by its
-//! `Display` (an experiment file words it with its keys).
-
-use super::Field;
+//! `Display` (an experiment file words it with its keys). The fields are
+//! declared here, the problems' vocabulary, so that this file does not
+//! import the request.
 
 /// Why [`super::LabRequest::check`] refuses a request, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,3 +135,63 @@ impl std::fmt::Display for Problem {
 }
 
 impl std::error::Error for Problem {}
+
+/// A field of [`super::LabRequest`] a [`Problem`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// [`super::LabRequest::topology`].
+    Topology,
+    /// [`super::LabRequest::routers`].
+    Routers,
+    /// [`super::LabRequest::workload`].
+    Workload,
+    /// [`super::LabRequest::gro`].
+    Gro,
+    /// [`super::LabRequest::direction`].
+    Direction,
+    /// [`super::LabRequest::nic`].
+    Nic,
+    /// [`crate::results::lab::IperfOptions::parallel`].
+    Parallel,
+    /// [`crate::results::lab::IperfOptions::mss`].
+    Mss,
+    /// [`crate::results::lab::IperfOptions::udp_mbit`].
+    Udp,
+    /// [`super::LabRequest::tbench_clients`].
+    Clients,
+    /// [`super::LabRequest::cache_model`].
+    CacheModel,
+    /// [`super::LabRequest::build_only`].
+    BuildOnly,
+    /// [`super::LabRequest::openwrt`].
+    Openwrt,
+    /// [`super::LabRequest::cpus`].
+    Cpus,
+    /// [`super::LabRequest::packet_steering`].
+    PacketSteering,
+    /// [`Machine::Ssh`]'s lab file.
+    LabFile,
+}
+
+impl Field {
+    /// The command line's flag: `--gro`.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Field::Topology | Field::Workload => "--topology",
+            Field::Routers => "--routers",
+            Field::Gro => "--gro",
+            Field::Direction => "--direction",
+            Field::Nic => "--nic",
+            Field::Parallel => "--parallel",
+            Field::Mss => "--set-mss",
+            Field::Udp => "--udp",
+            Field::Clients => "--clients",
+            Field::CacheModel => "--cache-model",
+            Field::BuildOnly => "--build-only",
+            Field::Openwrt => "--openwrt",
+            Field::Cpus => "--cpus",
+            Field::PacketSteering => "--packet-steering",
+            Field::LabFile => "--lab-file",
+        }
+    }
+}

@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use super::applied::Stack;
 use super::state::{FileEntry, State};
-use super::Stack;
 use crate::util::fs::{remove_empty_parents, write_atomic};
 
 /// File name of the journal inside the state directory.

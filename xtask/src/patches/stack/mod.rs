@@ -11,11 +11,12 @@
 //! finishes or undoes one that was interrupted (`kill -9` included).
 //! Commands that change a tree hold its lock ([`Stack::lock`]).
 //!
-//! Submodules: [`state`] (the `.xtask-pc` format), [`journal`] (the
+//! Submodules: [`applied`] (the [`Stack`] itself), [`state`] (the `.xtask-pc` format), [`journal`] (the
 //! write-ahead journal and recovery), [`refresh`] (quilt's
 //! patch form), [`work_tree`] (finding the series and the working tree),
 //! [`commands`] (the `cargo xtask patches` subcommands).
 
+pub mod applied;
 pub mod commands;
 pub mod journal;
 pub mod refresh;
@@ -35,22 +36,10 @@ use crate::util::fs::{link_or_copy, remove_empty_parents, write_atomic};
 use crate::util::hash::sha256_bytes;
 use crate::util::lock::{Lock, Wait};
 use crate::util::path::check_relative;
+pub use applied::Stack;
 use journal::Op;
 use refresh::{read_optional, FileSides};
 use state::{FileEntry, State};
-
-/// A patch series applied (partly) to one tree.
-#[derive(Debug, Clone)]
-pub struct Stack {
-    /// The working tree and its state directory.
-    pub state: State,
-    /// `patches/`: patch names are relative to it.
-    pub patches_dir: PathBuf,
-    /// The series, bottom first (names relative to `patches_dir`).
-    pub series: Vec<String>,
-    /// `-p` level and fuzz for pushes (OpenWrt: `-p1`; fuzz 2 as GNU patch).
-    pub options: ApplyOptions,
-}
 
 /// What a refresh did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
