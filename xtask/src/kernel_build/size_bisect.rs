@@ -59,10 +59,15 @@ struct Range {
     patches: Vec<PathBuf>,
     /// Where the range comes from, for messages.
     origin: String,
-    /// First 8 hex digits of a sha256 of the variant's name and each
-    /// range patch's name and bytes: states of different ranges never
-    /// share a name.
-    key: String,
+    /// `keys[k]`: the first 8 hex digits of a sha256 of the variant's
+    /// name and the file name and sha256 of each of the range's first `k`
+    /// patches. A state's name carries its own key, so states of
+    /// different ranges never share a name, and a state keeps its name
+    /// (and its build) when a later patch of the range changes.
+    keys: Vec<String>,
+    /// The variants of `variants.toml`: a state whose flags, kconfig
+    /// and patches are one of theirs is built (and found) under its name.
+    known: Vec<Variant>,
 }
 
 impl Range {
@@ -70,13 +75,18 @@ impl Range {
     fn state(&self, k: usize) -> Variant {
         let mut patches = self.base.clone();
         patches.extend(self.patches[..k].iter().cloned());
-        let name = if patches == self.variant.patches {
-            self.variant.name.clone()
-        } else {
-            format!(
+        let same = |v: &Variant| {
+            v.patches == patches
+                && v.os_flags == self.variant.os_flags
+                && v.o2_flags == self.variant.o2_flags
+                && v.kconfig == self.variant.kconfig
+        };
+        let name = match self.known.iter().find(|v| same(v)) {
+            Some(v) => v.name.clone(),
+            None => format!(
                 "{}{BISECT_STATE_MARK}{}-{k:03}",
-                self.variant.name, self.key
-            )
+                self.variant.name, self.keys[k]
+            ),
         };
         Variant {
             name,
@@ -96,6 +106,18 @@ impl Range {
         Job {
             target: self.target.clone(),
             variant: self.state(k),
+        }
+    }
+
+    /// `state 3 of 42 (up to 030-x.patch)`, for messages.
+    fn describe_state(&self, k: usize) -> String {
+        match k {
+            0 => format!("state 0 of {} (none of the range)", self.patches.len()),
+            _ => format!(
+                "state {k} of {} (up to patch {k}, {})",
+                self.patches.len(),
+                self.name(k - 1)
+            ),
         }
     }
 
@@ -119,57 +141,83 @@ pub fn default_image(target: &Target) -> Artifact {
         .unwrap_or(Artifact::Vmlinux)
 }
 
-/// The patches of `--series DIR`: the names its quilt `series` file lists
-/// (comments and blank lines skipped, `-p` options refused), else every
-/// `*.patch` in name order.
+/// The patches of `--series DIR` (as absolute paths, so that any
+/// spelling of DIR names the same states): the names its quilt `series`
+/// file lists (a line starting with `#` and a `#` after a blank are
+/// comments; `-p` options are refused), else every `*.patch` in name
+/// order.
 ///
-/// Errors: DIR or a listed patch missing, a name leaving DIR, no patch.
+/// Errors: DIR missing; a `series` that is not a file; a listed name that
+/// is absolute, leaves DIR, has a control character or is not a file;
+/// no patch.
 pub fn series_patches(dir: &Path) -> Result<Vec<PathBuf>> {
     if !dir.is_dir() {
         bail!("--series {}: not a directory of patches", dir.display());
     }
+    let dir = std::fs::canonicalize(dir)
+        .with_context(|| format!("--series {}: resolving the path", dir.display()))?;
     let series = dir.join("series");
-    let patches = if series.is_file() {
-        let text = crate::util::fs::read_limited(
-            &series,
-            crate::util::fs::FileLimit::input("quilt series file"),
-            "fix the series file",
-        )?;
-        let mut patches = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let mut words = line.split_whitespace();
-            let name = words.next().unwrap_or_default();
-            if words.next().is_some() {
-                bail!(
-                    "{}:{}: {line:?}: patch options are not supported (every patch is \
-                     applied with -p1); remove them",
-                    series.display(),
-                    n + 1
-                );
-            }
-            let path = dir.join(name);
-            if name.starts_with('/') || name.split('/').any(|c| c == "..") || !path.is_file() {
-                bail!(
-                    "{}:{}: {name:?} is not a patch file in {}",
-                    series.display(),
-                    n + 1,
-                    dir.display()
-                );
-            }
-            patches.push(path);
+    if series.symlink_metadata().is_ok() && !series.is_file() {
+        bail!(
+            "{}: not a regular file; a quilt series file lists the patches, one per line",
+            series.display()
+        );
+    }
+    if !series.is_file() {
+        let patches = patch_files(&dir)?;
+        if patches.is_empty() {
+            bail!(
+                "--series {}: no patch (no `series` file and no *.patch)",
+                dir.display()
+            );
         }
-        patches
-    } else {
-        patch_files(dir)?
-    };
+        return Ok(patches);
+    }
+    let text = crate::util::fs::read_limited(
+        &series,
+        crate::util::fs::FileLimit::input("quilt series file"),
+        "fix the series file",
+    )?;
+    let mut patches = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = |what: String| anyhow::anyhow!("{}:{}: {what}", series.display(), n + 1);
+        // A comment: the whole line from a leading `#`, or from a `#`
+        // after a blank (quilt's series format).
+        let line = match line.trim_start().strip_prefix('#') {
+            Some(_) => "",
+            None => line.split(" #").next().unwrap_or(line),
+        };
+        let line = line.split("\t#").next().unwrap_or(line).trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let name = words.next().unwrap_or_default();
+        if words.next().is_some() {
+            return Err(at(format!(
+                "{:?}: patch options are not supported (every patch is applied with -p1); \
+                 remove them",
+                line
+            )));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(at(format!(
+                "{name:?}: a patch name with a control character cannot be in a series; rename it"
+            )));
+        }
+        let path = dir.join(name);
+        if name.starts_with('/') || name.split('/').any(|c| c == "..") || !path.is_file() {
+            return Err(at(format!(
+                "{name:?} is not a patch file in {}",
+                dir.display()
+            )));
+        }
+        patches.push(path);
+    }
     if patches.is_empty() {
         bail!(
-            "--series {}: no patch (no `series` file and no *.patch)",
-            dir.display()
+            "{}: lists no patch (only comments or blank lines)",
+            series.display()
         );
     }
     Ok(patches)
@@ -201,17 +249,19 @@ fn range(layout: &Layout, request: &BisectRequest) -> Result<Range> {
     };
     let all = variants::load(&layout.variants_file(), &layout.patches_dir())?;
     let variant = variants::select(&all, &[name])?.remove(0);
+    if request.series.is_none() && variant.patches.is_empty() {
+        bail!(
+            "variant {} has no patches of its own to bisect; give --series DIR, or a variant \
+             with `patches = [...]` in {}",
+            variant.name,
+            layout.variants_file().display()
+        );
+    }
     let (base, patches, origin) = match &request.series {
         Some(dir) => (
             variant.patches.clone(),
             series_patches(dir)?,
             dir.display().to_string(),
-        ),
-        None if variant.patches.is_empty() => bail!(
-            "variant {} has no patches of its own to bisect; give --series DIR, or a variant \
-             with `patches = [...]` in {}",
-            variant.name,
-            layout.variants_file().display()
         ),
         None => (
             Vec::new(),
@@ -220,24 +270,27 @@ fn range(layout: &Layout, request: &BisectRequest) -> Result<Range> {
         ),
     };
     let mut material = variant.name.clone().into_bytes();
+    let mut keys = vec![sha256_bytes(&material)[..8].to_string()];
     for path in &patches {
         let bytes = crate::util::fs::read_bytes_limited(
             path,
             crate::util::fs::FileLimit::input("patch"),
             "remove it from the range",
         )?;
-        material.extend(path.display().to_string().bytes());
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        material.extend(name.bytes());
         material.push(0);
         material.extend(sha256_bytes(&bytes).bytes());
+        keys.push(sha256_bytes(&material)[..8].to_string());
     }
-    let key = sha256_bytes(&material)[..8].to_string();
     Ok(Range {
         target,
         variant,
         base,
         patches,
         origin,
-        key,
+        keys,
+        known: all,
     })
 }
 
@@ -341,18 +394,32 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BisectRequest) -> Result<()> {
         println!(
             "then up to {} middle state(s), each the middle of the step with the largest \
              change so far",
-            request.builds.saturating_sub(2)
+            request
+                .builds
+                .saturating_sub(2)
+                .min(range.patches.len().saturating_sub(1))
         );
         return Ok(());
     }
     let mut states = Vec::new();
     while let Some(k) = search.next() {
+        let what = range.describe_state(k);
+        let measured = || describe_measured(&search);
+        crate::util::cancel::check().with_context(|| format!("before {what}{}", measured()))?;
         let job = range.job(k);
-        let planned = command::plan_jobs(sh, layout, &request.build, &[job])?;
+        let planned = command::plan_jobs(sh, layout, &request.build, &[job])
+            .with_context(|| format!("planning {what}{}", measured()))?;
         let build_started = Instant::now();
-        let outcome = command::build_outcomes(sh, &planned, &request.build)
-            .with_context(|| format!("building state {k} of {}", range.patches.len()))?
-            .remove(0);
+        let outcomes = command::build_outcomes(sh, &planned, &request.build)
+            .with_context(|| format!("building {what}{}", measured()))?;
+        // A build stopped by Ctrl-C before it started reports nothing.
+        let Some(outcome) = outcomes.into_iter().next() else {
+            bail!(
+                "stopped before {what} was built (Ctrl-C or SIGTERM){}; the same command \
+                 resumes",
+                measured()
+            );
+        };
         let result = outcome.result();
         let bytes = result
             .artifacts
@@ -409,11 +476,29 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BisectRequest) -> Result<()> {
         .work_dir()
         .join("size-bisect")
         .join(&range.target.name)
-        .join(format!("{}-{}.json", range.variant.name, range.key));
+        .join(format!(
+            "{}-{}-{image}.json",
+            range.variant.name,
+            range.keys[range.patches.len()]
+        ));
     let json = serde_json::to_vec_pretty(&record).context("serialising the bisection")?;
     crate::util::fs::write_atomic(&file, &json)?;
     println!("record: {}", file.display());
     Ok(())
+}
+
+/// `; measured so far: state 0 2133292 bytes, …` (nothing when nothing
+/// is), for an error that stops the bisection.
+fn describe_measured(search: &Search) -> String {
+    if search.sizes().is_empty() {
+        return String::new();
+    }
+    let states: Vec<String> = search
+        .sizes()
+        .iter()
+        .map(|(k, bytes)| format!("state {k} {bytes} bytes"))
+        .collect();
+    format!("; measured so far: {}", states.join(", "))
 }
 
 /// The steps in series order, then the largest ones.

@@ -120,19 +120,19 @@ pub fn prepare(
     let options = ApplyOptions { strip: 1, fuzz: 0 };
     for patch in series {
         let parsed =
-            parse_patch(&patch.bytes).map_err(|e| anyhow!("patches/{}: {e}", patch.name))?;
+            parse_patch(&patch.bytes).map_err(|e| anyhow!("{}: {e}", shown(&patch.name)))?;
         if patch.bytes.is_empty() {
-            eprintln!("note: patches/{} is empty; applied as nothing", patch.name);
+            eprintln!("note: {} is empty; applied as nothing", shown(&patch.name));
         }
         let report = apply_patch_forced(&tree, &parsed, &options).map_err(|e| {
             anyhow!(
-                "patches/{}: {e}\nThe series stopped here; no patched tree was kept. \
+                "{}: {e}\nThe series stopped here; no patched tree was kept. \
                  Refresh the patch against Linux {} (or remove it from the series).",
-                patch.name,
+                shown(&patch.name),
                 pristine.version
             )
         })?;
-        for w in report.warnings(&format!("patches/{}", patch.name)) {
+        for w in report.warnings(&shown(&patch.name)) {
             eprintln!("{w}");
         }
     }
@@ -142,4 +142,15 @@ pub fn prepare(
     std::fs::rename(&tree, &dir)
         .with_context(|| format!("moving {} to {}", tree.display(), dir.display()))?;
     Ok(PatchedTree { dir, patches })
+}
+
+/// A series patch as messages name it: `patches/<name>` for one under
+/// `patches/`, the path itself for one from elsewhere (an absolute name,
+/// such as a `size-bisect --series` patch).
+fn shown(name: &str) -> String {
+    if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("patches/{name}")
+    }
 }

@@ -114,6 +114,8 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
     let mut all_variants: Vec<&str> = known
         .iter()
         .flat_map(|k| k.built.iter().map(String::as_str))
+        // size-bisect's states are not variants to suggest.
+        .filter(|v| !v.contains(crate::results::BISECT_STATE_MARK))
         .collect();
     all_variants.sort();
     all_variants.dedup();

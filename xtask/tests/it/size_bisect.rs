@@ -100,6 +100,36 @@ fn bad_requests_are_refused_naming_the_flag_before_any_build() {
         size_bisect::series_patches(&series).unwrap(),
         vec![series.join("010-a.patch")]
     );
+    // Any spelling of the directory gives the same paths (and so the same
+    // states and build keys).
+    let spelled = tmp
+        .path()
+        .join(".")
+        .join("series-dir")
+        .join("..")
+        .join("series-dir");
+    assert_eq!(
+        size_bisect::series_patches(&spelled).unwrap(),
+        vec![series.join("010-a.patch")]
+    );
+    // `#` inside a name is part of it (quilt: a comment starts the line or
+    // follows a blank).
+    std::fs::write(series.join("01#x.patch"), "").unwrap();
+    std::fs::write(series.join("series"), "01#x.patch\n").unwrap();
+    assert_eq!(
+        size_bisect::series_patches(&series).unwrap(),
+        vec![series.join("01#x.patch")]
+    );
+    std::fs::write(series.join("series"), "a\u{1}\u{1b}b.patch\n").unwrap();
+    let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
+    assert!(err.contains("control character"), "{err}");
+    std::fs::write(series.join("series"), "# only a comment\n\n").unwrap();
+    let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
+    assert!(err.contains("lists no patch"), "{err}");
+    std::fs::remove_file(series.join("series")).unwrap();
+    std::fs::create_dir(series.join("series")).unwrap();
+    let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
+    assert!(err.contains("not a regular file"), "{err}");
 }
 
 /// The unpacked Linux 6.12 (Debian's) under the shared pristine directory.
