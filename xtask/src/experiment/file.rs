@@ -43,12 +43,14 @@ use serde_spanned::Spanned;
 
 use crate::inputs::targets::{self, Target};
 use crate::inputs::variants;
-use crate::lab::LabRequest;
 pub use crate::lab::WorkloadSpec;
 use crate::report::Format;
 use crate::util::layout::Layout;
 
 mod lab;
+
+use lab::RawLab;
+pub use lab::{LabSpec, LabsAtOnce};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,30 +64,6 @@ struct RawFile {
     lab: Option<Spanned<RawLab>>,
     #[serde(default)]
     report: RawReport,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLab {
-    topology: Option<Spanned<String>>,
-    workload: Option<Spanned<String>>,
-    from: Option<Spanned<String>>,
-    to: Option<Spanned<String>>,
-    guest: Option<Spanned<String>>,
-    clients: Option<Spanned<u32>>,
-    parallel: Option<Spanned<u32>>,
-    mss: Option<Spanned<u32>>,
-    udp: Option<Spanned<u32>>,
-    targets: Option<Vec<Spanned<String>>>,
-    runs: Option<Spanned<u32>>,
-    duration: Option<Spanned<u32>>,
-    gro: Option<Spanned<String>>,
-    directions: Option<Spanned<String>>,
-    control: Option<bool>,
-    model: Option<Spanned<String>>,
-    labs: Option<Spanned<String>>,
-    cpus: Option<Spanned<u32>>,
-    packet_steering: Option<Spanned<crate::inputs::steering::SteeringSpec>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -105,35 +83,6 @@ pub enum Mode {
     /// As this OpenWrt checkout does (`build --openwrt PATH`; the lab
     /// kernels as `lab --openwrt PATH` builds them).
     Openwrt(PathBuf),
-}
-
-/// How the targets' labs share the machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LabsAtOnce {
-    /// Side by side within `-j` (a guest per CPU): instruction counts and
-    /// the models' figures do not depend on host load; Mbit/s does, and
-    /// is recorded as measured under that concurrency.
-    SideBySide,
-    /// One lab after another: Mbit/s as a lab run alone measures it.
-    Serial,
-}
-
-/// The lab of an experiment.
-#[derive(Debug, Clone)]
-pub struct LabSpec {
-    /// The targets whose lab runs (a subset of the experiment's, each with
-    /// a `[lab]` table), in order.
-    pub targets: Vec<String>,
-    /// Whether the targets' labs run side by side (`labs`; default
-    /// side by side).
-    pub labs: LabsAtOnce,
-    /// What each target's lab is asked: the table's keys over
-    /// [`LabRequest::qemu`]'s defaults (`topology`, `workload` with its
-    /// places and options, `runs`, `duration`, `gro`, `directions`,
-    /// `control`, `model`, `cpus`, `packet_steering`), checked by
-    /// [`LabRequest::check`]; the plan sets the target, the variants, the
-    /// build jobs, the OpenWrt checkout and the labs at once.
-    pub request: LabRequest,
 }
 
 /// Where and how the report is written.

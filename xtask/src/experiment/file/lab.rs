@@ -5,13 +5,66 @@
 use std::ops::Range;
 
 use anyhow::{bail, Context, Result};
+use serde::Deserialize;
 use serde_spanned::Spanned;
 
-use super::{LabSpec, LabsAtOnce, RawLab};
 use crate::inputs::targets::{self, Target};
 use crate::lab::topology;
 use crate::lab::{DirectionChoice, Field, GroChoice, LabRequest, Problem, WorkloadSpec};
 use crate::results::lab::IperfOptions;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLab {
+    pub(super) topology: Option<Spanned<String>>,
+    pub(super) workload: Option<Spanned<String>>,
+    pub(super) from: Option<Spanned<String>>,
+    pub(super) to: Option<Spanned<String>>,
+    pub(super) guest: Option<Spanned<String>>,
+    pub(super) clients: Option<Spanned<u32>>,
+    pub(super) parallel: Option<Spanned<u32>>,
+    pub(super) mss: Option<Spanned<u32>>,
+    pub(super) udp: Option<Spanned<u32>>,
+    pub(super) targets: Option<Vec<Spanned<String>>>,
+    pub(super) runs: Option<Spanned<u32>>,
+    pub(super) duration: Option<Spanned<u32>>,
+    pub(super) gro: Option<Spanned<String>>,
+    pub(super) directions: Option<Spanned<String>>,
+    pub(super) control: Option<bool>,
+    pub(super) model: Option<Spanned<String>>,
+    pub(super) labs: Option<Spanned<String>>,
+    pub(super) cpus: Option<Spanned<u32>>,
+    pub(super) packet_steering: Option<Spanned<crate::inputs::steering::SteeringSpec>>,
+}
+
+/// How the targets' labs share the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabsAtOnce {
+    /// Side by side within `-j` (a guest per CPU): instruction counts and
+    /// the models' figures do not depend on host load; Mbit/s does, and
+    /// is recorded as measured under that concurrency.
+    SideBySide,
+    /// One lab after another: Mbit/s as a lab run alone measures it.
+    Serial,
+}
+
+/// The lab of an experiment.
+#[derive(Debug, Clone)]
+pub struct LabSpec {
+    /// The targets whose lab runs (a subset of the experiment's, each with
+    /// a `[lab]` table), in order.
+    pub targets: Vec<String>,
+    /// Whether the targets' labs run side by side (`labs`; default
+    /// side by side).
+    pub labs: LabsAtOnce,
+    /// What each target's lab is asked: the table's keys over
+    /// [`LabRequest::qemu`]'s defaults (`topology`, `workload` with its
+    /// places and options, `runs`, `duration`, `gro`, `directions`,
+    /// `control`, `model`, `cpus`, `packet_steering`), checked by
+    /// [`LabRequest::check`]; the plan sets the target, the variants, the
+    /// build jobs, the OpenWrt checkout and the labs at once.
+    pub request: LabRequest,
+}
 
 /// The checked `[lab]` table `l`, written at `table` (its span in the
 /// file), of an experiment of targets `chosen`; `at` turns a span into

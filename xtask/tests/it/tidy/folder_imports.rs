@@ -11,9 +11,7 @@ use super::{crate_dir, read, rust_files};
 const FOLDERS_THAT_STILL_LOOP: &[&str] = &[
     "cli",
     "experiment",
-    "experiment/file",
     "inputs",
-    "inputs/openwrt/image",
     "kernel_build/openwrt",
     "kernel_build/openwrt_image",
     "lab/known_answer",

@@ -32,9 +32,7 @@ use anyhow::{bail, Context, Result};
 
 use super::DeviceRecipe;
 
-/// Recipe variables that bear on the fit but not on the kernel image (left
-/// out of [`DeviceRecipe::fingerprint`]).
-pub const FIT_VARS: &[&str] = &["KERNEL_SIZE", "IMAGE_SIZE", "DEFAULT", "BROKEN", "IMAGES"];
+pub use super::FIT_VARS;
 
 /// One size limit as the Makefile writes it and in bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -75,6 +75,10 @@ pub struct MakeEnv<'a> {
     pub linux_version: &'a str,
 }
 
+/// Recipe variables that bear on the fit but not on the kernel image (left
+/// out of [`DeviceRecipe::fingerprint`]).
+pub const FIT_VARS: &[&str] = &["KERNEL_SIZE", "IMAGE_SIZE", "DEFAULT", "BROKEN", "IMAGES"];
+
 /// A device's kernel recipe as make evaluated it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceRecipe {
@@ -160,7 +164,7 @@ impl DeviceRecipe {
 
     /// One line naming everything that makes the image, for the build key:
     /// device, steps, `KERNEL_NAME`, the variables (but the limits and
-    /// flags of [`limits::FIT_VARS`], which do not change the image) and the
+    /// flags of [`FIT_VARS`], which do not change the image) and the
     /// definitions.
     pub fn fingerprint(&self) -> String {
         let mut s = format!(
@@ -171,7 +175,7 @@ impl DeviceRecipe {
             self.kernel_name,
             self.device_dts.join(",")
         );
-        let image_only = |k: &str| limits::FIT_VARS.contains(&k);
+        let image_only = |k: &str| FIT_VARS.contains(&k);
         for (k, v) in self
             .vars
             .iter()
