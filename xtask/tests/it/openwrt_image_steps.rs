@@ -290,3 +290,68 @@ fn tree(linux: &Path) -> xtask::kernel_build::openwrt_image::KernelTree<'_> {
         linux_version: "6.12.1",
     }
 }
+
+/// `pad-to` pads as include/image.mk's `Image/pad-to` (`dd bs=<size>
+/// conv=sync`) does: compared with GNU dd on lengths around the block,
+/// and run as the step of a real ath79 recipe (adtran_bsap1800-v2's, from
+/// Device/adtran_bsap1880: `KERNEL := … | lzma | pad-to $$(BLOCKSIZE)`).
+#[test]
+fn pad_to_pads_as_dd_conv_sync() {
+    let sh = Shell::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in");
+    for size in ["4", "512", "64k", "256k", "1M"] {
+        let block = steps::dd_bytes(size).unwrap();
+        for len in [0, 1, 3, block - 1, block, block + 1, 2 * block + 7] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8 + 1).collect();
+            std::fs::write(&file, &data).unwrap();
+            let out = dir.path().join("out");
+            let (i, o, bs) = (
+                format!("if={}", file.display()),
+                format!("of={}", out.display()),
+                format!("bs={size}"),
+            );
+            cmd!(sh, "dd {i} {o} {bs} conv=sync status=none")
+                .run()
+                .unwrap();
+            let want = std::fs::read(&out).unwrap();
+            assert_eq!(
+                steps::pad_to(data, block),
+                want,
+                "pad-to {size}, {len} bytes"
+            );
+        }
+    }
+    assert!(steps::dd_bytes("0").is_err());
+    assert!(steps::dd_bytes("0x10000").is_err());
+
+    let Some(fx) = Fixture::unpack() else { return };
+    let linux = fake_linux(dir.path());
+    let r = recipe(&fx, "ath79/generic", "adtran_bsap1800-v2", "mips", &linux);
+    let step = r
+        .steps
+        .iter()
+        .find(|s| s.name == "pad-to")
+        .expect("adtran_bsap1800-v2's KERNEL pads")
+        .clone();
+    assert_eq!(
+        step.args,
+        vec!["64k".to_string()],
+        "BLOCKSIZE as make expanded it"
+    );
+    let image = dir.path().join("kernel.bin");
+    std::fs::write(&image, payload(100_000)).unwrap();
+    let ctx = steps::StepContext {
+        recipe: &r,
+        kdir: dir.path(),
+        input: &image,
+        karch: "mips",
+        linux_version: "6.12.1",
+        tree: &tree(&linux),
+    };
+    steps::run(&sh, &ctx, &step, &image).unwrap();
+    let out = std::fs::read(&image).unwrap();
+    assert_eq!(out.len(), 131_072);
+    assert_eq!(&out[..100_000], &payload(100_000)[..]);
+    assert!(out[100_000..].iter().all(|b| *b == 0));
+}

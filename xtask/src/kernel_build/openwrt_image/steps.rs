@@ -23,7 +23,12 @@
 //! * `gzip` (include/image-commands.mk): `gzip -f -9n -c $@ $(1)`;
 //! * `loader-kernel` and `relocate-kernel` (ramips' image Makefile): the
 //!   checkout's lzma-loader and relocation stub, built by its Makefiles
-//!   ([`super::loader`]).
+//!   ([`super::loader`]);
+//! * `pad-to <size>` (include/image-commands.mk): `$(call
+//!   Image/pad-to,$@,$(1))`, which include/image.mk defines as `dd
+//!   if=$(1) of=$(1).new bs=$(2) conv=sync`: NUL bytes up to the next
+//!   multiple of the size, dd's units (`64k` is 65,536 bytes); a second
+//!   argument (`pad-to 4 skip=16`) is refused.
 //!
 //! Anything else (a firmware header, `trx`, `fit`) is
 //! refused, naming the device, the recipe's `file:line` and the step.
@@ -48,6 +53,7 @@ pub const SUPPORTED: &[&str] = &[
     "gzip",
     "loader-kernel",
     "relocate-kernel",
+    "pad-to",
 ];
 
 /// Steps xtask does not make, with what it would take: each runs a tool
@@ -126,6 +132,7 @@ pub const DEFINITIONS: &[(&str, &[&str])] = &[
         ],
     ),
     ("Build/gzip", &["gzip -f -9n -c $@ $(1) > $@.new"]),
+    ("Build/pad-to", &["$(call Image/pad-to,$@,$(1))"]),
     (
         "Build/loader-kernel",
         &["$(call Build/loader-common,LOADER_DATA=\"$@\")"],
@@ -314,6 +321,25 @@ pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Resu
             let _ = std::fs::remove_dir_all(&work);
             write(&super::loader::relocate(&stub?, &read(image)?)?)
         }
+        "pad-to" => {
+            let [size] = step.args.as_slice() else {
+                bail!(
+                    "device {} ({}): step `{step}`: xtask pads to one size (`pad-to 64k`), \
+                     not `{}`",
+                    recipe.device,
+                    recipe.origin_text(),
+                    step.args.join(" ")
+                );
+            };
+            let block = dd_bytes(size).with_context(|| {
+                format!(
+                    "device {} ({}): step `{step}`",
+                    recipe.device,
+                    recipe.origin_text()
+                )
+            })?;
+            write(&pad_to(read(image)?, block))
+        }
         "gzip" => {
             let args = &step.args;
             let out = cmd!(sh, "gzip -f -9n -c {image} {args...}")
@@ -324,6 +350,48 @@ pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Resu
         }
         _ => Err(refuse()),
     }
+}
+
+/// `bytes` with NULs up to the next multiple of `block` bytes, as `dd
+/// bs=<block> conv=sync` pads its last block (nothing added to an empty
+/// input or a multiple of `block`).
+pub fn pad_to(mut bytes: Vec<u8>, block: u64) -> Vec<u8> {
+    let block = block as usize;
+    let rest = bytes.len() % block;
+    if rest != 0 {
+        bytes.resize(bytes.len() + block - rest, 0);
+    }
+    bytes
+}
+
+/// A size as GNU dd reads `bs=` (coreutils' multiplicative suffixes):
+/// digits, then none or one of `c` (1), `w` (2), `b` (512), `k`/`K`/`KiB`
+/// (1024), `kB` (1000), `M`/`MiB`, `MB`, `G`/`GiB`, `GB`.
+///
+/// Errors: anything else, or 0.
+pub fn dd_bytes(text: &str) -> Result<u64> {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &text[digits.len()..];
+    let unit: u64 = match suffix {
+        "" | "c" => 1,
+        "w" => 2,
+        "b" => 512,
+        "k" | "K" | "KiB" => 1 << 10,
+        "kB" | "KB" => 1000,
+        "M" | "MiB" => 1 << 20,
+        "MB" => 1_000_000,
+        "G" | "GiB" => 1 << 30,
+        "GB" => 1_000_000_000,
+        _ => bail!("pad-to {text}: not a size dd reads (64k, 256k, 0x… is not one)"),
+    };
+    let n: u64 = digits
+        .parse()
+        .with_context(|| format!("pad-to {text}: not a size dd reads"))?;
+    let bytes = n
+        .checked_mul(unit)
+        .filter(|b| *b > 0)
+        .with_context(|| format!("pad-to {text}: must be at least one byte"))?;
+    Ok(bytes)
 }
 
 /// `$(KDIR)/image-<notdir dts>.dtb`'s file name (image.mk `Device/Build/dtb`).
