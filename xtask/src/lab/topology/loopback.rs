@@ -4,7 +4,7 @@
 //! `lo-no-tso-gso` experiment) is judged by, with tbench
 //! ([`crate::lab::guest_tbench`]).
 
-use super::{Guest, Name, Topology};
+use super::model::{Guest, Name, Topology};
 
 /// The guest's name, where its workload runs.
 pub const GUEST: &str = "router";

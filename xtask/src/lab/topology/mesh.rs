@@ -21,7 +21,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::{Batman, Bridge, Endpoint, Guest, Link, Name, Nic, Port, Topology};
+use super::model::{Batman, Bridge, Endpoint, Guest, Link, Name, Nic, Port, Topology};
 use crate::lab::net::{Cidr, Mac};
 
 /// The routers of the mesh and of its reference by name.
@@ -83,7 +83,7 @@ pub fn topology(routers: usize, mesh: Mesh) -> Topology {
         let bridge_ports = match mesh {
             Mesh::Batman => {
                 let mut p: Vec<String> = nics.iter().filter(|n| *n == "lan").cloned().collect();
-                p.push(super::BATMAN_IF.to_string());
+                p.push(super::model::BATMAN_IF.to_string());
                 p
             }
             Mesh::Bridged => nics.clone(),

@@ -10,7 +10,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::{Endpoint, Guest, Link, Name, Nic, Port, Ruleset, Topology};
+use super::model::{Endpoint, Guest, Link, Name, Nic, Port, Ruleset, Topology};
 use crate::lab::net::{Cidr, Mac};
 
 /// MAC of the guest's LAN NIC.

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use anyhow::{Context, Result};
 
-use super::{Port, Topology};
+use super::model::{Port, Topology};
 use crate::lab::net::{Cidr, Mac, Names, Step};
 
 /// The bridge in a bridged link's namespace.

@@ -15,7 +15,6 @@ const FOLDERS_THAT_STILL_LOOP: &[&str] = &[
     "kernel_build/openwrt",
     "kernel_build/openwrt_image",
     "lab/known_answer",
-    "lab/topology",
     "patches",
     "patches/engine",
     "patches/rebase",
