@@ -5,9 +5,12 @@
 //! or the patches of `--series DIR` (base: the variant; the range comes
 //! after its patches). State `k` (the base plus the range's first `k`
 //! patches) is built as a variant of its own, `<variant>~bisect-<key>-<k>`
-//! (the variant's own name where the patches are exactly its own), through
-//! the ordinary build: the same build keys, results and up-to-date check,
-//! so a second run of the same command builds nothing. Every state but the
+//! (`<key>` from the variant's name and the state's own patches; the name
+//! of a `variants.toml` variant with the same flags, kconfig and patches
+//! where there is one), through the ordinary build: the same build keys,
+//! results and up-to-date check, so a second run of the same command
+//! builds nothing, and a changed patch rebuilds only the states that have
+//! it. Every state but the
 //! first starts from the finished state sharing the most patches
 //! ([`super::reuse`]: a patch-only incremental build, kbuild recompiling
 //! what the patches change). [`super::bisect_search`] picks the states.
