@@ -119,7 +119,7 @@ pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Plann
 
 /// Checks (preflight) and plans `jobs`, built as `request` says (mode,
 /// ccache, distcc, `--openwrt`, `--kernel-src`; its targets and variants
-/// are not read): what [`plan`] does after selecting the jobs, for a
+/// are not read): what [`plan()`] does after selecting the jobs, for a
 /// caller that makes its own (`patches size-bisect`'s states). `layout` is
 /// already the mode's ([`Layout::openwrt_mode`] with `--openwrt`).
 ///

@@ -10,7 +10,7 @@ pub const NETNS_PREFIX: &str = "xlab-";
 /// Prefix of every tap the lab creates.
 pub const TAP_PREFIX: &str = "xl";
 
-/// The names one [`Net`] gives what it makes.
+/// The names one [`super::Net`] gives what it makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Names {
     /// The lab's process id.

@@ -1,7 +1,7 @@
 //! [`LabPlan`]: what the lab will do, before it does anything (see
 //! [`super`]'s docs): the data every lab kind resolves to, its check and
 //! its printed form. In a file of its own so that the flow (`mod.rs`)
-//! and the takeover of a killed lab ([`super::resume`]) both import it.
+//! and the takeover of a killed lab (`resume.rs`) both import it.
 
 use anyhow::{bail, Result};
 
@@ -45,7 +45,7 @@ pub struct LabPlan {
     /// What each run does.
     pub workload: Box<dyn Workload>,
     /// A reference arm: the base's kernel on this topology instead (the
-    /// mesh's "without batman-adv", [`super::topology::Name::MeshBridged`]),
+    /// mesh's "without batman-adv", [`crate::lab::topology::Name::MeshBridged`]),
     /// run after the other arms as `<base>~<topology>`.
     pub reference: Option<Topology>,
     /// The arms' variants, the base first, without repeats.

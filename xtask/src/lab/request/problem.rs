@@ -169,7 +169,7 @@ pub enum Field {
     Cpus,
     /// [`super::LabRequest::packet_steering`].
     PacketSteering,
-    /// [`Machine::Ssh`]'s lab file.
+    /// [`super::Machine::Ssh`]'s lab file.
     LabFile,
 }
 
