@@ -48,14 +48,19 @@ struct Base {
     source: PathBuf,
     /// How many patches of its series `planned`'s series has too.
     shared: usize,
+    /// How many it has that `planned`'s has not: kbuild recompiles what
+    /// they changed too.
+    extra: usize,
 }
 
 /// Fills `build` (the job's build directory, locked by the caller and
 /// about to be built from the patched tree `tree`) with a copy of a sibling
 /// variant's finished build with the same reuse key, retargeted at `tree`
-/// (see the module docs): the one sharing the most patches, whose build
-/// lock is free. Returns that variant, or `None` when `build` already
-/// belongs to `tree` or nothing can be reused (the caller then builds as
+/// (see the module docs): the one sharing the most patches and, of those,
+/// with the fewest others (so `a b` starts from `a b`'s twin rather than
+/// from `a b c d`), whose build lock is free. Returns that variant, or
+/// `None` when `build` already belongs to `tree` or nothing can be reused
+/// (the caller then builds as
 /// usual).
 ///
 /// Errors: I/O while copying or retargeting, naming the path; `build` then
@@ -71,7 +76,7 @@ pub fn start_from_sibling(
         return Ok(None);
     }
     let mut bases = siblings(layout, planned, build);
-    bases.sort_by_key(|b| std::cmp::Reverse(b.shared));
+    order(&mut bases);
     let target = &planned.job.target.name;
     for base in bases {
         let Some(_lock) = Lock::try_acquire(&layout.build_lock(target, &base.variant))? else {
@@ -97,6 +102,17 @@ pub fn start_from_sibling(
         return Ok(Some(base.variant));
     }
     Ok(None)
+}
+
+/// Best base first: most patches shared, then fewest others, then by name.
+fn order(bases: &mut [Base]) {
+    bases.sort_by(|a, b| {
+        (std::cmp::Reverse(a.shared), a.extra, &a.variant).cmp(&(
+            std::cmp::Reverse(b.shared),
+            b.extra,
+            &b.variant,
+        ))
+    });
 }
 
 /// The file in a build directory naming the tree it was built from (as
@@ -153,6 +169,7 @@ fn finished_base(layout: &Layout, planned: &PlannedJob, dir: &Path) -> Option<Ba
         dir: dir.to_path_buf(),
         source,
         shared,
+        extra: result.patches.len() - shared,
     })
 }
 
@@ -286,6 +303,29 @@ fn set_mtime(path: &Path, mtime: SystemTime) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A state of size-bisect with the first 21 patches starts from the
+    /// state with exactly those, not from the one with all 42 (which shares
+    /// as many and would make kbuild undo the other 21).
+    #[test]
+    fn the_base_with_the_fewest_other_patches_wins_a_tie() {
+        let base = |variant: &str, shared, extra| Base {
+            variant: variant.to_string(),
+            dir: PathBuf::new(),
+            source: PathBuf::new(),
+            shared,
+            extra,
+        };
+        let mut bases = vec![
+            base("all-42", 22, 21),
+            base("first-10", 11, 0),
+            base("twin-21", 22, 0),
+        ];
+        order(&mut bases);
+        let names: Vec<&str> = bases.iter().map(|b| b.variant.as_str()).collect();
+        assert_eq!(names, ["twin-21", "all-42", "first-10"]);
+    }
+
     use super::*;
     use std::os::unix::fs::MetadataExt;
     use std::time::Duration;
