@@ -347,7 +347,8 @@ pub struct BisectRecord {
 
 /// Runs `request` (see the module docs): prints each state as it is
 /// measured, then the steps in series order and the largest ones, and
-/// writes `target/xtask/size-bisect/<target>/<variant>-<key>.json`. On a
+/// writes `target/xtask/size-bisect/<target>/<variant>-<key>-<image>.json`
+/// (`<key>`: the whole range's state key). On a
 /// dry run, prints the range and the plan of both ends and builds nothing.
 ///
 /// Errors: a bad range or request (naming the flag or file), the first
