@@ -22,7 +22,7 @@ use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;
 
-use crate::common::gate;
+use crate::common::{gate, pristine};
 
 const TARGET: &str = "arm-tiny";
 const VARIANT: &str = "panic-timeout";
@@ -30,21 +30,7 @@ const PATCH: &str = "experiments/990-panic-timeout.patch";
 
 /// Linux 6.12's `kernel/panic.c` in the unpacked Debian source.
 fn pristine_panic_c(layout: &Layout) -> PathBuf {
-    for entry in walkdir::WalkDir::new(layout.pristine_dir())
-        .min_depth(2)
-        .max_depth(2)
-    {
-        let dir = entry.unwrap().into_path();
-        let makefile = std::fs::read_to_string(dir.join("Makefile")).unwrap_or_default();
-        if makefile.lines().any(|l| l == "PATCHLEVEL = 12") && dir.join("kernel/panic.c").is_file()
-        {
-            return dir.join("kernel/panic.c");
-        }
-    }
-    panic!(
-        "no unpacked Linux 6.12 under {}; run `cargo xtask test`, which unpacks it",
-        layout.pristine_dir().display()
-    );
+    pristine::linux_6_12(layout).join("kernel/panic.c")
 }
 
 /// The test patch, made with `diff -u` against the pristine file: a

@@ -4,7 +4,7 @@
 //! of incompressible data.
 
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use xshell::{cmd, Shell};
@@ -16,7 +16,7 @@ use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;
 
-use crate::common::gate;
+use crate::common::{gate, pristine};
 
 /// Runs the binary with `args`; returns its exit code and stderr.
 fn xtask(args: &[&str]) -> (Option<i32>, String) {
@@ -132,24 +132,6 @@ fn bad_requests_are_refused_naming_the_flag_before_any_build() {
     assert!(err.contains("not a regular file"), "{err}");
 }
 
-/// The unpacked Linux 6.12 (Debian's) under the shared pristine directory.
-fn pristine_6_12(layout: &Layout) -> PathBuf {
-    for entry in walkdir::WalkDir::new(layout.pristine_dir())
-        .min_depth(2)
-        .max_depth(2)
-    {
-        let dir = entry.unwrap().into_path();
-        let makefile = std::fs::read_to_string(dir.join("Makefile")).unwrap_or_default();
-        if makefile.lines().any(|l| l == "PATCHLEVEL = 12") {
-            return dir;
-        }
-    }
-    panic!(
-        "no unpacked Linux 6.12 under {}; run `cargo xtask test`, which unpacks it",
-        layout.pristine_dir().display()
-    );
-}
-
 /// A patch made with `diff -u` that replaces `old` by `new` in `file` of
 /// the pristine tree.
 fn patch(sh: &Shell, pristine: &Path, scratch: &Path, file: &str, old: &str, new: &str) -> String {
@@ -225,7 +207,7 @@ fn a_bisection_names_the_patch_that_grows_the_tiny_kernel() {
     }
     let sh = Shell::new().unwrap();
     let layout = Layout::from_manifest_dir();
-    let pristine = pristine_6_12(&layout);
+    let pristine = pristine::linux_6_12(&layout);
     // A workspace with its own results and builds, sharing the project's
     // targets/, patches/ and the source caches and ccache.
     let scratch = tempfile::Builder::new()

@@ -11,6 +11,7 @@ pub mod mount_ns;
 pub mod openwrt_fixture;
 pub mod openwrt_image;
 pub mod patch_harness;
+pub mod pristine;
 pub mod report_fixture;
 
 /// The name libtest knows this binary's test `name` in the module whose
