@@ -240,8 +240,8 @@ impl LabRequest {
     /// ways with GRO on and off, iperf3 `lan` → `wan` on the `nat-router`
     /// topology, the target file's machine; callers change what they
     /// need (`LabRequest::qemu("brcm47xx").with(|r| r.runs = 2)`).
-    pub fn qemu(target: &str) -> LabRequest {
-        LabRequest {
+    pub fn qemu(target: &str) -> Self {
+        Self {
             target: target.to_string(),
             variants: Vec::new(),
             runs: DEFAULT_RUNS,
@@ -275,7 +275,7 @@ impl LabRequest {
 
     /// The request on topology `name` (a [`Name`], or its spelling:
     /// `"mesh"`) with the workload it runs ([`WorkloadSpec::of_topology`]).
-    pub fn on_topology(mut self, name: impl Into<Name>) -> LabRequest {
+    pub fn on_topology(mut self, name: impl Into<Name>) -> Self {
         self.topology = name.into();
         self.workload = WorkloadSpec::of_topology(&self.topology);
         self
@@ -283,7 +283,7 @@ impl LabRequest {
 
     /// The request with `change` made to it: `LabRequest::qemu(t).with(|r|
     /// r.runs = 2)`, where a struct literal would list what it keeps.
-    pub fn with(mut self, change: impl FnOnce(&mut LabRequest)) -> LabRequest {
+    pub fn with(mut self, change: impl FnOnce(&mut Self)) -> Self {
         change(&mut self);
         self
     }
