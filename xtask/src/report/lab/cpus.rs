@@ -2,10 +2,8 @@
 //! in the report: the per-CPU families of the models
 //! ([`crate::results::lab::per_cpu`]: `Modelled cycles per packet on
 //! CPU1`), what the machine and its packet steering were, and which CPU
-//! limits forwarding (the bottleneck) per arm and condition, with a note
-//! when a variant moves it.
+//! limits forwarding (the bottleneck; its notes are `notes.rs`'s).
 
-use super::Series;
 use crate::results::lab::{LabRecord, Metric};
 
 /// The record's CPUs: QEMU's `-smp`, 1 for other labs.
@@ -86,58 +84,4 @@ pub fn machine_note(record: &LabRecord) -> Option<String> {
         qemu.smp,
         qemu.accel.as_deref().unwrap_or("tcg"),
     ))
-}
-
-/// An arm's bottleneck: the arm, its busiest CPU and that CPU's mean
-/// modelled cycles per packet.
-type ArmBottleneck = (String, u32, f64);
-
-/// The bottleneck per condition: for each arm of `arms`, the CPU whose
-/// mean modelled cycles per packet are the most, with that mean; one
-/// sentence per condition, and one more for each arm whose bottleneck is
-/// not the base's. Empty without per-CPU cycles.
-pub fn bottleneck_notes(series: &[Series], base: &str) -> Vec<String> {
-    let mut per_condition: Vec<(String, Vec<ArmBottleneck>)> = Vec::new();
-    for s in series {
-        let Some((Metric::CyclesPerPacket, Some(cpu))) = Metric::parse(&s.family) else {
-            continue;
-        };
-        let title = s.title();
-        let at = match per_condition.iter().position(|(t, _)| *t == title) {
-            Some(i) => i,
-            None => {
-                per_condition.push((title, Vec::new()));
-                per_condition.len() - 1
-            }
-        };
-        for (arm, values) in &s.arms {
-            if values.is_empty() {
-                continue;
-            }
-            let mean = values.iter().sum::<f64>() / values.len() as f64;
-            let arms = &mut per_condition[at].1;
-            match arms.iter_mut().find(|(a, _, _)| a == arm) {
-                Some(slot) if mean > slot.2 => *slot = (arm.clone(), cpu, mean),
-                Some(_) => {}
-                None => arms.push((arm.clone(), cpu, mean)),
-            }
-        }
-    }
-    let mut notes = Vec::new();
-    for (title, arms) in &per_condition {
-        let list: Vec<String> = arms
-            .iter()
-            .map(|(a, cpu, mean)| format!("{a} CPU{cpu} ({mean:.0} cycles/packet)"))
-            .collect();
-        notes.push(format!("bottleneck in {title}: {}", list.join(", ")));
-        let Some((_, base_cpu, _)) = arms.iter().find(|(a, _, _)| a == base) else {
-            continue;
-        };
-        for (arm, cpu, _) in arms.iter().filter(|(a, c, _)| a != base && c != base_cpu) {
-            notes.push(format!(
-                "the bottleneck moves in {title}: {base}'s is CPU{base_cpu}, {arm}'s CPU{cpu}, so packets/s compares two different CPUs' work there"
-            ));
-        }
-    }
-    notes
 }

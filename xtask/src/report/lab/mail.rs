@@ -26,7 +26,8 @@
 
 use std::fmt::Write as _;
 
-use super::text::{self, aligned, run_table, seed_value};
+use super::table::{aligned, run_table};
+use super::text::{self, seed_value};
 use super::{
     family_title, interval_text, percent_text, verdict_text, LabComparison, LabReport, Role,
 };

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use super::text::run_table;
+use super::table::run_table;
 use super::{LabReport, Series};
 use crate::report::model::{mean, Decimal};
 use crate::results::lab::{Arm, Metric, Topology};

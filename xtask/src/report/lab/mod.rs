@@ -9,7 +9,7 @@
 //!   tables and the SVG's points; its [`LabComparison`]s compare the base
 //!   with the A/A control (the noise floor) and with each variant.
 //! * Families: one per lab metric the report shows ([`families`], in
-//!   [`LabMetric::ALL`]'s order, with its unit and title): throughput in
+//!   [`crate::results::lab::Metric::ALL`]'s order, with its unit and title): throughput in
 //!   Mbit/s and guest CPU in ns/packet, and with the cache model (`lab
 //!   --cache-model`) instructions and L1 misses per packet, and on a
 //!   target with `[lab.timing]` the core model's cycles, packets/s and
@@ -20,7 +20,7 @@
 //!   iperf3's throughput in Mbit/s, `kind` the benchmark's setting
 //!   (`clients-2`, `tcp`), `item` `loopback`, its arms runtime variants.
 //! * Statistics: [`crate::measure::stats::compare`] through
-//!   [`Metric::with_stats`]; a variant's change is significant only when
+//!   [`super::model::Metric::with_stats`]; a variant's change is significant only when
 //!   Welch's t 95 % interval of its %change excludes 0, Mann–Whitney
 //!   agrees (p < 0.05) and |%change| exceeds the A/A control's |%change|
 //!   of the same metric (its noise floor). The control's lines say how
@@ -29,6 +29,7 @@
 //!   format (CSV rows come from the model directly).
 
 pub mod calibrate;
+pub mod comparison;
 pub mod condition;
 pub mod cpus;
 pub mod describe;
@@ -37,8 +38,11 @@ pub mod json;
 pub mod mail;
 pub mod markdown;
 pub mod mesh;
+pub mod notes;
 pub mod series;
+pub mod shown;
 pub mod svg;
+pub mod table;
 pub mod text;
 pub mod verdict;
 
@@ -46,96 +50,23 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::model::{Family, Metric, Samples, UnitLabel};
-use crate::measure::stats::{self, Verdict};
-use crate::results::lab::metric::{Family as Source, Shown};
+use crate::measure::stats::Verdict;
 use crate::results::lab::{
-    check, Arm, CacheModelInfo, LabRecord, MachineInfo, Metric as LabMetric, Settings, Status,
-    Topology,
+    check, Arm, CacheModelInfo, LabRecord, MachineInfo, Settings, Status, Topology,
 };
 
+pub use crate::measure::stats::runs_for_mann_whitney;
+pub use comparison::{LabComparison, Role, ALPHA};
 pub use condition::{
     condition_item, condition_item_title, condition_kind, condition_kind_title, direction_title,
     Gro,
 };
+pub use notes::HOST_NOTE;
 pub use series::Series;
-pub use stats::runs_for_mann_whitney;
+pub use shown::{families, family_title, lkp_name, CORE_MODEL_CAPTION};
 pub use verdict::{
     interval_text, p_text, percent_text, runs_needed_text, verdict_name, verdict_text,
 };
-
-/// The lab metrics a report shows as families of their own, in report
-/// order ([`LabMetric::ALL`]): tbench, throughput, UDP loss (`--udp` labs),
-/// guest CPU, then the cache model's (`lab --cache-model`) and the core
-/// model's (a target with `[lab.timing]`).
-pub fn families() -> impl Iterator<Item = LabMetric> {
-    LabMetric::ALL
-        .into_iter()
-        .filter(|m| m.shown() == Shown::Family)
-}
-
-/// Appended to the SVG titles of the core model's families
-/// ([`Source::CoreModel`]): the plot says it is a model, and what it
-/// leaves out, as the notes do.
-pub const CORE_MODEL_CAPTION: &str =
-    " (a model: in-order core; no out-of-order issue, prefetch, DMA, other cores or NIC)";
-
-/// What [`LabReport::notes`] says of every host lab.
-pub const HOST_NOTE: &str = "measures this machine's kernel, not a router's";
-
-/// The smallest two-sided p a test must reach to count.
-pub const ALPHA: f64 = stats::ALPHA;
-
-/// The title of family `name` (`Throughput`; a per-CPU one's
-/// [`cpus::title`]), or the name itself.
-pub fn family_title(name: &str) -> String {
-    LabMetric::named(name)
-        .map(|m| m.title().to_string())
-        .or_else(|| cpus::title(name))
-        .unwrap_or_else(|| name.to_string())
-}
-
-/// The LKP-style name of a lab metric: `throughput.lan-to-wan.gro-on`.
-pub fn lkp_name(family: &Family, m: &Metric) -> String {
-    format!("{}.{}.{}", family.name, m.item, m.kind)
-}
-
-/// What a lab comparison measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The base against itself booted as a second arm: the noise floor.
-    Control,
-    /// The base against a variant.
-    Variant,
-}
-
-/// The base arm against one other arm.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LabComparison {
-    /// The other arm's name (`no-reorder-blocks`, `baseline~control`).
-    pub arm: String,
-    /// Control or variant.
-    pub role: Role,
-    /// [`families`] that have samples on both sides, each metric with its
-    /// [`Stats`] (the control's against a floor of 0).
-    pub families: Vec<Family>,
-}
-
-impl LabComparison {
-    /// The smallest Mann–Whitney p any of its metrics can reach, with the
-    /// sample counts (base, other) that give it.
-    pub fn mann_whitney_floor(&self) -> Option<(f64, usize, usize)> {
-        self.families
-            .iter()
-            .flat_map(|f| &f.metrics)
-            .filter_map(Metric::stats)
-            .map(|s| {
-                let c = &s.comparison;
-                (c.mann_whitney_min_p, c.base.n, c.variant.n)
-            })
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-    }
-}
 
 /// One lab run in the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,14 +125,14 @@ impl LabReport {
         if let Some(m) = &record.cache_model {
             notes.push(format!(
                 "the cache model ran (--cache-model): its L1I and L1D misses come from {}; its plugin slows QEMU, so Mbit/s here does not compare with a lab run without it",
-                describe::model_words(m)
+                notes::model_words(m)
             ));
-            notes.extend(m.timing.as_ref().map(describe::timing_note));
+            notes.extend(m.timing.as_ref().map(notes::timing_note));
         }
-        notes.extend(describe::gro_note(&record));
-        notes.extend(describe::mesh_direction_note(&record));
-        notes.extend(describe::side_by_side_note(&record));
-        notes.extend(describe::redone_note(&record));
+        notes.extend(notes::gro_note(&record));
+        notes.extend(notes::mesh_direction_note(&record));
+        notes.extend(notes::side_by_side_note(&record));
+        notes.extend(notes::redone_note(&record));
         notes.extend(cpus::machine_note(&record));
         if !record.status.is_complete() {
             notes.push(format!(
@@ -211,11 +142,17 @@ impl LabReport {
         }
         notes.extend(problems.warnings);
         let series = series::series_of(&record);
-        notes.extend(cpus::bottleneck_notes(&series, &base));
+        notes.extend(notes::bottleneck_notes(&series, &base));
         let control = record.arms.iter().find(|a| a.control);
         let mut comparisons = Vec::new();
         if let Some(c) = control {
-            comparisons.push(compare(&series, &base, &c.name, Role::Control, None));
+            comparisons.push(comparison::compare(
+                &series,
+                &base,
+                &c.name,
+                Role::Control,
+                None,
+            ));
         }
         let floor = comparisons.first().cloned();
         let others: Vec<&Arm> = record
@@ -232,7 +169,7 @@ impl LabReport {
             .iter()
             .filter(|a| variants.is_empty() || variants.contains(&a.variant))
         {
-            comparisons.push(compare(
+            comparisons.push(comparison::compare(
                 &series,
                 &base,
                 &arm.name,
@@ -318,59 +255,5 @@ impl LabReport {
             .iter()
             .find(|s| s.family == family && s.kind() == kind)
             .map_or(kind.to_string(), |s| condition_kind_title(s.condition))
-    }
-}
-
-/// `base` against `other` in every series both have; a variant's noise
-/// floor for each metric is the |%change| `control` measured for it.
-fn compare(
-    series: &[Series],
-    base: &str,
-    other: &str,
-    role: Role,
-    control: Option<&LabComparison>,
-) -> LabComparison {
-    let mut families: Vec<Family> = Vec::new();
-    for s in series {
-        let get = |arm: &str| s.arms.iter().find(|(a, _)| a == arm).map(|(_, v)| v);
-        let (Some(b), Some(o)) = (get(base), get(other)) else {
-            continue;
-        };
-        let (kind, item) = (s.kind(), s.item());
-        let floor = control.and_then(|c| {
-            c.families
-                .iter()
-                .find(|f| f.name == s.family)?
-                .metrics
-                .iter()
-                .find(|m| m.kind == kind && m.item == item)?
-                .percent()
-                .map(f64::abs)
-        });
-        let Ok(metric) = Metric::new(
-            &kind,
-            item,
-            &s.title(),
-            condition_item_title(s.condition),
-            Samples::Real(b.clone()),
-            Samples::Real(o.clone()),
-        ) else {
-            continue;
-        };
-        let resolution = LabMetric::parse(&s.family).map_or(0.0, |(m, _)| m.resolution());
-        let metric = metric.with_stats(floor, resolution);
-        match families.iter_mut().find(|f| f.name == s.family) {
-            Some(f) => f.metrics.push(metric),
-            None => {
-                let mut f = Family::new(&s.family, &s.unit, UnitLabel::Shown);
-                f.metrics.push(metric);
-                families.push(f);
-            }
-        }
-    }
-    LabComparison {
-        arm: other.to_string(),
-        role,
-        families,
     }
 }

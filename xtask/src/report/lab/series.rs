@@ -2,9 +2,11 @@
 //! and arm ([`Series`]), the per-CPU families of a machine of more than
 //! one CPU included ([`super::cpus::families`]).
 
-use super::{
-    condition_item, condition_item_title, condition_kind, condition_kind_title, cpus, families,
+use super::condition::{
+    condition_item, condition_item_title, condition_kind, condition_kind_title,
 };
+use super::cpus;
+use super::shown::families;
 use std::collections::BTreeMap;
 
 use crate::results::lab::{Condition, LabRecord, Metric};

@@ -11,10 +11,11 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::{families, LabReport, Source};
+use super::{families, LabReport};
 use crate::report::chart::{err, legend, rows, XAxis, GREY, PALETTE};
 use crate::report::model::mean;
 use crate::report::Style;
+use crate::results::lab::metric::Family as Source;
 
 /// Height of one row, pixels.
 const ROW: u32 = 22;

@@ -3,7 +3,7 @@
 //! machines, the runs a change of the A/A floor's size needs, and the
 //! note on how many calls chance allows.
 
-use super::{LabComparison, Role, ALPHA};
+use super::comparison::{LabComparison, Role, ALPHA};
 use crate::measure::stats::{self, runs_for_mann_whitney, Interval, Verdict};
 use crate::report::model::{Decimal, Stats};
 

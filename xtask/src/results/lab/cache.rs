@@ -19,46 +19,12 @@
 //! Runs of a lab without the model have no `cache_model`, and files
 //! written before it existed read unchanged.
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::core_model::{CoreCounters, CoreTiming, CoreWork};
+use super::core_model::{CoreTiming, CoreWork};
+pub use super::counters::{CacheCounters, CacheGeometry, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use super::per_cpu::{bottleneck, CpuWork, Snapshot};
-
-/// First word of the plugin's snapshot line, then its format version.
-pub const SNAPSHOT_MAGIC: &str = "xtask-cache";
-/// The snapshot format this workbench reads (the plugin's `FORMAT_VERSION`:
-/// 2 since the core model's fields, 3 since each vCPU's,
-/// [`super::per_cpu::Snapshot`]).
-pub const SNAPSHOT_VERSION: u32 = 3;
-
-/// One cache's geometry, as modelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CacheGeometry {
-    /// Capacity in bytes.
-    pub size_bytes: u64,
-    /// Associativity (ways per set).
-    pub ways: u64,
-    /// Line size in bytes.
-    pub line_bytes: u64,
-}
-
-impl CacheGeometry {
-    /// `32 KiB, 4-way, 32-byte lines`.
-    pub fn describe(&self) -> String {
-        let size = if self.size_bytes.is_multiple_of(1024) {
-            format!("{} KiB", self.size_bytes / 1024)
-        } else {
-            format!("{} bytes", self.size_bytes)
-        };
-        format!("{size}, {}-way, {}-byte lines", self.ways, self.line_bytes)
-    }
-
-    /// The plugin's spelling, `SIZE/WAYS/LINE` (`32768/4/32`).
-    pub fn triple(&self) -> String {
-        format!("{}/{}/{}", self.size_bytes, self.ways, self.line_bytes)
-    }
-}
 
 /// What the lab's cache model was, for a whole lab run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,105 +53,6 @@ pub struct CacheModelInfo {
     /// has one; absent in files written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<CoreTiming>,
-}
-
-/// The plugin's counters at one instant, since QEMU started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CacheCounters {
-    /// Guest instructions executed (every one is an I-cache access).
-    pub insns: u64,
-    /// Misses of the modelled L1 I-cache.
-    pub l1i_misses: u64,
-    /// Guest data accesses (loads and stores, I/O left out).
-    pub l1d_accesses: u64,
-    /// Misses of the modelled L1 D-cache.
-    pub l1d_misses: u64,
-    /// The core model's counters (branches, L2), when the plugin ran it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub core: Option<CoreCounters>,
-}
-
-impl CacheCounters {
-    /// Parses the plugin's snapshot line
-    /// (`xtask-cache 3 insns=N l1i_misses=N l1d_accesses=N l1d_misses=N
-    /// [core fields] icache=S/W/L dcache=S/W/L cores=N`, the core fields
-    /// those of [`CoreCounters`]); with `expect`, the geometry it reports
-    /// must be those caches'.
-    ///
-    /// Errors on another first word or format version, a missing or
-    /// non-numeric counter, or another geometry.
-    pub fn parse(line: &str, expect: Option<(&CacheGeometry, &CacheGeometry)>) -> Result<Self> {
-        let mut words = line.split_whitespace();
-        if words.next() != Some(SNAPSHOT_MAGIC) {
-            bail!("not a snapshot of the cache-model plugin: {line:?}");
-        }
-        let version = words.next().unwrap_or_default();
-        if version != SNAPSHOT_VERSION.to_string() {
-            bail!(
-                "the cache-model plugin speaks format {version:?}, this workbench reads {SNAPSHOT_VERSION}: {line:?}"
-            );
-        }
-        let fields: Vec<(&str, &str)> = words.filter_map(|w| w.split_once('=')).collect();
-        let field = |key: &str| -> Result<&str> {
-            fields
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| *v)
-                .with_context(|| format!("the cache-model snapshot has no {key}: {line:?}"))
-        };
-        let number = |key: &str| -> Result<u64> {
-            field(key)?
-                .parse()
-                .with_context(|| format!("{key} in the cache-model snapshot {line:?}"))
-        };
-        if let Some((i, d)) = expect {
-            for (key, g) in [("icache", i), ("dcache", d)] {
-                let got = field(key)?;
-                if got != g.triple() {
-                    bail!(
-                        "the cache-model plugin models {key}={got}, the lab asked for {}",
-                        g.triple()
-                    );
-                }
-            }
-        }
-        Ok(CacheCounters {
-            insns: number("insns")?,
-            l1i_misses: number("l1i_misses")?,
-            l1d_accesses: number("l1d_accesses")?,
-            l1d_misses: number("l1d_misses")?,
-            core: CoreCounters::from_fields(&fields)
-                .with_context(|| format!("in the snapshot {line:?}"))?,
-        })
-    }
-
-    /// The L1 counters alone (what QEMU's `cache.c` also counts).
-    pub fn l1(&self) -> CacheCounters {
-        CacheCounters {
-            core: None,
-            ..*self
-        }
-    }
-
-    /// `self - before`, each counter; errors when one went backwards (not
-    /// the same QEMU, or a damaged record).
-    pub fn since(&self, before: &CacheCounters) -> Result<CacheCounters> {
-        let d = |a: u64, b: u64, what: &str| {
-            a.checked_sub(b)
-                .with_context(|| format!("the cache model's {what} went backwards ({b} → {a})"))
-        };
-        Ok(CacheCounters {
-            insns: d(self.insns, before.insns, "instruction count")?,
-            l1i_misses: d(self.l1i_misses, before.l1i_misses, "L1I misses")?,
-            l1d_accesses: d(self.l1d_accesses, before.l1d_accesses, "L1D accesses")?,
-            l1d_misses: d(self.l1d_misses, before.l1d_misses, "L1D misses")?,
-            core: match (&self.core, &before.core) {
-                (Some(a), Some(b)) => Some(a.since(b)?),
-                (None, None) => None,
-                _ => bail!("one cache-model snapshot has the core model's counters, the other not"),
-            },
-        })
-    }
 }
 
 /// The model's work during one run: counter deltas and, with packets,

@@ -33,13 +33,13 @@
 //! issue, prefetch, TLB refills beyond their instructions, DMA, the other
 //! cores and the NIC hardware are left out.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::cache::{CacheCounters, CacheGeometry};
+pub use super::counters::CoreCounters;
+use super::counters::{CacheCounters, CacheGeometry};
 use super::guest::GuestSample;
-use super::metric::Metric;
-use super::MetricValue;
+use super::metric::{Metric, MetricValue};
 
 /// The costs of the formula (see the module docs), from `[lab.timing]`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -115,167 +115,6 @@ impl CoreTiming {
             })
             .map(|v| v.name.as_str())
             .collect()
-    }
-}
-
-/// The plugin's core-model counters at one instant (`core` of a snapshot;
-/// the plugin's format, xtask-cache.c).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CoreCounters {
-    /// L1 D-cache misses of stores (the rest of `l1d_misses` are loads').
-    pub l1d_store_misses: u64,
-    /// Dirty L1 D-cache lines written back.
-    pub l1d_writebacks: u64,
-    /// L1 line fills looked up in the L2 (every fill without an L2).
-    pub l2_accesses: u64,
-    /// Fills the L2 missed (every fill without an L2).
-    pub l2_misses: u64,
-    /// Of `l2_misses`, those of store fills.
-    pub l2_store_misses: u64,
-    /// Write-backs into the L2.
-    pub l2_writebacks: u64,
-    /// Conditional branches taken.
-    pub cond_taken: u64,
-    /// Conditional branches not taken.
-    pub cond_not_taken: u64,
-    /// Unconditional jumps, calls and returns.
-    pub jumps: u64,
-    /// Conditional branches whose direction was mispredicted.
-    pub cond_mispredicts: u64,
-    /// Returns the return stack mispredicted.
-    pub return_mispredicts: u64,
-    /// Indirect jumps mispredicted (all of them without a BTAC).
-    pub indirect_mispredicts: u64,
-    /// Taken direct branches without a (right) BTAC entry.
-    pub target_mispredicts: u64,
-    /// Branches an exception or interrupt came between (not counted).
-    pub unresolved: u64,
-    /// Accesses to I/O regions (uncached).
-    pub uncached: u64,
-    /// Data accesses not aligned to their size.
-    pub unaligned: u64,
-}
-
-/// The snapshot's field names of [`CoreCounters`], in its order.
-const FIELDS: [&str; 16] = [
-    "l1d_store_misses",
-    "l1d_writebacks",
-    "l2_accesses",
-    "l2_misses",
-    "l2_store_misses",
-    "l2_writebacks",
-    "cond_taken",
-    "cond_not_taken",
-    "jumps",
-    "cond_mispredicts",
-    "return_mispredicts",
-    "indirect_mispredicts",
-    "target_mispredicts",
-    "unresolved",
-    "uncached",
-    "unaligned",
-];
-
-impl CoreCounters {
-    fn as_array(&self) -> [u64; 16] {
-        [
-            self.l1d_store_misses,
-            self.l1d_writebacks,
-            self.l2_accesses,
-            self.l2_misses,
-            self.l2_store_misses,
-            self.l2_writebacks,
-            self.cond_taken,
-            self.cond_not_taken,
-            self.jumps,
-            self.cond_mispredicts,
-            self.return_mispredicts,
-            self.indirect_mispredicts,
-            self.target_mispredicts,
-            self.unresolved,
-            self.uncached,
-            self.unaligned,
-        ]
-    }
-
-    /// The counters from their sixteen values in the snapshot's order
-    /// (`l1d_store_misses` … `unaligned`, as lab/plugin/xtask-cache.c
-    /// writes a vCPU's).
-    pub fn from_values(a: [u64; 16]) -> CoreCounters {
-        CoreCounters::from_array(a)
-    }
-
-    fn from_array(a: [u64; 16]) -> CoreCounters {
-        CoreCounters {
-            l1d_store_misses: a[0],
-            l1d_writebacks: a[1],
-            l2_accesses: a[2],
-            l2_misses: a[3],
-            l2_store_misses: a[4],
-            l2_writebacks: a[5],
-            cond_taken: a[6],
-            cond_not_taken: a[7],
-            jumps: a[8],
-            cond_mispredicts: a[9],
-            return_mispredicts: a[10],
-            indirect_mispredicts: a[11],
-            target_mispredicts: a[12],
-            unresolved: a[13],
-            uncached: a[14],
-            unaligned: a[15],
-        }
-    }
-
-    /// The counters of a snapshot's `key=value` fields; `None` when it has
-    /// none of them (a plugin without the core model). Errors when some
-    /// are there and others missing or not numbers.
-    pub fn from_fields(fields: &[(&str, &str)]) -> Result<Option<CoreCounters>> {
-        let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
-        if FIELDS.iter().all(|f| get(f).is_none()) {
-            return Ok(None);
-        }
-        let mut a = [0u64; 16];
-        for (slot, key) in a.iter_mut().zip(FIELDS) {
-            let v = get(key).with_context(|| format!("the cache-model snapshot has no {key}"))?;
-            *slot = v
-                .parse()
-                .with_context(|| format!("{key}={v} in the cache-model snapshot"))?;
-        }
-        Ok(Some(CoreCounters::from_array(a)))
-    }
-
-    /// `self - before`, each counter; errors when one went backwards.
-    pub fn since(&self, before: &CoreCounters) -> Result<CoreCounters> {
-        let (a, b) = (self.as_array(), before.as_array());
-        let mut d = [0u64; 16];
-        for i in 0..16 {
-            d[i] = a[i].checked_sub(b[i]).with_context(|| {
-                format!(
-                    "the core model's {} went backwards ({} → {})",
-                    FIELDS[i], b[i], a[i]
-                )
-            })?;
-        }
-        Ok(CoreCounters::from_array(d))
-    }
-
-    /// Taken conditional branches and jumps.
-    pub fn taken(&self) -> u64 {
-        self.cond_taken + self.jumps
-    }
-
-    /// Every misprediction the formula charges.
-    pub fn mispredicts(&self) -> u64 {
-        self.cond_mispredicts
-            + self.return_mispredicts
-            + self.indirect_mispredicts
-            + self.target_mispredicts
-    }
-
-    /// L2 misses of instruction fetches and loads (those the formula
-    /// charges).
-    pub fn demand_l2_misses(&self) -> u64 {
-        self.l2_misses - self.l2_store_misses.min(self.l2_misses)
     }
 }
 

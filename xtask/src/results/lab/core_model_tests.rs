@@ -1,5 +1,6 @@
 //! Tests of the core model's counters, costs and metrics.
 
+use super::super::counters::FIELDS;
 use super::*;
 
 fn costs() -> CoreCosts {

@@ -8,7 +8,9 @@
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{HostInfo, Initramfs, RouterInfo};
+use super::guest::Initramfs;
+use super::host::HostInfo;
+use super::router::RouterInfo;
 
 /// The emulator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

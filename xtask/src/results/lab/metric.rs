@@ -8,7 +8,7 @@
 //! recorded in Mbit/s is a damaged file, not a result); the report makes
 //! one family of each ([`Metric::ALL`]).
 //!
-//! A run records each metric as its name (a string, [`super::MetricValue`]),
+//! A run records each metric as its name (a string, [`MetricValue`]),
 //! so a `lab.json` of any version reads: a name this xtask does not know
 //! reads as it was written ([`Metric::named`] is `None`), and the check
 //! refuses it with the names it knows. On a machine of more than one CPU
@@ -17,7 +17,9 @@
 //!
 //! A new metric is a variant here (its name, unit, title, family and
 //! range) and the line of the lab that records it
-//! ([`super::MetricValue::new`]); the report and the checks find it here.
+//! ([`MetricValue::new`]); the report and the checks find it here.
+
+use serde::{Deserialize, Serialize};
 
 /// A metric the lab records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -353,6 +355,52 @@ fn shown(value: f64) -> String {
         format!("{value:e}")
     } else {
         format!("{value}")
+    }
+}
+
+/// One number of a run with its unit, as `lab.json` holds it: `{"name":
+/// "throughput", "value": 180.5, "unit": "Mbit/s"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricValue {
+    /// A [`Metric`]'s name ([`Metric::name`]), or one CPU's share of one
+    /// ([`Metric::cpu_name`]). Kept as written, so that a file with a name
+    /// this xtask does not know reads ([`MetricValue::metric`] is `None`,
+    /// and [`super::check`] refuses it).
+    pub name: String,
+    /// The value.
+    pub value: f64,
+    /// The metric's unit ([`Metric::unit`]).
+    pub unit: String,
+}
+
+impl MetricValue {
+    /// `value` of `metric`, rounded as `lab.json` keeps it, in its unit.
+    pub fn new(metric: Metric, value: f64) -> MetricValue {
+        MetricValue {
+            name: metric.name().to_string(),
+            value: metric.round(value),
+            unit: metric.unit().to_string(),
+        }
+    }
+
+    /// CPU `cpu`'s share of `metric` (`l1i_misses_per_packet_cpu1`), as
+    /// [`MetricValue::new`].
+    pub fn of_cpu(metric: Metric, cpu: u32, value: f64) -> MetricValue {
+        MetricValue {
+            name: metric.cpu_name(cpu),
+            ..MetricValue::new(metric, value)
+        }
+    }
+
+    /// The metric it is a value of (the whole machine's, not a CPU's
+    /// share); `None` for a name this xtask does not know.
+    pub fn metric(&self) -> Option<Metric> {
+        Metric::named(&self.name)
+    }
+
+    /// Whether it is a value of `metric` (the whole machine's).
+    pub fn is(&self, metric: Metric) -> bool {
+        self.name == metric.name()
     }
 }
 

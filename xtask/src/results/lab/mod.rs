@@ -74,6 +74,7 @@
 pub mod cache;
 pub mod check;
 pub mod core_model;
+pub mod counters;
 pub mod gro;
 pub mod guest;
 pub mod host;
@@ -100,7 +101,7 @@ pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicC
 pub use host::{Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK};
 pub use iperf::IperfOptions;
 pub use machine::{MachineInfo, QemuInfo};
-pub use metric::Metric;
+pub use metric::{Metric, MetricValue};
 pub use router::{Flash, KernelCheck, RouterInfo};
 pub use status::Status;
 pub use timing::WallStep;
@@ -301,52 +302,6 @@ pub struct BootRecord {
     /// absent before schema 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qdisc: Option<String>,
-}
-
-/// One number of a run with its unit, as `lab.json` holds it: `{"name":
-/// "throughput", "value": 180.5, "unit": "Mbit/s"}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MetricValue {
-    /// A [`Metric`]'s name ([`Metric::name`]), or one CPU's share of one
-    /// ([`Metric::cpu_name`]). Kept as written, so that a file with a name
-    /// this xtask does not know reads ([`MetricValue::metric`] is `None`,
-    /// and [`check`] refuses it).
-    pub name: String,
-    /// The value.
-    pub value: f64,
-    /// The metric's unit ([`Metric::unit`]).
-    pub unit: String,
-}
-
-impl MetricValue {
-    /// `value` of `metric`, rounded as `lab.json` keeps it, in its unit.
-    pub fn new(metric: Metric, value: f64) -> MetricValue {
-        MetricValue {
-            name: metric.name().to_string(),
-            value: metric.round(value),
-            unit: metric.unit().to_string(),
-        }
-    }
-
-    /// CPU `cpu`'s share of `metric` (`l1i_misses_per_packet_cpu1`), as
-    /// [`MetricValue::new`].
-    pub fn of_cpu(metric: Metric, cpu: u32, value: f64) -> MetricValue {
-        MetricValue {
-            name: metric.cpu_name(cpu),
-            ..MetricValue::new(metric, value)
-        }
-    }
-
-    /// The metric it is a value of (the whole machine's, not a CPU's
-    /// share); `None` for a name this xtask does not know.
-    pub fn metric(&self) -> Option<Metric> {
-        Metric::named(&self.name)
-    }
-
-    /// Whether it is a value of `metric` (the whole machine's).
-    pub fn is(&self, metric: Metric) -> bool {
-        self.name == metric.name()
-    }
 }
 
 /// One run.

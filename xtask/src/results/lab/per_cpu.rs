@@ -19,10 +19,9 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::cache::{CacheCounters, CacheGeometry};
-use super::core_model::{CoreCosts, CoreCounters, Cycles};
-use super::metric::Metric;
-use super::MetricValue;
+use super::core_model::{CoreCosts, Cycles};
+use super::counters::{CacheCounters, CacheGeometry, CoreCounters};
+use super::metric::{Metric, MetricValue};
 
 /// One snapshot of the plugin: the sums and each vCPU's counters.
 #[derive(Debug, Clone, PartialEq)]

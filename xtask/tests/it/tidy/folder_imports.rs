@@ -19,8 +19,6 @@ const FOLDERS_THAT_STILL_LOOP: &[&str] = &[
     "patches/engine",
     "patches/rebase",
     "report",
-    "report/lab",
-    "results/lab",
 ];
 
 /// Every path of a use-tree or expression starting at `s[0]`, `{a, b::c}` expanded.
