@@ -48,12 +48,13 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::document::{Comparison, Report, TargetReport};
 use super::lab::{verdict_name, LabReport, Role};
-use super::model::{Comparison, Family, Metric, Report, TargetReport};
-use super::Style;
+use super::model::{Family, Metric};
+use super::style::Style;
 use crate::measure::stats;
 
-/// The header line's column names: [`Row`]'s fields, in order.
+/// The header line's column names: `Row`'s fields, in order.
 pub const COLUMNS: [&str; 23] = [
     "target",
     "openwrt_target",

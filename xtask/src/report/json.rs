@@ -30,7 +30,7 @@
 //! left out when empty so that size-only reports keep their layout.
 //!
 //! A metric measured N times per side (the runtime lab's) has `stats`
-//! ([`JsonStats`]: sample counts, `%sd`, Welch's t 95 % interval of
+//! ([`super::lab::json::JsonStats`]: sample counts, `%sd`, Welch's t 95 % interval of
 //! the %change, Welch and Mann–Whitney p, the A/A noise floor and the
 //! verdict). `Lab` is one lab run ([`JsonLab`]): how it ran, its arms, one
 //! comparison per arm against the base (the A/A control's first, each with
@@ -49,13 +49,11 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::lab::json::JsonLab;
-use super::lab::{verdict_name, Role};
-use super::model::{
-    Change, Comparison, Family, Metric, Number, Report, Samples, Stats, TargetReport,
-};
+use super::document::{Comparison, Report, TargetReport};
+use super::lab::json::{metric, JsonLab, JsonMetric};
+use super::model::{Change, Family, Metric};
 use super::sizes::{self, ARTIFACT_KIND, SECTION_KIND};
-use super::Style;
+use super::style::Style;
 use crate::measure::bloat::{BloatDiff, Mode, Table};
 use crate::results::{BuildResult, Cflags, PatchRecord};
 
@@ -230,89 +228,6 @@ pub struct JsonComparison {
     pub metrics: Vec<JsonMetric>,
 }
 
-/// One metric of a family other than sizes.
-#[derive(Debug, Serialize)]
-pub struct JsonMetric {
-    /// Family name (`throughput`).
-    pub family: String,
-    /// Unit of every number below except `percent` (`Mbit/s`).
-    pub unit: String,
-    /// Group within the family.
-    pub kind: String,
-    /// What was measured.
-    pub item: String,
-    /// Row label.
-    pub label: String,
-    /// The base's samples, in `unit`.
-    pub base_samples: Samples,
-    /// The variant's samples, in `unit`.
-    pub variant_samples: Samples,
-    /// The base's value (mean of its samples).
-    pub before: Number,
-    /// The variant's value (mean of its samples).
-    pub after: Number,
-    /// `after - before`.
-    pub delta: Number,
-    /// Percent change, unrounded; `null` when `before` is 0 and `after` not.
-    pub percent: Option<f64>,
-    /// The rounded text, e.g. `+0.92%`.
-    pub percent_text: String,
-    /// Sample standard deviation of the base's samples; `null` for one.
-    pub base_stddev: Option<f64>,
-    /// Sample standard deviation of the variant's samples; `null` for one.
-    pub variant_stddev: Option<f64>,
-    /// The statistics of a metric measured N times per side (the runtime
-    /// lab's); left out for others.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stats: Option<JsonStats>,
-}
-
-/// A metric's statistics ([`crate::measure::stats::compare`]).
-#[derive(Debug, Serialize)]
-pub struct JsonStats {
-    /// Samples of the base.
-    pub base_n: usize,
-    /// Samples of the variant.
-    pub variant_n: usize,
-    /// The base's standard deviation in percent of its mean (LKP's `%sd`).
-    pub base_sd_percent: f64,
-    /// The variant's standard deviation in percent of its mean.
-    pub variant_sd_percent: f64,
-    /// Welch's t 95 % interval of the %change, percent; `null` with fewer
-    /// than 2 samples on a side.
-    pub interval: Option<JsonInterval>,
-    /// Welch's t-test p, two-sided; `null` without variance.
-    pub welch_p: Option<f64>,
-    /// Mann–Whitney U p, two-sided.
-    pub mann_whitney_p: Option<f64>,
-    /// The smallest p Mann–Whitney can reach with these sample counts.
-    pub mann_whitney_min_p: f64,
-    /// The A/A control's |%change| of this metric, percent; `null` without
-    /// a control.
-    pub noise_floor_percent: Option<f64>,
-    /// Runs per side that would find a change of this |%change| (80 %
-    /// power, at the two sides' pooled spread); for the A/A control, of
-    /// the noise floor's size. `null` for no change, one run a side, or
-    /// more than 100000.
-    pub runs_for_change: Option<usize>,
-    /// `significant` (Welch's interval excludes 0, Mann–Whitney p < 0.05
-    /// and |%change| exceeds the noise floor), `within-noise`,
-    /// `interval-contains-zero`, `tests-disagree`, `too-few-samples` or
-    /// `below-resolution` (the means differ by less than the metric's
-    /// recorded precision allows: no change);
-    /// for the A/A control itself, against a floor of 0.
-    pub verdict: &'static str,
-}
-
-/// A confidence interval in percent.
-#[derive(Debug, Serialize)]
-pub struct JsonInterval {
-    /// Lower bound, percent.
-    pub low: f64,
-    /// Upper bound, percent.
-    pub high: f64,
-}
-
 /// A symbol diff.
 #[derive(Debug, Serialize)]
 pub struct JsonSymbols {
@@ -342,47 +257,6 @@ fn change(c: &Change, style: &Style) -> JsonChange {
         delta: c.delta(),
         percent: c.percent(),
         percent_text: c.percent_text(style.decimal()),
-    }
-}
-
-fn stats(s: &Stats) -> JsonStats {
-    let c = &s.comparison;
-    JsonStats {
-        base_n: c.base.n,
-        variant_n: c.variant.n,
-        base_sd_percent: c.base.relative_sd_percent(),
-        variant_sd_percent: c.variant.relative_sd_percent(),
-        interval: c.interval.map(|i| JsonInterval {
-            low: i.low,
-            high: i.high,
-        }),
-        welch_p: c.welch_p,
-        mann_whitney_p: c.mann_whitney_p,
-        mann_whitney_min_p: c.mann_whitney_min_p,
-        noise_floor_percent: s.noise_floor,
-        runs_for_change: c.runs_for_change(),
-        verdict: verdict_name(s, Role::Variant),
-    }
-}
-
-/// One metric of any family but sizes, as [`JsonMetric`].
-pub fn metric(family: &Family, m: &Metric, style: &Style) -> JsonMetric {
-    JsonMetric {
-        family: family.name.clone(),
-        unit: family.unit.clone(),
-        kind: m.kind.clone(),
-        item: m.item.clone(),
-        label: m.label.clone(),
-        base_samples: m.base().clone(),
-        variant_samples: m.variant().clone(),
-        before: m.before(),
-        after: m.after(),
-        delta: m.delta(),
-        percent: m.percent(),
-        percent_text: m.percent_text(style.decimal()),
-        base_stddev: m.base().stddev(),
-        variant_stddev: m.variant().stddev(),
-        stats: m.stats().map(stats),
     }
 }
 
@@ -520,7 +394,7 @@ pub fn to_json(report: &Report, style: &Style) -> JsonReport {
         labs: report
             .labs
             .iter()
-            .map(|l| super::lab::json::lab(report, l, style))
+            .map(|l| super::lab::json::lab(&report.root, l, style))
             .collect(),
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{anyhow, Result};
 use serde::Deserialize;
 
-use super::load::Request;
+use super::request::Request;
 use crate::results::lab::LAB_TARGET_SUFFIX;
 use crate::results::{self, TargetRecord};
 use crate::util::layout::Layout;

@@ -1,5 +1,5 @@
 //! Loading what a report compares: choosing targets and variants, reading
-//! their `result.json` files and vmlinux, and building the [`Report`].
+//! their `result.json` files and vmlinux, and building the [`super::document::Report`].
 //!
 //! Everything here reads what `cargo xtask build` wrote under
 //! `target/xtask/results/<target>/<variant>/` ([`crate::util::layout::Layout`]):
@@ -26,14 +26,15 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::checks::mismatches;
+use super::document::{Comparison, Report, TargetReport};
 use super::known::lab_kernel_of;
 use super::known::{
     build_command, has_result, known_targets, missing_message, resolve, unknown_target,
     variants_hint, Known,
 };
-use super::lab::find::{self, Found, LabRuns};
+use super::lab::find::{self, Found};
 use super::lab::LabReport;
-use super::model::{Comparison, Report, TargetReport};
+use super::request::Request;
 use super::sizes;
 use crate::measure::bloat;
 use crate::measure::linkmap::Grouping;
@@ -41,44 +42,6 @@ use crate::measure::sections;
 use crate::measure::symbols;
 use crate::results::{self, BuildResult};
 use crate::util::layout::Layout;
-
-/// What `--symbols` asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SymbolOptions {
-    /// bloat-o-meter's mode (`-c`, `-d`, `-t` or none).
-    pub mode: bloat::Mode,
-    /// Fold `.isra.0`/`.constprop.0`/`.part.0`… clones into their base name.
-    pub fold_clones: bool,
-}
-
-/// Which results to compare.
-#[derive(Debug, Clone)]
-pub struct Request {
-    /// `--target` spellings (results directory name, or the OpenWrt
-    /// `target/subtarget` or an alias its results record, or `all`); empty
-    /// means `all`. `all` is every target with a results directory (tiny
-    /// profiles included: a report reads what was built rather than
-    /// deciding what should have been).
-    pub targets: Vec<String>,
-    /// The base variant, normally `baseline`.
-    pub base: String,
-    /// Variants to compare against the base; empty means every variant with
-    /// a `result.json` for the target, other than the base, by name.
-    pub variants: Vec<String>,
-    /// Compute symbol diffs of the vmlinux pairs.
-    pub symbols: Option<SymbolOptions>,
-    /// `--by file|dir`: vmlinux's bytes by object or directory, from each
-    /// result's `attribution.json`.
-    pub by: Option<crate::measure::linkmap::Grouping>,
-    /// `--devices PATTERN`: device fit for the devices matching it (a
-    /// glob with `*`/`?`, else a substring; `*` for all).
-    pub devices: Option<String>,
-    /// Compare builds that differ in more than the variant, with warnings.
-    pub allow_mismatch: bool,
-    /// Which runtime lab runs to show (default: the newest complete one of
-    /// each target the report covers).
-    pub lab: LabRuns,
-}
 
 /// How a target came to be in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

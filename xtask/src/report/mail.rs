@@ -27,11 +27,11 @@
 
 use std::fmt::Write as _;
 
+use super::document::{Report, TargetReport};
 use super::lab::mail as lab_mail;
 use super::lab::Role;
-use super::model::{Report, TargetReport};
+use super::style::Style;
 use super::text::{heading, target_body, BodyLayout};
-use super::Style;
 use crate::results::BuildResult;
 
 fn toolchain_line(r: &BuildResult) -> String {
@@ -122,7 +122,7 @@ pub fn render(report: &Report, style: &Style) -> String {
     }
     for lab in &report.labs {
         out.push('\n');
-        out.push_str(&lab_mail::block(report, lab, style));
+        out.push_str(&lab_mail::block(&report.root, lab, style));
     }
     out
 }

@@ -12,7 +12,7 @@
 //! | vmlinux hex | bb374 | baa8c | |
 //! ```
 //!
-//! Rows: every metric of every family ([`super::model::TargetReport::rows`]);
+//! Rows: every metric of every family ([`super::document::TargetReport::rows`]);
 //! for sizes each artifact (bytes), then vmlinux `text`, `data`, `bss`, `dec`
 //! (bytes) and `hex` (dec in hex, as `size` prints it). A family whose unit
 //! is shown has it in the row label (`tcp (Mbit/s)`); means of several
@@ -25,9 +25,10 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Metric, Report, UnitLabel};
+use super::document::Report;
+use super::model::{Metric, UnitLabel};
+use super::style::Style;
 use super::text::heading;
-use super::Style;
 
 fn change_cell(m: &Metric, style: &Style) -> String {
     let d = style.decimal();
@@ -42,7 +43,7 @@ pub fn render(report: &Report, style: &Style) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(&super::lab::markdown::section(report, lab, style));
+        out.push_str(&super::lab::markdown::section(&report.root, lab, style));
     }
     out
 }

@@ -20,11 +20,12 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::chart::{err, legend, rows, XAxis, PALETTE};
+use super::document::Report;
 use super::lab::svg as lab_svg;
 use super::lab::LabReport;
-use super::model::{Metric, Report};
+use super::model::Metric;
+use super::style::Style;
 use super::text::{heading, unit_suffix};
-use super::Style;
 
 /// Canvas width in pixels.
 pub const WIDTH: u32 = 960;

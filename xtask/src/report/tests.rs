@@ -4,11 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::model::{
-    mean, stddev, Change, Comparison, Decimal, Family, Metric, Number, Report, Samples,
-    TargetReport, UnitLabel,
-};
-use super::{render, Format, Style};
+use super::document::{Comparison, Report, TargetReport};
+use super::model::{mean, stddev, Change, Decimal, Family, Metric, Number, Samples, UnitLabel};
+use super::render;
+use super::style::{Format, Style};
 use crate::measure::sections::SectionSizes;
 use crate::results::{
     ArtifactRecord, BuildResult, Cflags, SourceRecord, TargetRecord, VariantRecord, SCHEMA,

@@ -18,9 +18,10 @@
 
 use std::fmt::Write as _;
 
+use super::document::{Comparison, Report, TargetReport};
 use super::known::lab_kernel_of;
-use super::model::{Comparison, Family, Metric, Report, TargetReport, UnitLabel};
-use super::Style;
+use super::model::{Family, Metric, UnitLabel};
+use super::style::Style;
 
 /// The heading of a target: `SOC (openwrt/target)`, from `result.json`'s
 /// `soc` and `openwrt_target`; for a lab kernel (`brcm47xx-lab`), whose
@@ -288,7 +289,7 @@ pub fn render(report: &Report, style: &Style) -> String {
         blocks.push(out);
     }
     for lab in &report.labs {
-        blocks.push(super::lab::text::block(report, lab, style));
+        blocks.push(super::lab::text::block(&report.root, lab, style));
     }
     blocks.join("\n")
 }

@@ -27,8 +27,8 @@ pub struct LabComparison {
     pub arm: String,
     /// Control or variant.
     pub role: Role,
-    /// [`families`] that have samples on both sides, each metric with its
-    /// [`Stats`] (the control's against a floor of 0).
+    /// [`super::shown::families`] that have samples on both sides, each metric with its
+    /// [`crate::report::model::Stats`] (the control's against a floor of 0).
     pub families: Vec<Family>,
 }
 

@@ -32,8 +32,9 @@ use super::{
     family_title, interval_text, percent_text, verdict_text, LabComparison, LabReport, Role,
 };
 use crate::report::model::Decimal;
-use crate::report::{Report, Style};
+use crate::report::style::Style;
 use crate::results::lab::Metric;
+use std::path::Path;
 
 /// `baseline → no-reorder-blocks:` and the table of every metric of `c`
 /// (see the module's example); a metric without statistics (fewer than 2
@@ -120,9 +121,9 @@ pub fn run_tables(lab: &LabReport, d: Decimal) -> String {
 }
 
 /// One lab run's block for the mail format, newline-terminated.
-pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
+pub fn block(root: &Path, lab: &LabReport, style: &Style) -> String {
     let d = style.decimal();
-    let mut out = text::head(report, lab);
+    let mut out = text::head(root, lab);
     let variants: Vec<&LabComparison> = lab
         .comparisons
         .iter()

@@ -24,7 +24,8 @@ use super::{
 };
 use crate::measure::stats::Summary;
 use crate::report::model::Decimal;
-use crate::report::{Report, Style};
+use crate::report::style::{display_path, Style};
+use std::path::Path;
 
 /// `170.63 ± 0.86%`.
 fn mean_sd(s: &Summary, d: Decimal) -> String {
@@ -101,13 +102,13 @@ fn base_table(out: &mut String, lab: &LabReport, d: Decimal) {
 }
 
 /// One lab run as Markdown, newline-terminated.
-pub fn section(report: &Report, lab: &LabReport, style: &Style) -> String {
+pub fn section(root: &Path, lab: &LabReport, style: &Style) -> String {
     let d = style.decimal();
     let mut out = format!("### {}\n\n", heading(lab));
     let _ = writeln!(
         out,
         "`{}` ({})\n",
-        report.display_path(&lab.dir.join(crate::results::lab::FILE_NAME)),
+        display_path(root, &lab.dir.join(crate::results::lab::FILE_NAME)),
         how_it_ran(lab)
     );
     if let Some(settings) = lab.runtime_settings() {

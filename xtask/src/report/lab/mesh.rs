@@ -7,7 +7,7 @@
 //! the reference arm, the base's kernel on the routers bridged without
 //! batman-adv ("without batman-adv"). The A/A control stays in the
 //! verdict lines and the every-run tables. Values are Mbit/s with one
-//! decimal, as [`super::text::run_table`] prints them.
+//! decimal, as [`super::table::run_table`] prints them.
 
 use std::fmt::Write as _;
 

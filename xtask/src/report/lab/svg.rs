@@ -14,7 +14,7 @@ use plotters::prelude::*;
 use super::{families, LabReport};
 use crate::report::chart::{err, legend, rows, XAxis, GREY, PALETTE};
 use crate::report::model::mean;
-use crate::report::Style;
+use crate::report::style::Style;
 use crate::results::lab::metric::Family as Source;
 
 /// Height of one row, pixels.

@@ -32,7 +32,8 @@ use super::{
     LabComparison, LabReport, Role,
 };
 use crate::report::model::{Decimal, Family};
-use crate::report::{Report, Style};
+use crate::report::style::{display_path, Style};
+use std::path::Path;
 
 /// `Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels
 /// brcm47xx-lab)`; `Runtime lab, host kernel 6.12.57 (x86_64), runtime
@@ -212,9 +213,9 @@ pub fn base_lines(out: &mut String, lab: &LabReport, d: Decimal) {
 /// One lab run's block for the text format, newline-terminated: [`head`],
 /// the base's lines when nothing was compared, each comparison's seed
 /// lines, then [`tail`].
-pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
+pub fn block(root: &Path, lab: &LabReport, style: &Style) -> String {
     let d = style.decimal();
-    let mut out = head(report, lab);
+    let mut out = head(root, lab);
     if lab.comparisons.iter().all(|c| c.role == Role::Control) {
         base_lines(&mut out, lab, d);
     }
@@ -228,12 +229,12 @@ pub fn block(report: &Report, lab: &LabReport, style: &Style) -> String {
 /// A lab block's first lines (text and mail): the [`heading`], the
 /// lab.json path with [`how_it_ran`], and the runtime settings of a host
 /// lab.
-pub fn head(report: &Report, lab: &LabReport) -> String {
+pub fn head(root: &Path, lab: &LabReport) -> String {
     let mut out = format!("{}:\n", heading(lab));
     let _ = writeln!(
         out,
         "{} ({})",
-        report.display_path(&lab.dir.join(crate::results::lab::FILE_NAME)),
+        display_path(root, &lab.dir.join(crate::results::lab::FILE_NAME)),
         how_it_ran(lab)
     );
     if let Some(settings) = lab.runtime_settings() {

@@ -18,7 +18,6 @@ const FOLDERS_THAT_STILL_LOOP: &[&str] = &[
     "patches",
     "patches/engine",
     "patches/rebase",
-    "report",
 ];
 
 /// Every path of a use-tree or expression starting at `s[0]`, `{a, b::c}` expanded.
