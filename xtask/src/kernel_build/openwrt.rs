@@ -23,7 +23,9 @@
 //! changed ([`crate::results::openwrt::OpenwrtRecord`]).
 
 mod record;
+mod resolved;
 use record::write_classification;
+use resolved::Resolved;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,18 +40,14 @@ use super::plan::{JobInputs, PlannedJob, Unevaluated};
 use super::progress::run_logged;
 use crate::inputs::kconfig::{self as fragments, Setting};
 use crate::inputs::kernel_source::{self, PristineTree};
-use crate::inputs::openwrt::image::DeviceRecipe;
-use crate::inputs::openwrt::{flags, kconfig, select_for, Checkout, Selection, Wanted};
+use crate::inputs::openwrt::{flags, kconfig, select_for, Checkout, Wanted};
 use crate::kernel_build::artifacts::BuildOutputs;
 use crate::kernel_build::{ccache, openwrt_image, toolchain};
 use crate::patches::extra_optimization;
-use crate::patches::openwrt_series::{self, OpenwrtSeries, PreparedTree};
+use crate::patches::openwrt_series::{self, OpenwrtSeries};
 use crate::patches::patched_source::{self, PatchedTree};
 use crate::patches::rebase::Class;
 use crate::patches::series::SeriesPatch;
-use crate::results::openwrt::{
-    DroppedPatch, KconfigChanges, LabSymbol, OpenwrtLabRecord, OpenwrtRecord,
-};
 use crate::results::{PatchRecord, SourceRecord};
 use crate::util::fs::{copy_tree, CopyKind};
 use crate::util::hash::sha256_bytes;
@@ -64,34 +62,6 @@ pub struct OpenwrtBackend {
     lab: Option<OpenwrtLab>,
     /// Whether make evaluates the image Makefiles ([`Self::without_image_makefiles`]).
     image_makefiles: bool,
-}
-
-/// Everything one job is built from, before the variant's own patches.
-struct Resolved {
-    pristine: PristineTree,
-    selection: Selection,
-    openwrt: PreparedTree,
-    variant_series: Vec<SeriesPatch>,
-    kcflags: flags::KernelFlags,
-    dot_config: Vec<u8>,
-    /// The target's `openwrt_device` recipe, for the tree `openwrt.dir`.
-    image: Option<DeviceRecipe>,
-    /// Its stand-in when a dry run did not evaluate it.
-    image_unevaluated: Option<Unevaluated>,
-    /// The config files merged into `dot_config`, in order.
-    config_files: Vec<PathBuf>,
-    /// A lab kernel's side ([`super::openwrt_lab`]).
-    lab: Option<LabResolved>,
-}
-
-impl Resolved {
-    /// Whether OpenWrt's config sets `symbol` (to anything but `is not set`).
-    fn dot_config_sets(&self, symbol: &str) -> bool {
-        let line = format!("CONFIG_{symbol}=");
-        String::from_utf8_lossy(&self.dot_config)
-            .lines()
-            .any(|l| l.starts_with(&line))
-    }
 }
 
 impl OpenwrtBackend {
@@ -533,7 +503,7 @@ impl Backend for OpenwrtBackend {
             ccache: ccache::read_stats(options.ccache, &build)?,
             // Each OpenWrt-mode job builds in its own full copy of the tree.
             incremental_from: None,
-            openwrt: Some(self.record(&r, kconfig, added)),
+            openwrt: Some(record::record(self.checkout.root(), &r, kconfig, added)),
             extra_artifacts,
         })
     }

@@ -37,7 +37,8 @@ use anyhow::{Context, Result};
 use xshell::Shell;
 
 use super::loader::{self, LoaderParams, Stubs};
-use super::{dtb, kernel_input, lzma_prefix::PrefixEncoder, steps, KernelTree};
+use super::tree::KernelTree;
+use super::{dtb, kernel_input, lzma_prefix::PrefixEncoder, steps};
 use crate::inputs::openwrt::image::devices::DeviceEntry;
 use crate::inputs::openwrt::image::limits;
 use crate::inputs::openwrt::image::DeviceRecipe;

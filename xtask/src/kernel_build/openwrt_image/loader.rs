@@ -50,7 +50,7 @@ use anyhow::{bail, Context, Result};
 use object::{Object, ObjectSymbol};
 use xshell::{cmd, Shell};
 
-use super::KernelTree;
+use super::tree::KernelTree;
 use crate::inputs::openwrt::image::{DeviceRecipe, Step, RULES_MK};
 
 /// What `Build/loader-common` must contain (white space collapsed, `\`

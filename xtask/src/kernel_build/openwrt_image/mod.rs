@@ -24,6 +24,9 @@ pub mod fit;
 pub mod loader;
 pub mod lzma_prefix;
 pub mod steps;
+pub mod tree;
+
+pub use tree::KernelTree;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,21 +41,6 @@ use crate::kernel_build::artifacts::{lzma_alone, OBJCOPY_STRIP, OPENWRT_LZMA};
 use crate::kernel_build::plan::Unevaluated;
 use crate::results::{ArtifactRecord, PatchRecord};
 use crate::util::hash::sha256_bytes;
-
-/// The kernel build a device image is made from.
-#[derive(Debug, Clone, Copy)]
-pub struct KernelTree<'a> {
-    /// The kernel tree, built in place (OpenWrt's `$(LINUX_DIR)`).
-    pub linux_dir: &'a Path,
-    /// Its `vmlinux`.
-    pub vmlinux: &'a Path,
-    /// `CROSS_COMPILE` (`mipsel-linux-gnu-`), for objcopy and cpp.
-    pub cross_compile: &'a str,
-    /// The kernel `ARCH` (`mips`, `arm`): OpenWrt's `$(LINUX_KARCH)`.
-    pub karch: &'a str,
-    /// The full kernel version (`6.12.57`): OpenWrt's `$(LINUX_VERSION)`.
-    pub linux_version: &'a str,
-}
 
 /// The artifact name of `device`'s kernel image: OpenWrt's own
 /// `$(KDIR)/<device>$(KERNEL_SUFFIX)` (`-kernel.bin`, image.mk `Device/Init`).

@@ -247,7 +247,7 @@ pub struct StepContext<'a> {
     /// `$(LINUX_VERSION)`.
     pub linux_version: &'a str,
     /// The kernel build (the loaders' headers and cross compiler).
-    pub tree: &'a super::KernelTree<'a>,
+    pub tree: &'a super::tree::KernelTree<'a>,
 }
 
 /// The LZMA step's arguments to `lzma e` for `step` (`lzma`, `lzma-no-dict`,

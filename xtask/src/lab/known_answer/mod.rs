@@ -26,17 +26,16 @@
 //! target's baseline lab kernel runs them all (a minute or two with the
 //! plugin); nothing crosses the lab's network but its own setup.
 
+pub mod answer;
 pub mod per_cpu;
 pub mod program;
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use xshell::Shell;
 
-use super::backend::Testbed;
 use super::cache_model::{self, CacheModel};
 use super::session::{Image, QemuTestbed};
 use super::{kernel, rootfs, topology};
@@ -45,65 +44,15 @@ use crate::inputs::timing::TimingSpec;
 use crate::inputs::variants;
 use crate::kernel_build::BuildOptions;
 use crate::results::lab::core_model::Cycles;
-use crate::results::lab::CacheCounters;
 use crate::util::fs::write_atomic;
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 
-/// Iterations of the branch loop (the difference between its two runs):
-/// enough that what else the guest does in the run (a timer tick, the
-/// shell, the program's start) moves a count per iteration by under 1 %.
-pub const BRANCH_ITERATIONS: u64 = 1_000_000;
-/// Loads of the pointer chase: eight passes over its 32,768 lines.
-pub const CHASE_LOADS: u64 = 262_144;
-/// Iterations of each program's warm-up run, before the two measured
-/// ones: the first run of a program faults its pages in and runs kernel
-/// paths the others do not.
-const WARM_UP: u64 = 1_000;
+use answer::{counters, InGuest, WARM_UP};
+pub use answer::{Answer, PerIteration, BRANCH_ITERATIONS, CHASE_LOADS};
+
 /// Pairs of runs per program, the median kept ([`median_of`]).
 const PAIRS: usize = 3;
-/// For one run of a program in the guest (the largest runs 2N
-/// iterations under the plugin: seconds, slower on a loaded machine).
-const PROGRAM_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// One iteration of a program, from the difference of its two runs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct PerIteration {
-    /// Instructions.
-    pub insns: f64,
-    /// Conditional branches.
-    pub cond_branches: f64,
-    /// Taken branches and jumps.
-    pub taken: f64,
-    /// Conditional branches mispredicted.
-    pub cond_mispredicts: f64,
-    /// L1 D-cache misses.
-    pub l1d_misses: f64,
-    /// L2 misses of fetches and loads (every L1 miss without an L2).
-    pub l2_misses: f64,
-    /// Modelled cycles by cause.
-    pub cycles: Cycles,
-}
-
-/// One known answer: what the model must give, and what it gave.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Answer {
-    /// The guest command, with N (`xl-known branch random N`).
-    pub program: String,
-    /// What is compared (`mispredictions per iteration`).
-    pub quantity: String,
-    /// The expected value in words, with its reason.
-    pub expected: String,
-    /// The ranges a measured value passes in.
-    pub accept: Vec<(f64, f64)>,
-    /// The measured value.
-    pub measured: f64,
-    /// Whether it is in one of `accept`.
-    pub pass: bool,
-    /// Everything one iteration did.
-    pub per_iteration: PerIteration,
-}
-
 /// Every known answer of one target's model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KnownAnswers {
@@ -352,29 +301,6 @@ fn per_iteration(
             total: per(y1.total, y2.total),
         },
     })
-}
-
-fn counters(guest: &mut InGuest<'_>) -> Result<CacheCounters> {
-    Ok(guest
-        .bed
-        .model_counters()?
-        .context("the guest runs without the cache model")?
-        .total)
-}
-
-/// The measured guest of a testbed booted with the model: where the
-/// programs run ([`Testbed::guest_shell`]) and whose counters are read
-/// ([`Testbed::model_counters`]).
-struct InGuest<'a> {
-    bed: &'a mut dyn Testbed,
-    name: &'a str,
-}
-
-impl InGuest<'_> {
-    /// Runs `command` in the guest within [`PROGRAM_TIMEOUT`].
-    fn run(&mut self, command: &str) -> Result<String> {
-        self.bed.guest_shell(self.name, command, PROGRAM_TIMEOUT)
-    }
 }
 
 /// What `cargo xtask lab --known-answers` was asked for.

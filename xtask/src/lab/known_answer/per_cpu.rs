@@ -23,7 +23,8 @@
 
 use anyhow::{Context, Result};
 
-use super::{program, Answer, InGuest, PerIteration, BRANCH_ITERATIONS, CHASE_LOADS, WARM_UP};
+use super::answer::{Answer, InGuest, PerIteration, BRANCH_ITERATIONS, CHASE_LOADS, WARM_UP};
+use super::program;
 use crate::results::lab::core_model::Cycles;
 use crate::results::lab::per_cpu::Snapshot;
 use crate::results::lab::{CacheCounters, CoreTiming};
