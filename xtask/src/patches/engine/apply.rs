@@ -13,7 +13,25 @@ use super::fsops::{self, Staging};
 use super::model::{FileName, FileOp, FilePatch, Patch};
 use super::report::{ApplyReport, FileProblem, FileReport};
 use super::text::{apply_hunks, Reversal};
-use super::ApplyOptions;
+
+/// How to apply a patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApplyOptions {
+    /// `-p` level: leading path components stripped from the names in the
+    /// patch (1 for `a/`/`b/` prefixed names).
+    pub strip: usize,
+    /// Maximum fuzz: context lines that may be ignored at each end of a hunk
+    /// (GNU's default is 2; the build uses 0 so that every hunk matches exactly,
+    /// offsets aside).
+    pub fuzz: usize,
+}
+
+impl Default for ApplyOptions {
+    /// `-p1` and GNU patch's default fuzz of 2.
+    fn default() -> Self {
+        ApplyOptions { strip: 1, fuzz: 2 }
+    }
+}
 
 /// A file's content and permission bits (`None`: the umask default for a
 /// new file). A symbolic link to be created is its target and

@@ -25,8 +25,8 @@
 //! lines, then `+` lines, then a run of `!` lines on each side (old ones
 //! deleted, new ones inserted), then one context line on both.
 
+use super::diagnostics::{chomp, cr_stripped, err, ParseError, ParseErrorKind};
 use super::model::{Hunk, HunkLine, LineKind};
-use super::parse::{chomp, cr_stripped, err, ParseError, ParseErrorKind};
 
 /// At least this many stars start a context hunk (GNU checks eight).
 const HUNK_STARS: &[u8] = b"********";

@@ -7,8 +7,9 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use super::diagnostics::{chomp, err, ParseError, ParseErrorKind, Warnings};
 use super::model::{FileName, FileOp, FilePatch, Hunk};
-use super::parse::{chomp, err, parse_hunks, ParseError, ParseErrorKind, Warnings};
+use super::unified::parse_hunks;
 
 /// Parses the name part of a `--- `/`+++ ` line (GNU `fetchname`): a C-quoted
 /// name, or the text up to the first tab (or, with no tab, the first space);

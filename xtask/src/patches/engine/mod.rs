@@ -20,6 +20,7 @@
 
 mod apply;
 mod context;
+mod diagnostics;
 mod error;
 mod fsops;
 mod headers;
@@ -29,35 +30,19 @@ mod parse;
 mod reject;
 mod report;
 mod text;
+mod unified;
 
 use std::path::Path;
 
 use anyhow::Context as _;
 
+pub use apply::ApplyOptions;
+pub use diagnostics::{ParseError, ParseErrorKind, ParseWarning, ParseWarningKind};
 pub use error::ApplyError;
 pub use model::{FileName, FileOp, FilePatch, Hunk, HunkLine, LineKind, Patch};
-pub use parse::{parse_patch, ParseError, ParseErrorKind, ParseWarning, ParseWarningKind};
+pub use parse::parse_patch;
 pub use reject::{render_rejects, write_rejects};
 pub use report::{hunk_message, ApplyReport, FileProblem, FileReport, HunkOutcome};
-
-/// How to apply a patch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ApplyOptions {
-    /// `-p` level: leading path components stripped from the names in the
-    /// patch (1 for `a/`/`b/` prefixed names).
-    pub strip: usize,
-    /// Maximum fuzz: context lines that may be ignored at each end of a hunk
-    /// (GNU's default is 2; the build uses 0 so that every hunk matches exactly,
-    /// offsets aside).
-    pub fuzz: usize,
-}
-
-impl Default for ApplyOptions {
-    /// `-p1` and GNU patch's default fuzz of 2.
-    fn default() -> Self {
-        ApplyOptions { strip: 1, fuzz: 2 }
-    }
-}
 
 /// Applies one parsed patch to the directory `tree`, all-or-nothing: every
 /// hunk of every file is located first; only when all succeed are files

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::parse::ParseWarning;
+use super::diagnostics::ParseWarning;
 
 /// One patch file: the free-form description, then one entry per file diff.
 #[derive(Debug, Clone, PartialEq, Eq)]

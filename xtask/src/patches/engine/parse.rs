@@ -7,148 +7,13 @@
 //!
 //! What GNU patch accepts but the author probably did not mean (a hunk
 //! body longer than its header counts, blank lines missing at the end of
-//! the file) is parsed as GNU does, with a [`ParseWarning`].
-
-use std::fmt;
+//! the file) is parsed as GNU does, with a [`super::ParseWarning`].
 
 use super::context;
+use super::diagnostics::{chomp, err, ParseError, ParseErrorKind, Warnings};
 use super::headers::{parse_git_file, parse_header_name, plain_op};
-use super::model::{FilePatch, Hunk, HunkLine, LineKind, Patch};
-
-/// Why a patch could not be parsed, with the 1-based patch line it was noticed at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseError {
-    /// 1-based line number in the patch file (one past the last line for
-    /// "unexpected end of patch").
-    pub line: usize,
-    /// What is wrong.
-    pub kind: ParseErrorKind,
-}
-
-/// The kinds of [`ParseError`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseErrorKind {
-    /// No `diff --git` or `---`/`+++`/`@@` file header anywhere
-    /// (GNU: "Only garbage was found in the patch input.").
-    NoDiff,
-    /// An ed script or a normal diff: only unified and context diffs are applied.
-    Unsupported(&'static str),
-    /// A header line that does not parse (`@@` ranges, git names, modes).
-    BadHeader(String),
-    /// The patch ends inside the hunk whose `@@` line is given (a truncated file).
-    UnexpectedEnd {
-        /// 1-based line of the hunk's `@@` line.
-        hunk_line: usize,
-    },
-    /// A hunk body line that starts with none of ` `, `-`, `+`, `\` (in a
-    /// context diff: `  `, `- `, `+ `, `! `).
-    BadHunkLine,
-    /// A body line for a side whose `@@` header count is already used up
-    /// (a `-` line when the old side is complete, ...); in a context diff,
-    /// sides whose lines do not pair up (GNU: "replacement text or line
-    /// numbers mangled", "context mangled").
-    CountMismatch {
-        /// 1-based line of the hunk's `@@` line.
-        hunk_line: usize,
-    },
-    /// A `\ No newline at end of file` that does not follow a side's last line.
-    MisplacedNoNewline,
-    /// A hunk without any `-` or `+` line (GNU: "malformed patch").
-    NoChange {
-        /// 1-based line of the hunk's `@@` line.
-        hunk_line: usize,
-    },
-    /// An `@@` hunk after the first file header that belongs to no file header,
-    /// as when text was inserted between two hunks.
-    HunkWithoutHeader,
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "patch line {}: ", self.line)?;
-        match &self.kind {
-            ParseErrorKind::NoDiff => write!(f, "only garbage was found in the patch input"),
-            ParseErrorKind::Unsupported(what) => write!(f, "{what} are not supported"),
-            ParseErrorKind::BadHeader(msg) => write!(f, "malformed header: {msg}"),
-            ParseErrorKind::UnexpectedEnd { hunk_line } => write!(
-                f,
-                "unexpected end of patch in the hunk starting at line {hunk_line}"
-            ),
-            ParseErrorKind::BadHunkLine => write!(f, "malformed patch: not a hunk line"),
-            ParseErrorKind::CountMismatch { hunk_line } => write!(
-                f,
-                "malformed patch: the hunk at line {hunk_line} does not have the line counts its header says"
-            ),
-            ParseErrorKind::MisplacedNoNewline => write!(
-                f,
-                "malformed patch: '\\ No newline at end of file' not after the last line of a side"
-            ),
-            ParseErrorKind::NoChange { hunk_line } => {
-                write!(f, "malformed patch: the hunk at line {hunk_line} changes nothing")
-            }
-            ParseErrorKind::HunkWithoutHeader => {
-                write!(f, "hunk without a file header (garbage between hunks?)")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ParseError {}
-
-/// Something GNU patch accepts that the patch's author probably did not
-/// mean, with the 1-based patch line it was noticed at. The patch is parsed
-/// as GNU patch 2.7 parses it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseWarning {
-    /// 1-based patch line (one past the last line for a patch that ends early).
-    pub line: usize,
-    /// Index in [`Patch::files`] of the file diff the hunk belongs to.
-    pub file: usize,
-    /// 1-based patch line of the hunk's `@@` (or `***************`) line.
-    pub hunk_line: usize,
-    /// What was accepted.
-    pub kind: ParseWarningKind,
-}
-
-/// The kinds of [`ParseWarning`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParseWarningKind {
-    /// The body goes on with hunk lines after the line counts of the `@@`
-    /// header are used up. GNU patch ends the hunk at the counts and
-    /// ignores everything up to the next file header ("Ignoring the
-    /// trailing garbage").
-    TrailingGarbage,
-    /// The patch ends this many lines (at most 3, the same on both sides)
-    /// before the hunk's counts are used up. GNU patch takes them for blank
-    /// context lines that an editor stripped from the end of the file.
-    ChoppedBlankLines(usize),
-}
-
-impl fmt::Display for ParseWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "patch line {}: ", self.line)?;
-        match self.kind {
-            ParseWarningKind::TrailingGarbage => write!(
-                f,
-                "the hunk at line {} has more lines than its header counts; \
-                 the rest up to the next file header is ignored, as GNU patch ignores it",
-                self.hunk_line
-            ),
-            ParseWarningKind::ChoppedBlankLines(n) => write!(
-                f,
-                "the patch ends {n} line{} short of the end of the hunk at line {}; \
-                 taken as blank context lines, as GNU patch takes them \
-                 (trailing blank lines stripped by an editor?)",
-                if n == 1 { "" } else { "s" },
-                self.hunk_line
-            ),
-        }
-    }
-}
-
-pub(super) fn err<T>(line: usize, kind: ParseErrorKind) -> Result<T, ParseError> {
-    Err(ParseError { line, kind })
-}
+use super::model::{FilePatch, Patch};
+use super::unified::parse_hunks;
 
 /// Parses a patch file.
 ///
@@ -167,7 +32,7 @@ pub(super) fn err<T>(line: usize, kind: ParseErrorKind) -> Result<T, ParseError>
 /// hunk ends where its header's counts are used up, and hunk lines after
 /// that are ignored up to the next file header; a patch that ends at most
 /// 3 lines (on both sides) before its last hunk is complete gets those
-/// lines as blank context. The last two come with a [`ParseWarning`] in
+/// lines as blank context. The last two come with a [`super::ParseWarning`] in
 /// [`Patch::warnings`]. Context diffs become the same hunks as unified
 /// ones (`context.rs`).
 ///
@@ -244,35 +109,9 @@ pub fn parse_patch(bytes: &[u8]) -> Result<Patch, ParseError> {
     })
 }
 
-/// Where hunk parsers put their warnings: the list, and the index the file
-/// diff being parsed will have in [`Patch::files`].
-pub(super) struct Warnings<'a> {
-    /// The patch's warnings so far.
-    pub list: &'a mut Vec<ParseWarning>,
-    /// Index of the current file diff.
-    pub file: usize,
-}
-
-impl Warnings<'_> {
-    fn push(&mut self, line: usize, hunk_line: usize, kind: ParseWarningKind) {
-        self.list.push(ParseWarning {
-            line,
-            file: self.file,
-            hunk_line,
-            kind,
-        });
-    }
-}
-
 /// Lines with their `\n` (the last one may lack it).
 fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
     bytes.split_inclusive(|&b| b == b'\n').collect()
-}
-
-/// The line without its `\n` or `\r\n`.
-pub(super) fn chomp(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 fn is_file_header(lines: &[&[u8]], i: usize) -> bool {
@@ -316,159 +155,9 @@ fn is_ed_or_normal_command(l: &[u8]) -> bool {
     digits(rest) == rest.len()
 }
 
-/// Parses the `@@` hunks starting at index `i`; returns them and the index
-/// after them. Hunk lines after a hunk's counts are used up end the file
-/// diff with a [`ParseWarningKind::TrailingGarbage`] warning (the caller
-/// skips them up to the next file header).
-pub(super) fn parse_hunks(
-    lines: &[&[u8]],
-    mut i: usize,
-    strip_cr: bool,
-    warnings: &mut Warnings<'_>,
-) -> Result<(Vec<Hunk>, usize), ParseError> {
-    let mut hunks = Vec::new();
-    while i < lines.len() && lines[i].starts_with(b"@@ -") {
-        let (hunk, next) = parse_hunk(lines, i, strip_cr, warnings)?;
-        let hunk_line = hunk.line;
-        hunks.push(hunk);
-        i = next;
-        if let Some(l) = lines.get(i) {
-            let overrun = l.starts_with(b" ")
-                || l.starts_with(b"+")
-                || l.starts_with(b"\\")
-                || (l.starts_with(b"-") && !l.starts_with(b"--"));
-            if overrun {
-                warnings.push(i + 1, hunk_line, ParseWarningKind::TrailingGarbage);
-                break;
-            }
-        }
-    }
-    Ok((hunks, i))
-}
-
-/// `-a[,b] +c[,d] @@section` → (a, b, c, d, section).
-fn parse_range_header(l: &[u8]) -> Option<(usize, usize, usize, usize, Vec<u8>)> {
-    let l = chomp(l).strip_prefix(b"@@ -")?;
-    let num = |s: &[u8]| -> Option<(usize, usize)> {
-        let n = s.iter().take_while(|c| c.is_ascii_digit()).count();
-        let v = std::str::from_utf8(&s[..n]).ok()?.parse().ok()?;
-        Some((v, n))
-    };
-    let range = |s: &[u8]| -> Option<(usize, usize, usize)> {
-        let (start, n) = num(s)?;
-        if s.get(n) == Some(&b',') {
-            let (count, m) = num(&s[n + 1..])?;
-            Some((start, count, n + 1 + m))
-        } else {
-            Some((start, 1, n))
-        }
-    };
-    let (a, b, used) = range(l)?;
-    let l = l[used..].strip_prefix(b" +")?;
-    let (c, d, used) = range(l)?;
-    let l = l[used..].strip_prefix(b" @@")?;
-    Some((a, b, c, d, l.to_vec()))
-}
-
-fn parse_hunk(
-    lines: &[&[u8]],
-    i: usize,
-    strip_cr: bool,
-    warnings: &mut Warnings<'_>,
-) -> Result<(Hunk, usize), ParseError> {
-    let hunk_line = i + 1;
-    let (old_start, old_count, new_start, new_count, section) = parse_range_header(lines[i])
-        .ok_or_else(|| ParseError {
-            line: hunk_line,
-            kind: ParseErrorKind::BadHeader("bad '@@ -a,b +c,d @@' line".into()),
-        })?;
-    let (mut old_left, mut new_left) = (old_count, new_count);
-    let mut body = Vec::new();
-    let mut j = i + 1;
-    while old_left > 0 || new_left > 0 {
-        let Some(&raw) = lines.get(j) else {
-            // GNU: "assume blank lines got chopped", when at most 3 new-side
-            // lines are missing (and, for the hunk to be well formed, as
-            // many old-side ones).
-            if old_left == new_left && new_left <= 3 {
-                let chopped = new_left;
-                warnings.push(
-                    j + 1,
-                    hunk_line,
-                    ParseWarningKind::ChoppedBlankLines(chopped),
-                );
-                body.extend((0..chopped).map(|_| HunkLine {
-                    kind: LineKind::Context,
-                    text: Vec::new(),
-                    no_newline: false,
-                }));
-                break;
-            }
-            return err(j + 1, ParseErrorKind::UnexpectedEnd { hunk_line });
-        };
-        let raw = cr_stripped(raw, strip_cr);
-        let no_nl = raw.strip_suffix(b"\n").unwrap_or(&raw);
-        let (kind, text) = match raw.first() {
-            Some(b' ') => (LineKind::Context, &no_nl[1..]),
-            Some(b'-') => (LineKind::Delete, &no_nl[1..]),
-            Some(b'+') => (LineKind::Insert, &no_nl[1..]),
-            // "Assume the space got eaten", as GNU patch does.
-            Some(b'\n') | Some(b'\t') => (LineKind::Context, no_nl),
-            Some(b'\\') => return err(j + 1, ParseErrorKind::MisplacedNoNewline),
-            _ => return err(j + 1, ParseErrorKind::BadHunkLine),
-        };
-        let (uses_old, uses_new) = match kind {
-            LineKind::Context => (true, true),
-            LineKind::Delete => (true, false),
-            LineKind::Insert => (false, true),
-        };
-        if (uses_old && old_left == 0) || (uses_new && new_left == 0) {
-            return err(j + 1, ParseErrorKind::CountMismatch { hunk_line });
-        }
-        old_left -= usize::from(uses_old);
-        new_left -= usize::from(uses_new);
-        let ends_side = (uses_old && old_left == 0) || (uses_new && new_left == 0);
-        let mut line = HunkLine {
-            kind,
-            text: text.to_vec(),
-            no_newline: false,
-        };
-        j += 1;
-        if ends_side && lines.get(j).is_some_and(|l| l.starts_with(b"\\")) {
-            line.no_newline = true;
-            j += 1;
-        }
-        body.push(line);
-    }
-    if body.iter().all(|l| l.kind == LineKind::Context) {
-        return err(hunk_line, ParseErrorKind::NoChange { hunk_line });
-    }
-    Ok((
-        Hunk {
-            line: hunk_line,
-            old_start,
-            old_count,
-            new_start,
-            new_count,
-            section,
-            lines: body,
-        },
-        j,
-    ))
-}
-
-pub(super) fn cr_stripped(line: &[u8], strip_cr: bool) -> std::borrow::Cow<'_, [u8]> {
-    if strip_cr && line.ends_with(b"\r\n") {
-        let mut v = line[..line.len() - 2].to_vec();
-        v.push(b'\n');
-        std::borrow::Cow::Owned(v)
-    } else {
-        std::borrow::Cow::Borrowed(line)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::diagnostics::ParseWarningKind;
     use super::*;
 
     #[test]

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use super::diagnostics::ParseWarning;
 use super::model::FileOp;
-use super::parse::ParseWarning;
 
 /// The outcome of one hunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

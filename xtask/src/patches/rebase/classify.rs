@@ -6,7 +6,8 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 
-use super::{additions_present, Class};
+use super::present::additions_present;
+use super::state::Class;
 use crate::patches::engine::{
     check_patch, reverse_applies, ApplyError, ApplyOptions, ApplyReport, HunkOutcome, Patch,
 };

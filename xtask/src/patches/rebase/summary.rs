@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{Class, RebaseState};
+use super::state::{Class, RebaseState};
 
 /// How many of `classes` fall in each class, every class present (zeros
 /// included), in the order clean, offset, fuzz, upstream, conflict.
