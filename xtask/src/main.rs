@@ -10,8 +10,8 @@ use cli::{
     changed_files, until, BenchCommand, Cli, Command, ConfigCommand, FlagsCommand, PatchesCommand,
     ResultsCommand,
 };
+use xtask::patches::commands as stack;
 use xtask::patches::openwrt_sync::Direction;
-use xtask::patches::stack::commands as stack;
 use xtask::util::layout::Layout;
 use xtask::{host, inputs, kernel_build, lab, patches, report, results};
 

@@ -1,16 +1,16 @@
 //! The `patches` subcommands' command line: clap types that hand
-//! `xtask::patches::stack::commands` its plain options.
+//! `xtask::patches::commands` its plain options.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use xtask::kernel_build::size_bisect::BisectRequest;
 use xtask::patches::bench::BenchOptions;
-use xtask::patches::openwrt_sync::{Prune, SyncOptions, Write};
-use xtask::patches::rebase::Action;
-use xtask::patches::stack::commands::{
+use xtask::patches::commands::{
     ChangedFiles, Output, RebaseRequest, SeriesOptions, SyncRequest, Until,
 };
+use xtask::patches::openwrt_sync::{Prune, SyncOptions, Write};
+use xtask::patches::rebase::Action;
 
 use super::wait;
 

@@ -13,7 +13,6 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use xshell::{cmd, Shell};
 
-use crate::inputs::targets::Target;
 use crate::util::fs::StagingDir;
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
@@ -312,33 +311,6 @@ pub fn input_version(sh: &Shell, input: &SourceInput) -> Result<String> {
             path.display()
         )
     })
-}
-
-/// Errors unless Linux `version` (from `input`) is in the series
-/// `target` says it builds (`kernel = "6.12"`): another series would be
-/// built with other patches into the target's results directory, replacing
-/// its results under the same name. The message names the source, its
-/// version, the target file's `kernel =` and the fixes.
-pub fn ensure_series(input: &SourceInput, version: &str, target: &Target) -> Result<()> {
-    let series = series_of(version);
-    if series == target.kernel {
-        return Ok(());
-    }
-    let (SourceInput::Tarball(path) | SourceInput::Tree(path)) = input;
-    bail!(
-        "kernel source {} is Linux {version}, but {} says kernel = \"{}\"; its results would \
-         replace target {}'s Linux {} results. Pass --kernel-src with a Linux {} tarball or tree \
-         (or leave it out for {}), or, to measure Linux {series}, set kernel = \"{series}\" in \
-         {} (or in a copy of it under another name)",
-        path.display(),
-        target.file.display(),
-        target.kernel,
-        target.name,
-        target.kernel,
-        target.kernel,
-        default_tarball(&target.kernel).display(),
-        target.file.display(),
-    )
 }
 
 /// The top-level Makefile of kernel series `kver` (`6.12`), read without

@@ -253,7 +253,7 @@ impl LabSpec {
             }
         }
         if let Some(openwrt) = &self.openwrt {
-            crate::inputs::targets::check_plain("[lab] openwrt", openwrt, "._-/")
+            crate::util::path::check_plain("[lab] openwrt", openwrt, "._-/")
                 .with_context(|| format!("{file}: refusing this [lab] table"))?;
             if openwrt
                 .split('/')
@@ -266,7 +266,7 @@ impl LabSpec {
         }
         if let Some(dtb) = &self.dtb {
             // A make goal on make's command line.
-            crate::inputs::targets::check_plain("[lab] dtb", dtb, "._-/")
+            crate::util::path::check_plain("[lab] dtb", dtb, "._-/")
                 .with_context(|| format!("{file}: refusing this [lab] table"))?;
         }
         let dir = target_file.parent().unwrap_or(Path::new("."));
@@ -290,11 +290,11 @@ impl LabSpec {
             ("console", &self.console, ""),
             ("nic", &self.nic, "-"),
         ] {
-            crate::inputs::targets::check_plain(&format!("[lab] {key}"), value, extra)
+            crate::util::path::check_plain(&format!("[lab] {key}"), value, extra)
                 .with_context(|| format!("{file}: refusing this [lab] table"))?;
         }
         for nic in &self.other_nics {
-            crate::inputs::targets::check_plain("[lab] other_nics", nic, "-")
+            crate::util::path::check_plain("[lab] other_nics", nic, "-")
                 .with_context(|| format!("{file}: refusing this [lab] table"))?;
         }
         for slot in &self.nic_pci_slots {
@@ -312,7 +312,7 @@ impl LabSpec {
             );
         }
         if let Some(g) = &self.static_guest {
-            crate::inputs::targets::check_plain(
+            crate::util::path::check_plain(
                 "[lab.static_guest] cross_compile",
                 &g.cross_compile,
                 "._-+",
@@ -422,7 +422,7 @@ pub fn check_qemu_args(args: &[String]) -> Result<()> {
                  and network are its own, so nothing reaches another network)"
             );
         }
-        crate::inputs::targets::check_plain(&format!("[lab] qemu_args {option}"), value, ",=._-:")?;
+        crate::util::path::check_plain(&format!("[lab] qemu_args {option}"), value, ",=._-:")?;
         if ["netdev", "nic", "chardev"]
             .iter()
             .any(|w| value.contains(w))

@@ -175,7 +175,7 @@ fn per_nic(raw: RawPerNic, what: &str) -> Result<PerNic<CpuMask>> {
         RawPerNic::Each(map) => PerNic::Each(
             map.into_iter()
                 .map(|(nic, text)| {
-                    crate::inputs::targets::check_plain(&format!("{what} NIC"), &nic, "-_")?;
+                    crate::util::path::check_plain(&format!("{what} NIC"), &nic, "-_")?;
                     let mask = CpuMask::parse(&text, &format!("{what}.{nic}"))?;
                     Ok((nic, mask))
                 })

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use crate::inputs::kernel_source::{self, SourceInput};
+
 /// One image or file a build produces and measures.
 ///
 /// Names (as written in target files and `result.json`) follow OpenWrt's
@@ -142,6 +144,33 @@ fn default_true() -> bool {
 }
 
 impl Target {
+    /// Errors unless Linux `version` (from `input`) is in the series
+    /// it builds (`kernel = "6.12"`): another series would be
+    /// built with other patches into the target's results directory, replacing
+    /// its results under the same name. The message names the source, its
+    /// version, the target file's `kernel =` and the fixes.
+    pub fn ensure_series(&self, input: &SourceInput, version: &str) -> Result<()> {
+        let series = kernel_source::series_of(version);
+        if series == self.kernel {
+            return Ok(());
+        }
+        let (SourceInput::Tarball(path) | SourceInput::Tree(path)) = input;
+        bail!(
+            "kernel source {} is Linux {version}, but {} says kernel = \"{}\"; its results would \
+             replace target {}'s Linux {} results. Pass --kernel-src with a Linux {} tarball or tree \
+             (or leave it out for {}), or, to measure Linux {series}, set kernel = \"{series}\" in \
+             {} (or in a copy of it under another name)",
+            path.display(),
+            self.file.display(),
+            self.kernel,
+            self.name,
+            self.kernel,
+            self.kernel,
+            kernel_source::default_tarball(&self.kernel).display(),
+            self.file.display(),
+        )
+    }
+
     /// Reads and validates one target file. The target's name is the file stem.
     ///
     /// Errors name the file and what is wrong (unknown key, missing fragment,
@@ -213,7 +242,7 @@ impl Target {
         check_plain("arch", &self.arch, "_")?;
         check_plain("cross_compile", &self.cross_compile, "._-/+")?;
         check_plain("compiler_package", &self.compiler_package, ".+-")?;
-        crate::inputs::kernel_source::check_series(&self.kernel, "kernel")?;
+        kernel_source::check_series(&self.kernel, "kernel")?;
         check_plain("kconfig.base", &self.kconfig.base, "._-")?;
         for fragment in &self.kconfig.fragments {
             if let Some(why) = crate::util::path::unsafe_reason(Path::new(fragment)) {

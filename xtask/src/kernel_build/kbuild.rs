@@ -62,7 +62,7 @@ impl KernelTree {
     fn series(&self, sh: &Shell, job: &Job) -> Result<(PristineTree, Vec<SeriesPatch>)> {
         let input = self.input_for(job)?;
         let pristine = kernel_source::pristine_tree(sh, &self.layout, &input)?;
-        kernel_source::ensure_series(&input, &pristine.version, &job.target)?;
+        job.target.ensure_series(&input, &pristine.version)?;
         let kver = kernel_source::series_of(&pristine.version);
         let makefile_path = pristine.dir.join("Makefile");
         let makefile = read_limited(
@@ -184,7 +184,7 @@ impl Backend for KernelTree {
                 Err(e) => problems.push(format!("{e:#}")),
                 Ok(input) => {
                     let checked = version_of(sh, &input, &mut versions)
-                        .and_then(|v| kernel_source::ensure_series(&input, &v, &job.target));
+                        .and_then(|v| job.target.ensure_series(&input, &v));
                     if let Err(e) = checked {
                         problems.push(format!("{e:#}"));
                     }

@@ -16,6 +16,7 @@
 //! * [`bench`](mod@bench): push against GNU patch and quilt.
 
 pub mod bench;
+pub mod commands;
 pub mod diff;
 pub mod engine;
 pub mod extra_optimization;

@@ -14,10 +14,9 @@
 //! Submodules: [`applied`] (the [`Stack`] itself), [`state`] (the `.xtask-pc` format), [`journal`] (the
 //! write-ahead journal and recovery), [`refresh`] (quilt's
 //! patch form), [`work_tree`] (finding the series and the working tree),
-//! [`commands`] (the `cargo xtask patches` subcommands).
+//! and the `cargo xtask patches` subcommands in [`super::commands`].
 
 pub mod applied;
-pub mod commands;
 pub mod journal;
 pub mod refresh;
 pub mod state;

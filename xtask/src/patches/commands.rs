@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use xshell::Shell;
 
-use super::{work_tree, Refreshed, Stack};
+use super::stack::{work_tree, Refreshed, Stack};
 use crate::inputs::targets::{self, Target};
 use crate::patches::engine::ApplyOptions;
 use crate::patches::openwrt_sync::{self, Direction, SyncOptions};
