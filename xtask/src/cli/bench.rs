@@ -9,7 +9,7 @@ use xtask::host::symbols_bench::SymbolsBenchRequest;
 use xtask::kernel_build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
 use xtask::lab::bench::LabBenchRequest;
 
-use super::default_jobs;
+use super::build::default_jobs;
 use super::patches::BenchArgs;
 
 /// The `bench` subcommands.

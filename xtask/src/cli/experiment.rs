@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::default_jobs;
+use super::build::default_jobs;
 
 /// `cargo xtask experiment FILE`.
 #[derive(Debug, clap::Args)]

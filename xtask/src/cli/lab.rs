@@ -103,7 +103,7 @@ pub struct LabArgs {
     #[arg(long, value_name = "nat-router|loopback|mesh|mesh-bridged")]
     pub topology: Option<String>,
     #[command(flatten)]
-    pub make: super::MakeArgs,
+    pub make: super::build::MakeArgs,
     /// The machine: `qemu` (the target's [lab] table), a real router
     /// over SSH, `ssh://[USER@]HOST[:PORT]` (user root by default; `ssh`
     /// alone takes the destination from the lab file), or `host`: this

@@ -12,7 +12,7 @@ use xtask::patches::commands::{
 use xtask::patches::openwrt_sync::{Prune, SyncOptions, Write};
 use xtask::patches::rebase::Action;
 
-use super::wait;
+use super::build::wait;
 
 /// The `patches` subcommands.
 #[derive(Debug, Subcommand)]
@@ -73,7 +73,7 @@ pub struct SizeBisectArgs {
     /// The target, the base variant (default: baseline; without --series its
     /// own patches are the range) and how to build. One --target.
     #[command(flatten)]
-    pub build: super::BuildArgs,
+    pub build: super::build::BuildArgs,
     /// Bisect this directory's patches (its quilt `series` file, else every
     /// *.patch in name order), applied after the variant's.
     #[arg(long, value_name = "DIR")]

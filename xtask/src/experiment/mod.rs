@@ -16,6 +16,7 @@
 pub mod file;
 pub mod hint;
 pub mod plan;
+pub mod request;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,36 +32,7 @@ use crate::report::{self, LabRuns, Request as ReportRequest, Style, SymbolOption
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 
-/// Whether the experiment runs or only prints its plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Run {
-    /// Build, run the labs, write the report.
-    All,
-    /// Print the plan and an estimate of the time (`--dry-run`).
-    DryRun,
-}
-
-/// Whether labs an earlier run of the experiment started are continued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Labs {
-    /// Continue them: complete ones kept, interrupted ones taken over.
-    Resume,
-    /// Start every lab anew (`--fresh`); the old ones stay on disk.
-    Fresh,
-}
-
-/// What `cargo xtask experiment` was asked.
-#[derive(Debug, Clone)]
-pub struct Request {
-    /// The experiment file.
-    pub file: PathBuf,
-    /// The `-j` budget the builds share (and each lab kernel's make).
-    pub jobs: usize,
-    /// Run, or print the plan.
-    pub run: Run,
-    /// Resume or start the labs anew.
-    pub labs: Labs,
-}
+pub use request::{Labs, Request, Run};
 
 /// `target/xtask/experiments/<name>/state.json`: where each target's lab
 /// of the experiment records.

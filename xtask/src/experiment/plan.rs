@@ -10,7 +10,7 @@ use anyhow::Result;
 use xshell::Shell;
 
 use super::file::{Experiment, LabSpec, LabsAtOnce, Mode};
-use super::Run;
+use super::request::Run;
 use crate::kernel_build::ccache::{self, Ccache};
 use crate::kernel_build::command::{self, BuildRequest, Planned};
 use crate::kernel_build::Rebuild;

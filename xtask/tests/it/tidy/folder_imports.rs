@@ -4,12 +4,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{crate_dir, read, rust_files};
 
-/// Folders of `src/` whose imports still go in a loop, to be untangled
-/// like `lab/` and `kernel_build/` were. A folder leaves the list when its
-/// loop is gone (the test fails while a listed folder has none); no
-/// folder joins it.
-const FOLDERS_THAT_STILL_LOOP: &[&str] = &["cli", "experiment"];
-
 /// Every path of a use-tree or expression starting at `s[0]`, `{a, b::c}` expanded.
 fn paths(s: &[char], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
     let mut path = prefix;
@@ -181,18 +175,8 @@ fn imports_within_a_folder_point_one_way() {
             loops.push((folder.join("/"), why.join(", ")));
         }
     }
-    let looping: BTreeSet<&str> = loops.iter().map(|(f, _)| f.as_str()).collect();
-    let untangled: Vec<&&str> = FOLDERS_THAT_STILL_LOOP
-        .iter()
-        .filter(|f| !looping.contains(**f))
-        .collect();
-    assert!(
-        untangled.is_empty(),
-        "no loop left in {untangled:?}: take them off FOLDERS_THAT_STILL_LOOP"
-    );
     let loops: Vec<String> = loops
         .iter()
-        .filter(|(f, _)| !FOLDERS_THAT_STILL_LOOP.contains(&f.as_str()))
         .map(|(f, why)| format!("src/{f}: {why}"))
         .collect();
     assert!(
