@@ -6,7 +6,7 @@
 //!
 //! 1. Our plugin and QEMU's own `contrib/plugins/cache.c`, both built from
 //!    the installed QEMU's Debian source package, run in one QEMU process
-//!    (so on one instruction stream) while the brcm47xx lab kernel boots
+//!    (so on one instruction stream) while the ramips-mt7621 lab kernel boots
 //!    its initramfs to `/init`'s shell; at exit both report: instructions
 //!    (cache.c's I-cache accesses), L1I misses, L1D accesses and misses
 //!    must be equal, for the target's geometry with its core model
@@ -17,7 +17,7 @@
 //!    our plugin serves on its socket while the guest runs never decrease
 //!    and stay below the exit totals.
 //! 2. A lab run with the model: every run has the three metrics and the
-//!    core model's (brcm47xx has `[lab.timing]`: cycles at least the
+//!    core model's (ramips-mt7621 has `[lab.timing]`: cycles at least the
 //!    instructions, packets/s the clock over them), the
 //!    counters bracket the traffic, and instructions per packet times the
 //!    `-icount` step (2^3 ns) agree with QEMU's own guest clock, the busy
@@ -42,7 +42,10 @@ use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{CacheCounters, CacheGeometry};
 use xtask::util::layout::Layout;
 
-const TARGET: &str = "brcm47xx";
+/// The Malta lab every lab test of CI boots: one lab kernel to build
+/// (ramips-mt7621's boots one CPU by default, as brcm47xx's does, and
+/// `lab_multicore.rs` boots it with two).
+const TARGET: &str = "ramips-mt7621";
 
 /// The lab tests share the process id the lab names its namespaces
 /// after; one lab at a time.
@@ -217,7 +220,7 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
-        .slow("builds the brcm47xx lab kernel and boots it in QEMU")
+        .slow("builds the ramips-mt7621 lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .cache_model_lab(spec);
     if !needs.met() {
@@ -243,11 +246,11 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
     .unwrap();
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
 
-    let l1 = spec.l1.expect("brcm47xx declares [lab.l1]");
+    let l1 = spec.l1.expect("ramips-mt7621 declares [lab.l1]");
     let timing = spec
         .timing
         .as_ref()
-        .expect("brcm47xx declares [lab.timing]");
+        .expect("ramips-mt7621 declares [lab.timing]");
     let own = Core {
         args: cache_model::core::plugin_args(spec, timing).unwrap(),
         l2: (timing.l2_size_bytes.value > 0).then_some(CacheGeometry {
@@ -344,7 +347,7 @@ fn the_lab_reads_the_model_around_each_run() {
         .unwrap()
         .remove(0);
     let needs = gate::Needs::new()
-        .slow("builds the brcm47xx lab kernel and boots it in QEMU")
+        .slow("builds the ramips-mt7621 lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .cache_model_lab(kernel::spec_of(&target).unwrap());
     if !needs.met() {
@@ -389,7 +392,7 @@ fn the_lab_reads_the_model_around_each_run() {
             "{c:?}"
         );
         assert!(model.timing.is_some(), "lab.json records the timing table");
-        // brcm47xx has [lab.timing]: every run is costed, and its cycles
+        // ramips-mt7621 has [lab.timing]: every run is costed, and its cycles
         // are at least its instructions (CPI 1) plus its misses' cost.
         let core = c.core.as_ref().expect("the core model costs every run");
         let per = |n: u64| n as f64 / c.work.packets as f64;

@@ -1,5 +1,6 @@
-//! The QEMU router lab end to end, as CI runs it: build the brcm47xx lab
-//! kernel (Malta, little-endian, 74K) with the baseline flags, boot it
+//! The QEMU router lab end to end, as CI runs it: build the ramips-mt7621
+//! lab kernel (Malta, little-endian, a 34K with one CPU; the one Malta lab
+//! kernel CI builds) with the baseline flags, boot it
 //! between two network namespaces, and measure 2 runs of 2 s each way,
 //! GRO on and off, through its nftables masquerade (GRO merges on the
 //! e1000 NICs: fewer IP datagrams than frames, and not with GRO off); then
@@ -32,7 +33,8 @@ use xtask::lab::topology::nat_router;
 use xtask::lab::{self, kernel, rootfs, LabRequest};
 use xtask::util::layout::Layout;
 
-const TARGET: &str = "brcm47xx";
+/// The Malta lab kernel every lab test of CI boots (one build).
+const TARGET: &str = "ramips-mt7621";
 
 use crate::common::leftovers;
 use leftovers::{no_lab_leftovers, one_at_a_time};
@@ -72,7 +74,7 @@ fn malta_router_forwards_through_masquerade() {
 
     let record = LabRecord::read(&dir).unwrap();
     assert_eq!(record.status, Status::Complete);
-    assert_eq!(record.lab_target, "brcm47xx-lab");
+    assert_eq!(record.lab_target, "ramips-mt7621-lab");
     assert_eq!(record.boots.len(), 2);
     for boot in &record.boots {
         assert!(dir.join(&boot.console_log).is_file());
@@ -147,7 +149,7 @@ fn malta_router_forwards_through_masquerade() {
         );
     }
     // The lab kernel is recorded like any build.
-    let results = layout.results_dir("brcm47xx-lab", "baseline");
+    let results = layout.results_dir("ramips-mt7621-lab", "baseline");
     assert!(results.join("result.json").is_file());
 
     // The masquerade's translation, as the guest's conntrack shows it.
@@ -191,7 +193,7 @@ fn malta_router_forwards_through_masquerade() {
     no_lab_leftovers();
 }
 
-/// The brcm47xx lab's baseline kernel (built when missing), its `[lab]`
+/// The ramips-mt7621 lab's baseline kernel (built when missing), its `[lab]`
 /// table and the guest's initramfs; `None` when the gate says a tool is
 /// missing (outside CI).
 fn malta_kernel() -> Option<(lab::LabSpec, std::path::PathBuf, rootfs::Initramfs)> {
@@ -270,7 +272,10 @@ fn gro_on_the_pcnet_nic_merges_nothing() {
         return;
     };
     let pcnet = spec
-        .with_nic(Some("pcnet"), std::path::Path::new("targets/brcm47xx.toml"))
+        .with_nic(
+            Some("pcnet"),
+            std::path::Path::new("targets/ramips-mt7621.toml"),
+        )
         .unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let mut bed = boot(&pcnet, &image, &initramfs, scratch.path());

@@ -1,5 +1,6 @@
-//! The batman-adv mesh (`--topology mesh`) end to end on the brcm47xx lab
-//! kernel (Malta, e1000 NICs, batman-adv built in): two QEMU routers whose
+//! The batman-adv mesh (`--topology mesh`) end to end on the ramips-mt7621
+//! lab kernel (Malta, e1000 NICs, batman-adv built in; the one Malta lab
+//! kernel CI builds): two QEMU routers whose
 //! mesh ports meet on a bridge in a namespace of their own, `bat0` over
 //! them, `br-lan` = `lan` + `bat0` in each. One boot checks that frames
 //! cross `bat0` (each router reaches both endpoints, r1's originator table
@@ -27,7 +28,8 @@ use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::IperfOptions;
 use xtask::util::layout::Layout;
 
-const TARGET: &str = "brcm47xx";
+/// The Malta lab kernel every lab test of CI boots (one build).
+const TARGET: &str = "ramips-mt7621";
 
 use crate::common::leftovers;
 use leftovers::{no_lab_leftovers, one_at_a_time};

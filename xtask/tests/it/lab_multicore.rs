@@ -74,7 +74,7 @@ fn rps_moves_the_forwarding_path_to_the_cpu_it_names() {
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
-        .slow("builds the brcm47xx lab kernel and boots it in QEMU")
+        .slow("builds the ramips-mt7621 lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
         .cache_model_lab(spec);
     if !needs.met() {
