@@ -16,7 +16,7 @@
 //! Each build writes its own stats log (`CCACHE_STATSLOG`) in its build
 //! directory, so the hits and misses of builds that run side by side are
 //! counted apart. ccache is not part of the build key: it changes how long
-//! a build takes, never the bytes (`tests/it/e2e_ccache.rs` checks it).
+//! a build takes, never the bytes (`tests/it/e2e_patch_only.rs` checks it).
 
 use std::path::{Path, PathBuf};
 

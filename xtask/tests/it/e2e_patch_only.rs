@@ -1,15 +1,20 @@
 //! A patch-only variant (baseline's flags plus one patch that changes
 //! `panic_timeout`'s initial value in `kernel/panic.c`) starts from baseline's finished build
 //! directory and recompiles only what the patch changed, with the bytes
-//! of a build from scratch.
+//! of a build from scratch; and ccache and the workspace's path change how
+//! long a build takes, never its bytes (issue #20 §10;
+//! `e2e_reproducible.rs` does the same in OpenWrt mode).
 //!
-//! Two scratch workspaces under `target/xtask/` share `targets/`, the
-//! kernel sources and the ccache of this one and have their own
-//! `patches/` (the project's flag patches and a `variants.toml` with the
-//! test variant). In the first, baseline then the patch-only variant; in
-//! the second, the patch-only variant from an empty directory. Three tiny
-//! builds, mostly ccache hits after `cargo xtask test`'s: 2–6 minutes on
-//! 2 cores.
+//! Two scratch workspaces under `target/xtask/` share `targets/` and the
+//! unpacked kernel source with this one and have their own `patches/` (the
+//! project's flag patches and a `variants.toml` with the test variant).
+//! The first also shares this one's patched trees and ccache: baseline
+//! (ccache hits after `cargo xtask test`'s build), then the patch-only
+//! variant from it. The second, at another path with its own patched tree
+//! and without ccache (`--no-ccache`), builds the patch-only variant from
+//! an empty directory: every artifact must have the incremental build's
+//! sha256, and the result the same build key. Two tiny builds' work: 2–6
+//! minutes on 2 cores.
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -58,8 +63,23 @@ fn panic_patch(sh: &Shell, layout: &Layout, scratch: &Path) -> Vec<u8> {
     out.stdout
 }
 
-/// A workspace with its own `patches/` and results, sharing the rest.
-fn scratch_workspace(sh: &Shell, layout: &Layout, prefix: &str) -> tempfile::TempDir {
+/// What a scratch workspace shares with this one besides `targets/`.
+#[derive(Clone, Copy)]
+enum Shares {
+    /// The unpacked source, the patched trees and the ccache.
+    TreesAndCcache,
+    /// Only the unpacked source: its patched tree is its own, at another
+    /// path.
+    Source,
+}
+
+/// A workspace with its own `patches/` and results, sharing `shares`.
+fn scratch_workspace(
+    sh: &Shell,
+    layout: &Layout,
+    prefix: &str,
+    shares: Shares,
+) -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir_in(layout.work_dir())
@@ -67,7 +87,11 @@ fn scratch_workspace(sh: &Shell, layout: &Layout, prefix: &str) -> tempfile::Tem
     let work = dir.path().join("target/xtask");
     std::fs::create_dir_all(&work).unwrap();
     symlink(layout.targets_dir(), dir.path().join("targets")).unwrap();
-    for shared in ["pristine", "src", "ccache"] {
+    let shared: &[&str] = match shares {
+        Shares::TreesAndCcache => &["pristine", "src", "ccache"],
+        Shares::Source => &["pristine"],
+    };
+    for shared in shared {
         let from = layout.work_dir().join(shared);
         std::fs::create_dir_all(&from).unwrap();
         symlink(from, work.join(shared)).unwrap();
@@ -96,7 +120,7 @@ fn scratch_workspace(sh: &Shell, layout: &Layout, prefix: &str) -> tempfile::Tem
     dir
 }
 
-fn build(layout: &Layout, variant: &str, rebuild: Rebuild) -> BuildResult {
+fn build(layout: &Layout, variant: &str, rebuild: Rebuild, ccache: Ccache) -> BuildResult {
     let request = BuildRequest {
         targets: vec![TARGET.to_string()],
         variants: vec![variant.to_string()],
@@ -106,9 +130,7 @@ fn build(layout: &Layout, variant: &str, rebuild: Rebuild) -> BuildResult {
         rebuild,
         wait: Wait::Yes,
         mode: Mode::Build,
-        ccache: Ccache::On {
-            max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE).unwrap(),
-        },
+        ccache,
         distcc: Default::default(),
         openwrt: None,
     };
@@ -129,19 +151,22 @@ fn objects_compiled(layout: &Layout, variant: &str) -> usize {
 #[test]
 fn a_patch_only_variant_starts_from_baseline_with_the_same_bytes() {
     if !gate::Needs::new()
-        .slow("builds the tiny ARM kernel three times")
+        .slow("builds the tiny ARM kernel three times, once without ccache")
         .met()
     {
         return;
     }
     let sh = Shell::new().unwrap();
     let layout = Layout::from_manifest_dir();
-    let first_dir = scratch_workspace(&sh, &layout, "scratch-patch-only-");
+    let cached = Ccache::On {
+        max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE).unwrap(),
+    };
+    let first_dir = scratch_workspace(&sh, &layout, "scratch-patch-only-", Shares::TreesAndCcache);
     let first = Layout::new(first_dir.path());
-    let baseline = build(&first, "baseline", Rebuild::Always);
+    let baseline = build(&first, "baseline", Rebuild::Always, cached);
     assert_eq!(baseline.incremental_from, None);
 
-    let incremental = build(&first, VARIANT, Rebuild::IfChanged);
+    let incremental = build(&first, VARIANT, Rebuild::IfChanged, cached);
     assert_eq!(
         incremental.incremental_from.as_deref(),
         Some("baseline"),
@@ -163,15 +188,39 @@ fn a_patch_only_variant_starts_from_baseline_with_the_same_bytes() {
         "the patch did not change vmlinux"
     );
 
-    let second_dir = scratch_workspace(&sh, &layout, "scratch-patch-only-full-");
+    let second_dir = scratch_workspace(&sh, &layout, "scratch-patch-only-full-", Shares::Source);
     let second = Layout::new(second_dir.path());
-    let scratch = build(&second, VARIANT, Rebuild::Always);
+    let scratch = build(&second, VARIANT, Rebuild::Always, Ccache::Off);
     assert_eq!(scratch.incremental_from, None);
-    assert_eq!(scratch.build_key, incremental.build_key);
+    assert!(
+        incremental.ccache.is_some(),
+        "the first workspace builds through ccache"
+    );
+    assert_eq!(scratch.ccache, None, "--no-ccache recorded ccache stats");
+    assert_eq!(
+        scratch.build_key, incremental.build_key,
+        "ccache or the path changed the key"
+    );
+    assert_eq!(
+        scratch.artifacts.keys().collect::<Vec<_>>(),
+        incremental.artifacts.keys().collect::<Vec<_>>()
+    );
+    let results = |l: &Layout| l.results_dir(TARGET, VARIANT);
     for (name, record) in &scratch.artifacts {
+        let digest = |l: &Layout| xtask::util::hash::sha256_file(&results(l).join(name)).unwrap();
+        assert_eq!(
+            digest(&second),
+            record.sha256,
+            "{name}: the file and its record"
+        );
+        assert_eq!(
+            digest(&first),
+            incremental.artifacts[name].sha256,
+            "{name}: the file and its record"
+        );
         assert_eq!(
             incremental.artifacts[name].sha256, record.sha256,
-            "{name}: the incremental build's bytes differ from a build from scratch"
+            "{name}: the incremental build through ccache and the build from scratch without it, at another path, differ"
         );
     }
 }

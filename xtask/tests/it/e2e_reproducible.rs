@@ -17,9 +17,9 @@
 //! once on the 6.12 source (shared by both workspaces), then two tiny
 //! builds side by side, 5–15 minutes on 2 idle cores.
 //!
-//! The default mode's pair is `e2e_ccache.rs`: it rebuilds `cargo xtask
-//! test`'s tiny baseline in a scratch workspace at another path with its
-//! own patched tree, without ccache.
+//! The default mode's pair is `e2e_patch_only.rs`: its build from scratch
+//! runs in a scratch workspace at another path with its own patched tree,
+//! without ccache, and must give the bytes of its build through ccache.
 
 use crate::common::gate;
 use crate::common::openwrt_fixture;

@@ -25,7 +25,6 @@ mod build_pipeline;
 mod build_scheduler;
 mod cli_refusals;
 mod docs;
-mod e2e_ccache;
 mod e2e_distcc;
 mod e2e_patch_only;
 mod e2e_reproducible;
