@@ -1,5 +1,5 @@
 //! `cargo xtask experiment FILE`: one experiment file
-//! ([`file`]: `experiments/<name>.toml`) as one command — plan first
+//! ([`file`](mod@file): `experiments/<name>.toml`) as one command — plan first
 //! ([`plan`]: builds with which are up to date, labs, report, printed),
 //! then every build (side by side within `-j`, through the build
 //! orchestration), every lab, and the report in each format.
@@ -10,7 +10,7 @@
 //! A killed experiment resumes when run again: finished builds are up to
 //! date (their build keys), and each lab's directory is kept in
 //! `target/xtask/experiments/<name>/state.json` before the lab starts, so
-//! the next run takes it over ([`orchestrate::Start::Resume`]): its
+//! the next run takes it over ([`crate::lab::orchestrate::Start::Resume`]): its
 //! finished runs are kept and the runner continues with the next.
 
 pub mod file;

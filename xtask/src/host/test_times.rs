@@ -54,7 +54,7 @@ struct Case {
 }
 
 /// The summary's lines: the walls, the tests' summed time, and the slow
-/// tests' count, summed time and share of it, then the [`LONGEST`]
+/// tests' count, summed time and share of it, then the `LONGEST` (8)
 /// tests, slow ones marked.
 ///
 /// Errors: `junit` is not XML, or a `testcase` has no `name` or a `time`

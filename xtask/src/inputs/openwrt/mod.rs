@@ -8,7 +8,7 @@
 //! * [`flags`]: KCFLAGS from `CONFIG_EXTRA_OPTIMIZATION` and
 //!   `CONFIG_KERNEL_CFLAGS` (include/kernel.mk, config/Config-devel.in).
 //! * [`cpu`]: `CPU_TYPE` and the flags include/target.mk derives from it.
-//! * [`image`]: one device's `KERNEL` recipe (target/linux/<board>/image/),
+//! * [`image`]: one device's `KERNEL` recipe (`target/linux/<board>/image/`),
 //!   evaluated by GNU make.
 //!
 //! This module only reads the checkout; applying patches is

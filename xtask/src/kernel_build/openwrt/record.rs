@@ -13,7 +13,7 @@ use crate::results::openwrt::{
 };
 
 /// What result.json records of the OpenWrt side of a build; `added`:
-/// a lab kernel's symbols the lab changed ([`super::super::openwrt_lab::added`]).
+/// a lab kernel's symbols the lab changed ([`crate::kernel_build::openwrt_lab::added`]).
 pub(super) fn record(
     checkout: &Path,
     r: &Resolved,

@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
-use super::super::openwrt_lab::LabResolved;
-use super::super::plan::Unevaluated;
 use crate::inputs::kernel_source::PristineTree;
 use crate::inputs::openwrt::image::DeviceRecipe;
 use crate::inputs::openwrt::{flags, Selection};
+use crate::kernel_build::openwrt_lab::LabResolved;
+use crate::kernel_build::plan::Unevaluated;
 use crate::patches::openwrt_series::PreparedTree;
 use crate::patches::series::SeriesPatch;
 

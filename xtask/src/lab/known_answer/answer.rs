@@ -1,6 +1,6 @@
 //! What the known-answer programs share: their sizes, one answer
 //! ([`Answer`]) with what one iteration did ([`PerIteration`]), and the
-//! measured guest they run in ([`InGuest`]).
+//! measured guest they run in (`InGuest`).
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! with patch | without batman-adv`, one row per iperf run, then the
 //! average row): for a lab that ran `--topology mesh`, each throughput
 //! series as a table whose columns are the base ("without patch"), each
-//! variant ("with patch", or "with <variant>" when there are several) and
+//! variant ("with patch", or "with `<variant>`" when there are several) and
 //! the reference arm, the base's kernel on the routers bridged without
 //! batman-adv ("without batman-adv"). The A/A control stays in the
 //! verdict lines and the every-run tables. Values are Mbit/s with one

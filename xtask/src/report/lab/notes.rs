@@ -6,7 +6,7 @@
 use super::series::Series;
 use crate::results::lab::{CacheModelInfo, CoreTiming, LabRecord, MachineInfo, Metric, Topology};
 
-/// What [`LabReport::notes`] says of every host lab.
+/// What [`super::LabReport::notes`] says of every host lab.
 pub const HOST_NOTE: &str = "measures this machine's kernel, not a router's";
 
 /// A note when the QEMU lab switched GRO on NICs whose driver never uses

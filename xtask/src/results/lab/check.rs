@@ -61,7 +61,7 @@ pub struct Problems {
 }
 
 impl Problems {
-    /// An error naming `file`, its refusals (the first [`LISTED`]) and the
+    /// An error naming `file`, its refusals (the first `LISTED`, 10) and the
     /// fix; `Ok` without refusals.
     pub fn refuse(&self, record: &LabRecord, file: &Path) -> Result<()> {
         let n = self.refusals.len();
