@@ -346,10 +346,11 @@ fn the_lab_reads_the_model_around_each_run() {
     let target = targets::select(&all, &[TARGET.to_string()])
         .unwrap()
         .remove(0);
+    let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
         .slow("builds the ramips-mt7621 lab kernel and boots it in QEMU")
         .root("taps and network namespaces")
-        .cache_model_lab(kernel::spec_of(&target).unwrap());
+        .cache_model_lab(spec);
     if !needs.met() {
         return;
     }
@@ -372,10 +373,9 @@ fn the_lab_reads_the_model_around_each_run() {
         .cache_model
         .as_ref()
         .expect("lab.json records the model");
-    let l1 = kernel::spec_of(&target).unwrap().l1.unwrap();
+    let l1 = spec.l1.unwrap();
     // The target file's clock, which the model's packets/s is costed at.
-    let clock_mhz = kernel::spec_of(&target)
-        .unwrap()
+    let clock_mhz = spec
         .timing
         .as_ref()
         .expect("ramips-mt7621 declares [lab.timing]")
