@@ -27,6 +27,7 @@
 //! minutes when it is.
 
 use crate::common::gate;
+use crate::common::lab_build;
 
 use std::path::Path;
 use std::process::Command;
@@ -34,7 +35,6 @@ use std::time::{Duration, Instant};
 
 use xshell::Shell;
 use xtask::inputs::targets;
-use xtask::kernel_build::BuildOptions;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::{self, Limits};
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
@@ -50,10 +50,6 @@ const TARGET: &str = "ramips-mt7621";
 /// The lab tests share the process id the lab names its namespaces
 /// after; one lab at a time.
 use crate::common::leftovers::one_at_a_time;
-
-fn jobs() -> BuildOptions {
-    BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()))
-}
 
 /// What QEMU's `cache.c` printed at exit for core 0: data accesses, data
 /// misses, instruction accesses, instruction misses, and with its L2 the
@@ -239,7 +235,7 @@ fn our_misses_equal_qemu_cache_c_on_one_instruction_stream() {
         &layout,
         &target,
         &baseline,
-        jobs(),
+        lab_build::options(),
         None,
         &kernel::Recipe::Profiles,
     )
@@ -361,7 +357,7 @@ fn the_lab_reads_the_model_around_each_run() {
         r.duration_seconds = 3;
         r.gro = Some(GroChoice::On);
         r.control = false;
-        r.build = jobs();
+        r.build = lab_build::options();
         r.cache_model = true;
     });
     let dir = lab::run(&sh, &layout, &request)

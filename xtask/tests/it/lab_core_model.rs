@@ -17,11 +17,11 @@
 //! About two minutes when the lab kernel is built.
 
 use crate::common::gate;
+use crate::common::lab_build;
 
 use std::process::Command;
 
 use xtask::inputs::targets;
-use xtask::kernel_build::BuildOptions;
 use xtask::lab::cache_model::{compile, source};
 use xtask::lab::known_answer;
 use xtask::lab::{self, kernel};
@@ -96,13 +96,12 @@ fn known_answers_on_the_malta_guest() {
         xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
     let sh = xshell::Shell::new().unwrap();
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let kernels = kernel::build_with(
         &sh,
         &layout,
         &target,
         &baseline,
-        BuildOptions::with_jobs(jobs),
+        lab_build::options(),
         None,
         &kernel::Recipe::Profiles,
     )

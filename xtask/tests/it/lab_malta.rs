@@ -17,6 +17,7 @@
 //! the lab kernel is already built.
 
 use crate::common::gate;
+use crate::common::lab_build;
 
 use std::time::Instant;
 
@@ -24,7 +25,6 @@ use crate::common::guest_checks;
 
 use xshell::Shell;
 use xtask::inputs::targets;
-use xtask::kernel_build::BuildOptions;
 use xtask::lab::backend::Testbed;
 use xtask::lab::guest::SamplePoint;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
@@ -63,8 +63,7 @@ fn malta_router_forwards_through_masquerade() {
         r.runs = 2;
         r.duration_seconds = 2;
         r.control = false;
-        r.build =
-            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        r.build = lab_build::options();
     });
     let dir = lab::run(&sh, &layout, &request)
         .unwrap()
@@ -213,13 +212,12 @@ fn malta_kernel() -> Option<(lab::LabSpec, std::path::PathBuf, rootfs::Initramfs
     let variants =
         xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let kernels = kernel::build_with(
         &Shell::new().unwrap(),
         &layout,
         &target,
         &baseline,
-        BuildOptions::with_jobs(jobs),
+        lab_build::options(),
         None,
         &kernel::Recipe::Profiles,
     )

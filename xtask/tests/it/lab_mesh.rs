@@ -16,10 +16,10 @@
 //! mesh is two QEMU guests).
 
 use crate::common::gate;
+use crate::common::lab_build;
 
 use xshell::Shell;
 use xtask::inputs::targets;
-use xtask::kernel_build::BuildOptions;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::mesh::{self, Mesh};
@@ -58,13 +58,12 @@ fn frames_cross_bat0_and_batctl_names_the_other_router() {
     let variants =
         xtask::inputs::variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = xtask::inputs::variants::select(&variants, &["baseline".to_string()]).unwrap();
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let kernels = kernel::build_with(
         &Shell::new().unwrap(),
         &layout,
         &target,
         &baseline,
-        BuildOptions::with_jobs(jobs),
+        lab_build::options(),
         None,
         &kernel::Recipe::Profiles,
     )
@@ -146,8 +145,7 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         r.gro = Some(GroChoice::On);
         r.direction = Some(xtask::lab::DirectionChoice::LanToWan);
         r.control = false;
-        r.build =
-            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        r.build = lab_build::options();
         r.iperf = iperf;
     });
     let dir = lab::run(&Shell::new().unwrap(), &layout, &request)

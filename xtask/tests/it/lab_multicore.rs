@@ -13,13 +13,13 @@
 //! `tests/it/common/gate.rs` (a failure under CI, a counted skip elsewhere).
 
 use crate::common::gate;
+use crate::common::lab_build;
 use crate::common::leftovers;
 
 use leftovers::{no_lab_leftovers, one_at_a_time};
 use xshell::Shell;
 use xtask::inputs::steering::SteeringSpec;
 use xtask::inputs::targets;
-use xtask::kernel_build::BuildOptions;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status};
 use xtask::lab::{self, kernel, DirectionChoice, GroChoice, LabRequest};
 use xtask::results::lab::Metric;
@@ -43,8 +43,7 @@ fn insns_per_cpu(sh: &Shell, layout: &Layout, steering: &str) -> (f64, f64) {
             SteeringSpec::parse_flag(steering).unwrap(),
             "the test".to_string(),
         ));
-        r.build =
-            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        r.build = lab_build::options();
     });
     let dir = lab::run(sh, layout, &request)
         .unwrap()

@@ -14,6 +14,7 @@
 //! for what it costs.
 
 use crate::common::gate;
+use crate::common::lab_build;
 use crate::common::openwrt_fixture;
 
 use std::process::Command;
@@ -21,7 +22,6 @@ use std::process::Command;
 use openwrt_fixture::Fixture;
 use xshell::Shell;
 use xtask::inputs::targets;
-use xtask::kernel_build::BuildOptions;
 use xtask::lab::firewall4;
 use xtask::lab::record::{Condition, Direction, Gro, LabRecord, MachineInfo, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
@@ -118,8 +118,7 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
         r.duration_seconds = 2;
         r.gro = Some(GroChoice::On);
         r.control = false;
-        r.build =
-            BuildOptions::with_jobs(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        r.build = lab_build::options();
         r.openwrt = Some(fx.root.clone());
     });
     let started = std::time::Instant::now();

@@ -24,6 +24,7 @@
 
 use crate::common::gate;
 use crate::common::guest_checks;
+use crate::common::lab_build;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,7 +32,6 @@ use std::process::Command;
 
 use xshell::Shell;
 use xtask::inputs::{targets, variants};
-use xtask::kernel_build::BuildOptions;
 use xtask::lab::backend::{Gro, Testbed};
 use xtask::lab::record::Direction;
 use xtask::lab::session::{Image, QemuTestbed};
@@ -351,13 +351,12 @@ fn the_ath79_lab_kernel_boots_the_static_guest_and_masquerades() {
     let initramfs = rootfs::prepare(&layout, spec).unwrap();
     let all = variants::load(&layout.variants_file(), &layout.patches_dir()).unwrap();
     let baseline = variants::select(&all, &["baseline".to_string()]).unwrap();
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let kernels = kernel::build_with(
         &Shell::new().unwrap(),
         &layout,
         &target,
         &baseline,
-        BuildOptions::with_jobs(jobs),
+        lab_build::options(),
         None,
         &kernel::Recipe::Profiles,
     )

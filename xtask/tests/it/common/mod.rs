@@ -5,6 +5,7 @@ pub mod elf_fixtures;
 pub mod elf_tools;
 pub mod gate;
 pub mod guest_checks;
+pub mod lab_build;
 pub mod lab_fixture;
 pub mod leftovers;
 pub mod mount_ns;
