@@ -90,6 +90,21 @@ pub fn read_symbols(path: &Path) -> Result<SymbolTable> {
     read_symbols_of(&bytes).with_context(|| format!("{}: not a readable ELF file", path.display()))
 }
 
+/// The symbols [`read_symbols`] lists, in the symbol table's order rather
+/// than nm's: for [`crate::measure::bloat::diff`], which sums sizes by
+/// name and sorts its own rows. Leaving out nm's sort by size and name
+/// (most symbols share a size with others, so most comparisons compare
+/// names) saves about a fifth of `size-report --symbols`'s CPU time on a
+/// bcm53xx pair (`perf record`; `cargo xtask bench symbols` times it).
+///
+/// Errors: as [`read_symbols`].
+pub fn read_unsorted(path: &Path) -> Result<Vec<NmSymbol>> {
+    let bytes = read_tables(path)?;
+    listed(&bytes)
+        .map(|(_, symbols)| nm_symbols(symbols))
+        .with_context(|| format!("{}: not a readable ELF file", path.display()))
+}
+
 /// The file at `path` as a buffer of its length that holds only what
 /// [`read_symbols_of`] reads: the ELF header, the section headers and the
 /// symbol, string and extended-index tables, each at its offset; the rest
@@ -159,9 +174,23 @@ fn table_ranges<'data, H: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
 
 /// [`read_symbols`] over an in-memory ELF image.
 pub fn read_symbols_of(data: &[u8]) -> Result<SymbolTable> {
+    let (address_bits, mut symbols) = listed(data)?;
+    symbols.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+    Ok(SymbolTable {
+        address_bits,
+        symbols: nm_symbols(symbols),
+    })
+}
+
+/// A symbol nm lists: its size in bytes, its name's bytes, its letter.
+type Listed<'data> = (u64, &'data [u8], char);
+
+/// The ELF class in bits (32 or 64) and the symbols nm lists, in the
+/// symbol table's order.
+fn listed(data: &[u8]) -> Result<(u32, Vec<Listed<'_>>)> {
     match object::FileKind::parse(data)? {
-        object::FileKind::Elf32 => symbols::<elf::FileHeader32<Endianness>>(data, 32),
-        object::FileKind::Elf64 => symbols::<elf::FileHeader64<Endianness>>(data, 64),
+        object::FileKind::Elf32 => Ok((32, symbols::<elf::FileHeader32<Endianness>>(data)?)),
+        object::FileKind::Elf64 => Ok((64, symbols::<elf::FileHeader64<Endianness>>(data)?)),
         other => bail!("not an ELF file ({other:?})"),
     }
 }
@@ -185,7 +214,7 @@ const SHN_MIPS_SUNDEFINED: u16 = 0xff04;
 const SHT_MIPS_DEBUG: u32 = 0x7000_0005;
 const SHT_MIPS_DWARF: u32 = 0x7000_001e;
 
-fn symbols<H: FileHeader<Endian = Endianness>>(data: &[u8], bits: u32) -> Result<SymbolTable> {
+fn symbols<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Vec<Listed<'_>>> {
     let header = H::parse(data)?;
     let endian = header.endian()?;
     let machine = header.e_machine(endian);
@@ -252,7 +281,7 @@ fn symbols<H: FileHeader<Endian = Endianness>>(data: &[u8], bits: u32) -> Result
             .map_or(Place::Absolute, |(i, _)| places[i])
     };
 
-    let mut out: Vec<(u64, &[u8], char)> = Vec::new();
+    let mut out = Vec::new();
     for (index, sym) in symtab.enumerate().skip(1) {
         let size: u64 = sym.st_size(endian).into();
         if size == 0 {
@@ -318,21 +347,22 @@ fn symbols<H: FileHeader<Endian = Endianness>>(data: &[u8], bits: u32) -> Result
         };
         out.push((size, name, kind));
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-    Ok(SymbolTable {
-        address_bits: bits,
-        symbols: out
-            .into_iter()
-            .map(|(size, name, kind)| NmSymbol {
-                name: match std::str::from_utf8(name) {
-                    Ok(name) => name.to_owned(),
-                    Err(_) => String::from_utf8_lossy(name).into_owned(),
-                },
-                size,
-                kind,
-            })
-            .collect(),
-    })
+    Ok(out)
+}
+
+/// `listed` with owned names (invalid UTF-8 replaced with U+FFFD).
+fn nm_symbols(listed: Vec<Listed<'_>>) -> Vec<NmSymbol> {
+    listed
+        .into_iter()
+        .map(|(size, name, kind)| NmSymbol {
+            name: match std::str::from_utf8(name) {
+                Ok(name) => name.to_owned(),
+                Err(_) => String::from_utf8_lossy(name).into_owned(),
+            },
+            size,
+            kind,
+        })
+        .collect()
 }
 
 /// Whether bfd's `bfd_section_from_shdr` makes section `index` a BFD

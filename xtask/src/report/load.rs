@@ -39,7 +39,7 @@ use super::sizes;
 use crate::measure::bloat;
 use crate::measure::linkmap::Grouping;
 use crate::measure::sections;
-use crate::measure::symbols;
+use crate::measure::symbols::{self, NmSymbol};
 use crate::results::{self, BuildResult};
 use crate::util::layout::Layout;
 
@@ -327,7 +327,7 @@ fn load_target(
                 .transpose()
         };
         let mut tables = handles.into_iter();
-        let base_symbols: Option<symbols::SymbolTable> = joined(tables.next().flatten())?;
+        let base_symbols: Option<Vec<NmSymbol>> = joined(tables.next().flatten())?;
         let mut comparisons: Vec<Comparison> = Vec::new();
         for (v, table) in present.iter().zip(tables) {
             let dir = layout.results_dir(&target.name, v);
@@ -354,8 +354,8 @@ fn load_target(
             }
             let symbols = match (request.symbols, &base_symbols, joined(table)?) {
                 (Some(opts), Some(old), Some(new)) => Some(bloat::diff_with(
-                    &old.symbols,
-                    &new.symbols,
+                    old,
+                    &new,
                     opts.mode,
                     bloat::Options {
                         fold_clones: opts.fold_clones,
@@ -503,7 +503,7 @@ fn read_vmlinux_symbols(
     dir: &Path,
     target: &str,
     variant: &str,
-) -> Result<symbols::SymbolTable> {
+) -> Result<Vec<NmSymbol>> {
     let vmlinux = dir.join("vmlinux");
     if !vmlinux.is_file() {
         bail!(
@@ -512,7 +512,7 @@ fn read_vmlinux_symbols(
             build_command(layout, target, &[variant])
         );
     }
-    symbols::read_symbols(&vmlinux).with_context(|| {
+    symbols::read_unsorted(&vmlinux).with_context(|| {
         format!(
             "rebuild it with `{}`",
             build_command(layout, target, &[variant])
