@@ -1,8 +1,10 @@
 //! Checks of the source tree itself, in the style of rust-analyzer's
 //! `xtask/src/tidy.rs`: file sizes, where clap may appear, documented
 //! public items, which pipeline stage may import which, that only the
-//! tests' gate reads `CI`, and that a test returns early only through it.
+//! tests' gate reads `CI`, that a test returns early only through it, and
+//! that the test build compiles no dependency a second time.
 
+mod dev_features;
 mod early_return;
 
 use std::collections::{BTreeMap, BTreeSet};
