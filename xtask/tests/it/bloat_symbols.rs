@@ -1,14 +1,15 @@
 //! `xtask::measure::symbols` on files that are not the cross fixtures: this test
 //! executable itself (a 64-bit PIE with thousands of Rust symbols, TLS and
-//! weak symbols) against the host `nm`, and the errors for files that are
-//! not ELF or are cut short.
+//! weak symbols) against the host `nm`, the report's unsorted reading of it
+//! against the sorted one, and the errors for files that are not ELF or
+//! are cut short.
 
 use crate::common::elf_tools;
 use crate::common::gate;
 
 use std::path::Path;
 
-use xtask::measure::symbols::{read_symbols, read_symbols_of};
+use xtask::measure::symbols::{read_symbols, read_symbols_of, read_unsorted};
 
 fn error_text(path: &Path) -> String {
     let err = read_symbols(path).expect_err("reading should fail");
@@ -30,6 +31,38 @@ fn own_executable_matches_host_nm() {
         "{}",
         elf_tools::first_difference(&ours, &theirs).unwrap_or_default()
     );
+}
+
+/// `read_unsorted`, what `size-report --symbols` diffs, lists the symbols
+/// `read_symbols` lists, in the symbol table's order: the same multiset,
+/// and not sorted (a test that passed on a sorted copy would not tell).
+#[test]
+fn unsorted_reading_lists_the_same_symbols_in_table_order() {
+    let exe = std::env::current_exe().expect("test executable path");
+    let sorted = read_symbols(&exe)
+        .expect("reading the test executable")
+        .symbols;
+    let unsorted = read_unsorted(&exe).expect("reading the test executable");
+    let by_size_and_name = |a: &xtask::measure::symbols::NmSymbol,
+                            b: &xtask::measure::symbols::NmSymbol| {
+        a.size.cmp(&b.size).then_with(|| a.name.cmp(&b.name))
+    };
+    assert!(
+        !unsorted.is_sorted_by(|a, b| by_size_and_name(a, b).is_le()),
+        "the test executable's table happened to be in nm's order"
+    );
+    let mut resorted = unsorted.clone();
+    resorted.sort_by(by_size_and_name);
+    assert_eq!(resorted, sorted);
+    assert_eq!(
+        unsorted,
+        read_unsorted(&exe).unwrap(),
+        "two reads, two orders"
+    );
+    assert!(read_unsorted(Path::new("/nonexistent/vmlinux"))
+        .unwrap_err()
+        .to_string()
+        .contains("/nonexistent/vmlinux"));
 }
 
 #[test]

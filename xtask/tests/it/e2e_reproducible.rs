@@ -2,11 +2,10 @@
 //! workspace's path (issue #20 §10), in OpenWrt mode: the tiny profile
 //! `arm-tiny` is built twice, in two scratch workspaces at different paths
 //! (so its tree, a full copy in the build directory as OpenWrt builds,
-//! lies at different paths too), each without ccache (`--no-ccache`: both
-//! compile every object, and a ccache miss costs about a third more than
-//! the compiler alone, `common/lab_build.rs`), and every artifact's sha256
-//! and the build key must be equal. That ccache changes no byte is
-//! `e2e_patch_only.rs`'s check.
+//! lies at different paths too), the first through a cold ccache of its
+//! own, the second without ccache (`--no-ccache`; both compile every
+//! object), and every artifact's sha256 and the build key must be equal:
+//! neither the path nor ccache changes a byte in OpenWrt mode.
 //!
 //! The checkout is the OpenWrt fixture with one board added for the test,
 //! `xtasktiny/generic`: ARM, Linux 6.12, and as its `config-6.12` the complete
@@ -32,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use xshell::{cmd, Shell};
 use xtask::inputs::kernel_source;
-use xtask::kernel_build::ccache::Ccache;
+use xtask::kernel_build::ccache::{self, Ccache};
 use xtask::kernel_build::command::{self, BuildRequest, Mode};
 use xtask::kernel_build::Rebuild;
 use xtask::results::BuildResult;
@@ -128,7 +127,7 @@ fn add_board(checkout: &Path, config: &str) {
     std::fs::write(sub.join("target.mk"), "BOARDNAME:=Generic\n").unwrap();
 }
 
-fn build(layout: &Layout, checkout: &Path) -> (PathBuf, BuildResult) {
+fn build(layout: &Layout, checkout: &Path, ccache: Ccache) -> (PathBuf, BuildResult) {
     let sh = &Shell::new().unwrap();
     let request = BuildRequest {
         targets: vec![TARGET.to_string()],
@@ -139,7 +138,7 @@ fn build(layout: &Layout, checkout: &Path) -> (PathBuf, BuildResult) {
         rebuild: Rebuild::Always,
         wait: Wait::Yes,
         mode: Mode::Build,
-        ccache: Ccache::Off,
+        ccache,
         distcc: Default::default(),
         openwrt: Some(checkout.to_path_buf()),
     };
@@ -153,6 +152,7 @@ fn build(layout: &Layout, checkout: &Path) -> (PathBuf, BuildResult) {
 fn openwrt_mode_bytes_do_not_depend_on_the_workspace_path() {
     let tools = gate::Needs::new()
         .slow("builds the tiny ARM kernel twice in OpenWrt mode")
+        .program("ccache", "ccache")
         .program("arm-linux-gnueabi-gcc", "gcc-arm-linux-gnueabi");
     if !tools.met() || openwrt_fixture::debian_tarball("6.12").is_none() {
         return;
@@ -173,9 +173,12 @@ fn openwrt_mode_bytes_do_not_depend_on_the_workspace_path() {
     // Side by side: each build is `make -j<cores>`, and neither waits for
     // the other's workspace (only the shared, already prepared source is
     // locked).
+    let cold = Ccache::On {
+        max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE).unwrap(),
+    };
     let ((dir_a, first), (dir_b, second)) = std::thread::scope(|s| {
-        let one = s.spawn(|| build(&a, &fx.root));
-        let other = s.spawn(|| build(&b, &fx.root));
+        let one = s.spawn(|| build(&a, &fx.root, cold));
+        let other = s.spawn(|| build(&b, &fx.root, Ccache::Off));
         (one.join().unwrap(), other.join().unwrap())
     });
     let record = first.openwrt.as_ref().expect("an OpenWrt-mode result");
@@ -183,9 +186,11 @@ fn openwrt_mode_bytes_do_not_depend_on_the_workspace_path() {
         "OpenWrt target {}; {} s and {} s",
         record.target, first.duration_seconds, second.duration_seconds
     );
+    assert!(first.ccache.is_some(), "the first builds through ccache");
+    assert_eq!(second.ccache, None, "--no-ccache recorded ccache stats");
     assert_eq!(
         first.build_key, second.build_key,
-        "the path changed the key"
+        "the path or ccache changed the key"
     );
     assert_eq!(
         first.artifacts.keys().collect::<Vec<_>>(),
