@@ -1,8 +1,9 @@
 //! Symbol-level size diff with the semantics of the kernel's
 //! `scripts/bloat-o-meter` (Linux 6.12).
 //!
-//! [`diff`] takes two `nm --size-sort` listings (from
-//! [`crate::measure::symbols::read_symbols`]) and [`BloatDiff::render`] prints
+//! [`diff`] takes two `nm --size-sort` listings, in any order (from
+//! [`crate::measure::symbols::read_symbols`], or unsorted from
+//! [`crate::measure::symbols::read_unsorted`]) and [`BloatDiff::render`] prints
 //! byte for byte what `scripts/bloat-o-meter [-c|-d|-t] old new` prints for
 //! the same two files. The rules, all from bloat-o-meter's `getsizes`,
 //! `calc` and `print_result`:
