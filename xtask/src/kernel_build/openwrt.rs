@@ -40,7 +40,7 @@ use super::plan::{JobInputs, PlannedJob, Unevaluated};
 use super::progress::run_logged;
 use crate::inputs::kconfig::{self as fragments, Setting};
 use crate::inputs::kernel_source::{self, PristineTree};
-use crate::inputs::openwrt::{flags, kconfig, select_for, Checkout, Wanted};
+use crate::inputs::openwrt::{flags, kconfig, optimization, select_for, Checkout, Wanted};
 use crate::kernel_build::artifacts::BuildOutputs;
 use crate::kernel_build::{ccache, openwrt_image, toolchain};
 use crate::patches::extra_optimization;
@@ -165,7 +165,13 @@ impl OpenwrtBackend {
             });
         }
         let config_files = kconfig::config_files(&self.checkout, &selection.target, &kver);
-        let dot_config = kconfig::kernel_dot_config(&self.checkout, &config_files)?;
+        // The level OpenWrt builds the router with (a lab kernel's too).
+        let level = optimization::default_level(&self.checkout, &flags_target)?;
+        let dot_config = kconfig::kernel_dot_config(
+            &self.checkout,
+            &config_files,
+            level.as_ref().map(|d| d.level),
+        )?;
         let kcflags = flags::kernel_flags(&self.checkout, &flags_target)?;
         let (image, lab) = match &self.lab {
             None if !self.image_makefiles => (None, None),

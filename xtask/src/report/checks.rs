@@ -8,7 +8,9 @@
 //! * the final `.config` (sha256). A variant with `kconfig` lines (recorded
 //!   in its `result.json` from `patches/variants.toml`) changes the config on
 //!   purpose, so when the base or the variant recorded kconfig lines a config
-//!   difference is expected and only noted;
+//!   difference is expected and only noted; when it changes the optimization
+//!   level (`kbuild_cflags.effective`: `baseline-os` against
+//!   `no-reorder-blocks`), the first note says so, naming both levels;
 //! * the patches both builds applied under the same name (same sha256),
 //!   except the generated `201-extra_optimization.patch`, which carries the
 //!   variant's flags. A patch applied to only one side must be one of that
@@ -92,15 +94,23 @@ pub fn mismatches(base: &BuildResult, variant: &BuildResult) -> (Vec<String>, Ve
     };
     same("LZMA parameters", &lzma(base), &lzma(variant));
 
+    let (lb, lv) = (base.kbuild_cflags.level(), variant.kbuild_cflags.level());
+    let levels = (lb != lv).then(|| {
+        format!(
+            "{b} is built {lb} and {v} {lv} (CONFIG_CC_OPTIMIZE_FOR_*): the change is the two optimization levels', not only the variants' flags"
+        )
+    });
     if base.config_sha256 != variant.config_sha256 {
         let (kb, kv) = (&base.variant.kconfig, &variant.variant.kconfig);
         if kb.is_empty() && kv.is_empty() {
             problems.push(format!(
-                ".config: {b} has sha256 {}, {v} has {}, and neither variant adds kconfig lines in variants.toml",
+                ".config: {b} has sha256 {}, {v} has {}, and neither variant adds kconfig lines in variants.toml{}",
                 short(&base.config_sha256),
-                short(&variant.config_sha256)
+                short(&variant.config_sha256),
+                levels.as_ref().map_or(String::new(), |l| format!("; {l}"))
             ));
         } else {
+            notes.extend(levels);
             let mut who = Vec::new();
             if !kb.is_empty() {
                 who.push(format!("{b} sets {}", kb.join(", ")));

@@ -38,24 +38,16 @@ fn toolchain_line(r: &BuildResult) -> String {
     format!("Linux {}, {}", r.kernel_source.version, r.compiler)
 }
 
-fn effective_flags(r: &BuildResult) -> &str {
-    if r.kbuild_cflags.effective == "o2" {
-        &r.kbuild_cflags.o2
-    } else {
-        &r.kbuild_cflags.os
-    }
-}
-
 /// (variant, flags) for the base and each variant of `t`.
 fn flags_of(t: &TargetReport) -> Vec<(String, String)> {
     let mut v = vec![(
         t.base.variant.name.clone(),
-        effective_flags(&t.base).to_string(),
+        t.base.kbuild_cflags.in_effect().to_string(),
     )];
     for c in &t.comparisons {
         v.push((
             c.variant.variant.name.clone(),
-            effective_flags(&c.variant).to_string(),
+            c.variant.kbuild_cflags.in_effect().to_string(),
         ));
     }
     v

@@ -5,7 +5,7 @@
 //!
 //! Linux 6.12.117, arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0
 //!
-//! | | baseline | no-reorder-blocks | change |
+//! | | baseline (-O2) | no-reorder-blocks (-O2) | change |
 //! |:--|--:|--:|--:|
 //! | zImage | 415656 | 418744 | +3088 (+0.74%) |
 //! …
@@ -17,7 +17,8 @@
 //! (bytes) and `hex` (dec in hex, as `size` prints it). A family whose unit
 //! is shown has it in the row label (`tcp (Mbit/s)`); means of several
 //! samples are shown with two decimals. Columns: the base, then per variant
-//! its value and the change (in the unit, and in percent).
+//! its value and the change (in the unit, and in percent). Each column
+//! names its build's optimization level (`kbuild_cflags.effective`).
 //! Warnings are quoted above the table; symbol diffs follow it in
 //! collapsible `<details>` blocks. The runtime lab's runs follow the
 //! targets, as LKP-style tables with p values and intervals
@@ -76,9 +77,19 @@ fn sizes(report: &Report, style: &Style) -> String {
                 let _ = writeln!(out, "> Note: {n}\n");
             }
         }
-        let _ = write!(out, "| | {} |", report.base);
+        let _ = write!(
+            out,
+            "| | {} ({}) |",
+            report.base,
+            t.base.kbuild_cflags.level()
+        );
         for c in &t.comparisons {
-            let _ = write!(out, " {} | change |", c.variant.variant.name);
+            let _ = write!(
+                out,
+                " {} ({}) | change |",
+                c.variant.variant.name,
+                c.variant.kbuild_cflags.level()
+            );
         }
         out.push_str("\n|:--|--:|");
         for _ in &t.comparisons {

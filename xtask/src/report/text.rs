@@ -2,7 +2,8 @@
 //! and forum threads.
 //!
 //! Per target: a heading `SOC (openwrt/target):`, then per variant a line
-//! `base → variant:` followed by one line per metric of every family
+//! `base (-O2) → variant (-O2):` ([`pair_line`]: each side's optimization
+//! level) followed by one line per metric of every family
 //! ([`super::model::Family`]) in the form `phrase: before → after (percent)`:
 //! for sizes `zImage size: 1840424 → 1871328 (+1.68%)` per artifact and
 //! `vmlinux text: … → … (…)` per section (bytes; percent from
@@ -155,6 +156,19 @@ pub fn warning_lines(report: &Report, c: &Comparison) -> String {
     out
 }
 
+/// `base (-O2) → variant (-O2):`, the line above a comparison's metrics:
+/// each side's variant and the optimization level its build was made at
+/// (`result.json`'s `kbuild_cflags.effective`), newline-terminated.
+pub fn pair_line(target: &TargetReport, c: &Comparison) -> String {
+    format!(
+        "{} ({}) → {} ({}):\n",
+        target.base.variant.name,
+        target.base.kbuild_cflags.level(),
+        c.variant.variant.name,
+        c.variant.kbuild_cflags.level()
+    )
+}
+
 /// How many rows of each bloat-o-meter table a report prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SymbolRows {
@@ -224,7 +238,7 @@ pub fn target_body(
     }
     for c in &target.comparisons {
         if layout == BodyLayout::Text || target.comparisons.len() > 1 {
-            let _ = writeln!(out, "{} → {}:", report.base, c.variant.variant.name);
+            out.push_str(&pair_line(target, c));
         }
         out.push_str(&change_lines(c, style));
     }

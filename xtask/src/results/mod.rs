@@ -83,6 +83,29 @@ pub struct Cflags {
     pub compile_command: String,
 }
 
+impl Cflags {
+    /// The optimization level in effect as its compiler flag: `-O2` for
+    /// `effective = "o2"`, `-Os` for `"os"` (the `.config`'s
+    /// `CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE` or `…_FOR_SIZE`), else the
+    /// recorded text as it is.
+    pub fn level(&self) -> &str {
+        match self.effective.as_str() {
+            "o2" => "-O2",
+            "os" => "-Os",
+            other => other,
+        }
+    }
+
+    /// The KBUILD_CFLAGS of the branch in effect ([`Cflags::level`]).
+    pub fn in_effect(&self) -> &str {
+        if self.effective == "o2" {
+            &self.o2
+        } else {
+            &self.os
+        }
+    }
+}
+
 /// The target as it was resolved when the build ran: every field of
 /// `targets/<name>.toml`, with each kconfig fragment's sha256.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

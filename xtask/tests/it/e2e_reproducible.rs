@@ -9,8 +9,8 @@
 //!
 //! The checkout is the OpenWrt fixture with one board added for the test,
 //! `xtasktiny/generic`: ARM, Linux 6.12, and as its `config-6.12` the complete
-//! `.config` of arm-tiny's kconfig (tinyconfig plus
-//! `targets/kconfig/tiny.config`, made here by the kernel's own `make
+//! `.config` of arm-tiny's kconfig (tinyconfig plus the fragments of
+//! `targets/arm-tiny.toml`, made here by the kernel's own `make
 //! tinyconfig`) with modules and networking on (OpenWrt's series needs
 //! them), which
 //! overrides every generic symbol tinyconfig can see,
@@ -80,7 +80,7 @@ fn scratch_workspace(main: &Layout, dir: &Path) -> Layout {
     Layout::new(dir)
 }
 
-/// arm-tiny's complete `.config` (tinyconfig, then tiny.config's lines,
+/// arm-tiny's complete `.config` (tinyconfig, then its fragments' lines,
 /// `CONFIG_MODULES=y` and `CONFIG_NET=y`, then olddefconfig), made by the
 /// kernel's kconfig in a scratch directory.
 fn tiny_config(sh: &Shell, main: &Layout, scratch: &Path) -> String {
@@ -92,10 +92,13 @@ fn tiny_config(sh: &Shell, main: &Layout, scratch: &Path) -> String {
     cmd!(sh, "make -s -C {src} O={out} {kbuild...} tinyconfig")
         .run()
         .unwrap();
-    let fragment = std::fs::read_to_string(main.targets_dir().join("kconfig/tiny.config")).unwrap();
+    let tiny =
+        xtask::inputs::targets::Target::load(&main.targets_dir().join("arm-tiny.toml")).unwrap();
     let config = out.join(".config");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&fragment);
+    for fragment in tiny.fragment_paths() {
+        text.push_str(&std::fs::read_to_string(fragment).unwrap());
+    }
     // OpenWrt always builds with modules and networking, and its series
     // needs them: pending 205-backtrace_module_info does not compile
     // without modules (nor KALLSYMS), hack 911-kobject_add_broadcast_uevent

@@ -57,6 +57,7 @@ mod openwrt_point_release;
 mod openwrt_selection;
 mod openwrt_steering;
 mod openwrt_sync;
+mod optimization_level;
 mod patch_engine;
 mod patch_gnu;
 mod patch_gnu_formats;

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use openwrt_fixture::{make_eval, Fixture};
 use xshell::{cmd, Shell};
+use xtask::inputs::openwrt::optimization::{self, Level};
 use xtask::inputs::openwrt::{flags, kconfig, series, Checkout, OpenwrtTarget};
 
 /// Lines of `file` that start (after leading white space) with one of `prefixes`.
@@ -395,19 +396,41 @@ fn kernel_dot_config_is_kernel_defaults_mk_s_steps() {
     assert_eq!(set_echoes.lines().count(), 3, "{set_echoes}");
     let scratch = fx.dir();
     let kconfig_pl = fx.root.join("scripts/kconfig.pl");
-    std::fs::write(
-        fx.root.join(".config"),
+    let top = fx.root.join(".config");
+    let dot_config =
         "CONFIG_TARGET_ramips=y\nCONFIG_KERNEL_SWAP=y\n# CONFIG_KERNEL_KALLSYMS is not set\n\
-         #\tCONFIG_KERNEL_DEBUG_FS is not set\nCONFIG_KERNEL_CGROUPS=y\nCONFIG_KERNELVERSION=x\n",
-    )
-    .unwrap();
-    for spelling in ["ramips/mt7621", "ath79/generic", "bcm53xx/generic"] {
+         #\tCONFIG_KERNEL_DEBUG_FS is not set\nCONFIG_KERNEL_CGROUPS=y\nCONFIG_KERNELVERSION=x\n";
+    // ath79/tiny is a small-flash subtarget: the only one of the four
+    // whose level (-Os) is not the generic config's.
+    for spelling in [
+        "ramips/mt7621",
+        "ath79/generic",
+        "bcm53xx/generic",
+        "ath79/tiny",
+    ] {
         let target = OpenwrtTarget::resolve(&checkout, spelling).unwrap();
         let kver = checkout.kernel_versions(&target.board).unwrap().default;
         let files = kconfig::config_files(&checkout, &target, &kver);
         let args = kconfig::kconfig_pl_args(&files);
+        // The reference: the `.config` as `make defconfig` completes it,
+        // with the choice of config/Config-kernel.in in OpenWrt's names.
+        let level = optimization::default_level(&checkout, &target)
+            .unwrap()
+            .unwrap()
+            .level;
+        let (chosen, unchosen) = match level {
+            Level::O2 => ("PERFORMANCE", "SIZE"),
+            Level::Os => ("SIZE", "PERFORMANCE"),
+        };
+        std::fs::write(
+            &top,
+            format!(
+                "{dot_config}CONFIG_KERNEL_CC_OPTIMIZE_FOR_{chosen}=y\n\
+                 # CONFIG_KERNEL_CC_OPTIMIZE_FOR_{unchosen} is not set\n"
+            ),
+        )
+        .unwrap();
         let mut dot_target = cmd!(sh, "perl {kconfig_pl} {args...}").read().unwrap() + "\n";
-        let top = fx.root.join(".config");
         dot_target += &cmd!(sh, "awk {awk_program} {top}").read().unwrap();
         dot_target += "\n";
         dot_target += &target_echoes;
@@ -426,10 +449,38 @@ fn kernel_dot_config_is_kernel_defaults_mk_s_steps() {
             want.push('\n');
         }
         want += &set_echoes;
-        let got = kconfig::kernel_dot_config(&checkout, &files).unwrap();
-        assert_eq!(String::from_utf8(got).unwrap(), want, "{spelling}");
         assert!(
             want.contains("CONFIG_SWAP=y\n") && want.contains("CONFIG_KALLSYMS_UNCOMPRESSED=y\n")
+        );
+        assert!(
+            want.contains(&format!("CONFIG_CC_OPTIMIZE_FOR_{chosen}=y\n")),
+            "{spelling}"
+        );
+        // The configured checkout (the choice in its .config), and the
+        // unconfigured one (the default stands in for `make defconfig`).
+        let got = kconfig::kernel_dot_config(&checkout, &files, None).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{spelling}");
+        std::fs::write(&top, dot_config).unwrap();
+        let got = kconfig::kernel_dot_config(&checkout, &files, Some(level)).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{spelling}");
+        // A configured checkout's own choice wins over the default.
+        let other = match level {
+            Level::O2 => Level::Os,
+            Level::Os => Level::O2,
+        };
+        std::fs::write(
+            &top,
+            format!(
+                "{dot_config}CONFIG_KERNEL_CC_OPTIMIZE_FOR_{unchosen}=y\n\
+                 # CONFIG_KERNEL_CC_OPTIMIZE_FOR_{chosen} is not set\n"
+            ),
+        )
+        .unwrap();
+        let got = kconfig::kernel_dot_config(&checkout, &files, Some(level)).unwrap();
+        assert_eq!(
+            optimization::level_in_kernel_config(&String::from_utf8(got).unwrap()),
+            Some(other),
+            "{spelling}"
         );
     }
 }

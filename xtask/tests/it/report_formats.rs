@@ -20,7 +20,7 @@ fn text() {
         Style::default(),
         expect![[r#"
             QCA9558 (ath79/generic):
-            baseline → no-reorder-blocks:
+            baseline (-O2) → no-reorder-blocks (-O2):
             vmlinux size: 34556 → 34280 (-0.80%)
             vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
             uImage size: 1840424 → 1871328 (+1.68%)
@@ -34,7 +34,7 @@ fn text() {
               29712	   4004	   2000	  35716	   8b84	target/xtask/results/ath79/no-reorder-blocks/vmlinux
 
             BCM47094 (bcm53xx/generic):
-            baseline → no-reorder-blocks:
+            baseline (-O2) → no-reorder-blocks (-O2):
             zImage size: 1840424 → 1871328 (+1.68%)
             vmlinux size: 34556 → 34280 (-0.80%)
             vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
@@ -63,7 +63,7 @@ fn text_decimal_comma() {
     );
     expect![[r#"
         BCM47094 (bcm53xx/generic):
-        baseline → no-reorder-blocks:
+        baseline (-O2) → no-reorder-blocks (-O2):
         zImage size: 1840424 → 1871328 (+1,68%)
         vmlinux size: 34556 → 34280 (-0,80%)
         vmlinux.lzma size: 1520111 → 1519000 (-0,07%)
@@ -85,39 +85,39 @@ fn mail() {
         Format::Mail,
         Style::default(),
         expect![[r#"
-        Size change of no-reorder-blocks against baseline:
+            Size change of no-reorder-blocks against baseline:
 
-        baseline:          KBUILD_CFLAGS += -Os -fno-reorder-blocks -fno-tree-ch
-        no-reorder-blocks: KBUILD_CFLAGS += -Os -fno-tree-ch
+            baseline:          KBUILD_CFLAGS += -O2 -fno-reorder-blocks -fno-tree-ch
+            no-reorder-blocks: KBUILD_CFLAGS += -O2 -fno-tree-ch
 
-        QCA9558 (ath79/generic):
-        Linux 6.12.117, mips-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0
-        vmlinux size: 34556 → 34280 (-0.80%)
-        vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
-        uImage size: 1840424 → 1871328 (+1.68%)
-        vmlinux text: 30000 → 29712 (-0.96%)
-        vmlinux data: 4000 → 4004 (+0.10%)
-        vmlinux bss: 2000 → 2000 (+0.00%)
-        vmlinux dec: 36000 → 35716 (-0.79%)
+            QCA9558 (ath79/generic):
+            Linux 6.12.117, mips-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0
+            vmlinux size: 34556 → 34280 (-0.80%)
+            vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
+            uImage size: 1840424 → 1871328 (+1.68%)
+            vmlinux text: 30000 → 29712 (-0.96%)
+            vmlinux data: 4000 → 4004 (+0.10%)
+            vmlinux bss: 2000 → 2000 (+0.00%)
+            vmlinux dec: 36000 → 35716 (-0.79%)
 
-           text	   data	    bss	    dec	    hex	filename
-          30000	   4000	   2000	  36000	   8ca0	target/xtask/results/ath79/baseline/vmlinux
-          29712	   4004	   2000	  35716	   8b84	target/xtask/results/ath79/no-reorder-blocks/vmlinux
+               text	   data	    bss	    dec	    hex	filename
+              30000	   4000	   2000	  36000	   8ca0	target/xtask/results/ath79/baseline/vmlinux
+              29712	   4004	   2000	  35716	   8b84	target/xtask/results/ath79/no-reorder-blocks/vmlinux
 
-        BCM47094 (bcm53xx/generic):
-        Linux 6.12.117, arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0
-        zImage size: 1840424 → 1871328 (+1.68%)
-        vmlinux size: 34556 → 34280 (-0.80%)
-        vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
-        vmlinux text: 30000 → 29712 (-0.96%)
-        vmlinux data: 4000 → 4004 (+0.10%)
-        vmlinux bss: 2000 → 2000 (+0.00%)
-        vmlinux dec: 36000 → 35716 (-0.79%)
+            BCM47094 (bcm53xx/generic):
+            Linux 6.12.117, arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0
+            zImage size: 1840424 → 1871328 (+1.68%)
+            vmlinux size: 34556 → 34280 (-0.80%)
+            vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
+            vmlinux text: 30000 → 29712 (-0.96%)
+            vmlinux data: 4000 → 4004 (+0.10%)
+            vmlinux bss: 2000 → 2000 (+0.00%)
+            vmlinux dec: 36000 → 35716 (-0.79%)
 
-           text	   data	    bss	    dec	    hex	filename
-          30000	   4000	   2000	  36000	   8ca0	target/xtask/results/bcm53xx/baseline/vmlinux
-          29712	   4004	   2000	  35716	   8b84	target/xtask/results/bcm53xx/no-reorder-blocks/vmlinux
-    "#]],
+               text	   data	    bss	    dec	    hex	filename
+              30000	   4000	   2000	  36000	   8ca0	target/xtask/results/bcm53xx/baseline/vmlinux
+              29712	   4004	   2000	  35716	   8b84	target/xtask/results/bcm53xx/no-reorder-blocks/vmlinux
+        "#]],
     );
 }
 
@@ -127,36 +127,36 @@ fn markdown() {
         Format::Markdown,
         Style::default(),
         expect![[r#"
-        ### QCA9558 (ath79/generic)
+            ### QCA9558 (ath79/generic)
 
-        Linux 6.12.117, mips-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0
+            Linux 6.12.117, mips-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0
 
-        | | baseline | no-reorder-blocks | change |
-        |:--|--:|--:|--:|
-        | vmlinux | 34556 | 34280 | -276 (-0.80%) |
-        | vmlinux.lzma | 1520111 | 1519000 | -1111 (-0.07%) |
-        | uImage | 1840424 | 1871328 | +30904 (+1.68%) |
-        | vmlinux text | 30000 | 29712 | -288 (-0.96%) |
-        | vmlinux data | 4000 | 4004 | +4 (+0.10%) |
-        | vmlinux bss | 2000 | 2000 | +0 (+0.00%) |
-        | vmlinux dec | 36000 | 35716 | -284 (-0.79%) |
-        | vmlinux hex | 8ca0 | 8b84 | |
+            | | baseline (-O2) | no-reorder-blocks (-O2) | change |
+            |:--|--:|--:|--:|
+            | vmlinux | 34556 | 34280 | -276 (-0.80%) |
+            | vmlinux.lzma | 1520111 | 1519000 | -1111 (-0.07%) |
+            | uImage | 1840424 | 1871328 | +30904 (+1.68%) |
+            | vmlinux text | 30000 | 29712 | -288 (-0.96%) |
+            | vmlinux data | 4000 | 4004 | +4 (+0.10%) |
+            | vmlinux bss | 2000 | 2000 | +0 (+0.00%) |
+            | vmlinux dec | 36000 | 35716 | -284 (-0.79%) |
+            | vmlinux hex | 8ca0 | 8b84 | |
 
-        ### BCM47094 (bcm53xx/generic)
+            ### BCM47094 (bcm53xx/generic)
 
-        Linux 6.12.117, arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0
+            Linux 6.12.117, arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0
 
-        | | baseline | no-reorder-blocks | change |
-        |:--|--:|--:|--:|
-        | zImage | 1840424 | 1871328 | +30904 (+1.68%) |
-        | vmlinux | 34556 | 34280 | -276 (-0.80%) |
-        | vmlinux.lzma | 1520111 | 1519000 | -1111 (-0.07%) |
-        | vmlinux text | 30000 | 29712 | -288 (-0.96%) |
-        | vmlinux data | 4000 | 4004 | +4 (+0.10%) |
-        | vmlinux bss | 2000 | 2000 | +0 (+0.00%) |
-        | vmlinux dec | 36000 | 35716 | -284 (-0.79%) |
-        | vmlinux hex | 8ca0 | 8b84 | |
-    "#]],
+            | | baseline (-O2) | no-reorder-blocks (-O2) | change |
+            |:--|--:|--:|--:|
+            | zImage | 1840424 | 1871328 | +30904 (+1.68%) |
+            | vmlinux | 34556 | 34280 | -276 (-0.80%) |
+            | vmlinux.lzma | 1520111 | 1519000 | -1111 (-0.07%) |
+            | vmlinux text | 30000 | 29712 | -288 (-0.96%) |
+            | vmlinux data | 4000 | 4004 | +4 (+0.10%) |
+            | vmlinux bss | 2000 | 2000 | +0 (+0.00%) |
+            | vmlinux dec | 36000 | 35716 | -284 (-0.79%) |
+            | vmlinux hex | 8ca0 | 8b84 | |
+        "#]],
     );
 }
 
@@ -190,7 +190,7 @@ fn json() {
                 "kbuild_cflags": {
                   "os": "-Os -fno-reorder-blocks -fno-tree-ch",
                   "o2": "-O2 -fno-reorder-blocks -fno-tree-ch",
-                  "effective": "os"
+                  "effective": "o2"
                 },
                 "config_sha256": "64ed102bb790966c88c0bfc76b03f7efae13fcd952147b30a205fb7d4cb2d596",
                 "patches": [
@@ -213,7 +213,7 @@ fn json() {
                     "kbuild_cflags": {
                       "os": "-Os -fno-tree-ch",
                       "o2": "-O2 -fno-tree-ch",
-                      "effective": "os"
+                      "effective": "o2"
                     },
                     "config_sha256": "64ed102bb790966c88c0bfc76b03f7efae13fcd952147b30a205fb7d4cb2d596",
                     "patches": [
@@ -397,7 +397,7 @@ fn several_variants_with_allowed_mismatch() {
         BCM47094 (bcm53xx/generic):
         WARNING: compared anyway (--allow-mismatch), baseline → deinline: compiler: baseline has arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0, deinline has arm-linux-gnueabi-gcc (Debian 13.3.0-1) 13.3.0
         note: .config differs as intended: no-swap sets # CONFIG_SWAP is not set
-        baseline → deinline:
+        baseline (-O2) → deinline (-O2):
         zImage size: 1840424 → 1840424 (+0.00%)
         vmlinux size: 34556 → 34556 (+0.00%)
         vmlinux.lzma size: 1520111 → 1520111 (+0.00%)
@@ -405,7 +405,7 @@ fn several_variants_with_allowed_mismatch() {
         vmlinux data: 4000 → 4000 (+0.00%)
         vmlinux bss: 2000 → 2000 (+0.00%)
         vmlinux dec: 36000 → 36000 (+0.00%)
-        baseline → no-reorder-blocks:
+        baseline (-O2) → no-reorder-blocks (-O2):
         zImage size: 1840424 → 1871328 (+1.68%)
         vmlinux size: 34556 → 34280 (-0.80%)
         vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
@@ -413,7 +413,7 @@ fn several_variants_with_allowed_mismatch() {
         vmlinux data: 4000 → 4004 (+0.10%)
         vmlinux bss: 2000 → 2000 (+0.00%)
         vmlinux dec: 36000 → 35716 (-0.79%)
-        baseline → no-swap:
+        baseline (-O2) → no-swap (-O2):
         zImage size: 1840424 → 1801000 (-2.14%)
         vmlinux size: 34556 → 33456 (-3.18%)
         vmlinux.lzma size: 1520111 → 1490000 (-1.98%)
@@ -438,7 +438,7 @@ fn several_variants_with_allowed_mismatch() {
 
         > Note: .config differs as intended: no-swap sets # CONFIG_SWAP is not set
 
-        | | baseline | deinline | change | no-reorder-blocks | change | no-swap | change |
+        | | baseline (-O2) | deinline (-O2) | change | no-reorder-blocks (-O2) | change | no-swap (-O2) | change |
         |:--|--:|--:|--:|--:|--:|--:|--:|
         | zImage | 1840424 | 1840424 | +0 (+0.00%) | 1871328 | +30904 (+1.68%) | 1801000 | -39424 (-2.14%) |
         | vmlinux | 34556 | 34556 | +0 (+0.00%) | 34280 | -276 (-0.80%) | 33456 | -1100 (-3.18%) |
@@ -498,7 +498,7 @@ fn size_bisect_states_are_compared_only_when_named() {
         Style::default(),
     );
     assert!(
-        default.contains("baseline → no-reorder-blocks:"),
+        default.contains("baseline (-O2) → no-reorder-blocks (-O2):"),
         "{default}"
     );
     assert!(!default.contains("bisect"), "{default}");
@@ -509,8 +509,55 @@ fn size_bisect_states_are_compared_only_when_named() {
         Style::default(),
     );
     assert!(
-        named.contains("baseline → baseline~bisect-0a1b2c3d-002:")
+        named.contains("baseline (-O2) → baseline~bisect-0a1b2c3d-002 (-O2):")
             && named.contains("zImage size: 1840424 → 1844520"),
         "{named}"
+    );
+}
+
+/// An `-Os` build against an `-O2` one (a variant whose kconfig lines
+/// switch the level, as `baseline-os` does) says so in the report's first
+/// lines, and the pair line and the Markdown columns name each side's
+/// level. Without kconfig lines to explain it, the report refuses the pair
+/// and names both levels.
+#[test]
+fn an_os_build_against_an_o2_build_says_so_first() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let mut os = f.result(
+        "bcm53xx",
+        "no-swap",
+        &[("zImage", 1_801_000), ("vmlinux.lzma", 1_490_000)],
+        (29_000, 3_900, 1_990),
+    );
+    os.kbuild_cflags.effective = "os".to_string();
+    os.config_sha256 = "d".repeat(64);
+    f.write(os.clone(), report_fixture::BASE_SYMBOLS);
+    let req = request(&["bcm53xx"], &["no-swap"]);
+    let text = render(&f, &req, Format::Text, Style::default());
+    let first: Vec<&str> = text.lines().take(4).collect();
+    assert_eq!(
+        first,
+        [
+            "BCM47094 (bcm53xx/generic):",
+            "note: baseline is built -O2 and no-swap -Os (CONFIG_CC_OPTIMIZE_FOR_*): the change is the two optimization levels', not only the variants' flags",
+            "note: .config differs as intended: no-swap sets # CONFIG_SWAP is not set",
+            "baseline (-O2) → no-swap (-Os):",
+        ],
+        "{text}"
+    );
+    let markdown = render(&f, &req, Format::Markdown, Style::default());
+    assert!(
+        markdown.contains("> Note: baseline is built -O2 and no-swap -Os")
+            && markdown.contains("| | baseline (-O2) | no-swap (-Os) | change |"),
+        "{markdown}"
+    );
+    os.variant.kconfig.clear();
+    f.write(os, report_fixture::BASE_SYMBOLS);
+    let err = format!("{:#}", report::load(&f.layout(), &req).unwrap_err());
+    assert!(
+        err.contains("neither variant adds kconfig lines")
+            && err.contains("baseline is built -O2 and no-swap -Os"),
+        "{err}"
     );
 }

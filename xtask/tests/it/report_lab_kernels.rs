@@ -36,7 +36,7 @@ fn a_lab_kernel_pair_is_its_own_target() {
     let out = render(&f, &request(&[], &[]), Format::Text, Style::default());
     expect![[r#"
         QEMU vexpress-a9 (cortex-a9) (lab kernel of bcm53xx/generic):
-        baseline → no-reorder-blocks:
+        baseline (-O2) → no-reorder-blocks (-O2):
         vmlinux size: 34396 → 33396 (-2.91%)
         vmlinux text: 30000 → 29000 (-3.33%)
         vmlinux data: 4000 → 4000 (+0.00%)

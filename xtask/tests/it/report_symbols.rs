@@ -18,7 +18,7 @@ fn symbols_in_text_markdown_and_csv() {
     });
     expect![[r#"
         BCM47094 (bcm53xx/generic):
-        baseline → no-reorder-blocks:
+        baseline (-O2) → no-reorder-blocks (-O2):
         zImage size: 1840424 → 1871328 (+1.68%)
         vmlinux size: 34556 → 34280 (-0.80%)
         vmlinux.lzma size: 1520111 → 1519000 (-0.07%)
@@ -54,7 +54,7 @@ fn symbols_in_text_markdown_and_csv() {
 
         Linux 6.12.117, arm-linux-gnueabi-gcc (Debian 12.2.0-14) 12.2.0
 
-        | | baseline | no-reorder-blocks | change |
+        | | baseline (-O2) | no-reorder-blocks (-O2) | change |
         |:--|--:|--:|--:|
         | zImage | 1840424 | 1871328 | +30904 (+1.68%) |
         | vmlinux | 34556 | 34280 | -276 (-0.80%) |
@@ -123,7 +123,7 @@ fn symbols_with_folded_clones() {
     let out = render(&f, &req, Format::Text, Style::default());
     expect![[r#"
         BCM47094 (bcm53xx/generic):
-        baseline → no-reorder-blocks:
+        baseline (-O2) → no-reorder-blocks (-O2):
         zImage size: 1840424 → 1871328 (+1.68%)
         vmlinux size: 34556 → 34280 (-0.80%)
         vmlinux.lzma size: 1520111 → 1519000 (-0.07%)

@@ -69,17 +69,7 @@ pub fn qstrip(value: &str) -> String {
 /// The KCFLAGS OpenWrt uses for `target` (see the module docs).
 pub fn kernel_flags(checkout: &Checkout, target: &OpenwrtTarget) -> Result<KernelFlags> {
     let dot_config = read_dot_config(&checkout.root().join(".config"))?;
-    let mut symbols: BTreeMap<String, bool> = dot_config
-        .iter()
-        .map(|(k, (v, _))| (k.clone(), v == "y"))
-        .collect();
-    symbols.insert(format!("TARGET_{}", target.board), true);
-    if let Some(sub) = &target.subtarget {
-        symbols.insert(format!("TARGET_{}_{sub}", target.board), true);
-    }
-    if let Some(arch) = checkout.board_arch(&target.board)? {
-        symbols.insert(arch, true);
-    }
+    let symbols = target_symbols(checkout, target, &dot_config)?;
     let decls = checkout.root().join(CONFIG_DEVEL);
     let decls_text = std::fs::read_to_string(&decls)
         .with_context(|| format!("reading {} (an OpenWrt checkout has it)", decls.display()))?;
@@ -124,9 +114,38 @@ pub fn kernel_flags(checkout: &Checkout, target: &OpenwrtTarget) -> Result<Kerne
     })
 }
 
-/// `CONFIG_NAME=value` lines of an OpenWrt `.config` (name without
-/// `CONFIG_` → raw value and 1-based line); empty when there is no file.
-fn read_dot_config(file: &Path) -> Result<BTreeMap<String, (String, usize)>> {
+/// The symbols a Kconfig condition of OpenWrt's own menus sees for
+/// `target`, each `true` or `false`: `dot_config`'s (the checkout's
+/// `.config`, [`read_dot_config`]; `y` is true), then `TARGET_<board>`,
+/// `TARGET_<board>_<subtarget>` and the board's `ARCH` set. A symbol not in
+/// the map is `n`.
+///
+/// Errors: the board Makefile cannot be read.
+pub(super) fn target_symbols(
+    checkout: &Checkout,
+    target: &OpenwrtTarget,
+    dot_config: &DotConfig,
+) -> Result<BTreeMap<String, bool>> {
+    let mut symbols: BTreeMap<String, bool> = dot_config
+        .iter()
+        .map(|(k, (v, _))| (k.clone(), v == "y"))
+        .collect();
+    symbols.insert(format!("TARGET_{}", target.board), true);
+    if let Some(sub) = &target.subtarget {
+        symbols.insert(format!("TARGET_{}_{sub}", target.board), true);
+    }
+    if let Some(arch) = checkout.board_arch(&target.board)? {
+        symbols.insert(arch, true);
+    }
+    Ok(symbols)
+}
+
+/// `CONFIG_NAME=value` lines of an OpenWrt `.config`: name without
+/// `CONFIG_` → raw value and 1-based line.
+pub(super) type DotConfig = BTreeMap<String, (String, usize)>;
+
+/// The checkout's `.config` ([`DotConfig`]); empty when there is no file.
+pub(super) fn read_dot_config(file: &Path) -> Result<DotConfig> {
     let mut values = BTreeMap::new();
     if !file.is_file() {
         return Ok(values);
@@ -200,7 +219,7 @@ fn quoted(s: &str) -> Option<(String, &str)> {
 
 /// Evaluates a Kconfig condition made of symbols, `!`, `&&`, `||` and
 /// parentheses (every condition config/Config-devel.in uses for defaults).
-fn eval(expr: &str, symbols: &BTreeMap<String, bool>) -> Result<bool> {
+pub(super) fn eval(expr: &str, symbols: &BTreeMap<String, bool>) -> Result<bool> {
     let spaced = expr
         .replace("&&", " && ")
         .replace("||", " || ")

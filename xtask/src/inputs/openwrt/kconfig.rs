@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::optimization::Level;
 use super::{select, Checkout, OpenwrtTarget};
 
 /// kconfig.pl's value for `# CONFIG_X is not set`.
@@ -239,8 +240,12 @@ const NO_INITRAMFS_APPEND: &str = "CONFIG_INITRAMFS_SOURCE=\"\"\n\
 /// (include/kernel-defaults.mk `Kernel/Configure/Default`, without an initramfs):
 ///
 /// 1. `.config.target`: the merged files ([`merge_files`]), then the
+///    kernel lines of `level`, the optimization level OpenWrt's `make
+///    defconfig` writes into a `.config` for the target
+///    ([`super::optimization::default_level`]; `None` adds nothing), then the
 ///    `CONFIG_KERNEL_*` lines of the checkout's `.config` renamed to
-///    `CONFIG_*` (its `awk` rule; none without a `.config`), then
+///    `CONFIG_*` (its `awk` rule; none without a `.config`; a configured
+///    checkout's own `CONFIG_KERNEL_CC_OPTIMIZE_FOR_*` lines win), then
 ///    `# CONFIG_KALLSYMS_EXTRA_PASS is not set`,
 ///    `# CONFIG_KALLSYMS_ALL is not set`, `CONFIG_KALLSYMS_UNCOMPRESSED=y`;
 /// 2. `.config.set`: `kconfig.pl 'm+' '+' .config.target /dev/null
@@ -250,8 +255,15 @@ const NO_INITRAMFS_APPEND: &str = "CONFIG_INITRAMFS_SOURCE=\"\"\n\
 ///    and is taken as empty here;
 /// 3. `Kernel/SetNoInitramfs`: lines mentioning `INITRAMFS` removed,
 ///    `CONFIG_INITRAMFS_SOURCE=""` and two "is not set" lines appended.
-pub fn kernel_dot_config(checkout: &Checkout, files: &[PathBuf]) -> Result<Vec<u8>> {
+pub fn kernel_dot_config(
+    checkout: &Checkout,
+    files: &[PathBuf],
+    level: Option<Level>,
+) -> Result<Vec<u8>> {
     let mut target = merge_files(files)?.render();
+    if let Some(level) = level {
+        target.extend_from_slice(level.kernel_config_lines().as_bytes());
+    }
     let top = checkout.root().join(".config");
     if top.is_file() {
         let text = std::fs::read(&top).with_context(|| format!("reading {}", top.display()))?;
@@ -340,6 +352,14 @@ pub fn show(openwrt: &Path, targets_dir: &Path, target: &str, kernel: Option<&st
             flags.kernel_cflags.origin
         ),
         Err(e) => eprintln!("warning: OpenWrt's KCFLAGS unknown: {e:#}"),
+    }
+    match super::optimization::default_level(&checkout, &selection.target) {
+        Ok(Some(d)) => eprintln!(
+            "# optimization level {} unless the checkout's .config chooses one ({})",
+            d.level, d.why
+        ),
+        Ok(None) => {}
+        Err(e) => eprintln!("warning: OpenWrt's optimization level unknown: {e:#}"),
     }
     for w in &merged.warnings {
         eprintln!("warning: {w}");

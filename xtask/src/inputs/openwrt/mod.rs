@@ -7,6 +7,8 @@
 //!   overlays (include/quilt.mk `Kernel/Patch/Default`, scripts/patch-kernel.sh).
 //! * [`flags`]: KCFLAGS from `CONFIG_EXTRA_OPTIMIZATION` and
 //!   `CONFIG_KERNEL_CFLAGS` (include/kernel.mk, config/Config-devel.in).
+//! * [`optimization`]: the kernel's `-O2` or `-Os`, as config/Config-kernel.in
+//!   chooses it from the target's FEATURES.
 //! * [`cpu`]: `CPU_TYPE` and the flags include/target.mk derives from it.
 //! * [`image`]: one device's `KERNEL` recipe (`target/linux/<board>/image/`),
 //!   evaluated by GNU make.
@@ -18,6 +20,7 @@ pub mod cpu;
 pub mod flags;
 pub mod image;
 pub mod kconfig;
+pub mod optimization;
 pub mod series;
 pub mod steering;
 

@@ -392,7 +392,7 @@ impl Fixture {
             kbuild_cflags: Cflags {
                 os: format!("-Os{reorder} -fno-tree-ch"),
                 o2: format!("-O2{reorder} -fno-tree-ch"),
-                effective: "os".to_string(),
+                effective: "o2".to_string(),
                 compile_command: format!("{cc} -c -o init/main.o init/main.c"),
             },
             artifacts: records,
