@@ -18,7 +18,9 @@
 //! path with `..` ([`PATH_OPTIONS`]): kbuild compiles in the build
 //! directory under `target/xtask`, so a relative path without `..` stays in
 //! the workspace. Options passed on with `-Wa,`, `-Wl,` and `-Wp,` are
-//! checked one by one.
+//! checked one by one, and so is every value after `=`, `,` or `:` that is
+//! itself an option (`-fcompare-debug=-B<dir>/` makes GCC run `<dir>/cc1`),
+//! as deep as they nest.
 
 use std::fmt;
 
@@ -283,8 +285,20 @@ fn refused_option(flag: &str) -> Option<String> {
         .iter()
         .filter_map(|o| flag.strip_prefix(o))
         .map(|v| v.strip_prefix('=').unwrap_or(v));
-    let values = flag.split(['=', ',', ':']).skip(1);
-    joined.chain(values).find_map(outside)
+    if let Some(why) = joined.into_iter().find_map(outside) {
+        return Some(why);
+    }
+    // A value that is itself an option is checked as one: GCC hands
+    // `-fcompare-debug=-B<dir>/` to the second compilation it runs, and
+    // that runs `<dir>/cc1` (as `-foffload-options=` hands on its value).
+    flag.split(['=', ',', ':']).skip(1).find_map(|value| {
+        if value.starts_with('-') {
+            let why = refused_option(value)?;
+            Some(format!("passes on {value:?} as an option, which {why}"))
+        } else {
+            outside(value)
+        }
+    })
 }
 
 /// Why `value` names a file outside the workspace, if it does: an
@@ -428,6 +442,24 @@ mod tests {
             ("-Os -fprofile-use=a/../../b", "a path with '..'"),
             ("-Os -fdebug-prefix-map=/x=y", "names /x"),
             ("-Os -o/tmp/x", "names /tmp/x"),
+            // Options hidden in another option's value (issue 40 item 1):
+            // GCC's second compilation of -fcompare-debug ran <dir>/cc1.
+            (
+                "-Os -fcompare-debug=-Bevil/",
+                "passes on \"-Bevil/\" as an option, which (-B) makes the compiler run cc1",
+            ),
+            ("-Os -fcompare-debug=-fplugin=x.so", "loads a shared object"),
+            ("-Os -fcompare-debug=-wrapper,x", "through another one"),
+            ("-Os -foffload-options=-specs=s", "specs file"),
+            (
+                "-Os -fcompare-debug=-Wl,-plugin,x.so",
+                "makes the linker load",
+            ),
+            (
+                "-Os -fcompare-debug=-fcompare-debug=-B/x/",
+                "passes on \"-B/x/\" as an option, which (-B)",
+            ),
+            ("-Os -fcompare-debug=-I/etc", "names /etc, an absolute path"),
         ] {
             let err = validate(flags).unwrap_err();
             assert_eq!(err.offset, 4, "{flags:?}");
@@ -444,6 +476,8 @@ mod tests {
             "-fmacro-prefix-map=a=b",
             "-fno-plt -fno-caller-saves -mips32r2 -mtune=74kc",
             "-DX=1..2",
+            "-fcompare-debug=-gtoggle",
+            "-DX=-1",
         ] {
             validate(flags).unwrap();
         }

@@ -196,7 +196,12 @@ impl Backend for KernelTree {
             }
             match &compilers[&cc] {
                 Ok(compiler) => {
-                    if let Err(e) = toolchain::check_flags(sh, compiler, &job.variant.all_flags()) {
+                    if let Err(e) = toolchain::check_flags(
+                        sh,
+                        compiler,
+                        &job.variant.all_flags(),
+                        toolchain::VARIANT_FLAGS_FIX,
+                    ) {
                         problems.push(format!("variant {}: {e:#}", job.variant.name));
                     }
                 }

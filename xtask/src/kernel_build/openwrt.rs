@@ -271,9 +271,24 @@ impl Backend for OpenwrtBackend {
             let checked = (|| -> Result<()> {
                 let r = self.resolve(sh, job)?;
                 let compiler = toolchain::compiler(sh, &job.target)?;
-                let mut wanted = job.variant.all_flags();
-                wanted.extend(r.kcflags.kcflags.iter().map(String::as_str));
-                toolchain::check_flags(sh, &compiler, &wanted)?;
+                toolchain::check_flags(
+                    sh,
+                    &compiler,
+                    &job.variant.all_flags(),
+                    toolchain::VARIANT_FLAGS_FIX,
+                )?;
+                let kcflags: Vec<&str> = r.kcflags.kcflags.iter().map(String::as_str).collect();
+                toolchain::check_flags(
+                    sh,
+                    &compiler,
+                    &kcflags,
+                    &format!(
+                        "They are OpenWrt's KCFLAGS: fix CONFIG_EXTRA_OPTIMIZATION ({}) or CONFIG_KERNEL_CFLAGS ({}) in the checkout {}.",
+                        r.kcflags.extra_optimization.origin,
+                        r.kcflags.kernel_cflags.origin,
+                        self.checkout.root().display()
+                    ),
+                )?;
                 let c = &r.openwrt.classification;
                 eprintln!(
                     "{}: OpenWrt {} on Linux {}: {}",

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
+use crate::inputs::cflags;
 use crate::inputs::targets::Target;
 
 /// A cross compiler found on `PATH`.
@@ -54,13 +55,26 @@ pub fn compiler(sh: &Shell, target: &Target) -> Result<Compiler> {
     })
 }
 
+/// Where a variant's flags are fixed, for [`check_flags`]' messages.
+pub const VARIANT_FLAGS_FIX: &str = "Fix them in patches/variants.toml (the variant's os/o2 keys).";
+
 /// Checks that `compiler` accepts every flag in `flags`, compiling an empty
-/// C file with `-Werror` (as kbuild's `cc-option` probes flags).
+/// C file with `-Werror` (as kbuild's `cc-option` probes flags). The
+/// compiler runs only with flags that pass [`cflags::validate`] (every
+/// caller's flags should have passed it already; a flag that does not is
+/// refused here without starting anything, as the probe would run what it
+/// names). `fix` says where the flags come from and how to fix them, for
+/// the messages.
 ///
 /// Errors list each rejected flag with the compiler's own message (which
-/// often suggests the right spelling).
-pub fn check_flags(sh: &Shell, compiler: &Compiler, flags: &[&str]) -> Result<()> {
+/// often suggests the right spelling), then `fix`.
+pub fn check_flags(sh: &Shell, compiler: &Compiler, flags: &[&str], fix: &str) -> Result<()> {
     let cc = &compiler.command;
+    for flag in flags {
+        if let Err(e) = cflags::validate(flag) {
+            bail!("not starting {cc} with flag {flag:?}: {e}. {fix}");
+        }
+    }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let (src, obj) = (dir.path().join("probe.c"), dir.path().join("probe.o"));
     std::fs::write(&src, "int xtask_probe;\n").context("writing the probe source")?;
@@ -92,7 +106,7 @@ pub fn check_flags(sh: &Shell, compiler: &Compiler, flags: &[&str]) -> Result<()
         bail!("{cc} rejects the flags together but accepts each alone: {flags:?}");
     }
     bail!(
-        "{} does not accept these flags:\n{}\nFix them in patches/variants.toml (the variant's os/o2 keys).",
+        "{} does not accept these flags:\n{}\n{fix}",
         compiler.version,
         rejected.join("\n")
     )
@@ -151,12 +165,54 @@ mod tests {
             command: "gcc".into(),
             version: "host gcc".into(),
         };
-        check_flags(&sh, &gcc, &["-Os", "-fno-reorder-blocks"]).unwrap();
-        let err = check_flags(&sh, &gcc, &["-Os", "-fno-reorder-block", "-fno-tree-ch"])
-            .unwrap_err()
-            .to_string();
+        check_flags(
+            &sh,
+            &gcc,
+            &["-Os", "-fno-reorder-blocks"],
+            VARIANT_FLAGS_FIX,
+        )
+        .unwrap();
+        let err = check_flags(
+            &sh,
+            &gcc,
+            &["-Os", "-fno-reorder-block", "-fno-tree-ch"],
+            VARIANT_FLAGS_FIX,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("-fno-reorder-block:"), "{err}");
         assert!(!err.contains("-fno-tree-ch:"), "{err}");
         assert!(err.contains("gcc"), "{err}");
+        assert!(err.contains("patches/variants.toml"), "{err}");
+    }
+
+    /// The probe starts the compiler only with flags that pass the flag
+    /// check: a flag that does not (an option hidden in another's value)
+    /// is refused before anything runs, whoever calls.
+    #[test]
+    fn the_probe_never_starts_the_compiler_with_an_unchecked_flag() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let cc = dir.path().join("cc");
+        std::fs::write(&cc, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+        std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let compiler = Compiler {
+            command: cc.display().to_string(),
+            version: "a compiler that leaves a marker".into(),
+        };
+        let sh = Shell::new().unwrap();
+        for flag in ["-fcompare-debug=-Bevil/", "-fcompare-debug=-fplugin=x.so"] {
+            let err = check_flags(&sh, &compiler, &["-O2", flag], "fix it there")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(flag) && err.contains("fix it there"), "{err}");
+            assert!(!marker.exists(), "{flag}: the compiler ran");
+        }
+        check_flags(&sh, &compiler, &["-O2"], "").unwrap();
+        assert!(
+            marker.exists(),
+            "the stand-in compiler runs for checked flags"
+        );
     }
 }

@@ -253,38 +253,9 @@ fn a_huge_flag_is_refused_with_its_limit() {
     assert_eq!(snapshot(layout.root()), before);
 }
 
-/// A directory with an executable `cc1` that creates `marker` (what
-/// `gcc -B<dir>/` runs), and a shared object whose constructor creates
-/// `marker` (what `-fplugin=` loads), built with the host gcc.
-fn planted(dir: &Path, marker: &Path) -> (PathBuf, PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
-    let bin = dir.join("bin");
-    write(
-        &bin.join("cc1"),
-        &format!("#!/bin/sh\ntouch {}\nexit 1\n", marker.display()),
-    );
-    std::fs::set_permissions(bin.join("cc1"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let src = dir.join("plugin.c");
-    write(
-        &src,
-        &format!(
-            "#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void planted(void) \
-             {{ close(open(\"{}\", O_CREAT | O_WRONLY, 0600)); }}\n",
-            marker.display()
-        ),
-    );
-    let so = dir.join("plugin.so");
-    let sh = Shell::new().unwrap();
-    xshell::cmd!(sh, "gcc -shared -fPIC -o {so} {src}")
-        .quiet()
-        .run()
-        .unwrap();
-    (bin, so)
-}
-
-/// `build --dry-run` with a variant whose flags name a program: refused
-/// when variants.toml is read, naming the line, before the compiler probe
-/// runs anything. Before, `-B<dir>/` was refused by the probe's failure
+/// `build --dry-run` with a variant whose flags name a program, also
+/// hidden in another option's value: refused when variants.toml is read,
+/// naming the line, before the compiler probe runs anything. Before, `-B<dir>/` was refused by the probe's failure
 /// after it ran `<dir>/cc1`, and `-fplugin=<so>` passed the allow-list and
 /// the probe loaded it.
 #[test]
@@ -299,7 +270,7 @@ fn flags_that_run_a_program_are_refused_before_the_compiler_probe() {
     }
     let scratch = tempfile::tempdir().unwrap();
     let marker = scratch.path().join("ran");
-    let (bin, so) = planted(scratch.path(), &marker);
+    let (bin, so) = crate::common::planted::cc1_and_plugin(scratch.path(), &marker);
     for (flag, says) in [
         (
             format!("-B{}/", bin.display()),
@@ -308,6 +279,17 @@ fn flags_that_run_a_program_are_refused_before_the_compiler_probe() {
         (
             format!("-fplugin={}", so.display()),
             "loads a shared object into the compiler",
+        ),
+        // Issue 40 item 1: hidden in another option's value, they passed
+        // the check, and GCC's second compilation (-fcompare-debug) ran
+        // <dir>/cc1 during the probe of a dry run.
+        (
+            format!("-fcompare-debug=-B{}/", bin.display()),
+            "as an option, which (-B) makes the compiler run cc1",
+        ),
+        (
+            format!("-fcompare-debug=-fplugin={}", so.display()),
+            "passes on \"-fplugin\" as an option, which loads a shared object",
         ),
     ] {
         let (dir, layout, tree) = project(&format!("os = \"-Os {flag}\""));
@@ -332,4 +314,19 @@ fn flags_that_run_a_program_are_refused_before_the_compiler_probe() {
         assert!(err.contains(&format!("{file}:6:11:")), "{flag}: {err}");
         assert!(err.contains(says), "{flag}: {err}");
     }
+    // The control: the cross compiler given the hidden flag itself runs
+    // the planted cc1, so the refusals above are what kept it from running.
+    let src = scratch.path().join("probe.c");
+    std::fs::write(&src, "int x;\n").unwrap();
+    let obj = scratch.path().join("probe.o");
+    let hidden = format!("-fcompare-debug=-B{}/", bin.display());
+    let sh = Shell::new().unwrap();
+    let _ = xshell::cmd!(sh, "{cross} {hidden} -c {src} -o {obj}")
+        .quiet()
+        .ignore_status()
+        .output();
+    assert!(
+        marker.exists(),
+        "{cross} {hidden} did not run the planted cc1"
+    );
 }

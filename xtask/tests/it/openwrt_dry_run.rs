@@ -108,3 +108,61 @@ fn a_dry_run_never_evaluates_the_checkout_s_image_makefiles() {
         );
     }
 }
+
+/// Issue 40 item 1: OpenWrt's KCFLAGS from the checkout's `.config` with
+/// an option hidden in another option's value (`-fcompare-debug=-B<dir>/`,
+/// which makes GCC's second compilation run `<dir>/cc1`): `build --dry-run`
+/// and `experiment --dry-run` refuse it naming the `.config` line, and the
+/// planted cc1 never runs.
+#[test]
+fn a_dry_run_never_starts_a_program_hidden_in_openwrt_s_kcflags() {
+    if openwrt_fixture::debian_tarball("6.12").is_none() {
+        return;
+    }
+    let Some(fx) = Fixture::unpack() else { return };
+    let marker = fx.dir().join("ran-cc1");
+    let (bin, so) = crate::common::planted::cc1_and_plugin(&fx.dir(), &marker);
+    let root = fx.root.to_str().unwrap();
+    let experiment = fx.dir().join("dry.toml");
+    std::fs::write(
+        &experiment,
+        format!(
+            "targets = [\"ramips-mt7621\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\nopenwrt = {root:?}\n"
+        ),
+    )
+    .unwrap();
+    for hidden in [
+        format!("-fcompare-debug=-B{}/", bin.display()),
+        format!("-fcompare-debug=-fplugin={}", so.display()),
+    ] {
+        std::fs::write(
+            fx.root.join(".config"),
+            format!("CONFIG_TARGET_ramips=y\nCONFIG_KERNEL_CFLAGS=\"-O2 {hidden}\"\n"),
+        )
+        .unwrap();
+        let runs: [Vec<&str>; 2] = [
+            vec![
+                "build",
+                "--openwrt",
+                root,
+                "--target",
+                "ramips-mt7621",
+                "--dry-run",
+            ],
+            vec!["experiment", experiment.to_str().unwrap(), "--dry-run"],
+        ];
+        for args in runs {
+            let out = xtask(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?} accepted {hidden}");
+            assert!(
+                !marker.exists(),
+                "{args:?}: {hidden} ran the planted program"
+            );
+            assert!(
+                stderr.contains(".config:2") && stderr.contains("as an option"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+}

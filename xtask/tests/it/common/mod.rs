@@ -12,6 +12,7 @@ pub mod mount_ns;
 pub mod openwrt_fixture;
 pub mod openwrt_image;
 pub mod patch_harness;
+pub mod planted;
 pub mod pristine;
 pub mod report_fixture;
 
