@@ -218,17 +218,15 @@ fn size_rows(
                 ..row(
                     "device-fit",
                     &format!(
-                        "{} limit={} {}",
+                        "{} limit={} {}{}",
                         r.device,
                         r.limit_bytes.map_or("none".into(), |l| l.to_string()),
-                        match (&r.error, r.flip(), r.variant_fits) {
-                            (Some(_), _, _) => "cannot-make",
-                            (None, Some(_), Some(false)) => "stops-fitting",
-                            (None, Some(_), _) => "fits-again",
-                            (None, None, Some(true)) => "fits",
-                            (None, None, Some(false)) => "does-not-fit",
-                            (None, None, None) => "no-limit",
-                        }
+                        match r.only_in {
+                            Some(super::device_fit::Side::Base) => "only-in-base:",
+                            Some(super::device_fit::Side::Variant) => "only-in-variant:",
+                            None => "",
+                        },
+                        r.verdict().tag()
                     ),
                 )
             });

@@ -11,16 +11,34 @@
 //! a device whose image could not be made is listed with the reason.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
+use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::results::device_fit::{DeviceFit, DeviceFitRecord, LimitKind};
+use crate::results::BuildResult;
+use crate::util::text::printable;
+
+/// Which side of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The base build.
+    Base,
+    /// The variant build.
+    Variant,
+}
 
 /// One device's row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeviceRow {
     /// The device.
     pub device: String,
+    /// The side whose device list alone has it (the checkout's device list
+    /// changed between the builds), else `None`. Its limit, headroom and
+    /// verdict are that side's.
+    pub only_in: Option<Side>,
     /// `kernel_size` or `image_size` (the rootfs share); `None`: no limit.
     pub limit_kind: Option<LimitKind>,
     /// The limit as written (`3072k`).
@@ -31,7 +49,8 @@ pub struct DeviceRow {
     pub base_bytes: Option<u64>,
     /// The same of the variant.
     pub variant_bytes: Option<u64>,
-    /// Limit minus the variant's size, bytes (negative: over).
+    /// Limit minus the variant's size (the base's for a device only the
+    /// base has), bytes (negative: over).
     pub headroom: Option<i64>,
     /// The headroom in percent of the limit.
     pub headroom_percent: Option<f64>,
@@ -45,13 +64,64 @@ pub struct DeviceRow {
     pub error: Option<String>,
 }
 
+/// A row's verdict, as the text table words it and CSV tags it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Either side's image could not be made ([`DeviceRow::error`]).
+    CannotMake,
+    /// The base fits, the variant does not.
+    StopsFitting,
+    /// The base does not fit, the variant does.
+    FitsAgain,
+    /// Fits (both sides, or the one side that lists the device).
+    Fits,
+    /// Does not fit.
+    DoesNotFit,
+    /// No limit, or no size.
+    NoLimit,
+}
+
+impl Verdict {
+    /// The words of the text table.
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::CannotMake => "cannot make",
+            Verdict::StopsFitting => "fits → does not fit",
+            Verdict::FitsAgain => "does not fit → fits",
+            Verdict::Fits => "fits",
+            Verdict::DoesNotFit => "does not fit",
+            Verdict::NoLimit => "no limit",
+        }
+    }
+
+    /// The CSV tag.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Verdict::CannotMake => "cannot-make",
+            Verdict::StopsFitting => "stops-fitting",
+            Verdict::FitsAgain => "fits-again",
+            Verdict::Fits => "fits",
+            Verdict::DoesNotFit => "does-not-fit",
+            Verdict::NoLimit => "no-limit",
+        }
+    }
+}
+
 impl DeviceRow {
-    /// `fits → does not fit`, `does not fit → fits`, or `None`.
-    pub fn flip(&self) -> Option<&'static str> {
-        match (self.base_fits?, self.variant_fits?) {
-            (true, false) => Some("fits → does not fit"),
-            (false, true) => Some("does not fit → fits"),
-            _ => None,
+    /// The row's verdict: an error first, then a flip, then the fit of the
+    /// variant (of the base, for a device only the base lists).
+    pub fn verdict(&self) -> Verdict {
+        let fits = match self.only_in {
+            Some(Side::Base) => self.base_fits,
+            _ => self.variant_fits,
+        };
+        match (&self.error, self.base_fits.zip(self.variant_fits), fits) {
+            (Some(_), _, _) => Verdict::CannotMake,
+            (None, Some((true, false)), _) => Verdict::StopsFitting,
+            (None, Some((false, true)), _) => Verdict::FitsAgain,
+            (None, _, Some(true)) => Verdict::Fits,
+            (None, _, Some(false)) => Verdict::DoesNotFit,
+            (None, _, None) => Verdict::NoLimit,
         }
     }
 }
@@ -67,36 +137,41 @@ pub struct DeviceFitDiff {
     pub rows: Vec<DeviceRow>,
 }
 
-/// Whether `device` matches `pattern`: a glob with `*` and `?` when it has
-/// one, else a substring.
+/// Whether `device` matches `pattern`: a glob with `*` (any run of
+/// characters) and `?` (one character) when it has one, else a substring.
+/// The glob is the `wildmatch` crate's, whose matcher keeps one
+/// backtracking point: time linear in the device name for any pattern
+/// (`**********x` answers at once, where a recursive matcher takes
+/// seconds).
 pub fn matches(pattern: &str, device: &str) -> bool {
     if !pattern.contains(['*', '?']) {
         return device.contains(pattern);
     }
-    fn glob(p: &[u8], s: &[u8]) -> bool {
-        match (p.first(), s.first()) {
-            (None, None) => true,
-            (Some(b'*'), _) => glob(&p[1..], s) || (!s.is_empty() && glob(p, &s[1..])),
-            (Some(b'?'), Some(_)) => glob(&p[1..], &s[1..]),
-            (Some(a), Some(b)) if a == b => glob(&p[1..], &s[1..]),
-            _ => false,
-        }
-    }
-    glob(pattern.as_bytes(), device.as_bytes())
+    wildmatch::WildMatch::new(pattern).matches(device)
 }
 
 impl DeviceFitDiff {
-    /// Rows for the devices of `new` matching `pattern`, with `old`'s sizes
-    /// (a device only one side has is listed with what that side says).
+    /// Rows for the devices of `new` matching `pattern`, with `old`'s sizes,
+    /// then the devices only `old` has (a device only one side has is
+    /// listed with what that side says: [`DeviceRow::only_in`]).
     pub fn new(old: &DeviceFitRecord, new: &DeviceFitRecord, pattern: Option<&str>) -> Self {
+        let wanted = |d: &&DeviceFit| pattern.is_none_or(|p| matches(p, &d.device));
+        let in_new = |d: &&DeviceFit| new.devices.iter().any(|v| v.device == d.device);
         let rows = new
             .devices
             .iter()
-            .filter(|d| pattern.is_none_or(|p| matches(p, &d.device)))
+            .filter(wanted)
             .map(|v| {
                 let b = old.devices.iter().find(|b| b.device == v.device);
-                row(b, v)
+                row(b, Some(v))
             })
+            .chain(
+                old.devices
+                    .iter()
+                    .filter(wanted)
+                    .filter(|b| !in_new(b))
+                    .map(|b| row(Some(b), None)),
+            )
             .collect();
         DeviceFitDiff {
             openwrt_target: new.openwrt_target.clone(),
@@ -109,7 +184,7 @@ impl DeviceFitDiff {
     pub fn stop_fitting(&self) -> usize {
         self.rows
             .iter()
-            .filter(|r| r.flip() == Some("fits → does not fit"))
+            .filter(|r| r.verdict() == Verdict::StopsFitting)
             .count()
     }
 
@@ -127,7 +202,7 @@ impl DeviceFitDiff {
             self.stop_fitting(),
             self.rows
                 .iter()
-                .filter(|r| r.flip() == Some("does not fit → fits"))
+                .filter(|r| r.verdict() == Verdict::FitsAgain)
                 .count()
         );
         let _ = writeln!(
@@ -143,12 +218,14 @@ impl DeviceFitDiff {
                 (Some(l), _) => format!("KERNEL {l}"),
                 _ => "none".into(),
             };
-            let verdict = match (&r.error, r.flip(), r.variant_fits) {
-                (Some(e), _, _) => format!("cannot make: {e}"),
-                (None, Some(f), _) => f.to_string(),
-                (None, None, Some(true)) => "fits".into(),
-                (None, None, Some(false)) => "does not fit".into(),
-                (None, None, None) => "no limit".into(),
+            let verdict = match &r.error {
+                Some(e) => format!("{}: {}", Verdict::CannotMake.words(), printable(e)),
+                None => r.verdict().words().to_string(),
+            };
+            let verdict = match r.only_in {
+                Some(Side::Base) => format!("only in the base: {verdict}"),
+                Some(Side::Variant) => format!("only in the variant: {verdict}"),
+                None => verdict,
             };
             let _ = writeln!(
                 out,
@@ -177,23 +254,71 @@ impl DeviceFitDiff {
     }
 }
 
-fn row(base: Option<&DeviceFit>, v: &DeviceFit) -> DeviceRow {
-    let limit = v.limit();
+/// `dir/device-fit.json` of `result` (the `side` of a comparison, `base`
+/// or `variant`, for messages), checked as the report relies on it: its
+/// own checks ([`DeviceFitRecord::read`]), then that it describes
+/// `result`'s vmlinux (sha256) and OpenWrt target.
+///
+/// Errors: no file (naming the side and the build that writes one), or any
+/// check failing (naming the file and the fix).
+pub fn read(dir: &Path, result: &BuildResult, side: &str) -> Result<DeviceFitRecord> {
+    let (t, v) = (&result.target.name, &result.variant.name);
+    let fix = format!(
+        "build the OpenWrt-mode target again: `cargo xtask build --openwrt PATH --target {t} --variant {v} --force`"
+    );
+    let file = dir.join(crate::results::device_fit::FILE_NAME);
+    let Some(record) = DeviceFitRecord::read(dir, &fix)? else {
+        bail!(
+            "--devices: the {side} {t}/{v} has no {} (an OpenWrt-mode build of a target with an \
+             openwrt_device writes it); {fix}",
+            file.display()
+        );
+    };
+    let sha = result.artifacts.get("vmlinux").map(|a| a.sha256.as_str());
+    if sha != Some(record.vmlinux_sha256.as_str()) {
+        bail!(
+            "{} describes another vmlinux than the {side} {t}/{v}'s (sha256 {}); {fix}",
+            file.display(),
+            crate::util::text::prefix(&record.vmlinux_sha256, 12)
+        );
+    }
+    let target = result.openwrt.as_ref().map(|o| o.target.as_str());
+    if target != Some(record.openwrt_target.as_str()) {
+        bail!(
+            "{} is of OpenWrt target {}, but the {side} {t}/{v} was built for {}; {fix}",
+            file.display(),
+            record.openwrt_target,
+            target.unwrap_or("no OpenWrt target (not an OpenWrt-mode build)")
+        );
+    }
+    Ok(record)
+}
+
+/// One device's row from what each side has (at least one of them): the
+/// variant's limit and headroom, or the base's for a device only the base
+/// lists.
+fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
+    let own = variant.or(base).expect("a row of a device one side lists");
+    let limit = own.limit();
     DeviceRow {
-        device: v.device.clone(),
+        device: own.device.clone(),
+        only_in: match (base, variant) {
+            (Some(_), None) => Some(Side::Base),
+            (None, Some(_)) => Some(Side::Variant),
+            _ => None,
+        },
         limit_kind: limit.map(|(k, _)| k),
         limit: limit.map(|(_, l)| l.text.clone()),
         limit_bytes: limit.map(|(_, l)| l.bytes),
         base_bytes: base.and_then(|b| b.kernel_bytes),
-        variant_bytes: v.kernel_bytes,
-        headroom: v.headroom(),
-        headroom_percent: v.headroom_percent(),
+        variant_bytes: variant.and_then(|v| v.kernel_bytes),
+        headroom: own.headroom(),
+        headroom_percent: own.headroom_percent(),
         base_fits: base.and_then(DeviceFit::fits),
-        variant_fits: v.fits(),
-        default_n: v.limits.default_n,
-        error: v
-            .error
-            .clone()
+        variant_fits: variant.and_then(DeviceFit::fits),
+        default_n: own.limits.default_n,
+        error: variant
+            .and_then(|v| v.error.clone())
             .or_else(|| base.and_then(|b| b.error.clone())),
     }
 }
@@ -240,11 +365,11 @@ mod tests {
         let at = 3072 * 1024;
         let d = DeviceFitDiff::new(&record(at), &record(at + 1), None);
         assert_eq!(d.rows[0].base_fits, Some(true), "size = limit fits (-ge)");
-        assert_eq!(d.rows[0].flip(), Some("fits → does not fit"));
+        assert_eq!(d.rows[0].verdict(), Verdict::StopsFitting);
         assert_eq!(d.rows[0].headroom, Some(-1));
         assert_eq!(d.stop_fitting(), 1);
         let back = DeviceFitDiff::new(&record(at + 1), &record(at), None);
-        assert_eq!(back.rows[0].flip(), Some("does not fit → fits"));
+        assert_eq!(back.rows[0].verdict(), Verdict::FitsAgain);
         let text = d.render(None);
         assert!(text.contains("fits → does not fit"), "{text}");
         assert!(

@@ -20,7 +20,6 @@
 //! difference is printed in it as a warning.
 
 use super::device_fit::DeviceFitDiff;
-use crate::results::device_fit::DeviceFitRecord;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -380,18 +379,9 @@ fn load_target(
             };
             let device_fit = match &request.devices {
                 Some(pattern) => {
-                    let fix = "build the OpenWrt-mode target again";
-                    let old = DeviceFitRecord::read(&base_dir, fix)?;
-                    let new = DeviceFitRecord::read(&dir, fix)?;
-                    match (old, new) {
-                        (Some(o), Some(n)) => Some(DeviceFitDiff::new(&o, &n, Some(pattern))),
-                        _ => anyhow::bail!(
-                            "--devices: {} or {} has no device-fit.json (an OpenWrt-mode build with \
-                             an openwrt_device writes it); {fix}",
-                            base_dir.display(),
-                            dir.display()
-                        ),
-                    }
+                    let old = super::device_fit::read(&base_dir, &base, "base")?;
+                    let new = super::device_fit::read(&dir, &variant, "variant")?;
+                    Some(DeviceFitDiff::new(&old, &new, Some(pattern)))
                 }
                 None => None,
             };

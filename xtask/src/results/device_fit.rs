@@ -20,7 +20,9 @@
 //! ```
 //!
 //! A device whose recipe could not be evaluated or made has `error` set and
-//! no `kernel_bytes`; it is listed, never left out.
+//! no `kernel_bytes`; it is listed, never left out. Reading checks what the
+//! report relies on ([`DeviceFitRecord::read`]); the report checks the
+//! vmlinux and target against the record's `result.json`.
 
 use std::path::Path;
 
@@ -28,6 +30,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::util::fs::{write_atomic, FileLimit};
+use crate::util::text::printable;
 
 /// File name in a results directory.
 pub const FILE_NAME: &str = "device-fit.json";
@@ -120,23 +123,39 @@ impl DeviceFit {
         }
     }
 
-    /// Limit minus size, bytes (negative: over the limit).
+    /// Limit minus size, bytes (negative: over the limit); exact for every
+    /// pair of `u64`s, saturating at `i64`'s ends (a record read with
+    /// [`DeviceFitRecord::read`] has sizes far inside them).
     pub fn headroom(&self) -> Option<i64> {
         let (_, limit) = self.limit()?;
-        Some(limit.bytes as i64 - self.kernel_bytes? as i64)
+        let h = i128::from(limit.bytes) - i128::from(self.kernel_bytes?);
+        Some(h.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
     }
 
-    /// The headroom in percent of the limit.
+    /// The headroom in percent of the limit; `None` without a size, a
+    /// limit, or for a limit of 0 bytes.
     pub fn headroom_percent(&self) -> Option<f64> {
         let (_, limit) = self.limit()?;
-        (limit.bytes > 0).then(|| self.headroom().unwrap_or(0) as f64 * 100.0 / limit.bytes as f64)
+        let headroom = self.headroom()?;
+        (limit.bytes > 0).then(|| headroom as f64 * 100.0 / limit.bytes as f64)
     }
 
-    /// check-size's verdict: size ≤ limit; `None` without a size or limit.
+    /// check-size's verdict: size ≤ limit (`[ $limitsize -ge $imagesize ]`);
+    /// `None` without a size or limit.
     pub fn fits(&self) -> Option<bool> {
-        self.headroom().map(|h| h >= 0)
+        let (_, limit) = self.limit()?;
+        Some(self.kernel_bytes? <= limit.bytes)
     }
 }
+
+/// The largest size or limit a record may hold, bytes (1 TiB): more than
+/// any router's flash, and small enough that sums and differences of
+/// sizes stay exact in `i64` and `f64`.
+pub const MAX_BYTES: u64 = 1 << 40;
+
+/// The longest device name a record may hold (OpenWrt's are under 64
+/// characters).
+pub const MAX_NAME_CHARS: usize = 256;
 
 impl DeviceFitRecord {
     /// Reads `dir/device-fit.json`; `None` when there is none.
@@ -153,7 +172,95 @@ impl DeviceFitRecord {
         else {
             return Ok(None);
         };
+        record
+            .check()
+            .map_err(|why| anyhow::anyhow!("{}: {why}; {fix}", dir.join(FILE_NAME).display()))?;
         Ok(Some(record))
+    }
+
+    /// What [`DeviceFitRecord::read`] checks beyond the layout, as a
+    /// sentence naming the device and field: the vmlinux sha256 is 64
+    /// lowercase hex digits, the target a plain `board/subtarget`, every
+    /// device name printable, at most [`MAX_NAME_CHARS`] and listed once,
+    /// every size and limit at most [`MAX_BYTES`], every limit's text
+    /// without control characters and evaluating to its bytes as
+    /// check-size evaluates it
+    /// ([`crate::util::shell_arith::limit_bytes`]), the time finite and
+    /// not negative.
+    fn check(&self) -> std::result::Result<(), String> {
+        let sha = &self.vmlinux_sha256;
+        if sha.len() != 64 || !sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(format!(
+                "vmlinux_sha256 \"{}\" is not a sha256 (64 lowercase hex digits)",
+                printable(sha)
+            ));
+        }
+        let target = &self.openwrt_target;
+        if target.split('/').count() != 2
+            || !target
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
+        {
+            return Err(format!(
+                "openwrt_target \"{}\" is not an OpenWrt board/subtarget",
+                printable(target)
+            ));
+        }
+        if !self.seconds.is_finite() || self.seconds < 0.0 {
+            return Err(format!("seconds is {}", self.seconds));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for d in &self.devices {
+            let name = &d.device;
+            if name.is_empty()
+                || name.chars().count() > MAX_NAME_CHARS
+                || name.chars().any(|c| c.is_control() || c.is_whitespace())
+            {
+                return Err(format!(
+                    "device name \"{}\" is empty, longer than {MAX_NAME_CHARS} characters or holds white space or control characters",
+                    printable(name)
+                ));
+            }
+            if !seen.insert(name.as_str()) {
+                return Err(format!("device {name} is listed twice"));
+            }
+            if let Some(bytes) = d.kernel_bytes.filter(|b| *b > MAX_BYTES) {
+                return Err(format!(
+                    "device {name}: kernel_bytes {bytes} is more than {MAX_BYTES}"
+                ));
+            }
+            let limits = [
+                ("kernel_size", &d.limits.kernel_size),
+                ("image_size", &d.limits.image_size),
+            ];
+            for (field, limit) in limits {
+                let Some(limit) = limit else { continue };
+                if limit.text.chars().any(char::is_control) {
+                    return Err(format!(
+                        "device {name}: {field} \"{}\" holds control characters",
+                        printable(&limit.text)
+                    ));
+                }
+                if limit.bytes > MAX_BYTES {
+                    return Err(format!(
+                        "device {name}: {field} is {} bytes, more than {MAX_BYTES}",
+                        limit.bytes
+                    ));
+                }
+                match crate::util::shell_arith::limit_bytes(&limit.text) {
+                    Ok(b) if b == limit.bytes => {}
+                    Ok(b) => {
+                        return Err(format!(
+                            "device {name}: {field} \"{}\" is {b} bytes as check-size reads it, but the record says {}",
+                            printable(&limit.text),
+                            limit.bytes
+                        ))
+                    }
+                    Err(e) => return Err(format!("device {name}: {field}: {e:#}")),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes `dir/device-fit.json` atomically.
@@ -161,5 +268,49 @@ impl DeviceFitRecord {
         let mut json = serde_json::to_string_pretty(self)?;
         json.push('\n');
         write_atomic(&dir.join(FILE_NAME), json.as_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(kernel_bytes: u64, limit: u64) -> DeviceFit {
+        DeviceFit {
+            device: "d".into(),
+            recipe: None,
+            kernel_bytes: Some(kernel_bytes),
+            error: None,
+            limits: DeviceLimits {
+                kernel_size: Some(Limit {
+                    text: limit.to_string(),
+                    bytes: limit,
+                }),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Issue 40 item 3: `limit as i64 - kernel_bytes as i64` panicked
+    /// (overflow) for 9223372036854775813 bytes and called u64::MAX bytes
+    /// `fits`. The verdict compares the sizes as check-size does.
+    #[test]
+    fn the_verdict_and_headroom_hold_for_every_size() {
+        let limit = 3_145_728;
+        for (bytes, fits) in [
+            (limit, true),
+            (limit + 1, false),
+            (9_223_372_036_854_775_813, false),
+            (u64::MAX, false),
+            (0, true),
+        ] {
+            let d = fit(bytes, limit);
+            assert_eq!(d.fits(), Some(fits), "{bytes}");
+            assert_eq!(d.headroom().unwrap() >= 0, fits, "{bytes}");
+            assert!(d.headroom_percent().unwrap() <= 100.0, "{bytes}");
+        }
+        assert_eq!(fit(u64::MAX, limit).headroom(), Some(i64::MIN));
+        assert_eq!(fit(0, u64::MAX).headroom(), Some(i64::MAX));
+        assert_eq!(fit(0, u64::MAX).fits(), Some(true));
     }
 }

@@ -12,6 +12,7 @@ pub mod layout;
 pub mod lock;
 pub mod path;
 pub mod process;
+pub mod shell_arith;
 #[cfg(test)]
 pub mod test_gate;
 pub mod text;

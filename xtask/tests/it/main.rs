@@ -67,6 +67,7 @@ mod rebase_classes;
 mod rebase_upstream;
 mod report_attribution;
 mod report_cli;
+mod report_device_fit;
 mod report_device_image;
 mod report_errors;
 mod report_formats;

@@ -28,9 +28,10 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::DeviceRecipe;
+pub use crate::util::shell_arith::{exp_units, shell_arith};
 
 pub use super::FIT_VARS;
 
@@ -59,134 +60,15 @@ pub struct DeviceLimits {
     pub broken: bool,
 }
 
-/// OpenWrt's `exp_units` (rules.mk): unit suffixes made arithmetic.
-pub fn exp_units(size: &str) -> String {
-    size.replace('g', " * 1024m")
-        .replace('m', " * 1024k")
-        .replace('k', " * 1024")
-}
-
 /// A limit as `check-size` evaluates it: [`exp_units`] then the shell's
 /// `$(( ))` ([`shell_arith`]).
 ///
 /// Errors name the text when it is no such expression or not positive.
 pub fn parse_limit(text: &str) -> Result<Limit> {
-    let expr = exp_units(text.trim());
-    let value = shell_arith(&expr).with_context(|| format!("size limit {text:?} (as `{expr}`)"))?;
-    anyhow::ensure!(value >= 0, "size limit {text:?} is negative ({value})");
     Ok(Limit {
         text: text.trim().to_string(),
-        bytes: value as u64,
+        bytes: crate::util::shell_arith::limit_bytes(text)?,
     })
-}
-
-/// The shell's arithmetic expansion `$(( expr ))` for what size limits use:
-/// integers (decimal, `0x` hex, leading-`0` octal), `+ - * / %`, unary
-/// minus and parentheses, with the usual precedence.
-///
-/// Errors on anything else, on overflow and on division by zero.
-pub fn shell_arith(expr: &str) -> Result<i64> {
-    let tokens = tokenize(expr)?;
-    let mut pos = 0;
-    let v = sum(&tokens, &mut pos)?;
-    if pos != tokens.len() {
-        bail!("unexpected `{}` in `{expr}`", tokens[pos]);
-    }
-    Ok(v)
-}
-
-fn tokenize(expr: &str) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut chars = expr.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        if c.is_whitespace() {
-            chars.next();
-        } else if c.is_ascii_alphanumeric() {
-            let mut t = String::new();
-            while let Some(&c) = chars.peek().filter(|c| c.is_ascii_alphanumeric()) {
-                t.push(c);
-                chars.next();
-            }
-            out.push(t);
-        } else if "+-*/%()".contains(c) {
-            out.push(c.to_string());
-            chars.next();
-        } else {
-            bail!("`{c}` in `{expr}` is not shell arithmetic xtask reads");
-        }
-    }
-    Ok(out)
-}
-
-fn number(t: &str) -> Result<i64> {
-    let parsed = if let Some(hex) = t.strip_prefix("0x").or(t.strip_prefix("0X")) {
-        i64::from_str_radix(hex, 16)
-    } else if t.len() > 1 && t.starts_with('0') {
-        i64::from_str_radix(&t[1..], 8)
-    } else {
-        t.parse()
-    };
-    parsed.with_context(|| format!("`{t}` is not a number"))
-}
-
-fn sum(t: &[String], pos: &mut usize) -> Result<i64> {
-    let mut v = product(t, pos)?;
-    while let Some(op) = t.get(*pos).filter(|o| *o == "+" || *o == "-") {
-        *pos += 1;
-        let r = product(t, pos)?;
-        v = if op == "+" {
-            v.checked_add(r)
-        } else {
-            v.checked_sub(r)
-        }
-        .context("overflow")?;
-    }
-    Ok(v)
-}
-
-fn product(t: &[String], pos: &mut usize) -> Result<i64> {
-    let mut v = unary(t, pos)?;
-    while let Some(op) = t
-        .get(*pos)
-        .filter(|o| ["*", "/", "%"].contains(&o.as_str()))
-    {
-        *pos += 1;
-        let r = unary(t, pos)?;
-        v = match op.as_str() {
-            "*" => v.checked_mul(r).context("overflow")?,
-            _ if r == 0 => bail!("division by zero"),
-            "/" => v / r,
-            _ => v % r,
-        };
-    }
-    Ok(v)
-}
-
-fn unary(t: &[String], pos: &mut usize) -> Result<i64> {
-    match t.get(*pos).map(String::as_str) {
-        Some("-") => {
-            *pos += 1;
-            Ok(-unary(t, pos)?)
-        }
-        Some("+") => {
-            *pos += 1;
-            unary(t, pos)
-        }
-        Some("(") => {
-            *pos += 1;
-            let v = sum(t, pos)?;
-            if t.get(*pos).map(String::as_str) != Some(")") {
-                bail!("missing `)`");
-            }
-            *pos += 1;
-            Ok(v)
-        }
-        Some(n) => {
-            *pos += 1;
-            number(n)
-        }
-        None => bail!("expression ends early"),
-    }
 }
 
 /// Whether an image recipe (`IMAGE/<image>`) calls `check-size` without an
