@@ -112,6 +112,15 @@ impl State {
 /// `state` first.
 fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str) -> Result<Start> {
     if let Some(dir) = state.labs.get(target) {
+        kept_lab_dir(layout, target, dir).map_err(|why| {
+            anyhow::anyhow!(
+                "{}: labs.{target} = {:?} {why}; a kept lab directory is \
+                 target/xtask/lab/{target}/<run>/, as the experiment writes it. Remove the \
+                 file, or run with --fresh",
+                state_path.display(),
+                crate::util::text::printable(&dir.display().to_string())
+            )
+        })?;
         if dir.join(crate::lab::record::FILE_NAME).is_file() {
             return Ok(Start::Resume(dir.clone()));
         }
@@ -121,6 +130,33 @@ fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str
     state.labs.insert(target.to_string(), dir.clone());
     state.write(state_path)?;
     Ok(Start::NewIn(dir))
+}
+
+/// Why `dir`, read from `state.json` for `target`, is not a directory the
+/// experiment would have kept: it must be one plain component (what
+/// [`crate::lab::orchestrate::run_dir`] names: letters, digits, `-`)
+/// below `target/xtask/lab/<target>/` of `layout`, and, when it exists, a
+/// directory rather than a symlink to one elsewhere. Otherwise the lab
+/// would read and write, and a resume rewrite, a `lab.json` anywhere.
+fn kept_lab_dir(layout: &Layout, target: &str, dir: &Path) -> std::result::Result<(), String> {
+    let root = layout.work_dir().join("lab").join(target);
+    let plain = dir.strip_prefix(&root).ok().and_then(|rest| {
+        let mut parts = rest.components();
+        match (parts.next(), parts.next()) {
+            (Some(std::path::Component::Normal(name)), None) => name.to_str(),
+            _ => None,
+        }
+    });
+    match plain {
+        Some(name)
+            if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') => {
+        }
+        _ => return Err(format!("is not a directory of {}", root.display())),
+    }
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if !m.is_dir() => Err("is not a directory (a symlink or a file)".to_string()),
+        _ => Ok(()),
+    }
 }
 
 /// Runs `request` (see the module docs).

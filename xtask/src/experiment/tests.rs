@@ -32,6 +32,54 @@ fn a_lab_s_directory_is_kept_before_it_starts_and_taken_over_once_it_recorded() 
     assert!(matches!(other, Start::NewIn(d) if d.starts_with(layout.work_dir().join("lab/ath79"))));
 }
 
+/// Issue 40 item 6: `{"labs":{"bcm53xx":"/outside"}}` made the experiment
+/// read, resume and write `/outside/lab.json`. Every kept directory must
+/// be one the experiment would have made.
+#[test]
+fn a_kept_lab_directory_outside_the_workspace_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let layout = Layout::new(root.path());
+    let path = state_file(&layout, "flags");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join(crate::lab::record::FILE_NAME), "{}").unwrap();
+    let lab = layout.work_dir().join("lab/bcm53xx");
+    std::fs::create_dir_all(&lab).unwrap();
+    std::os::unix::fs::symlink(outside.path(), lab.join("20261207T000000Z-1")).unwrap();
+    for dir in [
+        outside.path().to_path_buf(),
+        lab.join(".."),
+        lab.join("../../../../x"),
+        lab.join("a/b"),
+        lab.clone(),
+        layout.work_dir().join("lab/ath79/20261207T000000Z-1"),
+        lab.join("20261207T000000Z-1"),
+        lab.join("run\n1"),
+    ] {
+        let mut state = State::default();
+        state.labs.insert("bcm53xx".into(), dir.clone());
+        state.write(&path).unwrap();
+        let mut state = State::read(&path).unwrap();
+        let err = lab_start(&layout, &mut state, &path, "bcm53xx")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("state.json: labs.bcm53xx") && err.contains("--fresh"),
+            "{}: {err}",
+            dir.display()
+        );
+    }
+    // What the experiment writes itself is still taken.
+    let mut state = State::default();
+    let Start::NewIn(dir) = lab_start(&layout, &mut state, &path, "bcm53xx").unwrap() else {
+        panic!("a new lab first");
+    };
+    let mut again = State::read(&path).unwrap();
+    assert_eq!(
+        lab_start(&layout, &mut again, &path, "bcm53xx").unwrap(),
+        Start::NewIn(dir)
+    );
+}
+
 #[test]
 fn a_second_experiment_is_refused_naming_the_first_s_pid() {
     let root = tempfile::tempdir().unwrap();

@@ -7,16 +7,22 @@ use anyhow::{bail, Result};
 use super::plan::LabPlan;
 use crate::lab::backend::Prepared;
 use crate::lab::record::{LabRecord, Status};
+use crate::util::text::printable;
 
 /// The record of the lab in `dir` to continue, complete or not (a
 /// complete one is kept as it is once [`check_machine`] agrees).
 ///
 /// Errors: its target, arms or settings are not `plan`'s, complete or
 /// not (the experiment or the command changed: start a new lab); its pid
-/// still runs (naming it); an unreadable `lab.json`.
+/// still runs (naming it); an unreadable `lab.json`, or one the report's
+/// checks refuse ([`crate::results::lab::check::check`]). Text from the
+/// record is printed escaped ([`printable`]).
 pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<LabRecord> {
     let record = LabRecord::read(dir)?;
     let file = dir.join(crate::lab::record::FILE_NAME);
+    // What the report would refuse to make a table of is not continued
+    // either, and nothing of it reaches the terminal unescaped.
+    crate::results::lab::check::check(&record).refuse(&record, &file)?;
     // The plan's own lab, complete or not: a complete lab of other
     // settings is not this command's answer either.
     let arms: Vec<String> = record.arms.iter().map(|a| a.name.clone()).collect();
@@ -35,27 +41,23 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<LabRecord> {
             "{} is a lab of {} with arms {arms:?} and other settings than this plan ({} with {:?}); \
              it cannot be continued: move it away to start the lab anew",
             file.display(),
-            record.target,
+            printable(&record.target),
             plan.target,
             plan.arm_names()
         );
     }
-    let pid = match &record.status {
+    match &record.status {
         // Kept once the backend is prepared and its machine is the
         // record's ([`check_machine`]).
         Status::Complete => return Ok(record),
-        Status::Running { pid } => {
-            if record.status.lab_alive() == Some(true) {
-                bail!(
-                    "{} says pid {} still runs this lab; wait for it, or stop it first",
-                    file.display(),
-                    pid.unwrap_or_default()
-                );
-            }
-            pid.map_or("an unknown pid".to_string(), |p| format!("pid {p}"))
-        }
-        Status::Failed { reason } => format!("a run that failed ({reason})"),
-    };
+        Status::Running { pid } if record.status.lab_alive() == Some(true) => bail!(
+            "{} says pid {} still runs this lab; wait for it, or stop it first",
+            file.display(),
+            pid.unwrap_or_default()
+        ),
+        _ => {}
+    }
+    let pid = previous_runner(&record.status);
     let mut record = record;
     record.settings.labs_at_once = record.settings.labs_at_once.max(plan.settings.labs_at_once);
     let kept = record.runs.iter().filter(|r| !r.warmup).count();
@@ -64,6 +66,17 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<LabRecord> {
         file.display()
     );
     Ok(record)
+}
+
+/// Who ran a lab that is taken over, for the line that says so: `pid N`,
+/// `an unknown pid`, `a run that failed (REASON)` (the reason escaped: it
+/// is text from the file), or `a complete run`.
+fn previous_runner(status: &Status) -> String {
+    match status {
+        Status::Running { pid } => pid.map_or("an unknown pid".to_string(), |p| format!("pid {p}")),
+        Status::Failed { reason } => format!("a run that failed ({})", printable(reason)),
+        Status::Complete => "a complete run".to_string(),
+    }
 }
 
 /// Errors unless the taken-over `record` (in `dir`) was measured on the
@@ -91,4 +104,24 @@ pub fn check_machine(record: &LabRecord, prepared: &Prepared, dir: &Path) -> Res
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 40 item 7: a status reason with escape sequences and a
+    /// newline was printed raw ("taking over … from a run that failed").
+    #[test]
+    fn a_hostile_reason_is_printed_escaped() {
+        let line = previous_runner(&Status::Failed {
+            reason: "\u{1b}]0;owned\u{7}\u{1b}[2J\nlab: all runs complete".to_string(),
+        });
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(
+            line.contains("\\u{1b}[2J\\nlab: all runs complete"),
+            "{line}"
+        );
+        assert_eq!(previous_runner(&Status::Running { pid: Some(7) }), "pid 7");
+    }
 }

@@ -454,7 +454,8 @@ fn a_lab_measured_on_another_machine_is_not_continued() {
     let s = Scratch::new();
     let dir = s.dir("elsewhere");
     let p = plan(Place::Endpoint("lan".into()));
-    s.killed_after(&p, &dir, 5);
+    // Every run measured: a record that says `complete` must be.
+    s.killed_after(&p, &dir, 18);
     let mut record = LabRecord::read(&dir).unwrap();
     // As if measured with other lab kernels (another --openwrt, --cpus).
     record.lab_target = "other-lab".into();
@@ -513,4 +514,22 @@ fn a_lab_another_process_resumes_is_refused_before_it_is_read() {
     drop(held);
     // Once it ends, this one continues the lab.
     s.resume(&p, &dir).unwrap();
+}
+
+/// Issue 40 item 7: a taken-over lab.json gets the checks a report makes
+/// of it; one they refuse (a measured run twice: n would count it twice)
+/// is not continued, and nothing is booted.
+#[test]
+fn a_lab_json_the_report_would_refuse_is_not_taken_over() {
+    let s = Scratch::new();
+    let dir = s.dir("edited");
+    let p = plan(Place::Endpoint("lan".into()));
+    s.killed_after(&p, &dir, 5);
+    let mut record = LabRecord::read(&dir).unwrap();
+    let measured = record.runs.iter().find(|r| !r.warmup).unwrap().clone();
+    record.runs.push(measured);
+    record.write(&dir).unwrap();
+    let err = format!("{:#}", s.resume(&p, &dir).unwrap_err());
+    assert!(err.contains("so no table from it would be right"), "{err}");
+    assert!(s.calls().is_empty(), "{:?}", s.calls());
 }

@@ -80,7 +80,7 @@ impl Problems {
         let again = if record.machine.host().is_some() {
             "--lab host".to_string()
         } else {
-            format!("--target {}", record.target)
+            format!("--target {}", crate::util::text::printable(&record.target))
         };
         anyhow::bail!(
             "{}: {n} problem{}, so no table from it would be right:\n{}\nrepair or remove those runs, or run the lab again (`cargo xtask lab {again}`); lab.json counts rounds from 0, this message from 1",
