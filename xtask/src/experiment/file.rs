@@ -320,9 +320,10 @@ fn work_dir_in(layout: &Layout) -> PathBuf {
 
 /// `[report] output` (`written`, relative to the workspace root) as a
 /// path, or why it is refused: empty (the workspace root itself),
-/// absolute, holding `..`, or not a directory below `target/xtask` (a
+/// absolute, holding `..`, not a directory below `target/xtask` (a
 /// report written to `patches/generic/pending-6.12` replaced files of the
-/// patch stack). The text after the value: `is empty …`.
+/// patch stack), or inside the results or lab directories (in either
+/// mode). The text after the value: `is empty …`.
 fn report_output(layout: &Layout, written: &str) -> std::result::Result<PathBuf, String> {
     if let Some(why) = crate::util::path::unsafe_reason(Path::new(written)) {
         return Err(match why {
@@ -339,6 +340,20 @@ fn report_output(layout: &Layout, written: &str) -> std::result::Result<PathBuf,
     let work = work_dir_in(layout);
     if !rel.starts_with(&work) || rel == work {
         return Err(format!("is not a directory below {}", work.display()));
+    }
+    // Results and lab directories are records other commands read, pack
+    // and merge: a report there became part of a build's result, which
+    // `results export` packed and `results merge` refused.
+    for records in ["results", "lab", "openwrt/results", "openwrt/lab"] {
+        let dir = work.join(records);
+        if rel.starts_with(&dir) {
+            return Err(format!(
+                "is inside {}, where builds and labs keep their records; name a directory such \
+                 as {}",
+                dir.display(),
+                work.join("experiments/<name>").display()
+            ));
+        }
     }
     Ok(layout.root().join(rel))
 }

@@ -36,19 +36,16 @@ pub const MAX_CPUS: u32 = 4;
 pub struct CpuMask(pub u32);
 
 impl CpuMask {
-    /// Parses `2`, `0x3` or `f` (hexadecimal, as `rps_cpus` takes it);
-    /// `what` names the key in errors.
+    /// Parses `2`, `0x3` or `f` (hexadecimal, as `rps_cpus` takes it:
+    /// [`crate::util::cpu_mask::parse_hex`], which refuses `0x0x2` and
+    /// `+2`); `what` names the key in errors.
     pub fn parse(text: &str, what: &str) -> Result<CpuMask> {
-        let hex = text.trim().trim_start_matches("0x");
-        let value = (!hex.is_empty() && hex.len() <= 2)
-            .then(|| u32::from_str_radix(hex, 16).ok())
-            .flatten()
-            .with_context(|| {
-                format!(
-                    "{what} = {text:?}: write a hexadecimal CPU bitmap as rps_cpus takes it, \
+        let value = crate::util::cpu_mask::parse_hex(text.trim()).with_context(|| {
+            format!(
+                "{what} = {text:?}: write a hexadecimal CPU bitmap as rps_cpus takes it, \
                      e.g. \"2\" for CPU1, \"3\" for CPU0 and CPU1"
-                )
-            })?;
+            )
+        })?;
         if value >> MAX_CPUS != 0 {
             bail!("{what} = {text:?} names a CPU above {}", MAX_CPUS - 1);
         }
@@ -380,6 +377,16 @@ mod tests {
         for bad in ["sometimes", "rps_cpus", "rps_cpus=2,rfs=1", "irq_cpu=x"] {
             assert!(SteeringSpec::parse_flag(bad).is_err(), "{bad}");
         }
+        // Issue 40 item 13: accepted before, refused by lab.json's check.
+        for bad in ["rps_cpus=0x0x2", "rps_cpus=0x0x0x1", "rps_cpus=+2"] {
+            let err = format!("{:#}", SteeringSpec::parse_flag(bad).unwrap_err());
+            assert!(err.contains("hexadecimal CPU bitmap"), "{bad}: {err}");
+        }
+        assert!(from_toml("packet_steering = { rps_cpus = \"0x0x2\" }").is_err());
+        assert_eq!(
+            SteeringSpec::parse_flag("rps_cpus=0x2").unwrap().describe(),
+            "rps_cpus=2"
+        );
         // The reason is in the outermost message (the command line parser prints only that),
         // on one line, control characters escaped.
         let shown = |text: &str| SteeringSpec::parse_flag(text).unwrap_err().to_string();

@@ -554,7 +554,4 @@ fn device_fit(
     Ok(record)
 }
 
-/// Written next to `result.json`: every OpenWrt patch with its class on
-/// this source, so the dropped (`upstream`) and left-out (`conflict`)
-/// patches of a build are on record.
-pub const CLASSIFICATION_FILE: &str = "openwrt-patches.json";
+pub use crate::results::openwrt::CLASSIFICATION_FILE;

@@ -151,8 +151,9 @@ pub fn default_image(target: &Target) -> Artifact {
 /// order.
 ///
 /// Errors: DIR missing; a `series` that is not a file; a listed name that
-/// is absolute, leaves DIR, has a control character or is not a file;
-/// no patch.
+/// is absolute, leaves DIR (by `..` or through a link), has a control
+/// character or is not a file; a `*.patch` that is a link out of DIR; no
+/// patch.
 pub fn series_patches(dir: &Path) -> Result<Vec<PathBuf>> {
     if !dir.is_dir() {
         bail!("--series {}: not a directory of patches", dir.display());
@@ -173,6 +174,15 @@ pub fn series_patches(dir: &Path) -> Result<Vec<PathBuf>> {
                 "--series {}: no patch (no `series` file and no *.patch)",
                 dir.display()
             );
+        }
+        for p in &patches {
+            if !stays_in(&dir, p) {
+                bail!(
+                    "{}: a link that leads out of {}; copy the patch in instead",
+                    p.display(),
+                    dir.display()
+                );
+            }
         }
         return Ok(patches);
     }
@@ -209,9 +219,14 @@ pub fn series_patches(dir: &Path) -> Result<Vec<PathBuf>> {
             )));
         }
         let path = dir.join(name);
-        if name.starts_with('/') || name.split('/').any(|c| c == "..") || !path.is_file() {
+        if name.starts_with('/')
+            || name.split('/').any(|c| c == "..")
+            || !path.is_file()
+            || !stays_in(&dir, &path)
+        {
             return Err(at(format!(
-                "{name:?} is not a patch file in {}",
+                "{name:?} is not a patch file in {} (absolute, with `..`, missing, or reached \
+                 through a link that leads out of it)",
                 dir.display()
             )));
         }
@@ -224,6 +239,13 @@ pub fn series_patches(dir: &Path) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(patches)
+}
+
+/// Whether `path`, with every link resolved, is inside `dir` (itself
+/// resolved): a series entry `sub/passwd` with `sub → /etc`, or a patch
+/// `evil.patch → /etc/passwd`, is not.
+fn stays_in(dir: &Path, path: &Path) -> bool {
+    std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(dir))
 }
 
 /// The target, variant and range of `request`.

@@ -317,20 +317,13 @@ pub fn read(layout: &Layout, dir: &Path, result: &BuildResult) -> Result<Attribu
         "run `{cmd}` again: it adds the attribution to an up-to-date build whose build tree is \
          still there (else add --force)"
     );
-    let Some(record) = AttributionRecord::read(dir, &fix)? else {
+    let Some(record) = AttributionRecord::read_for(dir, result, &fix)? else {
         bail!(
             "--by needs {}, which {t}/{v} does not have (made from the link map at build time); \
              {fix}",
             dir.join(crate::results::attribution::FILE_NAME).display()
         );
     };
-    let sha = result.artifacts.get("vmlinux").map(|a| a.sha256.as_str());
-    if sha != Some(record.vmlinux_sha256.as_str()) {
-        bail!(
-            "{} describes another vmlinux than {t}/{v}'s; {fix}",
-            dir.join(crate::results::attribution::FILE_NAME).display()
-        );
-    }
     Ok(record)
 }
 

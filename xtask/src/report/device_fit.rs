@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::results::device_fit::{DeviceFit, DeviceFitRecord, LimitKind};
@@ -267,30 +267,15 @@ pub fn read(dir: &Path, result: &BuildResult, side: &str) -> Result<DeviceFitRec
         "build the OpenWrt-mode target again: `cargo xtask build --openwrt PATH --target {t} --variant {v} --force`"
     );
     let file = dir.join(crate::results::device_fit::FILE_NAME);
-    let Some(record) = DeviceFitRecord::read(dir, &fix)? else {
+    let Some(record) = DeviceFitRecord::read_for(dir, result, &fix)
+        .with_context(|| format!("--devices, the {side} {t}/{v}"))?
+    else {
         bail!(
             "--devices: the {side} {t}/{v} has no {} (an OpenWrt-mode build of a target with an \
              openwrt_device writes it); {fix}",
             file.display()
         );
     };
-    let sha = result.artifacts.get("vmlinux").map(|a| a.sha256.as_str());
-    if sha != Some(record.vmlinux_sha256.as_str()) {
-        bail!(
-            "{} describes another vmlinux than the {side} {t}/{v}'s (sha256 {}); {fix}",
-            file.display(),
-            crate::util::text::prefix(&record.vmlinux_sha256, 12)
-        );
-    }
-    let target = result.openwrt.as_ref().map(|o| o.target.as_str());
-    if target != Some(record.openwrt_target.as_str()) {
-        bail!(
-            "{} is of OpenWrt target {}, but the {side} {t}/{v} was built for {}; {fix}",
-            file.display(),
-            record.openwrt_target,
-            target.unwrap_or("no OpenWrt target (not an OpenWrt-mode build)")
-        );
-    }
     Ok(record)
 }
 

@@ -103,6 +103,23 @@ impl AttributionRecord {
         Ok(Some(record))
     }
 
+    /// [`AttributionRecord::read`], then that the record describes
+    /// `result`'s vmlinux (its sha256): what the report and a merge accept.
+    ///
+    /// Errors: those of `read`, or another vmlinux (naming the file and
+    /// `fix`).
+    pub fn read_for(
+        dir: &Path,
+        result: &super::BuildResult,
+        fix: &str,
+    ) -> Result<Option<AttributionRecord>> {
+        let Some(record) = Self::read(dir, fix)? else {
+            return Ok(None);
+        };
+        super::check_vmlinux(&dir.join(FILE_NAME), result, &record.vmlinux_sha256, fix)?;
+        Ok(Some(record))
+    }
+
     /// Writes `dir/attribution.json` atomically.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let mut json = serde_json::to_string(self)?;

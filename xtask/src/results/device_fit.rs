@@ -178,6 +178,36 @@ impl DeviceFitRecord {
         Ok(Some(record))
     }
 
+    /// [`DeviceFitRecord::read`], then that the record describes
+    /// `result`'s vmlinux (its sha256) and OpenWrt target: what the report
+    /// and a merge accept.
+    ///
+    /// Errors: those of `read`, another vmlinux or target (naming the file
+    /// and `fix`).
+    pub fn read_for(
+        dir: &Path,
+        result: &super::BuildResult,
+        fix: &str,
+    ) -> Result<Option<DeviceFitRecord>> {
+        let Some(record) = Self::read(dir, fix)? else {
+            return Ok(None);
+        };
+        let file = dir.join(FILE_NAME);
+        super::check_vmlinux(&file, result, &record.vmlinux_sha256, fix)?;
+        let target = result.openwrt.as_ref().map(|o| o.target.as_str());
+        if target != Some(record.openwrt_target.as_str()) {
+            anyhow::bail!(
+                "{} is of OpenWrt target {}, but {}/{} was built for {}; {fix}",
+                file.display(),
+                record.openwrt_target,
+                result.target.name,
+                result.variant.name,
+                target.unwrap_or("no OpenWrt target (not an OpenWrt-mode build)")
+            );
+        }
+        Ok(Some(record))
+    }
+
     /// What [`DeviceFitRecord::read`] checks beyond the layout, as a
     /// sentence naming the device and field: the vmlinux sha256 is 64
     /// lowercase hex digits, the target a plain `board/subtarget`, every

@@ -364,6 +364,28 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// Errors unless `sha256` (a record's `vmlinux_sha256`, in `file`) is the
+/// sha256 `result` records for its vmlinux: the record describes another
+/// build's kernel. Names the file, the result and `fix`.
+pub(crate) fn check_vmlinux(
+    file: &Path,
+    result: &BuildResult,
+    sha256: &str,
+    fix: &str,
+) -> Result<()> {
+    let own = result.artifacts.get("vmlinux").map(|a| a.sha256.as_str());
+    if own != Some(sha256) {
+        anyhow::bail!(
+            "{} describes another vmlinux than {}/{}'s (sha256 {}); {fix}",
+            file.display(),
+            result.target.name,
+            result.variant.name,
+            crate::util::text::printable(crate::util::text::prefix(sha256, 12))
+        );
+    }
+    Ok(())
+}
+
 /// Reads the JSON record `file_name` of a result directory `dir`, `None`
 /// when there is none; shared by the records built beside `result.json`
 /// (`attribution.json`, `device-fit.json`).

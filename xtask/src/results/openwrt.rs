@@ -7,6 +7,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// Written next to `result.json` by an OpenWrt-mode build: every OpenWrt
+/// patch with its class on this source, so the dropped (`upstream`) and
+/// left-out (`conflict`) patches of a build are on record.
+pub const CLASSIFICATION_FILE: &str = "openwrt-patches.json";
+
 /// The OpenWrt side of one build.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenwrtRecord {

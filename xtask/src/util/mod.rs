@@ -6,6 +6,7 @@
 
 pub mod cancel;
 pub mod capped;
+pub mod cpu_mask;
 pub mod fs;
 pub mod hash;
 pub mod layout;

@@ -371,6 +371,25 @@ fn git_symlinks_outside_the_tree_are_refused() {
         );
         assert!(e.contains("symbolic link to"), "{path}: {e}");
     }
+    // Issue 40 item 8: two links of one patch, each inside the tree
+    // lexically: up is the tree root, and out climbs out of it to `/`.
+    // Refused in either order, nothing written.
+    for order in [["up", "out"], ["out", "up"]] {
+        let mut p = simple_patch("x");
+        for name in order {
+            let target = if name == "up" {
+                "../.."
+            } else {
+                "up/../../../.."
+            };
+            p.extend(git_symlink_patch(&format!("a/b/{name}"), target));
+        }
+        let e = refused(&files, &p, P1, |_| {});
+        assert!(
+            e.contains("a/b/out") && e.contains("climbs back out of a name"),
+            "{order:?}: {e}"
+        );
+    }
     let to_link = b"diff --git a/x b/x\nold mode 100644\nnew mode 120000\n";
     let e = refused(&files, to_link, P1, |_| {});
     assert!(

@@ -151,12 +151,12 @@ fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
         (
             "another vmlinux",
             |r| r["vmlinux_sha256"] = json!("0".repeat(64)),
-            "describes another vmlinux than the base bcm53xx/baseline's",
+            "describes another vmlinux than bcm53xx/baseline's (sha256 000000000000)",
         ),
         (
             "another target",
             |r| r["openwrt_target"] = json!("ramips/mt7621"),
-            "is of OpenWrt target ramips/mt7621, but the base bcm53xx/baseline was built for bcm53xx/generic",
+            "is of OpenWrt target ramips/mt7621, but bcm53xx/baseline was built for bcm53xx/generic",
         ),
         (
             "an escape in a limit",
@@ -173,6 +173,10 @@ fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
         );
         let err = report_text(&f, "*").unwrap_err();
         assert!(err.contains(says), "{what}: {err}");
+        assert!(
+            err.starts_with("--devices, the base bcm53xx/baseline: "),
+            "{what}: {err}"
+        );
         assert!(
             err.contains("bcm53xx/baseline/device-fit.json")
                 && err.contains("cargo xtask build --openwrt"),

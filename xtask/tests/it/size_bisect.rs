@@ -120,6 +120,28 @@ fn bad_requests_are_refused_naming_the_flag_before_any_build() {
         size_bisect::series_patches(&series).unwrap(),
         vec![series.join("01#x.patch")]
     );
+    // Issue 40 item 12: entries that leave the directory through a link
+    // (is_file() follows it) were read as patches.
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("passwd"), "root:x:0:0\n").unwrap();
+    std::os::unix::fs::symlink(&outside, series.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.join("passwd"), series.join("evil.patch")).unwrap();
+    for entry in ["sub/passwd", "evil.patch"] {
+        std::fs::write(series.join("series"), format!("{entry}\n")).unwrap();
+        let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
+        assert!(
+            err.contains("series:1") && err.contains("leads out of it"),
+            "{entry}: {err}"
+        );
+    }
+    std::fs::remove_file(series.join("series")).unwrap();
+    let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
+    assert!(
+        err.contains("evil.patch: a link that leads out of"),
+        "{err}"
+    );
+    std::fs::remove_file(series.join("evil.patch")).unwrap();
     std::fs::write(series.join("series"), "a\u{1}\u{1b}b.patch\n").unwrap();
     let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
     assert!(err.contains("control character"), "{err}");

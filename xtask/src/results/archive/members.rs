@@ -17,8 +17,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 use tar::EntryType;
 
-use crate::results::{attribution, BuildResult, FILE_NAME, LIMIT};
-use crate::util::fs::{describe_bytes, MAX_RECORD_BYTES};
+use crate::results::openwrt::CLASSIFICATION_FILE;
+use crate::results::{attribution, device_fit, BuildResult, FILE_NAME, LIMIT};
+use crate::util::fs::{describe_bytes, FileLimit, MAX_RECORD_BYTES};
 
 /// The largest artifact merged, in bytes: a router's vmlinux is 5–20 MB,
 /// one with debug information a few hundred.
@@ -260,8 +261,8 @@ pub(super) fn scan(file: &mut File) -> Result<Vec<Found>> {
 /// writes into its results directory; `Err` says why not, after the
 /// member's name: `result.json`; each artifact it lists, of the recorded
 /// size (1 byte to [`MAX_ARTIFACT_BYTES`]); `build.log` (at most
-/// [`MAX_LOG_BYTES`]); `openwrt-patches.json` of an OpenWrt-mode build;
-/// `attribution.json` (at most [`attribution::LIMIT`]); `vmlinux.bin`, made on the side for `vmlinux.lzma` or a uImage; a lab
+/// [`MAX_LOG_BYTES`]); `openwrt-patches.json` and `device-fit.json` of an
+/// OpenWrt-mode build; `attribution.json` (at most [`attribution::LIMIT`]); `vmlinux.bin`, made on the side for `vmlinux.lzma` or a uImage; a lab
 /// kernel's device tree (a `.dtb` make goal's file name).
 pub fn expected(result: &BuildResult, file: &str, size: u64) -> std::result::Result<(), String> {
     let within = |max: u64| {
@@ -302,7 +303,8 @@ pub fn expected(result: &BuildResult, file: &str, size: u64) -> std::result::Res
     });
     match file {
         "build.log" => within(MAX_LOG_BYTES),
-        "openwrt-patches.json" if result.openwrt.is_some() => within(MAX_RECORD_BYTES),
+        CLASSIFICATION_FILE if result.openwrt.is_some() => within(MAX_RECORD_BYTES),
+        device_fit::FILE_NAME if result.openwrt.is_some() => within(device_fit::LIMIT.max_bytes),
         attribution::FILE_NAME => within(attribution::LIMIT.max_bytes),
         _ if made_on_the_side => within(MAX_ARTIFACT_BYTES),
         _ if device_tree => within(16 << 20),
@@ -318,10 +320,32 @@ pub fn expected(result: &BuildResult, file: &str, size: u64) -> std::result::Res
     }
 }
 
+/// Checks the JSON records beside `dir`'s `result.json` (`result`) as
+/// their readers check them: `attribution.json` and `device-fit.json`
+/// as the report reads them (each for `result`'s vmlinux, and target),
+/// `openwrt-patches.json` as JSON. A missing one is fine.
+///
+/// Errors: the first record that fails, naming the file and `fix`.
+pub fn check_records(dir: &Path, result: &BuildResult, fix: &str) -> Result<()> {
+    attribution::AttributionRecord::read_for(dir, result, fix)?;
+    device_fit::DeviceFitRecord::read_for(dir, result, fix)?;
+    let file = dir.join(CLASSIFICATION_FILE);
+    match crate::util::fs::read_limited(&file, FileLimit::record(CLASSIFICATION_FILE), fix) {
+        Ok(text) => {
+            serde_json::from_str::<serde_json::Value>(&text)
+                .map_err(|e| anyhow!("{}: not JSON ({e}); {fix}", file.display()))?;
+        }
+        Err(e) if crate::util::fs::is_not_found(&e) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
 /// Writes the members of `found` from `file` into `into` (an empty
 /// directory): `result.json` as [`scan`] read it, every other member
 /// checked again against what [`scan`] saw (the archive may have been
-/// rewritten since), each artifact's sha256 against its record.
+/// rewritten since), each artifact's sha256 against its record, then the
+/// JSON records as their readers check them ([`check_records`]).
 pub(super) fn extract(file: &mut File, found: &Found, into: &Path) -> Result<()> {
     file.seek(SeekFrom::Start(0))?;
     let mut archive = tar::Archive::new(&*file);
@@ -386,7 +410,8 @@ pub(super) fn extract(file: &mut File, found: &Found, into: &Path) -> Result<()>
     if written != found.files.len() {
         bail!("{prefix} changed while the archive was being merged");
     }
-    Ok(())
+    check_records(into, &found.result, "export the result again")
+        .map_err(|e| anyhow!("{prefix}: {e:#}"))
 }
 
 /// Refuses GNU long-name and pax headers larger than

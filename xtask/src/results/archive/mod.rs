@@ -50,10 +50,16 @@ use members::Found;
 use place::Staged;
 
 /// Writes the results of each (target, variant) as one tar `output`
-/// (members `<target>/<variant>/…`, sorted, owner 0, mtime 0, so equal
-/// results give equal bytes).
+/// (members `<target>/<variant>/<file>`, sorted, owner 0, mtime 0, so
+/// equal results give equal bytes). It packs only what [`merge`] accepts:
+/// the files a build writes ([`members::expected`]), with its JSON records
+/// checked as the merge checks them ([`members::check_records`]); any
+/// other file in the directory is left out and named on stderr.
 ///
-/// Errors: a pair without a complete result (naming the build command).
+/// Errors: a `--target` or `--variant` that is not a plain name (it would
+/// name a directory outside `target/xtask/results/`), a pair without a
+/// complete result of that name (naming the build command), a record a
+/// merge would refuse.
 pub fn export(
     sh: &Shell,
     layout: &Layout,
@@ -62,25 +68,92 @@ pub fn export(
     output: &Path,
 ) -> Result<()> {
     let root = layout.results_root();
+    let mut pairs = Vec::new();
     let mut members = Vec::new();
     for t in targets {
+        one_name("--target", t, &root)?;
         for v in variants {
+            one_name("--variant", v, &root.join(t))?;
             let dir = layout.results_dir(t, v);
-            BuildResult::read(&dir).with_context(|| {
-                format!("nothing exported: {t}/{v} has no complete result (`cargo xtask build --target {t} --variant {v}`)")
+            let build = format!("`cargo xtask build --target {t} --variant {v}`");
+            let result = BuildResult::read(&dir).with_context(|| {
+                format!("nothing exported: {t}/{v} has no complete result ({build})")
             })?;
-            members.push(format!("{t}/{v}"));
+            if (result.target.name.as_str(), result.variant.name.as_str()) != (t, v) {
+                bail!(
+                    "nothing exported: {} records {}/{}, not {t}/{v}; build it again ({build})",
+                    dir.join(super::FILE_NAME).display(),
+                    result.target.name,
+                    result.variant.name
+                );
+            }
+            members::check_records(&dir, &result, &format!("build it again ({build} --force)"))
+                .context("nothing exported")?;
+            for name in read_dir_names(&dir)? {
+                let file = dir.join(&name);
+                let size = std::fs::symlink_metadata(&file)
+                    .with_context(|| format!("reading {}", file.display()))
+                    .map(|m| m.is_file().then_some(m.len()))?;
+                match size.map(|size| members::expected(&result, &name, size)) {
+                    Some(Ok(())) => members.push(format!("{t}/{v}/{name}")),
+                    Some(Err(why)) => eprintln!(
+                        "note: not exported: {}: {why} (a merge would refuse it)",
+                        crate::util::text::printable(&file.display().to_string())
+                    ),
+                    None => eprintln!(
+                        "note: not exported: {}: not a regular file",
+                        crate::util::text::printable(&file.display().to_string())
+                    ),
+                }
+            }
+            pairs.push(format!("{t}/{v}"));
         }
     }
-    let listed = members.join(", ");
+    members.sort();
+    let listed = pairs.join(", ");
     run_tied(cmd!(
         sh,
-        "tar --create --file {output} --directory {root} --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 --exclude=.* {members...}"
+        "tar --create --file {output} --directory {root} --owner=0 --group=0 --numeric-owner --mtime=@0 --no-recursion -- {members...}"
     )
     .quiet())
     .with_context(|| format!("writing {}; is the directory writable?", output.display()))?;
     println!("exported {listed} to {}", output.display());
     Ok(())
+}
+
+/// Errors unless `value` (of `flag`) is one name in `dir`, as a merge
+/// takes a member's parts ([`members::check_member`]): not empty, no `/`,
+/// not hidden (`.`, `..`), no control characters. Anything else names
+/// another directory than `dir`'s.
+fn one_name(flag: &str, value: &str, dir: &Path) -> Result<()> {
+    if value.is_empty()
+        || value.contains('/')
+        || value.starts_with('.')
+        || value.chars().any(char::is_control)
+    {
+        bail!(
+            "nothing exported: {flag} {:?} is not a name in {}: pass a directory name there \
+             (`ls {}`)",
+            crate::util::text::printable(value),
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The names in `dir` but hidden ones (a build's staging files), sorted.
+fn read_dir_names(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.') {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
 }
 
 /// One result found in an archive.

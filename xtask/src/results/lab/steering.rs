@@ -70,11 +70,7 @@ impl Steering {
             );
         }
         let mask_ok = |m: &str| {
-            !m.is_empty()
-                && m.len() <= 8
-                && m.bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-                && u32::from_str_radix(m, 16).is_ok_and(|v| u64::from(v) < 1u64 << smp)
+            crate::util::cpu_mask::parse_hex(m).is_some_and(|v| u64::from(v) < 1u64 << smp)
         };
         for (i, n) in self.nics.iter().enumerate() {
             let at = format!("machine.qemu.steering.nics[{i}]");
