@@ -138,6 +138,17 @@ pub fn removals(simulation: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The `Candidate:` version of `apt-cache policy NAME`'s output (apt
+/// 2.6), `None` without one (or `(none)`).
+pub fn candidate(policy: &str) -> Option<String> {
+    policy
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Candidate:"))
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && *v != "(none)")
+        .map(str::to_string)
+}
+
 /// Installs `packages` with apt-get when running as root; otherwise prints
 /// the command to run. Returns whether it installed.
 ///
@@ -174,6 +185,23 @@ pub fn install(sh: &Shell, packages: &[AptPackage]) -> Result<bool> {
             .ignore_stderr()
             .run()
             .is_ok();
+        if found {
+            // Say what is chosen over Debian's candidate, and what an
+            // upgrade will do to it.
+            let name = &p.name;
+            let policy = cmd!(sh, "apt-cache policy {name}")
+                .quiet()
+                .read()
+                .unwrap_or_default();
+            if let Some(newer) = candidate(&policy).filter(|c| *c != version) {
+                println!(
+                    "{name}: installing {version}, the version patches/kernel-sources.toml pins \
+                     (builds accept only its tarball's sha256), not Debian's candidate {newer}. \
+                     An `apt-get upgrade` moves it to {newer}; `build` then refuses the tarball \
+                     until `cargo xtask setup` installs {version} again"
+                );
+            }
+        }
         if !found {
             let installed = kernel_source::installed_debian_version(sh, &p.name);
             eprintln!(
@@ -255,6 +283,11 @@ pub fn command(
     let mut packages = packages(&chosen);
     if request.targets.is_empty() {
         packages.extend(crate::lab::host::host_packages());
+        // `flags set` writes the 201 patch of every
+        // patches/generic/pending-<kver>/ against that kernel's Makefile.
+        for (kver, _) in kernel_source::pending_dirs(&layout.patches_dir())? {
+            packages.push(kernel_source::debian_package(&kver));
+        }
         packages.sort();
         packages.dedup();
     }
@@ -343,6 +376,18 @@ pub fn command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_candidate_of_apt_cache_policy() {
+        let policy = "linux-source-6.12:\n  Installed: 6.12.117-1~deb12u1\n  \
+                      Candidate: 6.12.118-1~deb12u1\n  Version table:\n";
+        assert_eq!(candidate(policy).as_deref(), Some("6.12.118-1~deb12u1"));
+        assert_eq!(
+            candidate("x:\n  Installed: (none)\n  Candidate: (none)\n"),
+            None
+        );
+        assert_eq!(candidate(""), None);
+    }
 
     #[test]
     fn every_target_brings_its_compiler_and_source() {

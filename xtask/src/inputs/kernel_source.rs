@@ -178,7 +178,16 @@ pub fn verify_tarball(layout: &Layout, tarball: &Path) -> Result<String> {
                     let installed = (tarball == default_tarball(series))
                         .then(|| installed_debian_version(&Shell::new().ok()?, package))
                         .flatten()
-                        .map(|v| format!(" (dpkg has {package} {v} installed)"))
+                        .map(|v| {
+                            if v == *version {
+                                format!(" (dpkg has {package} {v} installed)")
+                            } else {
+                                format!(
+                                    " (dpkg has {package} {v} installed, not the pinned \
+                                     version: an `apt-get upgrade` or install replaced it)"
+                                )
+                            }
+                        })
                         .unwrap_or_default();
                     format!(
                         "The pinned sum is that of Debian's {package} {version}{installed}. \
@@ -420,6 +429,29 @@ pub fn check_series(kver: &str, what: &str) -> Result<()> {
 /// The series a full version belongs to: `6.12.117` → `6.12`.
 pub fn series_of(version: &str) -> String {
     version.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+/// Every `patches/generic/pending-<kver>/` directory of `patches_dir`,
+/// with its kernel series (`6.12`), sorted: the kernels `flags set` writes
+/// the 201 patch for, and `setup` installs the sources of.
+///
+/// Errors: `patches/generic/` cannot be read.
+pub fn pending_dirs(patches_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let generic = patches_dir.join("generic");
+    let mut dirs = Vec::new();
+    for entry in
+        std::fs::read_dir(&generic).with_context(|| format!("reading {}", generic.display()))?
+    {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Some(kver) = name.strip_prefix("pending-") {
+            if path.is_dir() {
+                dirs.push((kver.to_string(), path.clone()));
+            }
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
 }
 
 #[cfg(test)]

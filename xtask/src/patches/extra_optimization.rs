@@ -168,24 +168,7 @@ pub fn check_patch_flags(file: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Every `patches/generic/pending-<kver>/` directory, with its kernel series.
-pub fn pending_dirs(patches_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
-    let generic = patches_dir.join("generic");
-    let mut dirs = Vec::new();
-    for entry in
-        std::fs::read_dir(&generic).with_context(|| format!("reading {}", generic.display()))?
-    {
-        let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(kver) = name.strip_prefix("pending-") {
-            if path.is_dir() {
-                dirs.push((kver.to_string(), path.clone()));
-            }
-        }
-    }
-    dirs.sort();
-    Ok(dirs)
-}
+pub use crate::inputs::kernel_source::pending_dirs;
 
 /// The variant's patch for one `pending-<kver>/` directory, generated but
 /// not written yet.

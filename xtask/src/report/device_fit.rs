@@ -77,8 +77,10 @@ pub enum Verdict {
     Fits,
     /// Does not fit.
     DoesNotFit,
-    /// No limit, or no size.
+    /// No limit.
     NoLimit,
+    /// A limit, but no image size (and no error saying why).
+    NoSize,
 }
 
 impl Verdict {
@@ -91,6 +93,7 @@ impl Verdict {
             Verdict::Fits => "fits",
             Verdict::DoesNotFit => "does not fit",
             Verdict::NoLimit => "no limit",
+            Verdict::NoSize => "no size recorded",
         }
     }
 
@@ -103,6 +106,7 @@ impl Verdict {
             Verdict::Fits => "fits",
             Verdict::DoesNotFit => "does-not-fit",
             Verdict::NoLimit => "no-limit",
+            Verdict::NoSize => "no-size",
         }
     }
 }
@@ -121,6 +125,7 @@ impl DeviceRow {
             (None, Some((false, true)), _) => Verdict::FitsAgain,
             (None, _, Some(true)) => Verdict::Fits,
             (None, _, Some(false)) => Verdict::DoesNotFit,
+            (None, _, None) if self.limit.is_some() => Verdict::NoSize,
             (None, _, None) => Verdict::NoLimit,
         }
     }
@@ -360,6 +365,18 @@ mod tests {
         assert!(
             text.contains("cannot make: KERNEL step `loader-kernel`"),
             "{text}"
+        );
+        // Issue 40 item 14: a limit without a size read "no limit, 0.0 %".
+        let mut unsized_ = record(at);
+        unsized_.devices[0].kernel_bytes = None;
+        let d = DeviceFitDiff::new(&unsized_, &unsized_, None);
+        assert_eq!(d.rows[0].verdict(), Verdict::NoSize);
+        assert_eq!(d.rows[0].headroom_percent, None);
+        let text = d.render(None);
+        let line = text.lines().find(|l| l.starts_with("ubnt_")).unwrap();
+        assert!(
+            line.ends_with("no size recorded") && !line.contains("0.0"),
+            "{line}"
         );
         let only = DeviceFitDiff::new(&record(at), &record(at), Some("ubnt_*"));
         assert_eq!(only.rows.len(), 1);

@@ -148,14 +148,33 @@ pub fn open_limited(file: &Path, limit: FileLimit, fix: &str) -> Result<std::fs:
     Ok(opened)
 }
 
-/// `FILE: not a WHAT: WHY; FIX` (without `; FIX` when `fix` is empty).
+/// `FILE: not a WHAT: WHY; FIX` (`an` before a vowel; without `; FIX`
+/// when `fix` is empty).
 fn refusal(file: &Path, limit: FileLimit, fix: &str, why: String) -> anyhow::Error {
     let fix = if fix.is_empty() {
         String::new()
     } else {
         format!("; {fix}")
     };
-    anyhow::anyhow!("{}: not a {}: {why}{fix}", file.display(), limit.what)
+    anyhow::anyhow!(
+        "{}: not {}: {why}{fix}",
+        file.display(),
+        with_article(limit.what)
+    )
+}
+
+/// `what` with its indefinite article (`an attribution.json`, `a
+/// result.json`), unless it has one (`a device tree blob`, `the link map
+/// ld wrote`).
+fn with_article(what: &str) -> String {
+    if ["a ", "an ", "the "].iter().any(|a| what.starts_with(a)) {
+        return what.to_string();
+    }
+    let vowel = what
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {what}", if vowel { "an" } else { "a" })
 }
 
 /// Why `meta` (of `file`) is not what `limit` accepts.
@@ -215,4 +234,17 @@ pub fn is_not_found(err: &anyhow::Error) -> bool {
             .downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_read_with_their_article() {
+        assert_eq!(with_article("attribution.json"), "an attribution.json");
+        assert_eq!(with_article("result.json"), "a result.json");
+        assert_eq!(with_article("a device tree blob"), "a device tree blob");
+        assert_eq!(with_article("OpenWrt make file"), "an OpenWrt make file");
+    }
 }

@@ -502,3 +502,25 @@ fn hostile_kernel_cflags_in_the_checkout_are_refused() {
     assert!(err.contains(".config:2"), "{err}");
     assert!(err.contains("'$'"), "{err}");
 }
+
+/// Issue 40 item 14: a generic `config-6.12` that is a link to /dev/zero
+/// was reported missing (and `config show` exited 0 without OpenWrt's
+/// generic settings); it is refused, naming the file and the fix, and
+/// never read to the end.
+#[test]
+fn a_config_file_that_is_not_a_regular_file_is_refused() {
+    let Some(fx) = Fixture::unpack() else { return };
+    let generic = fx.root.join("target/linux/generic/config-6.12");
+    std::fs::remove_file(&generic).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &generic).unwrap();
+    let checkout = Checkout::open(&fx.root).unwrap();
+    let target = OpenwrtTarget::resolve(&checkout, "ramips/mt7621").unwrap();
+    let files = kconfig::config_files(&checkout, &target, "6.12");
+    assert_eq!(files.first(), Some(&generic));
+    assert!(kconfig::missing_config_warnings(&checkout, &target, "6.12").is_empty());
+    let err = format!("{:#}", kconfig::merge_files(&files).unwrap_err());
+    assert!(
+        err.contains("config-6.12") && err.contains("/dev/zero") && err.contains("restore it"),
+        "{err}"
+    );
+}

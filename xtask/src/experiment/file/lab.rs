@@ -263,6 +263,21 @@ pub(super) fn lab_spec(
             bail!("{place}: {}", wording(&p));
         }
     }
+    if let Some(c) = &l.cpus {
+        for name in &lab_targets {
+            let t = chosen.iter().find(|t| &t.name == name).expect("chosen");
+            if let Some(spec) = t.lab.as_ref().filter(|s| *c.get_ref() > s.max_cpus) {
+                bail!(
+                    "{}: cpus = {} — target {name}'s lab kernel boots at most {} CPU(s) ([lab] \
+                     max_cpus in {}, its CONFIG_NR_CPUS); ask for at most that",
+                    at(c.span()),
+                    c.get_ref(),
+                    spec.max_cpus,
+                    t.file.display()
+                );
+            }
+        }
+    }
     if cache_model {
         for name in &lab_targets {
             let t = chosen.iter().find(|t| &t.name == name).expect("chosen");

@@ -26,8 +26,10 @@ use super::{select, Checkout, OpenwrtTarget};
 const UNDEF: &[u8] = b"#undef";
 
 /// The config files OpenWrt merges for `target` and kernel series `kver`,
-/// in merge order (include/target.mk `LINUX_KCONFIG_LIST`); only files that
-/// exist, as `$(wildcard …)` keeps them.
+/// in merge order (include/target.mk `LINUX_KCONFIG_LIST`); only names
+/// that exist, as `$(wildcard …)` keeps them. A name that exists but is no
+/// regular file (a directory, a link to `/dev/zero`) is kept, so that
+/// reading it fails loudly ([`load`]) instead of being taken for missing.
 pub fn config_files(checkout: &Checkout, target: &OpenwrtTarget, kver: &str) -> Vec<PathBuf> {
     let mut dirs = vec![checkout.generic_dir(), checkout.board_dir(&target.board)];
     dirs.extend(target.subtarget_dir(checkout));
@@ -37,11 +39,11 @@ pub fn config_files(checkout: &Checkout, target: &OpenwrtTarget, kver: &str) -> 
             [format!("config-{kver}"), "config-default".to_string()]
                 .into_iter()
                 .map(|name| dir.join(name))
-                .find(|f| f.is_file())
+                .find(|f| f.exists())
         })
         .collect();
     let env = checkout.root().join("env/kernel-config");
-    if env.is_file() {
+    if env.exists() {
         files.push(env);
     }
     files
@@ -59,7 +61,7 @@ pub fn missing_config_warnings(
     kver: &str,
 ) -> Vec<String> {
     let has_config = |dir: &Path| {
-        dir.join(format!("config-{kver}")).is_file() || dir.join("config-default").is_file()
+        dir.join(format!("config-{kver}")).exists() || dir.join("config-default").exists()
     };
     let mut out = Vec::new();
     let generic = checkout.generic_dir();
@@ -179,7 +181,11 @@ fn parse_line(line: &[u8]) -> Line<'_> {
 /// later line for the same symbol replaces an earlier one. Unparsable
 /// lines are collected in `warnings` as `file:line: text`.
 pub fn load(file: &Path, warnings: &mut Vec<String>) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let bytes = crate::util::fs::read_bytes_limited(
+        file,
+        crate::util::fs::FileLimit::input("kernel config file"),
+        "restore it in the OpenWrt checkout (git checkout it there)",
+    )?;
     Ok(load_bytes(&bytes, &file.display().to_string(), warnings))
 }
 
