@@ -271,8 +271,16 @@ pub fn kernel_dot_config(
         target.extend_from_slice(level.kernel_config_lines().as_bytes());
     }
     let top = checkout.root().join(".config");
-    if top.is_file() {
-        let text = std::fs::read(&top).with_context(|| format!("reading {}", top.display()))?;
+    let text = match crate::util::fs::read_bytes_limited(
+        &top,
+        crate::util::fs::FileLimit::input("OpenWrt .config"),
+        "configure the checkout again (make menuconfig), or remove it",
+    ) {
+        Ok(text) => Some(text),
+        Err(e) if crate::util::fs::is_not_found(&e) => None,
+        Err(e) => return Err(e),
+    };
+    if let Some(text) = text {
         for line in text.split(|&b| b == b'\n') {
             if let Some(renamed) = kernel_option_line(line) {
                 target.extend_from_slice(&renamed);
