@@ -372,24 +372,32 @@ fn git_symlinks_outside_the_tree_are_refused() {
         assert!(e.contains("symbolic link to"), "{path}: {e}");
     }
     // Issue 40 item 8: two links of one patch, each inside the tree
-    // lexically: up is the tree root, and out climbs out of it to `/`.
+    // lexically: up is the tree root, and out climbs out of it.
     // Refused in either order, nothing written.
     for order in [["up", "out"], ["out", "up"]] {
         let mut p = simple_patch("x");
         for name in order {
-            let target = if name == "up" {
-                "../.."
-            } else {
-                "up/../../../.."
-            };
+            let target = if name == "up" { "../.." } else { "up/../.." };
             p.extend(git_symlink_patch(&format!("a/b/{name}"), target));
         }
         let e = refused(&files, &p, P1, |_| {});
         assert!(
-            e.contains("a/b/out") && e.contains("climbs back out of a name"),
+            e.contains("a/b/out") && e.contains("leads above the tree"),
             "{order:?}: {e}"
         );
     }
+    // The control: made by hand, out leads above the tree.
+    let made = tempfile::tempdir().unwrap();
+    let tree = made.path().join("tree");
+    fs::create_dir_all(tree.join("a/b")).unwrap();
+    symlink("../..", tree.join("a/b/up")).unwrap();
+    symlink("up/../..", tree.join("a/b/out")).unwrap();
+    let real = fs::canonicalize(tree.join("a/b/out")).unwrap();
+    assert!(
+        !real.starts_with(fs::canonicalize(&tree).unwrap()),
+        "{}",
+        real.display()
+    );
     let to_link = b"diff --git a/x b/x\nold mode 100644\nnew mode 120000\n";
     let e = refused(&files, to_link, P1, |_| {});
     assert!(

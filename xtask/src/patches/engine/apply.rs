@@ -50,6 +50,10 @@ struct View<'t> {
     disk: BTreeMap<PathBuf, Option<(Vec<u8>, u32)>>,
     /// Paths the patch changed: new content, or `None` for deleted.
     changed: BTreeMap<PathBuf, Option<Content>>,
+    /// The symbolic links the patch creates, with their file diff's
+    /// header line, checked together once every diff is planned
+    /// ([`View::link_problem`]).
+    links: Vec<(PathBuf, usize)>,
 }
 
 impl<'t> View<'t> {
@@ -58,7 +62,45 @@ impl<'t> View<'t> {
             tree,
             disk: BTreeMap::new(),
             changed: BTreeMap::new(),
+            links: Vec::new(),
         }
+    }
+
+    /// The target of the link the tree has at `rel` once the patch is
+    /// applied: one the patch creates, or one on disk it leaves alone;
+    /// `None` for anything else.
+    fn link_at(&self, rel: &Path) -> Option<Vec<u8>> {
+        match self.changed.get(rel) {
+            Some(Some((target, Some(mode)))) if mode & S_IFMT == S_IFLNK => Some(target.clone()),
+            Some(_) => None,
+            None => {
+                let on_disk = self.tree.join(rel);
+                let meta = std::fs::symlink_metadata(&on_disk).ok()?;
+                meta.file_type()
+                    .is_symlink()
+                    .then(|| std::fs::read_link(&on_disk).ok())
+                    .flatten()
+                    .map(|t| t.as_os_str().as_encoded_bytes().to_vec())
+            }
+        }
+    }
+
+    /// The first link the patch creates that leads out of the tree once
+    /// the whole patch is applied ([`super::links`]), as the error that
+    /// refuses the patch.
+    fn link_problem(&self) -> Option<ApplyError> {
+        self.links.iter().find_map(|(link, line)| {
+            let why = super::links::leads_out(link, &mut |p| self.link_at(p))?;
+            let target = self.link_at(link).unwrap_or_default();
+            Some(ApplyError::SpecialFile {
+                path: link.clone(),
+                patch_line: *line,
+                why: format!(
+                    "symbolic link to {:?}: {why}, once the patch's other links are made",
+                    String::from_utf8_lossy(&target)
+                ),
+            })
+        })
     }
 
     fn load(&mut self, rel: &Path) -> Result<(), ApplyError> {
@@ -219,6 +261,9 @@ fn plan<'t>(
         }
         report.files.push(file);
     }
+    if let Some(refusal) = view.link_problem() {
+        return Err(refusal);
+    }
     Ok(Plan {
         report,
         view,
@@ -340,6 +385,7 @@ fn apply_file(
                 String::from_utf8_lossy(&res.output)
             )));
         }
+        view.links.push((target.clone(), fp.line));
         Some(S_IFLNK | 0o777)
     } else {
         fp.new_mode.map(|m| m & 0o777).or(mode)

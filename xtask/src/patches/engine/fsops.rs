@@ -20,15 +20,9 @@ pub(crate) use crate::util::path::unsafe_reason;
 /// Why a symbolic link `tree/rel` pointing to `target` may not be created,
 /// if it may not: the target must be a relative path that, resolved from
 /// the link's directory without following links, stays inside the tree,
-/// whose `..` components all lead it (`../../a/b`, never `a/../b`), and no
-/// existing component of the resolved path may be a symbolic link.
-///
-/// Leading `..` are resolved by the kernel from the link's real directory,
-/// so they stay where the lexical count says. A `..` after a name is
-/// resolved from wherever that name leads: with `a/b/up → ../..` (the tree
-/// root) in the same patch, `a/b/out → up/../../..` is inside the tree
-/// lexically and leads to `/` (links a patch creates are not on disk yet
-/// when the next is checked, in either order). Such targets are refused.
+/// and no existing component of the resolved path may be a symbolic link.
+/// How the links of one patch combine is checked once the whole patch is
+/// planned ([`super::links`]).
 pub(crate) fn symlink_target_problem(
     tree: &Path,
     rel: &Path,
@@ -44,26 +38,16 @@ pub(crate) fn symlink_target_problem(
             resolved.push(n);
         }
     }
-    let mut named = false;
     for c in target.components() {
         match c {
             Component::RootDir | Component::Prefix(_) => return Some("the target is absolute"),
-            Component::ParentDir if named => {
-                return Some(
-                    "the target climbs back out of a name (`a/..`), which leads wherever a link \
-                     there leads; only leading `..` are allowed",
-                )
-            }
             Component::ParentDir => {
                 if resolved.pop().is_none() {
                     return Some("the target is outside the tree");
                 }
             }
             Component::CurDir => {}
-            Component::Normal(n) => {
-                named = true;
-                resolved.push(n);
-            }
+            Component::Normal(n) => resolved.push(n),
         }
     }
     let inside: PathBuf = resolved.iter().collect();

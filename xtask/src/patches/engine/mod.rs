@@ -24,6 +24,7 @@ mod diagnostics;
 mod error;
 mod fsops;
 mod headers;
+mod links;
 mod locate;
 mod model;
 mod parse;
