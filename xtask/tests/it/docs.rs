@@ -13,7 +13,9 @@
 //!   `try_parse_from`; a synopsis (`[--flag V]…`, `a|b`) has each
 //!   subcommand and flag checked against the same definition;
 //! * every page of `docs/` is in `docs/SUMMARY.md`, and the README's test
-//!   command is the one `.ci/run` runs.
+//!   command is the one `.ci/run` runs;
+//! * every figure in a marked region (`<!-- figures: runs/NAME.json -->`)
+//!   is in the recorded run it names ([`figures`]).
 //!
 //! `docs/incoming/` (engineers' notes the lead folds into the book) is not
 //! part of the book and is not checked.
@@ -25,6 +27,7 @@
 #[path = "../../src/cli/mod.rs"]
 mod cli;
 mod commands;
+mod figures;
 mod markdown;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -324,4 +327,56 @@ fn a_removed_flag_or_subcommand_fails() {
         let err = check_text(bad, Place::Inline).expect_err(bad);
         assert!(err.contains(why), "{bad}: {err}");
     }
+}
+
+#[test]
+fn figures_in_marked_regions_come_from_their_records() {
+    let root = repo_root();
+    let docs = root.join("docs");
+    let mut problems = Vec::new();
+    let mut regions = 0;
+    for file in book_files(&root) {
+        let text = read(&file);
+        regions += figures::regions(&text).map_or(0, |r| r.len());
+        problems.extend(figures::problems(&rel(&root, &file), &text, &docs));
+    }
+    assert!(
+        regions >= 4,
+        "only {regions} figures regions: are the marks still read?"
+    );
+    assert!(
+        problems.is_empty(),
+        "figures without a record (rewrite them from docs/runs/, or record the run):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_figures_check_fails_on_a_figure_its_record_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("runs")).unwrap();
+    std::fs::write(
+        dir.path().join("runs/r.json"),
+        r#"{"commit": "0123456789abcdef0123456789abcdef01234567", "date": "2026-12-07",
+            "machine": "2 cores", "commands": [{"command": "x", "output": ["zImage size: 3336352 → 3390144 (+1.61%)"]}]}"#,
+    )
+    .unwrap();
+    let page = "a\n<!-- figures: runs/r.json -->\nzImage 3,336,352 → 3,390,144 (+1.61 %), 2 cores\n<!-- /figures -->\n";
+    assert!(figures::problems("p.md", page, dir.path()).is_empty());
+    let wrong = page.replace("1.61", "1.62");
+    let p = figures::problems("p.md", &wrong, dir.path());
+    assert_eq!(p, ["p.md:2: 1.62 is not in runs/r.json"]);
+    let missing = page.replace("runs/r.json", "runs/none.json");
+    assert!(figures::problems("p.md", &missing, dir.path())[0].contains("does not exist"));
+    let open = "<!-- figures: runs/r.json -->\n1.5\n";
+    assert!(figures::problems("p.md", open, dir.path())[0].contains("not closed"));
+    assert_eq!(
+        figures::numbers("−0.36 % of 7,997,504; 6.12.117 on 2 cores of BCM47094"),
+        [
+            ("0.36".to_string(), true),
+            ("7997504".to_string(), true),
+            ("6.12.117".to_string(), true),
+            ("2".to_string(), false)
+        ]
+    );
 }
