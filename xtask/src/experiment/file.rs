@@ -177,6 +177,16 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
         .and_then(|s| s.to_str())
         .context("the experiment file needs a name (experiments/<name>.toml)")?
         .to_string();
+    // The name becomes a directory (target/xtask/experiments/<name>/) and
+    // a line of the plan.
+    crate::inputs::variants::check_name("the experiment file's name", &name).with_context(
+        || {
+            format!(
+                "{}: rename the file (experiments/<name>.toml)",
+                crate::util::text::printable(&file.display().to_string())
+            )
+        },
+    )?;
 
     let all_targets = targets::load_all(&layout.targets_dir())?;
     let mut chosen: Vec<Target> = Vec::new();

@@ -298,6 +298,23 @@ fn output_stays_in(layout: &Layout, experiment: &file::Experiment) -> Result<()>
             work.display()
         );
     }
+    // Nor into the records a link leads to (file::report_output refuses
+    // them as written).
+    for records in ["results", "lab", "openwrt/results", "openwrt/lab"] {
+        let Ok(dir) = work.join(records).canonicalize() else {
+            continue;
+        };
+        if real.starts_with(&dir) {
+            bail!(
+                "{}: report.output {} leads to {} (through a symbolic link), inside {}, where \
+                 builds and labs keep their records; remove the link or name another directory",
+                experiment.file.display(),
+                output.display(),
+                real.display(),
+                dir.display()
+            );
+        }
+    }
     Ok(())
 }
 

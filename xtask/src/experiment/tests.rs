@@ -220,6 +220,31 @@ fn a_report_output_led_out_by_a_symlink_is_refused() {
     let err = format!("{:#}", output_stays_in(&layout, &e).unwrap_err());
     assert!(err.contains("through a symbolic link"), "{err}");
     assert!(err.contains(&file.display().to_string()), "{err}");
+    // The hostile trial's F12: a link below target/xtask into a result.
+    std::fs::remove_file(layout.work_dir().join("experiments")).unwrap();
+    let result = layout.results_dir("bcm53xx", "baseline");
+    std::fs::create_dir_all(&result).unwrap();
+    std::fs::create_dir_all(layout.work_dir().join("experiments")).unwrap();
+    std::os::unix::fs::symlink(&result, &e.report.output).unwrap();
+    let err = format!("{:#}", output_stays_in(&layout, &e).unwrap_err());
+    assert!(
+        err.contains("where builds and labs keep their records"),
+        "{err}"
+    );
+}
+
+/// The hostile trial's F13: the experiment's name (its file's) becomes a
+/// directory and a line of the plan: escape sequences or `..` are refused.
+#[test]
+fn an_experiment_file_name_that_is_no_plain_name_is_refused() {
+    let layout = Layout::from_manifest_dir();
+    let text = "targets = [\"brcm47xx\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\n";
+    for name in ["e\u{1b}]0;T\u{7}x.toml", "...toml"] {
+        let file = layout.root().join("experiments").join(name);
+        let err = format!("{:#}", file::parse(&layout, &file, text).unwrap_err());
+        assert!(err.contains("rename the file"), "{name:?}: {err}");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+    }
 }
 
 /// An experiment's description with escape sequences is shown, not run:

@@ -20,7 +20,8 @@
 //! the workspace. Options passed on with `-Wa,`, `-Wl,` and `-Wp,` are
 //! checked one by one, and so is every value after `=`, `,` or `:` that is
 //! itself an option (`-fcompare-debug=-B<dir>/` makes GCC run `<dir>/cc1`),
-//! as deep as they nest.
+//! as deep as they nest. `--` options are refused but `--param=`: GCC takes
+//! any unambiguous prefix of one for it (`--pref` is `--prefix`).
 
 use std::fmt;
 
@@ -266,7 +267,7 @@ fn refused_option(flag: &str) -> Option<String> {
         if let Some(rest) = flag.strip_prefix(pass_on) {
             return rest.split(',').find_map(|part| {
                 let why = if part.starts_with('-') {
-                    refused_option(part)
+                    refused_tool_option(part)
                 } else {
                     outside(part)
                 }?;
@@ -274,6 +275,37 @@ fn refused_option(flag: &str) -> Option<String> {
             });
         }
     }
+    if let Some(why) = refused_tool_option(flag) {
+        return Some(why);
+    }
+    // GCC takes any unambiguous prefix of a `--` option for the option
+    // (`--pref` is `--prefix`, `--spec` is `--specs`), so the driver's `--`
+    // options are refused by their first letters, but for `--param=`.
+    if flag.starts_with("--") && !flag.starts_with("--param=") {
+        return Some(
+            "is a long option, which GCC also takes abbreviated (`--pref` for `--prefix`); \
+             only `--param=NAME=VALUE` is accepted"
+                .to_string(),
+        );
+    }
+    // A value that is itself an option is checked as one: GCC hands
+    // `-fcompare-debug=-B<dir>/` to the second compilation it runs, and
+    // that runs `<dir>/cc1` (as `-foffload-options=` hands on its value).
+    flag.split(['=', ',', ':']).skip(1).find_map(|value| {
+        if value.starts_with('-') {
+            let why = refused_option(value)?;
+            Some(format!("passes on {value:?} as an option, which {why}"))
+        } else {
+            outside(value)
+        }
+    })
+}
+
+/// Why `flag` is refused by name ([`REFUSED_OPTIONS`]) or for the file it
+/// names ([`PATH_OPTIONS`], an absolute value or one with `..` after `=`,
+/// `,` or `:`): the checks an option passed on to the assembler,
+/// preprocessor or linker gets too.
+fn refused_tool_option(flag: &str) -> Option<String> {
     if let Some((option, why)) = REFUSED_OPTIONS.iter().find(|(o, _)| flag.starts_with(o)) {
         return Some(if flag == *option {
             why.to_string()
@@ -288,12 +320,9 @@ fn refused_option(flag: &str) -> Option<String> {
     if let Some(why) = joined.into_iter().find_map(outside) {
         return Some(why);
     }
-    // A value that is itself an option is checked as one: GCC hands
-    // `-fcompare-debug=-B<dir>/` to the second compilation it runs, and
-    // that runs `<dir>/cc1` (as `-foffload-options=` hands on its value).
     flag.split(['=', ',', ':']).skip(1).find_map(|value| {
         if value.starts_with('-') {
-            let why = refused_option(value)?;
+            let why = refused_tool_option(value)?;
             Some(format!("passes on {value:?} as an option, which {why}"))
         } else {
             outside(value)
@@ -460,6 +489,12 @@ mod tests {
                 "passes on \"-B/x/\" as an option, which (-B)",
             ),
             ("-Os -fcompare-debug=-I/etc", "names /etc, an absolute path"),
+            // GCC's abbreviations of long options (the hostile trial's F1).
+            ("-Os --pref", "also takes abbreviated"),
+            ("-Os --spec", "also takes abbreviated"),
+            ("-Os --sysr=x", "also takes abbreviated"),
+            ("-Os --include-directory=x", "also takes abbreviated"),
+            ("-Os -fcompare-debug=--pref", "also takes abbreviated"),
         ] {
             let err = validate(flags).unwrap_err();
             assert_eq!(err.offset, 4, "{flags:?}");
@@ -478,6 +513,7 @@ mod tests {
             "-DX=1..2",
             "-fcompare-debug=-gtoggle",
             "-DX=-1",
+            "--param=max-inline-insns-single=100",
         ] {
             validate(flags).unwrap();
         }

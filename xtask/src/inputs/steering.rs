@@ -40,7 +40,7 @@ impl CpuMask {
     /// [`crate::util::cpu_mask::parse_hex`], which refuses `0x0x2` and
     /// `+2`); `what` names the key in errors.
     pub fn parse(text: &str, what: &str) -> Result<CpuMask> {
-        let value = crate::util::cpu_mask::parse_hex(text.trim()).with_context(|| {
+        let value = crate::util::cpu_mask::parse_hex(text).with_context(|| {
             format!(
                 "{what} = {text:?}: write a hexadecimal CPU bitmap as rps_cpus takes it, \
                      e.g. \"2\" for CPU1, \"3\" for CPU0 and CPU1"
@@ -263,11 +263,14 @@ impl SteeringSpec {
                 .with_context(|| format!("--packet-steering: {pair:?} is not key=value"))?;
             let item = match key {
                 "rps_cpus" | "xps_cpus" => toml_edit::value(value),
-                "irq_cpu" | "napi_cpu" => toml_edit::value(i64::from(
-                    value
-                        .parse::<u32>()
-                        .with_context(|| format!("--packet-steering {key}={value}: a CPU number"))?,
-                )),
+                "irq_cpu" | "napi_cpu" => {
+                    // Digits only: `parse` would take `+1`.
+                    let cpu = Some(value)
+                        .filter(|v| !v.is_empty() && v.len() <= 2 && v.bytes().all(|b| b.is_ascii_digit()))
+                        .and_then(|v| v.parse::<u32>().ok())
+                        .with_context(|| format!("--packet-steering {key}={value}: a CPU number (0 to {})", MAX_CPUS - 1))?;
+                    toml_edit::value(i64::from(cpu))
+                }
                 "threaded_napi" => toml_edit::value(match value {
                     "on" | "true" => true,
                     "off" | "false" => false,
@@ -378,11 +381,25 @@ mod tests {
             assert!(SteeringSpec::parse_flag(bad).is_err(), "{bad}");
         }
         // Issue 40 item 13: accepted before, refused by lab.json's check.
-        for bad in ["rps_cpus=0x0x2", "rps_cpus=0x0x0x1", "rps_cpus=+2"] {
+        for bad in [
+            "rps_cpus=0x0x2",
+            "rps_cpus=0x0x0x1",
+            "rps_cpus=+2",
+            "rps_cpus= 2",
+        ] {
             let err = format!("{:#}", SteeringSpec::parse_flag(bad).unwrap_err());
             assert!(err.contains("hexadecimal CPU bitmap"), "{bad}: {err}");
         }
         assert!(from_toml("packet_steering = { rps_cpus = \"0x0x2\" }").is_err());
+        assert!(from_toml("packet_steering = { rps_cpus = \" 2 \" }").is_err());
+        for bad in [
+            "rps_cpus=2,irq_cpu=+1",
+            "rps_cpus=2,irq_cpu=01x",
+            "rps_cpus=2,napi_cpu=-0",
+        ] {
+            let err = format!("{:#}", SteeringSpec::parse_flag(bad).unwrap_err());
+            assert!(err.contains("a CPU number"), "{bad}: {err}");
+        }
         assert_eq!(
             SteeringSpec::parse_flag("rps_cpus=0x2").unwrap().describe(),
             "rps_cpus=2"

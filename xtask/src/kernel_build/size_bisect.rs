@@ -167,6 +167,13 @@ pub fn series_patches(dir: &Path) -> Result<Vec<PathBuf>> {
             series.display()
         );
     }
+    if series.is_file() && !stays_in(&dir, &series) {
+        bail!(
+            "{}: a link that leads out of {}; a series file lists the patches beside it",
+            series.display(),
+            dir.display()
+        );
+    }
     if !series.is_file() {
         let patches = patch_files(&dir)?;
         if patches.is_empty() {

@@ -63,8 +63,9 @@ pub const VARIANT_FLAGS_FIX: &str = "Fix them in patches/variants.toml (the vari
 /// compiler runs only with flags that pass [`cflags::validate`] (every
 /// caller's flags should have passed it already; a flag that does not is
 /// refused here without starting anything, as the probe would run what it
-/// names). `fix` says where the flags come from and how to fix them, for
-/// the messages.
+/// names), in an empty temporary directory (a relative path a flag names
+/// is read or written there). `fix` says where the flags come from and how
+/// to fix them, for the messages.
 ///
 /// Errors list each rejected flag with the compiler's own message (which
 /// often suggests the right spelling), then `fix`.
@@ -78,6 +79,10 @@ pub fn check_flags(sh: &Shell, compiler: &Compiler, flags: &[&str], fix: &str) -
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let (src, obj) = (dir.path().join("probe.c"), dir.path().join("probe.o"));
     std::fs::write(&src, "int xtask_probe;\n").context("writing the probe source")?;
+    // The compiler runs in the probe's own empty directory: a relative path
+    // a flag names (`-MFx`, `-B-x/`) is there, never in the user's
+    // current directory.
+    let _in_scratch = sh.push_dir(dir.path());
     let probe = |flags: &[&str]| {
         cmd!(sh, "{cc} -Werror {flags...} -c {src} -o {obj}")
             .quiet()
@@ -213,6 +218,19 @@ mod tests {
         assert!(
             marker.exists(),
             "the stand-in compiler runs for checked flags"
+        );
+        // It runs in a scratch directory of its own, not the caller's
+        // (a relative `-MFvictim.txt` wrote into the user's directory).
+        let cwd = dir.path().join("cwd");
+        std::fs::write(&cc, format!("#!/bin/sh\npwd > '{}'\n", cwd.display())).unwrap();
+        check_flags(&sh, &compiler, &["-O2", "-MD", "-MFvictim.txt"], "").unwrap();
+        let ran_in = std::fs::read_to_string(&cwd).unwrap();
+        let ran_in = Path::new(ran_in.trim());
+        assert_ne!(ran_in, sh.current_dir());
+        assert!(
+            !ran_in.exists(),
+            "{}: not the probe's own directory",
+            ran_in.display()
         );
     }
 }

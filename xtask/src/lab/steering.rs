@@ -168,9 +168,12 @@ pub fn resolve(
                 known(x, "xps_cpus")?;
             }
             for (key, cpu) in [("irq_cpu", e.irq_cpu), ("napi_cpu", e.napi_cpu)] {
-                if let Some(c) = cpu {
-                    CpuMask::cpu(c)
-                        .check_within(cpus, &format!("{from}: packet_steering {key}"))?;
+                if let Some(c) = cpu.filter(|c| *c >= cpus) {
+                    anyhow::bail!(
+                        "{from}: packet_steering {key} = {c} names CPU {c}, but the lab machine \
+                         has {cpus} CPU(s) (CPU0 to CPU{})",
+                        cpus.saturating_sub(1)
+                    );
                 }
             }
             nics.iter()

@@ -8,9 +8,10 @@
 //! * the final `.config` (sha256). A variant with `kconfig` lines (recorded
 //!   in its `result.json` from `patches/variants.toml`) changes the config on
 //!   purpose, so when the base or the variant recorded kconfig lines a config
-//!   difference is expected and only noted; when it changes the optimization
-//!   level (`kbuild_cflags.effective`: `baseline-os` against
-//!   `no-reorder-blocks`), the first note says so, naming both levels;
+//!   difference is expected and only noted. When the optimization levels
+//!   differ (the last `-O` of each side's flags in effect, else its
+//!   `.config`'s branch: `baseline-os` against `no-reorder-blocks`), the
+//!   first note says so, naming both;
 //! * the patches both builds applied under the same name (same sha256),
 //!   except the generated `201-extra_optimization.patch`, which carries the
 //!   variant's flags. A patch applied to only one side must be one of that
@@ -97,10 +98,13 @@ pub fn mismatches(base: &BuildResult, variant: &BuildResult) -> (Vec<String>, Ve
     let (lb, lv) = (base.kbuild_cflags.level(), variant.kbuild_cflags.level());
     let levels = (lb != lv).then(|| {
         format!(
-            "{b} is built {lb} and {v} {lv} (CONFIG_CC_OPTIMIZE_FOR_*): the change is the two optimization levels', not only the variants' flags"
+            "{b} is built {lb} and {v} {lv} (the -O each compiler was given): the change is the two optimization levels', not only the variants' flags"
         )
     });
-    if base.config_sha256 != variant.config_sha256 {
+    if base.config_sha256 == variant.config_sha256 {
+        // Flags that change the level (an `os` branch of `-O2 …`).
+        notes.extend(levels);
+    } else {
         let (kb, kv) = (&base.variant.kconfig, &variant.variant.kconfig);
         if kb.is_empty() && kv.is_empty() {
             problems.push(format!(

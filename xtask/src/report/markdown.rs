@@ -18,7 +18,7 @@
 //! is shown has it in the row label (`tcp (Mbit/s)`); means of several
 //! samples are shown with two decimals. Columns: the base, then per variant
 //! its value and the change (in the unit, and in percent). Each column
-//! names its build's optimization level (`kbuild_cflags.effective`).
+//! names its build's optimization level ([`crate::results::Cflags::level`]).
 //! Warnings are quoted above the table; symbol diffs follow it in
 //! collapsible `<details>` blocks. The runtime lab's runs follow the
 //! targets, as LKP-style tables with p values and intervals

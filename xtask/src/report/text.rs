@@ -157,8 +157,8 @@ pub fn warning_lines(report: &Report, c: &Comparison) -> String {
 }
 
 /// `base (-O2) → variant (-O2):`, the line above a comparison's metrics:
-/// each side's variant and the optimization level its build was made at
-/// (`result.json`'s `kbuild_cflags.effective`), newline-terminated.
+/// each side's variant and the optimization level its compiler was given
+/// ([`crate::results::Cflags::level`]), newline-terminated.
 pub fn pair_line(target: &TargetReport, c: &Comparison) -> String {
     format!(
         "{} ({}) → {} ({}):\n",

@@ -157,6 +157,10 @@ pub const MAX_BYTES: u64 = 1 << 40;
 /// characters).
 pub const MAX_NAME_CHARS: usize = 256;
 
+/// The longest limit text a record may hold (`(16 * 1024k) - 2048k` and
+/// the like are under 40).
+pub const MAX_LIMIT_CHARS: usize = 128;
+
 impl DeviceFitRecord {
     /// Reads `dir/device-fit.json`; `None` when there is none.
     ///
@@ -211,10 +215,10 @@ impl DeviceFitRecord {
     /// What [`DeviceFitRecord::read`] checks beyond the layout, as a
     /// sentence naming the device and field: the vmlinux sha256 is 64
     /// lowercase hex digits, the target a plain `board/subtarget`, every
-    /// device name printable, at most [`MAX_NAME_CHARS`] and listed once,
-    /// every size and limit at most [`MAX_BYTES`], every limit's text
-    /// without control characters and evaluating to its bytes as
-    /// check-size evaluates it
+    /// device name printable ASCII, at most [`MAX_NAME_CHARS`] and listed
+    /// once, every size and limit at most [`MAX_BYTES`], every limit's text
+    /// printable ASCII of at most [`MAX_LIMIT_CHARS`] and evaluating to its
+    /// bytes as check-size evaluates it
     /// ([`crate::util::shell_arith::limit_bytes`]), the time finite and
     /// not negative.
     fn check(&self) -> std::result::Result<(), String> {
@@ -243,12 +247,13 @@ impl DeviceFitRecord {
         for d in &self.devices {
             let name = &d.device;
             if name.is_empty()
-                || name.chars().count() > MAX_NAME_CHARS
-                || name.chars().any(|c| c.is_control() || c.is_whitespace())
+                || name.len() > MAX_NAME_CHARS
+                || !name.bytes().all(|b| b.is_ascii_graphic())
             {
                 return Err(format!(
-                    "device name \"{}\" is empty, longer than {MAX_NAME_CHARS} characters or holds white space or control characters",
-                    printable(name)
+                    "device name \"{}\" is empty, longer than {MAX_NAME_CHARS} characters or not \
+                     printable ASCII (OpenWrt's device names are letters, digits, `_`, `-`, `.`)",
+                    name.escape_default()
                 ));
             }
             if !seen.insert(name.as_str()) {
@@ -265,10 +270,16 @@ impl DeviceFitRecord {
             ];
             for (field, limit) in limits {
                 let Some(limit) = limit else { continue };
-                if limit.text.chars().any(char::is_control) {
+                if limit.text.len() > MAX_LIMIT_CHARS
+                    || !limit
+                        .text
+                        .bytes()
+                        .all(|b| b.is_ascii_graphic() || b == b' ')
+                {
                     return Err(format!(
-                        "device {name}: {field} \"{}\" holds control characters",
-                        printable(&limit.text)
+                        "device {name}: {field} \"{}\" is longer than {MAX_LIMIT_CHARS} characters \
+                         or holds control characters or non-ASCII",
+                        limit.text.chars().take(MAX_LIMIT_CHARS).collect::<String>().escape_default()
                     ));
                 }
                 if limit.bytes > MAX_BYTES {

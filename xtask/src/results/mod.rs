@@ -84,15 +84,21 @@ pub struct Cflags {
 }
 
 impl Cflags {
-    /// The optimization level in effect as its compiler flag: `-O2` for
-    /// `effective = "o2"`, `-Os` for `"os"` (the `.config`'s
-    /// `CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE` or `…_FOR_SIZE`), else the
-    /// recorded text as it is.
+    /// The optimization level the compiler was given: the last `-O…` of
+    /// the flags in effect ([`Cflags::in_effect`]; GCC takes the last),
+    /// else the branch's own (`-O2` for `effective = "o2"`, the `.config`'s
+    /// `CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE`; `-Os` for `"os"`). A variant
+    /// whose `os` flags say `-O2` (`o2-align-64`) is `-O2`.
     pub fn level(&self) -> &str {
-        match self.effective.as_str() {
-            "o2" => "-O2",
-            "os" => "-Os",
-            other => other,
+        let flag = self
+            .in_effect()
+            .split_whitespace()
+            .rev()
+            .find(|f| f.starts_with("-O"));
+        match (flag, self.effective.as_str()) {
+            (Some(f), _) => f,
+            (None, "o2") => "-O2",
+            (None, _) => "-Os",
         }
     }
 
@@ -304,12 +310,39 @@ impl BuildResult {
                 file.display(),
             );
         }
-        serde_json::from_str(text).with_context(|| {
+        let result: BuildResult = serde_json::from_str(text).with_context(|| {
             format!(
                 "{}: not a result.json this version can read; rebuild it with `{rebuild}`",
                 file.display()
             )
-        })
+        })?;
+        result.check().map_err(|why| {
+            anyhow::anyhow!(
+                "{}: {why}: not what a build writes; rebuild it with `{rebuild}`",
+                file.display()
+            )
+        })?;
+        Ok(result)
+    }
+
+    /// What [`BuildResult::from_json`] checks beyond the layout: the
+    /// branch in effect is `os` or `o2`, and no string holds a control
+    /// character (a newline in `kbuild_cflags.effective` forged lines of
+    /// the report, which keeps newlines where it escapes the rest). The
+    /// problem names the field.
+    fn check(&self) -> std::result::Result<(), String> {
+        let effective = &self.kbuild_cflags.effective;
+        if effective != "os" && effective != "o2" {
+            return Err(format!(
+                "kbuild_cflags.effective is {:?}, not \"os\" or \"o2\"",
+                crate::util::text::printable(effective)
+            ));
+        }
+        let value = serde_json::to_value(self).map_err(|e| e.to_string())?;
+        match control_string(&value, "") {
+            Some(at) => Err(format!("{at} holds a control character")),
+            None => Ok(()),
+        }
     }
 
     /// Writes `dir/result.json` atomically.
@@ -317,6 +350,31 @@ impl BuildResult {
         let mut json = serde_json::to_string_pretty(self)?;
         json.push('\n');
         crate::util::fs::write_atomic(&dir.join(FILE_NAME), json.as_bytes())
+    }
+}
+
+/// The path (`kbuild_cflags.os`, `patches[3].name`) of the first string
+/// (or map key) in `value` holding a control character, if any.
+fn control_string(value: &serde_json::Value, at: &str) -> Option<String> {
+    let bad = |s: &str| s.chars().any(char::is_control);
+    match value {
+        serde_json::Value::String(s) if bad(s) => Some(at.to_string()),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| control_string(v, &format!("{at}[{i}]"))),
+        serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let here = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            if bad(k) {
+                return Some(format!("a key of {at}"));
+            }
+            control_string(v, &here)
+        }),
+        _ => None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The one check of a path read from a patch, a state file or a series
 //! before it is joined to a tree: relative, no `..`, not empty.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Result};
 
@@ -26,6 +26,35 @@ pub fn unsafe_reason(rel: &Path) -> Option<&'static str> {
         return Some("names the tree itself");
     }
     None
+}
+
+/// Where a symbolic link at `link` (relative to a tree) pointing to
+/// `target` leads, resolved from the link's directory without following
+/// any link: the path relative to the tree, or why it leaves the tree
+/// (an absolute target, more `..` than the link is deep).
+pub fn link_target_in_tree(link: &Path, target: &Path) -> Result<PathBuf, &'static str> {
+    let mut resolved: Vec<&std::ffi::OsStr> = link
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    for c in target.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => return Err("the target is absolute"),
+            Component::ParentDir => {
+                if resolved.pop().is_none() {
+                    return Err("the target is outside the tree");
+                }
+            }
+            Component::CurDir => {}
+            Component::Normal(n) => resolved.push(n),
+        }
+    }
+    Ok(resolved.iter().collect())
 }
 
 /// [`unsafe_reason`] as an error naming the path.

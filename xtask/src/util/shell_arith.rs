@@ -25,13 +25,27 @@ pub fn limit_bytes(text: &str) -> Result<u64> {
     Ok(value as u64)
 }
 
+/// The most tokens [`shell_arith`] reads: a limit is a handful.
+pub const MAX_TOKENS: usize = 256;
+
 /// The shell's arithmetic expansion `$(( expr ))` for what size limits use:
 /// integers (decimal, `0x` hex, leading-`0` octal), `+ - * / %`, unary
 /// minus and parentheses, with the usual precedence.
 ///
-/// Errors on anything else, on overflow and on division by zero.
+/// Errors on anything else, on more than [`MAX_TOKENS`] tokens, on
+/// overflow (`(-9223372036854775807-1)/-1` included) and on division by
+/// zero.
 pub fn shell_arith(expr: &str) -> Result<i64> {
     let tokens = tokenize(expr)?;
+    // Limits are a few tokens; the cap also bounds the parser's recursion
+    // (200,000 `(` overflowed the stack).
+    if tokens.len() > MAX_TOKENS {
+        bail!(
+            "`{}…` has {} tokens, more than the {MAX_TOKENS} a size limit may have",
+            expr.chars().take(40).collect::<String>(),
+            tokens.len()
+        );
+    }
     let mut pos = 0;
     let v = sum(&tokens, &mut pos)?;
     if pos != tokens.len() {
@@ -100,8 +114,8 @@ fn product(t: &[String], pos: &mut usize) -> Result<i64> {
         v = match op.as_str() {
             "*" => v.checked_mul(r).context("overflow")?,
             _ if r == 0 => bail!("division by zero"),
-            "/" => v / r,
-            _ => v % r,
+            "/" => v.checked_div(r).context("overflow")?,
+            _ => v.checked_rem(r).context("overflow")?,
         };
     }
     Ok(v)
@@ -111,7 +125,7 @@ fn unary(t: &[String], pos: &mut usize) -> Result<i64> {
     match t.get(*pos).map(String::as_str) {
         Some("-") => {
             *pos += 1;
-            Ok(-unary(t, pos)?)
+            unary(t, pos)?.checked_neg().context("overflow")
         }
         Some("+") => {
             *pos += 1;
@@ -131,5 +145,29 @@ fn unary(t: &[String], pos: &mut usize) -> Result<i64> {
             number(n)
         }
         None => bail!("expression ends early"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hostile trial's F6: these panicked (overflow) or overflowed the
+    /// stack in `size-report --devices` and `results merge`.
+    #[test]
+    fn hostile_limits_are_errors_not_panics() {
+        for text in [
+            "(-9223372036854775807-1)/-1",
+            "(-9223372036854775807-1)%-1",
+            "-(-9223372036854775807-1)",
+        ] {
+            assert!(shell_arith(text).is_err(), "{text}");
+        }
+        let deep = format!("{}1{}", "(".repeat(200_000), ")".repeat(200_000));
+        assert!(format!("{:#}", limit_bytes(&deep).unwrap_err()).contains("tokens"));
+        let minus = format!("{}1", "-".repeat(300_000));
+        assert!(limit_bytes(&minus).is_err());
+        assert_eq!(limit_bytes("3072k").unwrap(), 3072 * 1024);
+        assert_eq!(shell_arith("-(2)").unwrap(), -2);
     }
 }

@@ -82,6 +82,7 @@ mod report_lab_hostile;
 mod report_lab_kernels;
 mod report_lab_stats;
 mod report_lab_timing;
+mod report_levels;
 mod report_percent;
 mod report_sizes;
 mod report_symbols;

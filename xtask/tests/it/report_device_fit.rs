@@ -122,7 +122,7 @@ fn a_pattern_of_many_stars_answers_at_once() {
 #[test]
 fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit, &str); 8] = [
+    let cases: [(&str, Edit, &str); 11] = [
         (
             "a name with a newline",
             |r| r["devices"][0]["device"] = json!("a\nfake_row 1 2 3 fits"),
@@ -157,6 +157,24 @@ fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
             "another target",
             |r| r["openwrt_target"] = json!("ramips/mt7621"),
             "is of OpenWrt target ramips/mt7621, but bcm53xx/baseline was built for bcm53xx/generic",
+        ),
+        (
+            "a right-to-left override in a name",
+            |r| r["devices"][0]["device"] = json!("a\u{202e}stif"),
+            "not printable ASCII",
+        ),
+        (
+            "a limit that overflows check-size's arithmetic",
+            |r| r["devices"][0]["limits"]["kernel_size"]["text"] = json!("(-9223372036854775807-1)/-1"),
+            "overflow",
+        ),
+        (
+            "a limit of 200,000 parentheses",
+            |r| {
+                r["devices"][0]["limits"]["kernel_size"]["text"] =
+                    json!(format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000)))
+            },
+            "is longer than 128 characters",
         ),
         (
             "an escape in a limit",

@@ -543,6 +543,29 @@ fn export_packs_what_merge_accepts_from_the_results_only() {
         .results_dir("bcm53xx", "baseline")
         .join("report.txt")
         .exists());
+    // The hostile trial's F10: hard links were packed as link members,
+    // which a merge refuses; an artifact that is a link was only a note.
+    let base = built.results_dir("bcm53xx", "baseline");
+    std::fs::remove_file(base.join("report.txt")).unwrap();
+    std::fs::hard_link(base.join("vmlinux"), base.join("build.log")).unwrap();
+    let tar = tars.path().join("hard.tar");
+    export(&sh, &built, "bcm53xx", "baseline", &tar);
+    archive::merge(&merged.layout(), &[tar]).unwrap();
+    let zimage = base.join("zImage");
+    std::fs::rename(&zimage, base.join("zImage.real")).unwrap();
+    std::os::unix::fs::symlink("zImage.real", &zimage).unwrap();
+    let err = format!(
+        "{:#}",
+        archive::export(
+            &sh,
+            &built.layout(),
+            &["bcm53xx".into()],
+            &["baseline".into()],
+            &tars.path().join("x.tar")
+        )
+        .unwrap_err()
+    );
+    assert!(err.contains("zImage is not a regular file"), "{err}");
     let outside = tempfile::tempdir().unwrap();
     for (target, variant) in [
         (outside.path().display().to_string(), "baseline".to_string()),

@@ -135,6 +135,16 @@ fn bad_requests_are_refused_naming_the_flag_before_any_build() {
             "{entry}: {err}"
         );
     }
+    // The series file itself a link out (the hostile trial's F14: its
+    // text leaked into the error).
+    std::fs::write(outside.join("netrc"), "machine x login a password SECRET\n").unwrap();
+    std::fs::remove_file(series.join("series")).unwrap();
+    std::os::unix::fs::symlink(outside.join("netrc"), series.join("series")).unwrap();
+    let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
+    assert!(
+        err.contains("series: a link that leads out of") && !err.contains("SECRET"),
+        "{err}"
+    );
     std::fs::remove_file(series.join("series")).unwrap();
     let err = format!("{:#}", size_bisect::series_patches(&series).unwrap_err());
     assert!(

@@ -54,8 +54,10 @@ pub fn cpu_type(checkout: &Checkout, target: &OpenwrtTarget) -> Result<CpuType> 
     let mut cpu_subtype = None;
     let mut from = Vec::new();
     for file in &files {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
+        let text = match super::read_checkout_file(checkout.root(), file) {
+            Ok(text) => text,
+            Err(e) if crate::util::fs::is_not_found(&e) => continue,
+            Err(e) => return Err(e),
         };
         let rel = file
             .strip_prefix(checkout.root())
@@ -77,12 +79,8 @@ pub fn cpu_type(checkout: &Checkout, target: &OpenwrtTarget) -> Result<CpuType> 
         }
     }
     let target_mk = checkout.root().join(TARGET_MK);
-    let defs = std::fs::read_to_string(&target_mk).with_context(|| {
-        format!(
-            "reading {} (an OpenWrt checkout has it)",
-            target_mk.display()
-        )
-    })?;
+    let defs = super::read_checkout_file(checkout.root(), &target_mk)
+        .context("an OpenWrt checkout has it")?;
     let lookup = |name: &str| -> Option<(Vec<String>, String)> {
         let key = format!("CPU_CFLAGS_{name}");
         defs.lines()

@@ -71,8 +71,8 @@ pub fn kernel_flags(checkout: &Checkout, target: &OpenwrtTarget) -> Result<Kerne
     let dot_config = read_dot_config(&checkout.root().join(".config"))?;
     let symbols = target_symbols(checkout, target, &dot_config)?;
     let decls = checkout.root().join(CONFIG_DEVEL);
-    let decls_text = std::fs::read_to_string(&decls)
-        .with_context(|| format!("reading {} (an OpenWrt checkout has it)", decls.display()))?;
+    let decls_text =
+        super::read_checkout_file(checkout.root(), &decls).context("an OpenWrt checkout has it")?;
     let lookup = |name: &str| -> Result<StringOption> {
         if let Some((value, line)) = dot_config.get(name) {
             return Ok(StringOption {
@@ -147,11 +147,15 @@ pub(super) type DotConfig = BTreeMap<String, (String, usize)>;
 /// The checkout's `.config` ([`DotConfig`]); empty when there is no file.
 pub(super) fn read_dot_config(file: &Path) -> Result<DotConfig> {
     let mut values = BTreeMap::new();
-    if !file.is_file() {
-        return Ok(values);
-    }
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let text = match crate::util::fs::read_limited(
+        file,
+        crate::util::fs::FileLimit::input("OpenWrt .config"),
+        "configure the checkout again (make menuconfig), or remove it",
+    ) {
+        Ok(text) => text,
+        Err(e) if crate::util::fs::is_not_found(&e) => return Ok(values),
+        Err(e) => return Err(e),
+    };
     for (i, line) in text.lines().enumerate() {
         if let Some((name, value)) = line.strip_prefix("CONFIG_").and_then(|l| l.split_once('=')) {
             values.insert(name.to_string(), (value.to_string(), i + 1));

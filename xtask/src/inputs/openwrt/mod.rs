@@ -111,8 +111,7 @@ impl Checkout {
     /// `target/linux/<board>/Makefile` (include/kernel-version.mk).
     pub fn kernel_versions(&self, board: &str) -> Result<KernelVersions> {
         let makefile = self.board_dir(board).join("Makefile");
-        let text = std::fs::read_to_string(&makefile)
-            .with_context(|| format!("reading {}", makefile.display()))?;
+        let text = read_checkout_file(&self.root, &makefile)?;
         let mut default = None;
         let mut testing = None;
         for line in text.lines() {
@@ -137,13 +136,25 @@ impl Checkout {
     /// when the Makefile does not set it (OpenWrt then takes it from the subtarget).
     pub fn board_arch(&self, board: &str) -> Result<Option<String>> {
         let makefile = self.board_dir(board).join("Makefile");
-        let text = std::fs::read_to_string(&makefile)
-            .with_context(|| format!("reading {}", makefile.display()))?;
+        let text = read_checkout_file(&self.root, &makefile)?;
         Ok(text.lines().find_map(|l| match make_assignment(l) {
             Some(("ARCH", v)) => Some(v.to_string()),
             _ => None,
         }))
     }
+}
+
+/// Reads `file` of the OpenWrt checkout `root` as text through the capped
+/// reader ([`crate::util::fs::read_limited`]): a FIFO, a device (a link to
+/// `/dev/zero`) or a file over 16 MiB put in a checkout is refused,
+/// naming it, instead of hanging the read or filling memory. A missing
+/// file is the `NotFound` error ([`crate::util::fs::is_not_found`]).
+pub(crate) fn read_checkout_file(root: &Path, file: &Path) -> Result<String> {
+    crate::util::fs::read_limited(
+        file,
+        crate::util::fs::FileLimit::input("file of an OpenWrt checkout"),
+        &format!("restore it in the OpenWrt checkout {}", root.display()),
+    )
 }
 
 /// `KEY:=value`, `KEY=value` or `KEY?=value` of a Makefile line, trimmed.

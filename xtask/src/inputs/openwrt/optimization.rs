@@ -32,7 +32,6 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::{Checkout, OpenwrtTarget};
-use crate::util::fs::{read_limited, FileLimit};
 
 /// Where OpenWrt declares the kernel options of its own menu.
 pub const CONFIG_KERNEL: &str = "config/Config-kernel.in";
@@ -286,14 +285,7 @@ fn features_assignment(line: &str) -> Option<(&str, &str)> {
 }
 
 fn read_make_file(checkout: &Checkout, file: &Path) -> Result<String> {
-    read_limited(
-        file,
-        FileLimit::input("OpenWrt make file"),
-        &format!(
-            "restore it in the OpenWrt checkout {}",
-            checkout.root().display()
-        ),
-    )
+    super::read_checkout_file(checkout.root(), file)
 }
 
 fn relative(checkout: &Checkout, file: &Path) -> String {

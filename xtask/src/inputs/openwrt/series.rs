@@ -298,6 +298,25 @@ pub fn copy_overlays(dirs: &[PathBuf], tree: &Path) -> Result<usize> {
     let files = overlay_files(dirs)?;
     for (rel, src) in &files {
         let dest = tree.join(rel);
+        // Nothing is written through a link: one an overlay copied before
+        // (`zz-evil -> /tmp/x`, then `zz-evil/pwned`) or one of the tree.
+        let mut at = tree.to_path_buf();
+        for part in rel.parent().into_iter().flat_map(Path::components) {
+            at.push(part);
+            if at
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                bail!(
+                    "{}: its place in the kernel tree, {}, is under the symbolic link {}; \
+                     OpenWrt's overlay would be written wherever that link leads. Remove the \
+                     link or the file from the checkout",
+                    src.display(),
+                    rel.display(),
+                    at.display()
+                );
+            }
+        }
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
@@ -317,6 +336,14 @@ pub fn copy_overlays(dirs: &[PathBuf], tree: &Path) -> Result<usize> {
         if meta.file_type().is_symlink() {
             let target = std::fs::read_link(src)
                 .with_context(|| format!("reading the link {}", src.display()))?;
+            if let Some(why) = overlay_link_problem(rel, &target) {
+                bail!(
+                    "{} links to {}: {why}; a link an overlay copies into the kernel tree must \
+                     stay in it. Remove or fix the link in the checkout",
+                    src.display(),
+                    target.display()
+                );
+            }
             std::os::unix::fs::symlink(&target, &dest)
                 .with_context(|| format!("creating the link {}", dest.display()))?;
         } else {
@@ -335,9 +362,89 @@ pub fn copy_overlays(dirs: &[PathBuf], tree: &Path) -> Result<usize> {
     Ok(files.len())
 }
 
+/// Why an overlay's link at `rel` (in the tree) to `target` may not be
+/// made, if it may not: it must stay in the tree from where it is
+/// ([`crate::util::path::link_target_in_tree`]), and its `..` must all
+/// lead the target. A `..` after a name is resolved from wherever a link
+/// by that name leads, and links of the overlays could combine to leave
+/// the tree; with `..` only in front, every link leads down from a real
+/// directory inside it.
+fn overlay_link_problem(rel: &Path, target: &Path) -> Option<&'static str> {
+    if let Err(why) = crate::util::path::link_target_in_tree(rel, target) {
+        return Some(why);
+    }
+    let mut named = false;
+    for c in target.components() {
+        match c {
+            std::path::Component::Normal(_) => named = true,
+            std::path::Component::ParentDir if named => {
+                return Some("a `..` follows a name (only leading `..` are allowed)")
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hostile trial's F4: an overlay link to /tmp/x, then an overlay
+    /// file under it, wrote /tmp/x/pwned during a dry run.
+    #[test]
+    fn overlays_write_nothing_through_a_link_and_copy_no_link_out() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        let (generic, board) = (dir.path().join("generic"), dir.path().join("board"));
+        std::fs::create_dir_all(generic.join("drivers")).unwrap();
+        std::fs::create_dir_all(board.join("zz-evil")).unwrap();
+        symlink(&victim, generic.join("zz-evil")).unwrap();
+        std::fs::write(board.join("zz-evil/pwned"), "x").unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        let err = format!(
+            "{:#}",
+            copy_overlays(&[generic.clone(), board.clone()], &tree).unwrap_err()
+        );
+        assert!(
+            err.contains("zz-evil") && err.contains("the target is absolute"),
+            "{err}"
+        );
+        assert!(!victim.join("pwned").exists());
+        // A relative link that stays in the tree is copied; one that
+        // climbs out of a name, or above the tree, is not.
+        std::fs::remove_file(generic.join("zz-evil")).unwrap();
+        std::fs::remove_dir_all(&board).unwrap();
+        symlink("../include/x.h", generic.join("drivers/x.h")).unwrap();
+        let tree = dir.path().join("tree2");
+        std::fs::create_dir(&tree).unwrap();
+        copy_overlays(std::slice::from_ref(&generic), &tree).unwrap();
+        assert_eq!(
+            std::fs::read_link(tree.join("drivers/x.h")).unwrap(),
+            Path::new("../include/x.h")
+        );
+        for bad in ["../../x", "sub/../../x"] {
+            std::fs::remove_file(generic.join("drivers/x.h")).unwrap();
+            symlink(bad, generic.join("drivers/x.h")).unwrap();
+            let tree = tempfile::tempdir().unwrap();
+            assert!(
+                copy_overlays(std::slice::from_ref(&generic), tree.path()).is_err(),
+                "{bad}"
+            );
+        }
+        // A link already in the tree is not written through either.
+        std::fs::remove_file(generic.join("drivers/x.h")).unwrap();
+        std::fs::write(generic.join("drivers/y.c"), "y").unwrap();
+        let tree = dir.path().join("tree3");
+        std::fs::create_dir(&tree).unwrap();
+        symlink(&victim, tree.join("drivers")).unwrap();
+        let err = format!("{:#}", copy_overlays(&[generic], &tree).unwrap_err());
+        assert!(err.contains("under the symbolic link"), "{err}");
+        assert!(!victim.join("y.c").exists());
+    }
 
     #[test]
     fn series_files_as_filter_series_and_xargs_read_them() {

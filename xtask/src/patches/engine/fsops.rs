@@ -32,25 +32,10 @@ pub(crate) fn symlink_target_problem(
         return Some("not a usable link target");
     }
     let target = Path::new(std::ffi::OsStr::from_bytes(target));
-    let mut resolved: Vec<&std::ffi::OsStr> = Vec::new();
-    for c in rel.parent().into_iter().flat_map(Path::components) {
-        if let Component::Normal(n) = c {
-            resolved.push(n);
-        }
-    }
-    for c in target.components() {
-        match c {
-            Component::RootDir | Component::Prefix(_) => return Some("the target is absolute"),
-            Component::ParentDir => {
-                if resolved.pop().is_none() {
-                    return Some("the target is outside the tree");
-                }
-            }
-            Component::CurDir => {}
-            Component::Normal(n) => resolved.push(n),
-        }
-    }
-    let inside: PathBuf = resolved.iter().collect();
+    let inside = match crate::util::path::link_target_in_tree(rel, target) {
+        Ok(inside) => inside,
+        Err(why) => return Some(why),
+    };
     match check_no_symlink(tree, &inside) {
         Ok(()) => None,
         Err(_) => Some("the target is reached through a symbolic link"),

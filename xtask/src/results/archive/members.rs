@@ -76,6 +76,19 @@ pub fn check_member(name: &str, kind: EntryType) -> std::result::Result<(), Stri
              after a file's name): it would read as another member; write \
              <target>/<variant>/<file>"
         )),
+        // Target and variant names (and the files of a build) are plain
+        // ASCII: anything else (an escape sequence) would reach the
+        // terminal in what merge prints.
+        _ if !parts.iter().all(|p| {
+            p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-~+".contains(&b))
+        }) =>
+        {
+            Err(format!(
+                "member {name:?} has a name part of characters no target, variant or build \
+                 file has (only ASCII letters, digits and `._-~+`)"
+            ))
+        }
         EntryType::Directory if (1..=2).contains(&depth) => Ok(()),
         EntryType::Regular if depth == 3 => Ok(()),
         EntryType::Directory | EntryType::Regular => {
@@ -503,6 +516,10 @@ mod tests {
             ("t/v/./", EntryType::Directory),
             ("t//", EntryType::Directory),
             ("", EntryType::Directory),
+            // The hostile trial's F8: merge printed this raw.
+            ("t\u{1b}]0;PWNED\u{7}/v/x", EntryType::Regular),
+            ("t/v\u{202e}/x", EntryType::Regular),
+            ("t/v w/x", EntryType::Regular),
         ] {
             assert!(check_member(name, kind).is_err(), "{name} accepted");
         }

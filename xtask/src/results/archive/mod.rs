@@ -57,9 +57,11 @@ use place::Staged;
 /// other file in the directory is left out and named on stderr.
 ///
 /// Errors: a `--target` or `--variant` that is not a plain name (it would
-/// name a directory outside `target/xtask/results/`), a pair without a
-/// complete result of that name (naming the build command), a record a
-/// merge would refuse.
+/// name a directory outside `target/xtask/results/`), a results directory
+/// that is a link, a pair without a complete result of that name (naming
+/// the build command), a record a merge would refuse, a file the merge
+/// needs (`result.json`, an artifact it lists) that is no regular file or
+/// not of its recorded size. Hard links are packed as files.
 pub fn export(
     sh: &Shell,
     layout: &Layout,
@@ -76,6 +78,13 @@ pub fn export(
             one_name("--variant", v, &root.join(t))?;
             let dir = layout.results_dir(t, v);
             let build = format!("`cargo xtask build --target {t} --variant {v}`");
+            if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                bail!(
+                    "nothing exported: {} is a symbolic link; export packs results directories \
+                     a build wrote, not what a link leads to",
+                    dir.display()
+                );
+            }
             let result = BuildResult::read(&dir).with_context(|| {
                 format!("nothing exported: {t}/{v} has no complete result ({build})")
             })?;
@@ -91,19 +100,24 @@ pub fn export(
                 .context("nothing exported")?;
             for name in read_dir_names(&dir)? {
                 let file = dir.join(&name);
+                let shown = crate::util::text::printable(&file.display().to_string()).into_owned();
                 let size = std::fs::symlink_metadata(&file)
                     .with_context(|| format!("reading {}", file.display()))
                     .map(|m| m.is_file().then_some(m.len()))?;
+                let needed = name == super::FILE_NAME || result.artifacts.contains_key(&name);
                 match size.map(|size| members::expected(&result, &name, size)) {
                     Some(Ok(())) => members.push(format!("{t}/{v}/{name}")),
-                    Some(Err(why)) => eprintln!(
-                        "note: not exported: {}: {why} (a merge would refuse it)",
-                        crate::util::text::printable(&file.display().to_string())
+                    None if needed => bail!(
+                        "nothing exported: {shown} is not a regular file (a link?), and a merge \
+                         takes only regular files; build it again ({build} --force)"
                     ),
-                    None => eprintln!(
-                        "note: not exported: {}: not a regular file",
-                        crate::util::text::printable(&file.display().to_string())
-                    ),
+                    Some(Err(why)) if needed => {
+                        bail!("nothing exported: {shown}: {why}; build it again ({build} --force)")
+                    }
+                    Some(Err(why)) => {
+                        eprintln!("note: not exported: {shown}: {why} (a merge would refuse it)")
+                    }
+                    None => eprintln!("note: not exported: {shown}: not a regular file"),
                 }
             }
             pairs.push(format!("{t}/{v}"));
@@ -113,7 +127,7 @@ pub fn export(
     let listed = pairs.join(", ");
     run_tied(cmd!(
         sh,
-        "tar --create --file {output} --directory {root} --owner=0 --group=0 --numeric-owner --mtime=@0 --no-recursion -- {members...}"
+        "tar --create --file {output} --directory {root} --owner=0 --group=0 --numeric-owner --mtime=@0 --no-recursion --hard-dereference -- {members...}"
     )
     .quiet())
     .with_context(|| format!("writing {}; is the directory writable?", output.display()))?;
