@@ -8,7 +8,8 @@
 //! followed by `%` (`+1.61%`, `3,336,352`, `1,094 s`, `−0.36 %`); small
 //! counts (`2 cores`, `10 rounds`) are prose. Numbers are compared without
 //! their sign and thousands separators, so `−0.36 %` on a page matches
-//! `(-0.36%)` in a record.
+//! `(-0.36%)` in a record, and trailing zeros after a decimal point are
+//! dropped (`9.20` on a page is `9.2` in a JSON number).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -109,6 +110,10 @@ pub fn numbers(text: &str) -> Vec<(String, bool)> {
             && chars.get(i).is_some_and(|c| *c == '%' || *c == ' ');
         let digits = token.chars().filter(char::is_ascii_digit).count();
         let figure = token.contains('.') || digits >= 4 || percent;
+        // `9.20` on a page is `9.2` in a JSON record.
+        if token.contains('.') && token.matches('.').count() == 1 {
+            token = token.trim_end_matches('0').trim_end_matches('.').to_string();
+        }
         out.push((token, figure));
     }
     out
