@@ -107,7 +107,7 @@ pub struct Feature {
 /// Errors: a file that cannot be read (naming it).
 pub fn features(checkout: &Checkout, target: &OpenwrtTarget) -> Result<Vec<Feature>> {
     let makefile = checkout.board_dir(&target.board).join("Makefile");
-    let board = read_make_file(checkout, &makefile)?;
+    let board = super::read_checkout_file(checkout.root(), &makefile)?;
     let include = board
         .lines()
         .position(|l| l.trim() == "include $(INCLUDE_DIR)/target.mk")
@@ -133,7 +133,7 @@ pub fn features(checkout: &Checkout, target: &OpenwrtTarget) -> Result<Vec<Featu
     apply(&makefile, &mut board.lines().enumerate().take(include));
     if let Some(dir) = target.subtarget_dir(checkout) {
         let file = dir.join("target.mk");
-        let text = read_make_file(checkout, &file)?;
+        let text = super::read_checkout_file(checkout.root(), &file)?;
         apply(&file, &mut text.lines().enumerate());
     }
     apply(&makefile, &mut board.lines().enumerate().skip(include));
@@ -150,7 +150,7 @@ pub fn features(checkout: &Checkout, target: &OpenwrtTarget) -> Result<Vec<Featu
 /// evaluate (naming the line).
 pub fn default_level(checkout: &Checkout, target: &OpenwrtTarget) -> Result<Option<DefaultLevel>> {
     let file = checkout.root().join(CONFIG_KERNEL);
-    let text = read_make_file(checkout, &file)?;
+    let text = super::read_checkout_file(checkout.root(), &file)?;
     let Some(choice) = optimization_choice(&text) else {
         return Ok(None);
     };
@@ -282,10 +282,6 @@ fn features_assignment(line: &str) -> Option<(&str, &str)> {
     ["+=", ":=", "?=", "="]
         .into_iter()
         .find_map(|op| rest.strip_prefix(op).map(|v| (op, v.trim())))
-}
-
-fn read_make_file(checkout: &Checkout, file: &Path) -> Result<String> {
-    super::read_checkout_file(checkout.root(), file)
 }
 
 fn relative(checkout: &Checkout, file: &Path) -> String {

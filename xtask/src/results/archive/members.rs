@@ -79,16 +79,10 @@ pub fn check_member(name: &str, kind: EntryType) -> std::result::Result<(), Stri
         // Target and variant names (and the files of a build) are plain
         // ASCII: anything else (an escape sequence) would reach the
         // terminal in what merge prints.
-        _ if !parts.iter().all(|p| {
-            p.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-~+".contains(&b))
-        }) =>
-        {
-            Err(format!(
-                "member {name:?} has a name part of characters no target, variant or build \
+        _ if !parts.iter().all(|p| plain_part(p)) => Err(format!(
+            "member {name:?} has a name part of characters no target, variant or build \
                  file has (only ASCII letters, digits and `._-~+`)"
-            ))
-        }
+        )),
         EntryType::Directory if (1..=2).contains(&depth) => Ok(()),
         EntryType::Regular if depth == 3 => Ok(()),
         EntryType::Directory | EntryType::Regular => {
@@ -99,6 +93,17 @@ pub fn check_member(name: &str, kind: EntryType) -> std::result::Result<(), Stri
             "member {name:?} is a link or special file, which could point outside the results"
         )),
     }
+}
+
+/// Whether `part` is a name a results directory holds: a target, a
+/// variant (`baseline~control`, `baseline~bisect-…`) or a build's file,
+/// ASCII letters, digits and `._-~+` only, not hidden.
+pub fn plain_part(part: &str) -> bool {
+    !part.is_empty()
+        && !part.starts_with('.')
+        && part
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-~+".contains(&b))
 }
 
 /// Why a sparse member (any form: GNU's `S` type, PAX sparse 0.0, 0.1 or

@@ -136,15 +136,10 @@ pub fn export(
 }
 
 /// Errors unless `value` (of `flag`) is one name in `dir`, as a merge
-/// takes a member's parts ([`members::check_member`]): not empty, no `/`,
-/// not hidden (`.`, `..`), no control characters. Anything else names
-/// another directory than `dir`'s.
+/// takes a member's parts ([`members::plain_part`]). Anything else names
+/// another directory than `dir`'s, or one a merge refuses.
 fn one_name(flag: &str, value: &str, dir: &Path) -> Result<()> {
-    if value.is_empty()
-        || value.contains('/')
-        || value.starts_with('.')
-        || value.chars().any(char::is_control)
-    {
+    if !members::plain_part(value) {
         bail!(
             "nothing exported: {flag} {:?} is not a name in {}: pass a directory name there \
              (`ls {}`)",

@@ -112,7 +112,10 @@ pub fn numbers(text: &str) -> Vec<(String, bool)> {
         let figure = token.contains('.') || digits >= 4 || percent;
         // `9.20` on a page is `9.2` in a JSON record.
         if token.contains('.') && token.matches('.').count() == 1 {
-            token = token.trim_end_matches('0').trim_end_matches('.').to_string();
+            token = token
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string();
         }
         out.push((token, figure));
     }
