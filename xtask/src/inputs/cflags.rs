@@ -71,6 +71,14 @@ pub const REFUSED_OPTIONS: &[(&str, &str)] = &[
     ),
     ("-plugin", "makes the linker load a shared object"),
     ("--plugin", "makes the linker load a shared object"),
+    (
+        "-iprefix",
+        "sets the prefix -iwithprefix joins to its value, into any directory",
+    ),
+    (
+        "-imultiarch",
+        "appends its value (`../../x`) to every system include directory",
+    ),
 ];
 
 /// Options whose value is a file or directory written right after them
@@ -313,11 +321,21 @@ fn refused_tool_option(flag: &str) -> Option<String> {
             format!("({option}) {why}")
         });
     }
-    let joined = PATH_OPTIONS
-        .iter()
-        .filter_map(|o| flag.strip_prefix(o))
-        .map(|v| v.strip_prefix('=').unwrap_or(v));
-    if let Some(why) = joined.into_iter().find_map(outside) {
+    let mut joined = PATH_OPTIONS.iter().filter_map(|o| flag.strip_prefix(o));
+    if let Some(why) = joined.find_map(|v| {
+        // GCC reads `-I=dir` as `dir` in its sysroot (`/` for Debian's
+        // cross compilers): `-I=tmp/x` searches /tmp/x.
+        if v.starts_with("=")
+            && PATH_OPTIONS
+                .iter()
+                .any(|o| flag.starts_with(&format!("{o}=")))
+        {
+            return Some(format!(
+                "names {v}, a directory of the compiler's sysroot (`=`), outside the workspace"
+            ));
+        }
+        outside(v)
+    }) {
         return Some(why);
     }
     flag.split(['=', ',', ':']).skip(1).find_map(|value| {
@@ -495,6 +513,13 @@ mod tests {
             ("-Os --sysr=x", "also takes abbreviated"),
             ("-Os --include-directory=x", "also takes abbreviated"),
             ("-Os -fcompare-debug=--pref", "also takes abbreviated"),
+            // The second trial: the sysroot's `=`, and options that join
+            // or append include directories.
+            ("-Os -I=tmp/r3/inc", "the compiler's sysroot"),
+            ("-Os -isystem=tmp/x", "the compiler's sysroot"),
+            ("-Os -Wp,-I=tmp/x", "the compiler's sysroot"),
+            ("-Os -Wp,-imultiarch../../../../tmp/r3", "appends its value"),
+            ("-Os -iprefix.", "sets the prefix"),
         ] {
             let err = validate(flags).unwrap_err();
             assert_eq!(err.offset, 4, "{flags:?}");

@@ -458,10 +458,13 @@ impl Table {
             }
             // "%-40s %7s %7s %+7d", missing sizes as "-".
             let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+            // A name is bytes of the ELF file: one with a newline would
+            // start a line of its own (the rest of the output keeps its
+            // newlines), so control characters are escaped.
             writeln!(
                 f,
                 "{:<40} {:>7} {:>7} {:>+7}",
-                row.name,
+                crate::util::text::printable(&row.name),
                 show(row.old),
                 show(row.new),
                 row.delta

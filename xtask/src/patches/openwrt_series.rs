@@ -16,12 +16,13 @@
 //! * `conflict`: neither; listed, not applied, and the series goes on.
 
 use std::collections::BTreeMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use xshell::{cmd, Shell};
+use xshell::Shell;
 
 use crate::inputs::kernel_source::PristineTree;
 use crate::inputs::openwrt::series::{self, SeriesEntry};
@@ -29,7 +30,10 @@ use crate::inputs::openwrt::{Checkout, OpenwrtTarget};
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions, ApplyReport, Patch};
 use crate::patches::rebase::{self, Class};
 use crate::results::PatchRecord;
-use crate::util::fs::{copy_tree, remove_stale_staging, write_atomic, CopyKind, StagingDir};
+use crate::util::fs::{
+    copy_tree, open_limited, read_bytes_limited, remove_stale_staging, write_atomic, CopyKind,
+    FileLimit, StagingDir,
+};
 use crate::util::hash::sha256_bytes;
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
@@ -66,30 +70,72 @@ impl OpenwrtSeries {
     }
 }
 
+/// The largest patch (or overlay file) read from an OpenWrt checkout,
+/// decompressed: OpenWrt's largest patches are a few hundred KiB.
+pub const MAX_PATCH_BYTES: u64 = 64 << 20;
+
+/// What a patch or overlay file of a checkout is, for the capped reader.
+const PATCH_LIMIT: FileLimit = FileLimit {
+    what: "patch or overlay file of an OpenWrt checkout",
+    max_bytes: MAX_PATCH_BYTES,
+};
+
+/// The fix a refused patch or overlay file's message names.
+const PATCH_FIX: &str = "remove or restore it in the OpenWrt checkout";
+
 /// The text of one patch, decompressed as scripts/patch-kernel.sh does
-/// (`gzip -dc`, `bzip2 -dc`, `xz -dc`, `zstd -dc`).
-pub fn read_patch(sh: &Shell, entry: &SeriesEntry) -> Result<Vec<u8>> {
+/// (`gzip -dc`, `bzip2 -dc`, `xz -dc`, `zstd -dc`), through the capped
+/// reader: the file must be a regular one, and neither it nor what it
+/// decompresses to may be over [`MAX_PATCH_BYTES`] (a FIFO hung the read,
+/// a 9 MB gzip of zeros filled memory).
+pub fn read_patch(entry: &SeriesEntry) -> Result<Vec<u8>> {
     let file = &entry.file;
-    match entry.compression.decompressor() {
-        None => std::fs::read(file).with_context(|| format!("reading {}", file.display())),
-        Some(program) => {
-            let out = cmd!(sh, "{program} -dc {file}")
-                .quiet()
-                .output()
-                .with_context(|| {
-                    format!(
-                        "decompressing {} with {program} (install it, or store the patch uncompressed)",
-                        file.display()
-                    )
-                })?;
-            Ok(out.stdout)
-        }
+    let Some(program) = entry.compression.decompressor() else {
+        return read_bytes_limited(file, PATCH_LIMIT, PATCH_FIX);
+    };
+    let input = open_limited(file, PATCH_LIMIT, PATCH_FIX)?;
+    let how = || {
+        format!(
+            "decompressing {} with {program} (install it, or store the patch uncompressed)",
+            file.display()
+        )
+    };
+    let mut child = std::process::Command::new(program)
+        .arg("-dc")
+        .stdin(input)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .with_context(how)?;
+    let mut out = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .context("the decompressor's output")?
+        .take(MAX_PATCH_BYTES + 1)
+        .read_to_end(&mut out);
+    if out.len() as u64 > MAX_PATCH_BYTES {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!(
+            "{}: decompresses to more than {} MiB, more than a patch of OpenWrt's; {PATCH_FIX}",
+            file.display(),
+            MAX_PATCH_BYTES >> 20
+        );
     }
+    read.with_context(how)?;
+    let status = child.wait().with_context(how)?;
+    anyhow::ensure!(
+        status.success(),
+        "{}: {program} exited with {status}",
+        how()
+    );
+    Ok(out)
 }
 
 /// Reads and parses one patch; errors name the file and line.
-pub fn parse_entry(sh: &Shell, entry: &SeriesEntry) -> Result<Patch> {
-    let bytes = read_patch(sh, entry)?;
+pub fn parse_entry(entry: &SeriesEntry) -> Result<Patch> {
+    let bytes = read_patch(entry)?;
     parse_patch(&bytes).map_err(|e| anyhow!("{}:{}: {e}", entry.file.display(), e.line))
 }
 
@@ -158,14 +204,13 @@ impl Classification {
 /// Errors: a patch that does not parse, engine refusals (unsafe names,
 /// binary diffs), I/O; each names the patch.
 pub fn classify_series(
-    sh: &Shell,
     tree: &Path,
     series: &OpenwrtSeries,
     opts: &ApplyOptions,
 ) -> Result<Classification> {
     let mut out = Classification::default();
     for entry in &series.entries {
-        let patch = parse_entry(sh, entry)?;
+        let patch = parse_entry(entry)?;
         let classified = rebase::classify(tree, &patch, opts)
             .with_context(|| format!("classifying {}", entry.file.display()))?;
         let class = classified.class;
@@ -214,7 +259,6 @@ pub fn note(class: Class, report: &ApplyReport) -> String {
 /// Applies the patches `classification` keeps (clean, offset, fuzz), in
 /// series order, to `tree`; the first that fails stops with its name.
 pub fn apply_kept(
-    sh: &Shell,
     tree: &Path,
     series: &OpenwrtSeries,
     classification: &Classification,
@@ -226,7 +270,7 @@ pub fn apply_kept(
         .iter()
         .filter(|e| classification.is_kept(&e.name))
     {
-        let patch = parse_entry(sh, entry)?;
+        let patch = parse_entry(entry)?;
         apply_patch(tree, &patch, opts)
             .map_err(|e| anyhow!(e))
             .with_context(|| format!("applying {}", entry.file.display()))?;
@@ -276,7 +320,7 @@ pub fn prepare_cached(
     for (rel, src) in series::overlay_files(&series.overlays)? {
         let bytes = match std::fs::read_link(&src) {
             Ok(target) => target.to_string_lossy().into_owned().into_bytes(),
-            Err(_) => std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?,
+            Err(_) => read_bytes_limited(&src, PATCH_LIMIT, PATCH_FIX)?,
         };
         key.update(b"\0overlay\0");
         key.update(rel.to_string_lossy().as_bytes());
@@ -284,7 +328,7 @@ pub fn prepare_cached(
     }
     let mut records = Vec::new();
     for entry in &series.entries {
-        let bytes = read_patch(sh, entry)?;
+        let bytes = read_patch(entry)?;
         let record = PatchRecord {
             name: format!("openwrt/{}", entry.name),
             sha256: sha256_bytes(&bytes),
@@ -362,7 +406,7 @@ pub fn prepare_cached(
         pristine.version
     );
     prepare_tree(sh, &pristine.dir, &tree, &series.overlays)?;
-    let classification = classify_series(sh, &tree, series, &OPENWRT_APPLY)?;
+    let classification = classify_series(&tree, series, &OPENWRT_APPLY)?;
     let text = serde_json::to_string_pretty(&classification).context("serialising the classes")?;
     write_atomic(&staging.path().join("classification.json"), text.as_bytes())?;
     if dir.exists() {
@@ -372,4 +416,63 @@ pub fn prepare_cached(
     std::fs::rename(&staged, &dir)
         .with_context(|| format!("moving {} to {}", staged.display(), dir.display()))?;
     Ok(done(classification))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::openwrt::series::{Compression, Group};
+
+    /// The second hostile trial: a FIFO as a patch hung the read, and a
+    /// 9 MB gzip of 2 GB of zeros filled memory. Both are refused.
+    #[test]
+    fn a_patch_is_read_capped_and_decompressed_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = |file: PathBuf, compression| SeriesEntry {
+            group: Group::Platform,
+            name: "platform/999-x.patch".into(),
+            file,
+            compression,
+        };
+        let fifo = dir.path().join("999-x.patch");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = format!(
+            "{:#}",
+            read_patch(&entry(fifo, Compression::Plain)).unwrap_err()
+        );
+        assert!(err.contains("not a regular file"), "{err}");
+        let zeros = dir.path().join("zeros");
+        std::fs::File::create(&zeros)
+            .unwrap()
+            .set_len(MAX_PATCH_BYTES + 4096)
+            .unwrap();
+        let gz = dir.path().join("999-x.patch.gz");
+        let out = std::process::Command::new("gzip")
+            .arg("-c")
+            .stdin(std::fs::File::open(&zeros).unwrap())
+            .output()
+            .unwrap();
+        std::fs::write(&gz, out.stdout).unwrap();
+        let err = format!(
+            "{:#}",
+            read_patch(&entry(gz, Compression::Gzip)).unwrap_err()
+        );
+        assert!(err.contains("decompresses to more than 64 MiB"), "{err}");
+        let plain = dir.path().join("1.patch");
+        std::fs::write(&plain, "--- a/x\n+++ b/x\n").unwrap();
+        let made = std::process::Command::new("gzip")
+            .arg(&plain)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let small = dir.path().join("1.patch.gz");
+        assert_eq!(
+            read_patch(&entry(small, Compression::Gzip)).unwrap(),
+            b"--- a/x\n+++ b/x\n"
+        );
+    }
 }

@@ -253,7 +253,7 @@ impl DeviceFitRecord {
                 return Err(format!(
                     "device name \"{}\" is empty, longer than {MAX_NAME_CHARS} characters or not \
                      printable ASCII (OpenWrt's device names are letters, digits, `_`, `-`, `.`)",
-                    name.escape_default()
+                    name.chars().take(64).collect::<String>().escape_default()
                 ));
             }
             if !seen.insert(name.as_str()) {

@@ -85,17 +85,23 @@ pub struct Cflags {
 
 impl Cflags {
     /// The optimization level the compiler was given: the last `-O…` of
-    /// the flags in effect ([`Cflags::in_effect`]; GCC takes the last),
-    /// else the branch's own (`-O2` for `effective = "o2"`, the `.config`'s
+    /// the compile command kbuild recorded (GCC takes the last; OpenWrt's
+    /// KCFLAGS come after the branch's flags there), else of the flags in
+    /// effect ([`Cflags::in_effect`]), else the branch's own (`-O2` for
+    /// `effective = "o2"`, the `.config`'s
     /// `CONFIG_CC_OPTIMIZE_FOR_PERFORMANCE`; `-Os` for `"os"`). A variant
     /// whose `os` flags say `-O2` (`o2-align-64`) is `-O2`.
     pub fn level(&self) -> &str {
-        let flag = self
-            .in_effect()
-            .split_whitespace()
-            .rev()
-            .find(|f| f.starts_with("-O"));
-        match (flag, self.effective.as_str()) {
+        fn last_o(flags: &str) -> Option<&str> {
+            flags
+                .split_whitespace()
+                .rev()
+                .find(|f| f.starts_with("-O") && f.len() <= 6)
+        }
+        match (
+            last_o(&self.compile_command).or_else(|| last_o(self.in_effect())),
+            self.effective.as_str(),
+        ) {
             (Some(f), _) => f,
             (None, "o2") => "-O2",
             (None, _) => "-Os",
@@ -354,9 +360,10 @@ impl BuildResult {
 }
 
 /// The path (`kbuild_cflags.os`, `patches[3].name`) of the first string
-/// (or map key) in `value` holding a control character, if any.
+/// (or map key) in `value` holding a control or invisible format
+/// character ([`crate::util::text::is_hidden`]), if any.
 fn control_string(value: &serde_json::Value, at: &str) -> Option<String> {
-    let bad = |s: &str| s.chars().any(char::is_control);
+    let bad = |s: &str| s.chars().any(crate::util::text::is_hidden);
     match value {
         serde_json::Value::String(s) if bad(s) => Some(at.to_string()),
         serde_json::Value::Array(items) => items

@@ -87,6 +87,7 @@ mod report_percent;
 mod report_sizes;
 mod report_symbols;
 mod results_archive;
+mod results_archive_hostile;
 mod setup_cli;
 mod size_attribution;
 mod size_bisect;

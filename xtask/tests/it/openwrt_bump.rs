@@ -116,7 +116,7 @@ fn bcm47xx_bumped_to_6_12_applies_without_fuzz_after_generic_6_12() {
     series::copy_overlays(&series.overlays, &tree).unwrap();
     let scratch = fx.dir().join("classify");
     openwrt_series::prepare_tree(&sh, &pristine.dir, &scratch, &series.overlays).unwrap();
-    let classes = openwrt_series::classify_series(&sh, &scratch, &series, &OPENWRT_APPLY).unwrap();
+    let classes = openwrt_series::classify_series(&scratch, &series, &OPENWRT_APPLY).unwrap();
     let conflicts: Vec<&str> = bumped
         .state
         .results

@@ -74,8 +74,7 @@ fn mt7621_series_is_classified_and_the_kept_patches_apply_to_debian_6_12() {
     let work = tempfile::tempdir_in(layout.work_dir()).unwrap();
     let fresh = work.path().join("apply");
     openwrt_series::prepare_tree(&sh, &pristine.dir, &fresh, &series.overlays).unwrap();
-    let applied =
-        openwrt_series::apply_kept(&sh, &fresh, &series, &classes, &OPENWRT_APPLY).unwrap();
+    let applied = openwrt_series::apply_kept(&fresh, &series, &classes, &OPENWRT_APPLY).unwrap();
     assert_eq!(
         applied,
         counts[&Class::Clean] + counts[&Class::Offset] + counts[&Class::Fuzz]

@@ -386,6 +386,25 @@ fn git_symlinks_outside_the_tree_are_refused() {
             "{order:?}: {e}"
         );
     }
+    // The second trial: across two patches of a series, lx -> ly/.. (ly
+    // missing: inside) and then ly -> . (inside alone): lx now leads out.
+    // The second patch is refused; a link through a real directory is not.
+    let first = git_symlink_patch("lx", "ly/..");
+    let e = refused(&files, &git_symlink_patch("ly", "."), P1, |root| {
+        apply_patch(&root.join("tree"), &parse_patch(&first).unwrap(), &P1).unwrap();
+    });
+    assert!(
+        e.contains("the link lx already in the tree then it leads above the tree"),
+        "{e}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    write_tree(tmp.path(), &files);
+    apply_patch(
+        tmp.path(),
+        &parse_patch(&git_symlink_patch("l", "sub/../x")).unwrap(),
+        &P1,
+    )
+    .unwrap();
     // The control: made by hand, out leads above the tree.
     let made = tempfile::tempdir().unwrap();
     let tree = made.path().join("tree");

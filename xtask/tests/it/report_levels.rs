@@ -92,6 +92,16 @@ fn the_level_is_the_flags_and_a_forged_one_is_refused() {
         ],
         "{text}"
     );
+    // OpenWrt's KCFLAGS come last on the compile command: they win.
+    aligned.kbuild_cflags.compile_command =
+        "gcc -O2 -falign-functions=64 -fno-caller-saves -O3 -c -o init/main.o init/main.c"
+            .to_string();
+    f.write(aligned.clone(), report_fixture::VARIANT_SYMBOLS);
+    let text = render(&f, &req, Format::Text, Style::default());
+    assert!(
+        text.contains("baseline (-Os) → no-reorder-blocks (-O3):"),
+        "{text}"
+    );
     aligned.kbuild_cflags.effective = "o2) → x (-O2):\nzImage size: 1 → 2 (+100.00%)".to_string();
     f.write(aligned, report_fixture::VARIANT_SYMBOLS);
     let err = format!("{:#}", report::load(&f.layout(), &req).unwrap_err());

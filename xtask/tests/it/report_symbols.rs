@@ -151,3 +151,36 @@ fn symbols_with_folded_clones() {
     // napi_poll.isra.0 → napi_poll is one symbol when folded.
     assert!(!out.contains("napi_poll.isra"), "{out}");
 }
+
+/// The second hostile trial: a vmlinux symbol named with a newline
+/// started lines of its own in the symbol table (a forged heading in
+/// markdown, past the code fence). Names are escaped in every row.
+#[test]
+fn a_symbol_name_with_a_newline_stays_in_its_row() {
+    let f = report_fixture::Fixture::new();
+    f.standard("bcm53xx");
+    let base = f.result(
+        "bcm53xx",
+        "baseline",
+        &[("zImage", 1_840_424), ("vmlinux.lzma", 1_520_111)],
+        (30_000, 4_000, 2_000),
+    );
+    let forged: &[report_fixture::Sym] = &[
+        ("schedule", 900, 'T'),
+        ("x\n```\n\n## FORGED - all devices fit", 64, 'T'),
+    ];
+    f.write(base, forged);
+    let mut req = request(&["bcm53xx"], &[]);
+    req.symbols = Some(SymbolOptions {
+        mode: Mode::Categorized,
+        fold_clones: false,
+    });
+    for format in [Format::Text, Format::Mail, Format::Markdown] {
+        let out = render(&f, &req, format, Style::default());
+        assert!(
+            !out.lines().any(|l| l.starts_with("## FORGED")),
+            "{format:?}: {out}"
+        );
+        assert!(out.contains("x\\n```\\n\\n## FORGED"), "{format:?}: {out}");
+    }
+}

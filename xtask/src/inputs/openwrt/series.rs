@@ -26,6 +26,7 @@
 //! plain text whatever its name.
 
 use std::collections::BTreeMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -216,8 +217,11 @@ pub fn directory_entries(pd: &PatchDirectory) -> Result<Vec<SeriesEntry>> {
     let series_file = pd.dir.join("series");
     let is_series = std::fs::metadata(&series_file).is_ok_and(|m| m.is_file() && m.len() > 0);
     let names = if is_series {
-        let text = std::fs::read_to_string(&series_file)
-            .with_context(|| format!("reading {}", series_file.display()))?;
+        let text = crate::util::fs::read_limited(
+            &series_file,
+            crate::util::fs::FileLimit::input("series file of an OpenWrt checkout"),
+            "restore it in the OpenWrt checkout",
+        )?;
         let names = series_file_entries(&text);
         for name in &names {
             if !pd.dir.join(name).exists() {
@@ -287,6 +291,10 @@ pub fn overlay_files(dirs: &[PathBuf]) -> Result<BTreeMap<PathBuf, PathBuf>> {
     Ok(files)
 }
 
+/// The largest overlay file copied into a kernel tree: OpenWrt's are
+/// source files, the largest a few hundred KiB.
+pub const MAX_OVERLAY_BYTES: u64 = 64 << 20;
+
 /// Copies the overlays into `tree` as `cp -fpR DIR/. tree/` does for each
 /// directory in order, then removes `*.rej` and `*.orig` files from the
 /// tree (include/quilt.mk). Returns the number of files copied.
@@ -347,8 +355,22 @@ pub fn copy_overlays(dirs: &[PathBuf], tree: &Path) -> Result<usize> {
             std::os::unix::fs::symlink(&target, &dest)
                 .with_context(|| format!("creating the link {}", dest.display()))?;
         } else {
-            std::fs::copy(src, &dest)
+            // Through the capped reader: a FIFO hung the copy, a 3 GB file
+            // was copied whole.
+            let mut from = crate::util::fs::open_limited(
+                src,
+                crate::util::fs::FileLimit {
+                    what: "overlay file of an OpenWrt checkout",
+                    max_bytes: MAX_OVERLAY_BYTES,
+                },
+                "remove or restore it in the OpenWrt checkout",
+            )?;
+            let mut to = std::fs::File::create(&dest)
+                .with_context(|| format!("creating {}", dest.display()))?;
+            std::io::copy(&mut (&mut from).take(MAX_OVERLAY_BYTES), &mut to)
                 .with_context(|| format!("copying {} to {}", src.display(), dest.display()))?;
+            std::fs::set_permissions(&dest, meta.permissions())
+                .with_context(|| format!("setting the mode of {}", dest.display()))?;
         }
     }
     for entry in walkdir::WalkDir::new(tree) {
@@ -441,9 +463,23 @@ mod tests {
         let tree = dir.path().join("tree3");
         std::fs::create_dir(&tree).unwrap();
         symlink(&victim, tree.join("drivers")).unwrap();
-        let err = format!("{:#}", copy_overlays(&[generic], &tree).unwrap_err());
+        let err = format!(
+            "{:#}",
+            copy_overlays(std::slice::from_ref(&generic), &tree).unwrap_err()
+        );
         assert!(err.contains("under the symbolic link"), "{err}");
         assert!(!victim.join("y.c").exists());
+        // A FIFO hung the copy (the second hostile trial).
+        std::fs::remove_file(generic.join("drivers/y.c")).unwrap();
+        let fifo = generic.join("drivers/zz-fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let tree = tempfile::tempdir().unwrap();
+        let err = format!("{:#}", copy_overlays(&[generic], tree.path()).unwrap_err());
+        assert!(err.contains("not a regular file"), "{err}");
     }
 
     #[test]

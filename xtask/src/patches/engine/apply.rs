@@ -73,34 +73,74 @@ impl<'t> View<'t> {
         match self.changed.get(rel) {
             Some(Some((target, Some(mode)))) if mode & S_IFMT == S_IFLNK => Some(target.clone()),
             Some(_) => None,
-            None => {
-                let on_disk = self.tree.join(rel);
-                let meta = std::fs::symlink_metadata(&on_disk).ok()?;
-                meta.file_type()
-                    .is_symlink()
-                    .then(|| std::fs::read_link(&on_disk).ok())
-                    .flatten()
-                    .map(|t| t.as_os_str().as_encoded_bytes().to_vec())
-            }
+            None => self.link_on_disk(rel),
         }
     }
 
-    /// The first link the patch creates that leads out of the tree once
-    /// the whole patch is applied ([`super::links`]), as the error that
-    /// refuses the patch.
+    /// The target of the link on disk at `rel`, as the tree is before the
+    /// patch; `None` for anything else.
+    fn link_on_disk(&self, rel: &Path) -> Option<Vec<u8>> {
+        let on_disk = self.tree.join(rel);
+        let meta = std::fs::symlink_metadata(&on_disk).ok()?;
+        meta.file_type()
+            .is_symlink()
+            .then(|| std::fs::read_link(&on_disk).ok())
+            .flatten()
+            .map(|t| t.as_os_str().as_encoded_bytes().to_vec())
+    }
+
+    /// The first link that leads out of the tree once the whole patch is
+    /// applied ([`super::links`]), as the error that refuses the patch:
+    /// one the patch creates, or one already on disk that stayed inside
+    /// before and leads out through a link the patch creates (`x -> y/..`
+    /// of an earlier patch, then `y -> .`). The tree is walked for the
+    /// latter only when the patch creates a link.
     fn link_problem(&self) -> Option<ApplyError> {
-        self.links.iter().find_map(|(link, line)| {
-            let why = super::links::leads_out(link, &mut |p| self.link_at(p))?;
+        let (first, first_line) = self.links.first()?;
+        let refuse = |link: &Path, line: usize, why: String, whose: &str| {
             let target = self.link_at(link).unwrap_or_default();
-            Some(ApplyError::SpecialFile {
-                path: link.clone(),
-                patch_line: *line,
+            ApplyError::SpecialFile {
+                path: link.to_path_buf(),
+                patch_line: line,
                 why: format!(
-                    "symbolic link to {:?}: {why}, once the patch's other links are made",
+                    "symbolic link to {:?}: {why}, {whose}",
                     String::from_utf8_lossy(&target)
                 ),
+            }
+        };
+        if let Some(e) = self.links.iter().find_map(|(link, line)| {
+            let why = super::links::leads_out(link, &mut |p| self.link_at(p))?;
+            Some(refuse(
+                link,
+                *line,
+                why,
+                "once the patch's other links are made",
+            ))
+        }) {
+            return Some(e);
+        }
+        walkdir::WalkDir::new(self.tree)
+            .min_depth(1)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path_is_symlink())
+            .filter_map(|e| e.path().strip_prefix(self.tree).ok().map(Path::to_path_buf))
+            .filter(|rel| !self.changed.contains_key(rel))
+            .find_map(|rel| {
+                let after = super::links::leads_out(&rel, &mut |p| self.link_at(p))?;
+                if super::links::leads_out(&rel, &mut |p| self.link_on_disk(p)).is_some() {
+                    return None;
+                }
+                Some(refuse(
+                    first,
+                    *first_line,
+                    format!(
+                        "the link {} already in the tree then {after}",
+                        rel.display()
+                    ),
+                    "so this patch's links are refused",
+                ))
             })
-        })
     }
 
     fn load(&mut self, rel: &Path) -> Result<(), ApplyError> {

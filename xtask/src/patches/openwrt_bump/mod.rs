@@ -244,7 +244,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BumpRequest) -> Result<Bumped>
     let staged_patches = staging.path().join(format!("patches-{to}"));
     std::fs::create_dir_all(&staged_patches)
         .with_context(|| format!("creating {}", staged_patches.display()))?;
-    let (generic, results) = classify(sh, &tree, &work, &bumped, &opts, &staged_patches, &to)?;
+    let (generic, results) = classify(&tree, &work, &bumped, &opts, &staged_patches, &to)?;
     if has_patches {
         copy_other_files(sh, &old_patches, &bumped, &results, &staged_patches)?;
     }
@@ -318,7 +318,6 @@ fn check_versions(checkout: &Checkout, target: &OpenwrtTarget, from: &str, to: &
 /// `staged`, and a conflict's rejects under `work/rejects/`. Returns the
 /// generic patches' classes and the board patches' results.
 fn classify(
-    sh: &Shell,
     tree: &Path,
     work: &Path,
     bumped: &OpenwrtSeries,
@@ -329,8 +328,8 @@ fn classify(
     let mut generic = Vec::new();
     let mut results = Vec::new();
     for entry in &bumped.entries {
-        let patch = parse_entry(sh, entry)?;
-        let bytes = read_patch(sh, entry)?;
+        let patch = parse_entry(entry)?;
+        let bytes = read_patch(entry)?;
         let classified = rebase::classify(tree, &patch, opts)
             .with_context(|| format!("classifying {}", entry.file.display()))?;
         let (class, report) = (classified.class, classified.report);

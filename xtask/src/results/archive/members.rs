@@ -97,10 +97,10 @@ pub fn check_member(name: &str, kind: EntryType) -> std::result::Result<(), Stri
 
 /// Whether `part` is a name a results directory holds: a target, a
 /// variant (`baseline~control`, `baseline~bisect-…`) or a build's file,
-/// ASCII letters, digits and `._-~+` only, not hidden.
+/// ASCII letters, digits and `._-~+` only, not hidden, not an option.
 pub fn plain_part(part: &str) -> bool {
     !part.is_empty()
-        && !part.starts_with('.')
+        && !part.starts_with(['.', '-'])
         && part
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._-~+".contains(&b))

@@ -251,6 +251,18 @@ pub fn merge(layout: &Layout, archives: &[PathBuf]) -> Result<Merged> {
             Wait::Yes,
         )?);
     }
+    // A results directory is made where it is, never through a link
+    // (a linked results/<target> led a merge into /tmp).
+    for i in &incoming {
+        let target_dir = layout.results_root().join(&i.found.target);
+        if std::fs::symlink_metadata(&target_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            bail!(
+                "nothing merged: {} is a symbolic link; a merge writes results only into the \
+                 directories it makes; remove the link",
+                target_dir.display()
+            );
+        }
+    }
     let existing = check_inputs(layout, &incoming)?;
     let notes = reproducibility_notes(&incoming, &existing);
     let mut staged = Vec::new();
