@@ -235,6 +235,14 @@ pub struct SizeReportArgs {
     /// headroom, and fits → does not fit, from device-fit.json.
     #[arg(long, value_name = "PATTERN")]
     pub devices: Option<String>,
+    /// With --devices: size each device's whole images (sysupgrade.bin,
+    /// factory.bin: every image whose recipe has a check-size) with this
+    /// rootfs, as the recipe makes them up to check-size, against
+    /// IMAGE_SIZE. FILE: a root.squashfs, or an OpenWrt sysupgrade image
+    /// (uImage + squashfs, TRX, sysupgrade tar) the squashfs is split from;
+    /// its architecture must be the target's.
+    #[arg(long, value_name = "FILE", requires = "devices")]
+    pub rootfs: Option<PathBuf>,
     /// Write percentages with a decimal comma (+1,68%); CSV then uses `;`
     /// between fields.
     #[arg(long)]
@@ -281,6 +289,7 @@ impl SizeReportArgs {
             }),
             by: self.by,
             devices: self.devices.clone(),
+            rootfs: self.rootfs.clone(),
             allow_mismatch: self.allow_mismatch,
             lab: if self.no_lab {
                 xtask::report::LabRuns::Off

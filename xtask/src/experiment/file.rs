@@ -27,6 +27,7 @@
 //! formats = ["mail", "text"]
 //! output = "target/xtask/experiments/flags"
 //! # devices = "*"                   # OpenWrt mode: device fit (size-report --devices)
+//! # rootfs = "root.squashfs"        # with devices: whole images (size-report --rootfs)
 //! ```
 //!
 //! Every problem is an error naming the file, its line and the fix: an
@@ -73,6 +74,7 @@ struct RawReport {
     output: Option<Spanned<String>>,
     symbols: Option<bool>,
     devices: Option<Spanned<String>>,
+    rootfs: Option<Spanned<String>>,
 }
 
 /// How the kernels are configured, patched and flagged.
@@ -100,6 +102,9 @@ pub struct ReportSpec {
     /// --devices`: a glob with `*`/`?`, else a substring); OpenWrt mode
     /// only, whose builds write `device-fit.json`.
     pub devices: Option<String>,
+    /// The rootfs whole images are sized with (`size-report --rootfs`),
+    /// a relative path taken from the experiment file's directory.
+    pub rootfs: Option<PathBuf>,
 }
 
 /// A checked experiment file.
@@ -283,6 +288,27 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             at(d.span())
         ),
     };
+    let rootfs = match (&raw.report.rootfs, &devices) {
+        (None, _) => None,
+        (Some(r), Some(_)) => {
+            let path = file.parent().unwrap_or(Path::new(".")).join(r.get_ref());
+            if !path.is_file() {
+                bail!(
+                    "{}: report.rootfs = {:?}: {} is not a file (a root.squashfs or an OpenWrt \
+                     sysupgrade image; a relative path is taken from the experiment file's \
+                     directory)",
+                    at(r.span()),
+                    r.get_ref(),
+                    path.display()
+                );
+            }
+            Some(path)
+        }
+        (Some(r), None) => bail!(
+            "{}: report.rootfs sizes whole images for device fit: set report.devices too",
+            at(r.span())
+        ),
+    };
     let default_output = layout
         .work_dir()
         .join("experiments")
@@ -316,6 +342,7 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             output,
             symbols: raw.report.symbols.unwrap_or(false),
             devices,
+            rootfs,
         },
     })
 }

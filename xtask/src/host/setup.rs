@@ -9,7 +9,8 @@ use crate::kernel_build::toolchain::HOST_TOOLS;
 
 /// Debian packages for building `targets`: host tools, each target's cross
 /// compiler and binutils, `u-boot-tools` for uImages (and with
-/// `device-tree-compiler` for an `openwrt_device`'s image), and the
+/// `device-tree-compiler` for an `openwrt_device`'s image, and with
+/// `squashfs-tools` for the rootfs `size-report --rootfs` reads), and the
 /// `linux-source-<kver>` of every kernel series the targets use, and for
 /// targets with a `[lab]` table QEMU, iperf3, iproute2, ethtool,
 /// nftables and openssh-client (the SSH lab), and for a static guest
@@ -32,6 +33,7 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
         if target.openwrt_device.is_some() {
             packages.push("u-boot-tools".to_string());
             packages.push("device-tree-compiler".to_string());
+            packages.push("squashfs-tools".to_string());
         }
         if let Some(lab) = &target.lab {
             packages.extend(crate::lab::host_packages(lab));

@@ -8,6 +8,7 @@ pub mod kconfig;
 pub mod kernel_source;
 pub mod lab;
 pub mod openwrt;
+pub mod rootfs;
 pub mod runtime;
 pub mod ssh_lab;
 pub mod steering;

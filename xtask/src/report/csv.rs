@@ -53,6 +53,7 @@ use super::lab::{verdict_name, LabReport, Role};
 use super::model::{Family, Metric};
 use super::style::Style;
 use crate::measure::stats;
+use crate::results::device_fit::LimitKind;
 
 /// The header line's column names: `Row`'s fields, in order.
 pub const COLUMNS: [&str; 23] = [
@@ -218,9 +219,14 @@ fn size_rows(
                 ..row(
                     "device-fit",
                     &format!(
-                        "{} limit={} {}{}",
+                        "{}{} limit={} {}{}{}",
                         r.device,
+                        r.image.as_ref().map_or(String::new(), |i| format!(" {i}")),
                         r.limit_bytes.map_or("none".into(), |l| l.to_string()),
+                        match (&r.image, r.limit_kind) {
+                            (None, Some(LimitKind::ImageSize)) => "kernel-only:",
+                            _ => "",
+                        },
                         match r.only_in {
                             Some(super::device_fit::Side::Base) => "only-in-base:",
                             Some(super::device_fit::Side::Variant) => "only-in-variant:",

@@ -5,10 +5,15 @@
 //!
 //! The limit is `KERNEL_SIZE` when the device sets one (check-size on the
 //! kernel image itself, exact), else `IMAGE_SIZE` where an image recipe
-//! applies it: the whole image's limit, of which the report gives the
-//! kernel's share (the headroom is what is left for the rootfs, which the
-//! workbench does not build). Devices OpenWrt marks `DEFAULT := n` say so;
-//! a device whose image could not be made is listed with the reason.
+//! applies it: the whole image's limit. Without a rootfs the report gives
+//! the kernel's share of it (the headroom is what is left for the rootfs;
+//! such rows are labelled kernel-only). With a rootfs (`--rootfs`), each
+//! image whose recipe checks a size is sized as its recipe makes it
+//! ([`crate::kernel_build::openwrt_image::image_steps`]): kernel image,
+//! padding, rootfs, `pad-rootfs`, up to `check-size`, one row per device
+//! and image; the kernel row stays where `KERNEL_SIZE` applies, and for
+//! devices without such an image. Devices OpenWrt marks `DEFAULT := n` say
+//! so; a device or image that could not be made is listed with the reason.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -17,7 +22,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::results::device_fit::{DeviceFit, DeviceFitRecord, LimitKind};
+use crate::inputs::rootfs::Rootfs;
+use crate::kernel_build::openwrt_image::image_steps::{self, ImageVars, Lengths, SizeCheck};
+use crate::results::device_fit::{DeviceFit, DeviceFitRecord, ImageRecipe, LimitKind};
 use crate::results::BuildResult;
 use crate::util::text::printable;
 
@@ -36,6 +43,9 @@ pub enum Side {
 pub struct DeviceRow {
     /// The device.
     pub device: String,
+    /// The whole image this row sizes (`sysupgrade.bin`), with the rootfs;
+    /// `None`: the kernel image, `<device>-kernel.bin`.
+    pub image: Option<String>,
     /// The side whose device list alone has it (the checkout's device list
     /// changed between the builds), else `None`. Its limit, headroom and
     /// verdict are that side's.
@@ -139,8 +149,38 @@ pub struct DeviceFitDiff {
     pub openwrt_target: String,
     /// The `--devices` pattern applied, if any.
     pub pattern: Option<String>,
+    /// The rootfs whole images were sized with (`--rootfs`), if any.
+    pub rootfs: Option<RootfsSummary>,
     /// Rows in the Makefiles' order.
     pub rows: Vec<DeviceRow>,
+}
+
+/// What the report says of the rootfs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RootfsSummary {
+    /// The file given.
+    pub source: String,
+    /// How the squashfs was found in it.
+    pub origin: String,
+    /// The squashfs's length, bytes.
+    pub bytes: u64,
+    /// Its sha256.
+    pub sha256: String,
+    /// Its programs' architecture.
+    pub arch: Option<String>,
+}
+
+impl RootfsSummary {
+    /// The summary of `rootfs`.
+    pub fn of(rootfs: &Rootfs) -> RootfsSummary {
+        RootfsSummary {
+            source: rootfs.source.clone(),
+            origin: rootfs.origin.to_string(),
+            bytes: rootfs.bytes,
+            sha256: rootfs.sha256.clone(),
+            arch: rootfs.arch.as_ref().map(|(k, p)| format!("{k}, from {p}")),
+        }
+    }
 }
 
 /// Whether `device` matches `pattern`: a glob with `*` (any run of
@@ -160,10 +200,15 @@ impl DeviceFitDiff {
     /// Rows for the devices of `new` matching `pattern`, with `old`'s sizes,
     /// then the devices only `old` has (a device only one side has is
     /// listed with what that side says: [`DeviceRow::only_in`]).
+    ///
+    /// With `rootfs`, each device's images that check a size are rows of
+    /// their own, sized with it; the kernel row is kept where `KERNEL_SIZE`
+    /// applies or the device has no such image.
     pub fn new<'a>(
         old: &'a DeviceFitRecord,
         new: &'a DeviceFitRecord,
         pattern: Option<&str>,
+        rootfs: Option<&RootfsSummary>,
     ) -> Self {
         let wanted = |d: &&DeviceFit| pattern.is_none_or(|p| matches(p, &d.device));
         // By name, in one pass each (a record holds up to ~140,000
@@ -172,22 +217,34 @@ impl DeviceFitDiff {
             r.devices.iter().map(|d| (d.device.as_str(), d)).collect()
         };
         let (old_by_name, new_by_name) = (by_name(old), by_name(new));
-        let rows = new
+        let pairs = new
             .devices
             .iter()
             .filter(wanted)
-            .map(|v| row(old_by_name.get(v.device.as_str()).copied(), Some(v)))
+            .map(|v| (old_by_name.get(v.device.as_str()).copied(), Some(v)))
             .chain(
                 old.devices
                     .iter()
                     .filter(wanted)
                     .filter(|b| !new_by_name.contains_key(b.device.as_str()))
-                    .map(|b| row(Some(b), None)),
-            )
-            .collect();
+                    .map(|b| (Some(b), None)),
+            );
+        let mut rows = Vec::new();
+        for (base, variant) in pairs {
+            let images = match rootfs {
+                Some(r) => image_rows(base, variant, r.bytes),
+                None => Vec::new(),
+            };
+            let own = variant.or(base).expect("a row of a device one side lists");
+            if images.is_empty() || own.limits.kernel_size.is_some() {
+                rows.push(row(base, variant));
+            }
+            rows.extend(images);
+        }
         DeviceFitDiff {
             openwrt_target: new.openwrt_target.clone(),
             pattern: pattern.map(str::to_string),
+            rootfs: rootfs.cloned(),
             rows,
         }
     }
@@ -206,9 +263,28 @@ impl DeviceFitDiff {
         let mut rows: Vec<&DeviceRow> = self.rows.iter().collect();
         rows.sort_by_key(|r| (r.error.is_some(), r.headroom.is_none(), r.headroom));
         let made = self.rows.iter().filter(|r| r.error.is_none()).count();
-        let mut out = format!(
-            "{} devices ({} made, {} could not be), {} stop fitting, {} fit again\n",
-            self.rows.len(),
+        let mut out = String::new();
+        if let Some(r) = &self.rootfs {
+            let _ = writeln!(
+                out,
+                "Whole images with the rootfs {} ({}, {} bytes, sha256 {}{}):",
+                printable(&r.source),
+                r.origin,
+                r.bytes,
+                &r.sha256[..r.sha256.len().min(12)],
+                r.arch.as_ref().map_or(String::new(), |a| format!(", {a}"))
+            );
+        }
+        let devices: std::collections::HashSet<&str> =
+            self.rows.iter().map(|r| r.device.as_str()).collect();
+        let counted = if devices.len() == self.rows.len() {
+            format!("{} devices", devices.len())
+        } else {
+            format!("{} devices in {} rows", devices.len(), self.rows.len())
+        };
+        let _ = writeln!(
+            out,
+            "{counted} ({} made, {} could not be), {} stop fitting, {} fit again",
             made,
             self.rows.len() - made,
             self.stop_fitting(),
@@ -220,7 +296,7 @@ impl DeviceFitDiff {
         let _ = writeln!(
             out,
             "{:<40} {:>10} {:>10} {:>13} {:>11} {:>7}  verdict",
-            "device", "base", "variant", "limit", "headroom", "%"
+            "device [image]", "base", "variant", "limit", "headroom", "%"
         );
         let n = top.unwrap_or(rows.len());
         for r in rows.iter().take(n) {
@@ -239,10 +315,18 @@ impl DeviceFitDiff {
                 Some(Side::Variant) => format!("only in the variant: {verdict}"),
                 None => verdict,
             };
+            let verdict = match (&r.image, r.limit_kind) {
+                (None, Some(LimitKind::ImageSize)) => format!("{verdict} (kernel only)"),
+                _ => verdict,
+            };
+            let name = match &r.image {
+                Some(i) => format!("{} {i}", r.device),
+                None => r.device.clone(),
+            };
             let _ = writeln!(
                 out,
                 "{:<40} {:>10} {:>10} {:>13} {:>11} {:>7}  {verdict}{}",
-                r.device,
+                name,
                 num(r.base_bytes),
                 num(r.variant_bytes),
                 limit,
@@ -258,10 +342,17 @@ impl DeviceFitDiff {
         if rows.len() > n {
             let _ = writeln!(out, "… {} more devices", rows.len() - n);
         }
-        out.push_str(
-            "IMAGE limits are the whole image's (kernel + rootfs): the headroom is what is left \
-             for the rootfs, which is not built here.\n",
-        );
+        if self
+            .rows
+            .iter()
+            .any(|r| r.image.is_none() && r.limit_kind == Some(LimitKind::ImageSize))
+        {
+            out.push_str(
+                "(kernel only): the kernel image against IMAGE_SIZE, the whole image's limit; the \
+                 headroom is what is left for the rootfs. Give --rootfs FILE to size the whole \
+                 images.\n",
+            );
+        }
         out
     }
 }
@@ -299,6 +390,7 @@ fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
     let limit = own.limit();
     DeviceRow {
         device: own.device.clone(),
+        image: None,
         only_in: match (base, variant) {
             (Some(_), None) => Some(Side::Base),
             (None, Some(_)) => Some(Side::Variant),
@@ -320,6 +412,107 @@ fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
     }
 }
 
+/// The rows of each image either side lists for the device, sized with a
+/// rootfs of `rootfs_bytes` (variant's images first, then those only the
+/// base has).
+fn image_rows(
+    base: Option<&DeviceFit>,
+    variant: Option<&DeviceFit>,
+    rootfs_bytes: u64,
+) -> Vec<DeviceRow> {
+    let own = variant.or(base).expect("a row of a device one side lists");
+    fn find<'a>(d: Option<&'a DeviceFit>, image: &str) -> Option<(&'a DeviceFit, &'a ImageRecipe)> {
+        d.and_then(|d| d.images.iter().find(|i| i.image == image).map(|i| (d, i)))
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for d in [variant, base].into_iter().flatten() {
+        for i in &d.images {
+            if !names.contains(&i.image.as_str()) {
+                names.push(&i.image);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|image| {
+            let b = find(base, image).map(|(d, i)| size_image(d, i, rootfs_bytes));
+            let v = find(variant, image).map(|(d, i)| size_image(d, i, rootfs_bytes));
+            let binding = |s: &Option<Result<SizeCheck, String>>| s.clone().and_then(Result::ok);
+            let (bc, vc) = (binding(&b), binding(&v));
+            let limit = vc.as_ref().or(bc.as_ref());
+            let own_size = match (&v, &vc) {
+                (Some(_), v) => v.as_ref(),
+                (None, _) => bc.as_ref(),
+            };
+            let headroom = own_size.map(|c| {
+                (i128::from(c.limit_bytes) - i128::from(c.size))
+                    .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+            });
+            DeviceRow {
+                device: own.device.clone(),
+                image: Some(image.to_string()),
+                only_in: match (b.is_some(), v.is_some()) {
+                    (true, false) => Some(Side::Base),
+                    (false, true) => Some(Side::Variant),
+                    _ => None,
+                },
+                limit_kind: Some(LimitKind::ImageSize),
+                limit: limit.map(|c| c.limit_text.clone()),
+                limit_bytes: limit.map(|c| c.limit_bytes),
+                base_bytes: bc.as_ref().map(|c| c.size),
+                variant_bytes: vc.as_ref().map(|c| c.size),
+                headroom,
+                headroom_percent: own_size
+                    .zip(headroom)
+                    .filter(|(c, _)| c.limit_bytes > 0)
+                    .map(|(c, h)| h as f64 * 100.0 / c.limit_bytes as f64),
+                base_fits: bc.as_ref().map(SizeCheck::fits),
+                variant_fits: vc.as_ref().map(SizeCheck::fits),
+                default_n: own.limits.default_n,
+                error: v.and_then(Result::err).or_else(|| b.and_then(Result::err)),
+            }
+        })
+        .collect()
+}
+
+/// `image` of `fit` with a rootfs of `rootfs_bytes`: its binding check
+/// (the first that fails, else the one with the least headroom), or why
+/// it cannot be sized.
+fn size_image(
+    fit: &DeviceFit,
+    image: &ImageRecipe,
+    rootfs_bytes: u64,
+) -> Result<SizeCheck, String> {
+    if let Some(e) = &image.error {
+        return Err(e.clone());
+    }
+    let Some(kernel) = fit.kernel_bytes else {
+        return Err(fit
+            .error
+            .clone()
+            .unwrap_or_else(|| "no kernel image size recorded".to_string()));
+    };
+    let vars = ImageVars {
+        blocksize: fit.blocksize.as_deref(),
+        image_size: fit.limits.image_size.as_ref().map(|l| l.text.as_str()),
+    };
+    let mut sink = Lengths {
+        len: 0,
+        kernel,
+        rootfs: rootfs_bytes,
+    };
+    let checks = image_steps::size_checks(&image.recipe, &vars, &mut sink)
+        .map_err(|e| format!("{}: {e:#}", image.image))?;
+    let failing = checks.iter().find(|c| !c.fits());
+    let tightest = checks
+        .iter()
+        .min_by_key(|c| i128::from(c.limit_bytes) - i128::from(c.size));
+    failing
+        .or(tightest)
+        .cloned()
+        .ok_or_else(|| format!("{}: no check-size", image.image))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,7 +527,7 @@ mod tests {
             ..Default::default()
         };
         DeviceFitRecord {
-            schema: 1,
+            schema: 2,
             vmlinux_sha256: String::new(),
             openwrt_target: "ramips/mt7621".into(),
             seconds: 0.0,
@@ -345,6 +538,8 @@ mod tests {
                     kernel_bytes: Some(bytes),
                     error: None,
                     limits,
+                    blocksize: None,
+                    images: Vec::new(),
                 },
                 DeviceFit {
                     device: "xiaomi_mi-router-4a-gigabit".into(),
@@ -352,6 +547,8 @@ mod tests {
                     kernel_bytes: None,
                     error: Some("KERNEL step `loader-kernel` is not supported".into()),
                     limits: Default::default(),
+                    blocksize: None,
+                    images: Vec::new(),
                 },
             ],
         }
@@ -360,12 +557,12 @@ mod tests {
     #[test]
     fn a_device_stops_fitting_at_one_byte_over() {
         let at = 3072 * 1024;
-        let d = DeviceFitDiff::new(&record(at), &record(at + 1), None);
+        let d = DeviceFitDiff::new(&record(at), &record(at + 1), None, None);
         assert_eq!(d.rows[0].base_fits, Some(true), "size = limit fits (-ge)");
         assert_eq!(d.rows[0].verdict(), Verdict::StopsFitting);
         assert_eq!(d.rows[0].headroom, Some(-1));
         assert_eq!(d.stop_fitting(), 1);
-        let back = DeviceFitDiff::new(&record(at + 1), &record(at), None);
+        let back = DeviceFitDiff::new(&record(at + 1), &record(at), None, None);
         assert_eq!(back.rows[0].verdict(), Verdict::FitsAgain);
         let text = d.render(None);
         assert!(text.contains("fits → does not fit"), "{text}");
@@ -376,7 +573,7 @@ mod tests {
         // Issue 40 item 14: a limit without a size read "no limit, 0.0 %".
         let mut unsized_ = record(at);
         unsized_.devices[0].kernel_bytes = None;
-        let d = DeviceFitDiff::new(&unsized_, &unsized_, None);
+        let d = DeviceFitDiff::new(&unsized_, &unsized_, None, None);
         assert_eq!(d.rows[0].verdict(), Verdict::NoSize);
         assert_eq!(d.rows[0].headroom_percent, None);
         let text = d.render(None);
@@ -385,7 +582,7 @@ mod tests {
             line.ends_with("no size recorded") && !line.contains("0.0"),
             "{line}"
         );
-        let only = DeviceFitDiff::new(&record(at), &record(at), Some("ubnt_*"));
+        let only = DeviceFitDiff::new(&record(at), &record(at), Some("ubnt_*"), None);
         assert_eq!(only.rows.len(), 1);
         assert!(matches("xiaomi", "xiaomi_mi-router-4a-gigabit"));
         assert!(!matches("ubnt_?", "ubnt_edgerouter-x"));

@@ -20,6 +20,7 @@
 //! difference is printed in it as a warning.
 
 use super::device_fit::DeviceFitDiff;
+use crate::inputs::rootfs::Rootfs;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -72,6 +73,14 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
             );
         }
     }
+    let rootfs = match (&request.rootfs, &request.devices) {
+        (Some(file), Some(_)) => Some(Rootfs::read(file)?),
+        (Some(file), None) => bail!(
+            "--rootfs {} sizes whole images for device fit: give --devices PATTERN too",
+            file.display()
+        ),
+        (None, _) => None,
+    };
     let known = known_targets(layout, &request.base)?;
     let mut all_variants: Vec<&str> = known
         .iter()
@@ -145,7 +154,15 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         labs: Vec::new(),
     };
     for (target, asked) in chosen {
-        if let Some(t) = load_target(layout, request, target, asked, &all_variants, &mut report)? {
+        if let Some(t) = load_target(
+            layout,
+            request,
+            rootfs.as_ref(),
+            target,
+            asked,
+            &all_variants,
+            &mut report,
+        )? {
             report.targets.push(t);
         }
     }
@@ -211,9 +228,44 @@ fn lab_report(layout: &Layout, request: &Request, found: Found) -> Result<LabRep
     Ok(lab)
 }
 
+/// `--devices`' comparison of `base` and `variant` (each with its results
+/// directory), whole images sized with `rootfs` when given (its
+/// architecture checked against both vmlinux files); `None` without
+/// `--devices`.
+fn device_fit_diff(
+    request: &Request,
+    rootfs: Option<&Rootfs>,
+    (base_dir, base): (&Path, &BuildResult),
+    (dir, variant): (&Path, &BuildResult),
+) -> Result<Option<DeviceFitDiff>> {
+    let Some(pattern) = &request.devices else {
+        return Ok(None);
+    };
+    let old = super::device_fit::read(base_dir, base, "base")?;
+    let new = super::device_fit::read(dir, variant, "variant")?;
+    let summary = match rootfs {
+        Some(r) => {
+            for (d, res) in [(base_dir, base), (dir, variant)] {
+                let what = format!("{}/{}", res.target.name, res.variant.name);
+                r.check_against(&d.join("vmlinux"), &what)?;
+            }
+            Some(super::device_fit::RootfsSummary::of(r))
+        }
+        None => None,
+    };
+    Ok(Some(DeviceFitDiff::new(
+        &old,
+        &new,
+        Some(pattern),
+        summary.as_ref(),
+    )))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn load_target(
     layout: &Layout,
     request: &Request,
+    rootfs: Option<&Rootfs>,
     target: &Known,
     asked: Asked,
     all_variants: &[&str],
@@ -377,14 +429,8 @@ fn load_target(
                 }
                 None => None,
             };
-            let device_fit = match &request.devices {
-                Some(pattern) => {
-                    let old = super::device_fit::read(&base_dir, &base, "base")?;
-                    let new = super::device_fit::read(&dir, &variant, "variant")?;
-                    Some(DeviceFitDiff::new(&old, &new, Some(pattern)))
-                }
-                None => None,
-            };
+            let device_fit =
+                device_fit_diff(request, rootfs, (&base_dir, &base), (&dir, &variant))?;
             let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
             comparisons.push(Comparison {
                 variant,

@@ -4,7 +4,7 @@
 //! applies them (inputs/openwrt/image/limits.rs, whose module docs say
 //! which limit applies to what).
 //!
-//! Schema 1:
+//! Schema 2 (schema 1 had no `images` and `blocksize`):
 //!
 //! ```text
 //! { "schema": 1, "vmlinux_sha256": "<hex>", "openwrt_target": "ramips/mt7621",
@@ -16,8 +16,18 @@
 //!                  "limits": { "kernel_size": {"text": "3072k", "bytes": 3145728} | null,
 //!                              "image_size": {…} | null,
 //!                              "image_size_checks": ["sysupgrade.bin"],
-//!                              "default_n": false, "broken": false } } ] }
+//!                              "default_n": false, "broken": false },
+//!                  "blocksize": "64k" | null,            // $(BLOCKSIZE)
+//!                  "images": [ { "image": "sysupgrade.bin",
+//!                                "recipe": "append-kernel | pad-to 64k | append-rootfs | …",
+//!                                "error": null | "why it cannot be sized" } ] } ] }
 //! ```
+//!
+//! `images` lists each image of the device's `IMAGES` whose recipe has a
+//! `check-size`, with its recipe as make expanded it and `$(BLOCKSIZE)`
+//! replaced; `error` says when the checkout defines one of its steps
+//! otherwise than xtask makes it. The whole image's size needs a rootfs,
+//! which the report is given (report/device_fit.rs).
 //!
 //! A device whose recipe could not be evaluated or made has `error` set and
 //! no `kernel_bytes`; it is listed, never left out. Reading checks what the
@@ -36,7 +46,7 @@ use crate::util::text::printable;
 pub const FILE_NAME: &str = "device-fit.json";
 
 /// Layout version of the file.
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
 
 /// The largest file read: a target has a few hundred devices.
 pub const LIMIT: FileLimit = FileLimit {
@@ -98,7 +108,30 @@ pub struct DeviceFit {
     pub error: Option<String>,
     /// Its limits (empty when the recipe could not be evaluated).
     pub limits: DeviceLimits,
+    /// `$(BLOCKSIZE)`, the flash's erase block (`64k`), when set: what
+    /// `pad-rootfs` pads to.
+    pub blocksize: Option<String>,
+    /// Its images whose recipe checks a size.
+    pub images: Vec<ImageRecipe>,
 }
+
+/// One image of a device (`IMAGE/<image>`) whose recipe has a `check-size`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRecipe {
+    /// The image (`sysupgrade.bin`, `factory.bin`).
+    pub image: String,
+    /// Its recipe as make expanded it, `$(BLOCKSIZE)` replaced.
+    pub recipe: String,
+    /// Why it cannot be sized whatever the rootfs (a step the checkout
+    /// defines otherwise than xtask makes it).
+    pub error: Option<String>,
+}
+
+/// The most images a device may list (OpenWrt's have up to about 6).
+pub const MAX_IMAGES: usize = 64;
+
+/// The longest image recipe or error a record may hold, characters.
+pub const MAX_RECIPE_CHARS: usize = 4096;
 
 /// Which limit a verdict is against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,6 +297,7 @@ impl DeviceFitRecord {
                     "device {name}: kernel_bytes {bytes} is more than {MAX_BYTES}"
                 ));
             }
+            check_images(d)?;
             let limits = [
                 ("kernel_size", &d.limits.kernel_size),
                 ("image_size", &d.limits.image_size),
@@ -303,7 +337,65 @@ impl DeviceFitRecord {
         }
         Ok(())
     }
+}
 
+/// A device's `blocksize` and `images` as [`DeviceFitRecord::read`] checks
+/// them: at most [`MAX_IMAGES`] images, each named once with a plain file
+/// name, recipes and errors printable and at most [`MAX_RECIPE_CHARS`],
+/// the block size a short printable word.
+fn check_images(d: &DeviceFit) -> std::result::Result<(), String> {
+    let name = &d.device;
+    let plain =
+        |t: &str, max: usize| t.len() <= max && t.chars().all(|c| c == ' ' || c.is_ascii_graphic());
+    if let Some(b) = &d.blocksize {
+        if b.is_empty() || !plain(b, 32) || b.contains(' ') {
+            return Err(format!(
+                "device {name}: blocksize \"{}\" is not a size",
+                b.chars().take(32).collect::<String>().escape_default()
+            ));
+        }
+    }
+    if d.images.len() > MAX_IMAGES {
+        return Err(format!(
+            "device {name}: {} images, more than {MAX_IMAGES}",
+            d.images.len()
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for i in &d.images {
+        let file_name = !i.image.is_empty()
+            && i.image.len() <= MAX_NAME_CHARS
+            && i.image
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b));
+        if !file_name {
+            return Err(format!(
+                "device {name}: image name \"{}\" is not a plain file name",
+                i.image
+                    .chars()
+                    .take(64)
+                    .collect::<String>()
+                    .escape_default()
+            ));
+        }
+        if !seen.insert(i.image.as_str()) {
+            return Err(format!("device {name}: image {} is listed twice", i.image));
+        }
+        let texts = [("recipe", Some(&i.recipe)), ("error", i.error.as_ref())];
+        for (field, text) in texts {
+            if text.is_some_and(|t| !plain(t, MAX_RECIPE_CHARS)) {
+                return Err(format!(
+                    "device {name}: image {}: {field} is longer than {MAX_RECIPE_CHARS} \
+                     characters or holds control characters or non-ASCII",
+                    i.image
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl DeviceFitRecord {
     /// Writes `dir/device-fit.json` atomically.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let mut json = serde_json::to_string_pretty(self)?;
@@ -329,6 +421,8 @@ mod tests {
                 }),
                 ..Default::default()
             },
+            blocksize: None,
+            images: Vec::new(),
         }
     }
 

@@ -229,6 +229,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
             symbols: None,
             by: None,
             devices: None,
+            rootfs: None,
             allow_mismatch: false,
             lab: LabRuns::Dirs(vec![dir.clone()]),
         },

@@ -22,12 +22,13 @@ fn limits() -> Value {
 
 fn device(name: &str, bytes: u64) -> Value {
     json!({ "device": name, "recipe": "kernel-bin | lzma | uImage lzma",
-            "kernel_bytes": bytes, "error": null, "limits": limits() })
+            "kernel_bytes": bytes, "error": null, "limits": limits(),
+            "blocksize": "64k", "images": [] })
 }
 
 /// Makes `dir`'s result an OpenWrt-mode build of bcm53xx/generic and
 /// writes its `device-fit.json` with `devices`, `edit` applied last.
-fn write_fit(dir: &Path, devices: Vec<Value>, edit: impl FnOnce(&mut Value)) {
+pub fn write_fit(dir: &Path, devices: Vec<Value>, edit: impl FnOnce(&mut Value)) {
     let mut result: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
     result["openwrt"] = json!({
@@ -39,7 +40,7 @@ fn write_fit(dir: &Path, devices: Vec<Value>, edit: impl FnOnce(&mut Value)) {
     let sha = BuildResult::read(dir).unwrap().artifacts["vmlinux"]
         .sha256
         .clone();
-    let mut record = json!({ "schema": 1, "vmlinux_sha256": sha,
+    let mut record = json!({ "schema": 2, "vmlinux_sha256": sha,
                              "openwrt_target": "bcm53xx/generic", "seconds": 1.5,
                              "devices": devices });
     edit(&mut record);
@@ -122,7 +123,31 @@ fn a_pattern_of_many_stars_answers_at_once() {
 #[test]
 fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit, &str); 11] = [
+    let cases: [(&str, Edit, &str); 14] = [
+        (
+            "an image name that is a path",
+            |r| {
+                r["devices"][0]["images"] =
+                    json!([{ "image": "../x", "recipe": "check-size", "error": null }])
+            },
+            "image name \"../x\" is not a plain file name",
+        ),
+        (
+            "an escape in an image recipe",
+            |r| {
+                r["devices"][0]["images"] = json!([{ "image": "sysupgrade.bin",
+                    "recipe": "append-kernel\u{1b}[2J | check-size", "error": null }])
+            },
+            "image sysupgrade.bin: recipe is longer than 4096 characters or holds control",
+        ),
+        (
+            "an image listed twice",
+            |r| {
+                let i = json!({ "image": "sysupgrade.bin", "recipe": "check-size", "error": null });
+                r["devices"][0]["images"] = json!([i.clone(), i]);
+            },
+            "image sysupgrade.bin is listed twice",
+        ),
         (
             "a name with a newline",
             |r| r["devices"][0]["device"] = json!("a\nfake_row 1 2 3 fits"),

@@ -32,6 +32,7 @@ fn request(target: &str) -> Request {
         symbols: None,
         by: None,
         devices: None,
+        rootfs: None,
         allow_mismatch: false,
         lab: xtask::report::LabRuns::Newest,
     }

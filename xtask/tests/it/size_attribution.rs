@@ -290,6 +290,7 @@ fn the_reports_rows_of_a_real_build_add_up_to_size() {
             symbols: None,
             by: Some(by),
             devices: None,
+            rootfs: None,
             allow_mismatch: false,
             lab: report::LabRuns::Off,
         };

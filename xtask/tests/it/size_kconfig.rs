@@ -58,6 +58,7 @@ fn diff_by(g: Grouping) -> AttributionDiff {
         symbols: None,
         by: Some(g),
         devices: None,
+        rootfs: None,
         allow_mismatch: false,
         lab: report::LabRuns::Off,
     };

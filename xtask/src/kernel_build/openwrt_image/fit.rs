@@ -84,21 +84,28 @@ pub fn fit_all(
     let mut fits: Vec<DeviceFit> = entries
         .iter()
         .map(|e| match &e.evaluated {
-            Ok((r, l)) => DeviceFit {
-                device: e.device.clone(),
-                recipe: Some(r.recipe()),
-                kernel_bytes: None,
-                error: super::check(r, std::slice::from_ref(&r.kernel_name))
-                    .err()
-                    .map(|e| format!("{e:#}")),
-                limits: record_limits(l),
-            },
+            Ok((r, l)) => {
+                let (blocksize, images) = super::image_steps::image_recipes(r);
+                DeviceFit {
+                    device: e.device.clone(),
+                    recipe: Some(r.recipe()),
+                    kernel_bytes: None,
+                    error: super::check(r, std::slice::from_ref(&r.kernel_name))
+                        .err()
+                        .map(|e| format!("{e:#}")),
+                    limits: record_limits(l),
+                    blocksize,
+                    images,
+                }
+            }
             Err(why) => DeviceFit {
                 device: e.device.clone(),
                 recipe: None,
                 kernel_bytes: None,
                 error: Some(format!("make could not evaluate its recipe: {why}")),
                 limits: Default::default(),
+                blocksize: None,
+                images: Vec::new(),
             },
         })
         .collect();

@@ -21,6 +21,7 @@
 
 pub mod dtb;
 pub mod fit;
+pub mod image_steps;
 pub mod loader;
 pub mod lzma_prefix;
 pub mod steps;

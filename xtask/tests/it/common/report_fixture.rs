@@ -25,6 +25,7 @@ pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
         symbols: None,
         by: None,
         devices: None,
+        rootfs: None,
         allow_mismatch: false,
         lab: xtask::report::LabRuns::Newest,
     }

@@ -17,6 +17,7 @@
 #   XTASK VAR <NAME>=<value>
 #   XTASK STEP <step> <arguments>
 #   XTASK DEF <make variable>=<its unexpanded value, newlines as \n>
+#   XTASK IDEF <make variable>=<the same, for the image steps xtask sizes>
 
 include $(XTASK_CHECKOUT)/include/image-commands.mk
 
@@ -62,6 +63,10 @@ XTASK_RECIPE_VARS := KERNEL DEVICE_NAME KERNEL_LOADADDR KERNEL_ENTRY \
   DEVICE_VENDOR DEVICE_MODEL DEVICE_VARIANT KERNEL_SIZE IMAGE_SIZE DEFAULT \
   BROKEN IMAGES
 XTASK_DEFS := Build/lzma Build/lzma-no-dict Image/Prepare
+# The definitions of the image steps xtask sizes (kernel_build/openwrt_image/
+# image_steps.rs), printed once, before the devices.
+XTASK_IMAGE_DEFS := Build/append-kernel Build/append-rootfs Build/pad-to \
+  Build/pad-offset Build/pad-rootfs Build/check-size
 # What ramips' Build/loader-common reads (printed only for a recipe with
 # a loader-kernel step, so that other recipes print what they did before).
 XTASK_LOADER_VARS := LOADER_TYPE LZMA_TEXT_START LOADADDR LOADER_PLATFORM \
@@ -79,6 +84,7 @@ endef
 xtask_escape = $(subst $(xtask_newline),\n,$(1))
 xtask_var = $(info XTASK VAR $(1)=$($(1)))
 xtask_def = $(info XTASK DEF $(1)=$(call xtask_escape,$(value $(1))))
+xtask_idef = $(info XTASK IDEF $(1)=$(call xtask_escape,$(value $(1))))
 # A recipe's steps: `|` separates them, spaces inside a step are kept by
 # turning them into `^` while splitting.
 xtask_each_step = $(foreach s,$(subst |, ,$(subst $(space),^,$(1))),$(call $(2),$(strip $(subst ^,$(space),$(s)))))
@@ -91,6 +97,7 @@ define xtask/device
   $$(info XTASK DEVICE $(1))
   $$(foreach i,$$(IMAGES),$$(info XTASK IMAGE $$(i)=$$(call xtask_escape,$$(IMAGE/$$(i)))))
   $$(info XTASK VAR KERNEL_NAME=$$(KERNEL_NAME))
+  $$(info XTASK VAR BLOCKSIZE=$$(BLOCKSIZE))
   $$(info XTASK VAR DTS_DIR=$$(DTS_DIR))
   $$(info XTASK VAR DTB_SOURCE_DIR=$$(if $$(DEVICE_DTS_DIR),$$(DEVICE_DTS_DIR),$$(DTS_DIR)))
   $(foreach v,$(XTASK_RECIPE_VARS) $(XTASK_LOADER_VARS) $(DEVICE_VARS),$(call xtask/pin,$(v),$(1)))
@@ -103,6 +110,7 @@ endef
 xtask_expand = $(if $(XTASK_ALL_DEVICES),$(TARGET_DEVICES),$(filter $(XTASK_DEVICE),$(TARGET_DEVICES)))
 define BuildImage
   $$(info XTASK DEVICES $(TARGET_DEVICES))
+  $$(foreach d,$$(XTASK_IMAGE_DEFS),$$(call xtask_idef,$$(d)))
   .PHONY: xtask-done $(addprefix xtask-kernel/,$(xtask_expand))
   xtask-done: $(addprefix xtask-kernel/,$(xtask_expand))
 	@:

@@ -77,7 +77,14 @@ pub struct MakeEnv<'a> {
 
 /// Recipe variables that bear on the fit but not on the kernel image (left
 /// out of [`DeviceRecipe::fingerprint`]).
-pub const FIT_VARS: &[&str] = &["KERNEL_SIZE", "IMAGE_SIZE", "DEFAULT", "BROKEN", "IMAGES"];
+pub const FIT_VARS: &[&str] = &[
+    "KERNEL_SIZE",
+    "IMAGE_SIZE",
+    "DEFAULT",
+    "BROKEN",
+    "IMAGES",
+    "BLOCKSIZE",
+];
 
 /// A device's kernel recipe as make evaluated it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +119,11 @@ pub struct DeviceRecipe {
     /// expanded when the device was (where `check-size` applies
     /// `IMAGE_SIZE`, [`limits`]).
     pub images: BTreeMap<String, String>,
+    /// The checkout's definitions of the image steps xtask sizes
+    /// (`Build/append-rootfs` …, unexpanded), for
+    /// [`crate::kernel_build::openwrt_image::image_steps`]; not part of
+    /// the kernel image's [`DeviceRecipe::fingerprint`].
+    pub image_definitions: BTreeMap<String, String>,
     /// The board's image directory in the checkout
     /// (`target/linux/ramips/image`): make's working directory for the
     /// recipe's steps (`lzma-loader`, `../../generic/image/relocate`).
@@ -365,6 +377,7 @@ impl<'a> MakeRun<'a> {
             vars,
             definitions: printed.definitions,
             images: printed.images,
+            image_definitions: self.printed.image_definitions.clone(),
             image_dir: self.image_dir.clone(),
         })
     }
@@ -377,6 +390,8 @@ pub(crate) struct Printed {
     /// By device, in the order make expanded them.
     pub(crate) per_device: BTreeMap<String, DevicePrinted>,
     pub(crate) order: Vec<String>,
+    /// `XTASK IDEF` lines: the image steps' definitions.
+    pub(crate) image_definitions: BTreeMap<String, String>,
 }
 
 /// What the stand-in printed for one device.
@@ -402,6 +417,11 @@ fn parse_output(stdout: &str) -> Printed {
             .or((rest == "DEVICES").then_some(""))
         {
             p.devices = Some(devices.split_whitespace().map(str::to_string).collect());
+            continue;
+        }
+        if let Some((k, v)) = rest.strip_prefix("IDEF ").and_then(|r| r.split_once('=')) {
+            p.image_definitions
+                .insert(k.to_string(), v.replace("\\n", "\n").trim().to_string());
             continue;
         }
         if let Some(name) = rest.strip_prefix("DEVICE ") {
