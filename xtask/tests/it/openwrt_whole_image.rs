@@ -136,3 +136,24 @@ fn a_changed_step_definition_makes_the_image_unsizeable_with_the_reason() {
         );
     }
 }
+
+/// `build --openwrt ../checkout` ran make with the relative path after
+/// `make -C target/linux/<board>/image`, where it names nothing: every
+/// device failed with "include/image-commands.mk: No such file".
+#[test]
+fn a_relative_checkout_path_evaluates_the_devices() {
+    let Some(fx) = Fixture::unpack() else { return };
+    let cwd = std::env::current_dir().unwrap();
+    // Through the working directory's own name: make also looks for an
+    // include in /usr/include, from where a plain `../../..` reaches `/`
+    // as well.
+    let own = cwd.file_name().unwrap().to_str().unwrap();
+    let up = format!("../{own}/{}", "../".repeat(cwd.components().count() - 1));
+    let relative = Path::new(&up).join(fx.root.strip_prefix("/").unwrap());
+    assert!(relative.is_relative() && relative.join("include").is_dir());
+    let dir = tempfile::tempdir().unwrap();
+    let linux = fake_linux(dir.path());
+    let entries = all(&relative, "ramips/mt7621", &linux);
+    assert!(entries.len() > 250);
+    assert!(entries.iter().all(|e| e.evaluated.is_ok()));
+}

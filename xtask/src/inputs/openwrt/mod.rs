@@ -52,9 +52,12 @@ impl Checkout {
                 root.display()
             );
         }
-        Ok(Checkout {
-            root: root.to_path_buf(),
-        })
+        // Absolute: make runs in the checkout's directories (`make -C
+        // target/linux/<board>/image`), where a relative path given on its
+        // command line would name another place.
+        let root = std::path::absolute(root)
+            .with_context(|| format!("--openwrt {}: making it absolute", root.display()))?;
+        Ok(Checkout { root })
     }
 
     /// The checkout's top directory (OpenWrt's `$(TOPDIR)`).
