@@ -113,7 +113,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Test { jobs } => host::selftest::run(&sh, jobs),
         Command::SizeReport(args) => report::run(
             &args.layout(&layout),
-            &args.request(),
+            &args.request()?,
             args.format,
             &args.style(),
             args.output.as_deref(),

@@ -277,9 +277,11 @@ impl SizeReportArgs {
         }
     }
 
-    /// The library's request.
-    pub fn request(&self) -> xtask::report::Request {
-        xtask::report::Request {
+    /// The library's request, with `--rootfs` read.
+    ///
+    /// Errors: the rootfs cannot be read (naming the file).
+    pub fn request(&self) -> anyhow::Result<xtask::report::Request> {
+        Ok(xtask::report::Request {
             targets: self.targets.clone(),
             base: self.base.clone(),
             variants: self.variants.clone(),
@@ -289,7 +291,11 @@ impl SizeReportArgs {
             }),
             by: self.by,
             devices: self.devices.clone(),
-            rootfs: self.rootfs.clone(),
+            rootfs: self
+                .rootfs
+                .as_deref()
+                .map(xtask::experiment::rootfs::rootfs_summary)
+                .transpose()?,
             allow_mismatch: self.allow_mismatch,
             lab: if self.no_lab {
                 xtask::report::LabRuns::Off
@@ -298,7 +304,7 @@ impl SizeReportArgs {
             } else {
                 xtask::report::LabRuns::Dirs(self.lab_runs.clone())
             },
-        }
+        })
     }
 
     /// The library's style.

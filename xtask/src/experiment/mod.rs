@@ -17,6 +17,7 @@ pub mod file;
 pub mod hint;
 pub mod plan;
 pub mod request;
+pub mod rootfs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -231,7 +232,12 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
         }),
         by: None,
         devices: e.report.devices.clone(),
-        rootfs: e.report.rootfs.clone(),
+        rootfs: e
+            .report
+            .rootfs
+            .as_deref()
+            .map(rootfs::rootfs_summary)
+            .transpose()?,
         allow_mismatch: false,
         lab: if lab_dirs.is_empty() {
             LabRuns::Off

@@ -61,6 +61,8 @@ pub const TEST_PACKAGES: &[&str] = &[
     // xtask/tests/it/report_whole_image.rs: mksquashfs makes the rootfs,
     // unsquashfs lists it (and --rootfs reads its programs with it).
     "squashfs-tools",
+    // xtask/tests/it/openwrt_device_fit.rs: the LZMA SDK encoder's margin.
+    "lzma-alone",
     // xtask/tests/it/lab_cache_model.rs: QEMU's contrib/plugins/cache.c, the
     // cache model's reference, needs glib's headers through pkg-config.
     "libglib2.0-dev",

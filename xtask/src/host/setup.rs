@@ -10,7 +10,8 @@ use crate::kernel_build::toolchain::HOST_TOOLS;
 /// Debian packages for building `targets`: host tools, each target's cross
 /// compiler and binutils, `u-boot-tools` for uImages (and with
 /// `device-tree-compiler` for an `openwrt_device`'s image, and with
-/// `squashfs-tools` for the rootfs `size-report --rootfs` reads), and the
+/// `squashfs-tools` for the rootfs `size-report --rootfs` reads and
+/// `lzma-alone` for the LZMA SDK encoder device fit compares with), and the
 /// `linux-source-<kver>` of every kernel series the targets use, and for
 /// targets with a `[lab]` table QEMU, iperf3, iproute2, ethtool,
 /// nftables and openssh-client (the SSH lab), and for a static guest
@@ -34,6 +35,8 @@ pub fn packages(targets: &[Target]) -> Vec<String> {
             packages.push("u-boot-tools".to_string());
             packages.push("device-tree-compiler".to_string());
             packages.push("squashfs-tools".to_string());
+            // Device fit's LZMA margin: OpenWrt's own encoder, the LZMA SDK's.
+            packages.push("lzma-alone".to_string());
         }
         if let Some(lab) = &target.lab {
             packages.extend(crate::lab::host_packages(lab));

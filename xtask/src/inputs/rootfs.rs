@@ -2,7 +2,7 @@
 //! makes `root.squashfs`, or one split out of an OpenWrt image of a device
 //! of the same subtarget, recorded with its sha256 and where it came from.
 //!
-//! What is read ([`Rootfs::read`]):
+//! What is read ([`Rootfs::load`]):
 //!
 //! * a squashfs 4 (`hsqs`, the little-endian superblock of the kernel's
 //!   fs/squashfs/squashfs_fs.h): the file itself, trimmed to its
@@ -18,9 +18,8 @@
 //!   its `sysupgrade-<board>/root` member.
 //!
 //! Its architecture is read from a program inside it (`unsquashfs -cat`,
-//! Debian's squashfs-tools) and compared with a build's vmlinux
-//! ([`Rootfs::check_against`]): another machine or endianness is refused,
-//! naming both.
+//! Debian's squashfs-tools); the report compares it with each build's
+//! vmlinux and refuses another machine or endianness, naming both.
 
 use std::io::Read;
 use std::path::Path;
@@ -30,6 +29,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::util::elf_ident::{elf_kind, ElfKind};
 use crate::util::fs::FileLimit;
 use crate::util::hash::sha256_bytes;
 
@@ -89,51 +89,6 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// A program's ELF identity: what a kernel must match to run it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ElfKind {
-    /// `e_machine` (8 MIPS, 40 ARM, 62 x86-64).
-    pub machine: u16,
-    /// `EI_DATA` is `ELFDATA2MSB`.
-    pub big_endian: bool,
-    /// `EI_CLASS` is `ELFCLASS64`.
-    pub class64: bool,
-}
-
-impl std::fmt::Display for ElfKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let machine = match self.machine {
-            8 => "MIPS".to_string(),
-            40 => "ARM".to_string(),
-            62 => "x86-64".to_string(),
-            183 => "AArch64".to_string(),
-            m => format!("machine {m}"),
-        };
-        let endian = if self.big_endian { "big" } else { "little" };
-        let bits = if self.class64 { 64 } else { 32 };
-        write!(f, "{machine} {endian}-endian {bits}-bit")
-    }
-}
-
-/// The ELF identity of `header` (a file's first bytes), `None` when it is
-/// not an ELF file.
-pub fn elf_kind(header: &[u8]) -> Option<ElfKind> {
-    if header.len() < 20 || &header[..4] != b"\x7fELF" {
-        return None;
-    }
-    let big_endian = header[5] == 2;
-    let m = [header[18], header[19]];
-    Some(ElfKind {
-        machine: if big_endian {
-            u16::from_be_bytes(m)
-        } else {
-            u16::from_le_bytes(m)
-        },
-        big_endian,
-        class64: header[4] == 2,
-    })
-}
-
 /// A rootfs as read: the squashfs and where it came from.
 #[derive(Debug, Clone, Serialize)]
 pub struct Rootfs {
@@ -158,7 +113,7 @@ impl Rootfs {
     /// Errors name the file: not readable within [`LIMIT`], none of the
     /// layouts above, a squashfs that is not version 4 or claims more
     /// bytes than the file holds, or `unsquashfs` missing or failing.
-    pub fn read(file: &Path) -> Result<Rootfs> {
+    pub fn load(file: &Path) -> Result<Rootfs> {
         let fix = "give --rootfs a root.squashfs or an OpenWrt sysupgrade image";
         let raw = crate::util::fs::read_bytes_limited(file, LIMIT, fix)?;
         let (origin, squashfs) =
@@ -172,34 +127,6 @@ impl Rootfs {
             arch,
             squashfs,
         })
-    }
-
-    /// Errors unless the rootfs's programs run on the kernel `vmlinux`
-    /// (its ELF header; `what` names the build): the same machine,
-    /// endianness and class. A rootfs whose architecture could not be read
-    /// is refused too.
-    pub fn check_against(&self, vmlinux: &Path, what: &str) -> Result<()> {
-        let mut header = [0u8; 64];
-        let n = std::fs::File::open(vmlinux)
-            .and_then(|mut f| f.read(&mut header))
-            .with_context(|| format!("reading {}", vmlinux.display()))?;
-        let Some(kernel) = elf_kind(&header[..n]) else {
-            bail!("{} is not an ELF file", vmlinux.display());
-        };
-        match &self.arch {
-            Some((kind, _)) if *kind == kernel => Ok(()),
-            Some((kind, program)) => bail!(
-                "--rootfs {}: its {program} is {kind}, but {what}'s vmlinux is {kernel}; give a \
-                 rootfs of the target's architecture",
-                self.source
-            ),
-            None => bail!(
-                "--rootfs {}: none of {} in it is an ELF program, so its architecture is \
-                 unknown ({what}'s vmlinux is {kernel}); give OpenWrt's root.squashfs",
-                self.source,
-                PROBES.join(", ")
-            ),
-        }
     }
 }
 
@@ -407,15 +334,5 @@ mod tests {
             "{err:#}"
         );
         assert!(split(b"not an image at all, no").is_err());
-    }
-
-    #[test]
-    fn elf_identity() {
-        let mut h = b"\x7fELF\x01\x02\x01".to_vec();
-        h.resize(18, 0);
-        h.extend(8u16.to_be_bytes());
-        let k = elf_kind(&h).unwrap();
-        assert_eq!(k.to_string(), "MIPS big-endian 32-bit");
-        assert_eq!(elf_kind(b"#!/bin/sh\n"), None);
     }
 }

@@ -13,3 +13,4 @@ pub mod linkmap;
 pub mod sections;
 pub mod stats;
 pub mod symbols;
+pub mod whole_image;

@@ -228,8 +228,8 @@ fn size_rows(
                             _ => "",
                         },
                         match r.only_in {
-                            Some(super::device_fit::Side::Base) => "only-in-base:",
-                            Some(super::device_fit::Side::Variant) => "only-in-variant:",
+                            Some(super::device_fit::row::Side::Base) => "only-in-base:",
+                            Some(super::device_fit::row::Side::Variant) => "only-in-variant:",
                             None => "",
                         },
                         r.verdict().tag()

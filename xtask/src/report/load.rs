@@ -19,8 +19,8 @@
 //! rebuilds both; with `allow_mismatch` the report is made anyway and every
 //! difference is printed in it as a warning.
 
+use super::device_fit::images::RootfsSummary;
 use super::device_fit::DeviceFitDiff;
-use crate::inputs::rootfs::Rootfs;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -73,14 +73,13 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
             );
         }
     }
-    let rootfs = match (&request.rootfs, &request.devices) {
-        (Some(file), Some(_)) => Some(Rootfs::read(file)?),
-        (Some(file), None) => bail!(
+    if let (Some(r), None) = (&request.rootfs, &request.devices) {
+        bail!(
             "--rootfs {} sizes whole images for device fit: give --devices PATTERN too",
-            file.display()
-        ),
-        (None, _) => None,
-    };
+            r.source
+        );
+    }
+    let rootfs = request.rootfs.as_ref();
     let known = known_targets(layout, &request.base)?;
     let mut all_variants: Vec<&str> = known
         .iter()
@@ -157,7 +156,7 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         if let Some(t) = load_target(
             layout,
             request,
-            rootfs.as_ref(),
+            rootfs,
             target,
             asked,
             &all_variants,
@@ -234,7 +233,7 @@ fn lab_report(layout: &Layout, request: &Request, found: Found) -> Result<LabRep
 /// `--devices`.
 fn device_fit_diff(
     request: &Request,
-    rootfs: Option<&Rootfs>,
+    rootfs: Option<&RootfsSummary>,
     (base_dir, base): (&Path, &BuildResult),
     (dir, variant): (&Path, &BuildResult),
 ) -> Result<Option<DeviceFitDiff>> {
@@ -243,29 +242,20 @@ fn device_fit_diff(
     };
     let old = super::device_fit::read(base_dir, base, "base")?;
     let new = super::device_fit::read(dir, variant, "variant")?;
-    let summary = match rootfs {
-        Some(r) => {
-            for (d, res) in [(base_dir, base), (dir, variant)] {
-                let what = format!("{}/{}", res.target.name, res.variant.name);
-                r.check_against(&d.join("vmlinux"), &what)?;
-            }
-            Some(super::device_fit::RootfsSummary::of(r))
+    if let Some(r) = rootfs {
+        for (d, res) in [(base_dir, base), (dir, variant)] {
+            let what = format!("{}/{}", res.target.name, res.variant.name);
+            r.check_against(&d.join("vmlinux"), &what)?;
         }
-        None => None,
-    };
-    Ok(Some(DeviceFitDiff::new(
-        &old,
-        &new,
-        Some(pattern),
-        summary.as_ref(),
-    )))
+    }
+    Ok(Some(DeviceFitDiff::new(&old, &new, Some(pattern), rootfs)))
 }
 
 #[allow(clippy::too_many_arguments)]
 fn load_target(
     layout: &Layout,
     request: &Request,
-    rootfs: Option<&Rootfs>,
+    rootfs: Option<&RootfsSummary>,
     target: &Known,
     asked: Asked,
     all_variants: &[&str],

@@ -35,9 +35,9 @@ pub struct Request {
     /// `--devices PATTERN`: device fit for the devices matching it (a
     /// glob with `*`/`?`, else a substring; `*` for all).
     pub devices: Option<String>,
-    /// `--rootfs FILE`: with `devices`, size each device's whole images
-    /// with this rootfs ([`crate::inputs::rootfs::Rootfs::read`]).
-    pub rootfs: Option<std::path::PathBuf>,
+    /// `--rootfs FILE` as read: with `devices`, size each device's whole
+    /// images with this rootfs.
+    pub rootfs: Option<super::device_fit::images::RootfsSummary>,
     /// Compare builds that differ in more than the variant, with warnings.
     pub allow_mismatch: bool,
     /// Which runtime lab runs to show (default: the newest complete one of

@@ -4,7 +4,8 @@
 //! applies them (inputs/openwrt/image/limits.rs, whose module docs say
 //! which limit applies to what).
 //!
-//! Schema 2 (schema 1 had no `images` and `blocksize`):
+//! Schema 2 (schema 1 had no `images`, `blocksize`, `lzma_margin` and
+//! `lzma_sdk_error`):
 //!
 //! ```text
 //! { "schema": 1, "vmlinux_sha256": "<hex>", "openwrt_target": "ramips/mt7621",
@@ -20,7 +21,9 @@
 //!                  "blocksize": "64k" | null,            // $(BLOCKSIZE)
 //!                  "images": [ { "image": "sysupgrade.bin",
 //!                                "recipe": "append-kernel | pad-to 64k | append-rootfs | …",
-//!                                "error": null | "why it cannot be sized" } ] } ] }
+//!                                "error": null | "why it cannot be sized" } ],
+//!                  "lzma_margin": -3028 | null } ],          // LZMA SDK − liblzma, bytes
+//!   "lzma_sdk_error": null | "why lzma_alone could not run" }
 //! ```
 //!
 //! `images` lists each image of the device's `IMAGES` whose recipe has a
@@ -92,6 +95,9 @@ pub struct DeviceFitRecord {
     pub seconds: f64,
     /// Every device of `TARGET_DEVICES`, in the Makefiles' order.
     pub devices: Vec<DeviceFit>,
+    /// Why the LZMA SDK encoder could not be run for
+    /// [`DeviceFit::lzma_margin`] (not installed, failed), if it could not.
+    pub lzma_sdk_error: Option<String>,
 }
 
 /// One device's kernel image and limits.
@@ -113,6 +119,12 @@ pub struct DeviceFit {
     pub blocksize: Option<String>,
     /// Its images whose recipe checks a size.
     pub images: Vec<ImageRecipe>,
+    /// For a kernel image with an LZMA step: the LZMA SDK encoder's stream
+    /// (OpenWrt's `lzma`) minus liblzma's, bytes, measured on one device
+    /// of the same kernel and LZMA parameters
+    /// (kernel_build/openwrt_image/lzma_sdk.rs): how far `kernel_bytes`
+    /// may be from OpenWrt's.
+    pub lzma_margin: Option<i64>,
 }
 
 /// One image of a device (`IMAGE/<image>`) whose recipe has a `check-size`.
@@ -273,6 +285,14 @@ impl DeviceFitRecord {
                 printable(target)
             ));
         }
+        if let Some(e) = &self.lzma_sdk_error {
+            if e.len() > MAX_RECIPE_CHARS || !e.chars().all(|c| c == ' ' || c.is_ascii_graphic()) {
+                return Err(format!(
+                    "lzma_sdk_error is longer than {MAX_RECIPE_CHARS} characters or holds control \
+                     characters or non-ASCII"
+                ));
+            }
+        }
         if !self.seconds.is_finite() || self.seconds < 0.0 {
             return Err(format!("seconds is {}", self.seconds));
         }
@@ -291,6 +311,11 @@ impl DeviceFitRecord {
             }
             if !seen.insert(name.as_str()) {
                 return Err(format!("device {name} is listed twice"));
+            }
+            if d.lzma_margin.is_some_and(|m| m.unsigned_abs() > MAX_BYTES) {
+                return Err(format!(
+                    "device {name}: lzma_margin is more than {MAX_BYTES} bytes"
+                ));
             }
             if let Some(bytes) = d.kernel_bytes.filter(|b| *b > MAX_BYTES) {
                 return Err(format!(
@@ -423,6 +448,7 @@ mod tests {
             },
             blocksize: None,
             images: Vec::new(),
+            lzma_margin: None,
         }
     }
 

@@ -7,6 +7,7 @@
 pub mod cancel;
 pub mod capped;
 pub mod cpu_mask;
+pub mod elf_ident;
 pub mod fs;
 pub mod hash;
 pub mod layout;

@@ -66,6 +66,14 @@ pub fn prefix(text: &str, chars: usize) -> &str {
     }
 }
 
+/// `text` with white space collapsed and `\` line continuations dropped.
+pub fn collapse_make(text: &str) -> String {
+    text.split_whitespace()
+        .filter(|w| *w != "\\")
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

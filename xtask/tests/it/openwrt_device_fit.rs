@@ -134,6 +134,12 @@ fn tiny_vmlinux(sh: &Shell, dir: &Path) -> PathBuf {
 
 #[test]
 fn images_equal_the_single_device_path_and_failures_say_why() {
+    if !crate::common::gate::Needs::new()
+        .program("lzma_alone", "lzma-alone")
+        .met()
+    {
+        return;
+    }
     let Some(fx) = Fixture::unpack() else { return };
     let dir = tempfile::tempdir().unwrap();
     let linux = fake_linux(dir.path());
@@ -244,6 +250,22 @@ fn images_equal_the_single_device_path_and_failures_say_why() {
     assert!(fits.len() >= 4, "{:?}", record.devices);
     assert_eq!(loaders, 2);
     assert!(fits.iter().all(|d| d.fits() == Some(true)));
+    // Every LZMA-compressed image carries the LZMA SDK encoder's margin:
+    // present, and small beside the image (the encoders differ in their
+    // match finder's choices, not in the format).
+    assert_eq!(record.lzma_sdk_error, None);
+    for d in &fits {
+        let lzma = d.recipe.as_deref().is_some_and(|r| r.contains("lzma"));
+        match d.lzma_margin {
+            Some(m) => assert!(
+                lzma && m.unsigned_abs() * 20 < d.kernel_bytes.unwrap(),
+                "{}: {m} of {:?}",
+                d.device,
+                d.kernel_bytes
+            ),
+            None => assert!(!lzma, "{}: no margin", d.device),
+        }
+    }
 }
 
 /// Manual measurement (not run by `cargo test`): device fit for every

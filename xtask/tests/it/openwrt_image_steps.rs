@@ -301,7 +301,7 @@ fn pad_to_pads_as_dd_conv_sync() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("in");
     for size in ["4", "512", "64k", "256k", "1M"] {
-        let block = steps::dd_bytes(size).unwrap();
+        let block = xtask::util::shell_arith::dd_bytes(size).unwrap();
         for len in [0, 1, 3, block - 1, block, block + 1, 2 * block + 7] {
             let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8 + 1).collect();
             std::fs::write(&file, &data).unwrap();
@@ -322,8 +322,8 @@ fn pad_to_pads_as_dd_conv_sync() {
             );
         }
     }
-    assert!(steps::dd_bytes("0").is_err());
-    assert!(steps::dd_bytes("0x10000").is_err());
+    assert!(xtask::util::shell_arith::dd_bytes("0").is_err());
+    assert!(xtask::util::shell_arith::dd_bytes("0x10000").is_err());
 
     let Some(fx) = Fixture::unpack() else { return };
     let linux = fake_linux(dir.path());

@@ -13,7 +13,8 @@ use std::path::Path;
 use xtask::inputs::openwrt::image::devices::{evaluate_all, DeviceEntry};
 use xtask::inputs::openwrt::image::MakeEnv;
 use xtask::inputs::openwrt::{Checkout, OpenwrtTarget};
-use xtask::kernel_build::openwrt_image::image_steps::{self, ImageVars, Lengths};
+use xtask::kernel_build::openwrt_image::image_recipes::image_recipes;
+use xtask::measure::whole_image::{self, ImageVars, Lengths};
 
 fn all(root: &Path, target: &str, linux: &Path) -> Vec<DeviceEntry> {
     let checkout = Checkout::open(root).unwrap();
@@ -32,7 +33,7 @@ fn size_all(entries: &[DeviceEntry]) -> (usize, Vec<String>) {
     let (mut sized, mut not) = (0, Vec::new());
     for e in entries {
         let Ok((r, l)) = &e.evaluated else { continue };
-        let (blocksize, images) = image_steps::image_recipes(r);
+        let (blocksize, images) = image_recipes(r);
         for i in images {
             let vars = ImageVars {
                 blocksize: blocksize.as_deref(),
@@ -45,7 +46,7 @@ fn size_all(entries: &[DeviceEntry]) -> (usize, Vec<String>) {
             };
             match i.error {
                 Some(why) => not.push(format!("{} {}: {why}", e.device, i.image)),
-                None => match image_steps::size_checks(&i.recipe, &vars, &mut sink) {
+                None => match whole_image::size_checks(&i.recipe, &vars, &mut sink) {
                     Ok(c) if !c.is_empty() => sized += 1,
                     Ok(_) => not.push(format!("{} {}: no check", e.device, i.image)),
                     Err(err) => not.push(format!("{} {}: {err:#}", e.device, i.image)),
@@ -67,7 +68,7 @@ fn ath79_and_mt7621_images_are_sized_from_their_recipes() {
         .find(|e| e.device == "tplink_archer-c7-v2")
         .unwrap();
     let (r, _) = c7.evaluated.as_ref().unwrap();
-    let (blocksize, images) = image_steps::image_recipes(r);
+    let (blocksize, images) = image_recipes(r);
     assert_eq!(blocksize.as_deref(), Some("64k"));
     let sysupgrade = images.iter().find(|i| i.image == "sysupgrade.bin");
     // The Archer C7 v2 is a TP-Link v1 image: its sysupgrade is made by
@@ -87,7 +88,7 @@ fn ath79_and_mt7621_images_are_sized_from_their_recipes() {
     let plain = generic
         .iter()
         .filter_map(|e| e.evaluated.as_ref().ok())
-        .flat_map(|(r, _)| image_steps::image_recipes(r).1)
+        .flat_map(|(r, _)| image_recipes(r).1)
         .find(|i| i.image == "sysupgrade.bin")
         .unwrap();
     assert_eq!(plain.error, None);
@@ -98,7 +99,7 @@ fn ath79_and_mt7621_images_are_sized_from_their_recipes() {
     assert!(sized > 100, "{sized} sized; not: {not:#?}");
     let ac85p = mt7621.iter().find(|e| e.device == "asus_rt-ac85p").unwrap();
     let (r, _) = ac85p.evaluated.as_ref().unwrap();
-    let (_, images) = image_steps::image_recipes(r);
+    let (_, images) = image_recipes(r);
     assert_eq!(images.len(), 1, "{images:?}");
     assert_eq!(images[0].image, "factory.bin");
 }
@@ -120,9 +121,9 @@ fn a_changed_step_definition_makes_the_image_unsizeable_with_the_reason() {
     let images: Vec<_> = generic
         .iter()
         .filter_map(|e| e.evaluated.as_ref().ok())
-        .flat_map(|(r, _)| image_steps::image_recipes(r).1)
+        .flat_map(|(r, _)| image_recipes(r).1)
         .filter(|i| {
-            image_steps::parse_recipe(&i.recipe)
+            whole_image::parse_recipe(&i.recipe)
                 .iter()
                 .any(|s| s.name == "pad-rootfs")
         })

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use xshell::{cmd, Shell};
+use xtask::experiment::rootfs::rootfs_summary;
 use xtask::inputs::rootfs::{Origin, Rootfs};
-use xtask::kernel_build::openwrt_image::image_steps::{self, Bytes, ImageVars};
+use xtask::measure::whole_image::{self, Bytes, ImageVars};
 use xtask::report::{self, Format, Style};
 
 use crate::common::gate::Needs;
@@ -101,7 +102,7 @@ fn image(kernel: u64, limit: u64) -> Value {
 fn report_text(f: &Fixture, rootfs: &Path) -> Result<String, String> {
     let mut req = request(&["bcm53xx"], &[]);
     req.devices = Some("*".to_string());
-    req.rootfs = Some(rootfs.to_path_buf());
+    req.rootfs = Some(rootfs_summary(rootfs).map_err(|e| format!("{e:#}"))?);
     let report = report::load(&f.layout(), &req).map_err(|e| format!("{e:#}"))?;
     Ok(report::render(&report, Format::Text, &Style::default()).unwrap())
 }
@@ -217,13 +218,13 @@ fn a_rootfs_split_from_a_sysupgrade_image_is_the_same_squashfs() {
         blocksize: Some("64k"),
         image_size: Some("16m"),
     };
-    let checks = image_steps::size_checks(RECIPE, &vars, &mut sink).unwrap();
+    let checks = whole_image::size_checks(RECIPE, &vars, &mut sink).unwrap();
     assert_eq!(checks[0].size, sink.out.len() as u64);
     assert_eq!(&sink.out[..kernel.len()], &kernel[..]);
     let image = dir.path().join("sysupgrade.bin");
     std::fs::write(&image, &sink.out).unwrap();
 
-    let split = Rootfs::read(&image).unwrap();
+    let split = Rootfs::load(&image).unwrap();
     assert_eq!(
         split.origin,
         Origin::UImage {
@@ -231,7 +232,7 @@ fn a_rootfs_split_from_a_sysupgrade_image_is_the_same_squashfs() {
         }
     );
     assert_eq!(split.squashfs, fs);
-    let plain = Rootfs::read(&fs_path).unwrap();
+    let plain = Rootfs::load(&fs_path).unwrap();
     assert_eq!(plain.sha256, split.sha256);
     assert_eq!(plain.bytes, fs.len() as u64);
 

@@ -85,7 +85,7 @@ pub fn fit_all(
         .iter()
         .map(|e| match &e.evaluated {
             Ok((r, l)) => {
-                let (blocksize, images) = super::image_steps::image_recipes(r);
+                let (blocksize, images) = super::image_recipes::image_recipes(r);
                 DeviceFit {
                     device: e.device.clone(),
                     recipe: Some(r.recipe()),
@@ -96,6 +96,7 @@ pub fn fit_all(
                     limits: record_limits(l),
                     blocksize,
                     images,
+                    lzma_margin: None,
                 }
             }
             Err(why) => DeviceFit {
@@ -106,6 +107,7 @@ pub fn fit_all(
                 limits: Default::default(),
                 blocksize: None,
                 images: Vec::new(),
+                lzma_margin: None,
             },
         })
         .collect();
@@ -245,6 +247,7 @@ pub fn fit_all(
     }
 
     // The shared LZMA encoders, then the steps after them.
+    let mut lzma_sdk_error = None;
     for ((name, LzmaKey(params)), waiting) in pending {
         let kernel = match &kernels[&name] {
             Ok(k) => k.clone(),
@@ -266,6 +269,19 @@ pub fn fit_all(
         };
         let tails: Vec<&[u8]> = waiting.iter().map(|w| w.tail.as_slice()).collect();
         let streams = encoder.finish_each(&tails, jobs);
+        // The LZMA SDK encoder on the first device's input: how far
+        // liblzma's stream is from OpenWrt's, for every device of the key.
+        if let (Some(w), Some(Ok(ours))) = (waiting.first(), streams.first()) {
+            let input = [kernel.as_slice(), &w.tail].concat();
+            match super::lzma_sdk::sdk_length(&input, &params, kdir) {
+                Ok(sdk) => {
+                    for w in &waiting {
+                        fits[w.index].lzma_margin = Some(sdk as i64 - ours.len() as i64);
+                    }
+                }
+                Err(e) => lzma_sdk_error = Some(format!("{e:#}")),
+            }
+        }
         // The steps after the LZMA (a loader, a second LZMA: a second or
         // more for some devices), `jobs` devices at a time.
         let work: Vec<(&Pending, Result<Vec<u8>>)> = waiting.iter().zip(streams).collect();
@@ -286,6 +302,7 @@ pub fn fit_all(
         openwrt_target: openwrt_target.to_string(),
         seconds: start.elapsed().as_secs_f64(),
         devices: fits,
+        lzma_sdk_error,
     })
 }
 

@@ -46,6 +46,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::util::text::collapse_make;
 use anyhow::{bail, Context, Result};
 use object::{Object, ObjectSymbol};
 use xshell::{cmd, Shell};
@@ -141,14 +142,6 @@ pub struct LoaderBuild {
     /// parameters is as long as the offset plus that data: only the two
     /// address words that locate the data differ in the code.
     pub data_offset: Option<u64>,
-}
-
-/// `text` with white space collapsed and `\` line continuations dropped.
-pub fn collapse_make(text: &str) -> String {
-    text.split_whitespace()
-        .filter(|w| *w != "\\")
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Checks that the checkout's `Build/loader-common` is [`LOADER_COMMON`].

@@ -21,9 +21,10 @@
 
 pub mod dtb;
 pub mod fit;
-pub mod image_steps;
+pub mod image_recipes;
 pub mod loader;
 pub mod lzma_prefix;
+pub mod lzma_sdk;
 pub mod steps;
 pub mod tree;
 

@@ -41,6 +41,7 @@ use xshell::{cmd, Shell};
 use crate::inputs::openwrt::image::{DeviceRecipe, Step};
 use crate::kernel_build::artifacts::lzma_alone;
 use crate::results::LzmaRecord;
+use crate::util::shell_arith::dd_bytes;
 
 /// The steps implemented here.
 pub const SUPPORTED: &[&str] = &[
@@ -153,7 +154,7 @@ pub const DEFINITIONS: &[(&str, &[&str])] = &[
 /// `text` with every run of white space made one space, trimmed, and
 /// make's `\` line continuations dropped.
 pub fn collapse(text: &str) -> String {
-    super::loader::collapse_make(text)
+    crate::util::text::collapse_make(text)
 }
 
 /// Checks that `definition` (a make variable such as `Build/lzma`) is
@@ -362,36 +363,6 @@ pub fn pad_to(mut bytes: Vec<u8>, block: u64) -> Vec<u8> {
         bytes.resize(bytes.len() + block - rest, 0);
     }
     bytes
-}
-
-/// A size as GNU dd reads `bs=` (coreutils' multiplicative suffixes):
-/// digits, then none or one of `c` (1), `w` (2), `b` (512), `k`/`K`/`KiB`
-/// (1024), `kB` (1000), `M`/`MiB`, `MB`, `G`/`GiB`, `GB`.
-///
-/// Errors: anything else, or 0.
-pub fn dd_bytes(text: &str) -> Result<u64> {
-    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let suffix = &text[digits.len()..];
-    let unit: u64 = match suffix {
-        "" | "c" => 1,
-        "w" => 2,
-        "b" => 512,
-        "k" | "K" | "KiB" => 1 << 10,
-        "kB" | "KB" => 1000,
-        "M" | "MiB" => 1 << 20,
-        "MB" => 1_000_000,
-        "G" | "GiB" => 1 << 30,
-        "GB" => 1_000_000_000,
-        _ => bail!("pad-to {text}: not a size dd reads (64k, 256k, 0x… is not one)"),
-    };
-    let n: u64 = digits
-        .parse()
-        .with_context(|| format!("pad-to {text}: not a size dd reads"))?;
-    let bytes = n
-        .checked_mul(unit)
-        .filter(|b| *b > 0)
-        .with_context(|| format!("pad-to {text}: must be at least one byte"))?;
-    Ok(bytes)
 }
 
 /// `$(KDIR)/image-<notdir dts>.dtb`'s file name (image.mk `Device/Build/dtb`).

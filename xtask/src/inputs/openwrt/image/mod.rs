@@ -120,8 +120,8 @@ pub struct DeviceRecipe {
     /// `IMAGE_SIZE`, [`limits`]).
     pub images: BTreeMap<String, String>,
     /// The checkout's definitions of the image steps xtask sizes
-    /// (`Build/append-rootfs` …, unexpanded), for
-    /// [`crate::kernel_build::openwrt_image::image_steps`]; not part of
+    /// (`Build/append-rootfs` …, unexpanded), which
+    /// kernel_build/openwrt_image/image_recipes.rs checks; not part of
     /// the kernel image's [`DeviceRecipe::fingerprint`].
     pub image_definitions: BTreeMap<String, String>,
     /// The board's image directory in the checkout

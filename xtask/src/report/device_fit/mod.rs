@@ -9,11 +9,14 @@
 //! the kernel's share of it (the headroom is what is left for the rootfs;
 //! such rows are labelled kernel-only). With a rootfs (`--rootfs`), each
 //! image whose recipe checks a size is sized as its recipe makes it
-//! ([`crate::kernel_build::openwrt_image::image_steps`]): kernel image,
+//! ([`crate::measure::whole_image`]): kernel image,
 //! padding, rootfs, `pad-rootfs`, up to `check-size`, one row per device
 //! and image; the kernel row stays where `KERNEL_SIZE` applies, and for
 //! devices without such an image. Devices OpenWrt marks `DEFAULT := n` say
 //! so; a device or image that could not be made is listed with the reason.
+
+pub mod images;
+pub mod row;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -22,125 +25,10 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::inputs::rootfs::Rootfs;
-use crate::kernel_build::openwrt_image::image_steps::{self, ImageVars, Lengths, SizeCheck};
-use crate::results::device_fit::{DeviceFit, DeviceFitRecord, ImageRecipe, LimitKind};
+use crate::results::device_fit::{DeviceFit, DeviceFitRecord, LimitKind};
 use crate::results::BuildResult;
 use crate::util::text::printable;
-
-/// Which side of a comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Side {
-    /// The base build.
-    Base,
-    /// The variant build.
-    Variant,
-}
-
-/// One device's row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeviceRow {
-    /// The device.
-    pub device: String,
-    /// The whole image this row sizes (`sysupgrade.bin`), with the rootfs;
-    /// `None`: the kernel image, `<device>-kernel.bin`.
-    pub image: Option<String>,
-    /// The side whose device list alone has it (the checkout's device list
-    /// changed between the builds), else `None`. Its limit, headroom and
-    /// verdict are that side's.
-    pub only_in: Option<Side>,
-    /// `kernel_size` or `image_size` (the rootfs share); `None`: no limit.
-    pub limit_kind: Option<LimitKind>,
-    /// The limit as written (`3072k`).
-    pub limit: Option<String>,
-    /// The limit in bytes.
-    pub limit_bytes: Option<u64>,
-    /// `<device>-kernel.bin` of the base, bytes.
-    pub base_bytes: Option<u64>,
-    /// The same of the variant.
-    pub variant_bytes: Option<u64>,
-    /// Limit minus the variant's size (the base's for a device only the
-    /// base has), bytes (negative: over).
-    pub headroom: Option<i64>,
-    /// The headroom in percent of the limit.
-    pub headroom_percent: Option<f64>,
-    /// check-size's verdict for the base.
-    pub base_fits: Option<bool>,
-    /// The same for the variant.
-    pub variant_fits: Option<bool>,
-    /// OpenWrt marks it `DEFAULT := n`.
-    pub default_n: bool,
-    /// Why an image could not be made (either side).
-    pub error: Option<String>,
-}
-
-/// A row's verdict, as the text table words it and CSV tags it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Either side's image could not be made ([`DeviceRow::error`]).
-    CannotMake,
-    /// The base fits, the variant does not.
-    StopsFitting,
-    /// The base does not fit, the variant does.
-    FitsAgain,
-    /// Fits (both sides, or the one side that lists the device).
-    Fits,
-    /// Does not fit.
-    DoesNotFit,
-    /// No limit.
-    NoLimit,
-    /// A limit, but no image size (and no error saying why).
-    NoSize,
-}
-
-impl Verdict {
-    /// The words of the text table.
-    pub fn words(self) -> &'static str {
-        match self {
-            Verdict::CannotMake => "cannot make",
-            Verdict::StopsFitting => "fits → does not fit",
-            Verdict::FitsAgain => "does not fit → fits",
-            Verdict::Fits => "fits",
-            Verdict::DoesNotFit => "does not fit",
-            Verdict::NoLimit => "no limit",
-            Verdict::NoSize => "no size recorded",
-        }
-    }
-
-    /// The CSV tag.
-    pub fn tag(self) -> &'static str {
-        match self {
-            Verdict::CannotMake => "cannot-make",
-            Verdict::StopsFitting => "stops-fitting",
-            Verdict::FitsAgain => "fits-again",
-            Verdict::Fits => "fits",
-            Verdict::DoesNotFit => "does-not-fit",
-            Verdict::NoLimit => "no-limit",
-            Verdict::NoSize => "no-size",
-        }
-    }
-}
-
-impl DeviceRow {
-    /// The row's verdict: an error first, then a flip, then the fit of the
-    /// variant (of the base, for a device only the base lists).
-    pub fn verdict(&self) -> Verdict {
-        let fits = match self.only_in {
-            Some(Side::Base) => self.base_fits,
-            _ => self.variant_fits,
-        };
-        match (&self.error, self.base_fits.zip(self.variant_fits), fits) {
-            (Some(_), _, _) => Verdict::CannotMake,
-            (None, Some((true, false)), _) => Verdict::StopsFitting,
-            (None, Some((false, true)), _) => Verdict::FitsAgain,
-            (None, _, Some(true)) => Verdict::Fits,
-            (None, _, Some(false)) => Verdict::DoesNotFit,
-            (None, _, None) if self.limit.is_some() => Verdict::NoSize,
-            (None, _, None) => Verdict::NoLimit,
-        }
-    }
-}
+use row::{DeviceRow, Side, Verdict};
 
 /// The device fit of one comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -150,37 +38,11 @@ pub struct DeviceFitDiff {
     /// The `--devices` pattern applied, if any.
     pub pattern: Option<String>,
     /// The rootfs whole images were sized with (`--rootfs`), if any.
-    pub rootfs: Option<RootfsSummary>,
+    pub rootfs: Option<images::RootfsSummary>,
+    /// Why either side could not run the LZMA SDK encoder, if so.
+    pub lzma_sdk_error: Option<String>,
     /// Rows in the Makefiles' order.
     pub rows: Vec<DeviceRow>,
-}
-
-/// What the report says of the rootfs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RootfsSummary {
-    /// The file given.
-    pub source: String,
-    /// How the squashfs was found in it.
-    pub origin: String,
-    /// The squashfs's length, bytes.
-    pub bytes: u64,
-    /// Its sha256.
-    pub sha256: String,
-    /// Its programs' architecture.
-    pub arch: Option<String>,
-}
-
-impl RootfsSummary {
-    /// The summary of `rootfs`.
-    pub fn of(rootfs: &Rootfs) -> RootfsSummary {
-        RootfsSummary {
-            source: rootfs.source.clone(),
-            origin: rootfs.origin.to_string(),
-            bytes: rootfs.bytes,
-            sha256: rootfs.sha256.clone(),
-            arch: rootfs.arch.as_ref().map(|(k, p)| format!("{k}, from {p}")),
-        }
-    }
 }
 
 /// Whether `device` matches `pattern`: a glob with `*` (any run of
@@ -208,7 +70,7 @@ impl DeviceFitDiff {
         old: &'a DeviceFitRecord,
         new: &'a DeviceFitRecord,
         pattern: Option<&str>,
-        rootfs: Option<&RootfsSummary>,
+        rootfs: Option<&images::RootfsSummary>,
     ) -> Self {
         let wanted = |d: &&DeviceFit| pattern.is_none_or(|p| matches(p, &d.device));
         // By name, in one pass each (a record holds up to ~140,000
@@ -232,7 +94,7 @@ impl DeviceFitDiff {
         let mut rows = Vec::new();
         for (base, variant) in pairs {
             let images = match rootfs {
-                Some(r) => image_rows(base, variant, r.bytes),
+                Some(r) => images::image_rows(base, variant, r.bytes),
                 None => Vec::new(),
             };
             let own = variant.or(base).expect("a row of a device one side lists");
@@ -245,6 +107,7 @@ impl DeviceFitDiff {
             openwrt_target: new.openwrt_target.clone(),
             pattern: pattern.map(str::to_string),
             rootfs: rootfs.cloned(),
+            lzma_sdk_error: new.lzma_sdk_error.clone().or(old.lzma_sdk_error.clone()),
             rows,
         }
     }
@@ -272,7 +135,9 @@ impl DeviceFitDiff {
                 r.origin,
                 r.bytes,
                 &r.sha256[..r.sha256.len().min(12)],
-                r.arch.as_ref().map_or(String::new(), |a| format!(", {a}"))
+                r.arch
+                    .as_ref()
+                    .map_or(String::new(), |(k, p)| format!(", {k}, from {p}"))
             );
         }
         let devices: std::collections::HashSet<&str> =
@@ -319,6 +184,10 @@ impl DeviceFitDiff {
                 (None, Some(LimitKind::ImageSize)) => format!("{verdict} (kernel only)"),
                 _ => verdict,
             };
+            let verdict = match r.lzma_margin.filter(|_| r.within_lzma_margin()) {
+                Some(m) => format!("{verdict} (within the LZMA encoders' {m:+} bytes)"),
+                None => verdict,
+            };
             let name = match &r.image {
                 Some(i) => format!("{} {i}", r.device),
                 None => r.device.clone(),
@@ -341,6 +210,20 @@ impl DeviceFitDiff {
         }
         if rows.len() > n {
             let _ = writeln!(out, "… {} more devices", rows.len() - n);
+        }
+        if let Some(m) = self.rows.iter().find_map(|r| r.lzma_margin) {
+            let _ = writeln!(
+                out,
+                "Sizes are liblzma's; OpenWrt's lzma (the LZMA SDK encoder) made {m:+} bytes on \
+                 this kernel: a row within that of its limit says so."
+            );
+        }
+        if let Some(e) = &self.lzma_sdk_error {
+            let _ = writeln!(
+                out,
+                "Sizes are liblzma's; the LZMA SDK encoder could not be run: {}",
+                printable(e)
+            );
         }
         if self
             .rows
@@ -409,108 +292,8 @@ fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
         error: variant
             .and_then(|v| v.error.clone())
             .or_else(|| base.and_then(|b| b.error.clone())),
+        lzma_margin: own.lzma_margin,
     }
-}
-
-/// The rows of each image either side lists for the device, sized with a
-/// rootfs of `rootfs_bytes` (variant's images first, then those only the
-/// base has).
-fn image_rows(
-    base: Option<&DeviceFit>,
-    variant: Option<&DeviceFit>,
-    rootfs_bytes: u64,
-) -> Vec<DeviceRow> {
-    let own = variant.or(base).expect("a row of a device one side lists");
-    fn find<'a>(d: Option<&'a DeviceFit>, image: &str) -> Option<(&'a DeviceFit, &'a ImageRecipe)> {
-        d.and_then(|d| d.images.iter().find(|i| i.image == image).map(|i| (d, i)))
-    }
-    let mut names: Vec<&str> = Vec::new();
-    for d in [variant, base].into_iter().flatten() {
-        for i in &d.images {
-            if !names.contains(&i.image.as_str()) {
-                names.push(&i.image);
-            }
-        }
-    }
-    names
-        .into_iter()
-        .map(|image| {
-            let b = find(base, image).map(|(d, i)| size_image(d, i, rootfs_bytes));
-            let v = find(variant, image).map(|(d, i)| size_image(d, i, rootfs_bytes));
-            let binding = |s: &Option<Result<SizeCheck, String>>| s.clone().and_then(Result::ok);
-            let (bc, vc) = (binding(&b), binding(&v));
-            let limit = vc.as_ref().or(bc.as_ref());
-            let own_size = match (&v, &vc) {
-                (Some(_), v) => v.as_ref(),
-                (None, _) => bc.as_ref(),
-            };
-            let headroom = own_size.map(|c| {
-                (i128::from(c.limit_bytes) - i128::from(c.size))
-                    .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-            });
-            DeviceRow {
-                device: own.device.clone(),
-                image: Some(image.to_string()),
-                only_in: match (b.is_some(), v.is_some()) {
-                    (true, false) => Some(Side::Base),
-                    (false, true) => Some(Side::Variant),
-                    _ => None,
-                },
-                limit_kind: Some(LimitKind::ImageSize),
-                limit: limit.map(|c| c.limit_text.clone()),
-                limit_bytes: limit.map(|c| c.limit_bytes),
-                base_bytes: bc.as_ref().map(|c| c.size),
-                variant_bytes: vc.as_ref().map(|c| c.size),
-                headroom,
-                headroom_percent: own_size
-                    .zip(headroom)
-                    .filter(|(c, _)| c.limit_bytes > 0)
-                    .map(|(c, h)| h as f64 * 100.0 / c.limit_bytes as f64),
-                base_fits: bc.as_ref().map(SizeCheck::fits),
-                variant_fits: vc.as_ref().map(SizeCheck::fits),
-                default_n: own.limits.default_n,
-                error: v.and_then(Result::err).or_else(|| b.and_then(Result::err)),
-            }
-        })
-        .collect()
-}
-
-/// `image` of `fit` with a rootfs of `rootfs_bytes`: its binding check
-/// (the first that fails, else the one with the least headroom), or why
-/// it cannot be sized.
-fn size_image(
-    fit: &DeviceFit,
-    image: &ImageRecipe,
-    rootfs_bytes: u64,
-) -> Result<SizeCheck, String> {
-    if let Some(e) = &image.error {
-        return Err(e.clone());
-    }
-    let Some(kernel) = fit.kernel_bytes else {
-        return Err(fit
-            .error
-            .clone()
-            .unwrap_or_else(|| "no kernel image size recorded".to_string()));
-    };
-    let vars = ImageVars {
-        blocksize: fit.blocksize.as_deref(),
-        image_size: fit.limits.image_size.as_ref().map(|l| l.text.as_str()),
-    };
-    let mut sink = Lengths {
-        len: 0,
-        kernel,
-        rootfs: rootfs_bytes,
-    };
-    let checks = image_steps::size_checks(&image.recipe, &vars, &mut sink)
-        .map_err(|e| format!("{}: {e:#}", image.image))?;
-    let failing = checks.iter().find(|c| !c.fits());
-    let tightest = checks
-        .iter()
-        .min_by_key(|c| i128::from(c.limit_bytes) - i128::from(c.size));
-    failing
-        .or(tightest)
-        .cloned()
-        .ok_or_else(|| format!("{}: no check-size", image.image))
 }
 
 #[cfg(test)]
@@ -531,6 +314,7 @@ mod tests {
             vmlinux_sha256: String::new(),
             openwrt_target: "ramips/mt7621".into(),
             seconds: 0.0,
+            lzma_sdk_error: None,
             devices: vec![
                 DeviceFit {
                     device: "ubnt_edgerouter-x".into(),
@@ -540,6 +324,7 @@ mod tests {
                     limits,
                     blocksize: None,
                     images: Vec::new(),
+                    lzma_margin: None,
                 },
                 DeviceFit {
                     device: "xiaomi_mi-router-4a-gigabit".into(),
@@ -549,6 +334,7 @@ mod tests {
                     limits: Default::default(),
                     blocksize: None,
                     images: Vec::new(),
+                    lzma_margin: None,
                 },
             ],
         }
@@ -582,6 +368,21 @@ mod tests {
             line.ends_with("no size recorded") && !line.contains("0.0"),
             "{line}"
         );
+        // A headroom within the LZMA encoders' difference is flagged.
+        let mut near = record(at - 1000);
+        near.devices[0].lzma_margin = Some(-3028);
+        let d = DeviceFitDiff::new(&near, &near, None, None);
+        assert!(d.rows[0].within_lzma_margin());
+        let text = d.render(None);
+        let line = text.lines().find(|l| l.starts_with("ubnt_")).unwrap();
+        assert!(
+            line.ends_with("fits (within the LZMA encoders' -3028 bytes)"),
+            "{line}"
+        );
+        assert!(text.contains("OpenWrt's lzma (the LZMA SDK encoder) made -3028 bytes"));
+        near.devices[0].kernel_bytes = Some(at - 4000);
+        let d = DeviceFitDiff::new(&near, &near, None, None);
+        assert!(!d.rows[0].within_lzma_margin());
         let only = DeviceFitDiff::new(&record(at), &record(at), Some("ubnt_*"), None);
         assert_eq!(only.rows.len(), 1);
         assert!(matches("xiaomi", "xiaomi_mi-router-4a-gigabit"));

@@ -1,7 +1,7 @@
 //! A device's whole image (`IMAGE/<image>`, include/image.mk
-//! `Device/Build/image`): the recipe's steps on `$@`, from the device's
-//! kernel image (`IMAGE_KERNEL`, `<device>-kernel.bin`) and a rootfs
-//! (`IMAGE_ROOTFS`), up to its `check-size`.
+//! `Device/Build/image`) measured: the recipe's steps on `$@`, from the
+//! device's kernel image (`IMAGE_KERNEL`, `<device>-kernel.bin`) and a
+//! rootfs (`IMAGE_ROOTFS`), up to its `check-size`.
 //!
 //! The steps, as the checkout's include/image-commands.mk defines them
 //! (each definition is checked against [`IMAGE_DEFINITIONS`]):
@@ -9,7 +9,7 @@
 //! * `append-kernel`: `dd if=$(IMAGE_KERNEL) >> $@`;
 //! * `append-rootfs`: `dd if=$(IMAGE_ROOTFS) >> $@`;
 //! * `pad-to <size>`: `dd bs=<size> conv=sync`, NULs up to the next
-//!   multiple of the size in dd's units ([`super::steps::dd_bytes`]);
+//!   multiple of the size in dd's units ([`dd_bytes`]);
 //! * `pad-offset <pad> <offset>`: NULs so that size + offset is a multiple
 //!   of pad (`pad = (pad - ((size + offset) % pad)) % pad`), both through
 //!   `exp_units`;
@@ -32,11 +32,30 @@
 
 use anyhow::{bail, Context, Result};
 
+use crate::util::shell_arith::{dd_bytes, exp_units, limit_bytes, shell_arith};
 use std::collections::BTreeMap;
+use std::fmt;
 
-use crate::inputs::openwrt::image::{DeviceRecipe, Step};
-use crate::results::device_fit::ImageRecipe;
-use crate::util::shell_arith::{exp_units, limit_bytes, shell_arith};
+/// One step of an image recipe: `pad-to 64k` is step `pad-to` with
+/// arguments `["64k"]` (image.mk `build_cmd`: `$(call Build/<first
+/// word>,<other words>)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageStep {
+    /// The `Build/<name>` definition the step calls.
+    pub name: String,
+    /// Its arguments, split at white space.
+    pub args: Vec<String>,
+}
+
+impl fmt::Display for ImageStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        for a in &self.args {
+            write!(f, " {a}")?;
+        }
+        Ok(())
+    }
+}
 
 /// The steps implemented here.
 pub const IMAGE_STEPS: &[&str] = &[
@@ -187,13 +206,13 @@ impl SizeCheck {
 /// `recipe` (`append-kernel | pad-to 64k | …`, as make expanded it) as
 /// steps, split as image.mk's `split_args` does: at `|`, then at white
 /// space.
-pub fn parse_recipe(recipe: &str) -> Vec<Step> {
+pub fn parse_recipe(recipe: &str) -> Vec<ImageStep> {
     recipe
         .split('|')
         .filter_map(|s| {
             let mut words = s.split_whitespace().map(str::to_string);
             let name = words.next()?;
-            Some(Step {
+            Some(ImageStep {
                 name,
                 args: words.collect(),
             })
@@ -234,7 +253,7 @@ pub fn size_checks(
                 let [size] = step.args.as_slice() else {
                     bail!("step `{step}`: pad-to takes one size (`pad-to 64k`)");
                 };
-                let block = super::steps::dd_bytes(size)?;
+                let block = dd_bytes(size)?;
                 let rest = sink.length() % block;
                 if rest != 0 {
                     sink.fill(0, block - rest);
@@ -285,37 +304,6 @@ pub fn size_checks(
     Ok(checks)
 }
 
-/// `recipe`'s images that check a size, as `device-fit.json` records
-/// them ([`ImageRecipe`]), with `$(BLOCKSIZE)` and each other `$(NAME)`
-/// make printed for the device (`KERNEL_SIZE`, `IMAGE_SIZE`) replaced by
-/// its value (image.mk expands them when the recipe runs), and its block
-/// size. An image whose steps up to its last `check-size`
-/// the checkout defines otherwise than [`IMAGE_DEFINITIONS`] says has the
-/// reason as its error.
-pub fn image_recipes(recipe: &DeviceRecipe) -> (Option<String>, Vec<ImageRecipe>) {
-    let blocksize = recipe.var("BLOCKSIZE").map(str::to_string);
-    let images = recipe
-        .images
-        .iter()
-        .filter(|(_, r)| has_check(r))
-        .map(|(image, r)| {
-            let mut text = r.clone();
-            for (name, value) in &recipe.vars {
-                if !value.is_empty() {
-                    text = text.replace(&format!("$({name})"), value);
-                }
-            }
-            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            ImageRecipe {
-                image: image.clone(),
-                error: check_definitions(&recipe.image_definitions, &text).err(),
-                recipe: text,
-            }
-        })
-        .collect();
-    (blocksize, images)
-}
-
 /// Checks that `definitions` (the checkout's, `Build/<step>` → text)
 /// define each implemented step `recipe` uses up to its last `check-size`
 /// as [`IMAGE_DEFINITIONS`] says; the error names the step and what its
@@ -336,10 +324,10 @@ pub fn check_definitions(
         };
         let have = definitions
             .get(&def)
-            .map(|d| super::steps::collapse(d))
+            .map(|d| crate::util::text::collapse_make(d))
             .unwrap_or_default();
         for w in *wanted {
-            let w = super::steps::collapse(w);
+            let w = crate::util::text::collapse_make(w);
             if !have.contains(&w) {
                 return Err(format!(
                     "the checkout's {def} is not what xtask makes: it should contain `{w}` but \
