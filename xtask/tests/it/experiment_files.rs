@@ -217,3 +217,48 @@ fn report_devices_in_openwrt_mode() {
         );
     }
 }
+
+/// `[report] rootfs`: a relative path is taken from the experiment file's
+/// directory and reaches the report request; a missing file, or a rootfs
+/// without `devices`, is refused naming its line.
+#[test]
+fn report_rootfs_in_openwrt_mode() {
+    let Some(fx) = crate::common::openwrt_fixture::Fixture::unpack() else {
+        return;
+    };
+    let layout = Layout::from_manifest_dir();
+    std::fs::write(fx.dir().join("root.squashfs"), b"hsqs").unwrap();
+    let write = |name: &str, report: &str| {
+        let path = fx.dir().join(name);
+        let text = format!(
+            "targets = [\"ramips/mt7621\"]\nvariants = [\"baseline\", \"no-reorder-blocks\"]\nopenwrt = {:?}\n\n[report]\n{report}",
+            fx.root.display().to_string()
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ok = write("ok.toml", "devices = \"*\"\nrootfs = \"root.squashfs\"\n");
+    let e = file::load(&layout, &ok).unwrap();
+    assert_eq!(e.report.rootfs, Some(fx.dir().join("root.squashfs")));
+    for (name, report, line, words) in [
+        (
+            "missing.toml",
+            "devices = \"*\"\nrootfs = \"nowhere.squashfs\"\n",
+            7,
+            "report.rootfs = \"nowhere.squashfs\"",
+        ),
+        (
+            "alone.toml",
+            "rootfs = \"root.squashfs\"\n",
+            6,
+            "set report.devices too",
+        ),
+    ] {
+        let path = write(name, report);
+        let err = format!("{:#}", file::load(&layout, &path).unwrap_err());
+        assert!(
+            err.contains(&format!("{}:{line}:", path.display())) && err.contains(words),
+            "{err}"
+        );
+    }
+}
