@@ -291,3 +291,65 @@ fn a_rootfs_of_another_architecture_is_refused_naming_both() {
         "{err}"
     );
 }
+
+/// Manual comparison (not run by `cargo test`): `pad-rootfs` against
+/// OpenWrt's own padjffs2, built from tools/padjffs2/src/padjffs2.c of an
+/// OpenWrt checkout (not committed here), on images of many lengths with
+/// OpenWrt's argument sets: `XTASK_PADJFFS2=/path/to/padjffs2 cargo test
+/// --test it report_whole_image:: -- --ignored`.
+#[test]
+#[ignore = "manual: needs OpenWrt's padjffs2 in $XTASK_PADJFFS2"]
+fn pad_rootfs_equals_openwrt_s_padjffs2() {
+    let tool = PathBuf::from(std::env::var_os("XTASK_PADJFFS2").expect("XTASK_PADJFFS2"));
+    let dir = tempfile::tempdir().unwrap();
+    let sh = Shell::new().unwrap();
+    let arg_sets: [&[&str]; 5] = [
+        &["64"],
+        &["4", "8", "16", "64", "128", "256"],
+        &["256"],
+        &[],
+        &["-x", "64", "64"],
+    ];
+    let mut compared = 0;
+    for len in [
+        0usize,
+        1,
+        1023,
+        4096,
+        5000,
+        65532,
+        65536,
+        65537,
+        300_001,
+        1 << 20,
+    ] {
+        for args in arg_sets {
+            let kernel: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let file = dir.path().join("img");
+            std::fs::write(&file, &kernel).unwrap();
+            cmd!(sh, "{tool} {file} {args...}")
+                .quiet()
+                .ignore_stdout()
+                .ignore_stderr()
+                .run()
+                .unwrap();
+            let theirs = std::fs::read(&file).unwrap();
+            let mut sink = Bytes {
+                out: Vec::new(),
+                kernel: &kernel,
+                rootfs: &[],
+            };
+            sink.out.extend_from_slice(&kernel);
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            whole_image::padjffs2(&mut sink, &args).unwrap();
+            assert!(
+                sink.out == theirs,
+                "length {len}, args {args:?}: {} vs {} bytes",
+                sink.out.len(),
+                theirs.len()
+            );
+            compared += 1;
+        }
+    }
+    eprintln!("{compared} images equal padjffs2's");
+}
