@@ -388,11 +388,13 @@ fn check_images(d: &DeviceFit) -> std::result::Result<(), String> {
     }
     let mut seen = std::collections::BTreeSet::new();
     for i in &d.images {
+        // Printable ASCII without `/`: OpenWrt's image names are file
+        // names, some with a variable make leaves for the recipe
+        // (`factory-$(ZYXEL_MODEL_STRING).bin`).
         let file_name = !i.image.is_empty()
             && i.image.len() <= MAX_NAME_CHARS
-            && i.image
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b));
+            && !matches!(i.image.as_str(), "." | "..")
+            && i.image.bytes().all(|b| b.is_ascii_graphic() && b != b'/');
         if !file_name {
             return Err(format!(
                 "device {name}: image name \"{}\" is not a plain file name",

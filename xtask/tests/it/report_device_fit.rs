@@ -123,7 +123,7 @@ fn a_pattern_of_many_stars_answers_at_once() {
 #[test]
 fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit, &str); 14] = [
+    let cases: [(&str, Edit, &str); 15] = [
         (
             "an image name that is a path",
             |r| {
@@ -139,6 +139,14 @@ fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
                     "recipe": "append-kernel\u{1b}[2J | check-size", "error": null }])
             },
             "image sysupgrade.bin: recipe is longer than 4096 characters or holds control",
+        ),
+        (
+            "an image name with an escape",
+            |r| {
+                r["devices"][0]["images"] =
+                    json!([{ "image": "x\u{1b}[2J", "recipe": "check-size", "error": null }])
+            },
+            "is not a plain file name",
         ),
         (
             "an image listed twice",

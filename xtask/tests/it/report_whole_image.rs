@@ -96,7 +96,11 @@ fn image(kernel: u64, limit: u64) -> Value {
                         "image_size": { "text": limit.to_string(), "bytes": limit },
                         "image_size_checks": ["sysupgrade.bin"], "default_n": false, "broken": false },
             "blocksize": "64k",
-            "images": [ { "image": "sysupgrade.bin", "recipe": RECIPE, "error": null } ] })
+            "images": [ { "image": "sysupgrade.bin", "recipe": RECIPE, "error": null },
+                        // As ath79's ZyXEL NWA1100-NH lists it: make leaves
+                        // the variable in the name.
+                        { "image": "factory-$(ZYXEL_MODEL_STRING).bin",
+                          "recipe": "append-kernel | zyxel-header | check-size", "error": null } ] })
 }
 
 fn report_text(f: &Fixture, rootfs: &Path) -> Result<String, String> {
@@ -163,6 +167,14 @@ fn a_whole_image_at_image_size_fits_and_one_byte_over_does_not() {
                 && text.contains(&format!("a squashfs, {rootfs_len} bytes"))
                 && text.contains("ARM little-endian 32-bit, from bin/busybox"),
             "{text}"
+        );
+        let factory = text
+            .lines()
+            .find(|l| l.starts_with("tplink_archer-c7-v2 factory-$(ZYXEL_MODEL_STRING).bin"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            factory.contains("cannot make: factory-$(ZYXEL_MODEL_STRING).bin: step `zyxel-header` before check-size"),
+            "{factory}"
         );
         // The kernel-only row is replaced by the whole image's.
         assert!(!text.contains("(kernel only)"), "{text}");
