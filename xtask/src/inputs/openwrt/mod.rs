@@ -54,9 +54,10 @@ impl Checkout {
         }
         // Absolute: make runs in the checkout's directories (`make -C
         // target/linux/<board>/image`), where a relative path given on its
-        // command line would name another place.
-        let root = std::path::absolute(root)
-            .with_context(|| format!("--openwrt {}: making it absolute", root.display()))?;
+        // command line would name another place; canonical, so that
+        // messages name it without `..`.
+        let root = std::fs::canonicalize(root)
+            .with_context(|| format!("--openwrt {}: resolving its path", root.display()))?;
         Ok(Checkout { root })
     }
 
