@@ -35,6 +35,7 @@
 //! position), target, variant, topology, format, or a workload its
 //! topology cannot host.
 
+use crate::report::device_fit::images::RootfsSummary;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -103,8 +104,10 @@ pub struct ReportSpec {
     /// only, whose builds write `device-fit.json`.
     pub devices: Option<String>,
     /// The rootfs whole images are sized with (`size-report --rootfs`),
-    /// a relative path taken from the experiment file's directory.
-    pub rootfs: Option<PathBuf>,
+    /// read when the file is (a relative path is taken from the
+    /// experiment file's directory), so that a bad one stops the
+    /// experiment before anything builds.
+    pub rootfs: Option<RootfsSummary>,
 }
 
 /// A checked experiment file.
@@ -302,7 +305,9 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
                     path.display()
                 );
             }
-            Some(path)
+            let summary = super::rootfs::rootfs_summary(&path)
+                .with_context(|| format!("{}: report.rootfs", at(r.span())))?;
+            Some(summary)
         }
         (Some(r), None) => bail!(
             "{}: report.rootfs sizes whole images for device fit: set report.devices too",

@@ -232,12 +232,7 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
         }),
         by: None,
         devices: e.report.devices.clone(),
-        rootfs: e
-            .report
-            .rootfs
-            .as_deref()
-            .map(rootfs::rootfs_summary)
-            .transpose()?,
+        rootfs: e.report.rootfs.clone(),
         allow_mismatch: false,
         lab: if lab_dirs.is_empty() {
             LabRuns::Off

@@ -32,6 +32,7 @@ use serde::Serialize;
 use crate::util::elf_ident::{elf_kind, ElfKind};
 use crate::util::fs::FileLimit;
 use crate::util::hash::sha256_bytes;
+use crate::util::text::printable;
 
 /// The largest rootfs file or image read, bytes.
 pub const LIMIT: FileLimit = FileLimit {
@@ -115,10 +116,10 @@ impl Rootfs {
     /// bytes than the file holds, or `unsquashfs` missing or failing.
     pub fn load(file: &Path) -> Result<Rootfs> {
         let fix = "give --rootfs a root.squashfs or an OpenWrt sysupgrade image";
-        let raw = crate::util::fs::read_bytes_limited(file, LIMIT, fix)?;
-        let (origin, squashfs) =
-            split(&raw).with_context(|| format!("--rootfs {}", file.display()))?;
-        let arch = probe_arch(&squashfs).with_context(|| format!("--rootfs {}", file.display()))?;
+        let named = || format!("--rootfs {}", printable(&file.display().to_string()));
+        let raw = crate::util::fs::read_bytes_limited(file, LIMIT, fix).with_context(named)?;
+        let (origin, squashfs) = split(&raw).with_context(named)?;
+        let arch = probe_arch(&squashfs).with_context(named)?;
         Ok(Rootfs {
             source: file.display().to_string(),
             origin,
@@ -150,11 +151,21 @@ pub fn split(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
             .ok()
             .filter(|s| *s <= raw.len())
             .context("a uImage whose data runs past the end of the file")?;
-        let Some(at) = memchr::memmem::find(&raw[start..], SQUASHFS_MAGIC) else {
-            bail!("a uImage of {kernel_bytes} bytes with no squashfs after it");
-        };
-        let fs = squashfs_at(raw, start + at)?;
-        return Ok((Origin::UImage { kernel_bytes }, fs.to_vec()));
+        // The first `hsqs` after the kernel that starts a squashfs 4 (the
+        // padding or a vendor header may hold the bytes by chance).
+        let mut first_error = None;
+        for at in memchr::memmem::find_iter(&raw[start..], SQUASHFS_MAGIC) {
+            match squashfs_at(raw, start + at) {
+                Ok(fs) => return Ok((Origin::UImage { kernel_bytes }, fs.to_vec())),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => return Err(e.context(format!("after a uImage of {kernel_bytes} bytes"))),
+            None => bail!("a uImage of {kernel_bytes} bytes with no squashfs after it"),
+        }
     }
     if raw.starts_with(b"HDR0") {
         let offsets: Vec<u32> = (0..3).filter_map(|i| le32(16 + 4 * i)).collect();
@@ -170,6 +181,12 @@ pub fn split(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
             },
             fs.to_vec(),
         ));
+    }
+    if raw.starts_with(b"sqsh") {
+        bail!(
+            "a big-endian squashfs (version 3 or older), which OpenWrt no longer makes; give a \
+             squashfs 4"
+        );
     }
     if raw.get(257..262) == Some(b"ustar") {
         return from_tar(raw);
@@ -327,6 +344,17 @@ mod tests {
         assert_eq!(o, Origin::Trx { offset: 512 });
         assert_eq!(got, fs);
 
+        // A stray `hsqs` after the uImage is passed over; a big-endian
+        // squashfs is named.
+        let mut stray = uimage[..256].to_vec();
+        stray[164..168].copy_from_slice(SQUASHFS_MAGIC);
+        stray.extend(&fs);
+        assert_eq!(split(&stray).unwrap().1, fs);
+        let err = split(b"sqsh and more bytes than that").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("big-endian squashfs"),
+            "{err:#}"
+        );
         let short = superblock(200)[..150].to_vec();
         let err = split(&short).unwrap_err();
         assert!(

@@ -105,10 +105,16 @@ pub enum Part {
     Rootfs,
 }
 
+/// The largest image sized, bytes (1 TiB, as `device-fit.json`'s sizes):
+/// a step that would make one larger cannot be sized.
+pub const MAX_IMAGE_BYTES: u64 = 1 << 40;
+
 /// What the steps write to: `$@`.
 pub trait ImageSink {
     /// The image's length so far, bytes.
     fn length(&self) -> u64;
+    /// A [`Part`]'s length, bytes.
+    fn part_length(&self, part: Part) -> u64;
     /// Appends a whole [`Part`].
     fn append(&mut self, part: Part);
     /// Appends `count` bytes of `byte`.
@@ -131,6 +137,12 @@ pub struct Lengths {
 impl ImageSink for Lengths {
     fn length(&self) -> u64 {
         self.len
+    }
+    fn part_length(&self, part: Part) -> u64 {
+        match part {
+            Part::Kernel => self.kernel,
+            Part::Rootfs => self.rootfs,
+        }
     }
     fn append(&mut self, part: Part) {
         self.len += match part {
@@ -160,6 +172,12 @@ pub struct Bytes<'a> {
 impl ImageSink for Bytes<'_> {
     fn length(&self) -> u64 {
         self.out.len() as u64
+    }
+    fn part_length(&self, part: Part) -> u64 {
+        match part {
+            Part::Kernel => self.kernel.len() as u64,
+            Part::Rootfs => self.rootfs.len() as u64,
+        }
     }
     fn append(&mut self, part: Part) {
         let bytes = match part {
@@ -231,7 +249,8 @@ pub fn has_check(recipe: &str) -> bool {
 /// Errors: no `check-size`; a step before the last check that is not in
 /// [`IMAGE_STEPS`] (naming it: a vendor header, `sysupgrade-tar`…); a step
 /// argument that is not what the step reads (`pad-to` without a size, a
-/// `$(…)` make left unexpanded); an image over 4 GiB for `pad-rootfs`.
+/// `$(…)` make left unexpanded); an image over 4 GiB for `pad-rootfs`, or
+/// over [`MAX_IMAGE_BYTES`] after any step.
 pub fn size_checks(
     recipe: &str,
     vars: &ImageVars<'_>,
@@ -246,9 +265,29 @@ pub fn size_checks(
         if let Some(arg) = step.args.iter().find(|a| a.contains("$(")) {
             bail!("step `{step}`: make left `{arg}` unexpanded");
         }
+        // Every step checks its growth first: no sum overflows, and no
+        // image past MAX_IMAGE_BYTES is made (or allocated).
+        let room = |sink: &dyn ImageSink, add: u64| -> Result<()> {
+            let fits = sink
+                .length()
+                .checked_add(add)
+                .is_some_and(|n| n <= MAX_IMAGE_BYTES);
+            anyhow::ensure!(
+                fits,
+                "step `{step}`: the image would be over {MAX_IMAGE_BYTES} bytes (1 TiB)"
+            );
+            Ok(())
+        };
         match step.name.as_str() {
-            "append-kernel" => sink.append(Part::Kernel),
-            "append-rootfs" => sink.append(Part::Rootfs),
+            "append-kernel" | "append-rootfs" => {
+                let part = if step.name == "append-kernel" {
+                    Part::Kernel
+                } else {
+                    Part::Rootfs
+                };
+                room(sink, sink.part_length(part))?;
+                sink.append(part);
+            }
             "pad-to" => {
                 let [size] = step.args.as_slice() else {
                     bail!("step `{step}`: pad-to takes one size (`pad-to 64k`)");
@@ -256,6 +295,7 @@ pub fn size_checks(
                 let block = dd_bytes(size)?;
                 let rest = sink.length() % block;
                 if rest != 0 {
+                    room(sink, block - rest)?;
                     sink.fill(0, block - rest);
                 }
             }
@@ -273,7 +313,9 @@ pub fn size_checks(
                 let (pad, offset) = (number(pad)?, number(offset)?);
                 anyhow::ensure!(pad > 0, "step `{step}`: the pad is 0 (`let` divides by it)");
                 let size = sink.length();
-                sink.fill(0, (pad - (size + offset) % pad) % pad);
+                let add = (pad - (size % pad + offset % pad) % pad) % pad;
+                room(sink, add)?;
+                sink.fill(0, add);
             }
             "pad-rootfs" => {
                 let mut args = step.args.clone();
@@ -388,11 +430,9 @@ pub fn padjffs2(sink: &mut dyn ImageSink, args: &[String]) -> Result<()> {
     if mask == 0 {
         mask = (4 | 8 | 64 | 128) * 1024;
     }
-    anyhow::ensure!(
-        sink.length() + xtra < 1 << 32,
-        "padjffs2 on an image of 4 GiB or more"
-    );
-    let mut in_len = sink.length() + xtra;
+    let Some(mut in_len) = sink.length().checked_add(xtra).filter(|n| *n < 1 << 32) else {
+        bail!("padjffs2 on an image of 4 GiB or more (with -x's offset)");
+    };
     let mut out_len = in_len;
     while mask != 0 {
         let Some(bit) = (10..32).find(|b| mask & (1 << b) != 0) else {
@@ -517,6 +557,21 @@ mod tests {
             kernel: 100,
             rootfs: 0,
         };
+        // Sizes past 1 TiB, or sums past u64, cannot be sized (no panic,
+        // no wrapped "fits").
+        for recipe in [
+            "append-kernel | pad-to 18446744073709551615 | append-kernel | check-size",
+            "append-kernel | pad-rootfs -x 18446744073709551615 | check-size",
+            "append-kernel | pad-to 1025G | check-size",
+            "append-kernel | pad-offset 18446744073709551615 18446744073709551615 | check-size",
+        ] {
+            let mut l = Lengths {
+                len: 0,
+                kernel: 3_000_000,
+                rootfs: 0,
+            };
+            assert!(size_checks(recipe, &vars, &mut l).is_err(), "{recipe}");
+        }
         let c = size_checks(
             "append-kernel | pad-offset 64k 64 | check-size 65472",
             &vars,

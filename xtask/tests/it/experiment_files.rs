@@ -219,15 +219,35 @@ fn report_devices_in_openwrt_mode() {
 }
 
 /// `[report] rootfs`: a relative path is taken from the experiment file's
-/// directory and reaches the report request; a missing file, or a rootfs
-/// without `devices`, is refused naming its line.
+/// directory and the rootfs is read with the file, so that a missing or
+/// unreadable one (or one without `devices`) is refused naming its line
+/// before anything builds.
 #[test]
 fn report_rootfs_in_openwrt_mode() {
+    if !crate::common::gate::Needs::new()
+        .program("mksquashfs", "squashfs-tools")
+        .program("unsquashfs", "squashfs-tools")
+        .met()
+    {
+        return;
+    }
     let Some(fx) = crate::common::openwrt_fixture::Fixture::unpack() else {
         return;
     };
     let layout = Layout::from_manifest_dir();
-    std::fs::write(fx.dir().join("root.squashfs"), b"hsqs").unwrap();
+    let empty = fx.dir().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let root = fx.dir().join("root.squashfs");
+    let sh = xshell::Shell::new().unwrap();
+    xshell::cmd!(
+        sh,
+        "mksquashfs {empty} {root} -nopad -noappend -quiet -no-progress"
+    )
+    .quiet()
+    .ignore_stdout()
+    .run()
+    .unwrap();
+    std::fs::write(fx.dir().join("junk.bin"), b"not a rootfs").unwrap();
     let write = |name: &str, report: &str| {
         let path = fx.dir().join(name);
         let text = format!(
@@ -239,13 +259,21 @@ fn report_rootfs_in_openwrt_mode() {
     };
     let ok = write("ok.toml", "devices = \"*\"\nrootfs = \"root.squashfs\"\n");
     let e = file::load(&layout, &ok).unwrap();
-    assert_eq!(e.report.rootfs, Some(fx.dir().join("root.squashfs")));
+    let summary = e.report.rootfs.unwrap();
+    assert_eq!(summary.source, root.display().to_string());
+    assert_eq!(summary.bytes, std::fs::metadata(&root).unwrap().len());
     for (name, report, line, words) in [
         (
             "missing.toml",
             "devices = \"*\"\nrootfs = \"nowhere.squashfs\"\n",
             7,
             "report.rootfs = \"nowhere.squashfs\"",
+        ),
+        (
+            "junk.toml",
+            "devices = \"*\"\nrootfs = \"junk.bin\"\n",
+            7,
+            "report.rootfs: --rootfs",
         ),
         (
             "alone.toml",

@@ -90,8 +90,19 @@ pub(super) fn image_rows(
     names
         .into_iter()
         .map(|image| {
-            let b = find(base, image).map(|(d, i)| size_image(d, i, rootfs_bytes));
-            let v = find(variant, image).map(|(d, i)| size_image(d, i, rootfs_bytes));
+            let b = find(base, image).map(|(d, i)| size_image(d, i, rootfs_bytes, 0));
+            let v = find(variant, image).map(|(d, i)| size_image(d, i, rootfs_bytes, 0));
+            // With the kernel image the LZMA margin longer or shorter: does
+            // the own side's verdict change?
+            let own_image = find(variant, image).or(find(base, image));
+            let lzma_near = match (own_image, own.lzma_margin) {
+                (Some((d, i)), Some(m)) if m != 0 => {
+                    let fits = |delta: i64| size_image(d, i, rootfs_bytes, delta).map(|c| c.fits());
+                    let now = fits(0);
+                    now.is_ok() && (fits(m.abs()) != now || fits(-m.abs()) != now)
+                }
+                _ => false,
+            };
             let binding = |s: &Option<Result<SizeCheck, String>>| s.clone().and_then(Result::ok);
             let (bc, vc) = (binding(&b), binding(&v));
             let limit = vc.as_ref().or(bc.as_ref());
@@ -126,18 +137,20 @@ pub(super) fn image_rows(
                 default_n: own.limits.default_n,
                 error: v.and_then(Result::err).or_else(|| b.and_then(Result::err)),
                 lzma_margin: own.lzma_margin,
+                lzma_near,
             }
         })
         .collect()
 }
 
-/// `image` of `fit` with a rootfs of `rootfs_bytes`: its binding check
-/// (the first that fails, else the one with the least headroom), or why
-/// it cannot be sized.
+/// `image` of `fit` with a rootfs of `rootfs_bytes` and the kernel image
+/// `kernel_delta` bytes longer: its binding check (the first that fails,
+/// else the one with the least headroom), or why it cannot be sized.
 fn size_image(
     fit: &DeviceFit,
     image: &ImageRecipe,
     rootfs_bytes: u64,
+    kernel_delta: i64,
 ) -> Result<SizeCheck, String> {
     if let Some(e) = &image.error {
         return Err(e.clone());
@@ -154,7 +167,7 @@ fn size_image(
     };
     let mut sink = Lengths {
         len: 0,
-        kernel,
+        kernel: kernel.saturating_add_signed(kernel_delta),
         rootfs: rootfs_bytes,
     };
     let checks = whole_image::size_checks(&image.recipe, &vars, &mut sink)

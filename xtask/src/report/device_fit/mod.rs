@@ -132,7 +132,7 @@ impl DeviceFitDiff {
                 out,
                 "Whole images with the rootfs {} ({}, {} bytes, sha256 {}{}):",
                 printable(&r.source),
-                r.origin,
+                printable(&r.origin),
                 r.bytes,
                 &r.sha256[..r.sha256.len().min(12)],
                 r.arch
@@ -184,7 +184,7 @@ impl DeviceFitDiff {
                 (None, Some(LimitKind::ImageSize)) => format!("{verdict} (kernel only)"),
                 _ => verdict,
             };
-            let verdict = match r.lzma_margin.filter(|_| r.within_lzma_margin()) {
+            let verdict = match r.lzma_margin.filter(|_| r.lzma_near) {
                 Some(m) => format!("{verdict} (within the LZMA encoders' {m:+} bytes)"),
                 None => verdict,
             };
@@ -293,6 +293,7 @@ fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
             .and_then(|v| v.error.clone())
             .or_else(|| base.and_then(|b| b.error.clone())),
         lzma_margin: own.lzma_margin,
+        lzma_near: row::within(own.headroom(), own.lzma_margin),
     }
 }
 
@@ -372,7 +373,7 @@ mod tests {
         let mut near = record(at - 1000);
         near.devices[0].lzma_margin = Some(-3028);
         let d = DeviceFitDiff::new(&near, &near, None, None);
-        assert!(d.rows[0].within_lzma_margin());
+        assert!(d.rows[0].lzma_near);
         let text = d.render(None);
         let line = text.lines().find(|l| l.starts_with("ubnt_")).unwrap();
         assert!(
@@ -382,7 +383,7 @@ mod tests {
         assert!(text.contains("OpenWrt's lzma (the LZMA SDK encoder) made -3028 bytes"));
         near.devices[0].kernel_bytes = Some(at - 4000);
         let d = DeviceFitDiff::new(&near, &near, None, None);
-        assert!(!d.rows[0].within_lzma_margin());
+        assert!(!d.rows[0].lzma_near);
         let only = DeviceFitDiff::new(&record(at), &record(at), Some("ubnt_*"), None);
         assert_eq!(only.rows.len(), 1);
         assert!(matches("xiaomi", "xiaomi_mi-router-4a-gigabit"));

@@ -51,18 +51,21 @@ pub struct DeviceRow {
     /// Why an image could not be made (either side).
     pub error: Option<String>,
     /// The LZMA SDK encoder's kernel image minus liblzma's, bytes (the
-    /// variant's, else the base's): a headroom within it may be on the
-    /// other side of the limit with OpenWrt's `lzma`.
+    /// variant's, else the base's).
     pub lzma_margin: Option<i64>,
+    /// Whether the verdict may differ with OpenWrt's `lzma`: for a kernel
+    /// row, the headroom is within the margin either way; for a whole
+    /// image, sizing it with the kernel image that many bytes longer or
+    /// shorter changes the verdict (padding may absorb the difference).
+    pub lzma_near: bool,
 }
 
-impl DeviceRow {
-    /// Whether the headroom is within the LZMA encoders' difference.
-    pub fn within_lzma_margin(&self) -> bool {
-        match (self.headroom, self.lzma_margin) {
-            (Some(h), Some(m)) => h.unsigned_abs() <= m.unsigned_abs(),
-            _ => false,
-        }
+/// Whether `headroom` is within `margin` bytes either way (a kernel row's
+/// [`DeviceRow::lzma_near`]).
+pub fn within(headroom: Option<i64>, margin: Option<i64>) -> bool {
+    match (headroom, margin) {
+        (Some(h), Some(m)) => h.unsigned_abs() <= m.unsigned_abs(),
+        _ => false,
     }
 }
 
