@@ -390,3 +390,78 @@ fn pad_rootfs_equals_openwrt_s_padjffs2() {
     }
     eprintln!("{compared} images equal padjffs2's");
 }
+
+/// Manual comparison (not run by `cargo test`): a device's sysupgrade
+/// image up to its check-size, made by the workbench's steps, against
+/// OpenWrt's recipe run as include/image-commands.mk writes its steps
+/// (`dd if=$(IMAGE_KERNEL) >> $@`, include/image.mk's `Image/pad-to`
+/// `dd bs=64k conv=sync`, `dd if=$(IMAGE_ROOTFS) >> $@`, padjffs2 with
+/// `$(BLOCKSIZE:%k=%)`), from a built kernel image and a rootfs:
+/// `XTASK_PADJFFS2=… XTASK_KERNEL_IMAGE=…/tplink_archer-c7-v5-kernel.bin
+/// XTASK_ROOTFS=…/root.squashfs cargo test --test it report_whole_image::
+/// -- --ignored`; with `XTASK_NO_PAD_TO=1` the recipe is mt7621's
+/// `append-kernel | append-rootfs | pad-rootfs | check-size`.
+#[test]
+#[ignore = "manual: needs OpenWrt's padjffs2, a kernel image and a rootfs"]
+fn a_sysupgrade_image_equals_openwrt_s_recipe() {
+    let var = |v: &str| PathBuf::from(std::env::var_os(v).unwrap_or_else(|| panic!("{v}")));
+    let (tool, kernel_path, rootfs_path) = (
+        var("XTASK_PADJFFS2"),
+        var("XTASK_KERNEL_IMAGE"),
+        var("XTASK_ROOTFS"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let sh = Shell::new().unwrap();
+    let img = dir.path().join("sysupgrade.bin");
+    let new = dir.path().join("sysupgrade.bin.new");
+    std::fs::write(&img, b"").unwrap();
+    let append = |from: &Path| {
+        let mut bytes = std::fs::read(&img).unwrap();
+        let out = cmd!(sh, "dd if={from} status=none")
+            .quiet()
+            .output()
+            .unwrap();
+        bytes.extend(out.stdout);
+        std::fs::write(&img, bytes).unwrap();
+    };
+    let pad = std::env::var_os("XTASK_NO_PAD_TO").is_none();
+    append(&kernel_path);
+    if pad {
+        cmd!(sh, "dd if={img} of={new} bs=64k conv=sync status=none")
+            .run()
+            .unwrap();
+        std::fs::rename(&new, &img).unwrap();
+    }
+    append(&rootfs_path);
+    cmd!(sh, "{tool} {img} 64")
+        .quiet()
+        .ignore_stdout()
+        .run()
+        .unwrap();
+    let theirs = std::fs::read(&img).unwrap();
+
+    let kernel = std::fs::read(&kernel_path).unwrap();
+    let rootfs = std::fs::read(&rootfs_path).unwrap();
+    let mut sink = Bytes {
+        out: Vec::new(),
+        kernel: &kernel,
+        rootfs: &rootfs,
+    };
+    let vars = ImageVars {
+        blocksize: Some("64k"),
+        image_size: Some("15872k"),
+    };
+    let recipe = if pad {
+        RECIPE
+    } else {
+        "append-kernel | append-rootfs | pad-rootfs | check-size | append-metadata"
+    };
+    let checks = whole_image::size_checks(recipe, &vars, &mut sink).unwrap();
+    assert_eq!(checks[0].size, theirs.len() as u64);
+    assert!(sink.out == theirs, "the images differ");
+    eprintln!(
+        "{} bytes, sha256 {}: equal",
+        theirs.len(),
+        xtask::util::hash::sha256_bytes(&theirs)
+    );
+}
