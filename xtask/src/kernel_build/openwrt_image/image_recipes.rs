@@ -12,7 +12,8 @@ use crate::results::device_fit::ImageRecipe;
 /// make printed for the device (`KERNEL_SIZE`, `IMAGE_SIZE`) replaced by
 /// its value (image.mk expands them when the recipe runs), and its block
 /// size. An image whose steps up to its last `check-size`
-/// the checkout defines otherwise than [`IMAGE_DEFINITIONS`] says has the
+/// the checkout defines otherwise than
+/// [`crate::measure::whole_image::IMAGE_DEFINITIONS`] says has the
 /// reason as its error.
 pub fn image_recipes(recipe: &DeviceRecipe) -> (Option<String>, Vec<ImageRecipe>) {
     let blocksize = recipe.var("BLOCKSIZE").map(str::to_string);

@@ -15,7 +15,7 @@ use crate::util::elf_ident::{elf_kind, ElfKind};
 use crate::util::text::printable;
 
 /// The rootfs whole images are sized with, as `--rootfs` read it
-/// (inputs/rootfs.rs; `experiment::rootfs_summary` makes this).
+/// (inputs/rootfs.rs; `experiment::rootfs::rootfs_summary` makes this).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RootfsSummary {
     /// The file given.
