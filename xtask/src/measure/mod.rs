@@ -7,9 +7,11 @@
 
 pub mod bloat;
 pub mod calibration;
+pub mod image_sink;
 pub mod kbuild_makefile;
 pub mod kconfig_map;
 pub mod linkmap;
+pub mod padjffs2;
 pub mod sections;
 pub mod stats;
 pub mod symbols;

@@ -15,7 +15,12 @@
 //!   `exp_units`;
 //! * `pad-rootfs [-x <offset>] [<KiB>…]`: OpenWrt's padjffs2
 //!   (tools/padjffs2/src/padjffs2.c) on the image, with `$(BLOCKSIZE:%k=%)`
-//!   or `4 8 16 64 128 256` after the step's own arguments ([`padjffs2`]);
+//!   or `4 8 16 64 128 256` after the step's own arguments ([`super::padjffs2`]);
+//! * `pad-extra <size>`: `dd if=/dev/zero bs=<size> count=1 >> $@`, that
+//!   many NULs in dd's units;
+//! * `append-string <words>`: `echo -n $(1) >> $@`, the words joined by one
+//!   space (words the shell would read otherwise, quotes or `$`, are
+//!   refused);
 //! * `check-size [<limit>]`: `[ $limitsize -ge $imagesize ]` with the
 //!   argument or `IMAGE_SIZE` as the limit: the image fits when its size
 //!   is at most the limit.
@@ -25,13 +30,14 @@
 //! and are not run. A recipe with another step before one of its
 //! `check-size`s cannot be sized: [`size_checks`] says which step and why.
 //!
-//! The steps run on an [`ImageSink`]: [`Lengths`] keeps only the length
-//! (what fit needs: a few hundred devices in milliseconds), [`Bytes`] the
-//! image itself; one implementation of each step serves both, and a test
-//! compares them.
+//! The steps run on an [`ImageSink`] (measure/image_sink.rs): `Lengths`
+//! keeps only the length (what fit needs: a few hundred devices in
+//! milliseconds), `Bytes` the image itself; one implementation of each
+//! step serves both, and a test compares them.
 
 use anyhow::{bail, Context, Result};
 
+use super::image_sink::{ImageSink, Part, MAX_IMAGE_BYTES};
 use crate::util::shell_arith::{dd_bytes, exp_units, limit_bytes, shell_arith};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -64,6 +70,8 @@ pub const IMAGE_STEPS: &[&str] = &[
     "pad-to",
     "pad-offset",
     "pad-rootfs",
+    "pad-extra",
+    "append-string",
     "check-size",
 ];
 
@@ -88,6 +96,11 @@ pub const IMAGE_DEFINITIONS: &[(&str, &[&str])] = &[
         &["/bin/padjffs2 $@ $(1) $(if $(BLOCKSIZE),$(BLOCKSIZE:%k=%),4 8 16 64 128 256)"],
     ),
     (
+        "Build/pad-extra",
+        &["dd if=/dev/zero bs=$(1) count=1 >> $@"],
+    ),
+    ("Build/append-string", &["echo -n $(1) >> $@"]),
+    (
         "Build/check-size",
         &[
             "limitsize=\"$$(($(call exp_units,$(if $(1),$(1),$(IMAGE_SIZE)))))\";",
@@ -95,104 +108,6 @@ pub const IMAGE_DEFINITIONS: &[(&str, &[&str])] = &[
         ],
     ),
 ];
-
-/// The file a step appends whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// `$(IMAGE_KERNEL)`: the device's kernel image.
-    Kernel,
-    /// `$(IMAGE_ROOTFS)`: the rootfs.
-    Rootfs,
-}
-
-/// The largest image sized, bytes (1 TiB, as `device-fit.json`'s sizes):
-/// a step that would make one larger cannot be sized.
-pub const MAX_IMAGE_BYTES: u64 = 1 << 40;
-
-/// What the steps write to: `$@`.
-pub trait ImageSink {
-    /// The image's length so far, bytes.
-    fn length(&self) -> u64;
-    /// A [`Part`]'s length, bytes.
-    fn part_length(&self, part: Part) -> u64;
-    /// Appends a whole [`Part`].
-    fn append(&mut self, part: Part);
-    /// Appends `count` bytes of `byte`.
-    fn fill(&mut self, byte: u8, count: u64);
-    /// Appends `bytes`.
-    fn extend(&mut self, bytes: &[u8]);
-}
-
-/// The image's length only, from the parts' lengths (bytes).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Lengths {
-    /// Length so far.
-    pub len: u64,
-    /// `IMAGE_KERNEL`'s length.
-    pub kernel: u64,
-    /// `IMAGE_ROOTFS`'s length.
-    pub rootfs: u64,
-}
-
-impl ImageSink for Lengths {
-    fn length(&self) -> u64 {
-        self.len
-    }
-    fn part_length(&self, part: Part) -> u64 {
-        match part {
-            Part::Kernel => self.kernel,
-            Part::Rootfs => self.rootfs,
-        }
-    }
-    fn append(&mut self, part: Part) {
-        self.len += match part {
-            Part::Kernel => self.kernel,
-            Part::Rootfs => self.rootfs,
-        };
-    }
-    fn fill(&mut self, _byte: u8, count: u64) {
-        self.len += count;
-    }
-    fn extend(&mut self, bytes: &[u8]) {
-        self.len += bytes.len() as u64;
-    }
-}
-
-/// The image's bytes.
-#[derive(Debug, Clone)]
-pub struct Bytes<'a> {
-    /// The image so far.
-    pub out: Vec<u8>,
-    /// `IMAGE_KERNEL`.
-    pub kernel: &'a [u8],
-    /// `IMAGE_ROOTFS`.
-    pub rootfs: &'a [u8],
-}
-
-impl ImageSink for Bytes<'_> {
-    fn length(&self) -> u64 {
-        self.out.len() as u64
-    }
-    fn part_length(&self, part: Part) -> u64 {
-        match part {
-            Part::Kernel => self.kernel.len() as u64,
-            Part::Rootfs => self.rootfs.len() as u64,
-        }
-    }
-    fn append(&mut self, part: Part) {
-        let bytes = match part {
-            Part::Kernel => self.kernel,
-            Part::Rootfs => self.rootfs,
-        };
-        self.out.extend_from_slice(bytes);
-    }
-    fn fill(&mut self, byte: u8, count: u64) {
-        self.out.resize(self.out.len() + count as usize, byte);
-    }
-    fn extend(&mut self, bytes: &[u8]) {
-        self.out.extend_from_slice(bytes);
-    }
-}
 
 /// What a device's image steps read besides the parts.
 #[derive(Debug, Clone, Copy, Default)]
@@ -317,13 +232,35 @@ pub fn size_checks(
                 room(sink, add)?;
                 sink.fill(0, add);
             }
+            "pad-extra" => {
+                let [size] = step.args.as_slice() else {
+                    bail!("step `{step}`: pad-extra takes one size (`pad-extra 64`)");
+                };
+                let n = dd_bytes(size)?;
+                room(sink, n)?;
+                sink.fill(0, n);
+            }
+            "append-string" => {
+                let plain = |w: &String| {
+                    w.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.,:+=@%/".contains(&b))
+                };
+                anyhow::ensure!(
+                    !step.args.is_empty() && step.args.iter().all(plain),
+                    "step `{step}`: only plain words (letters, digits, -_.,:+=@%/) are \
+                     appended as echo -n would write them"
+                );
+                let text = step.args.join(" ");
+                room(sink, text.len() as u64)?;
+                sink.extend(text.as_bytes());
+            }
             "pad-rootfs" => {
                 let mut args = step.args.clone();
                 match vars.blocksize {
                     Some(b) => args.push(b.strip_suffix('k').unwrap_or(b).to_string()),
                     None => args.extend(["4", "8", "16", "64", "128", "256"].map(String::from)),
                 }
-                padjffs2(sink, &args).with_context(|| format!("step `{step}`"))?;
+                super::padjffs2::padjffs2(sink, &args).with_context(|| format!("step `{step}`"))?;
             }
             "check-size" => {
                 let text = match step.args.as_slice() {
@@ -401,121 +338,10 @@ pub fn why_not(step: &str) -> &'static str {
     }
 }
 
-/// JFFS2's end-of-filesystem mark, as padjffs2 writes it.
-pub const JFFS2_EOF_MARK: [u8; 4] = [0xde, 0xad, 0xc0, 0xde];
-
-/// OpenWrt's padjffs2 (tools/padjffs2/src/padjffs2.c) on `sink` with
-/// `args` (`[-x <offset>] <KiB>…`, each read as C's `strtoul(…, 0)`):
-/// for each alignment from the smallest, 0xff up to the next multiple
-/// (counting `-x`'s offset), then the 4-byte [`JFFS2_EOF_MARK`];
-/// alignments the length already meets are dropped; no argument means
-/// 4, 8, 64 and 128 KiB. At least one mark is written.
-///
-/// Errors: an argument that is not a number, or an image of 4 GiB or more
-/// (padjffs2's 32-bit alignment masks).
-pub fn padjffs2(sink: &mut dyn ImageSink, args: &[String]) -> Result<()> {
-    let mut xtra: u64 = 0;
-    let mut mask: u32 = 0;
-    let mut i = 0;
-    while i < args.len() {
-        if i == 0 && args[i] == "-x" {
-            let v = args.get(1).context("padjffs2 -x without an offset")?;
-            xtra = strtoul(v)?;
-            i += 2;
-            continue;
-        }
-        mask |= strtoul(&args[i])?.wrapping_mul(1024) as u32;
-        i += 1;
-    }
-    if mask == 0 {
-        mask = (4 | 8 | 64 | 128) * 1024;
-    }
-    let Some(mut in_len) = sink.length().checked_add(xtra).filter(|n| *n < 1 << 32) else {
-        bail!("padjffs2 on an image of 4 GiB or more (with -x's offset)");
-    };
-    let mut out_len = in_len;
-    while mask != 0 {
-        let Some(bit) = (10..32).find(|b| mask & (1 << b) != 0) else {
-            break;
-        };
-        let align = 1u64 << bit;
-        in_len = (in_len + align - 1) & !(align - 1);
-        for b in 10..32 {
-            if in_len & ((1u64 << b) - 1) == 0 {
-                mask &= !(1u32 << b);
-            }
-        }
-        if out_len < in_len {
-            sink.fill(0xff, in_len - out_len);
-            out_len = in_len;
-        }
-        sink.extend(&JFFS2_EOF_MARK);
-        out_len += 4;
-    }
-    Ok(())
-}
-
-/// C's `strtoul(text, NULL, 0)` for a whole number: decimal, `0x` hex or
-/// leading-`0` octal. Errors on anything else (where strtoul would read a
-/// prefix or 0 silently).
-fn strtoul(text: &str) -> Result<u64> {
-    let t = text.trim();
-    let parsed = if let Some(hex) = t.strip_prefix("0x").or(t.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16)
-    } else if t.len() > 1 && t.starts_with('0') {
-        u64::from_str_radix(&t[1..], 8)
-    } else {
-        t.parse::<u64>()
-    };
-    parsed.with_context(|| format!("padjffs2 argument {text:?} is not a number"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bytes(len: usize, args: &[&str]) -> Vec<u8> {
-        let kernel = vec![1u8; len];
-        let mut sink = Bytes {
-            out: Vec::new(),
-            kernel: &kernel,
-            rootfs: &[],
-        };
-        sink.append(Part::Kernel);
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        padjffs2(&mut sink, &args).unwrap();
-        sink.out
-    }
-
-    /// The cases worked through padjffs2.c's loop by hand.
-    #[test]
-    fn padjffs2_as_its_c_source_pads() {
-        // 5000 bytes, 4 and 64 KiB: 0xff to 8192, mark, 0xff to 65536, mark.
-        let out = bytes(5000, &["4", "64"]);
-        assert_eq!(out.len(), 65536 + 4);
-        assert!(out[5000..8192].iter().all(|b| *b == 0xff));
-        assert_eq!(out[8192..8196], JFFS2_EOF_MARK);
-        assert!(out[8196..65536].iter().all(|b| *b == 0xff));
-        assert_eq!(out[65536..], JFFS2_EOF_MARK);
-        // Already aligned to every size: one mark only.
-        assert_eq!(bytes(65536, &["4", "64"]).len(), 65536 + 4);
-        // 8192 is a multiple of 4 and 8 KiB: both dropped at once.
-        let out = bytes(8000, &["4", "8", "16"]);
-        assert_eq!(out.len(), 16384 + 4);
-        assert_eq!(out[8192..8196], JFFS2_EOF_MARK);
-        // No argument: 4, 8, 64, 128 KiB.
-        assert_eq!(bytes(1, &[]).len(), 131072 + 4);
-        // -x counts an offset before the file.
-        assert_eq!(bytes(1000, &["-x", "100", "4"]).len(), 4096 - 100 + 4);
-        let mut l = Lengths {
-            kernel: 5000,
-            ..Default::default()
-        };
-        l.append(Part::Kernel);
-        padjffs2(&mut l, &["4".into(), "64".into()]).unwrap();
-        assert_eq!(l.len, 65536 + 4);
-        assert!(padjffs2(&mut l, &["64k".into()]).is_err());
-    }
+    use crate::measure::image_sink::{Bytes, Lengths};
 
     #[test]
     fn check_size_at_the_limit() {
@@ -572,6 +398,40 @@ mod tests {
             };
             assert!(size_checks(recipe, &vars, &mut l).is_err(), "{recipe}");
         }
+        // pad-extra and append-string, as ath79's recipes use them.
+        let mut e = Lengths {
+            len: 0,
+            kernel: 100,
+            rootfs: 0,
+        };
+        let c = size_checks(
+            "append-kernel | pad-extra 64 | append-string 00DB120AR9344-RT-101214-00 | check-size 1m",
+            &vars,
+            &mut e,
+        )
+        .unwrap();
+        assert_eq!(
+            c[0].size,
+            100 + 64 + "00DB120AR9344-RT-101214-00".len() as u64
+        );
+        let mut b = Bytes {
+            out: Vec::new(),
+            kernel: b"k",
+            rootfs: b"",
+        };
+        size_checks(
+            "append-kernel | pad-extra 2 | append-string a b | check-size 10",
+            &vars,
+            &mut b,
+        )
+        .unwrap();
+        assert_eq!(b.out, b"k\0\0a b");
+        assert!(size_checks(
+            "append-string 'x y' | check-size 10",
+            &vars,
+            &mut Lengths::default()
+        )
+        .is_err());
         let c = size_checks(
             "append-kernel | pad-offset 64k 64 | check-size 65472",
             &vars,

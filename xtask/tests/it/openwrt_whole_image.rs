@@ -14,7 +14,8 @@ use xtask::inputs::openwrt::image::devices::{evaluate_all, DeviceEntry};
 use xtask::inputs::openwrt::image::MakeEnv;
 use xtask::inputs::openwrt::{Checkout, OpenwrtTarget};
 use xtask::kernel_build::openwrt_image::image_recipes::image_recipes;
-use xtask::measure::whole_image::{self, ImageVars, Lengths};
+use xtask::measure::image_sink::Lengths;
+use xtask::measure::whole_image::{self, ImageVars};
 
 fn all(root: &Path, target: &str, linux: &Path) -> Vec<DeviceEntry> {
     let checkout = Checkout::open(root).unwrap();

@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use xshell::{cmd, Shell};
 use xtask::experiment::rootfs::rootfs_summary;
 use xtask::inputs::rootfs::{Origin, Rootfs};
-use xtask::measure::whole_image::{self, Bytes, ImageVars};
+use xtask::measure::image_sink::Bytes;
+use xtask::measure::whole_image::{self, ImageVars};
 use xtask::report::{self, Format, Style};
 
 use crate::common::gate::Needs;
@@ -378,7 +379,7 @@ fn pad_rootfs_equals_openwrt_s_padjffs2() {
             };
             sink.out.extend_from_slice(&kernel);
             let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-            whole_image::padjffs2(&mut sink, &args).unwrap();
+            xtask::measure::padjffs2::padjffs2(&mut sink, &args).unwrap();
             assert!(
                 sink.out == theirs,
                 "length {len}, args {args:?}: {} vs {} bytes",

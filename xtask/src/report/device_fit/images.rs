@@ -9,7 +9,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use super::row::{DeviceRow, Side};
-use crate::measure::whole_image::{self, ImageVars, Lengths, SizeCheck};
+use crate::measure::image_sink::Lengths;
+use crate::measure::whole_image::{self, ImageVars, SizeCheck};
 use crate::results::device_fit::{DeviceFit, ImageRecipe, LimitKind};
 use crate::util::elf_ident::{elf_kind, ElfKind};
 use crate::util::text::printable;

@@ -66,7 +66,8 @@ XTASK_DEFS := Build/lzma Build/lzma-no-dict Image/Prepare
 # The definitions of the image steps xtask sizes (kernel_build/openwrt_image/
 # image_steps.rs), printed once, before the devices.
 XTASK_IMAGE_DEFS := Build/append-kernel Build/append-rootfs Build/pad-to \
-  Build/pad-offset Build/pad-rootfs Build/check-size
+  Build/pad-offset Build/pad-rootfs Build/pad-extra Build/append-string \
+  Build/check-size
 # What ramips' Build/loader-common reads (printed only for a recipe with
 # a loader-kernel step, so that other recipes print what they did before).
 XTASK_LOADER_VARS := LOADER_TYPE LZMA_TEXT_START LOADADDR LOADER_PLATFORM \
