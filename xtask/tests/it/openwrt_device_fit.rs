@@ -24,14 +24,7 @@ use xtask::inputs::openwrt::{Checkout, OpenwrtTarget};
 use xtask::kernel_build::openwrt_image::{self, fit, KernelTree};
 
 fn all(fx: &Fixture, target: &str, linux: &Path) -> Vec<DeviceEntry> {
-    let checkout = Checkout::open(&fx.root).unwrap();
-    let target = OpenwrtTarget::resolve(&checkout, target).unwrap();
-    let env = MakeEnv {
-        linux_dir: linux,
-        karch: "mips",
-        linux_version: "6.12.1",
-    };
-    evaluate_all(&checkout, &target, &env).unwrap()
+    all_devices(&fx.root, target, linux)
 }
 
 /// `TARGET_DEVICES += <names>` of the subtarget's .mk, read as text (no

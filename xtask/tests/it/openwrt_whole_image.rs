@@ -6,26 +6,17 @@
 //! is named.
 
 use crate::common::openwrt_fixture::Fixture;
-use crate::common::openwrt_image::fake_linux;
+use crate::common::openwrt_image::{all_devices, fake_linux};
 
 use std::path::Path;
 
-use xtask::inputs::openwrt::image::devices::{evaluate_all, DeviceEntry};
-use xtask::inputs::openwrt::image::MakeEnv;
-use xtask::inputs::openwrt::{Checkout, OpenwrtTarget};
+use xtask::inputs::openwrt::image::devices::DeviceEntry;
 use xtask::kernel_build::openwrt_image::image_recipes::image_recipes;
 use xtask::measure::image_sink::Lengths;
 use xtask::measure::whole_image::{self, ImageVars};
 
 fn all(root: &Path, target: &str, linux: &Path) -> Vec<DeviceEntry> {
-    let checkout = Checkout::open(root).unwrap();
-    let target = OpenwrtTarget::resolve(&checkout, target).unwrap();
-    let env = MakeEnv {
-        linux_dir: linux,
-        karch: "mips",
-        linux_version: "6.12.1",
-    };
-    evaluate_all(&checkout, &target, &env).unwrap()
+    all_devices(root, target, linux)
 }
 
 /// Sizes every image of `entries` with a 2 MiB kernel and a 3 MiB rootfs:

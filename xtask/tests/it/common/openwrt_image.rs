@@ -149,3 +149,21 @@ pub fn add_mips_headers(linux: &Path) {
         std::fs::copy(cache.join(m), to).unwrap();
     }
 }
+
+/// Every device of `target` (`ath79/generic`) in the checkout at `root`,
+/// evaluated by make against the MIPS kernel tree `linux`
+/// ([`xtask::inputs::openwrt::image::devices::evaluate_all`]).
+pub fn all_devices(
+    root: &Path,
+    target: &str,
+    linux: &Path,
+) -> Vec<xtask::inputs::openwrt::image::devices::DeviceEntry> {
+    let checkout = Checkout::open(root).unwrap();
+    let target = OpenwrtTarget::resolve(&checkout, target).unwrap();
+    let env = MakeEnv {
+        linux_dir: linux,
+        karch: "mips",
+        linux_version: "6.12.1",
+    };
+    xtask::inputs::openwrt::image::devices::evaluate_all(&checkout, &target, &env).unwrap()
+}
