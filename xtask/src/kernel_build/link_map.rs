@@ -20,19 +20,23 @@
 //! `CONFIG_X86_KERNEL_IBT`) are refused: their map names one object.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use xshell::{cmd, Shell};
 
 use crate::measure::linkmap;
 use crate::measure::sections::{alloc_sections, AllocSection};
 use crate::results::attribution::{AttributionRecord, SCHEMA};
 use crate::util::fs::{read_limited, FileLimit};
+use crate::util::process::run_captured;
 
 /// `CONFIG_VMLINUX_MAP`'s map, `ld -Map`'s name in records.
 pub const KERNEL_MAP: &str = "CONFIG_VMLINUX_MAP";
 /// A relinked map's name in records.
 pub const RELINKED: &str = "ld -Map (the final link run again)";
+/// How long one relink may take: a router vmlinux links in seconds.
+pub const LD_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The map text of `objtree`'s vmlinux and how it was made ([`KERNEL_MAP`]
 /// or [`RELINKED`]); see the module docs.
@@ -64,18 +68,20 @@ pub fn map_text(objtree: &Path) -> Result<(String, &'static str)> {
         let args = link.args(kallsyms.as_deref(), &out, &map);
         let ld = &link.ld;
         // ld reads vmlinux.a's members by paths relative to the object tree.
-        let sh = Shell::new().context("starting a shell for ld")?;
-        sh.change_dir(objtree);
-        let run = cmd!(sh, "{ld} {args...}")
-            .quiet()
-            .ignore_status()
-            .output()
-            .with_context(|| format!("running {ld} in {}", objtree.display()))?;
+        let mut command = Command::new(ld);
+        command.args(&args).current_dir(objtree);
+        let run = run_captured(
+            command,
+            &format!("{ld} (the final link again, with a map)"),
+            "is the target's cross binutils installed? (`cargo xtask setup`)",
+            LD_TIMEOUT,
+        )
+        .with_context(|| format!("running {ld} in {}", objtree.display()))?;
         if !run.status.success() {
             tried.push(format!(
                 "{}: {}",
                 kallsyms.as_deref().unwrap_or("no kallsyms object"),
-                String::from_utf8_lossy(&run.stderr).trim()
+                run.stderr.trim()
             ));
             continue;
         }

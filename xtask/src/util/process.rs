@@ -93,6 +93,44 @@ pub fn run_tied(cmd: xshell::Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
+/// A finished child's exit status and output ([`run_captured`]).
+#[derive(Debug)]
+pub struct Captured {
+    /// How it exited, successfully or not.
+    pub status: ExitStatus,
+    /// Its standard output, invalid UTF-8 replaced.
+    pub stdout: String,
+    /// Its standard error, invalid UTF-8 replaced.
+    pub stderr: String,
+}
+
+/// Runs `command` under a [`Supervisor`] named `what`, its output in
+/// unnamed temporary files ([`Output::Capture`]), within `timeout` (ended
+/// early by SIGINT/SIGTERM); its whole group is stopped when the wait ends
+/// early. `hint` follows a failure to start it (`is make installed?`).
+///
+/// Errors: it cannot be started, the deadline passed or a signal arrived
+/// (the group stopped in both cases), its output cannot be read. An
+/// unsuccessful exit is no error here: see [`Captured::status`].
+pub fn run_captured(
+    command: Command,
+    what: &str,
+    hint: &str,
+    timeout: Duration,
+) -> Result<Captured> {
+    let mut child = Supervisor::new(command, what)
+        .output(Output::Capture)
+        .hint(hint)
+        .spawn()?;
+    let status = child.wait(&Limits::within(timeout))?;
+    let (stdout, stderr) = child.captured()?;
+    Ok(Captured {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
 /// Where a supervised child's standard output and standard error go.
 #[derive(Debug, Clone, Copy)]
 pub enum Output<'a> {

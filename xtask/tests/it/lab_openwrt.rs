@@ -104,6 +104,7 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
         .remove(0);
     let spec = kernel::spec_of(&target).unwrap();
     let needs = gate::Needs::new()
+        .slow("builds an OpenWrt malta kernel and forwards through it in QEMU")
         .root("taps and network namespaces")
         .check(lab::check_host_tools(spec));
     if !needs.met() || openwrt_fixture::debian_tarball("6.12").is_none() {

@@ -13,15 +13,27 @@
 //! the range coder emits a byte only once no carry can change it) plus the
 //! child's are byte for byte [`crate::kernel_build::artifacts::lzma_alone`] of the
 //! concatenation (a test says so, and compares with `xz --format=lzma`).
+//!
+//! Other threads run `make` and compilers meanwhile. The pipe a child
+//! writes to is made close-on-exec (`pipe2(O_CLOEXEC)`): a program another
+//! thread starts between the `pipe2` and the parent's `close` of the write
+//! end would otherwise inherit it, and the parent's read would wait for
+//! that program's exit, not the child's. Each child has a deadline
+//! ([`CHILD_TIMEOUT`]), after which it is killed and reaped.
 
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use liblzma::stream::{Action, Status, Stream};
 
 use crate::kernel_build::artifacts::lzma_options;
 use crate::results::LzmaRecord;
+
+/// How long one child may take to finish its stream: a DTB of some KiB
+/// after a kernel's lookahead, milliseconds; a child past it is killed.
+pub const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// An LZMA encoder that has consumed a shared prefix.
 pub struct PrefixEncoder {
@@ -58,7 +70,7 @@ impl PrefixEncoder {
         for batch in tails.chunks(jobs.max(1)) {
             let children: Vec<Result<Child>> = batch.iter().map(|tail| self.spawn(tail)).collect();
             for child in children {
-                out.push(child.and_then(|c| c.collect()).map(|rest| {
+                out.push(child.and_then(|c| c.collect(CHILD_TIMEOUT)).map(|rest| {
                     let mut all = Vec::with_capacity(self.head.len() + rest.len());
                     all.extend_from_slice(&self.head);
                     all.extend_from_slice(&rest);
@@ -73,22 +85,20 @@ impl PrefixEncoder {
         // Everything the child uses is allocated before the fork: it runs
         // no allocator, takes no lock, and leaves by _exit(2).
         let mut buf = vec![0u8; tail.len() + tail.len() / 2 + (1 << 20)];
-        let mut fds = [0; 2];
-        // SAFETY: pipe(2) with a valid two-int array.
-        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-            bail!("pipe(2): {}", std::io::Error::last_os_error());
-        }
-        // SAFETY: both descriptors were just created and are owned here.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: the child only runs the encoder on memory allocated above
-        // (liblzma's encoder does not allocate while coding), write(2) and
-        // _exit(2); the encoder is not shared with another thread.
+        let (read, write) = cloexec_pipe()?;
+        // SAFETY: the child runs the encoder on memory allocated above,
+        // write(2) and _exit(2); the encoder is not shared with another
+        // thread. liblzma's LZMA1 encoder allocates its window, match
+        // finder and coder state when it is created (lz_encoder.c's
+        // lzma_lz_encoder_init), not in lzma_code; and were it to,
+        // glibc's fork resets malloc's locks in the child (its fork
+        // handlers take and release every arena's lock around fork), so an
+        // allocation could not wait for a thread that is not there.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             bail!("fork(2): {}", std::io::Error::last_os_error());
         }
         if pid == 0 {
-            use std::os::fd::AsRawFd;
             let code = match self.finish_in_child(tail, &mut buf) {
                 Some(n) => write_all(write.as_raw_fd(), &buf[..n]),
                 None => 2,
@@ -138,20 +148,72 @@ fn write_all(fd: i32, mut bytes: &[u8]) -> i32 {
     0
 }
 
+/// A pipe whose two ends (read, write) close on exec: no program another
+/// thread starts inherits them.
+fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2(2) with a valid two-int array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        bail!("pipe2(2): {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned here.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 struct Child {
     pid: libc::pid_t,
     read: std::fs::File,
 }
 
 impl Child {
-    /// The child's bytes, once it exited with 0.
-    fn collect(mut self) -> Result<Vec<u8>> {
+    /// The child's bytes, once it exited with 0 within `timeout`; past
+    /// it, the child is killed and reaped, and the error says so.
+    fn collect(mut self, timeout: Duration) -> Result<Vec<u8>> {
+        let deadline = Instant::now() + timeout;
         let mut rest = Vec::new();
-        let read = self.read.read_to_end(&mut rest);
+        let read = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Err(anyhow::anyhow!(
+                    "the LZMA child process did not finish within {} s; it was killed",
+                    timeout.as_secs_f64()
+                ));
+            }
+            let mut poll = libc::pollfd {
+                fd: self.read.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+            // SAFETY: poll(2) on one valid pollfd of an open descriptor.
+            if unsafe { libc::poll(&mut poll, 1, ms) } < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break Err(anyhow::Error::new(e).context("poll(2) on the LZMA child's pipe"));
+            }
+            if poll.revents == 0 {
+                continue;
+            }
+            let mut chunk = [0u8; 1 << 16];
+            match self.read.read(&mut chunk) {
+                Ok(0) => break Ok(()),
+                Ok(n) => rest.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    break Err(anyhow::Error::new(e).context("reading the LZMA child's output"))
+                }
+            }
+        };
+        if read.is_err() {
+            // SAFETY: signals our own child, not yet reaped.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        }
         let mut status = 0;
         // SAFETY: waits for our own child.
         let waited = unsafe { libc::waitpid(self.pid, &mut status, 0) };
-        read.context("reading the LZMA child's output")?;
+        read?;
         anyhow::ensure!(
             waited == self.pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
             "the LZMA child process failed (wait status {status})"
@@ -193,5 +255,69 @@ mod tests {
             whole.extend_from_slice(tail);
             assert_eq!(got.unwrap(), lzma_alone(&whole, &OPENWRT_LZMA).unwrap());
         }
+    }
+
+    /// The pipe's inode as /proc names a descriptor's target (`pipe:[N]`).
+    fn target(pid: u32, fd: i32) -> Option<std::path::PathBuf> {
+        std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()
+    }
+
+    #[test]
+    fn a_program_another_thread_starts_meanwhile_inherits_no_end_of_the_pipe() {
+        let (read, write) = cloexec_pipe().unwrap();
+        let me = std::process::id();
+        let ends = [
+            target(me, read.as_raw_fd()).unwrap(),
+            target(me, write.as_raw_fd()).unwrap(),
+        ];
+        assert!(ends[0].to_string_lossy().starts_with("pipe:["), "{ends:?}");
+        // What a make started by another thread between pipe and close is:
+        // spawn returns once the program was exec'd.
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let theirs: Vec<_> = std::fs::read_dir(format!("/proc/{}/fd", sleeper.id()))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+            .collect();
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        for end in &ends {
+            assert!(
+                !theirs.contains(end),
+                "the sleeper holds {end:?}: {theirs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_child_past_its_deadline_is_killed_and_reaped() {
+        let (read, write) = cloexec_pipe().unwrap();
+        // SAFETY: the child only sleeps (holding the write end) and exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            unsafe {
+                libc::sleep(30);
+                libc::_exit(0)
+            };
+        }
+        drop(write);
+        let child = Child {
+            pid,
+            read: std::fs::File::from(read),
+        };
+        let e = child.collect(Duration::from_millis(300)).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("did not finish within 0.3 s"),
+            "{e:#}"
+        );
+        // Reaped: the pid names no process (not even a zombie) any more.
+        assert_eq!(unsafe { libc::kill(pid, 0) }, -1);
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::ESRCH)
+        );
     }
 }

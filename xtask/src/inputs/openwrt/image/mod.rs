@@ -28,13 +28,20 @@ mod origin;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use xshell::{cmd, Shell};
 
 pub use origin::{kernel_origin, Origin};
 
 use super::{Checkout, OpenwrtTarget};
+use crate::util::process::run_captured;
+
+/// How long one make run evaluating a board's image Makefiles may take:
+/// every device of ath79/generic (386) in seconds; a checkout whose
+/// Makefiles loop is stopped, not waited for.
+pub const MAKE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The stand-in for OpenWrt's rules.mk (see the module docs).
 pub const RULES_MK: &str = include_str!("rules.mk");
@@ -299,26 +306,29 @@ impl<'a> MakeRun<'a> {
             vars.push(format!("SUBTARGET={sub}"));
             vars.push(format!("CONFIG_TARGET_{board}_{sub}=y"));
         }
-        let sh = Shell::new().context("starting a shell for make")?;
-        let output = cmd!(
-            sh,
-            "make -s --no-print-directory -C {image_dir} -f Makefile {vars...} xtask-done"
-        )
-        .env_remove("MAKEFLAGS")
-        .env_remove("MFLAGS")
-        .env_remove("MAKELEVEL")
-        .ignore_status()
-        .quiet()
-        .output()
-        .context("running make (GNU make) to evaluate OpenWrt's image Makefiles")?;
+        let mut make = Command::new("make");
+        make.args(["-s", "--no-print-directory", "-C"])
+            .arg(&image_dir)
+            .args(["-f", "Makefile"])
+            .args(&vars)
+            .arg("xtask-done")
+            .env_remove("MAKEFLAGS")
+            .env_remove("MFLAGS")
+            .env_remove("MAKELEVEL");
+        let output = run_captured(
+            make,
+            "make (GNU make) evaluating OpenWrt's image Makefiles",
+            "is make installed? (`cargo xtask setup`)",
+            MAKE_TIMEOUT,
+        )?;
         Ok(MakeRun {
             target,
             env,
             image_dir,
             names,
             status: output.status,
-            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-            printed: parse_output(&String::from_utf8_lossy(&output.stdout)),
+            stderr: output.stderr.trim().to_string(),
+            printed: parse_output(&output.stdout),
             _scratch: scratch,
         })
     }
