@@ -90,6 +90,13 @@ fn each_target_device_resolves_to_its_recipe() {
           KERNEL_ENTRY=
           UIMAGE_NAME=
           UIMAGE_MAGIC=
+        ath79-tiny: ath79/tiny tplink_tl-wr841-v9: kernel-bin | append-dtb | lzma
+          from target/linux/ath79/image/common-tp-link.mk:10
+          KERNEL_NAME=vmlinux DEVICE_DTS=qca9533_tplink_tl-wr841-v9 dtb from target/linux/ath79/image/../dts (-I arch/mips/boot/dts)
+          KERNEL_LOADADDR=0x80060000
+          KERNEL_ENTRY=
+          UIMAGE_NAME=
+          UIMAGE_MAGIC=
         bcm53xx: bcm53xx/generic netgear_r8500: kernel-bin | append-dtb | lzma-d16
           from target/linux/bcm53xx/image/Makefile:152
           KERNEL_NAME=zImage DEVICE_DTS=bcm47094-netgear-r8500 dtb from arch/arm/boot/dts/broadcom (-I arch/arm/boot/dts/broadcom)
@@ -108,6 +115,13 @@ fn each_target_device_resolves_to_its_recipe() {
           from target/linux/ramips/image/mt7621.mk:2769
           KERNEL_NAME=vmlinux DEVICE_DTS=mt7621_tplink_archer-c6-v3 dtb from target/linux/ramips/image/../dts (-I arch/mips/boot/dts)
           KERNEL_LOADADDR=0x80001000
+          KERNEL_ENTRY=
+          UIMAGE_NAME=
+          UIMAGE_MAGIC=
+        ramips-mt76x8: ramips/mt76x8 xiaomi_mi-router-4a-100m: kernel-bin | append-dtb | lzma | uImage lzma
+          from target/linux/ramips/image/Makefile:174
+          KERNEL_NAME=vmlinux DEVICE_DTS=mt7628an_xiaomi_mi-router-4a-100m dtb from target/linux/ramips/image/../dts (-I arch/mips/boot/dts)
+          KERNEL_LOADADDR=0x80000000
           KERNEL_ENTRY=
           UIMAGE_NAME=
           UIMAGE_MAGIC=

@@ -274,8 +274,10 @@ fn the_chosen_devices_trees_compile_against_the_kernel_headers() {
         checked,
         [
             "tplink_archer-c7-v5: qca9563_tplink_archer-c7-v5 (TP-Link Archer C7 v5)",
+            "tplink_tl-wr841-v9: qca9533_tplink_tl-wr841-v9 (TP-Link TL-WR841N/ND v9)",
             "netgear_r8500: bcm47094-netgear-r8500 (Netgear R8500)",
             "tplink_archer-c6-v3: mt7621_tplink_archer-c6-v3 (TP-Link Archer C6 v3)",
+            "xiaomi_mi-router-4a-100m: mt7628an_xiaomi_mi-router-4a-100m (Xiaomi Mi Router 4A (100M Edition))",
         ]
     );
 }

@@ -350,7 +350,9 @@ fn workbench_targets_map_to_openwrt_targets() {
     };
     assert_eq!(pick("ramips-mt7621", None), "ramips/mt7621 6.12");
     assert_eq!(pick("ar71xx", None), "ath79/generic 6.12");
-    assert_eq!(pick("ath79/tiny", None), "ath79/tiny 6.6");
+    // targets/ath79-tiny.toml says 6.12, ath79's KERNEL_TESTING_PATCHVER.
+    assert_eq!(pick("ath79/tiny", None), "ath79/tiny 6.12");
+    assert_eq!(pick("ath79-tiny", None), "ath79/tiny 6.12");
     assert_eq!(pick("bcm53xx", None), "bcm53xx/generic 6.6");
     assert_eq!(pick("brcm47xx", None), "bcm47xx/mips74k 6.6");
     let err =

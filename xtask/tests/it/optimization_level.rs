@@ -158,9 +158,11 @@ fn every_target_and_lab_kernel_builds_at_openwrt_s_level() {
         [
             "arm-tiny -O2",
             "ath79 -O2",
+            "ath79-tiny -Os",
             "bcm53xx -O2",
             "brcm47xx -O2",
-            "ramips-mt7621 -O2"
+            "ramips-mt7621 -O2",
+            "ramips-mt76x8 -Os",
         ]
     );
 }
