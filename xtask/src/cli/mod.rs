@@ -257,6 +257,13 @@ pub struct SizeReportArgs {
     /// each target. Repeatable.
     #[arg(long = "lab-run", value_name = "DIR", conflicts_with = "no_lab")]
     pub lab_runs: Vec<PathBuf>,
+    /// With two --lab-run: the two runs cell by cell (variant, direction,
+    /// GRO setting), each run's %change in its answer metric (modelled
+    /// packets/s, else measured Mbit/s) with its interval, and whether
+    /// they agree, have opposite signs, or one or neither is established;
+    /// then the counts. After the report (text, mail, markdown, json).
+    #[arg(long, requires = "lab_runs")]
+    pub agreement: bool,
     /// Sizes only: leave out the runtime lab's throughput and ns/packet.
     #[arg(long)]
     pub no_lab: bool,
@@ -297,6 +304,7 @@ impl SizeReportArgs {
                 .map(xtask::experiment::rootfs::rootfs_summary)
                 .transpose()?,
             allow_mismatch: self.allow_mismatch,
+            agreement: self.agreement,
             lab: if self.no_lab {
                 xtask::report::LabRuns::Off
             } else if self.lab_runs.is_empty() {

@@ -234,6 +234,7 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
         devices: e.report.devices.clone(),
         rootfs: e.report.rootfs.clone(),
         allow_mismatch: false,
+        agreement: false,
         lab: if lab_dirs.is_empty() {
             LabRuns::Off
         } else {

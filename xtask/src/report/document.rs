@@ -146,6 +146,8 @@ pub struct Report {
     pub by: Option<crate::measure::linkmap::Grouping>,
     /// The runtime lab's runs ([`super::lab`]), after the size targets.
     pub labs: Vec<super::lab::LabReport>,
+    /// `--agreement`: the two lab runs cell by cell, after them.
+    pub agreement: Option<super::lab::agreement::Agreement>,
 }
 
 impl Report {

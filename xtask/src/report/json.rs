@@ -76,6 +76,9 @@ pub struct JsonReport {
     /// The runtime lab's runs; left out when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub labs: Vec<JsonLab>,
+    /// `--agreement`: the two lab runs cell by cell; left out without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<super::lab::agreement::JsonAgreement>,
 }
 
 /// `--symbols` settings.
@@ -396,6 +399,10 @@ pub fn to_json(report: &Report, style: &Style) -> JsonReport {
             .iter()
             .map(|l| super::lab::json::lab(&report.root, l, style))
             .collect(),
+        agreement: report
+            .agreement
+            .as_ref()
+            .map(|a| super::lab::agreement::json(a, |p| report.display_path(p))),
     }
 }
 

@@ -151,6 +151,7 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
         symbols: request.symbols,
         by: request.by,
         labs: Vec::new(),
+        agreement: None,
     };
     for (target, asked) in chosen {
         if let Some(t) = load_target(
@@ -167,6 +168,9 @@ pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
     }
     for found in labs {
         report.labs.push(lab_report(layout, request, found)?);
+    }
+    if request.agreement {
+        report.agreement = Some(super::lab::agreement::agreement(&report.labs)?);
     }
     if report.targets.is_empty() && report.labs.is_empty() {
         let mut names = vec![request.base.as_str()];

@@ -116,6 +116,14 @@ pub fn render(report: &Report, style: &Style) -> String {
         out.push('\n');
         out.push_str(&lab_mail::block(&report.root, lab, style));
     }
+    if let Some(a) = &report.agreement {
+        out.push('\n');
+        out.push_str(&super::lab::agreement::text(
+            &report.root,
+            a,
+            style.decimal(),
+        ));
+    }
     out
 }
 

@@ -46,6 +46,14 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
         out.push_str(&super::lab::markdown::section(&report.root, lab, style));
     }
+    if let Some(a) = &report.agreement {
+        out.push('\n');
+        out.push_str(&super::lab::agreement::markdown(
+            &report.root,
+            a,
+            style.decimal(),
+        ));
+    }
     out
 }
 

@@ -61,12 +61,17 @@ pub fn render(report: &Report, format: Format, style: &Style) -> Result<String> 
     Ok(escape_controls(&text, format).into_owned())
 }
 
+/// Why `--agreement` is refused in CSV and SVG.
+const AGREEMENT_FORMATS: &str =
+    "--agreement has no CSV or SVG form; use --format text, mail, markdown or json";
+
 fn render_raw(report: &Report, format: Format, style: &Style) -> Result<String> {
     Ok(match format {
         Format::Text => text::render(report, style),
         Format::Mail => mail::render(report, style),
         Format::Markdown => markdown::render(report, style),
         Format::Json => json::render(report, style)?,
+        Format::Csv if report.agreement.is_some() => bail!("{AGREEMENT_FORMATS}"),
         Format::Csv => csv::render(report, style)?,
         Format::Svg => {
             if report.symbols.is_some() {
@@ -74,6 +79,9 @@ fn render_raw(report: &Report, format: Format, style: &Style) -> Result<String> 
             }
             if report.by.is_some() {
                 bail!("--by has no SVG form; use --format text, mail, markdown, json or csv");
+            }
+            if report.agreement.is_some() {
+                bail!("{AGREEMENT_FORMATS}");
             }
             svg::render(report, style)?
         }
@@ -96,6 +104,9 @@ pub fn run(
     }
     if format == Format::Svg && request.by.is_some() {
         bail!("--by has no SVG form; use --format text, mail, markdown, json or csv");
+    }
+    if matches!(format, Format::Svg | Format::Csv) && request.agreement {
+        bail!("{AGREEMENT_FORMATS}");
     }
     let dir = output
         .and_then(Path::parent)

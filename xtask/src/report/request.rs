@@ -40,6 +40,9 @@ pub struct Request {
     pub rootfs: Option<super::device_fit::images::RootfsSummary>,
     /// Compare builds that differ in more than the variant, with warnings.
     pub allow_mismatch: bool,
+    /// `--agreement`: the two lab runs shown ([`LabRuns::Dirs`]) cell by
+    /// cell ([`super::lab::agreement`]), after the report.
+    pub agreement: bool,
     /// Which runtime lab runs to show (default: the newest complete one of
     /// each target the report covers).
     pub lab: LabRuns,

@@ -121,6 +121,7 @@ fn report_with_made_up_family() -> Report {
         symbols: None,
         by: None,
         labs: Vec::new(),
+        agreement: None,
     }
 }
 

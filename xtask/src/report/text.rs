@@ -305,5 +305,12 @@ pub fn render(report: &Report, style: &Style) -> String {
     for lab in &report.labs {
         blocks.push(super::lab::text::block(&report.root, lab, style));
     }
+    if let Some(a) = &report.agreement {
+        blocks.push(super::lab::agreement::text(
+            &report.root,
+            a,
+            style.decimal(),
+        ));
+    }
     blocks.join("\n")
 }

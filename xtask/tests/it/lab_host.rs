@@ -231,6 +231,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
             devices: None,
             rootfs: None,
             allow_mismatch: false,
+            agreement: false,
             lab: LabRuns::Dirs(vec![dir.clone()]),
         },
     )

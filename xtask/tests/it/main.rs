@@ -66,6 +66,7 @@ mod patch_props;
 mod patch_regressions;
 mod rebase_classes;
 mod rebase_upstream;
+mod report_agreement;
 mod report_attribution;
 mod report_cli;
 mod report_device_fit;

@@ -34,6 +34,7 @@ fn request(target: &str) -> Request {
         devices: None,
         rootfs: None,
         allow_mismatch: false,
+        agreement: false,
         lab: xtask::report::LabRuns::Newest,
     }
 }

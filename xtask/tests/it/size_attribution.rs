@@ -292,6 +292,7 @@ fn the_reports_rows_of_a_real_build_add_up_to_size() {
             devices: None,
             rootfs: None,
             allow_mismatch: false,
+            agreement: false,
             lab: report::LabRuns::Off,
         };
         let r = report::load(&Layout::from_manifest_dir(), &request).unwrap();

@@ -60,6 +60,7 @@ fn diff_by(g: Grouping) -> AttributionDiff {
         devices: None,
         rootfs: None,
         allow_mismatch: false,
+        agreement: false,
         lab: report::LabRuns::Off,
     };
     let r = report::load(&Layout::from_manifest_dir(), &request).expect("the report");

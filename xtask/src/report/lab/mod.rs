@@ -28,6 +28,7 @@
 //! * [`text`], [`mail`], [`markdown`], [`json`], [`svg`]: the lab's part of each
 //!   format (CSV rows come from the model directly).
 
+pub mod agreement;
 pub mod calibrate;
 pub mod comparison;
 pub mod condition;

@@ -27,6 +27,7 @@ pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
         devices: None,
         rootfs: None,
         allow_mismatch: false,
+        agreement: false,
         lab: xtask::report::LabRuns::Newest,
     }
 }

@@ -1,0 +1,433 @@
+//! Two lab runs side by side, cell by cell (`size-report --lab-run A
+//! --lab-run B --agreement`): where a model (a QEMU run, its modelled
+//! packets/s) and a measurement (a router over SSH, the host lab, another
+//! QEMU run) agree on what a variant does.
+//!
+//! A cell is one variant × condition (direction, GRO setting) both runs
+//! measured. Each side is the run's own comparison of that variant with
+//! its base ([`super::LabComparison`]) in the run's answer metric
+//! ([`ANSWER_METRICS`]: the first the run has), with its %change, Welch's
+//! 95 % interval and verdict against the run's own A/A floor; a side is
+//! *established* when its verdict is `significant`. Per cell:
+//!
+//! * **agree**: both established, same sign;
+//! * **opposite signs**: both established, opposite signs;
+//! * **one not established**: one is, the other's interval contains 0,
+//!   its tests disagree or it is within its A/A noise (the cell says
+//!   which);
+//! * **neither established**: neither run can tell the change from 0.
+//!
+//! Conditions or variants only one run measured are listed apart, and
+//! counted in none of the four.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use super::comparison::Role;
+use super::verdict::{interval_text, percent_text, verdict_name, verdict_text};
+use super::LabReport;
+use crate::measure::stats::{Interval, Verdict};
+use crate::report::model::{Decimal, Family, Metric, Stats};
+use crate::report::style::display_path;
+use crate::results::lab::Metric as LabMetric;
+
+/// The metric each run answers in, the first it has: the core model's
+/// packets/s (a QEMU run with `[lab.timing]`), then what was measured
+/// (iperf3's Mbit/s, tbench's MB/s).
+pub const ANSWER_METRICS: [LabMetric; 3] = [
+    LabMetric::PacketsPerSecond,
+    LabMetric::Throughput,
+    LabMetric::Tbench,
+];
+
+/// One run's side of the agreement: which run, and which metric it
+/// answers in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgreementRun {
+    /// The lab directory.
+    pub dir: PathBuf,
+    /// The report's heading of the run ([`super::text::heading`]).
+    pub heading: String,
+    /// The metric (`modelled_packets_per_second`, `throughput`).
+    pub metric: LabMetric,
+}
+
+/// One run's %change of one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Side {
+    /// %change of the means, variant against base.
+    pub percent: f64,
+    /// Welch's t 95 % interval of the %change.
+    pub interval: Option<Interval>,
+    /// The verdict against the run's own A/A floor.
+    pub verdict: Verdict,
+    /// The statistics behind it.
+    pub stats: Stats,
+}
+
+impl Side {
+    /// Whether the run established the change (verdict `significant`).
+    pub fn established(&self) -> bool {
+        self.verdict == Verdict::Significant
+    }
+
+    /// The verdict in words (`within A/A noise (±2.10%)`).
+    pub fn words(&self, decimal: Decimal) -> String {
+        verdict_text(&self.stats, Role::Variant, decimal)
+    }
+
+    /// The verdict for machines (`within-noise`).
+    pub fn name(&self) -> &'static str {
+        verdict_name(&self.stats, Role::Variant)
+    }
+}
+
+/// What a cell's two sides say together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellVerdict {
+    /// Both established, same sign.
+    Agree,
+    /// Both established, opposite signs.
+    OppositeSigns,
+    /// Only the first run established it.
+    OnlyFirst,
+    /// Only the second run established it.
+    OnlySecond,
+    /// Neither run established it.
+    Neither,
+}
+
+impl CellVerdict {
+    /// Of two sides.
+    pub fn of(a: &Side, b: &Side) -> CellVerdict {
+        match (a.established(), b.established()) {
+            (true, true) if (a.percent > 0.0) == (b.percent > 0.0) => CellVerdict::Agree,
+            (true, true) => CellVerdict::OppositeSigns,
+            (true, false) => CellVerdict::OnlyFirst,
+            (false, true) => CellVerdict::OnlySecond,
+            (false, false) => CellVerdict::Neither,
+        }
+    }
+
+    /// In words: `agree`, `opposite signs`, `only A established`, `only B
+    /// established`, `neither established`.
+    pub fn words(self) -> &'static str {
+        match self {
+            CellVerdict::Agree => "agree",
+            CellVerdict::OppositeSigns => "opposite signs",
+            CellVerdict::OnlyFirst => "only A established",
+            CellVerdict::OnlySecond => "only B established",
+            CellVerdict::Neither => "neither established",
+        }
+    }
+
+    /// For machines: `agree`, `opposite-signs`, `only-a`, `only-b`,
+    /// `neither`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CellVerdict::Agree => "agree",
+            CellVerdict::OppositeSigns => "opposite-signs",
+            CellVerdict::OnlyFirst => "only-a",
+            CellVerdict::OnlySecond => "only-b",
+            CellVerdict::Neither => "neither",
+        }
+    }
+}
+
+/// One variant × condition both runs measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// The variant.
+    pub variant: String,
+    /// The direction (`lan-to-wan`) or benchmark item.
+    pub item: String,
+    /// The GRO (or benchmark) setting (`gro-on`).
+    pub kind: String,
+    /// `LAN to WAN, GRO on`, as run A's report titles them.
+    pub title: String,
+    /// Run A's side, then run B's.
+    pub sides: [Side; 2],
+    /// What they say together.
+    pub verdict: CellVerdict,
+}
+
+/// The two runs cell by cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agreement {
+    /// Run A, then run B.
+    pub runs: [AgreementRun; 2],
+    /// The cells both measured, by variant, then direction, then setting.
+    pub cells: Vec<Cell>,
+    /// `variant item kind` of what only one run measured, with the run
+    /// (`A`, `B`).
+    pub unmatched: Vec<String>,
+}
+
+impl Agreement {
+    /// Cells per [`CellVerdict`], in the enum's order.
+    pub fn counts(&self) -> [(CellVerdict, usize); 5] {
+        [
+            CellVerdict::Agree,
+            CellVerdict::OppositeSigns,
+            CellVerdict::OnlyFirst,
+            CellVerdict::OnlySecond,
+            CellVerdict::Neither,
+        ]
+        .map(|v| (v, self.cells.iter().filter(|c| c.verdict == v).count()))
+    }
+}
+
+/// The agreement of `labs`, which must be exactly two runs.
+///
+/// Errors: not two runs (naming how many, and `--lab-run A --lab-run B`),
+/// or a run with none of [`ANSWER_METRICS`] compared for any variant.
+pub fn agreement(labs: &[LabReport]) -> Result<Agreement> {
+    let [a, b] = labs else {
+        bail!(
+            "--agreement compares two lab runs; this report has {} (name them: --lab-run A --lab-run B)",
+            labs.len()
+        );
+    };
+    let (ma, mb) = (answer_metric(a)?, answer_metric(b)?);
+    let (sa, sb) = (sides(a, ma), sides(b, mb));
+    let mut cells = Vec::new();
+    let mut unmatched = Vec::new();
+    for (key, a_side) in &sa {
+        match sb.iter().find(|(k, _)| k == key) {
+            Some((_, b_side)) => cells.push(Cell {
+                variant: key.0.clone(),
+                item: key.1.clone(),
+                kind: key.2.clone(),
+                title: a_side.title.clone(),
+                verdict: CellVerdict::of(&a_side.side, &b_side.side),
+                sides: [a_side.side.clone(), b_side.side.clone()],
+            }),
+            None => unmatched.push(format!("{} {} {} (A only)", key.0, key.1, key.2)),
+        }
+    }
+    for (key, _) in sb.iter().filter(|(k, _)| !sa.iter().any(|(ka, _)| ka == k)) {
+        unmatched.push(format!("{} {} {} (B only)", key.0, key.1, key.2));
+    }
+    cells.sort_by(|x, y| (&x.variant, &x.item, &x.kind).cmp(&(&y.variant, &y.item, &y.kind)));
+    let run = |lab: &LabReport, metric| AgreementRun {
+        dir: lab.dir.clone(),
+        heading: super::text::heading(lab),
+        metric,
+    };
+    Ok(Agreement {
+        runs: [run(a, ma), run(b, mb)],
+        cells,
+        unmatched,
+    })
+}
+
+/// The first of [`ANSWER_METRICS`] a variant of `lab` was compared in.
+fn answer_metric(lab: &LabReport) -> Result<LabMetric> {
+    let compared = |m: LabMetric| {
+        lab.comparisons
+            .iter()
+            .filter(|c| c.role == Role::Variant)
+            .any(|c| c.families.iter().any(|f| f.name == m.name()))
+    };
+    ANSWER_METRICS
+        .into_iter()
+        .find(|m| compared(*m))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no variant compared in {} (a lab run with a base and a variant, e.g. `cargo xtask lab --variant baseline --variant <VARIANT>`)",
+                lab.dir.display(),
+                ANSWER_METRICS.map(|m| m.name()).join(", ")
+            )
+        })
+}
+
+type Key = (String, String, String);
+
+/// A side with the cell's title in its run's words.
+#[derive(Debug, Clone)]
+struct Titled {
+    side: Side,
+    title: String,
+}
+
+/// Every (variant, item, kind) of `lab`'s variant comparisons in `metric`.
+fn sides(lab: &LabReport, metric: LabMetric) -> Vec<(Key, Titled)> {
+    let mut out = Vec::new();
+    for c in lab.comparisons.iter().filter(|c| c.role == Role::Variant) {
+        let variant = lab.arm(&c.arm).map_or(c.arm.clone(), |a| a.variant.clone());
+        let metrics = c
+            .families
+            .iter()
+            .filter(|f: &&Family| f.name == metric.name())
+            .flat_map(|f| &f.metrics);
+        for m in metrics {
+            if let Some(side) = side(m) {
+                let title = format!("{}, {}", m.phrase, lab.kind_title(metric.name(), &m.kind));
+                let key = (variant.clone(), m.item.clone(), m.kind.clone());
+                out.push((key, Titled { side, title }));
+            }
+        }
+    }
+    out
+}
+
+fn side(m: &Metric) -> Option<Side> {
+    let s = m.stats()?;
+    Some(Side {
+        percent: s.comparison.percent?,
+        interval: s.comparison.interval,
+        verdict: s.comparison.verdict,
+        stats: s.clone(),
+    })
+}
+
+/// The agreement as text: the two runs (directories shown relative to
+/// `root`), a line per cell, the counts.
+pub fn text(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
+    let mut out = String::from("Agreement of two lab runs, variant against base in each:\n");
+    for (name, run) in ["A", "B"].iter().zip(&agreement.runs) {
+        out.push_str(&format!(
+            "  {name}: {} ({}), {}\n",
+            run.heading,
+            display_path(root, &run.dir),
+            run.metric.title()
+        ));
+    }
+    for c in &agreement.cells {
+        let side = |s: &Side| {
+            format!(
+                "{} [{}] {}",
+                percent_text(s.percent, decimal),
+                interval_text(s.interval, decimal),
+                s.words(decimal)
+            )
+        };
+        out.push_str(&format!(
+            "{} {}: A {}; B {}: {}\n",
+            c.variant,
+            c.title,
+            side(&c.sides[0]),
+            side(&c.sides[1]),
+            c.verdict.words()
+        ));
+    }
+    out.push_str(&counts_line(agreement));
+    out.push('\n');
+    for u in &agreement.unmatched {
+        out.push_str(&format!("  measured by one run only: {u}\n"));
+    }
+    out
+}
+
+/// `12 cells: 3 agree, 1 opposite signs, 2 only A established, 0 only B
+/// established, 6 neither established`.
+pub fn counts_line(agreement: &Agreement) -> String {
+    let counts: Vec<String> = agreement
+        .counts()
+        .iter()
+        .map(|(v, n)| format!("{n} {}", v.words()))
+        .collect();
+    format!("{} cells: {}", agreement.cells.len(), counts.join(", "))
+}
+
+/// The agreement as a Markdown table with the counts under it
+/// (directories shown relative to `root`).
+pub fn markdown(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
+    let mut out = String::from("### Agreement of two lab runs\n\n");
+    for (name, run) in ["A", "B"].iter().zip(&agreement.runs) {
+        out.push_str(&format!(
+            "- {name}: {} (`{}`), {}\n",
+            run.heading,
+            display_path(root, &run.dir),
+            run.metric.title()
+        ));
+    }
+    out.push_str(
+        "\n| variant | condition | A %change | A 95% interval | B %change | B 95% interval | |\n|---|---|---|---|---|---|---|\n",
+    );
+    for c in &agreement.cells {
+        let [a, b] = &c.sides;
+        out.push_str(&format!(
+            "| {} | {} | {} ({}) | {} | {} ({}) | {} | {} |\n",
+            c.variant,
+            c.title,
+            percent_text(a.percent, decimal),
+            a.name(),
+            interval_text(a.interval, decimal),
+            percent_text(b.percent, decimal),
+            b.name(),
+            interval_text(b.interval, decimal),
+            c.verdict.words()
+        ));
+    }
+    out.push_str(&format!("\n{}\n", counts_line(agreement)));
+    for u in &agreement.unmatched {
+        out.push_str(&format!("\nMeasured by one run only: {u}\n"));
+    }
+    out
+}
+
+/// The agreement in the JSON report (`agreement`).
+#[derive(Debug, serde::Serialize)]
+pub struct JsonAgreement {
+    /// Run A's then run B's lab directory (as the report shows paths).
+    pub runs: Vec<String>,
+    /// Each run's answer metric (`modelled_packets_per_second`).
+    pub metrics: Vec<&'static str>,
+    /// One per cell both runs measured.
+    pub cells: Vec<JsonCell>,
+    /// Cells per verdict: `agree`, `opposite-signs`, `only-a`, `only-b`,
+    /// `neither`.
+    pub counts: std::collections::BTreeMap<&'static str, usize>,
+    /// What only one run measured (`no-reorder-blocks lan-to-wan gro-on (A
+    /// only)`).
+    pub unmatched: Vec<String>,
+}
+
+/// One cell in JSON.
+#[derive(Debug, serde::Serialize)]
+pub struct JsonCell {
+    /// The variant.
+    pub variant: String,
+    /// The direction or benchmark item.
+    pub item: String,
+    /// The GRO or benchmark setting.
+    pub kind: String,
+    /// Run A's %change, then run B's.
+    pub percent: [f64; 2],
+    /// Each run's Welch 95 % interval of the %change, `[low, high]`.
+    pub interval: [Option<[f64; 2]>; 2],
+    /// Each run's verdict for machines (`significant`, `within-noise`).
+    pub run_verdicts: [&'static str; 2],
+    /// The cell's verdict (`agree`, `opposite-signs`, `only-a`,
+    /// `only-b`, `neither`).
+    pub verdict: &'static str,
+}
+
+/// [`JsonAgreement`] of `agreement`; `path` shows a directory.
+pub fn json(agreement: &Agreement, path: impl Fn(&std::path::Path) -> String) -> JsonAgreement {
+    JsonAgreement {
+        runs: agreement.runs.iter().map(|r| path(&r.dir)).collect(),
+        metrics: agreement.runs.iter().map(|r| r.metric.name()).collect(),
+        cells: agreement
+            .cells
+            .iter()
+            .map(|c| JsonCell {
+                variant: c.variant.clone(),
+                item: c.item.clone(),
+                kind: c.kind.clone(),
+                percent: [c.sides[0].percent, c.sides[1].percent],
+                interval: [0, 1].map(|i| c.sides[i].interval.map(|v| [v.low, v.high])),
+                run_verdicts: [c.sides[0].name(), c.sides[1].name()],
+                verdict: c.verdict.name(),
+            })
+            .collect(),
+        counts: agreement
+            .counts()
+            .iter()
+            .map(|(v, n)| (v.name(), *n))
+            .collect(),
+        unmatched: agreement.unmatched.clone(),
+    }
+}
