@@ -122,7 +122,7 @@ fn lab_start(layout: &Layout, state: &mut State, state_path: &Path, target: &str
                 crate::util::text::printable(&dir.display().to_string())
             )
         })?;
-        if dir.join(crate::lab::record::FILE_NAME).is_file() {
+        if dir.join(crate::results::lab::FILE_NAME).is_file() {
             return Ok(Start::Resume(dir.clone()));
         }
         return Ok(Start::NewIn(dir.clone()));

@@ -22,7 +22,7 @@ fn a_lab_s_directory_is_kept_before_it_starts_and_taken_over_once_it_recorded() 
         Start::NewIn(dir.clone())
     );
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(crate::lab::record::FILE_NAME), "{}").unwrap();
+    std::fs::write(dir.join(crate::results::lab::FILE_NAME), "{}").unwrap();
     assert_eq!(
         lab_start(&layout, &mut again, &path, "brcm47xx").unwrap(),
         Start::Resume(dir.clone())
@@ -41,7 +41,7 @@ fn a_kept_lab_directory_outside_the_workspace_is_refused() {
     let layout = Layout::new(root.path());
     let path = state_file(&layout, "flags");
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join(crate::lab::record::FILE_NAME), "{}").unwrap();
+    std::fs::write(outside.path().join(crate::results::lab::FILE_NAME), "{}").unwrap();
     let lab = layout.work_dir().join("lab/bcm53xx");
     std::fs::create_dir_all(&lab).unwrap();
     std::os::unix::fs::symlink(outside.path(), lab.join("20261207T000000Z-1")).unwrap();

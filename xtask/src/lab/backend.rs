@@ -26,9 +26,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::guest::SamplePoint;
-use super::record::{Arm, BootRecord};
 use super::sample::GuestSample;
 use crate::results::lab::per_cpu::Snapshot;
+use crate::results::lab::{Arm, BootRecord};
 use crate::results::lab::{CacheModelInfo, CoreTiming, MachineInfo};
 
 pub use crate::results::lab::gro::Gro;

@@ -15,7 +15,6 @@ use anyhow::{bail, Result};
 
 use super::backend::Testbed;
 use super::iperf;
-use super::record::{Condition, Metric, MetricValue, RunRecord, Settings};
 use super::request::LabRequest;
 use super::runner::{Plan, RunSpec};
 use super::sample::{iperf_peer, iperf_summary, GuestWork};
@@ -23,6 +22,7 @@ use super::workload::{Place, Workload};
 use crate::results::lab::core_model::mean_frame_bytes;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{CacheRun, GuestRun, IperfOptions};
+use crate::results::lab::{Condition, Metric, MetricValue, RunRecord, Settings};
 use crate::results::now_rfc3339;
 
 /// iperf3 from endpoint `client` to endpoint `server` through the router

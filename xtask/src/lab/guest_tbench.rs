@@ -20,10 +20,10 @@ use anyhow::{bail, Context, Result};
 
 use super::backend::Testbed;
 use super::host::bench::{parse_tbench, TBENCH_PORT};
-use super::record::{Condition, Metric, MetricValue, RunRecord, Settings};
 use super::runner::{Plan, RunSpec};
 use super::workload::{Place, Workload};
 use crate::results::lab::Benchmark;
+use crate::results::lab::{Condition, Metric, MetricValue, RunRecord, Settings};
 use crate::results::now_rfc3339;
 
 /// What a run may take beyond its seconds: tbench reading its 26 MB
@@ -179,7 +179,7 @@ mod tests {
 
     use super::*;
     use crate::lab::backend::Endpoints;
-    use crate::lab::record::{Arm, Direction, Gro};
+    use crate::results::lab::{Arm, Direction, Gro};
 
     /// tbench 4.0's output at the end of a run (dbench's `tbench -t 3 2
     /// 127.0.0.1`), after the lines each second.

@@ -13,11 +13,11 @@ use super::backend::Testbed;
 use super::guest::SamplePoint;
 use super::net::ip::{wait_listening, TCP, TCP6};
 use super::process::{self, interrupted, Limits, Supervised};
-use super::record::Direction;
 use super::runner::Stalled;
 use super::sample::{read_json, GuestSample};
 use crate::results::lab::per_cpu::Snapshot;
 use crate::results::lab::timing::{self, Stopwatch};
+use crate::results::lab::Direction;
 use crate::results::lab::{IperfOptions, WallStep};
 
 /// For the iperf3 server to listen, and to exit after its one test.

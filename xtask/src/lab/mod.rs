@@ -52,7 +52,6 @@ pub mod orchestrate;
 pub mod process;
 pub mod qemu;
 pub mod qemu_lab;
-pub mod record;
 pub mod request;
 pub mod rootfs;
 pub mod runner;
@@ -122,10 +121,10 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabRequest) -> Result<Option<P
         Some(_) if request.build_only => {
             bail!("--resume continues a lab's runs; --build-only runs none: leave one out")
         }
-        Some(dir) if !dir.join(record::FILE_NAME).is_file() => bail!(
+        Some(dir) if !dir.join(crate::results::lab::FILE_NAME).is_file() => bail!(
             "--resume {}: no {} there; pass the directory a stopped lab's error names (target/xtask/lab/<target>/<run>)",
             dir.display(),
-            record::FILE_NAME
+            crate::results::lab::FILE_NAME
         ),
         Some(dir) => orchestrate::Start::Resume(dir.clone()),
         None => orchestrate::Start::New,

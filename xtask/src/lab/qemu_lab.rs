@@ -16,7 +16,6 @@ use super::guest_tbench::GuestTbench;
 use super::kernel::{self, LabKernel, Recipe};
 use super::orchestrate::LabPlan;
 use super::qemu;
-use super::record::{Arm, BootRecord, MachineInfo, QemuInfo, Settings};
 use super::request::{LabRequest, WorkloadSpec};
 use super::rootfs::{self, Initramfs};
 use super::runner;
@@ -28,6 +27,7 @@ use crate::inputs::targets::{self, Target};
 use crate::inputs::variants;
 use crate::kernel_build::BuildOptions;
 use crate::results::lab::ArmKernel;
+use crate::results::lab::{Arm, BootRecord, MachineInfo, QemuInfo, Settings};
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
 

@@ -1,8 +1,8 @@
 //! Tests of [`super`]: the QEMU lab's plans.
 use super::*;
 use crate::lab::orchestrate::Control;
-use crate::lab::record::{Condition, Direction, Gro};
 use crate::results::lab::Benchmark;
+use crate::results::lab::{Condition, Direction, Gro};
 
 fn request(topology: topology::Name) -> LabRequest {
     let mut r = LabRequest::qemu("brcm47xx").on_topology(topology);

@@ -56,8 +56,8 @@ impl std::str::FromStr for GroChoice {
 
 impl GroChoice {
     /// The settings, in the order each boot measures them.
-    pub fn settings(self) -> Vec<super::record::Gro> {
-        use super::record::Gro;
+    pub fn settings(self) -> Vec<crate::results::lab::Gro> {
+        use crate::results::lab::Gro;
         match self {
             GroChoice::On => vec![Gro::On],
             GroChoice::Off => vec![Gro::Off],
@@ -93,8 +93,8 @@ impl std::str::FromStr for DirectionChoice {
 
 impl DirectionChoice {
     /// The directions, in the order each boot measures them.
-    pub fn directions(self) -> Vec<super::record::Direction> {
-        use super::record::Direction;
+    pub fn directions(self) -> Vec<crate::results::lab::Direction> {
+        use crate::results::lab::Direction;
         match self {
             DirectionChoice::LanToWan => vec![Direction::LanToWan],
             DirectionChoice::WanToLan => vec![Direction::WanToLan],
@@ -298,12 +298,12 @@ impl LabRequest {
     }
 
     /// GRO settings to measure (both unless asked).
-    pub fn gro_settings(&self) -> Vec<super::record::Gro> {
+    pub fn gro_settings(&self) -> Vec<crate::results::lab::Gro> {
         self.gro.unwrap_or(GroChoice::Both).settings()
     }
 
     /// Directions to measure (both unless asked).
-    pub fn directions(&self) -> Vec<super::record::Direction> {
+    pub fn directions(&self) -> Vec<crate::results::lab::Direction> {
         self.direction.unwrap_or(DirectionChoice::Both).directions()
     }
 

@@ -15,10 +15,10 @@ use anyhow::{Context, Result};
 
 mod progress;
 
-use super::record::{
+use crate::results::lab::check::round_words;
+use crate::results::lab::{
     Arm, BootRecord, Condition, LabRecord, Metric, MetricValue, RedoneRun, RunRecord, Status,
 };
-use crate::results::lab::check::round_words;
 use crate::results::now_rfc3339;
 use progress::Progress;
 

@@ -20,7 +20,6 @@ pub use super::iperf::RunOutput;
 use super::net::{self, Names, Net};
 use super::process::{self, interrupted, Supervised};
 use super::qemu::{self, Boot};
-use super::record::Direction;
 use super::rootfs::{self, Initramfs};
 use super::sample::GuestSample;
 use super::topology::plan::{self, QemuNic};
@@ -28,6 +27,7 @@ use super::topology::{self, Topology};
 use crate::inputs::lab::LabSpec;
 use crate::results::lab::per_cpu::Snapshot;
 use crate::results::lab::timing::{self, Stopwatch};
+use crate::results::lab::Direction;
 use crate::results::lab::{CoreTiming, WallStep};
 
 /// From starting QEMU to the guests being ready.

@@ -1,6 +1,6 @@
 //! A workload: what each run does on a [`Testbed`], where, and what it
 //! measures. The schedule ([`super::runner`]) decides when and under
-//! which [`super::record::Condition`]; a workload turns one run of it
+//! which [`crate::results::lab::Condition`]; a workload turns one run of it
 //! into a [`RunRecord`] with its metrics.
 //!
 //! * [`super::forwarding::Forwarding`]: iperf3 from one endpoint to
@@ -21,8 +21,8 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use super::backend::Testbed;
-use super::record::RunRecord;
 use super::runner::RunSpec;
+use crate::results::lab::RunRecord;
 
 /// Where a workload runs a program.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,9 +37,9 @@ use xshell::Shell;
 use xtask::inputs::targets;
 use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::{self, Limits};
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{CacheCounters, CacheGeometry};
+use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::util::layout::Layout;
 
 /// The Malta lab every lab test of CI boots: one lab kernel to build

@@ -27,10 +27,10 @@ use xshell::Shell;
 use xtask::inputs::targets;
 use xtask::lab::backend::Testbed;
 use xtask::lab::guest::SamplePoint;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::nat_router;
 use xtask::lab::{self, kernel, rootfs, LabRequest};
+use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::util::layout::Layout;
 
 /// The Malta lab kernel every lab test of CI boots (one build).

@@ -20,12 +20,12 @@ use crate::common::lab_build;
 
 use xshell::Shell;
 use xtask::inputs::targets;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::mesh::{self, Mesh};
 use xtask::lab::topology::Name;
 use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::IperfOptions;
+use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::util::layout::Layout;
 
 /// The Malta lab kernel every lab test of CI boots (one build).

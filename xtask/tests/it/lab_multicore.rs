@@ -20,9 +20,9 @@ use leftovers::{no_lab_leftovers, one_at_a_time};
 use xshell::Shell;
 use xtask::inputs::steering::SteeringSpec;
 use xtask::inputs::targets;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Status};
 use xtask::lab::{self, kernel, DirectionChoice, GroChoice, LabRequest};
 use xtask::results::lab::Metric;
+use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Status};
 use xtask::util::layout::Layout;
 
 const TARGET: &str = "ramips-mt7621";

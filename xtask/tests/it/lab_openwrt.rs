@@ -23,10 +23,10 @@ use openwrt_fixture::Fixture;
 use xshell::Shell;
 use xtask::inputs::targets;
 use xtask::lab::firewall4;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, MachineInfo, Metric, Status};
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::{nat_router, Ruleset};
 use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
+use xtask::results::lab::{Condition, Direction, Gro, LabRecord, MachineInfo, Metric, Status};
 use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
 

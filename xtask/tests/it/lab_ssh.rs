@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 
 use xshell::Shell;
 use xtask::kernel_build::BuildOptions;
-use xtask::lab::record::{Condition, Direction, Gro, LabRecord, Metric, Status};
 use xtask::lab::ssh::SshRequest;
 use xtask::lab::{self, Flash, GroChoice, LabRequest, Machine};
+use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
 
 const LAN_HOST: &str = "192.168.77.2";
 const ROUTER_LAN: &str = "192.168.77.1";

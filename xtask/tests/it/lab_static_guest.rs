@@ -33,11 +33,11 @@ use std::process::Command;
 use xshell::Shell;
 use xtask::inputs::{targets, variants};
 use xtask::lab::backend::{Gro, Testbed};
-use xtask::lab::record::Direction;
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::static_guest::build;
 use xtask::lab::topology::nat_router;
 use xtask::lab::{self, guest, kernel, rootfs};
+use xtask::results::lab::Direction;
 use xtask::util::hash::sha256_file;
 use xtask::util::layout::Layout;
 

@@ -25,10 +25,10 @@ use anyhow::{bail, Context, Result};
 use super::backend::{Backend, EndpointUp, Endpoints, Prepared, Testbed, Up};
 use super::net::{Namespace, Net};
 use super::orchestrate::{self, Control, LabPlan, Mode};
-use super::record::{Arm, Condition, MachineInfo, MetricValue, RunRecord, Settings};
 use super::runner::{self, RunSpec};
 use super::workload::{Place, Workload};
 use crate::inputs::runtime::{self, RuntimeVariant};
+use crate::results::lab::{Arm, Condition, MachineInfo, MetricValue, RunRecord, Settings};
 use crate::results::lab::{Benchmark, HostInfo, HostRun};
 use crate::results::now_rfc3339;
 use crate::util::layout::Layout;
@@ -151,7 +151,7 @@ pub fn command(layout: &Layout, request: &HostRequest) -> Result<()> {
     let dir = run(layout, request)?;
     println!(
         "lab results: {}",
-        dir.join(super::record::FILE_NAME).display()
+        dir.join(crate::results::lab::FILE_NAME).display()
     );
     Ok(())
 }

@@ -33,10 +33,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::backend::{Backend, Testbed, Up};
-use super::record::{Arm, BootRecord, LabRecord, RunRecord, Status, SCHEMA};
 use super::runner::{self, RunSpec, SystemUnderTest};
 use super::workload::Workload;
 use crate::results;
+use crate::results::lab::{Arm, BootRecord, LabRecord, RunRecord, Status, SCHEMA};
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 pub use plan::{reference_arm_name, Control, LabPlan, Mode};
@@ -168,7 +168,7 @@ pub fn run_from(
         if record.status == Status::Complete {
             eprintln!(
                 "lab: {} is complete ({} runs); kept",
-                dir.join(super::record::FILE_NAME).display(),
+                dir.join(crate::results::lab::FILE_NAME).display(),
                 record.runs.len()
             );
             return Ok(Some(dir.clone()));
@@ -221,7 +221,7 @@ pub fn run_from(
     record.write(&dir)?;
     eprintln!(
         "lab: writing {}",
-        dir.join(super::record::FILE_NAME).display()
+        dir.join(crate::results::lab::FILE_NAME).display()
     );
     execute(plan, backend, &mut record, &dir)?;
     Ok(Some(dir))

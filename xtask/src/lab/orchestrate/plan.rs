@@ -5,10 +5,10 @@
 
 use anyhow::{bail, Result};
 
-use crate::lab::record::Settings;
 use crate::lab::runner;
 use crate::lab::topology::Topology;
 use crate::lab::workload::{check_places, Workload};
+use crate::results::lab::Settings;
 
 /// Whether the flow runs the plan or stops once the machine is ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

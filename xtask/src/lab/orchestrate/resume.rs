@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 
 use super::plan::LabPlan;
 use crate::lab::backend::Prepared;
-use crate::lab::record::{LabRecord, Status};
+use crate::results::lab::{LabRecord, Status};
 use crate::util::text::printable;
 
 /// The record of the lab in `dir` to continue, complete or not (a
@@ -19,7 +19,7 @@ use crate::util::text::printable;
 /// record is printed escaped ([`printable`]).
 pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<LabRecord> {
     let record = LabRecord::read(dir)?;
-    let file = dir.join(crate::lab::record::FILE_NAME);
+    let file = dir.join(crate::results::lab::FILE_NAME);
     // What the report would refuse to make a table of is not continued
     // either, and nothing of it reaches the terminal unescaped.
     crate::results::lab::check::check(&record).refuse(&record, &file)?;
@@ -29,7 +29,7 @@ pub fn take_over(plan: &LabPlan, dir: &Path) -> Result<LabRecord> {
     // How many labs ran at once may change between the runner and its
     // resumption (another -j, a target's lab already complete); the runs
     // kept were measured under the record's, so the larger one stays.
-    let alone = |s: &crate::lab::record::Settings| crate::lab::record::Settings {
+    let alone = |s: &crate::results::lab::Settings| crate::results::lab::Settings {
         labs_at_once: None,
         ..s.clone()
     };
@@ -100,7 +100,7 @@ pub fn check_machine(record: &LabRecord, prepared: &Prepared, dir: &Path) -> Res
         bail!(
             "{} was measured with another {what} than this command's; it cannot be continued with it: \
              run `cargo xtask lab` with the flags that started it, or move the directory away to start anew",
-            dir.join(crate::lab::record::FILE_NAME).display()
+            dir.join(crate::results::lab::FILE_NAME).display()
         );
     }
     Ok(())

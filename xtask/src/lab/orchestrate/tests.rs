@@ -8,9 +8,9 @@ use std::rc::Rc;
 
 use super::*;
 use crate::lab::backend::{EndpointUp, Endpoints, Prepared};
-use crate::lab::record::{Condition, Direction, Gro, MachineInfo, Metric, MetricValue, Settings};
 use crate::lab::topology::{nat_router, Name};
 use crate::lab::workload::Place;
+use crate::results::lab::{Condition, Direction, Gro, MachineInfo, Metric, MetricValue, Settings};
 
 type Calls = Rc<RefCell<Vec<String>>>;
 
@@ -469,7 +469,7 @@ fn a_lab_measured_on_another_machine_is_not_continued() {
         let mut r = LabRecord::read(&dir).unwrap();
         r.status = status;
         r.write(&dir).unwrap();
-        let written = std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap();
+        let written = std::fs::read(dir.join(crate::results::lab::FILE_NAME)).unwrap();
         s.calls.borrow_mut().clear();
         let err = s.resume(&p, &dir).unwrap_err();
         assert!(
@@ -479,7 +479,7 @@ fn a_lab_measured_on_another_machine_is_not_continued() {
         );
         assert_eq!(s.calls(), ["start clean", "prepare"]);
         assert_eq!(
-            std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap(),
+            std::fs::read(dir.join(crate::results::lab::FILE_NAME)).unwrap(),
             written,
             "a refused resume leaves lab.json as it was"
         );
@@ -492,7 +492,7 @@ fn a_lab_another_process_resumes_is_refused_before_it_is_read() {
     let dir = s.dir("twice");
     let p = plan(Place::Endpoint("lan".into()));
     s.killed_after(&p, &dir, 5);
-    let written = std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap();
+    let written = std::fs::read(dir.join(crate::results::lab::FILE_NAME)).unwrap();
     // The other resumption, as it holds the lock.
     let held = crate::util::lock::Lock::acquire(
         &s.layout.lab_run_lock(&dir),
@@ -508,7 +508,7 @@ fn a_lab_another_process_resumes_is_refused_before_it_is_read() {
     );
     assert!(s.calls().is_empty(), "{:?}", s.calls());
     assert_eq!(
-        std::fs::read(dir.join(crate::lab::record::FILE_NAME)).unwrap(),
+        std::fs::read(dir.join(crate::results::lab::FILE_NAME)).unwrap(),
         written
     );
     drop(held);
