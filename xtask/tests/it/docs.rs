@@ -380,3 +380,47 @@ fn the_figures_check_fails_on_a_figure_its_record_lacks() {
         ]
     );
 }
+
+/// Where the book gives a record's schema (`lab.json (schema 3)`,
+/// `result.json`, schema 2), it is the one this xtask writes: a page
+/// said lab.json was schema 2 a round after it became 3.
+#[test]
+fn the_schemas_the_book_names_are_the_ones_written() {
+    let root = repo_root();
+    let written = [
+        ("lab.json", xtask::results::lab::SCHEMA),
+        ("result.json", xtask::results::SCHEMA),
+        ("device-fit.json", xtask::results::device_fit::SCHEMA),
+    ];
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for file in pages(&root).keys() {
+        let text = read(file).split_whitespace().collect::<Vec<_>>().join(" ");
+        for (name, schema) in written {
+            let mut from = 0;
+            while let Some(i) = text[from..].find(name).map(|i| i + from) {
+                from = i + name.len();
+                // "lab.json (schema 3", "lab.json`, schema 2", "lab.json schema 3"
+                let after = &text[from..text.len().min(from + 16)];
+                let Some(at) = after.find("schema ") else {
+                    continue;
+                };
+                let digits: String = after[at + 7..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                if let Ok(n) = digits.parse::<u32>() {
+                    seen += 1;
+                    if n != schema {
+                        problems.push(format!(
+                            "{}: {name} schema {n}, but xtask writes schema {schema}",
+                            rel(&root, file)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen >= 5, "the check found only {seen} schema claims");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

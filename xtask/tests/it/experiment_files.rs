@@ -290,3 +290,49 @@ fn report_rootfs_in_openwrt_mode() {
         );
     }
 }
+
+/// The `[lab]` reference in docs/experiments.md names every key the
+/// table accepts: the keys are the ones serde lists when it refuses an
+/// unknown one (`expected one of …`), so a key added to the table and not
+/// to the page fails here.
+#[test]
+fn the_lab_reference_in_the_book_names_every_key_the_table_takes() {
+    let layout = Layout::from_manifest_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("keys.toml");
+    std::fs::write(
+        &file,
+        "targets = [\"brcm47xx\"]\nvariants = [\"no-reorder-blocks\"]\n[lab]\nno_such_key = 1\n",
+    )
+    .unwrap();
+    let err = format!("{:#}", file::load(&layout, &file).unwrap_err());
+    let listed = err
+        .split_once("expected one of ")
+        .unwrap_or_else(|| panic!("serde's list of keys in: {err}"))
+        .1;
+    let keys: Vec<&str> = listed
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .take_while(|k| !k.contains('\n'))
+        .collect();
+    assert!(keys.len() >= 19, "{keys:?} from {err}");
+    let page = std::fs::read_to_string(layout.root().join("docs/experiments.md")).unwrap();
+    let block = page
+        .split_once("\n[lab]")
+        .and_then(|(_, rest)| rest.split_once("\n[report]"))
+        .expect("the [lab] table of the example in docs/experiments.md")
+        .0;
+    let documented: Vec<&str> = block
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start_matches(['#', ' ']);
+            l.split_once(" = ").map(|(k, _)| k.trim())
+        })
+        .collect();
+    let missing: Vec<&&str> = keys.iter().filter(|k| !documented.contains(k)).collect();
+    assert!(
+        missing.is_empty(),
+        "docs/experiments.md's [lab] lacks {missing:?}"
+    );
+}
