@@ -252,14 +252,23 @@ fn from_tar(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
 /// ELF file, read with `unsquashfs -cat` (its first 64 bytes); `None`
 /// when none is.
 ///
-/// Errors: unsquashfs cannot be started, or takes longer than
-/// [`UNSQUASHFS_TIMEOUT`].
+/// The bytes reach unsquashfs as an anonymous memory file
+/// (`memfd_create(2)`, read as `/proc/self/fd/N` in the child): nothing
+/// is written to disk, so a run killed meanwhile leaves no copy behind.
+///
+/// Errors: the memory file cannot be made, unsquashfs cannot be started,
+/// or it takes longer than [`UNSQUASHFS_TIMEOUT`].
 pub fn probe_arch(squashfs: &[u8]) -> Result<Option<(ElfKind, String)>> {
-    let dir = tempfile::tempdir().context("a scratch directory for unsquashfs")?;
-    let image = dir.path().join("root.squashfs");
-    std::fs::write(&image, squashfs).with_context(|| format!("writing {}", image.display()))?;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let memfd = rustix::fs::memfd_create("xtask-rootfs", rustix::fs::MemfdFlags::CLOEXEC)
+        .context("memfd_create(2) for the rootfs unsquashfs reads")?;
+    let mut file = std::fs::File::from(memfd);
+    file.write_all(squashfs)
+        .context("writing the rootfs to its memory file")?;
+    let fd = file.as_raw_fd();
     for program in PROBES {
-        let head = cat_head(&image, program)?;
+        let head = cat_head(fd, program)?;
         if let Some(kind) = elf_kind(&head) {
             return Ok(Some((kind, program.to_string())));
         }
@@ -267,15 +276,28 @@ pub fn probe_arch(squashfs: &[u8]) -> Result<Option<(ElfKind, String)>> {
     Ok(None)
 }
 
-/// The first 64 bytes `unsquashfs -cat image program` writes (fewer for a
-/// short or missing file). The child is stopped once they are read.
-fn cat_head(image: &Path, program: &str) -> Result<Vec<u8>> {
+/// The first 64 bytes `unsquashfs -cat /proc/self/fd/<image_fd> program`
+/// writes (fewer for a short or missing file). The child is stopped once
+/// they are read.
+fn cat_head(image_fd: i32, program: &str) -> Result<Vec<u8>> {
     use crate::util::process::{Output, Supervisor};
+    use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new("unsquashfs");
     command
         .args(["-no-progress", "-cat"])
-        .arg(image)
+        .arg(format!("/proc/self/fd/{image_fd}"))
         .arg(program);
+    // SAFETY: fcntl(2) is async-signal-safe; it clears close-on-exec on
+    // the memory file in the child only, so that unsquashfs (and no
+    // program another thread starts) inherits it.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fcntl(image_fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut child = Supervisor::new(command, "unsquashfs")
         .output(Output::Pipes)
         .grace(Duration::ZERO)

@@ -64,11 +64,16 @@ fn squashfs(dir: &Path, busybox: Option<&[u8]>, filler: usize) -> PathBuf {
     out
 }
 
-/// A MIPS big-endian ELF header (what ath79's programs start with).
+/// A MIPS big-endian executable's ELF header (what ath79's programs
+/// start with), as elf(5) lays it out: 52 bytes.
 fn mips_be_header() -> Vec<u8> {
     let mut h = b"\x7fELF\x01\x02\x01".to_vec();
-    h.resize(18, 0);
-    h.extend(8u16.to_be_bytes());
+    h.resize(16, 0);
+    h.extend(2u16.to_be_bytes()); // e_type: ET_EXEC
+    h.extend(8u16.to_be_bytes()); // e_machine: MIPS
+    h.extend(1u32.to_be_bytes()); // e_version
+    h.resize(40, 0);
+    h.extend(52u16.to_be_bytes()); // e_ehsize
     h.resize(52, 0);
     h
 }
