@@ -85,7 +85,7 @@ pub enum Command {
     Experiment(ExperimentArgs),
     /// Run the test suite as CI does: build the tiny ARM profile for
     /// baseline and no-reorder-blocks from real kernel source, then
-    /// `cargo test --workspace`.
+    /// `cargo nextest run --workspace` with the slow tests.
     Test {
         /// Parallel make jobs for the end-to-end build; default: number of CPUs.
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
