@@ -7,6 +7,7 @@
 
 pub mod bloat;
 pub mod calibration;
+pub mod flash_layout;
 pub mod image_sink;
 pub mod kbuild_makefile;
 pub mod kconfig_map;

@@ -224,7 +224,8 @@ fn size_rows(
                         r.image.as_ref().map_or(String::new(), |i| format!(" {i}")),
                         r.limit_bytes.map_or("none".into(), |l| l.to_string()),
                         match (&r.image, r.limit_kind) {
-                            (None, Some(LimitKind::ImageSize)) => "kernel-only:",
+                            (None, Some(LimitKind::ImageSize | LimitKind::FirmwarePartition)) =>
+                                "kernel-only:",
                             _ => "",
                         },
                         match r.only_in {

@@ -17,6 +17,7 @@
 //!                  "limits": { "kernel_size": {"text": "3072k", "bytes": 3145728} | null,
 //!                              "image_size": {…} | null,
 //!                              "image_size_checks": ["sysupgrade.bin"],
+//!                              "firmware_partition": {…},  // only without both: the DT's
 //!                              "default_n": false, "broken": false },
 //!                  "blocksize": "64k" | null,            // $(BLOCKSIZE)
 //!                  "images": [ { "image": "sysupgrade.bin",
@@ -76,6 +77,12 @@ pub struct DeviceLimits {
     pub image_size: Option<Limit>,
     /// The images whose recipe applies `IMAGE_SIZE` (`sysupgrade.bin`, …).
     pub image_size_checks: Vec<String>,
+    /// Without `KERNEL_SIZE` and `IMAGE_SIZE`: the size of the `firmware`
+    /// partition of the device tree's fixed flash layout
+    /// ([`crate::measure::flash_layout`]), written in hex (`0x7cc0000`),
+    /// the room kernel and rootfs share; absent from records made before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware_partition: Option<Limit>,
     /// `DEFAULT := n`: not built by default (the buildbot skips it).
     pub default_n: bool,
     /// `BROKEN` set: hidden from menuconfig.
@@ -153,18 +160,24 @@ pub enum LimitKind {
     KernelSize,
     /// `IMAGE_SIZE`, checked on the whole image: the kernel's share.
     ImageSize,
+    /// Neither in the Makefile: the device tree's `firmware` partition,
+    /// which kernel and rootfs share (the kernel's share, as `IMAGE_SIZE`).
+    FirmwarePartition,
 }
 
 impl DeviceFit {
     /// The limit the kernel image is judged by: `KERNEL_SIZE` when set
     /// (check-size on the kernel image, exact), else `IMAGE_SIZE` (the whole
     /// image's limit: the kernel alone against it, the rest is the room
-    /// for the rootfs).
+    /// for the rootfs), else the device tree's firmware partition (the
+    /// same room, from the flash layout).
     pub fn limit(&self) -> Option<(LimitKind, &Limit)> {
-        match (&self.limits.kernel_size, &self.limits.image_size) {
-            (Some(k), _) => Some((LimitKind::KernelSize, k)),
-            (None, Some(i)) => Some((LimitKind::ImageSize, i)),
-            (None, None) => None,
+        let l = &self.limits;
+        match (&l.kernel_size, &l.image_size, &l.firmware_partition) {
+            (Some(k), _, _) => Some((LimitKind::KernelSize, k)),
+            (None, Some(i), _) => Some((LimitKind::ImageSize, i)),
+            (None, None, Some(f)) => Some((LimitKind::FirmwarePartition, f)),
+            (None, None, None) => None,
         }
     }
 
@@ -326,6 +339,7 @@ impl DeviceFitRecord {
             let limits = [
                 ("kernel_size", &d.limits.kernel_size),
                 ("image_size", &d.limits.image_size),
+                ("firmware_partition", &d.limits.firmware_partition),
             ];
             for (field, limit) in limits {
                 let Some(limit) = limit else { continue };

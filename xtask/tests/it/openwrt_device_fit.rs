@@ -22,6 +22,7 @@ use xtask::inputs::openwrt::image::devices::{evaluate_all, DeviceEntry};
 use xtask::inputs::openwrt::image::MakeEnv;
 use xtask::inputs::openwrt::{Checkout, OpenwrtTarget};
 use xtask::kernel_build::openwrt_image::{self, fit, KernelTree};
+use xtask::results::device_fit::LimitKind;
 
 fn all(fx: &Fixture, target: &str, linux: &Path) -> Vec<DeviceEntry> {
     all_devices(&fx.root, target, linux)
@@ -147,6 +148,16 @@ fn images_equal_the_single_device_path_and_failures_say_why() {
     )
     .unwrap();
     std::fs::write(src.join("broken_board.dts"), "/dts-v1/;\n/ { oops \n").unwrap();
+    // A fixed flash layout whose firmware partition is bcm4709-asus-rt-ac87u's.
+    std::fs::write(
+        src.join("layout_board.dts"),
+        "/dts-v1/;\n/ { model = \"layout\"; #address-cells = <1>; #size-cells = <1>;\n\
+         flash@1c000000 { reg = <0x1c000000 0x8000000>; partitions {\n\
+         compatible = \"fixed-partitions\"; #address-cells = <1>; #size-cells = <1>;\n\
+         boot@0 { label = \"boot\"; reg = <0x0 0x80000>; };\n\
+         firmware@200000 { label = \"firmware\"; reg = <0x200000 0x7cc0000>; }; }; }; };\n",
+    )
+    .unwrap();
     let vmlinux = tiny_vmlinux(&sh, dir.path());
     add_mips_headers(&linux);
     let tree = KernelTree {
@@ -159,7 +170,8 @@ fn images_equal_the_single_device_path_and_failures_say_why() {
     let mut entries = all(&fx, "ramips/mt7621", &linux);
     let keep = [
         ("tplink_archer-c6-v3", "test_board"),
-        ("asus_rt-ac85p", "other_board"),
+        // Without IMAGE_SIZE (cleared below): the DT's firmware partition.
+        ("asus_rt-ac85p", "layout_board"),
         ("iptime_t5004", "broken_board"),
         // Both through the lzma-loader, with DTBs of different sizes: the
         // second's loader is the first's code plus its own data.
@@ -170,9 +182,13 @@ fn images_equal_the_single_device_path_and_failures_say_why() {
     ];
     entries.retain(|e| keep.iter().any(|(d, _)| *d == e.device));
     for e in &mut entries {
-        let (r, _) = e.evaluated.as_mut().unwrap();
+        let (r, l) = e.evaluated.as_mut().unwrap();
         r.device_dts = vec![keep.iter().find(|(d, _)| *d == e.device).unwrap().1.into()];
         r.dtb_source_dir = src.clone();
+        if e.device == "asus_rt-ac85p" {
+            l.kernel_size = None;
+            l.image_size = None;
+        }
     }
     let started = Instant::now();
     let record = fit::fit_all(
@@ -242,6 +258,20 @@ fn images_equal_the_single_device_path_and_failures_say_why() {
         .collect();
     assert!(fits.len() >= 4, "{:?}", record.devices);
     assert_eq!(loaders, 2);
+    // The firmware partition is the limit only where the Makefile sets none.
+    for d in &record.devices {
+        let from_dt = d.limits.firmware_partition.as_ref();
+        if d.device == "asus_rt-ac85p" {
+            assert_eq!(
+                from_dt.map(|l| (l.text.as_str(), l.bytes)),
+                Some(("0x7cc0000", 0x7cc0000)),
+                "{d:?}"
+            );
+            assert_eq!(d.limit().unwrap().0, LimitKind::FirmwarePartition);
+        } else {
+            assert_eq!(from_dt, None, "{d:?}");
+        }
+    }
     assert!(fits.iter().all(|d| d.fits() == Some(true)));
     // Every LZMA-compressed image carries the LZMA SDK encoder's margin:
     // present, and small beside the image (the encoders differ in their

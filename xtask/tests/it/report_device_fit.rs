@@ -247,3 +247,64 @@ fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
         "{err}"
     );
 }
+
+/// Issue 41 item 3: a device whose Makefile sets no limit is judged by its
+/// device tree's firmware partition, and one with neither says so.
+#[test]
+fn a_limit_from_the_device_tree_is_shown_as_such_and_no_limit_says_why() {
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let dt = |name: &str, bytes: u64| {
+        let mut d = device(name, bytes);
+        d["limits"] = json!({ "kernel_size": null, "image_size": null,
+            "image_size_checks": [], "default_n": false, "broken": false,
+            "firmware_partition": { "text": "0x1e00000", "bytes": 0x1e0_0000 } });
+        d
+    };
+    let none = |name: &str, bytes: u64| {
+        let mut d = device(name, bytes);
+        d["limits"]["kernel_size"] = Value::Null;
+        d
+    };
+    write_fit(
+        &f.results_dir("bcm53xx", "baseline"),
+        vec![
+            dt("netgear_r8000", 30_000_000),
+            none("cfe_board", 2_000_000),
+        ],
+        |_| {},
+    );
+    write_fit(
+        &f.results_dir("bcm53xx", "no-reorder-blocks"),
+        vec![
+            dt("netgear_r8000", 31_500_000),
+            none("cfe_board", 2_000_100),
+        ],
+        |_| {},
+    );
+    let text = report_text(&f, "*").unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("netgear_r8000"))
+        .expect(&text);
+    assert!(
+        row.contains("DT 0x1e00000") && row.contains("fits → does not fit (kernel only)"),
+        "{row}"
+    );
+    assert!(
+        text.contains("the firmware partition of the device tree's fixed flash layout"),
+        "{text}"
+    );
+    assert!(
+        text.contains("no limit: neither KERNEL_SIZE nor IMAGE_SIZE"),
+        "{text}"
+    );
+    // A limit text that is not its bytes is refused for this limit too.
+    write_fit(
+        &f.results_dir("bcm53xx", "no-reorder-blocks"),
+        vec![dt("netgear_r8000", 31_500_000)],
+        |r| r["devices"][0]["limits"]["firmware_partition"]["text"] = json!("0x1f00000"),
+    );
+    let err = report_text(&f, "*").unwrap_err();
+    assert!(err.contains("firmware_partition \"0x1f00000\""), "{err}");
+}

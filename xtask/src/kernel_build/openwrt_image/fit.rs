@@ -133,8 +133,12 @@ pub fn fit_all(
         kernels.insert(r.kernel_name.clone(), made);
     }
 
-    // Device trees, in parallel.
+    // Device trees, in parallel; a device without a limit in the
+    // Makefile takes its firmware partition's.
     let dtbs = compile_dtbs(&recipes, tree, kdir, jobs);
+    for (fit, dtbs) in fits.iter_mut().zip(&dtbs) {
+        fit.limits.firmware_partition = firmware_limit(&fit.limits, dtbs);
+    }
 
     // Steps up to the shared LZMA.
     let stubs = Stubs::default();
@@ -306,6 +310,28 @@ pub fn fit_all(
     })
 }
 
+/// The size of the `firmware` partition of the first of `dtbs` with a
+/// fixed flash layout, as a limit in hex bytes, when `limits` has neither
+/// `KERNEL_SIZE` nor `IMAGE_SIZE` ([`crate::measure::flash_layout`]); a
+/// DTB the layout cannot be read from counts as none.
+fn firmware_limit(
+    limits: &device_fit::DeviceLimits,
+    dtbs: &Result<Vec<Vec<u8>>, String>,
+) -> Option<device_fit::Limit> {
+    if limits.kernel_size.is_some() || limits.image_size.is_some() {
+        return None;
+    }
+    let found = dtbs.as_ref().ok()?.iter().find_map(|dtb| {
+        crate::measure::flash_layout::firmware_partition(dtb)
+            .ok()
+            .flatten()
+    })?;
+    Some(device_fit::Limit {
+        text: format!("{:#x}", found.bytes),
+        bytes: found.bytes,
+    })
+}
+
 /// The limits as `device-fit.json` records them.
 pub fn record_limits(l: &limits::DeviceLimits) -> device_fit::DeviceLimits {
     let limit = |l: &Option<limits::Limit>| {
@@ -318,6 +344,7 @@ pub fn record_limits(l: &limits::DeviceLimits) -> device_fit::DeviceLimits {
         kernel_size: limit(&l.kernel_size),
         image_size: limit(&l.image_size),
         image_size_checks: l.image_size_checks.clone(),
+        firmware_partition: None,
         default_n: l.default_n,
         broken: l.broken,
     }

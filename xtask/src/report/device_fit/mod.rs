@@ -168,6 +168,7 @@ impl DeviceFitDiff {
             let num = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
             let limit = match (&r.limit, r.limit_kind) {
                 (Some(l), Some(LimitKind::ImageSize)) => format!("IMAGE {l}"),
+                (Some(l), Some(LimitKind::FirmwarePartition)) => format!("DT {l}"),
                 (Some(l), _) => format!("KERNEL {l}"),
                 _ => "none".into(),
             };
@@ -181,7 +182,9 @@ impl DeviceFitDiff {
                 None => verdict,
             };
             let verdict = match (&r.image, r.limit_kind) {
-                (None, Some(LimitKind::ImageSize)) => format!("{verdict} (kernel only)"),
+                (None, Some(LimitKind::ImageSize | LimitKind::FirmwarePartition)) => {
+                    format!("{verdict} (kernel only)")
+                }
                 _ => verdict,
             };
             let verdict = match r.lzma_margin.filter(|_| r.lzma_near) {
@@ -228,11 +231,30 @@ impl DeviceFitDiff {
         if self
             .rows
             .iter()
-            .any(|r| r.image.is_none() && r.limit_kind == Some(LimitKind::ImageSize))
+            .any(|r| r.limit_kind == Some(LimitKind::FirmwarePartition))
         {
             out.push_str(
-                "(kernel only): the kernel image against IMAGE_SIZE, the whole image's limit; the \
-                 headroom is what is left for the rootfs. Give --rootfs FILE to size the whole \
+                "DT: no KERNEL_SIZE or IMAGE_SIZE in the Makefile, so the limit is the firmware \
+                 partition of the device tree's fixed flash layout, which kernel and rootfs share.\n",
+            );
+        }
+        if self.rows.iter().any(|r| r.verdict() == Verdict::NoLimit) {
+            out.push_str(
+                "no limit: neither KERNEL_SIZE nor IMAGE_SIZE in the Makefile, and no fixed \
+                 firmware partition in the device tree (its partitions are found at boot, or the \
+                 recipe compiles none).\n",
+            );
+        }
+        if self.rows.iter().any(|r| {
+            r.image.is_none()
+                && matches!(
+                    r.limit_kind,
+                    Some(LimitKind::ImageSize | LimitKind::FirmwarePartition)
+                )
+        }) {
+            out.push_str(
+                "(kernel only): the kernel image against IMAGE_SIZE (or the DT's firmware \
+                 partition), the whole image's limit; the headroom is what is left for the rootfs. Give --rootfs FILE to size the whole \
                  images.\n",
             );
         }
