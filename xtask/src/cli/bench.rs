@@ -168,8 +168,9 @@ pub struct SymbolsBenchArgs {
     /// The new side.
     #[arg(long, value_name = "NAME", default_value = "no-reorder-blocks")]
     pub variant: String,
-    /// Timed runs of each command, after one untimed (the median counts).
-    #[arg(long, default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Timed rounds, each one run of either command, after one untimed
+    /// round (the medians count).
+    #[arg(long, default_value_t = 15, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
     /// Parallel compile jobs if the pair must be built first; default:
     /// number of CPUs.

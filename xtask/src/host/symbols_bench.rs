@@ -7,8 +7,11 @@
 //! either has no `result.json` or `vmlinux`, the bench builds them first as
 //! `cargo xtask build` would (into the usual results; up-to-date jobs are
 //! skipped). bloat-o-meter is the one in the kernel source the base was
-//! built from (`result.json`'s `kernel_source`), run with `python3` and
-//! `-p <target's cross prefix>`, `LC_ALL=C`. Real ARM vmlinux files have
+//! built from (`result.json`'s `kernel_source`), run with Debian's
+//! interpreter ([`PYTHON`], not the first `python3` on PATH: a pyenv shim
+//! there took 1.47× as long) and `-p <target's cross prefix>`,
+//! `LC_ALL=C`. The two commands run in pairs, one after the other in each
+//! round, so that a change of the machine's load reaches both. Real ARM vmlinux files have
 //! nameless local symbols that crash the script (it unpacks every `nm`
 //! line into three fields); when it fails, it is timed again with an `nm`
 //! that leaves those lines out, as the tests compare it, and the report
@@ -30,6 +33,9 @@ use crate::results::BuildResult;
 use crate::util::layout::Layout;
 use crate::util::lock::Wait;
 
+/// The interpreter bloat-o-meter runs with: Debian's `python3` package.
+pub const PYTHON: &str = "/usr/bin/python3";
+
 /// What `bench symbols` compares.
 #[derive(Debug, Clone)]
 pub struct SymbolsBenchRequest {
@@ -39,7 +45,8 @@ pub struct SymbolsBenchRequest {
     pub base: String,
     /// The new side.
     pub variant: String,
-    /// Timed runs of each command (the median counts); at least 1.
+    /// Timed rounds, each one run of either command (the median counts);
+    /// at least 1.
     pub runs: usize,
     /// Compile jobs if the pair has to be built first.
     pub jobs: usize,
@@ -57,13 +64,15 @@ pub struct Timing {
 }
 
 /// The two commands' times.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SymbolsBench {
     /// The built binary's `size-report --symbols` ([`std::env::current_exe`]).
     pub ours: Timing,
-    /// `python3 bloat-o-meter -p PREFIX old new` (its two `nm` runs
-    /// included).
+    /// `/usr/bin/python3 bloat-o-meter -p PREFIX old new` (its two `nm`
+    /// runs included).
     pub bloat_o_meter: Timing,
+    /// What `PYTHON --version` printed (`Python 3.11.2`).
+    pub python: String,
 }
 
 impl SymbolsBench {
@@ -114,13 +123,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &SymbolsBenchRequest) -> Result
     let prefix = base.target.cross_compile.clone();
 
     let exe = std::env::current_exe().context("finding the xtask executable")?;
-    let ours = time(request.runs, || {
-        let mut c = Command::new(&exe);
-        c.args(["size-report", "--no-lab", "--symbols", "--target"])
-            .arg(&request.target)
-            .args(["--base", &request.base, "--variant", &request.variant]);
-        c
-    })?;
+    let python = python_version()?;
     let wrapper = tempfile::tempdir().context("creating a directory for the nm wrapper")?;
     let plain = run_once(&mut bloat_command(&script, &prefix, &old, &new))?;
     let (prefix_used, note) = if plain.status.success() {
@@ -131,16 +134,27 @@ pub fn run(sh: &Shell, layout: &Layout, request: &SymbolsBenchRequest) -> Result
             " (with an nm that leaves out nameless symbols, on which the script crashes)",
         )
     };
-    let theirs = time(request.runs, || {
-        bloat_command(&script, &prefix_used, &old, &new)
-    })?;
+    let [ours, theirs] = time_paired(
+        request.runs,
+        [
+            &|| {
+                let mut c = Command::new(&exe);
+                c.args(["size-report", "--no-lab", "--symbols", "--target"])
+                    .arg(&request.target)
+                    .args(["--base", &request.base, "--variant", &request.variant]);
+                c
+            },
+            &|| bloat_command(&script, &prefix_used, &old, &new),
+        ],
+    )?;
     let bench = SymbolsBench {
         ours,
         bloat_o_meter: theirs,
+        python: python.clone(),
     };
     let (wall, cpu) = bench.ratios();
     println!(
-        "{} {} → {}, {} runs each (load average {}): wall-clock median, mean CPU time",
+        "{} {} → {}, {} paired runs (load average {}): wall-clock median, mean CPU time",
         request.target,
         request.base,
         request.variant,
@@ -154,7 +168,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &SymbolsBenchRequest) -> Result
         bench.ours.cpu.as_secs_f64()
     );
     println!(
-        "  python3 scripts/bloat-o-meter -p {prefix}{note}: {:.3} s, CPU {:.3} s",
+        "  {PYTHON} ({python}) scripts/bloat-o-meter -p {prefix}{note}: {:.3} s, CPU {:.3} s",
         bench.bloat_o_meter.wall.as_secs_f64(),
         bench.bloat_o_meter.cpu.as_secs_f64()
     );
@@ -193,8 +207,22 @@ fn bloat_o_meter(sh: &Shell, layout: &Layout, result: &BuildResult) -> Result<Pa
     Ok(script)
 }
 
+/// `PYTHON --version`'s words (`Python 3.11.2`).
+///
+/// Errors: Debian's interpreter is missing (`apt-get install python3`).
+fn python_version() -> Result<String> {
+    let out = run_once(Command::new(PYTHON).arg("--version"))
+        .context("`apt-get install python3` (or `cargo xtask setup`)")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "`{PYTHON} --version` failed ({})",
+        out.status
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 fn bloat_command(script: &Path, prefix: &str, old: &Path, new: &Path) -> Command {
-    let mut c = Command::new("python3");
+    let mut c = Command::new(PYTHON);
     c.arg(script)
         .arg("-p")
         .arg(prefix)
@@ -232,35 +260,40 @@ fn run_once(command: &mut Command) -> Result<Output> {
         .with_context(|| format!("starting {:?}", command.get_program()))
 }
 
-/// The times of `runs` runs of `make()`'s command, after one untimed run
-/// that warms the page cache; a failing run is an error.
-fn time(runs: usize, make: impl Fn() -> Command) -> Result<Timing> {
-    let mut times = Vec::with_capacity(runs);
-    let mut cpu_ticks = 0;
-    for i in 0..=runs.max(1) {
-        let mut command = make();
-        let ticks = children_cpu_ticks()?;
-        let start = Instant::now();
-        let out = run_once(command.stdout(Stdio::piped()))?;
-        let took = start.elapsed();
-        if !out.status.success() {
-            bail!(
-                "{:?} failed ({}): {}",
-                command.get_program(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        if i > 0 {
-            times.push(took);
-            cpu_ticks += children_cpu_ticks()? - ticks;
+/// The times of two commands over `runs` rounds, each running one
+/// command after the other (the first, then the second), after one
+/// untimed round that warms the page cache; a failing run is an error.
+fn time_paired(runs: usize, make: [&dyn Fn() -> Command; 2]) -> Result<[Timing; 2]> {
+    let mut times = [Vec::with_capacity(runs), Vec::with_capacity(runs)];
+    let mut cpu_ticks = [0; 2];
+    for round in 0..=runs.max(1) {
+        for (i, make) in make.iter().enumerate() {
+            let mut command = make();
+            let ticks = children_cpu_ticks()?;
+            let start = Instant::now();
+            let out = run_once(command.stdout(Stdio::piped()))?;
+            let took = start.elapsed();
+            if !out.status.success() {
+                bail!(
+                    "{:?} failed ({}): {}",
+                    command.get_program(),
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            if round > 0 {
+                times[i].push(took);
+                cpu_ticks[i] += children_cpu_ticks()? - ticks;
+            }
         }
     }
-    times.sort();
-    Ok(Timing {
-        wall: times[times.len() / 2],
-        cpu: CLOCK_TICK * cpu_ticks as u32 / times.len() as u32,
-    })
+    Ok([0, 1].map(|i| {
+        times[i].sort();
+        Timing {
+            wall: times[i][times[i].len() / 2],
+            cpu: CLOCK_TICK * cpu_ticks[i] as u32 / times[i].len() as u32,
+        }
+    }))
 }
 
 /// `USER_HZ`: the unit of `/proc/<pid>/stat`'s times (proc(5): 100 on
