@@ -174,7 +174,7 @@ pub fn fit_all(
                         if !kernels.contains_key(&derived) {
                             let work = kdir.join("relocate");
                             let made = stubs
-                                .get(&sh, r, tree, &addr, &work)
+                                .get(r, tree, &addr, &work)
                                 .and_then(|stub| {
                                     let kernel = kernels[&name]
                                         .as_ref()

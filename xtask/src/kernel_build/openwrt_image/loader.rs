@@ -227,22 +227,33 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-fn run_make(sh: &Shell, dir: &Path, args: &[String], cpath: &str, what: &str) -> Result<()> {
-    let out = cmd!(sh, "make -s --no-print-directory -C {dir} {args...}")
+/// How long one make of a loader (a few C files) may take.
+const MAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// `make -C dir args…` of the checkout's loader Makefile, under the
+/// supervisor with a deadline ([`MAKE_TIMEOUT`]): the Makefile is the
+/// checkout's, so a loop in it is stopped, not waited for.
+fn run_make(dir: &Path, args: &[String], cpath: &str, what: &str) -> Result<()> {
+    let mut make = std::process::Command::new("make");
+    make.args(["-s", "--no-print-directory", "-C"])
+        .arg(dir)
+        .args(args)
         .env("CPATH", cpath)
         .env_remove("MAKEFLAGS")
         .env_remove("MFLAGS")
-        .env_remove("MAKELEVEL")
-        .quiet()
-        .ignore_status()
-        .output()
-        .with_context(|| format!("running make (GNU make) for {what}"))?;
+        .env_remove("MAKELEVEL");
+    let out = crate::util::process::run_captured(
+        make,
+        &format!("make (GNU make) for {what}"),
+        "is make installed? (`cargo xtask setup`)",
+        MAKE_TIMEOUT,
+    )?;
     anyhow::ensure!(
         out.status.success(),
         "make -C {} for {what} failed ({}): {}",
         dir.display(),
         out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
+        out.stderr.trim()
     );
     Ok(())
 }
@@ -293,7 +304,6 @@ pub fn lzma_loader(
         format!("loader.{}", params.loader_type),
     ]);
     run_make(
-        sh,
         &params.dir,
         &args,
         &cpath,
@@ -373,7 +383,6 @@ pub fn relocate_address(recipe: &DeviceRecipe, step: &Step) -> Result<String> {
 /// Builds the relocation stub for `addr` (module docs) under `work` and
 /// returns `loader.bin` padded with zeros to a multiple of 32 bytes.
 pub fn relocate_stub(
-    sh: &Shell,
     recipe: &DeviceRecipe,
     tree: &KernelTree<'_>,
     addr: &str,
@@ -391,7 +400,6 @@ pub fn relocate_stub(
         format!("CROSS_COMPILE={}", tree.cross_compile),
     ];
     run_make(
-        sh,
         &build,
         &args,
         &cpath,
@@ -416,7 +424,6 @@ impl Stubs {
     /// The stub for `addr`, built on first use ([`relocate_stub`]).
     pub fn get(
         &self,
-        sh: &Shell,
         recipe: &DeviceRecipe,
         tree: &KernelTree<'_>,
         addr: &str,
@@ -428,7 +435,7 @@ impl Stubs {
             .lock()
             .map_err(|_| anyhow::anyhow!("stub cache"))?;
         let entry = built.entry(key).or_insert_with(|| {
-            relocate_stub(sh, recipe, tree, addr, work)
+            relocate_stub(recipe, tree, addr, work)
                 .map(Arc::new)
                 .map_err(|e| format!("{e:#}"))
         });

@@ -318,7 +318,7 @@ pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Resu
         "relocate-kernel" => {
             let addr = super::loader::relocate_address(recipe, step)?;
             let work = image.with_extension("relocate");
-            let stub = super::loader::relocate_stub(sh, recipe, ctx.tree, &addr, &work);
+            let stub = super::loader::relocate_stub(recipe, ctx.tree, &addr, &work);
             let _ = std::fs::remove_dir_all(&work);
             write(&super::loader::relocate(&stub?, &read(image)?)?)
         }
