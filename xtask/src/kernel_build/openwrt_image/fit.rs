@@ -29,16 +29,17 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use xshell::Shell;
 
+use super::device_trees::{compile_dtbs, firmware_limit, first_dtb};
 use super::loader::{self, LoaderParams, Stubs};
+use super::parallel::in_parallel;
 use super::tree::KernelTree;
-use super::{dtb, kernel_input, lzma_prefix::PrefixEncoder, steps};
+use super::{kernel_input, lzma_prefix::PrefixEncoder, steps};
 use crate::inputs::openwrt::image::devices::DeviceEntry;
 use crate::inputs::openwrt::image::limits;
 use crate::inputs::openwrt::image::DeviceRecipe;
@@ -81,36 +82,7 @@ pub fn fit_all(
     let start = Instant::now();
     std::fs::create_dir_all(kdir).with_context(|| format!("creating {}", kdir.display()))?;
     let sh = Shell::new().context("starting a shell")?;
-    let mut fits: Vec<DeviceFit> = entries
-        .iter()
-        .map(|e| match &e.evaluated {
-            Ok((r, l)) => {
-                let (blocksize, images) = super::image_recipes::image_recipes(r);
-                DeviceFit {
-                    device: e.device.clone(),
-                    recipe: Some(r.recipe()),
-                    kernel_bytes: None,
-                    error: super::check(r, std::slice::from_ref(&r.kernel_name))
-                        .err()
-                        .map(|e| format!("{e:#}")),
-                    limits: record_limits(l),
-                    blocksize,
-                    images,
-                    lzma_margin: None,
-                }
-            }
-            Err(why) => DeviceFit {
-                device: e.device.clone(),
-                recipe: None,
-                kernel_bytes: None,
-                error: Some(format!("make could not evaluate its recipe: {why}")),
-                limits: Default::default(),
-                blocksize: None,
-                images: Vec::new(),
-                lzma_margin: None,
-            },
-        })
-        .collect();
+    let mut fits: Vec<DeviceFit> = entries.iter().map(initial_fit).collect();
     let recipes: Vec<Option<&DeviceRecipe>> = entries
         .iter()
         .zip(&fits)
@@ -121,17 +93,7 @@ pub fn fit_all(
         .collect();
 
     // The kernel inputs, one per KERNEL_NAME.
-    let mut kernels: BTreeMap<String, Result<Arc<Vec<u8>>, String>> = BTreeMap::new();
-    for r in recipes.iter().flatten() {
-        if kernels.contains_key(&r.kernel_name) {
-            continue;
-        }
-        let made = kernel_input(&sh, r, tree, kdir)
-            .and_then(|p| read(&p))
-            .map(Arc::new)
-            .map_err(|e| format!("{e:#}"));
-        kernels.insert(r.kernel_name.clone(), made);
-    }
+    let mut kernels = kernel_inputs(&sh, &recipes, tree, kdir);
 
     // Device trees, in parallel; a device without a limit in the
     // Makefile takes its firmware partition's.
@@ -169,29 +131,8 @@ pub fn fit_all(
                     ("relocate-kernel", Some(Payload::Kernel { name, tail }))
                         if tail.is_empty() =>
                     {
-                        let addr = loader::relocate_address(r, step)?;
-                        let derived = format!("{name} | relocate-kernel {addr}");
-                        if !kernels.contains_key(&derived) {
-                            let work = kdir.join("relocate");
-                            let made = stubs
-                                .get(r, tree, &addr, &work)
-                                .and_then(|stub| {
-                                    let kernel = kernels[&name]
-                                        .as_ref()
-                                        .map_err(|e| anyhow::anyhow!("{e}"))?;
-                                    loader::relocate(&stub, kernel)
-                                })
-                                .map(Arc::new)
-                                .map_err(|e| format!("{e:#}"));
-                            kernels.insert(derived.clone(), made);
-                        }
-                        if let Err(e) = &kernels[&derived] {
-                            anyhow::bail!("{e}");
-                        }
-                        Payload::Kernel {
-                            name: derived,
-                            tail,
-                        }
+                        let name = relocated(&mut kernels, &stubs, (r, step), tree, kdir, &name)?;
+                        Payload::Kernel { name, tail }
                     }
                     ("append-dtb", Some(Payload::Kernel { name, mut tail })) => {
                         tail.extend_from_slice(first_dtb(r, &dtbs[i])?);
@@ -251,6 +192,126 @@ pub fn fit_all(
     }
 
     // The shared LZMA encoders, then the steps after them.
+    let lzma_sdk_error = shared_lzma(
+        pending,
+        &kernels,
+        (&recipes, &mut fits),
+        (tree, kdir, jobs),
+        &loaders,
+    );
+    Ok(DeviceFitRecord {
+        schema: crate::results::device_fit::SCHEMA,
+        vmlinux_sha256: String::new(),
+        openwrt_target: openwrt_target.to_string(),
+        seconds: start.elapsed().as_secs_f64(),
+        devices: fits,
+        lzma_sdk_error,
+    })
+}
+
+/// The kernel input `name` behind `recipe`'s relocation stub for `step`'s
+/// address, made once per address and kept in `kernels` under its own
+/// name (`vmlinux | relocate-kernel 0x80060000`), which is returned.
+///
+/// Errors: no address, the stub cannot be built, `name` could not be made.
+fn relocated(
+    kernels: &mut Kernels,
+    stubs: &Stubs,
+    (recipe, step): (&DeviceRecipe, &crate::inputs::openwrt::image::Step),
+    tree: &KernelTree<'_>,
+    kdir: &Path,
+    name: &str,
+) -> Result<String> {
+    let addr = loader::relocate_address(recipe, step)?;
+    let derived = format!("{name} | relocate-kernel {addr}");
+    if !kernels.contains_key(&derived) {
+        let work = kdir.join("relocate");
+        let made = stubs
+            .get(recipe, tree, &addr, &work)
+            .and_then(|stub| {
+                let kernel = kernels[name].as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+                loader::relocate(&stub, kernel)
+            })
+            .map(Arc::new)
+            .map_err(|e| format!("{e:#}"));
+        kernels.insert(derived.clone(), made);
+    }
+    if let Err(e) = &kernels[&derived] {
+        anyhow::bail!("{e}");
+    }
+    Ok(derived)
+}
+
+/// `e`'s record before anything is made: its recipe, the check's
+/// error, its limits, block size and image recipes; or why make could not
+/// evaluate it.
+fn initial_fit(e: &DeviceEntry) -> DeviceFit {
+    match &e.evaluated {
+        Ok((r, l)) => {
+            let (blocksize, images) = super::image_recipes::image_recipes(r);
+            DeviceFit {
+                device: e.device.clone(),
+                recipe: Some(r.recipe()),
+                kernel_bytes: None,
+                error: super::check(r, std::slice::from_ref(&r.kernel_name))
+                    .err()
+                    .map(|e| format!("{e:#}")),
+                limits: record_limits(l),
+                blocksize,
+                images,
+                lzma_margin: None,
+            }
+        }
+        Err(why) => DeviceFit {
+            device: e.device.clone(),
+            recipe: None,
+            kernel_bytes: None,
+            error: Some(format!("make could not evaluate its recipe: {why}")),
+            limits: Default::default(),
+            blocksize: None,
+            images: Vec::new(),
+            lzma_margin: None,
+        },
+    }
+}
+
+/// Each `KERNEL_NAME` of `recipes` made once ([`kernel_input`]), read,
+/// or why it could not be.
+fn kernel_inputs(
+    sh: &Shell,
+    recipes: &[Option<&DeviceRecipe>],
+    tree: &KernelTree<'_>,
+    kdir: &Path,
+) -> Kernels {
+    let mut kernels: Kernels = BTreeMap::new();
+    for r in recipes.iter().flatten() {
+        if kernels.contains_key(&r.kernel_name) {
+            continue;
+        }
+        let made = kernel_input(sh, r, tree, kdir)
+            .and_then(|p| read(&p))
+            .map(Arc::new)
+            .map_err(|e| format!("{e:#}"));
+        kernels.insert(r.kernel_name.clone(), made);
+    }
+    kernels
+}
+
+/// Kernel inputs by name (`vmlinux`, `vmlinux | relocate-kernel 0x…`).
+type Kernels = BTreeMap<String, Result<Arc<Vec<u8>>, String>>;
+
+/// Each kernel and LZMA parameter set of `pending` encoded once, each
+/// waiting device finishing a copy ([`PrefixEncoder`]), then the steps
+/// after its LZMA, `jobs` devices at a time; sizes, errors and the LZMA SDK
+/// margin go into `fits`. Returns why the LZMA SDK encoder could not run,
+/// if it could not.
+fn shared_lzma(
+    pending: BTreeMap<(String, LzmaKey), Vec<Pending>>,
+    kernels: &Kernels,
+    (recipes, fits): (&[Option<&DeviceRecipe>], &mut [DeviceFit]),
+    (tree, kdir, jobs): (&KernelTree<'_>, &Path, usize),
+    loaders: &Loaders,
+) -> Option<String> {
     let mut lzma_sdk_error = None;
     for ((name, LzmaKey(params)), waiting) in pending {
         let kernel = match &kernels[&name] {
@@ -291,7 +352,7 @@ pub fn fit_all(
         let work: Vec<(&Pending, Result<Vec<u8>>)> = waiting.iter().zip(streams).collect();
         let done = in_parallel(work, jobs, |sh, (w, stream)| {
             let r = recipes[w.index].expect("pending devices have recipes");
-            finish(sh, r, tree, kdir, w.rest, stream?, &loaders)
+            finish(sh, r, tree, kdir, w.rest, stream?, loaders)
         });
         for (w, done) in waiting.iter().zip(done) {
             match done {
@@ -300,36 +361,7 @@ pub fn fit_all(
             }
         }
     }
-    Ok(DeviceFitRecord {
-        schema: crate::results::device_fit::SCHEMA,
-        vmlinux_sha256: String::new(),
-        openwrt_target: openwrt_target.to_string(),
-        seconds: start.elapsed().as_secs_f64(),
-        devices: fits,
-        lzma_sdk_error,
-    })
-}
-
-/// The size of the `firmware` partition of the first of `dtbs` with a
-/// fixed flash layout, as a limit in hex bytes, when `limits` has neither
-/// `KERNEL_SIZE` nor `IMAGE_SIZE` ([`crate::measure::flash_layout`]); a
-/// DTB the layout cannot be read from counts as none.
-fn firmware_limit(
-    limits: &device_fit::DeviceLimits,
-    dtbs: &Result<Vec<Vec<u8>>, String>,
-) -> Option<device_fit::Limit> {
-    if limits.kernel_size.is_some() || limits.image_size.is_some() {
-        return None;
-    }
-    let found = dtbs.as_ref().ok()?.iter().find_map(|dtb| {
-        crate::measure::flash_layout::firmware_partition(dtb)
-            .ok()
-            .flatten()
-    })?;
-    Some(device_fit::Limit {
-        text: format!("{:#x}", found.bytes),
-        bytes: found.bytes,
-    })
+    lzma_sdk_error
 }
 
 /// The limits as `device-fit.json` records them.
@@ -473,105 +505,4 @@ fn run_step(
     steps::run(sh, &ctx, step, &image)
         .with_context(|| format!("KERNEL step `{step}` ({})", recipe.origin_text()))?;
     read(&image)
-}
-
-/// The DTB `append-dtb` appends: the first of `DEVICE_DTS`.
-fn first_dtb<'a>(
-    recipe: &DeviceRecipe,
-    dtbs: &'a Result<Vec<Vec<u8>>, String>,
-) -> Result<&'a [u8]> {
-    let dtbs = dtbs.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
-    dtbs.first().map(Vec::as_slice).with_context(|| {
-        format!(
-            "append-dtb, but DEVICE_DTS is empty ({})",
-            recipe.origin_text()
-        )
-    })
-}
-
-/// Each recipe's `DEVICE_DTS` compiled (all of them, as image.mk's
-/// image_prepare does), `jobs` at a time; per device the DTBs in order or
-/// the first error.
-fn compile_dtbs(
-    recipes: &[Option<&DeviceRecipe>],
-    tree: &KernelTree<'_>,
-    kdir: &Path,
-    jobs: usize,
-) -> Vec<Result<Vec<Vec<u8>>, String>> {
-    in_parallel(recipes.to_vec(), jobs, |sh, r| match r {
-        Some(r) => compile_one(sh, r, tree, kdir),
-        None => Ok(Vec::new()),
-    })
-    .into_iter()
-    .map(|r| r.map_err(|e| format!("{e:#}")))
-    .collect()
-}
-
-/// `f` on each of `items` (with a shell of the thread's), `jobs` threads
-/// at a time; the results in `items`' order.
-fn in_parallel<T: Send, R: Send>(
-    items: Vec<T>,
-    jobs: usize,
-    f: impl Fn(&Shell, T) -> Result<R> + Sync,
-) -> Vec<Result<R>> {
-    let next = AtomicUsize::new(0);
-    let items: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let results: Vec<Mutex<Option<Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| {
-                let sh = Shell::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = items.get(i) else { return };
-                    // Each index is taken once, so the item is there.
-                    let Some(item) = slot.lock().ok().and_then(|mut s| s.take()) else {
-                        continue;
-                    };
-                    let out = match &sh {
-                        Ok(sh) => f(sh, item),
-                        Err(e) => Err(anyhow::anyhow!("starting a shell: {e}")),
-                    };
-                    if let Ok(mut slot) = results[i].lock() {
-                        *slot = Some(out);
-                    }
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| Err(anyhow::anyhow!("a thread panicked")))
-        })
-        .collect()
-}
-
-fn compile_one(
-    sh: &Shell,
-    r: &DeviceRecipe,
-    tree: &KernelTree<'_>,
-    kdir: &Path,
-) -> Result<Vec<Vec<u8>>> {
-    let dir = kdir.join("devices").join(&r.device);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut out = Vec::new();
-    for dts in &r.device_dts {
-        let output = dir.join(steps::dtb_file_name(dts));
-        dtb::build(
-            sh,
-            &dtb::DtbJob {
-                source: r.dtb_source_dir.join(format!("{dts}.dts")),
-                output: output.clone(),
-                dts_dir: &r.dts_dir,
-                linux_dir: tree.linux_dir,
-                cross_compile: tree.cross_compile,
-            },
-        )
-        .context("building its device tree")?;
-        out.push(read(&output)?);
-    }
-    Ok(out)
 }

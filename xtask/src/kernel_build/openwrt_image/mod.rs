@@ -19,12 +19,14 @@
 //! The image is recorded as the artifact [`artifact_name`] next to the
 //! target's other artifacts.
 
+mod device_trees;
 pub mod dtb;
 pub mod fit;
 pub mod image_recipes;
 pub mod loader;
 pub mod lzma_prefix;
 pub mod lzma_sdk;
+mod parallel;
 pub mod steps;
 pub mod tree;
 
