@@ -66,8 +66,8 @@ fn each_cell_is_called_by_both_runs_verdicts() {
     ]));
     let a = agreement(&[model, measured.clone()]).unwrap();
     assert_eq!(
-        a.runs.map(|r| r.metric),
-        [Metric::PacketsPerSecond, Metric::Throughput]
+        a.runs.map(|r| r.metrics),
+        [vec![Metric::PacketsPerSecond], vec![Metric::Throughput]]
     );
     let verdicts: Vec<String> = a
         .cells
@@ -156,7 +156,8 @@ fn the_report_shows_the_cells_after_the_runs_in_every_format_it_has() {
     let a = &json["agreement"];
     assert_eq!(a["counts"]["agree"], 1, "{a}");
     assert_eq!(a["counts"]["only-a"], 2, "{a}");
-    assert_eq!(a["metrics"][0], "modelled_packets_per_second");
+    assert_eq!(a["metrics"][0][0], "modelled_packets_per_second");
+    assert_eq!(a["cells"][0]["cell_metrics"][1], "throughput");
     assert_eq!(a["cells"].as_array().unwrap().len(), 4);
     for format in [Format::Csv, Format::Svg] {
         let report = xtask::report::load(&f.layout(), &r).unwrap();

@@ -41,16 +41,18 @@ pub const ANSWER_METRICS: [LabMetric; 3] = [
     LabMetric::Tbench,
 ];
 
-/// One run's side of the agreement: which run, and which metric it
-/// answers in.
+/// One run's side of the agreement: which run, and the metrics its cells
+/// answer in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgreementRun {
     /// The lab directory.
     pub dir: PathBuf,
     /// The report's heading of the run ([`super::text::heading`]).
     pub heading: String,
-    /// The metric (`modelled_packets_per_second`, `throughput`).
-    pub metric: LabMetric,
+    /// The metrics its cells are in, in [`ANSWER_METRICS`]' order (one,
+    /// unless a variant lacks the first: then that variant's cells use the
+    /// next).
+    pub metrics: Vec<LabMetric>,
 }
 
 /// One run's %change of one cell.
@@ -64,6 +66,9 @@ pub struct Side {
     pub verdict: Verdict,
     /// The statistics behind it.
     pub stats: Stats,
+    /// The metric it is in (the first of [`ANSWER_METRICS`] the run
+    /// compared the variant in).
+    pub metric: LabMetric,
 }
 
 impl Side {
@@ -180,22 +185,25 @@ impl Agreement {
 
 /// The agreement of `labs`, which must be exactly two runs.
 ///
-/// Errors: not two runs (naming how many, and `--lab-run A --lab-run B`),
-/// or a run with none of [`ANSWER_METRICS`] compared for any variant.
+/// Errors: not two runs (naming how many, and `--lab-run A --lab-run B`;
+/// a run named twice is one run), or a run with none of
+/// [`ANSWER_METRICS`] compared for any variant.
 pub fn agreement(labs: &[LabReport]) -> Result<Agreement> {
     let [a, b] = labs else {
         bail!(
-            "--agreement compares two lab runs; this report has {} (name them: --lab-run A --lab-run B)",
-            labs.len()
+            "--agreement compares two lab runs; this report has {} distinct run{} (a run named \
+             twice, as a directory or its lab.json, is shown once; name two: --lab-run A --lab-run B)",
+            labs.len(),
+            if labs.len() == 1 { "" } else { "s" }
         );
     };
-    let (ma, mb) = (answer_metric(a)?, answer_metric(b)?);
-    let (sa, sb) = (sides(a, ma), sides(b, mb));
+    let (sa, sb) = (sides(a)?, sides(b)?);
     let mut cells = Vec::new();
     let mut unmatched = Vec::new();
+    let name = |k: &Key| format!("{} {} {}", k.0, k.1, k.2);
     for (key, a_side) in &sa {
-        match sb.iter().find(|(k, _)| k == key) {
-            Some((_, b_side)) => cells.push(Cell {
+        match (a_side, sb.iter().find(|(k, _)| k == key).map(|(_, s)| s)) {
+            (Ok(a_side), Some(Ok(b_side))) => cells.push(Cell {
                 variant: key.0.clone(),
                 item: key.1.clone(),
                 kind: key.2.clone(),
@@ -203,43 +211,35 @@ pub fn agreement(labs: &[LabReport]) -> Result<Agreement> {
                 verdict: CellVerdict::of(&a_side.side, &b_side.side),
                 sides: [a_side.side.clone(), b_side.side.clone()],
             }),
-            None => unmatched.push(format!("{} {} {} (A only)", key.0, key.1, key.2)),
+            (Err(why), _) => unmatched.push(format!("{} (A {why})", name(key))),
+            (Ok(_), Some(Err(why))) => unmatched.push(format!("{} (B {why})", name(key))),
+            (Ok(_), None) => unmatched.push(format!("{} (A only)", name(key))),
         }
     }
-    for (key, _) in sb.iter().filter(|(k, _)| !sa.iter().any(|(ka, _)| ka == k)) {
-        unmatched.push(format!("{} {} {} (B only)", key.0, key.1, key.2));
+    for (key, side) in sb.iter().filter(|(k, _)| !sa.iter().any(|(ka, _)| ka == k)) {
+        match side {
+            Ok(_) => unmatched.push(format!("{} (B only)", name(key))),
+            Err(why) => unmatched.push(format!("{} (B only; B {why})", name(key))),
+        }
     }
     cells.sort_by(|x, y| (&x.variant, &x.item, &x.kind).cmp(&(&y.variant, &y.item, &y.kind)));
-    let run = |lab: &LabReport, metric| AgreementRun {
+    let run = |lab: &LabReport, sides: &[(Key, Result<Titled, String>)]| AgreementRun {
         dir: lab.dir.clone(),
         heading: super::text::heading(lab),
-        metric,
+        metrics: ANSWER_METRICS
+            .into_iter()
+            .filter(|m| {
+                sides
+                    .iter()
+                    .any(|(_, s)| s.as_ref().is_ok_and(|t| t.side.metric == *m))
+            })
+            .collect(),
     };
     Ok(Agreement {
-        runs: [run(a, ma), run(b, mb)],
+        runs: [run(a, &sa), run(b, &sb)],
         cells,
         unmatched,
     })
-}
-
-/// The first of [`ANSWER_METRICS`] a variant of `lab` was compared in.
-fn answer_metric(lab: &LabReport) -> Result<LabMetric> {
-    let compared = |m: LabMetric| {
-        lab.comparisons
-            .iter()
-            .filter(|c| c.role == Role::Variant)
-            .any(|c| c.families.iter().any(|f| f.name == m.name()))
-    };
-    ANSWER_METRICS
-        .into_iter()
-        .find(|m| compared(*m))
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: no variant compared in {} (a lab run with a base and a variant, e.g. `cargo xtask lab --variant baseline --variant <VARIANT>`)",
-                lab.dir.display(),
-                ANSWER_METRICS.map(|m| m.name()).join(", ")
-            )
-        })
 }
 
 type Key = (String, String, String);
@@ -251,34 +251,55 @@ struct Titled {
     title: String,
 }
 
-/// Every (variant, item, kind) of `lab`'s variant comparisons in `metric`.
-fn sides(lab: &LabReport, metric: LabMetric) -> Vec<(Key, Titled)> {
+/// Every (variant, item, kind) of `lab`'s variant comparisons, each in
+/// the first of [`ANSWER_METRICS`] its comparison has; a cell without a
+/// %change (a base mean of 0, too few runs for statistics) says why.
+///
+/// Errors: no variant comparison has any of [`ANSWER_METRICS`].
+fn sides(lab: &LabReport) -> Result<Vec<(Key, Result<Titled, String>)>> {
     let mut out = Vec::new();
     for c in lab.comparisons.iter().filter(|c| c.role == Role::Variant) {
         let variant = lab.arm(&c.arm).map_or(c.arm.clone(), |a| a.variant.clone());
-        let metrics = c
-            .families
-            .iter()
-            .filter(|f: &&Family| f.name == metric.name())
-            .flat_map(|f| &f.metrics);
-        for m in metrics {
-            if let Some(side) = side(m) {
-                let title = format!("{}, {}", m.phrase, lab.kind_title(metric.name(), &m.kind));
-                let key = (variant.clone(), m.item.clone(), m.kind.clone());
-                out.push((key, Titled { side, title }));
-            }
+        let Some((metric, family)) = ANSWER_METRICS.into_iter().find_map(|m| {
+            c.families
+                .iter()
+                .find(|f: &&Family| f.name == m.name())
+                .map(|f| (m, f))
+        }) else {
+            continue;
+        };
+        for m in &family.metrics {
+            let key = (variant.clone(), m.item.clone(), m.kind.clone());
+            let titled = side(m, metric).map(|side| Titled {
+                side,
+                title: format!("{}, {}", m.phrase, lab.kind_title(metric.name(), &m.kind)),
+            });
+            out.push((key, titled));
         }
     }
-    out
+    if out.is_empty() {
+        bail!(
+            "{}: no variant compared in {} (a lab run with a base and a variant, e.g. `cargo xtask lab --variant baseline --variant <VARIANT>`)",
+            lab.dir.display(),
+            ANSWER_METRICS.map(|m| m.name()).join(", ")
+        );
+    }
+    Ok(out)
 }
 
-fn side(m: &Metric) -> Option<Side> {
-    let s = m.stats()?;
-    Some(Side {
-        percent: s.comparison.percent?,
+fn side(m: &Metric, metric: LabMetric) -> Result<Side, String> {
+    let s = m
+        .stats()
+        .ok_or("has no statistics (fewer than 2 runs a side)")?;
+    Ok(Side {
+        percent: s
+            .comparison
+            .percent
+            .ok_or("has no %change (its base mean is 0)")?,
         interval: s.comparison.interval,
         verdict: s.comparison.verdict,
         stats: s.clone(),
+        metric,
     })
 }
 
@@ -291,7 +312,7 @@ pub fn text(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
             "  {name}: {} ({}), {}\n",
             run.heading,
             display_path(root, &run.dir),
-            run.metric.title()
+            metric_titles(run)
         ));
     }
     for c in &agreement.cells {
@@ -303,8 +324,18 @@ pub fn text(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
                 s.words(decimal)
             )
         };
+        // Which metric, where a run answers in more than one.
+        let metrics = if agreement.runs.iter().any(|r| r.metrics.len() > 1) {
+            format!(
+                " (A in {}, B in {})",
+                c.sides[0].metric.name(),
+                c.sides[1].metric.name()
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{} {}: A {}; B {}: {}\n",
+            "{} {}: A {}; B {}: {}{metrics}\n",
             c.variant,
             c.title,
             side(&c.sides[0]),
@@ -318,6 +349,15 @@ pub fn text(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
         out.push_str(&format!("  measured by one run only: {u}\n"));
     }
     out
+}
+
+/// The titles of `run`'s answer metrics, `; `-joined.
+fn metric_titles(run: &AgreementRun) -> String {
+    run.metrics
+        .iter()
+        .map(|m| m.title())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// `12 cells: 3 agree, 1 opposite signs, 2 only A established, 0 only B
@@ -340,7 +380,7 @@ pub fn markdown(root: &Path, agreement: &Agreement, decimal: Decimal) -> String 
             "- {name}: {} (`{}`), {}\n",
             run.heading,
             display_path(root, &run.dir),
-            run.metric.title()
+            metric_titles(run)
         ));
     }
     out.push_str(
@@ -373,8 +413,9 @@ pub fn markdown(root: &Path, agreement: &Agreement, decimal: Decimal) -> String 
 pub struct JsonAgreement {
     /// Run A's then run B's lab directory (as the report shows paths).
     pub runs: Vec<String>,
-    /// Each run's answer metric (`modelled_packets_per_second`).
-    pub metrics: Vec<&'static str>,
+    /// Each run's answer metrics (`[["modelled_packets_per_second"],
+    /// ["throughput"]]`); each cell names its own in `cell_metrics`.
+    pub metrics: Vec<Vec<&'static str>>,
     /// One per cell both runs measured.
     pub cells: Vec<JsonCell>,
     /// Cells per verdict: `agree`, `opposite-signs`, `only-a`, `only-b`,
@@ -400,6 +441,8 @@ pub struct JsonCell {
     pub interval: [Option<[f64; 2]>; 2],
     /// Each run's verdict for machines (`significant`, `within-noise`).
     pub run_verdicts: [&'static str; 2],
+    /// Each run's metric for this cell (`modelled_packets_per_second`).
+    pub cell_metrics: [&'static str; 2],
     /// The cell's verdict (`agree`, `opposite-signs`, `only-a`,
     /// `only-b`, `neither`).
     pub verdict: &'static str,
@@ -409,7 +452,11 @@ pub struct JsonCell {
 pub fn json(agreement: &Agreement, path: impl Fn(&std::path::Path) -> String) -> JsonAgreement {
     JsonAgreement {
         runs: agreement.runs.iter().map(|r| path(&r.dir)).collect(),
-        metrics: agreement.runs.iter().map(|r| r.metric.name()).collect(),
+        metrics: agreement
+            .runs
+            .iter()
+            .map(|r| r.metrics.iter().map(|m| m.name()).collect())
+            .collect(),
         cells: agreement
             .cells
             .iter()
@@ -420,6 +467,7 @@ pub fn json(agreement: &Agreement, path: impl Fn(&std::path::Path) -> String) ->
                 percent: [c.sides[0].percent, c.sides[1].percent],
                 interval: [0, 1].map(|i| c.sides[i].interval.map(|v| [v.low, v.high])),
                 run_verdicts: [c.sides[0].name(), c.sides[1].name()],
+                cell_metrics: [c.sides[0].metric.name(), c.sides[1].metric.name()],
                 verdict: c.verdict.name(),
             })
             .collect(),
