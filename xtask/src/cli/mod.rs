@@ -231,8 +231,9 @@ pub struct SizeReportArgs {
     pub by: Option<xtask::measure::linkmap::Grouping>,
     /// Device fit (OpenWrt mode): every device of the target whose name
     /// matches PATTERN (a glob with `*`/`?`, else a substring; `*` for all)
-    /// with its kernel image base → variant, its KERNEL_SIZE or IMAGE_SIZE,
-    /// headroom, and fits → does not fit, from device-fit.json.
+    /// with its kernel image base → variant, its KERNEL_SIZE or IMAGE_SIZE
+    /// (else its device tree's firmware partition), headroom, and fits →
+    /// does not fit, from device-fit.json.
     #[arg(long, value_name = "PATTERN")]
     pub devices: Option<String>,
     /// With --devices: size each device's whole images (sysupgrade.bin,

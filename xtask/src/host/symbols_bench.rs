@@ -154,11 +154,12 @@ pub fn run(sh: &Shell, layout: &Layout, request: &SymbolsBenchRequest) -> Result
     };
     let (wall, cpu) = bench.ratios();
     println!(
-        "{} {} → {}, {} paired runs (load average {}): wall-clock median, mean CPU time",
+        "{} {} → {}, {} paired run{} (load average {}): wall-clock median, mean CPU time",
         request.target,
         request.base,
         request.variant,
         request.runs,
+        if request.runs == 1 { "" } else { "s" },
         load_average()
     );
     println!(

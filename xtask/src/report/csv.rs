@@ -222,7 +222,11 @@ fn size_rows(
                         "{}{} limit={} {}{}{}",
                         r.device,
                         r.image.as_ref().map_or(String::new(), |i| format!(" {i}")),
-                        r.limit_bytes.map_or("none".into(), |l| l.to_string()),
+                        match (r.limit_bytes, r.limit_kind) {
+                            (Some(l), Some(LimitKind::FirmwarePartition)) => format!("dt:{l}"),
+                            (Some(l), _) => l.to_string(),
+                            (None, _) => "none".into(),
+                        },
                         match (&r.image, r.limit_kind) {
                             (None, Some(LimitKind::ImageSize | LimitKind::FirmwarePartition)) =>
                                 "kernel-only:",

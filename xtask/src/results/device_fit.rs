@@ -336,6 +336,14 @@ impl DeviceFitRecord {
                 ));
             }
             check_images(d)?;
+            if d.limits.firmware_partition.is_some()
+                && (d.limits.kernel_size.is_some() || d.limits.image_size.is_some())
+            {
+                return Err(format!(
+                    "device {name}: firmware_partition is recorded only without kernel_size and \
+                     image_size, but this device has one of them"
+                ));
+            }
             let limits = [
                 ("kernel_size", &d.limits.kernel_size),
                 ("image_size", &d.limits.image_size),

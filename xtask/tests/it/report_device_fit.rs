@@ -266,11 +266,14 @@ fn a_limit_from_the_device_tree_is_shown_as_such_and_no_limit_says_why() {
         d["limits"]["kernel_size"] = Value::Null;
         d
     };
+    // `old_base`: the base's record was made before xtask read device
+    // trees; the variant's limit judges both sides.
     write_fit(
         &f.results_dir("bcm53xx", "baseline"),
         vec![
             dt("netgear_r8000", 30_000_000),
             none("cfe_board", 2_000_000),
+            none("old_base", 31_000_000),
         ],
         |_| {},
     );
@@ -279,10 +282,25 @@ fn a_limit_from_the_device_tree_is_shown_as_such_and_no_limit_says_why() {
         vec![
             dt("netgear_r8000", 31_500_000),
             none("cfe_board", 2_000_100),
+            dt("old_base", 31_500_000),
         ],
         |_| {},
     );
     let text = report_text(&f, "*").unwrap();
+    assert!(text.contains("2 stop fitting"), "{text}");
+    let old = text
+        .lines()
+        .find(|l| l.starts_with("old_base"))
+        .expect(&text);
+    assert!(old.contains("fits → does not fit"), "{old}");
+    let mut req = request(&["bcm53xx"], &[]);
+    req.devices = Some("*".to_string());
+    let loaded = report::load(&f.layout(), &req).unwrap();
+    let csv = report::render(&loaded, Format::Csv, &Style::default()).unwrap();
+    assert!(
+        csv.contains("netgear_r8000 limit=dt:31457280 kernel-only:"),
+        "{csv}"
+    );
     let row = text
         .lines()
         .find(|l| l.starts_with("netgear_r8000"))
@@ -296,7 +314,7 @@ fn a_limit_from_the_device_tree_is_shown_as_such_and_no_limit_says_why() {
         "{text}"
     );
     assert!(
-        text.contains("no limit: neither KERNEL_SIZE nor IMAGE_SIZE"),
+        text.contains("no limit: no check-size applies KERNEL_SIZE or IMAGE_SIZE to it"),
         "{text}"
     );
     // A limit text that is not its bytes is refused for this limit too.
@@ -307,4 +325,15 @@ fn a_limit_from_the_device_tree_is_shown_as_such_and_no_limit_says_why() {
     );
     let err = report_text(&f, "*").unwrap_err();
     assert!(err.contains("firmware_partition \"0x1f00000\""), "{err}");
+    // Recorded only where the Makefile sets no limit.
+    write_fit(
+        &f.results_dir("bcm53xx", "no-reorder-blocks"),
+        vec![dt("netgear_r8000", 31_500_000)],
+        |r| r["devices"][0]["limits"]["kernel_size"] = json!({"text": "3072k", "bytes": 3_145_728}),
+    );
+    let err = report_text(&f, "*").unwrap_err();
+    assert!(
+        err.contains("firmware_partition is recorded only without"),
+        "{err}"
+    );
 }

@@ -240,9 +240,11 @@ impl DeviceFitDiff {
         }
         if self.rows.iter().any(|r| r.verdict() == Verdict::NoLimit) {
             out.push_str(
-                "no limit: neither KERNEL_SIZE nor IMAGE_SIZE in the Makefile, and no fixed \
-                 firmware partition in the device tree (its partitions are found at boot, or the \
-                 recipe compiles none).\n",
+                "no limit: no check-size applies KERNEL_SIZE or IMAGE_SIZE to it (a vendor step \
+                 xtask does not make, such as tplink-v1-image, may check its own), and its record \
+                 has no fixed firmware partition from the device tree (its partitions are found \
+                 at boot, it compiles no DTS, or its device-fit.json was made before xtask read \
+                 device trees: build it again with --force).\n",
             );
         }
         if self.rows.iter().any(|r| {
@@ -252,11 +254,16 @@ impl DeviceFitDiff {
                     Some(LimitKind::ImageSize | LimitKind::FirmwarePartition)
                 )
         }) {
-            out.push_str(
+            out.push_str(if self.rootfs.is_some() {
+                "(kernel only): the kernel image against IMAGE_SIZE or the DT's firmware \
+                 partition, the whole image's limit, where no recipe of the device checks the \
+                 whole image with it (a vendor step, or a flash layout no recipe applies); the \
+                 headroom is what is left for the rootfs, which the row does not count.\n"
+            } else {
                 "(kernel only): the kernel image against IMAGE_SIZE (or the DT's firmware \
-                 partition), the whole image's limit; the headroom is what is left for the rootfs. Give --rootfs FILE to size the whole \
-                 images.\n",
-            );
+                 partition), the whole image's limit; the headroom is what is left for the \
+                 rootfs. Give --rootfs FILE to size the whole images.\n"
+            });
         }
         out
     }
@@ -289,10 +296,24 @@ pub fn read(dir: &Path, result: &BuildResult, side: &str) -> Result<DeviceFitRec
 
 /// One device's row from what each side has (at least one of them): the
 /// variant's limit and headroom, or the base's for a device only the base
-/// lists.
+/// lists. A limit is the device's, not the build's: both sides are judged
+/// by the variant's, or by the base's where the variant's record has none
+/// (a `device-fit.json` made before xtask read device trees beside one
+/// made after).
 fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
     let own = variant.or(base).expect("a row of a device one side lists");
-    let limit = own.limit();
+    let limit = own
+        .limit()
+        .or_else(|| variant.and(base).and_then(DeviceFit::limit));
+    let fits = |d: Option<&DeviceFit>| Some(d?.kernel_bytes? <= limit?.1.bytes);
+    let headroom = own.kernel_bytes.zip(limit).map(|(size, (_, l))| {
+        (i128::from(l.bytes) - i128::from(size)).clamp(i128::from(i64::MIN), i128::from(i64::MAX))
+            as i64
+    });
+    let headroom_percent = headroom
+        .zip(limit)
+        .filter(|(_, (_, l))| l.bytes > 0)
+        .map(|(h, (_, l))| h as f64 * 100.0 / l.bytes as f64);
     DeviceRow {
         device: own.device.clone(),
         image: None,
@@ -306,16 +327,16 @@ fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
         limit_bytes: limit.map(|(_, l)| l.bytes),
         base_bytes: base.and_then(|b| b.kernel_bytes),
         variant_bytes: variant.and_then(|v| v.kernel_bytes),
-        headroom: own.headroom(),
-        headroom_percent: own.headroom_percent(),
-        base_fits: base.and_then(DeviceFit::fits),
-        variant_fits: variant.and_then(DeviceFit::fits),
+        headroom,
+        headroom_percent,
+        base_fits: fits(base),
+        variant_fits: fits(variant),
         default_n: own.limits.default_n,
         error: variant
             .and_then(|v| v.error.clone())
             .or_else(|| base.and_then(|b| b.error.clone())),
         lzma_margin: own.lzma_margin,
-        lzma_near: row::within(own.headroom(), own.lzma_margin),
+        lzma_near: row::within(headroom, own.lzma_margin),
     }
 }
 
