@@ -337,3 +337,65 @@ fn a_limit_from_the_device_tree_is_shown_as_such_and_no_limit_says_why() {
         "{err}"
     );
 }
+
+/// With a rootfs, a device judged by its device tree's firmware partition
+/// gets a `kernel + rootfs` row: the least its image holds, against the
+/// partition (the ath79/tiny TL-WR841N v9 case: a kernel that fits alone,
+/// an image that cannot).
+#[test]
+fn with_a_rootfs_a_dt_limited_device_counts_kernel_and_rootfs() {
+    use xtask::report::device_fit::images::RootfsSummary;
+    use xtask::util::elf_ident::elf_kind;
+    let f = Fixture::new();
+    f.standard("bcm53xx");
+    let dt = |bytes: u64| {
+        let mut d = device("tplink_tl-wr841-v9", bytes);
+        d["limits"] = json!({ "kernel_size": null, "image_size": null,
+            "image_size_checks": [], "default_n": false, "broken": false,
+            "firmware_partition": { "text": "0x3d0000", "bytes": 0x3d_0000 } });
+        d
+    };
+    write_fit(
+        &f.results_dir("bcm53xx", "baseline"),
+        vec![dt(1_790_000)],
+        |_| {},
+    );
+    write_fit(
+        &f.results_dir("bcm53xx", "no-reorder-blocks"),
+        vec![dt(1_800_000)],
+        |_| {},
+    );
+    let vmlinux = f.results_dir("bcm53xx", "baseline").join("vmlinux");
+    let kind = elf_kind(&std::fs::read(&vmlinux).unwrap()[..64]).expect("an ELF vmlinux");
+    let mut req = request(&["bcm53xx"], &[]);
+    req.devices = Some("*".to_string());
+    req.rootfs = Some(RootfsSummary {
+        source: "root.squashfs".into(),
+        origin: "a squashfs".into(),
+        bytes: 2_200_000,
+        sha256: "0".repeat(64),
+        arch: Some((kind, "bin/busybox".into())),
+    });
+    let loaded = report::load(&f.layout(), &req).unwrap();
+    let text = report::render(&loaded, Format::Text, &Style::default()).unwrap();
+    let both = text
+        .lines()
+        .find(|l| l.starts_with("tplink_tl-wr841-v9 kernel + rootfs"))
+        .expect(&text);
+    // 1,790,000 + 2,200,000 = 3,990,000 fits 0x3d0000 (3,997,696);
+    // 4,000,000 does not.
+    assert!(
+        both.contains("3990000")
+            && both.contains("4000000")
+            && both.contains("fits → does not fit"),
+        "{both}"
+    );
+    assert!(text.contains("1 stop fitting"), "{text}");
+    let alone = text
+        .lines()
+        .find(|l| l.starts_with("tplink_tl-wr841-v9 "))
+        .filter(|l| l.contains("(kernel only)"))
+        .or_else(|| text.lines().find(|l| l.contains("(kernel only)")))
+        .expect(&text);
+    assert!(alone.contains("fits (kernel only)"), "{alone}");
+}

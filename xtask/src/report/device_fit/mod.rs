@@ -98,9 +98,14 @@ impl DeviceFitDiff {
                 None => Vec::new(),
             };
             let own = variant.or(base).expect("a row of a device one side lists");
+            let kernel = row(base, variant);
+            let with_rootfs = rootfs
+                .filter(|_| kernel.limit_kind == Some(LimitKind::FirmwarePartition))
+                .map(|r| kernel_and_rootfs(&kernel, r.bytes));
             if images.is_empty() || own.limits.kernel_size.is_some() {
-                rows.push(row(base, variant));
+                rows.push(kernel);
             }
+            rows.extend(with_rootfs);
             rows.extend(images);
         }
         DeviceFitDiff {
@@ -231,11 +236,23 @@ impl DeviceFitDiff {
         if self
             .rows
             .iter()
+            .any(|r| r.image.as_deref() == Some(KERNEL_AND_ROOTFS))
+        {
+            out.push_str(
+                "kernel + rootfs: the kernel image and the rootfs together against the DT's \
+                 firmware partition, the least an image there holds (no header, no padding): \
+                 over the limit, no image of the device fits.\n",
+            );
+        }
+        if self
+            .rows
+            .iter()
             .any(|r| r.limit_kind == Some(LimitKind::FirmwarePartition))
         {
             out.push_str(
-                "DT: no KERNEL_SIZE or IMAGE_SIZE in the Makefile, so the limit is the firmware \
-                 partition of the device tree's fixed flash layout, which kernel and rootfs share.\n",
+                "DT: no check-size applies KERNEL_SIZE or IMAGE_SIZE to the device, so the limit \
+                 is the firmware partition of the device tree's fixed flash layout, which kernel \
+                 and rootfs share.\n",
             );
         }
         if self.rows.iter().any(|r| r.verdict() == Verdict::NoLimit) {
@@ -292,6 +309,41 @@ pub fn read(dir: &Path, result: &BuildResult, side: &str) -> Result<DeviceFitRec
         );
     };
     Ok(record)
+}
+
+/// The name of the row [`kernel_and_rootfs`] makes, in the image column.
+pub const KERNEL_AND_ROOTFS: &str = "kernel + rootfs";
+
+/// A device judged by its device tree's firmware partition, with a rootfs
+/// of `rootfs_bytes`: its kernel image and the rootfs together against the
+/// partition. No recipe of the device checks its image against the
+/// partition, so this is the least any image in it holds (no header, no
+/// padding): over the limit, no image fits; within it, one still may not.
+fn kernel_and_rootfs(kernel: &DeviceRow, rootfs_bytes: u64) -> DeviceRow {
+    let add = |k: Option<u64>| k.map(|k| k.saturating_add(rootfs_bytes));
+    let (base_bytes, variant_bytes) = (add(kernel.base_bytes), add(kernel.variant_bytes));
+    let own = match kernel.only_in {
+        Some(Side::Base) => base_bytes,
+        _ => variant_bytes,
+    };
+    let headroom = own.zip(kernel.limit_bytes).map(|(size, l)| {
+        (i128::from(l) - i128::from(size)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    });
+    let fits = |b: Option<u64>| Some(b? <= kernel.limit_bytes?);
+    DeviceRow {
+        image: Some(KERNEL_AND_ROOTFS.to_string()),
+        base_bytes,
+        variant_bytes,
+        headroom,
+        headroom_percent: headroom
+            .zip(kernel.limit_bytes)
+            .filter(|(_, l)| *l > 0)
+            .map(|(h, l)| h as f64 * 100.0 / l as f64),
+        base_fits: fits(base_bytes),
+        variant_fits: fits(variant_bytes),
+        lzma_near: row::within(headroom, kernel.lzma_margin),
+        ..kernel.clone()
+    }
 }
 
 /// One device's row from what each side has (at least one of them): the
