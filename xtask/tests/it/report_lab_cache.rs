@@ -11,35 +11,14 @@ use report_fixture::{render, request, Fixture};
 use xtask::measure::stats::Verdict;
 use xtask::report::lab::{LabReport, Role};
 use xtask::report::{Format, Style};
-use xtask::results::lab::{
-    CacheCounters, CacheGeometry, CacheModelInfo, CacheRun, LabRecord, Metric, MetricValue,
-};
-
-fn geometry() -> CacheGeometry {
-    CacheGeometry {
-        size_bytes: 32768,
-        ways: 4,
-        line_bytes: 32,
-    }
-}
+use xtask::results::lab::{CacheCounters, CacheRun, LabRecord, Metric, MetricValue};
 
 /// The fixture with the model's counters on every run: instructions from
 /// its ns/packet (8 ns each), L1I misses 1 % of them, 10 % more on
 /// no-reorder-blocks, L1D misses a steady 3 per 1000 instructions.
 fn with_model() -> LabRecord {
     let mut r = record();
-    r.cache_model = Some(CacheModelInfo {
-        icache: geometry(),
-        dcache: geometry(),
-        geometry_from: "targets/brcm47xx.toml [lab.l1]".to_string(),
-        plugin_source: "lab/plugin/xtask-cache.c".to_string(),
-        plugin_source_sha256: "0".repeat(64),
-        plugin_sha256: "1".repeat(64),
-        compiler: "gcc (Debian 12.2.0-14) 12.2.0".to_string(),
-        qemu_source: "qemu 1:7.2+dfsg-7+deb12u18".to_string(),
-        plugin_header_sha256: "2".repeat(64),
-        timing: None,
-    });
+    r.cache_model = Some(lab_fixture::cache_model_info(None));
     for run in &mut r.runs {
         let packets = run.guest.as_ref().unwrap().guest_work.packets;
         let ns = run

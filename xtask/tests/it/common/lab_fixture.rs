@@ -94,6 +94,24 @@ pub fn geometry() -> CacheGeometry {
     }
 }
 
+/// The cache model's record in the fixture's lab.json: [`geometry`] for
+/// both L1 caches, made-up hashes, `timing` (the core model's table) if
+/// any.
+pub fn cache_model_info(timing: Option<CoreTiming>) -> CacheModelInfo {
+    CacheModelInfo {
+        icache: geometry(),
+        dcache: geometry(),
+        geometry_from: "targets/brcm47xx.toml [lab.l1]".to_string(),
+        plugin_source: "lab/plugin/xtask-cache.c".to_string(),
+        plugin_source_sha256: "0".repeat(64),
+        plugin_sha256: "1".repeat(64),
+        compiler: "gcc (Debian 12.2.0-14) 12.2.0".to_string(),
+        qemu_source: "qemu 1:7.2+dfsg-7+deb12u18".to_string(),
+        plugin_header_sha256: "2".repeat(64),
+        timing,
+    }
+}
+
 /// brcm47xx's core timing table as the fixture's runs record it.
 pub fn timing() -> CoreTiming {
     CoreTiming {
@@ -138,18 +156,7 @@ pub fn timing() -> CoreTiming {
 /// verdict (it cannot with three runs a side).
 pub fn with_core_model() -> LabRecord {
     let mut r = with_more_rounds(record(), 2);
-    r.cache_model = Some(CacheModelInfo {
-        icache: geometry(),
-        dcache: geometry(),
-        geometry_from: "targets/brcm47xx.toml [lab.l1]".to_string(),
-        plugin_source: "lab/plugin/xtask-cache.c".to_string(),
-        plugin_source_sha256: "0".repeat(64),
-        plugin_sha256: "1".repeat(64),
-        compiler: "gcc (Debian 12.2.0-14) 12.2.0".to_string(),
-        qemu_source: "qemu 1:7.2+dfsg-7+deb12u18".to_string(),
-        plugin_header_sha256: "2".repeat(64),
-        timing: Some(timing()),
-    });
+    r.cache_model = Some(cache_model_info(Some(timing())));
     for run in &mut r.runs {
         let packets = run.guest.as_ref().unwrap().guest_work.packets;
         let ns = run
