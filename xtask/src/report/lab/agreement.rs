@@ -5,20 +5,21 @@
 //!
 //! A cell is one variant × condition (direction, GRO setting) both runs
 //! measured. Each side is the run's own comparison of that variant with
-//! its base ([`super::LabComparison`]) in the run's answer metric
-//! ([`ANSWER_METRICS`]: the first the run has), with its %change, Welch's
-//! 95 % interval and verdict against the run's own A/A floor; a side is
-//! *established* when its verdict is `significant`. Per cell:
+//! its base ([`super::LabComparison`]) in its answer metric
+//! ([`ANSWER_METRICS`]: the first the run compared that variant in), with
+//! its %change, Welch's 95 % interval and verdict against the run's own
+//! A/A floor; a side is *established* when its verdict is `significant`.
+//! Per cell:
 //!
 //! * **agree**: both established, same sign;
 //! * **opposite signs**: both established, opposite signs;
-//! * **one not established**: one is, the other's interval contains 0,
-//!   its tests disagree or it is within its A/A noise (the cell says
-//!   which);
+//! * **only A established**, **only B established**: the other's interval
+//!   contains 0, its tests disagree or it is within its A/A noise (its
+//!   verdict says which);
 //! * **neither established**: neither run can tell the change from 0.
 //!
-//! Conditions or variants only one run measured are listed apart, and
-//! counted in none of the four.
+//! Conditions or variants only one run measured, or whose %change one run
+//! cannot give, are listed apart with the reason, and counted in none.
 
 use std::path::{Path, PathBuf};
 
@@ -32,9 +33,9 @@ use crate::report::model::{Decimal, Family, Metric, Stats};
 use crate::report::style::display_path;
 use crate::results::lab::Metric as LabMetric;
 
-/// The metric each run answers in, the first it has: the core model's
-/// packets/s (a QEMU run with `[lab.timing]`), then what was measured
-/// (iperf3's Mbit/s, tbench's MB/s).
+/// The metrics a run answers in, the first each variant was compared in:
+/// the core model's packets/s (a QEMU run with `[lab.timing]`), then what
+/// was measured (iperf3's Mbit/s, tbench's MB/s).
 pub const ANSWER_METRICS: [LabMetric; 3] = [
     LabMetric::PacketsPerSecond,
     LabMetric::Throughput,
