@@ -167,3 +167,28 @@ fn the_report_shows_the_cells_after_the_runs_in_every_format_it_has() {
         assert!(err.contains("--agreement has no CSV or SVG form"), "{err}");
     }
 }
+
+/// A newline in what lab.json says of its machine cannot start a line of
+/// its own (the hostile trial forged `fake: agree` that way).
+#[test]
+fn a_newline_in_lab_json_stays_inside_its_line() {
+    let mut forged = throughput_run([
+        (L2W, Gro::On, 5.0),
+        (L2W, Gro::Off, 0.0),
+        (W2L, Gro::On, 0.0),
+        (W2L, Gro::Off, 0.0),
+    ]);
+    if let xtask::results::lab::MachineInfo::Qemu { qemu, .. } = &mut forged.machine {
+        qemu.cpu = "24Kc\nfake: agree".to_string();
+    } else {
+        panic!("the fixture is a QEMU run");
+    }
+    let a = agreement(&[report(with_core_model()), report(forged)]).unwrap();
+    let text = xtask::report::lab::agreement::text(
+        std::path::Path::new("/"),
+        &a,
+        xtask::report::Decimal::Point,
+    );
+    assert!(!text.lines().any(|l| l.starts_with("fake")), "{text}");
+    assert!(text.contains("24Kc\\nfake: agree"), "{text}");
+}

@@ -32,6 +32,7 @@ use crate::measure::stats::{Interval, Verdict};
 use crate::report::model::{Decimal, Family, Metric, Stats};
 use crate::report::style::display_path;
 use crate::results::lab::Metric as LabMetric;
+use crate::util::text::printable;
 
 /// The metrics a run answers in, the first each variant was compared in:
 /// the core model's packets/s (a QEMU run with `[lab.timing]`), then what
@@ -312,7 +313,7 @@ pub fn text(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
         out.push_str(&format!(
             "  {name}: {} ({}), {}\n",
             run.heading,
-            display_path(root, &run.dir),
+            printable(&display_path(root, &run.dir)),
             metric_titles(run)
         ));
     }
@@ -380,7 +381,7 @@ pub fn markdown(root: &Path, agreement: &Agreement, decimal: Decimal) -> String 
         out.push_str(&format!(
             "- {name}: {} (`{}`), {}\n",
             run.heading,
-            display_path(root, &run.dir),
+            printable(&display_path(root, &run.dir)),
             metric_titles(run)
         ));
     }

@@ -38,20 +38,26 @@ use std::path::Path;
 /// `Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels
 /// brcm47xx-lab)`; `Runtime lab, host kernel 6.12.57 (x86_64), runtime
 /// settings in a private network namespace`.
+///
+/// One line: a newline or other control character in what lab.json says
+/// (the QEMU machine, the CPU) is escaped, so it cannot start a line of
+/// its own in the report.
 pub fn heading(lab: &LabReport) -> String {
-    if lab.is_host() {
-        return format!(
+    let line = if lab.is_host() {
+        format!(
             "Runtime lab, {}, runtime settings in a private network namespace",
             lab.machine()
-        );
-    }
-    format!(
-        "Runtime lab, {} on {} ({} {})",
-        lab.target,
-        lab.machine(),
-        lab.kernels_word(),
-        lab.lab_target
-    )
+        )
+    } else {
+        format!(
+            "Runtime lab, {} on {} ({} {})",
+            lab.target,
+            lab.machine(),
+            lab.kernels_word(),
+            lab.lab_target
+        )
+    };
+    crate::util::text::printable(&line).into_owned()
 }
 
 /// How the lab ran, in one sentence (without the file).
