@@ -20,14 +20,7 @@ fn with_model() -> LabRecord {
     let mut r = record();
     r.cache_model = Some(lab_fixture::cache_model_info(None));
     for run in &mut r.runs {
-        let packets = run.guest.as_ref().unwrap().guest_work.packets;
-        let ns = run
-            .metrics
-            .iter()
-            .find(|m| m.unit == "ns/packet")
-            .unwrap()
-            .value;
-        let insns = (ns / 8.0 * packets as f64) as u64;
+        let (insns, packets) = lab_fixture::insns_of(run);
         let factor = if run.variant == "no-reorder-blocks" {
             1.1
         } else {

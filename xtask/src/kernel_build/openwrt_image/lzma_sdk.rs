@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::results::LzmaRecord;
-use crate::util::process::{Limits, Output, Supervisor};
+use crate::util::process::run_captured;
 
 /// The LZMA SDK encoder's program (Debian's `lzma-alone`).
 pub const PROGRAM: &str = "lzma_alone";
@@ -53,14 +53,14 @@ pub fn sdk_length(input: &[u8], p: &LzmaRecord, scratch: &Path) -> Result<u64> {
     std::fs::write(&inp, input).with_context(|| format!("writing {}", inp.display()))?;
     let mut command = std::process::Command::new(PROGRAM);
     command.arg("e").arg(&inp).arg(&out).args(arguments(p)?);
-    let mut child = Supervisor::new(command, "the LZMA SDK encoder")
-        .output(Output::Capture)
-        .hint("`apt-get install lzma-alone`, or `cargo xtask setup`")
-        .spawn()?;
-    let status = child.wait(&Limits::within(TIMEOUT))?;
-    if !status.success() {
-        let (_, err) = child.captured().unwrap_or_default();
-        anyhow::bail!("{PROGRAM} e failed ({status}): {}", err.trim());
+    let run = run_captured(
+        command,
+        "the LZMA SDK encoder",
+        "`apt-get install lzma-alone`, or `cargo xtask setup`",
+        TIMEOUT,
+    )?;
+    if !run.status.success() {
+        anyhow::bail!("{PROGRAM} e failed ({}): {}", run.status, run.stderr.trim());
     }
     Ok(std::fs::metadata(&out)
         .with_context(|| format!("reading {}", out.display()))?

@@ -94,6 +94,19 @@ pub fn geometry() -> CacheGeometry {
     }
 }
 
+/// A fixture run's modelled instructions, one per 8 ns of its ns/packet
+/// over its forwarded packets, and those packets.
+pub fn insns_of(run: &RunRecord) -> (u64, u64) {
+    let packets = run.guest.as_ref().unwrap().guest_work.packets;
+    let ns = run
+        .metrics
+        .iter()
+        .find(|m| m.unit == "ns/packet")
+        .unwrap()
+        .value;
+    ((ns / 8.0 * packets as f64) as u64, packets)
+}
+
 /// The cache model's record in the fixture's lab.json: [`geometry`] for
 /// both L1 caches, made-up hashes, `timing` (the core model's table) if
 /// any.
@@ -158,14 +171,7 @@ pub fn with_core_model() -> LabRecord {
     let mut r = with_more_rounds(record(), 2);
     r.cache_model = Some(cache_model_info(Some(timing())));
     for run in &mut r.runs {
-        let packets = run.guest.as_ref().unwrap().guest_work.packets;
-        let ns = run
-            .metrics
-            .iter()
-            .find(|m| m.unit == "ns/packet")
-            .unwrap()
-            .value;
-        let insns = (ns / 8.0 * packets as f64) as u64;
+        let (insns, packets) = insns_of(run);
         let taken = if run.variant == "no-reorder-blocks" {
             insns / 10
         } else {
