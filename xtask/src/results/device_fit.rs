@@ -186,16 +186,14 @@ impl DeviceFit {
     /// [`DeviceFitRecord::read`] has sizes far inside them).
     pub fn headroom(&self) -> Option<i64> {
         let (_, limit) = self.limit()?;
-        let h = i128::from(limit.bytes) - i128::from(self.kernel_bytes?);
-        Some(h.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+        Some(headroom(limit.bytes, self.kernel_bytes?))
     }
 
     /// The headroom in percent of the limit; `None` without a size, a
     /// limit, or for a limit of 0 bytes.
     pub fn headroom_percent(&self) -> Option<f64> {
         let (_, limit) = self.limit()?;
-        let headroom = self.headroom()?;
-        (limit.bytes > 0).then(|| headroom as f64 * 100.0 / limit.bytes as f64)
+        headroom_percent(limit.bytes, self.headroom()?)
     }
 
     /// check-size's verdict: size ≤ limit (`[ $limitsize -ge $imagesize ]`);
@@ -204,6 +202,17 @@ impl DeviceFit {
         let (_, limit) = self.limit()?;
         Some(self.kernel_bytes? <= limit.bytes)
     }
+}
+
+/// `limit - size`, bytes (negative: over the limit); exact for every pair
+/// of `u64`s, saturating at `i64`'s ends.
+pub fn headroom(limit: u64, size: u64) -> i64 {
+    (i128::from(limit) - i128::from(size)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// `headroom` in percent of `limit`; `None` for a limit of 0 bytes.
+pub fn headroom_percent(limit: u64, headroom: i64) -> Option<f64> {
+    (limit > 0).then(|| headroom as f64 * 100.0 / limit as f64)
 }
 
 /// The largest size or limit a record may hold, bytes (1 TiB): more than

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::row::{DeviceRow, Side};
 use crate::measure::image_sink::Lengths;
 use crate::measure::whole_image::{self, ImageVars, SizeCheck};
-use crate::results::device_fit::{DeviceFit, ImageRecipe, LimitKind};
+use crate::results::device_fit::{self, DeviceFit, ImageRecipe, LimitKind};
 use crate::util::elf_ident::{elf_kind, ElfKind};
 use crate::util::text::printable;
 
@@ -111,10 +111,7 @@ pub(super) fn image_rows(
                 (Some(_), v) => v.as_ref(),
                 (None, _) => bc.as_ref(),
             };
-            let headroom = own_size.map(|c| {
-                (i128::from(c.limit_bytes) - i128::from(c.size))
-                    .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-            });
+            let headroom = own_size.map(|c| device_fit::headroom(c.limit_bytes, c.size));
             DeviceRow {
                 device: own.device.clone(),
                 image: Some(image.to_string()),
@@ -131,8 +128,7 @@ pub(super) fn image_rows(
                 headroom,
                 headroom_percent: own_size
                     .zip(headroom)
-                    .filter(|(c, _)| c.limit_bytes > 0)
-                    .map(|(c, h)| h as f64 * 100.0 / c.limit_bytes as f64),
+                    .and_then(|(c, h)| device_fit::headroom_percent(c.limit_bytes, h)),
                 base_fits: bc.as_ref().map(SizeCheck::fits),
                 variant_fits: vc.as_ref().map(SizeCheck::fits),
                 default_n: own.limits.default_n,

@@ -25,7 +25,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::results::device_fit::{DeviceFit, DeviceFitRecord, LimitKind};
+use crate::results::device_fit::{self, DeviceFit, DeviceFitRecord, LimitKind};
 use crate::results::BuildResult;
 use crate::util::text::printable;
 use row::{DeviceRow, Side, Verdict};
@@ -326,9 +326,9 @@ fn kernel_and_rootfs(kernel: &DeviceRow, rootfs_bytes: u64) -> DeviceRow {
         Some(Side::Base) => base_bytes,
         _ => variant_bytes,
     };
-    let headroom = own.zip(kernel.limit_bytes).map(|(size, l)| {
-        (i128::from(l) - i128::from(size)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-    });
+    let headroom = own
+        .zip(kernel.limit_bytes)
+        .map(|(size, l)| device_fit::headroom(l, size));
     let fits = |b: Option<u64>| Some(b? <= kernel.limit_bytes?);
     DeviceRow {
         image: Some(KERNEL_AND_ROOTFS.to_string()),
@@ -337,8 +337,7 @@ fn kernel_and_rootfs(kernel: &DeviceRow, rootfs_bytes: u64) -> DeviceRow {
         headroom,
         headroom_percent: headroom
             .zip(kernel.limit_bytes)
-            .filter(|(_, l)| *l > 0)
-            .map(|(h, l)| h as f64 * 100.0 / l as f64),
+            .and_then(|(h, l)| device_fit::headroom_percent(l, h)),
         base_fits: fits(base_bytes),
         variant_fits: fits(variant_bytes),
         lzma_near: row::within(headroom, kernel.lzma_margin),
@@ -358,14 +357,13 @@ fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
         .limit()
         .or_else(|| variant.and(base).and_then(DeviceFit::limit));
     let fits = |d: Option<&DeviceFit>| Some(d?.kernel_bytes? <= limit?.1.bytes);
-    let headroom = own.kernel_bytes.zip(limit).map(|(size, (_, l))| {
-        (i128::from(l.bytes) - i128::from(size)).clamp(i128::from(i64::MIN), i128::from(i64::MAX))
-            as i64
-    });
+    let headroom = own
+        .kernel_bytes
+        .zip(limit)
+        .map(|(size, (_, l))| device_fit::headroom(l.bytes, size));
     let headroom_percent = headroom
         .zip(limit)
-        .filter(|(_, (_, l))| l.bytes > 0)
-        .map(|(h, (_, l))| h as f64 * 100.0 / l.bytes as f64);
+        .and_then(|(h, (_, l))| device_fit::headroom_percent(l.bytes, h));
     DeviceRow {
         device: own.device.clone(),
         image: None,
