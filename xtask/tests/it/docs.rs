@@ -401,7 +401,7 @@ fn the_schemas_the_book_names_are_the_ones_written() {
             while let Some(i) = text[from..].find(name).map(|i| i + from) {
                 from = i + name.len();
                 // "lab.json (schema 3", "lab.json`, schema 2", "lab.json schema 3"
-                let after = &text[from..text.len().min(from + 16)];
+                let after: String = text[from..].chars().take(16).collect();
                 let Some(at) = after.find("schema ") else {
                     continue;
                 };
