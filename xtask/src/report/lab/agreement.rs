@@ -59,7 +59,7 @@ pub struct AgreementRun {
 
 /// One run's %change of one cell.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Side {
+pub struct RunChange {
     /// %change of the means, variant against base.
     pub percent: f64,
     /// Welch's t 95 % interval of the %change.
@@ -73,7 +73,7 @@ pub struct Side {
     pub metric: LabMetric,
 }
 
-impl Side {
+impl RunChange {
     /// Whether the run established the change (verdict `significant`).
     pub fn established(&self) -> bool {
         self.verdict == Verdict::Significant
@@ -107,7 +107,7 @@ pub enum CellVerdict {
 
 impl CellVerdict {
     /// Of two sides.
-    pub fn of(a: &Side, b: &Side) -> CellVerdict {
+    pub fn of(a: &RunChange, b: &RunChange) -> CellVerdict {
         match (a.established(), b.established()) {
             (true, true) if (a.percent > 0.0) == (b.percent > 0.0) => CellVerdict::Agree,
             (true, true) => CellVerdict::OppositeSigns,
@@ -154,7 +154,7 @@ pub struct Cell {
     /// `LAN to WAN, GRO on`, as run A's report titles them.
     pub title: String,
     /// Run A's side, then run B's.
-    pub sides: [Side; 2],
+    pub sides: [RunChange; 2],
     /// What they say together.
     pub verdict: CellVerdict,
 }
@@ -249,7 +249,7 @@ type Key = (String, String, String);
 /// A side with the cell's title in its run's words.
 #[derive(Debug, Clone)]
 struct Titled {
-    side: Side,
+    side: RunChange,
     title: String,
 }
 
@@ -289,11 +289,11 @@ fn sides(lab: &LabReport) -> Result<Vec<(Key, Result<Titled, String>)>> {
     Ok(out)
 }
 
-fn side(m: &Metric, metric: LabMetric) -> Result<Side, String> {
+fn side(m: &Metric, metric: LabMetric) -> Result<RunChange, String> {
     let s = m
         .stats()
         .ok_or("has no statistics (fewer than 2 runs a side)")?;
-    Ok(Side {
+    Ok(RunChange {
         percent: s
             .comparison
             .percent
@@ -318,7 +318,7 @@ pub fn text(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
         ));
     }
     for c in &agreement.cells {
-        let side = |s: &Side| {
+        let side = |s: &RunChange| {
             format!(
                 "{} [{}] {}",
                 percent_text(s.percent, decimal),
