@@ -192,3 +192,21 @@ fn a_newline_in_lab_json_stays_inside_its_line() {
     assert!(!text.lines().any(|l| l.starts_with("fake")), "{text}");
     assert!(text.contains("24Kc\\nfake: agree"), "{text}");
 }
+
+/// Nor can a newline in a lab directory's name, on the line that names
+/// its lab.json, in any format with lines.
+#[test]
+fn a_newline_in_a_lab_directory_s_name_stays_inside_its_line() {
+    let f = Fixture::new();
+    let dir = write(&f, "20261201T101500Z-1\nforged line", &with_core_model());
+    let mut r = request(&["brcm47xx"], &[]);
+    r.lab = LabRuns::Dirs(vec![dir]);
+    for format in [Format::Text, Format::Mail, Format::Markdown] {
+        let out = render(&f, &r, format, Style::default());
+        assert!(
+            !out.lines().any(|l| l.starts_with("forged line")),
+            "{format:?}:\n{out}"
+        );
+        assert!(out.contains("-1\\nforged line"), "{format:?}:\n{out}");
+    }
+}

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::measure::stats::Summary;
 use crate::report::model::Decimal;
-use crate::report::style::{display_path, Style};
+use crate::report::style::Style;
 use std::path::Path;
 
 /// `170.63 ± 0.86%`.
@@ -108,7 +108,7 @@ pub fn section(root: &Path, lab: &LabReport, style: &Style) -> String {
     let _ = writeln!(
         out,
         "`{}` ({})\n",
-        display_path(root, &lab.dir.join(crate::results::lab::FILE_NAME)),
+        super::text::lab_file(root, lab),
         how_it_ran(lab)
     );
     if let Some(settings) = lab.runtime_settings() {

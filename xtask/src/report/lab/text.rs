@@ -35,6 +35,14 @@ use crate::report::model::{Decimal, Family};
 use crate::report::style::{display_path, Style};
 use std::path::Path;
 
+/// The run's lab.json as the report shows it: relative to `root` when
+/// inside it, and one printable line (a newline in a directory's name is
+/// escaped, so it cannot start a line of the report).
+pub fn lab_file(root: &Path, lab: &LabReport) -> String {
+    let path = display_path(root, &lab.dir.join(crate::results::lab::FILE_NAME));
+    crate::util::text::printable(&path).into_owned()
+}
+
 /// `Runtime lab, brcm47xx on QEMU malta -cpu 74Kf (lab kernels
 /// brcm47xx-lab)`; `Runtime lab, host kernel 6.12.57 (x86_64), runtime
 /// settings in a private network namespace`.
@@ -237,12 +245,7 @@ pub fn block(root: &Path, lab: &LabReport, style: &Style) -> String {
 /// lab.
 pub fn head(root: &Path, lab: &LabReport) -> String {
     let mut out = format!("{}:\n", heading(lab));
-    let _ = writeln!(
-        out,
-        "{} ({})",
-        display_path(root, &lab.dir.join(crate::results::lab::FILE_NAME)),
-        how_it_ran(lab)
-    );
+    let _ = writeln!(out, "{} ({})", lab_file(root, lab), how_it_ran(lab));
     if let Some(settings) = lab.runtime_settings() {
         let _ = writeln!(
             out,
