@@ -145,6 +145,10 @@ fn the_report_shows_the_cells_after_the_runs_in_every_format_it_has() {
         tail.contains("4 cells: 1 agree, 1 opposite signs, 2 only A established, 0 only B established, 0 neither established"),
         "{tail}"
     );
+    assert!(
+        tail.contains("The runs answer in different metrics (A: Modelled packets/s"),
+        "{tail}"
+    );
     let md = render(&f, &r, Format::Markdown, Style::default());
     assert!(md.contains("### Agreement of two lab runs"), "{md}");
     assert!(

@@ -346,6 +346,10 @@ pub fn text(root: &Path, agreement: &Agreement, decimal: Decimal) -> String {
         ));
     }
     out.push_str(&counts_line(agreement));
+    if let Some(note) = metrics_note(agreement) {
+        out.push('\n');
+        out.push_str(&note);
+    }
     out.push('\n');
     for u in &agreement.unmatched {
         out.push_str(&format!("  measured by one run only: {u}\n"));
@@ -360,6 +364,19 @@ fn metric_titles(run: &AgreementRun) -> String {
         .map(|m| m.title())
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// When the two runs answer in different metrics (a model's packets/s
+/// beside measured Mbit/s): what that means for reading the cells.
+pub fn metrics_note(agreement: &Agreement) -> Option<String> {
+    let [a, b] = &agreement.runs;
+    (a.metrics != b.metrics).then(|| {
+        format!(
+            "The runs answer in different metrics (A: {}; B: {}): a cell's signs compare, its sizes do not.",
+            metric_titles(a),
+            metric_titles(b)
+        )
+    })
 }
 
 /// `12 cells: 3 agree, 1 opposite signs, 2 only A established, 0 only B
@@ -404,6 +421,9 @@ pub fn markdown(root: &Path, agreement: &Agreement, decimal: Decimal) -> String 
         ));
     }
     out.push_str(&format!("\n{}\n", counts_line(agreement)));
+    if let Some(note) = metrics_note(agreement) {
+        out.push_str(&format!("\n{note}\n"));
+    }
     for u in &agreement.unmatched {
         out.push_str(&format!("\nMeasured by one run only: {u}\n"));
     }
