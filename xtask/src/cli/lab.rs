@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use xtask::lab::request::{DEFAULT_DURATION_SECONDS, DEFAULT_RUNS};
+use xtask::lab::request::Field;
 
 /// `--lab host`: this machine's kernel with runtime settings.
 pub const LAB_HOST: &str = "host";
@@ -30,13 +30,6 @@ pub struct LabArgs {
     /// run twice as an A/A control.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Measured runs per (variant, direction, GRO setting) or (variant,
-    /// benchmark); default 5.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub runs: Option<u32>,
-    /// Seconds per run (iperf3, tbench), at most an hour; default 10.
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..=3600))]
-    pub duration: Option<u32>,
     /// GRO settings to measure in the guest (QEMU lab; default both).
     #[arg(long, value_name = "on|off|both")]
     pub gro: Option<xtask::lab::GroChoice>,
@@ -48,9 +41,6 @@ pub struct LabArgs {
     /// (default tbench).
     #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
     pub benches: Vec<xtask::lab::host::BenchName>,
-    /// tbench's clients (host lab and --topology loopback; default 2).
-    #[arg(long, value_name = "N")]
-    pub clients: Option<u32>,
     /// Leave out the A/A control (the base booted a second time as its own arm).
     #[arg(long)]
     pub no_control: bool,
@@ -63,24 +53,6 @@ pub struct LabArgs {
     /// (Mbit/s drops to a few), so normal Mbit/s runs go without it.
     #[arg(long)]
     pub cache_model: bool,
-    /// Forwarding labs: iperf3's parallel TCP streams (iperf3 -P; 1 to 128).
-    #[arg(long, short = 'P', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=128))]
-    pub parallel: Option<u32>,
-    /// Forwarding labs: iperf3's TCP maximum segment size in bytes
-    /// (iperf3 -M / --set-mss; 88, Linux's TCP_MIN_MSS, to 9216). The
-    /// batman-adv experiment used -P 8 --set-mss 536.
-    #[arg(long = "set-mss", short = 'M', value_name = "BYTES", value_parser = clap::value_parser!(u32).range(88..=9216))]
-    pub mss: Option<u32>,
-    /// Forwarding labs: UDP instead of TCP, sent at this rate in Mbit/s
-    /// per stream (iperf3 -u -b <MBIT>M; 1 to 10000); each run adds the
-    /// datagrams lost, in percent. Not with --set-mss (a TCP option).
-    #[arg(long, value_name = "MBIT", value_parser = clap::value_parser!(u32).range(1..=10000))]
-    pub udp: Option<u32>,
-    /// --topology mesh (and its reference, mesh-bridged): routers in the
-    /// chain, 2 to 9 (default 2, as the batman-adv experiment had); the
-    /// middle ones forward over two mesh links and have no LAN port.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=9))]
-    pub routers: Option<u64>,
     /// QEMU lab, a target with [lab.timing]: instead of forwarding, boot
     /// the baseline lab kernel under the core model and run its known
     /// answers (branch patterns, a pointer chase), printing expected
@@ -104,6 +76,9 @@ pub struct LabArgs {
     pub topology: Option<String>,
     #[command(flatten)]
     pub make: super::build::MakeArgs,
+    /// The whole-number options, each from its definition.
+    #[command(flatten)]
+    pub counts: super::lab_options::CountArgs,
     /// The machine: `qemu` (the target's [lab] table), a real router
     /// over SSH, `ssh://[USER@]HOST[:PORT]` (user root by default; `ssh`
     /// alone takes the destination from the lab file), or `host`: this
@@ -133,11 +108,6 @@ pub struct LabArgs {
     /// lab kernel.
     #[arg(long, value_name = "PATH")]
     pub openwrt: Option<PathBuf>,
-    /// QEMU lab: the machine's CPUs instead of the target's [lab] cpus
-    /// (1 to 4). More than one runs without -icount, on QEMU's
-    /// multi-threaded TCG, and the models count per CPU (docs/lab-multicore.md).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=xtask::inputs::steering::MAX_CPUS as i64))]
-    pub cpus: Option<u32>,
     /// QEMU lab: the router's packet steering instead of the target's
     /// [lab] packet_steering: `openwrt` (what OpenWrt does on the router),
     /// `off`, or `rps_cpus=2[,xps_cpus=3][,irq_cpu=0][,threaded_napi=on][,napi_cpu=0]`.
@@ -152,56 +122,77 @@ pub struct LabArgs {
 }
 
 impl LabArgs {
+    /// The lab options given, each once, in [`xtask::lab::OPTIONS`]'
+    /// order.
+    fn given(&self) -> Vec<Field> {
+        xtask::lab::OPTIONS
+            .iter()
+            .map(|o| o.field)
+            .filter(|&f| match f {
+                Field::Gro => self.gro.is_some(),
+                Field::Direction => self.direction.is_some(),
+                Field::Nic => self.nic.is_some(),
+                Field::Topology => self.topology.is_some(),
+                Field::CacheModel => self.cache_model,
+                Field::Control => self.no_control,
+                Field::BuildOnly => self.build_only,
+                Field::Openwrt => self.openwrt.is_some(),
+                Field::PacketSteering => self.packet_steering.is_some(),
+                Field::Resume => self.resume.is_some(),
+                Field::LabFile => self.lab_file.is_some(),
+                Field::NoFlash => self.no_flash,
+                count => self.counts.0.contains_key(&count),
+            })
+            .collect()
+    }
+
     /// The library's request, refusing options of the other lab.
     pub fn mode(&self) -> anyhow::Result<LabMode> {
+        let given = self.given();
+        let labs = |f: &Field| f.option().map(|o| o.labs);
         if self.machine == LAB_HOST {
-            if self.cache_model {
+            if let Some(f) = given.iter().find(|f| labs(f).is_some_and(|l| !l.host)) {
+                let what = if *f == Field::CacheModel {
+                    ": it simulates caches inside QEMU"
+                } else {
+                    ""
+                };
                 anyhow::bail!(
-                    "--cache-model is for the QEMU lab (--target T): it simulates caches inside QEMU; --lab host measures this machine's kernel"
+                    "{} is for {}{what}; --lab host measures this machine's kernel with runtime settings from lab/runtime.toml",
+                    f.flag(),
+                    labs(f).map_or("", |l| l.describe())
                 );
             }
-            // Which lab each flag is for.
-            const FORWARDING: &str = "the forwarding lab (QEMU or SSH)";
-            const QEMU: &str = "the QEMU lab";
-            const SSH: &str = "the SSH lab";
+            // The build's flags, which the host lab has no kernel to build with.
             let not_host = [
-                (self.target.is_some(), "--target", FORWARDING),
-                (self.gro.is_some(), "--gro", FORWARDING),
-                (self.nic.is_some(), "--nic", QEMU),
-                (self.topology.is_some(), "--topology", QEMU),
-                (self.parallel.is_some(), "--parallel", FORWARDING),
-                (self.mss.is_some(), "--set-mss", FORWARDING),
-                (self.udp.is_some(), "--udp", FORWARDING),
-                (self.routers.is_some(), "--routers", QEMU),
-                (self.direction.is_some(), "--direction", FORWARDING),
-                (self.build_only, "--build-only", QEMU),
-                (self.make.jobs.is_some(), "--jobs", FORWARDING),
-                (self.make.kernel_src.is_some(), "--kernel-src", FORWARDING),
-                (self.make.verbose, "--verbose", FORWARDING),
-                (self.lab_file.is_some(), "--lab-file", SSH),
-                (self.no_flash, "--no-flash", SSH),
-                (self.openwrt.is_some(), "--openwrt", QEMU),
-                (self.known_answers, "--known-answers", QEMU),
-                (self.json.is_some(), "--json", QEMU),
-                (self.cpus.is_some(), "--cpus", QEMU),
-                (self.packet_steering.is_some(), "--packet-steering", QEMU),
-                (self.resume.is_some(), "--resume", FORWARDING),
+                (self.target.is_some(), "--target"),
+                (self.make.jobs.is_some(), "--jobs"),
+                (self.make.kernel_src.is_some(), "--kernel-src"),
+                (self.make.verbose, "--verbose"),
+                (self.known_answers, "--known-answers"),
+                (self.json.is_some(), "--json"),
             ];
-            if let Some((_, flag, lab)) = not_host.iter().find(|(given, ..)| *given) {
+            if let Some((_, flag)) = not_host.iter().find(|(given, ..)| *given) {
+                let lab = if flag.starts_with("--known") || *flag == "--json" {
+                    "the QEMU lab"
+                } else {
+                    "the forwarding lab (QEMU or SSH)"
+                };
                 anyhow::bail!(
                     "{flag} is for {lab}; --lab host measures this machine's kernel with runtime settings from lab/runtime.toml"
                 );
             }
+            let count = |f: Field| self.counts.get_or_default(f).unwrap_or(1);
             return Ok(LabMode::Host(xtask::lab::host::HostRequest {
                 variants: self.variants.clone(),
-                runs: self.runs.unwrap_or(DEFAULT_RUNS),
-                duration_seconds: self.duration.unwrap_or(DEFAULT_DURATION_SECONDS),
+                runs: count(Field::Runs),
+                duration_seconds: count(Field::Duration),
                 benches: if self.benches.is_empty() {
                     vec![xtask::lab::host::BenchName::Tbench]
                 } else {
                     self.benches.clone()
                 },
-                tbench_clients: self.clients.unwrap_or(2),
+                tbench_clients: count(Field::Clients),
                 control: !self.no_control,
             }));
         }
@@ -218,29 +209,17 @@ impl LabArgs {
         }
         if self.known_answers {
             let not_there = [
-                (self.machine != "qemu", "--lab"),
-                (!self.variants.is_empty(), "--variant"),
-                (self.build_only, "--build-only"),
-                (self.topology.is_some(), "--topology"),
-                (self.nic.is_some(), "--nic"),
-                (self.routers.is_some(), "--routers"),
-                (self.parallel.is_some(), "--parallel"),
-                (self.mss.is_some(), "--set-mss"),
-                (self.udp.is_some(), "--udp"),
-                (self.gro.is_some(), "--gro"),
-                (self.direction.is_some(), "--direction"),
-                (self.clients.is_some(), "--clients"),
-                (self.cache_model, "--cache-model"),
-                (self.no_control, "--no-control"),
-                (self.packet_steering.is_some(), "--packet-steering"),
-                (self.resume.is_some(), "--resume"),
-                (self.runs.is_some(), "--runs"),
-                (self.duration.is_some(), "--duration"),
-                (self.no_flash, "--no-flash"),
-                (self.lab_file.is_some(), "--lab-file"),
-                (self.make.kernel_src.is_some(), "--kernel-src"),
-            ];
-            if let Some((_, flag)) = not_there.iter().find(|(given, _)| *given) {
+                (self.machine != "qemu", "--lab".to_string()),
+                (!self.variants.is_empty(), "--variant".to_string()),
+                (self.make.kernel_src.is_some(), "--kernel-src".to_string()),
+            ]
+            .into_iter()
+            .chain(
+                given
+                    .iter()
+                    .map(|f| (labs(f).is_some_and(|l| !l.known_answers), f.flag())),
+            );
+            if let Some((_, flag)) = not_there.into_iter().find(|(given, _)| *given) {
                 anyhow::bail!(
                     "{flag} is not for --known-answers, which boots the target's baseline lab kernel in QEMU under the core model and runs its guest programs (no traffic, no variants): leave it out"
                 );
@@ -250,7 +229,7 @@ impl LabArgs {
                     target: target.clone(),
                     build: self.make.build_options(),
                     json: self.json.clone(),
-                    cpus: self.cpus,
+                    cpus: self.counts.0.get(&Field::Cpus).copied(),
                     openwrt: self.openwrt.clone(),
                 },
             ));
@@ -267,10 +246,10 @@ impl LabArgs {
             .as_deref()
             .map_or(xtask::lab::topology::Name::NatRouter, From::from);
         let mut request = xtask::lab::LabRequest::qemu(target).on_topology(topology);
-        request.routers = self.routers.map(|n| n as usize);
+        for (&field, &value) in &self.counts.0 {
+            request.set_count(field, value);
+        }
         request.variants = self.variants.clone();
-        request.runs = self.runs.unwrap_or(DEFAULT_RUNS);
-        request.duration_seconds = self.duration.unwrap_or(DEFAULT_DURATION_SECONDS);
         request.gro = self.gro;
         request.direction = self.direction;
         request.control = !self.no_control;
@@ -281,13 +260,6 @@ impl LabArgs {
         request.cache_model = self.cache_model;
         request.nic = self.nic.clone();
         request.openwrt = self.openwrt.clone();
-        request.tbench_clients = self.clients;
-        request.iperf = xtask::results::lab::IperfOptions {
-            parallel: self.parallel.unwrap_or(1),
-            mss: self.mss,
-            udp_mbit: self.udp,
-        };
-        request.cpus = self.cpus;
         request.resume = self.resume.clone();
         request.packet_steering = self
             .packet_steering

@@ -8,6 +8,7 @@ mod bench;
 mod build;
 mod experiment;
 mod lab;
+mod lab_options;
 mod patches;
 pub use bench::BenchCommand;
 pub use build::BuildArgs;

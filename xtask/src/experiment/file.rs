@@ -253,7 +253,19 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
         None => None,
         Some(l) => {
             let table = l.span();
-            Some(lab::lab_spec(l.into_inner(), table, &chosen, &at)?)
+            // Where each `[lab]` key's value is, for the keys serde reads
+            // into a map (the lab's whole-number options).
+            let doc = toml_edit::Document::parse(text).ok();
+            let key_at = |key: &str| {
+                let lab = doc.as_ref()?.get("lab")?;
+                lab.get(key)?.span()
+            };
+            Some(lab::lab_spec(
+                l.into_inner(),
+                table,
+                &chosen,
+                (&at, &key_at),
+            )?)
         }
     };
 

@@ -4,14 +4,6 @@
 
 use std::ops::Range;
 
-use crate::lab::guest_tbench::MAX_CLIENTS;
-use crate::results::lab::iperf::{MAX_MSS, MAX_PARALLEL, MAX_UDP_MBIT, MIN_MSS};
-
-/// The largest `runs` (rounds) an experiment file may ask for.
-pub const MAX_RUNS: u32 = 1000;
-/// The largest `duration` (seconds per run) an experiment file may ask for.
-pub const MAX_DURATION_SECONDS: u32 = 3600;
-
 /// What the key whose value holds `span` in `text` takes, as "`key`
 /// takes …", or `None` for a key this module does not know. The key is
 /// found in the parsed document by the value's span (so a value on an
@@ -21,15 +13,11 @@ pub fn for_span(text: &str, span: &Range<usize>) -> Option<String> {
     let doc = toml_edit::Document::parse(text).ok()?;
     let key = key_at(doc.as_table(), span.start)?;
     let key = key.as_str();
+    // The lab's whole-number options, from their definitions.
+    if let Some(takes) = crate::lab::request::option::by_key(key).and_then(|o| o.takes()) {
+        return Some(format!("{key} takes {takes}"));
+    }
     let takes = match key {
-        "runs" => format!("a whole number of rounds, 1 to {MAX_RUNS}, e.g. runs = 10"),
-        "duration" => format!(
-            "a whole number of seconds per run, 1 to {MAX_DURATION_SECONDS}, e.g. duration = 10"
-        ),
-        "clients" => format!("a whole number of tbench clients, 1 to {MAX_CLIENTS}"),
-        "parallel" => format!("a whole number of iperf3 streams (-P), 1 to {MAX_PARALLEL}"),
-        "mss" => format!("a whole number of bytes (iperf3 -M), {MIN_MSS} to {MAX_MSS}"),
-        "udp" => format!("a whole number of Mbit/s per stream (iperf3 -u -b), 1 to {MAX_UDP_MBIT}"),
         "control" | "symbols" => "true or false, without quotes".to_string(),
         "targets" | "variants" | "formats" => {
             format!("a list of names in quotes, e.g. {key} = [\"…\"]")
@@ -75,7 +63,7 @@ mod tests {
         let span = text.find("\"100\"").unwrap()..text.len() - 1;
         assert_eq!(
             for_span(text, &span).unwrap(),
-            "runs takes a whole number of rounds, 1 to 1000, e.g. runs = 10"
+            "runs takes a whole number of rounds, 1 to 1000 (default 5)"
         );
         let text = "[lab]\ncontrol = \"yes\"\n";
         let span = text.find("\"yes\"").unwrap()..text.len() - 1;

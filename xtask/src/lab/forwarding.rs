@@ -98,6 +98,7 @@ pub fn settings(request: &LabRequest, base: &str) -> Settings {
         benches: Vec::new(),
         iperf3: request.iperf,
         labs_at_once: None,
+        options: request.options.clone(),
     }
 }
 

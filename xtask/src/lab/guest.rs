@@ -109,8 +109,8 @@ pub fn setup_script(topology: &topology::Name, guest: &topology::Guest) -> Strin
         for a in &nic.addresses {
             let _ = writeln!(s, "ip addr add {a} dev {n} || fail \"addressing {n}\"");
         }
-        if let Some(b) = guest.batman.as_ref().filter(|b| b.ports.contains(n)) {
-            let mtu = b.port_mtu;
+        let batman = guest.batman.as_ref().filter(|b| b.ports.contains(n));
+        if let Some(mtu) = batman.map(|b| b.port_mtu).or(nic.mtu) {
             let _ = writeln!(s, "ip link set {n} mtu {mtu} || fail \"MTU {mtu} on {n}\"");
         }
         let _ = writeln!(s, "ip link set {n} up || fail \"{n} up\"");

@@ -94,6 +94,7 @@ impl GuestTbench {
             benches: vec![self.bench()],
             iperf3: Default::default(),
             labs_at_once: None,
+            options: Default::default(),
         }
     }
 

@@ -75,7 +75,9 @@ pub use crate::inputs::lab::LabSpec;
 pub use crate::results::lab::Flash;
 pub use host_tools::{check_host_tools, require_tools, HOST_TOOLS};
 pub use orchestrate::create_run_dir;
-pub use request::{DirectionChoice, Field, GroChoice, LabRequest, Machine, Problem, WorkloadSpec};
+pub use request::{
+    DirectionChoice, Field, GroChoice, LabRequest, Machine, Problem, WorkloadSpec, OPTIONS,
+};
 pub use variants::chosen_variants;
 
 /// Debian packages the lab needs on the host for `spec` (QEMU, iperf3,

@@ -6,10 +6,12 @@
 //! request's [`Field`]: the command line words it with the flag
 //! ([`Problem`]'s `Display`), an experiment file with its key and line.
 //!
-//! A new lab option: a field here (with its default in
-//! [`LabRequest::qemu`]), a [`Field`] and its rule in
-//! [`LabRequest::check`] when it belongs to one lab kind; the flag in
-//! `cli/lab.rs`; its use where the lab kind resolves the request.
+//! Each option is defined once, in [`option::OPTIONS`]: its flag, key,
+//! range, default and the labs and workload that take it. A new
+//! whole-number option is a [`Field`] and its entry there, and its use
+//! where the lab resolves the request ([`LabRequest::count`]); the command
+//! line, the experiment file, the check, the record and the resume check
+//! follow from the table.
 
 use std::path::{Path, PathBuf};
 
@@ -18,16 +20,14 @@ use anyhow::{bail, Result};
 use super::topology::{self, Name};
 use super::{orchestrate, workload};
 
+pub mod option;
 mod problem;
+mod values;
 use crate::inputs::ssh_lab::Destination;
 use crate::kernel_build::BuildOptions;
 use crate::results::lab::{Flash, IperfOptions};
-pub use problem::{Field, Problem};
-
-/// Measured runs per condition when a request does not say (`lab --runs`).
-pub const DEFAULT_RUNS: u32 = 5;
-/// Seconds per run when a request does not say (`lab --duration`).
-pub const DEFAULT_DURATION_SECONDS: u32 = 10;
+pub use option::{Field, LabOption, Labs, Shapes, DEFAULT_DURATION_SECONDS, DEFAULT_RUNS, OPTIONS};
+pub use problem::{Problem, Words};
 
 /// Which GRO settings of the guest's NICs to measure (`--gro on|off|both`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +232,10 @@ pub struct LabRequest {
     /// `--resume DIR`: continue the lab that stopped there
     /// ([`super::orchestrate::Start::Resume`]) instead of starting a new one.
     pub resume: Option<PathBuf>,
+    /// The whole-number options without a field of their own, by their
+    /// experiment-file key ([`LabRequest::count`]); `lab.json` records
+    /// them in `settings.options`.
+    pub options: option::Extra,
 }
 
 impl LabRequest {
@@ -270,6 +274,7 @@ impl LabRequest {
             cpus: None,
             packet_steering: None,
             resume: None,
+            options: option::Extra::new(),
         }
     }
 
@@ -328,29 +333,24 @@ impl LabRequest {
     }
 
     /// Every rule of which option goes with which lab: the first
-    /// [`Problem`], naming its [`Field`]. In order: options of the QEMU
-    /// machine on a real router over SSH (and its lab file); the topology
-    /// and `--routers`; the forwarding options (GRO, directions, NIC,
-    /// iperf3's) on tbench, tbench's clients on iperf3, the cache model
-    /// on a workload that forwards nothing; iperf3's option values; the
-    /// workload's places on the topology; and last
-    /// [`Problem::NotRunnable`], a workload the QEMU lab does not run
-    /// yet. Target-dependent checks (the NIC models, `[lab.l1]`) are the
-    /// resolver's.
+    /// [`Problem`], naming its [`Field`]. In order: the options
+    /// [`option::OPTIONS`] gives only the QEMU lab, on a real router over
+    /// SSH (and its lab file); the topology and `--routers`; options of
+    /// the other workload (forwarding ones on tbench, tbench's on iperf3;
+    /// the cache model on a workload that forwards nothing); each count's
+    /// range and the options that contradict each other; the workload's
+    /// places on the topology; and last [`Problem::NotRunnable`], a
+    /// workload the QEMU lab does not run yet. Target-dependent checks
+    /// (the NIC models, `[lab.l1]`) are the resolver's.
     pub fn check(&self) -> std::result::Result<(), Problem> {
+        let given = self.given();
+        let option = |f: &Field| f.option().copied();
         if let Machine::Ssh(ssh) = &self.machine {
-            let qemu_only = [
-                (self.topology != Name::NatRouter, Field::Topology),
-                (self.routers.is_some(), Field::Routers),
-                (self.nic.is_some(), Field::Nic),
-                (self.openwrt.is_some(), Field::Openwrt),
-                (self.cache_model, Field::CacheModel),
-                (self.build_only, Field::BuildOnly),
-                (self.cpus.is_some(), Field::Cpus),
-                (self.packet_steering.is_some(), Field::PacketSteering),
-            ];
-            if let Some((_, field)) = qemu_only.into_iter().find(|(given, _)| *given) {
-                return Err(Problem::QemuOnly(field));
+            if let Some(f) = given
+                .iter()
+                .find(|f| option(f).is_some_and(|o| !o.labs.ssh))
+            {
+                return Err(Problem::QemuOnly(*f));
             }
             if ssh.lab_file.as_os_str().is_empty() {
                 return Err(Problem::NeedsLabFile);
@@ -364,42 +364,28 @@ impl LabRequest {
             };
             Problem::Topology(field, e.to_string())
         })?;
-        match &self.workload {
-            WorkloadSpec::Tbench { .. } => {
-                let forwarding_only = [
-                    (self.gro.is_some(), Field::Gro),
-                    (self.direction.is_some(), Field::Direction),
-                    (self.nic.is_some(), Field::Nic),
-                    (self.iperf.parallel != 1, Field::Parallel),
-                    (self.iperf.mss.is_some(), Field::Mss),
-                    (self.iperf.udp_mbit.is_some(), Field::Udp),
-                ];
-                if let Some((_, field)) = forwarding_only.into_iter().find(|(given, _)| *given) {
-                    return Err(Problem::ForwardingOnly(field));
-                }
-                if self.cache_model {
-                    return Err(Problem::ForwardsNothing {
-                        topology: net.name.clone(),
-                    });
+        let tbench = matches!(self.workload, WorkloadSpec::Tbench { .. });
+        if tbench && self.cache_model {
+            return Err(Problem::ForwardsNothing {
+                topology: net.name.clone(),
+            });
+        }
+        for f in &given {
+            match option(f).map(|o| o.shapes) {
+                Some(Shapes::Forwarding) if tbench => return Err(Problem::ForwardingOnly(*f)),
+                Some(Shapes::Tbench) if !tbench => return Err(Problem::TbenchOnly(*f)),
+                _ => {}
+            }
+        }
+        for f in [Field::Runs, Field::Duration].iter().chain(&given) {
+            if let (Some(c), Some(v)) = (f.count(), self.count(*f)) {
+                if !(c.min..=c.max).contains(&v) {
+                    return Err(Problem::OutOfRange(*f, v));
                 }
             }
-            WorkloadSpec::Iperf3 { .. } => {
-                if self.tbench_clients.is_some() {
-                    return Err(Problem::TbenchOnly(Field::Clients));
-                }
-                if let Err(e) = self.iperf.check() {
-                    // The message begins with the flag it is about.
-                    let e = e.to_string();
-                    let field = if e.starts_with("--parallel") {
-                        Field::Parallel
-                    } else if e.starts_with("--udp") {
-                        Field::Udp
-                    } else {
-                        Field::Mss
-                    };
-                    return Err(Problem::Iperf(field, e));
-                }
-            }
+        }
+        if given.contains(&Field::Mss) && given.contains(&Field::Udp) {
+            return Err(Problem::Conflict(Field::Mss, Field::Udp));
         }
         let endpoints: Vec<String> = net.endpoints.iter().map(|e| e.name.clone()).collect();
         let guests: Vec<String> = net.guests.iter().map(|g| g.name.clone()).collect();

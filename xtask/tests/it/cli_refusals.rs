@@ -404,7 +404,7 @@ fn a_topology_and_its_options_are_checked_before_building() {
                 "--clients",
                 "0",
             ][..],
-            "--clients 0: tbench inside a guest runs 1 to 64 clients",
+            "0 is not in 1..=64",
         ),
         (
             &[

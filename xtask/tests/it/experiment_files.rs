@@ -292,9 +292,10 @@ fn report_rootfs_in_openwrt_mode() {
 }
 
 /// The `[lab]` reference in docs/experiments.md names every key the
-/// table accepts: the keys are the ones serde lists when it refuses an
-/// unknown one (`expected one of …`), so a key added to the table and not
-/// to the page fails here.
+/// table accepts: the keys are the ones the refusal of an unknown one
+/// lists (`it takes …`), so a key added to the table and not to the page
+/// fails here; and each whole-number key's line gives the range and
+/// default of its one definition (`lab::request::option::OPTIONS`).
 #[test]
 fn the_lab_reference_in_the_book_names_every_key_the_table_takes() {
     let layout = Layout::from_manifest_dir();
@@ -302,13 +303,13 @@ fn the_lab_reference_in_the_book_names_every_key_the_table_takes() {
     let file = dir.path().join("keys.toml");
     std::fs::write(
         &file,
-        "targets = [\"brcm47xx\"]\nvariants = [\"no-reorder-blocks\"]\n[lab]\nno_such_key = 1\n",
+        "targets = [\"brcm47xx\"]\nbase = \"baseline\"\nvariants = [\"no-reorder-blocks\"]\n[lab]\nno_such_key = 1\n",
     )
     .unwrap();
     let err = format!("{:#}", file::load(&layout, &file).unwrap_err());
     let listed = err
-        .split_once("expected one of ")
-        .unwrap_or_else(|| panic!("serde's list of keys in: {err}"))
+        .split_once("it takes ")
+        .unwrap_or_else(|| panic!("the list of keys in: {err}"))
         .1;
     let keys: Vec<&str> = listed
         .split('`')
@@ -335,4 +336,24 @@ fn the_lab_reference_in_the_book_names_every_key_the_table_takes() {
         missing.is_empty(),
         "docs/experiments.md's [lab] lacks {missing:?}"
     );
+    for o in xtask::lab::OPTIONS.iter().filter(|o| o.count.is_some()) {
+        let (Some(key), Some(c)) = (o.key, o.count) else {
+            continue;
+        };
+        let line = block
+            .lines()
+            .find(|l| {
+                l.trim_start_matches(['#', ' '])
+                    .starts_with(&format!("{key} = "))
+            })
+            .unwrap_or_else(|| panic!("no line of {key}"));
+        let range = format!("{}–{}", c.min, c.max);
+        assert!(line.contains(&range), "{key}: {range} in {line:?}");
+        if let Some(d) = c.default {
+            assert!(
+                line.contains(&format!("default {d}")),
+                "{key}: default {d} in {line:?}"
+            );
+        }
+    }
 }

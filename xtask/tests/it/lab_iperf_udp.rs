@@ -105,7 +105,6 @@ fn a_udp_run_at_a_rate_reports_its_loss_and_tcp_none() {
         mss: None,
         udp_mbit: Some(20),
     };
-    udp.check().unwrap();
     let report = run(udp);
     assert_eq!(
         report

@@ -9,32 +9,31 @@ use serde::Deserialize;
 use serde_spanned::Spanned;
 
 use crate::inputs::targets::{self, Target};
+use crate::lab::request::{Words, OPTIONS};
 use crate::lab::topology;
 use crate::lab::{DirectionChoice, Field, GroChoice, LabRequest, Problem, WorkloadSpec};
-use crate::results::lab::IperfOptions;
 
+/// The `[lab]` table as read: its keys that are not whole-number lab
+/// options by name, and the rest in [`RawLab::counts`], which
+/// [`lab_spec`] checks against the lab's options
+/// ([`crate::lab::OPTIONS`]): an unknown key is refused there, at its line.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct RawLab {
     pub(super) topology: Option<Spanned<String>>,
     pub(super) workload: Option<Spanned<String>>,
     pub(super) from: Option<Spanned<String>>,
     pub(super) to: Option<Spanned<String>>,
     pub(super) guest: Option<Spanned<String>>,
-    pub(super) clients: Option<Spanned<u32>>,
-    pub(super) parallel: Option<Spanned<u32>>,
-    pub(super) mss: Option<Spanned<u32>>,
-    pub(super) udp: Option<Spanned<u32>>,
     pub(super) targets: Option<Vec<Spanned<String>>>,
-    pub(super) runs: Option<Spanned<u32>>,
-    pub(super) duration: Option<Spanned<u32>>,
     pub(super) gro: Option<Spanned<String>>,
     pub(super) directions: Option<Spanned<String>>,
     pub(super) control: Option<bool>,
     pub(super) model: Option<Spanned<String>>,
     pub(super) labs: Option<Spanned<String>>,
-    pub(super) cpus: Option<Spanned<u32>>,
     pub(super) packet_steering: Option<Spanned<crate::inputs::steering::SteeringSpec>>,
+    /// Every other key: the whole-number options (`runs`, `mss`, …).
+    #[serde(flatten)]
+    pub(super) counts: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// How the targets' labs share the machine.
@@ -74,7 +73,7 @@ pub(super) fn lab_spec(
     l: RawLab,
     table: Range<usize>,
     chosen: &[Target],
-    at: &dyn Fn(Range<usize>) -> String,
+    (at, key_at): (&dyn Fn(Range<usize>) -> String, &KeyAt<'_>),
 ) -> Result<LabSpec> {
     let topology_name = l
         .topology
@@ -152,20 +151,6 @@ pub(super) fn lab_spec(
             }
         }
     }
-    let positive = |v: &Option<Spanned<u32>>, default: u32, key: &str, max: u32| -> Result<u32> {
-        match v {
-            None => Ok(default),
-            Some(s) if (1..=max).contains(s.get_ref()) => Ok(*s.get_ref()),
-            Some(s) => bail!("{}: {key} = {} — use 1 to {max}", at(s.span()), s.get_ref()),
-        }
-    };
-    let runs = positive(&l.runs, 5, "runs", crate::experiment::hint::MAX_RUNS)?;
-    let duration_seconds = positive(
-        &l.duration,
-        10,
-        "duration",
-        crate::experiment::hint::MAX_DURATION_SECONDS,
-    )?;
     let gro = match &l.gro {
         None => None,
         Some(g) => Some(g.get_ref().parse::<GroChoice>().map_err(|_| {
@@ -202,14 +187,6 @@ pub(super) fn lab_spec(
             at(s)
         ),
     };
-    let cpus = match &l.cpus {
-        None => None,
-        Some(c) => {
-            crate::inputs::lab::check_cpus(*c.get_ref())
-                .map_err(|e| anyhow::anyhow!("{}: cpus = {} — {e}", at(c.span()), c.get_ref()))?;
-            Some(*c.get_ref())
-        }
-    };
     let packet_steering = l
         .packet_steering
         .as_ref()
@@ -224,34 +201,22 @@ pub(super) fn lab_spec(
             )
         });
     let mut request = default;
-    request.runs = runs;
-    request.duration_seconds = duration_seconds;
+    let counts = counts(&l.counts, &mut request, (at, key_at))?;
     request.gro = gro;
     request.direction = direction;
     request.control = l.control.unwrap_or(true);
     request.cache_model = cache_model;
     request.workload = workload;
-    request.tbench_clients = l.clients.as_ref().map(|c| *c.get_ref());
-    request.iperf = IperfOptions {
-        parallel: l.parallel.as_ref().map_or(1, |p| *p.get_ref()),
-        mss: l.mss.as_ref().map(|m| *m.get_ref()),
-        udp_mbit: l.udp.as_ref().map(|u| *u.get_ref()),
-    };
-    request.cpus = cpus;
     request.packet_steering = packet_steering;
     match request.check() {
         // The plan shows it, and the real run refuses it before building.
         Ok(()) | Err(Problem::NotRunnable { .. }) => {}
         Err(p) => {
             let span = match p.field() {
+                f if f.count().is_some() => counts.get(&f).cloned(),
                 Field::Gro => l.gro.as_ref().map(|s| s.span()),
                 Field::Direction => l.directions.as_ref().map(|s| s.span()),
-                Field::Parallel => l.parallel.as_ref().map(|s| s.span()),
-                Field::Mss => l.mss.as_ref().map(|s| s.span()),
-                Field::Udp => l.udp.as_ref().map(|s| s.span()),
-                Field::Clients => l.clients.as_ref().map(|s| s.span()),
                 Field::CacheModel => l.model.as_ref().map(|s| s.span()),
-                Field::Cpus => l.cpus.as_ref().map(|s| s.span()),
                 Field::PacketSteering => l.packet_steering.as_ref().map(|s| s.span()),
                 Field::Workload => workload_name
                     .as_ref()
@@ -263,15 +228,14 @@ pub(super) fn lab_spec(
             bail!("{place}: {}", wording(&p));
         }
     }
-    if let Some(c) = &l.cpus {
+    if let (Some(c), Some(span)) = (request.cpus, counts.get(&Field::Cpus)) {
         for name in &lab_targets {
             let t = chosen.iter().find(|t| &t.name == name).expect("chosen");
-            if let Some(spec) = t.lab.as_ref().filter(|s| *c.get_ref() > s.max_cpus) {
+            if let Some(spec) = t.lab.as_ref().filter(|s| c > s.max_cpus) {
                 bail!(
-                    "{}: cpus = {} — target {name}'s lab kernel boots at most {} CPU(s) ([lab] \
+                    "{}: cpus = {c} — target {name}'s lab kernel boots at most {} CPU(s) ([lab] \
                      max_cpus in {}, its CONFIG_NR_CPUS); ask for at most that",
-                    at(c.span()),
-                    c.get_ref(),
+                    at(span.clone()),
                     spec.max_cpus,
                     t.file.display()
                 );
@@ -303,23 +267,66 @@ fn wording(p: &Problem) -> String {
         Problem::Topology(Field::Topology, why) => {
             format!("topology — use a name the lab registers (lab/topology/mod.rs): {why}")
         }
-        Problem::ForwardingOnly(Field::Parallel | Field::Mss | Field::Udp) => {
-            "parallel, mss and udp are iperf3's options (workload = \"iperf3\"); tbench takes clients".to_string()
-        }
+        Problem::ForwardingOnly(f @ (Field::Parallel | Field::Mss | Field::Udp)) => format!(
+            "{} is iperf3's option (workload = \"iperf3\"); tbench takes clients",
+            f.key()
+        ),
+        Problem::ForwardingOnly(f) if f.count().is_some() => format!(
+            "{} is for forwarding through routers (workload = \"iperf3\"); tbench runs inside one guest, which has no NIC",
+            f.key()
+        ),
         Problem::ForwardingOnly(_) => TBENCH_NOT_FORWARDING.to_string(),
         Problem::TbenchOnly(_) => "clients is for workload = \"tbench\"".to_string(),
         Problem::ForwardsNothing { topology: t } => format!(
             "model = \"cache\" counts per forwarded packet, but topology {t} forwards nothing (tbench runs over the guest's own loopback); drop model (or set model = \"none\"), or use topology = \"{}\"",
             topology::Name::NatRouter
         ),
-        Problem::Iperf(_, e) => ["--parallel", "--set-mss", "--udp"]
-            .iter()
-            .zip(["parallel =", "mss =", "udp ="])
-            .fold(e.clone(), |e, (flag, k)| e.replace(flag, k)),
+        Problem::OutOfRange(..) | Problem::Conflict(..) => p.words(Words::Keys),
         Problem::MissingPlaces { .. } => format!(
             "{}; choose a topology that has them, or set the workload's places (from/to, guest)",
             p.missing_places().unwrap_or_default()
         ),
         other => other.to_string(),
     }
+}
+
+/// Where the value of `[lab]` key `key` is in the file, if it is there.
+pub(super) type KeyAt<'a> = dyn Fn(&str) -> Option<Range<usize>> + 'a;
+
+/// Sets `request`'s whole-number options from the table's other keys
+/// `raw`, each by its definition ([`crate::lab::OPTIONS`]); returns where
+/// each one is, for refusals. Errors: a key that is no lab option, or a
+/// value that is no whole number, at the key's line.
+fn counts(
+    raw: &std::collections::BTreeMap<String, serde_json::Value>,
+    request: &mut LabRequest,
+    (at, key_at): (&dyn Fn(Range<usize>) -> String, &KeyAt<'_>),
+) -> Result<std::collections::BTreeMap<Field, Range<usize>>> {
+    let mut spans = std::collections::BTreeMap::new();
+    for (key, value) in raw {
+        let span = key_at(key).unwrap_or_default();
+        let Some(option) = crate::lab::request::option::by_key(key).filter(|o| o.count.is_some())
+        else {
+            let mut keys: Vec<&str> =
+                ["workload", "from", "to", "guest", "targets", "labs"].to_vec();
+            keys.extend(OPTIONS.iter().filter_map(|o| o.key));
+            let keys: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+            bail!(
+                "{}: [lab] has no key {:?}; it takes {} (docs/experiments.md)",
+                at(span.clone()),
+                crate::util::text::printable(key),
+                keys.join(", ")
+            );
+        };
+        let Some(v) = value.as_u64().and_then(|v| u32::try_from(v).ok()) else {
+            bail!(
+                "{}: {key} = {value} — {key} takes {}",
+                at(span.clone()),
+                option.takes().unwrap_or_default()
+            );
+        };
+        request.set_count(option.field, v);
+        spans.insert(option.field, span);
+    }
+    Ok(spans)
 }

@@ -219,6 +219,7 @@ pub fn resolve(layout: &Layout, request: &HostRequest) -> Result<(LabPlan, HostB
             benches,
             iperf3: Default::default(),
             labs_at_once: None,
+            options: Default::default(),
         },
     };
     let backend = HostBackend {

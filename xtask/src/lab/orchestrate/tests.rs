@@ -158,6 +158,7 @@ fn plan(place: Place) -> LabPlan {
             benches: Vec::new(),
             iperf3: Default::default(),
             labs_at_once: None,
+            options: Default::default(),
         },
     }
 }

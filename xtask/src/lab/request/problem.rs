@@ -1,8 +1,19 @@
 //! Why [`super::LabRequest::check`] refuses a request: a [`Problem`]
 //! naming the request's [`Field`], worded for the command line by its
-//! `Display` (an experiment file words it with its keys). The fields are
-//! declared here, the problems' vocabulary, so that this file does not
-//! import the request.
+//! `Display` and for an experiment file by [`Problem::words`] with
+//! [`Words::Keys`].
+
+use super::option::Count;
+pub use super::option::Field;
+
+/// Whose words a [`Problem`] is put in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Words {
+    /// The command line's flags (`--set-mss`).
+    Flags,
+    /// An experiment file's `[lab]` keys (`mss`).
+    Keys,
+}
 
 /// Why [`super::LabRequest::check`] refuses a request, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,9 +37,12 @@ pub enum Problem {
         /// The topology.
         topology: crate::results::lab::Topology,
     },
-    /// An iperf3 option out of range or contradicting another:
-    /// [`crate::results::lab::IperfOptions::check`]'s message, in flags.
-    Iperf(Field, String),
+    /// A whole-number option outside its [`super::option::Count`] range.
+    OutOfRange(Field, u32),
+    /// Two options that contradict each other (`--set-mss` with `--udp`:
+    /// the MSS is TCP's): the first given, the second.
+    Conflict(Field, Field),
+
     /// The workload needs places the topology does not have.
     MissingPlaces {
         /// The workload in words.
@@ -59,7 +73,8 @@ impl Problem {
             | Problem::Topology(f, _)
             | Problem::ForwardingOnly(f)
             | Problem::TbenchOnly(f)
-            | Problem::Iperf(f, _) => *f,
+            | Problem::OutOfRange(f, _)
+            | Problem::Conflict(f, _) => *f,
             Problem::NeedsLabFile => Field::LabFile,
             Problem::ForwardsNothing { .. } => Field::CacheModel,
             Problem::MissingPlaces { .. } | Problem::NotRunnable { .. } => Field::Workload,
@@ -95,103 +110,74 @@ impl Problem {
     }
 }
 
-impl std::fmt::Display for Problem {
-    /// The command line's wording, naming the flag and the fix.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Problem {
+    /// The problem in `words`, naming the option and the fix.
+    pub fn words(&self, words: Words) -> String {
+        let name = |field: Field| match words {
+            Words::Flags => field.flag(),
+            Words::Keys => field.key(),
+        };
         match self {
-            Problem::QemuOnly(field) => write!(
-                f,
+            Problem::QemuOnly(field) => format!(
                 "{} is for the QEMU lab: a real router over SSH is the lab file's network and its own hardware (use --lab qemu)",
-                field.flag()
+                name(*field)
             ),
-            Problem::NeedsLabFile => write!(
-                f,
+            Problem::NeedsLabFile => {
                 "--lab ssh needs --lab-file FILE (the router's interfaces, the endpoints, the images)"
+                    .to_string()
+            }
+            Problem::Topology(_, why) => why.clone(),
+            Problem::OutOfRange(field, value) => {
+                let Count { min, max, limit, .. } = field.count().unwrap_or(Count {
+                    min: 0,
+                    max: 0,
+                    default: None,
+                    unit: "",
+                    limit: "",
+                });
+                match words {
+                    Words::Flags => {
+                        format!("{} {value}: use {min} to {max} ({limit})", name(*field))
+                    }
+                    Words::Keys => {
+                        format!("{} = {value} — use {min} to {max} ({limit})", name(*field))
+                    }
+                }
+            }
+            Problem::Conflict(field, other) => format!(
+                "{} and {} contradict each other ({}): leave out one of them",
+                name(*field),
+                name(*other),
+                match (field, other) {
+                    (Field::Mss, Field::Udp) | (Field::Udp, Field::Mss) =>
+                        "the MSS is TCP's, and UDP is sent instead",
+                    _ => "one of them decides what the other would",
+                }
             ),
-            Problem::Topology(_, why) | Problem::Iperf(_, why) => write!(f, "{why}"),
-            Problem::ForwardingOnly(field) => write!(
-                f,
+            Problem::ForwardingOnly(field) => format!(
                 "{} is for forwarding through the router; --topology loopback runs tbench inside the guest, which has no NIC",
-                field.flag()
+                name(*field)
             ),
-            Problem::TbenchOnly(field) => write!(
-                f,
+            Problem::TbenchOnly(field) => format!(
                 "{} is for --lab host and --topology loopback (tbench)",
-                field.flag()
+                name(*field)
             ),
-            Problem::ForwardsNothing { topology } => write!(
-                f,
+            Problem::ForwardsNothing { topology } => format!(
                 "--cache-model counts per forwarded packet; the {topology} topology forwards nothing (drop --cache-model or use --topology nat-router)"
             ),
-            Problem::MissingPlaces { .. } => {
-                write!(f, "{}", self.missing_places().unwrap_or_default())
-            }
-            Problem::NotRunnable { topology, workload } => write!(
-                f,
+            Problem::MissingPlaces { .. } => self.missing_places().unwrap_or_default(),
+            Problem::NotRunnable { topology, workload } => format!(
                 "the QEMU lab does not run {workload} on topology {topology} yet: it runs iperf3 lan → wan on nat-router, lan → far on mesh and mesh-bridged, and tbench in loopback's guest"
             ),
         }
     }
 }
 
-impl std::error::Error for Problem {}
-
-/// A field of [`super::LabRequest`] a [`Problem`] is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    /// [`super::LabRequest::topology`].
-    Topology,
-    /// [`super::LabRequest::routers`].
-    Routers,
-    /// [`super::LabRequest::workload`].
-    Workload,
-    /// [`super::LabRequest::gro`].
-    Gro,
-    /// [`super::LabRequest::direction`].
-    Direction,
-    /// [`super::LabRequest::nic`].
-    Nic,
-    /// [`crate::results::lab::IperfOptions::parallel`].
-    Parallel,
-    /// [`crate::results::lab::IperfOptions::mss`].
-    Mss,
-    /// [`crate::results::lab::IperfOptions::udp_mbit`].
-    Udp,
-    /// [`super::LabRequest::tbench_clients`].
-    Clients,
-    /// [`super::LabRequest::cache_model`].
-    CacheModel,
-    /// [`super::LabRequest::build_only`].
-    BuildOnly,
-    /// [`super::LabRequest::openwrt`].
-    Openwrt,
-    /// [`super::LabRequest::cpus`].
-    Cpus,
-    /// [`super::LabRequest::packet_steering`].
-    PacketSteering,
-    /// [`super::Machine::Ssh`]'s lab file.
-    LabFile,
-}
-
-impl Field {
-    /// The command line's flag: `--gro`.
-    pub fn flag(self) -> &'static str {
-        match self {
-            Field::Topology | Field::Workload => "--topology",
-            Field::Routers => "--routers",
-            Field::Gro => "--gro",
-            Field::Direction => "--direction",
-            Field::Nic => "--nic",
-            Field::Parallel => "--parallel",
-            Field::Mss => "--set-mss",
-            Field::Udp => "--udp",
-            Field::Clients => "--clients",
-            Field::CacheModel => "--cache-model",
-            Field::BuildOnly => "--build-only",
-            Field::Openwrt => "--openwrt",
-            Field::Cpus => "--cpus",
-            Field::PacketSteering => "--packet-steering",
-            Field::LabFile => "--lab-file",
-        }
+impl std::fmt::Display for Problem {
+    /// The command line's wording ([`Words::Flags`]).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.words(Words::Flags))
     }
 }
+
+impl std::error::Error for Problem {}

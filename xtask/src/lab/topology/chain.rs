@@ -31,6 +31,7 @@ pub fn topology() -> Topology {
         name: name.to_string(),
         mac: Mac::qemu(0x12, 0x35, last),
         addresses: vec![cidr(address)],
+        mtu: None,
     };
     let router = |name: &str, nics: Vec<Nic>, route: Route| Guest {
         name: name.to_string(),

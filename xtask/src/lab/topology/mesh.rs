@@ -97,6 +97,7 @@ pub fn topology(routers: usize, mesh: Mesh) -> Topology {
                     name: n.clone(),
                     mac: Mac::qemu(0x12, 0x36, (i as u8) << 4 | k as u8),
                     addresses: Vec::new(),
+                    mtu: None,
                 })
                 .collect(),
             routes: Vec::new(),

@@ -102,6 +102,9 @@ pub struct Nic {
     pub mac: Mac,
     /// Its addresses.
     pub addresses: Vec<Cidr>,
+    /// Its MTU in bytes when not the kernel's (1500): its link's
+    /// ([`Link::mtu`]); a batman-adv port's is [`Batman::port_mtu`].
+    pub mtu: Option<u32>,
 }
 
 /// A route in a guest.

@@ -41,6 +41,7 @@ pub fn topology() -> Topology {
         name: name.to_string(),
         mac,
         addresses: vec![cidr(ip)],
+        mtu: None,
     };
     let link = |name: &str| Link {
         name: name.to_string(),

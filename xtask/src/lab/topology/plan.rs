@@ -193,6 +193,13 @@ pub fn plan(topology: &Topology, names: Names) -> Result<NetPlan> {
                     dev: e.name.clone(),
                 });
                 attach.push(address(&netns, &link.name, e.address));
+                if let Some(mtu) = link.mtu {
+                    attach.push(Step::Mtu {
+                        netns: netns.clone(),
+                        dev: link.name.clone(),
+                        mtu,
+                    });
+                }
                 attach.push(Step::Up {
                     netns: netns.clone(),
                     dev: link.name.clone(),

@@ -88,6 +88,13 @@ pub fn how_it_ran(lab: &LabReport) -> String {
         d if d.is_empty() || !s.benches.is_empty() => String::new(),
         d => format!(" (iperf3 {d})"),
     };
+    // The options recorded by name: `, mtu 1400`.
+    let options: String = s
+        .options
+        .iter()
+        .map(|(key, value)| format!(", {} {value}", crate::util::text::printable(key)))
+        .collect();
+    let iperf = iperf + &options;
     format!(
         "{}: {} run{} per {per} of {} s each{iperf}, variants interleaved, {} warm-up run{} per {session} discarded; {control}",
         lab.status,

@@ -3,9 +3,9 @@
 //! the batman-adv experiment turned (`-P8 -M 536`: eight streams of
 //! 536-byte segments, to raise the packet rate), and UDP at a fixed rate
 //! (`-u -b 100M`) instead of TCP. The direction (`-R`) is the run's
-//! [`super::Direction`].
+//! [`super::Direction`]. Their ranges are the lab's options' own
+//! (`lab::request::option`), checked with the rest of a lab request.
 
-use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 /// iperf3's limit on `--parallel`: `MAX_STREAMS` in iperf3's `src/iperf.h`.
@@ -55,36 +55,6 @@ impl IperfOptions {
         *self == IperfOptions::default()
     }
 
-    /// Refuses what iperf3 or Linux would: `-P 0` or above
-    /// [`MAX_PARALLEL`], an MSS under [`MIN_MSS`] or above [`MAX_MSS`], a
-    /// UDP rate of 0 or above [`MAX_UDP_MBIT`], and an MSS with UDP (a TCP
-    /// option; iperf3 would silently ignore it).
-    pub fn check(&self) -> Result<()> {
-        if !(1..=MAX_PARALLEL).contains(&self.parallel) {
-            bail!(
-                "--parallel {}: iperf3 runs 1 to {MAX_PARALLEL} streams (MAX_STREAMS in iperf3's src/iperf.h)",
-                self.parallel
-            );
-        }
-        if let Some(mss) = self.mss {
-            if mss < MIN_MSS {
-                bail!("--set-mss {mss}: Linux refuses an MSS under {MIN_MSS} bytes (TCP_MIN_MSS, include/net/tcp.h); the batman-adv experiment used 536");
-            }
-            if mss > MAX_MSS {
-                bail!("--set-mss {mss}: iperf3 refuses an MSS over {MAX_MSS} bytes (MAX_MSS in iperf3's src/iperf.h)");
-            }
-        }
-        if let Some(rate) = self.udp_mbit {
-            if !(1..=MAX_UDP_MBIT).contains(&rate) {
-                bail!("--udp {rate}: give the UDP rate in Mbit/s, 1 to {MAX_UDP_MBIT}");
-            }
-            if let Some(mss) = self.mss {
-                bail!("--set-mss {mss}: the MSS is TCP's and --udp {rate} sends UDP; leave out one of them");
-            }
-        }
-        Ok(())
-    }
-
     /// The iperf3 client's arguments for them: `--parallel 8 --set-mss
     /// 536`, `--udp --bitrate 100M`; none for the defaults.
     pub fn args(&self) -> Vec<String> {
@@ -124,13 +94,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_mesh_experiment_s_options_and_what_iperf3_or_linux_refuse() {
+    fn the_mesh_experiment_s_options_as_iperf3_and_lab_json_take_them() {
         let mesh = IperfOptions {
             parallel: 8,
             mss: Some(536),
             udp_mbit: None,
         };
-        mesh.check().unwrap();
         assert_eq!(mesh.args(), ["--parallel", "8", "--set-mss", "536"]);
         assert_eq!(mesh.describe(), "-P8 -M 536");
         let json = serde_json::to_string(&mesh).unwrap();
@@ -139,60 +108,15 @@ mod tests {
 
         let d = IperfOptions::default();
         assert!(d.is_default() && d.args().is_empty() && d.describe().is_empty());
-        for (bad, says) in [
-            (
-                IperfOptions {
-                    parallel: 0,
-                    mss: None,
-                    udp_mbit: None,
-                },
-                "--parallel 0",
-            ),
-            (
-                IperfOptions {
-                    parallel: 129,
-                    mss: None,
-                    udp_mbit: None,
-                },
-                "1 to 128",
-            ),
-            (
-                IperfOptions {
-                    parallel: 1,
-                    mss: Some(87),
-                    udp_mbit: None,
-                },
-                "under 88",
-            ),
-            (
-                IperfOptions {
-                    parallel: 1,
-                    mss: Some(9217),
-                    udp_mbit: None,
-                },
-                "over 9216",
-            ),
-        ] {
-            let err = bad.check().unwrap_err().to_string();
-            assert!(err.contains(says), "{err}");
-        }
-        IperfOptions {
-            parallel: 1,
-            mss: Some(88),
-            udp_mbit: None,
-        }
-        .check()
-        .unwrap();
     }
 
     #[test]
-    fn udp_at_a_rate_and_what_it_refuses() {
+    fn udp_at_a_rate_as_iperf3_and_lab_json_take_it() {
         let udp = IperfOptions {
             parallel: 2,
             mss: None,
             udp_mbit: Some(100),
         };
-        udp.check().unwrap();
         assert_eq!(
             udp.args(),
             ["--parallel", "2", "--udp", "--bitrate", "100M"]
@@ -204,18 +128,5 @@ mod tests {
         // A file written before UDP existed reads as TCP.
         let old: IperfOptions = serde_json::from_str(r#"{"parallel":8,"mss":536}"#).unwrap();
         assert_eq!(old.udp_mbit, None);
-        for (udp_mbit, mss, says) in [
-            (Some(0), None, "1 to 10000"),
-            (Some(10_001), None, "1 to 10000"),
-            (Some(100), Some(536), "the MSS is TCP's"),
-        ] {
-            let opts = IperfOptions {
-                parallel: 1,
-                mss,
-                udp_mbit,
-            };
-            let err = opts.check().unwrap_err().to_string();
-            assert!(err.contains(says), "{err}");
-        }
     }
 }

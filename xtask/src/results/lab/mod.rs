@@ -179,6 +179,12 @@ pub struct Settings {
     /// lab ran alone, as in every older file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labs_at_once: Option<u32>,
+    /// The lab's whole-number options that have no field of their own
+    /// (the MTU of the lab's links, `mtu`), by their experiment-file key
+    /// (`lab::request::option`); left out when none is set, as in every
+    /// older file.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub options: std::collections::BTreeMap<String, u32>,
 }
 
 impl Settings {
