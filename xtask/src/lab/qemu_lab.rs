@@ -155,7 +155,11 @@ pub fn resolve<'a>(
         .with_nic(request.nic.as_deref(), &target.file)?
         .with_cpus(request.cpus)?;
     let chosen = super::variants::chosen_variants(layout, &request.variants)?;
-    let mut topology = topology::named_with(&request.topology, request.routers)?;
+    let mtu = |t: Topology| match request.count(crate::lab::Field::Mtu) {
+        Some(mtu) => t.with_mtu(mtu),
+        None => t,
+    };
+    let mut topology = mtu(topology::named_with(&request.topology, request.routers)?);
     let (workload, schedule, mut settings) = workload(request, &chosen[0].name)?;
     settings.labs_at_once = (request.labs_at_once > 1).then_some(request.labs_at_once);
     super::host_tools::check_host_tools(&spec)?;
@@ -168,7 +172,7 @@ pub fn resolve<'a>(
         request.openwrt.as_deref(),
         &mut topology,
     )?;
-    let mut reference = reference(&topology)?;
+    let mut reference = reference(&topology)?.map(mtu);
     if let Some(r) = &mut reference {
         super::steering::attach(
             &target,

@@ -42,6 +42,7 @@ mod lab_host;
 mod lab_iperf_udp;
 mod lab_malta;
 mod lab_mesh;
+mod lab_mtu;
 mod lab_multicore;
 mod lab_openwrt;
 mod lab_ssh;

@@ -64,6 +64,8 @@ pub enum Field {
     LabFile,
     /// [`crate::lab::Machine::Ssh`]'s `--no-flash`.
     NoFlash,
+    /// The MTU of the lab's links (`--mtu`).
+    Mtu,
 }
 
 /// Which labs take an option.
@@ -320,6 +322,24 @@ pub const OPTIONS: &[LabOption] = &[
             ..QEMU
         },
         shapes: Shapes::Any,
+    },
+    LabOption {
+        field: Field::Mtu,
+        flag: "mtu",
+        short: None,
+        key: Some("mtu"),
+        record: "/settings/options/mtu",
+        value_name: "BYTES",
+        help: "The MTU of every link the topology makes, in bytes: this machine's taps and veths and the guests' NICs alike; batman-adv's mesh links carry its 32-byte header on top",
+        count: Some(Count {
+            min: 68,
+            max: 9000,
+            default: None,
+            unit: "bytes (the links' MTU)",
+            limit: "Linux's ETH_MIN_MTU in include/uapi/linux/if_ether.h to a 9000-byte jumbo frame",
+        }),
+        labs: QEMU,
+        shapes: Shapes::Forwarding,
     },
     LabOption {
         field: Field::Gro,

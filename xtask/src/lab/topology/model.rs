@@ -222,11 +222,23 @@ fn check_mesh(t: &str, g: &Guest, nic_names: &BTreeSet<String>) -> Result<()> {
         if b.ports.is_empty() {
             bail!("topology {t}: guest {}'s batman-adv has no port", g.name);
         }
-        if !(1500..=9000).contains(&b.port_mtu) {
+        // batman-adv adds 32 bytes to each frame it carries: its ports
+        // must pass the largest frame of the guest's other NICs with them
+        // (a router in the middle of the chain has none: Linux's smallest
+        // Ethernet MTU, 68).
+        let largest = g
+            .nics
+            .iter()
+            .filter(|n| !b.ports.contains(&n.name))
+            .map(|n| n.mtu.unwrap_or(1500))
+            .max()
+            .unwrap_or(68);
+        if !(largest + 32..=9032).contains(&b.port_mtu) {
             bail!(
-                "topology {t}: guest {}'s batman-adv port MTU {} is outside 1500..=9000 (batman-adv wants 1532)",
+                "topology {t}: guest {}'s batman-adv port MTU {} is outside {}..=9032 (its other NICs' {largest} bytes and batman-adv's 32: 1532 for 1500)",
                 g.name,
-                b.port_mtu
+                b.port_mtu,
+                largest + 32
             );
         }
         for p in &b.ports {
@@ -269,6 +281,33 @@ fn check_mesh(t: &str, g: &Guest, nic_names: &BTreeSet<String>) -> Result<()> {
 }
 
 impl Topology {
+    /// The topology with every link's MTU `mtu` bytes (`--mtu`): the
+    /// link's taps and veths on this machine and the guest NICs on it;
+    /// a link that carries more than 1500 bytes (a batman-adv mesh link,
+    /// 1532) keeps that much on top, and so do its batman-adv ports.
+    pub fn with_mtu(mut self, mtu: u32) -> Topology {
+        for link in &mut self.links {
+            let on_top = link.mtu.map_or(0, |m| m.saturating_sub(1500));
+            let link_mtu = mtu + on_top;
+            link.mtu = Some(link_mtu);
+            for port in &link.ports {
+                let Port::Nic { guest, nic } = port else {
+                    continue;
+                };
+                let Some(g) = self.guests.iter_mut().find(|g| &g.name == guest) else {
+                    continue;
+                };
+                if let Some(b) = g.batman.as_mut().filter(|b| b.ports.contains(nic)) {
+                    b.port_mtu = link_mtu;
+                }
+                if let Some(n) = g.nics.iter_mut().find(|n| &n.name == nic) {
+                    n.mtu = Some(link_mtu);
+                }
+            }
+        }
+        self
+    }
+
     /// The guest called `name`.
     pub fn guest(&self, name: &str) -> Option<&Guest> {
         self.guests.iter().find(|g| g.name == name)
