@@ -104,7 +104,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Lab(args) => match args.mode()? {
             cli::LabMode::Forwarding(request) => lab::command(&sh, &layout, &request),
-            cli::LabMode::Host(request) => lab::host::command(&layout, &request),
+            cli::LabMode::Host(request) => lab::host_lab::command(&layout, &request),
             cli::LabMode::KnownAnswers(request) => {
                 lab::known_answer::command(&sh, &layout, &request).map(drop)
             }

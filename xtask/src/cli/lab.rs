@@ -14,7 +14,7 @@ pub enum LabMode {
     /// router over SSH.
     Forwarding(Box<xtask::lab::LabRequest>),
     /// The host lab.
-    Host(xtask::lab::host::HostRequest),
+    Host(xtask::lab::host_lab::HostRequest),
     /// The core model's known answers (`--known-answers`).
     KnownAnswers(xtask::lab::known_answer::KnownAnswerRequest),
 }
@@ -40,7 +40,7 @@ pub struct LabArgs {
     /// Benchmarks of the host lab, comma-separated, run in this order
     /// (default tbench).
     #[arg(long = "bench", value_name = "tbench,iperf3", value_delimiter = ',')]
-    pub benches: Vec<xtask::lab::host::BenchName>,
+    pub benches: Vec<xtask::lab::host_lab::BenchName>,
     /// Leave out the A/A control (the base booted a second time as its own arm).
     #[arg(long)]
     pub no_control: bool,
@@ -183,12 +183,12 @@ impl LabArgs {
                 );
             }
             let count = |f: Field| self.counts.get_or_default(f).unwrap_or(1);
-            return Ok(LabMode::Host(xtask::lab::host::HostRequest {
+            return Ok(LabMode::Host(xtask::lab::host_lab::HostRequest {
                 variants: self.variants.clone(),
                 runs: count(Field::Runs),
                 duration_seconds: count(Field::Duration),
                 benches: if self.benches.is_empty() {
-                    vec![xtask::lab::host::BenchName::Tbench]
+                    vec![xtask::lab::host_lab::BenchName::Tbench]
                 } else {
                     self.benches.clone()
                 },

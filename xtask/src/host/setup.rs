@@ -287,7 +287,7 @@ pub fn command(
     };
     let mut packages = packages(&chosen);
     if request.targets.is_empty() {
-        packages.extend(crate::lab::host::host_packages());
+        packages.extend(crate::lab::host_lab::host_packages());
         // `flags set` writes the 201 patch of every
         // patches/generic/pending-<kver>/ against that kernel's Makefile.
         for (kver, _) in kernel_source::pending_dirs(&layout.patches_dir())? {
@@ -488,6 +488,6 @@ mod tests {
         // `cargo xtask setup --tests` (what .ci/run runs) installs dbench,
         // which xtask/tests/it/lab_host.rs needs.
         assert!(crate::host::selftest::TEST_PACKAGES.contains(&"dbench"));
-        assert!(crate::lab::host::host_packages().contains(&"dbench".to_string()));
+        assert!(crate::lab::host_lab::host_packages().contains(&"dbench".to_string()));
     }
 }

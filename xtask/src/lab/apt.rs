@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::process::run_logged;
+use super::process::run_appending_to_log;
 
 /// The Debian release the guest's packages come from.
 pub const SUITE: &str = "bookworm";
@@ -104,7 +104,7 @@ impl PrivateApt {
         let mut update = self.apt_get();
         update.arg("update");
         let log = self.dir.join("apt-update.log");
-        run_logged(
+        run_appending_to_log(
             update,
             &format!("apt-get update (private, {why})"),
             &log,
@@ -134,7 +134,7 @@ impl PrivateApt {
         install
             .args(["install", "--download-only", "--yes"])
             .args(packages);
-        run_logged(
+        run_appending_to_log(
             install,
             "apt-get install --download-only (private, for the guest)",
             &log,
@@ -186,7 +186,7 @@ impl PrivateApt {
         }
         let mut uris = self.apt_get();
         uris.args(["source", "--print-uris", "--yes"]).arg(package);
-        run_logged(
+        run_appending_to_log(
             uris,
             &format!("apt-get source --print-uris {package} (private)"),
             &log,
@@ -203,7 +203,7 @@ impl PrivateApt {
             .current_dir(into)
             .args(["source", "--download-only", "--yes"])
             .arg(wanted);
-        run_logged(
+        run_appending_to_log(
             source,
             &format!("apt-get source --download-only {wanted} (private)"),
             &log,

@@ -7,7 +7,7 @@
 //!   ([`Backend::bring_up`]: boots the arm's kernel in QEMU on its
 //!   topology, flashes it onto a real router, applies runtime settings in
 //!   a fresh namespace). [`super::qemu_lab::QemuBackend`],
-//!   [`super::ssh::SshBackend`], [`super::host::HostBackend`], and a fake
+//!   [`super::ssh::SshBackend`], [`super::host_lab::HostBackend`], and a fake
 //!   in the orchestrator's tests.
 //! * What it brings up is a [`Testbed`]: where the workload's endpoints
 //!   are ([`Endpoints`]), what can be switched (GRO) and sampled (the

@@ -22,7 +22,7 @@ use super::workload::{Place, Workload};
 use crate::results::lab::core_model::mean_frame_bytes;
 use crate::results::lab::timing::{self, Stopwatch};
 use crate::results::lab::{CacheRun, GuestRun, IperfOptions};
-use crate::results::lab::{Condition, Metric, MetricValue, RunRecord, Settings};
+use crate::results::lab::{Condition, LabMetric, MetricValue, RunRecord, Settings};
 use crate::results::now_rfc3339;
 
 /// iperf3 from endpoint `client` to endpoint `server` through the router
@@ -167,7 +167,7 @@ impl Workload for Forwarding {
             _ => {}
         }
         let work = GuestWork::between(&out.before, &out.after);
-        let mut metrics = vec![MetricValue::new(Metric::Throughput, summary.mbit_per_s)];
+        let mut metrics = vec![MetricValue::new(LabMetric::Throughput, summary.mbit_per_s)];
         if let Some(rate) = self.iperf.udp_mbit {
             let Some(lost) = summary.lost_percent else {
                 bail!(
@@ -177,12 +177,12 @@ impl Workload for Forwarding {
                     prefix
                 );
             };
-            metrics.push(MetricValue::new(Metric::UdpLost, lost));
+            metrics.push(MetricValue::new(LabMetric::UdpLost, lost));
         }
         // On more than one CPU QEMU runs without -icount: the guest's
         // busy time is the host's, not a path length (docs/lab-multicore.md).
         if let Some(ns) = work.ns_per_packet.filter(|_| router.cpus() == 1) {
-            metrics.push(MetricValue::new(Metric::CpuPerPacket, ns));
+            metrics.push(MetricValue::new(LabMetric::CpuPerPacket, ns));
         }
         let frame_bytes = mean_frame_bytes(&out.before, &out.after);
         let cache_model = out
@@ -197,9 +197,9 @@ impl Workload for Forwarding {
         if let Some(c) = &cache_model {
             let w = &c.work;
             for (metric, value) in [
-                (Metric::InsnsPerPacket, w.insns_per_packet),
-                (Metric::L1iMissesPerPacket, w.l1i_misses_per_packet),
-                (Metric::L1dMissesPerPacket, w.l1d_misses_per_packet),
+                (LabMetric::InsnsPerPacket, w.insns_per_packet),
+                (LabMetric::L1iMissesPerPacket, w.l1i_misses_per_packet),
+                (LabMetric::L1dMissesPerPacket, w.l1d_misses_per_packet),
             ] {
                 metrics.extend(value.map(|v| MetricValue::new(metric, v)));
             }

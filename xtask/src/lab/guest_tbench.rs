@@ -2,9 +2,9 @@
 //! in the guest, waits until it listens, runs `tbench -t S N 127.0.0.1`
 //! there, and stops the server: N clients against the server over the
 //! **variant kernel's own loopback**, not this machine's. The metric is
-//! tbench's `Throughput … MB/sec` ([`Metric::Tbench`], MB/s, parsed as the host
+//! tbench's `Throughput … MB/sec` ([`LabMetric::Tbench`], MB/s, parsed as the host
 //! lab parses it: [`parse_tbench`]), and its `max_latency=… ms` is kept
-//! beside it ([`Metric::TbenchMaxLatency`]).
+//! beside it ([`LabMetric::TbenchMaxLatency`]).
 //!
 //! The guest has tbench, `tbench_srv` and tbench's loadfile
 //! (`/usr/share/dbench/client.txt`): Debian's dbench package, or built
@@ -19,11 +19,11 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::backend::Testbed;
-use super::host::bench::{parse_tbench, TBENCH_PORT};
+use super::host_lab::programs::{parse_tbench, TBENCH_PORT};
 use super::runner::{Plan, RunSpec};
 use super::workload::{Place, Workload};
 use crate::results::lab::Benchmark;
-use crate::results::lab::{Condition, Metric, MetricValue, RunRecord, Settings};
+use crate::results::lab::{Condition, LabMetric, MetricValue, RunRecord, Settings};
 use crate::results::now_rfc3339;
 
 /// What a run may take beyond its seconds: tbench reading its 26 MB
@@ -166,9 +166,9 @@ impl Workload for GuestTbench {
                 log.display()
             )
         })?;
-        let mut metrics = vec![MetricValue::new(Metric::Tbench, mb_per_s)];
+        let mut metrics = vec![MetricValue::new(LabMetric::Tbench, mb_per_s)];
         if let Some(ms) = max_latency_ms(&line) {
-            metrics.push(MetricValue::new(Metric::TbenchMaxLatency, ms));
+            metrics.push(MetricValue::new(LabMetric::TbenchMaxLatency, ms));
         }
         Ok(run.record(started, metrics))
     }

@@ -42,7 +42,7 @@ pub mod firewall4;
 pub mod forwarding;
 pub mod guest;
 pub mod guest_tbench;
-pub mod host;
+pub mod host_lab;
 pub mod host_tools;
 pub mod iperf;
 pub mod kernel;

@@ -60,7 +60,12 @@ pub fn spawn_split(
 
 /// Runs `command` to completion within `timeout`, its output appended to
 /// `log`; an error naming `what` and the log when it fails or times out.
-pub fn run_logged(command: Command, what: &str, log: &Path, timeout: Duration) -> Result<()> {
+pub fn run_appending_to_log(
+    command: Command,
+    what: &str,
+    log: &Path,
+    timeout: Duration,
+) -> Result<()> {
     let status = spawn(command, what, log)?.wait(&Limits::within(timeout))?;
     if !status.success() {
         let text = crate::util::fs::read_limited(log, crate::util::fs::FileLimit::log("log"), "")
@@ -124,7 +129,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = Command::new("ls");
         cmd.arg("/nonexistent/boom");
-        let err = run_logged(
+        let err = run_appending_to_log(
             cmd,
             "the test",
             &dir.path().join("log"),

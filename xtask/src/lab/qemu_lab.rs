@@ -155,7 +155,7 @@ pub fn resolve<'a>(
         .with_nic(request.nic.as_deref(), &target.file)?
         .with_cpus(request.cpus)?;
     let chosen = super::variants::chosen_variants(layout, &request.variants)?;
-    let mtu = |t: Topology| match request.count(crate::lab::Field::Mtu) {
+    let mtu = |t: Topology| match request.count(super::request::Field::Mtu) {
         Some(mtu) => t.with_mtu(mtu),
         None => t,
     };

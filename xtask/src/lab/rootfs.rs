@@ -32,7 +32,7 @@ use sha2::{Digest, Sha256};
 use super::apt::{PrivateApt, KEYRING};
 pub use super::apt::{MIRROR, SUITE};
 pub use super::cpio::pack;
-use super::process::run_logged;
+use super::process::run_appending_to_log;
 use super::{cpio, guest, static_guest};
 use crate::inputs::lab::LabSpec;
 pub use crate::results::lab::{DebRecord, Initramfs};
@@ -146,7 +146,7 @@ fn prepare_debian(layout: &Layout, arch: &str) -> Result<Initramfs> {
         let mut cmd = Command::new("dpkg-deb");
         cmd.arg("-x").arg(deb).arg(stage.path());
         let log = apt.dir.join("dpkg-deb.log");
-        run_logged(
+        run_appending_to_log(
             cmd,
             &format!("dpkg-deb -x {}", deb.display()),
             &log,

@@ -17,7 +17,7 @@ mod progress;
 
 use crate::results::lab::check::round_words;
 use crate::results::lab::{
-    Arm, BootRecord, Condition, LabRecord, Metric, MetricValue, RedoneRun, RunRecord, Status,
+    Arm, BootRecord, Condition, LabMetric, LabRecord, MetricValue, RedoneRun, RunRecord, Status,
 };
 use crate::results::now_rfc3339;
 use progress::Progress;
@@ -319,24 +319,27 @@ fn redo(record: &LabRecord, redone_here: u32, stalled: &Stalled) -> Option<Strin
 /// model's estimate for the real CPU), and on several CPUs each CPU's
 /// share (`CPU1 L1I … misses/packet`) and the sum (`all CPUs …`).
 pub fn run_line(run: &RunRecord, rounds: u32) -> String {
-    let modelled = run.metrics.iter().any(|m| m.is(Metric::ModelledThroughput));
+    let modelled = run
+        .metrics
+        .iter()
+        .any(|m| m.is(LabMetric::ModelledThroughput));
     let metrics: Vec<String> = run
         .metrics
         .iter()
         .map(|m| {
             // A CPU's share on a machine of several: `CPU1 L1I …`.
-            let parsed = Metric::parse(&m.name);
+            let parsed = LabMetric::parse(&m.name);
             let cpu = match parsed {
                 Some((_, Some(cpu))) => format!("CPU{cpu} "),
-                Some((Metric::CyclesPerPacketTotal, None)) => "all CPUs ".into(),
+                Some((LabMetric::CyclesPerPacketTotal, None)) => "all CPUs ".into(),
                 _ => String::new(),
             };
             let which = match parsed.map(|(metric, _)| metric) {
-                Some(Metric::L1iMissesPerPacket) => "L1I ",
-                Some(Metric::L1dMissesPerPacket) => "L1D ",
-                Some(Metric::L2MissesPerPacket) => "L2 ",
-                Some(Metric::Throughput) if modelled => "emulated ",
-                Some(Metric::ModelledThroughput) => "modelled ",
+                Some(LabMetric::L1iMissesPerPacket) => "L1I ",
+                Some(LabMetric::L1dMissesPerPacket) => "L1D ",
+                Some(LabMetric::L2MissesPerPacket) => "L2 ",
+                Some(LabMetric::Throughput) if modelled => "emulated ",
+                Some(LabMetric::ModelledThroughput) => "modelled ",
                 _ => "",
             };
             format!("{cpu}{which}{} {}", m.value, m.unit)

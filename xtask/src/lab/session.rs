@@ -1,6 +1,6 @@
 //! One boot of a topology in QEMU ([`QemuTestbed`]): its network on this
 //! machine ([`crate::lab::net::Net`], as [`super::topology::plan`]
-//! plans it), one QEMU per guest ([`Guest`]: its console, its NICs, its
+//! plans it), one QEMU per guest ([`RunningGuest`]: its console, its NICs, its
 //! network setup in the initramfs, the cache model's plugin in the
 //! measured guest) and the endpoints the workload runs in. Dropping it
 //! stops every QEMU, then removes the namespaces and taps, on success,
@@ -38,7 +38,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One running QEMU of a testbed.
-pub struct Guest {
+pub struct RunningGuest {
     // Field order is drop order: the console, then QEMU.
     console: Console,
     qemu: Supervised,
@@ -69,7 +69,7 @@ pub struct Image<'a> {
     pub initramfs: &'a Initramfs,
 }
 
-impl Guest {
+impl RunningGuest {
     /// Starts `g`'s QEMU with `nics` and connects its console (QEMU starts
     /// the guest then); `/init` has not said anything yet.
     fn start(
@@ -79,7 +79,7 @@ impl Guest {
         image: Image<'_>,
         (dir, tag, sockets): (&Path, &str, &Path),
         model: Option<&CacheModel>,
-    ) -> Result<Guest> {
+    ) -> Result<RunningGuest> {
         let initrd = rootfs::with_setup(
             image.initramfs,
             &guest::overlay(&topology.name, g, spec.cpus)?,
@@ -115,7 +115,7 @@ impl Guest {
         let mut qemu = process::spawn(command, &what, &qemu_log)?;
         let console = Console::connect(&socket, &dir.join(&console_log), &mut qemu, START_TIMEOUT)
             .map_err(|e| with_qemu_log(e, &qemu_log))?;
-        Ok(Guest {
+        Ok(RunningGuest {
             console,
             qemu,
             name: g.name.clone(),
@@ -170,7 +170,7 @@ impl Guest {
         self.check_within(command, COMMAND_TIMEOUT)
     }
 
-    /// [`Guest::check`] within `timeout`.
+    /// [`RunningGuest::check`] within `timeout`.
     pub fn check_within(&mut self, command: &str, timeout: Duration) -> Result<String> {
         self.console
             .check(command, &mut self.qemu, timeout)
@@ -229,7 +229,7 @@ fn with_qemu_log(e: anyhow::Error, qemu_log: &Path) -> anyhow::Error {
 /// forwarding) and each interface's packet counters in each guest
 /// (through its console); `ip -s link` and `bridge link` in each
 /// namespace of `plan`.
-fn link_state(plan: &plan::NetPlan, guests: &mut [Guest]) -> String {
+fn link_state(plan: &plan::NetPlan, guests: &mut [RunningGuest]) -> String {
     const GUEST: &str = "batctl n; batctl o; batctl tl; batctl tg; ip link; ip addr; \
         for p in /sys/class/net/*/brport; do echo \"$p $(cat $p/state)\"; done; \
         for n in /sys/class/net/*; do echo \"${n##*/} rx $(cat $n/statistics/rx_packets) tx $(cat $n/statistics/tx_packets)\"; done";
@@ -287,7 +287,11 @@ const REACH_TIMEOUT: Duration = Duration::from_secs(30);
 /// run. The error names the guest and the endpoint not reached, with
 /// what batman-adv, the bridges and this machine's side of the links
 /// look like ([`link_state`]).
-fn wait_reachable(plan: &plan::NetPlan, guests: &mut [Guest], timeout: Duration) -> Result<()> {
+fn wait_reachable(
+    plan: &plan::NetPlan,
+    guests: &mut [RunningGuest],
+    timeout: Duration,
+) -> Result<()> {
     let deadline = Instant::now() + timeout;
     for i in 0..guests.len() {
         for e in &plan.endpoints {
@@ -328,7 +332,7 @@ fn wait_reachable(plan: &plan::NetPlan, guests: &mut [Guest], timeout: Duration)
 pub struct QemuTestbed {
     // Field order is drop order: the guests (console, then QEMU), their
     // sockets, then the network.
-    guests: Vec<Guest>,
+    guests: Vec<RunningGuest>,
     _socket_dir: tempfile::TempDir,
     _net: Net,
     endpoints: Endpoints,
@@ -369,11 +373,11 @@ impl QemuTestbed {
             .context("creating a directory for QEMU's console sockets")?;
         let started = Instant::now();
         let mut watch = Stopwatch::default();
-        let mut guests: Vec<Guest> = Vec::new();
+        let mut guests: Vec<RunningGuest> = Vec::new();
         watch.time(timing::BOOT_CONSOLE, || -> Result<()> {
             for g in &topology.guests {
                 let model = model.filter(|_| g.name == topology.measured);
-                guests.push(Guest::start(
+                guests.push(RunningGuest::start(
                     spec,
                     (topology, g),
                     plan.nics(&g.name)?,
@@ -393,7 +397,7 @@ impl QemuTestbed {
             net.apply(&plan.attach)
         })?;
         watch.time(timing::BOOT_READY, || {
-            guests.iter_mut().try_for_each(Guest::wait_ready)
+            guests.iter_mut().try_for_each(RunningGuest::wait_ready)
         })?;
         let measured = topology
             .guests
@@ -442,12 +446,12 @@ impl QemuTestbed {
     }
 
     /// The guests, in the topology's order.
-    pub fn guests(&self) -> &[Guest] {
+    pub fn guests(&self) -> &[RunningGuest] {
         &self.guests
     }
 
     /// The guest called `name`.
-    pub fn guest(&mut self, name: &str) -> Result<&mut Guest> {
+    pub fn guest(&mut self, name: &str) -> Result<&mut RunningGuest> {
         self.guests
             .iter_mut()
             .find(|g| g.name == name)
@@ -455,7 +459,7 @@ impl QemuTestbed {
     }
 
     /// The guest each run samples.
-    pub fn measured(&mut self) -> &mut Guest {
+    pub fn measured(&mut self) -> &mut RunningGuest {
         &mut self.guests[self.measured]
     }
 

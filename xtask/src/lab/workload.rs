@@ -6,7 +6,7 @@
 //! * [`super::forwarding::Forwarding`]: iperf3 from one endpoint to
 //!   another through the router, GRO switched per run, the router's
 //!   counters around it (Mbit/s, ns/packet; the cache model's counts).
-//! * [`super::host::LoopbackBench`]: tbench or iperf3 inside one
+//! * [`super::host_lab::LoopbackBench`]: tbench or iperf3 inside one
 //!   endpoint's namespace, over its loopback (the host lab).
 //!
 //! A workload names the places it needs ([`Workload::places`]): the

@@ -39,7 +39,7 @@ use xtask::lab::cache_model::{self, compile, geometry, read_counters, source};
 use xtask::lab::process::{self, Limits};
 use xtask::lab::{self, guest, kernel, qemu, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::{CacheCounters, CacheGeometry};
-use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
+use xtask::results::lab::{Condition, Direction, Gro, LabMetric, LabRecord, Status};
 use xtask::util::layout::Layout;
 
 /// The Malta lab every lab test of CI boots: one lab kernel to build
@@ -409,7 +409,7 @@ fn the_lab_reads_the_model_around_each_run() {
         let pps = run
             .metrics
             .iter()
-            .find(|m| m.name == Metric::PacketsPerSecond.name())
+            .find(|m| m.name == LabMetric::PacketsPerSecond.name())
             .unwrap();
         assert!(
             (pps.value - clock_mhz * 1e6 / cycles.total).abs() < 1.0,
@@ -421,10 +421,10 @@ fn the_lab_reads_the_model_around_each_run() {
             direction,
             gro: Gro::On,
         };
-        let insns = record.samples("baseline", on, Metric::InsnsPerPacket.name());
-        let ns = record.samples("baseline", on, Metric::CpuPerPacket.name());
-        let l1i = record.samples("baseline", on, Metric::L1iMissesPerPacket.name());
-        let l1d = record.samples("baseline", on, Metric::L1dMissesPerPacket.name());
+        let insns = record.samples("baseline", on, LabMetric::InsnsPerPacket.name());
+        let ns = record.samples("baseline", on, LabMetric::CpuPerPacket.name());
+        let l1i = record.samples("baseline", on, LabMetric::L1iMissesPerPacket.name());
+        let l1d = record.samples("baseline", on, LabMetric::L1dMissesPerPacket.name());
         assert_eq!(insns.len(), 2, "{direction:?}");
         assert_eq!((l1i.len(), l1d.len()), (2, 2), "{direction:?}");
         assert!(l1i.iter().chain(&l1d).all(|&m| m > 0.0), "{l1i:?} {l1d:?}");

@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use xtask::lab::host::{self, features, BenchName, HostRequest};
+use xtask::lab::host_lab::{self, features, BenchName, HostRequest};
 use xtask::report::{Format, LabRuns, Request, Style};
-use xtask::results::lab::{Benchmark, Condition, LabRecord, Metric, Status};
+use xtask::results::lab::{Benchmark, Condition, LabMetric, LabRecord, Status};
 use xtask::util::layout::Layout;
 
 use crate::common::leftovers::one_at_a_time;
@@ -63,7 +63,7 @@ fn host_lab_turn() -> HostLabTurn {
 fn ready() -> bool {
     gate::Needs::new()
         .root("network namespaces")
-        .check(host::check_host_tools())
+        .check(host_lab::check_host_tools())
         .met()
 }
 
@@ -156,7 +156,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
     let (_tmp, layout) = workspace(None);
     let lo_before = host_lo();
     let started = Instant::now();
-    let dir = host::run(
+    let dir = host_lab::run(
         &layout,
         &request(&["baseline", "lo-no-tso-gso"], 2, &[BenchName::Tbench]),
     )
@@ -188,7 +188,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
         bench: Benchmark::Tbench { clients: 2 },
     };
     for arm in &arms {
-        let mbs = record.samples(arm, tbench, Metric::Tbench.name());
+        let mbs = record.samples(arm, tbench, LabMetric::Tbench.name());
         assert_eq!(mbs.len(), 2, "{arm}: {mbs:?}");
         assert!(mbs.iter().all(|&v| v > 1.0), "{arm}: {mbs:?} MB/s");
     }
@@ -196,7 +196,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
     assert_eq!(record.runs.len(), 12);
     let mut namespaces: Vec<&str> = Vec::new();
     for run in &record.runs {
-        assert_eq!(run.metrics[0].unit, Metric::Tbench.unit());
+        assert_eq!(run.metrics[0].unit, LabMetric::Tbench.unit());
         let h = run.host.as_ref().expect("what the run read back");
         assert!(h.summary.starts_with("Throughput "), "{}", h.summary);
         assert!(dir.join(&h.log).is_file(), "{}", h.log);
@@ -263,13 +263,13 @@ fn iperf3_over_the_namespace_loopback() {
     let mut req = request(&["baseline"], 1, &[BenchName::Iperf3]);
     req.control = false;
     req.duration_seconds = 1;
-    let dir = host::run(&layout, &req).unwrap();
+    let dir = host_lab::run(&layout, &req).unwrap();
     nothing_left(std::process::id());
     let record = LabRecord::read(&dir).unwrap();
     let iperf = Condition::Bench {
         bench: Benchmark::Iperf3,
     };
-    let mbit = record.samples("baseline", iperf, Metric::Throughput.name());
+    let mbit = record.samples("baseline", iperf, LabMetric::Throughput.name());
     assert_eq!(mbit.len(), 1, "{mbit:?}");
     assert!(mbit[0] > 10.0, "{mbit:?} Mbit/s over loopback");
     let run = record.runs.iter().find(|r| !r.warmup).unwrap();
@@ -287,7 +287,7 @@ fn a_setting_the_driver_refuses_stops_the_lab() {
     let (_tmp, layout) = workspace(Some(
         "[runtime.baseline]\n[runtime.lo-lro]\nethtool = [{ dev = \"lo\", features = { lro = \"on\" } }]\n",
     ));
-    let err = host::run(
+    let err = host_lab::run(
         &layout,
         &request(&["baseline", "lo-lro"], 1, &[BenchName::Tbench]),
     )
@@ -313,7 +313,7 @@ fn a_device_outside_the_namespace_is_refused_before_anything_runs() {
     let (_tmp, layout) = workspace(Some(
         "[runtime.baseline]\n[runtime.eth]\nethtool = [{ dev = \"eth0\", features = { tso = \"off\" } }]\n",
     ));
-    let err = host::run(
+    let err = host_lab::run(
         &layout,
         &request(&["baseline", "eth"], 1, &[BenchName::Tbench]),
     )
@@ -327,7 +327,7 @@ fn a_device_outside_the_namespace_is_refused_before_anything_runs() {
 }
 
 fn lab_dirs(layout: &Layout) -> Vec<PathBuf> {
-    let root = layout.work_dir().join("lab").join(host::TARGET);
+    let root = layout.work_dir().join("lab").join(host_lab::TARGET);
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -349,7 +349,7 @@ fn interrupted_child() {
     let layout = Layout::new(Path::new(&root));
     let mut req = request(&["baseline", "lo-no-tso-gso"], 5, &[BenchName::Tbench]);
     req.duration_seconds = 5;
-    let err = host::run(&layout, &req).expect_err("the parent interrupts this lab");
+    let err = host_lab::run(&layout, &req).expect_err("the parent interrupts this lab");
     eprintln!("child: {err:#}");
 }
 

@@ -30,7 +30,7 @@ use xtask::lab::guest::SamplePoint;
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::nat_router;
 use xtask::lab::{self, kernel, rootfs, LabRequest};
-use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
+use xtask::results::lab::{Condition, Direction, Gro, LabMetric, LabRecord, Status};
 use xtask::util::layout::Layout;
 
 /// The Malta lab kernel every lab test of CI boots (one build).
@@ -91,8 +91,8 @@ fn malta_router_forwards_through_masquerade() {
             direction,
             gro: Gro::On,
         };
-        let mbit = record.samples("baseline", on, Metric::Throughput.name());
-        let ns = record.samples("baseline", on, Metric::CpuPerPacket.name());
+        let mbit = record.samples("baseline", on, LabMetric::Throughput.name());
+        let ns = record.samples("baseline", on, LabMetric::CpuPerPacket.name());
         assert_eq!(mbit.len(), 2, "{direction:?}: {mbit:?}");
         assert_eq!(ns.len(), 2, "{direction:?}: {ns:?}");
         assert!(

@@ -25,7 +25,7 @@ use xtask::lab::topology::mesh::{self, Mesh};
 use xtask::lab::topology::Name;
 use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
 use xtask::results::lab::IperfOptions;
-use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
+use xtask::results::lab::{Condition, Direction, Gro, LabMetric, LabRecord, Status};
 use xtask::util::layout::Layout;
 
 /// The Malta lab kernel every lab test of CI boots (one build).
@@ -163,7 +163,7 @@ fn the_mesh_lab_measures_both_arms_and_renders_the_table() {
         gro: Gro::On,
     };
     for arm in &arms {
-        let mbit = record.samples(arm, on, Metric::Throughput.name());
+        let mbit = record.samples(arm, on, LabMetric::Throughput.name());
         assert_eq!(mbit.len(), 2, "{arm}: {mbit:?}");
         assert!(mbit.iter().all(|&m| m > 0.1), "{arm}: {mbit:?} Mbit/s");
     }

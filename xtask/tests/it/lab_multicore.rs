@@ -21,7 +21,7 @@ use xshell::Shell;
 use xtask::inputs::steering::SteeringSpec;
 use xtask::inputs::targets;
 use xtask::lab::{self, kernel, DirectionChoice, GroChoice, LabRequest};
-use xtask::results::lab::Metric;
+use xtask::results::lab::LabMetric;
 use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Status};
 use xtask::util::layout::Layout;
 
@@ -56,7 +56,7 @@ fn insns_per_cpu(sh: &Shell, layout: &Layout, steering: &str) -> (f64, f64) {
         gro: Gro::On,
     };
     let one = |cpu: u32| {
-        let v = record.samples("baseline", on, &Metric::InsnsPerPacket.cpu_name(cpu));
+        let v = record.samples("baseline", on, &LabMetric::InsnsPerPacket.cpu_name(cpu));
         assert_eq!(v.len(), 1, "CPU{cpu} in {}: {v:?}", dir.display());
         v[0]
     };

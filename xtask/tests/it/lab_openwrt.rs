@@ -26,7 +26,7 @@ use xtask::lab::firewall4;
 use xtask::lab::session::{Image, QemuTestbed};
 use xtask::lab::topology::{nat_router, Ruleset};
 use xtask::lab::{self, kernel, rootfs, GroChoice, LabRequest};
-use xtask::results::lab::{Condition, Direction, Gro, LabRecord, MachineInfo, Metric, Status};
+use xtask::results::lab::{Condition, Direction, Gro, LabMetric, LabRecord, MachineInfo, Status};
 use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
 
@@ -152,7 +152,7 @@ fn openwrt_malta_lab_kernel_forwards_through_firewall4() {
             direction,
             gro: Gro::On,
         };
-        let mbit = record.samples("baseline", on, Metric::Throughput.name());
+        let mbit = record.samples("baseline", on, LabMetric::Throughput.name());
         assert_eq!(mbit.len(), 2, "{direction:?}: {mbit:?}");
         assert!(mbit.iter().all(|&m| m > 0.1), "{direction:?}: {mbit:?}");
     }

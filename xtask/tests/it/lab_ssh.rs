@@ -28,7 +28,7 @@ use xshell::Shell;
 use xtask::kernel_build::BuildOptions;
 use xtask::lab::ssh::SshRequest;
 use xtask::lab::{self, Flash, GroChoice, LabRequest, Machine};
-use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric, Status};
+use xtask::results::lab::{Condition, Direction, Gro, LabMetric, LabRecord, Status};
 
 const LAN_HOST: &str = "192.168.77.2";
 const ROUTER_LAN: &str = "192.168.77.1";
@@ -375,7 +375,7 @@ fn a_namespace_router_over_ssh_without_flashing() {
                 let mbit = record.samples(
                     arm,
                     Condition::Forward { direction, gro },
-                    Metric::Throughput.name(),
+                    LabMetric::Throughput.name(),
                 );
                 assert_eq!(mbit.len(), 2, "{arm} {direction:?} GRO {gro:?}: {mbit:?}");
                 assert!(mbit.iter().all(|&m| m > 1.0), "{mbit:?} Mbit/s");

@@ -11,7 +11,7 @@ use report_fixture::{render, request, Fixture};
 use xtask::report::lab::agreement::{agreement, CellVerdict};
 use xtask::report::lab::LabReport;
 use xtask::report::{Format, LabRuns, Style};
-use xtask::results::lab::{Condition, Direction, Gro, LabRecord, Metric};
+use xtask::results::lab::{Condition, Direction, Gro, LabMetric, LabRecord};
 
 /// The fixture's runs, 6 rounds, with throughput 100 Mbit/s on the base
 /// and the control and 100 × (1 + change/100) on no-reorder-blocks, where
@@ -39,7 +39,7 @@ fn throughput_run(changes: [(Direction, Gro, f64); 4]) -> LabRecord {
         };
         let jitter = JITTER[(run.round as usize + shift) % JITTER.len()];
         for m in &mut run.metrics {
-            if m.name == Metric::Throughput.name() {
+            if m.name == LabMetric::Throughput.name() {
                 m.value = 100.0 * (1.0 + change / 100.0) * (1.0 + jitter / 100.0);
             }
         }
@@ -67,7 +67,10 @@ fn each_cell_is_called_by_both_runs_verdicts() {
     let a = agreement(&[model, measured.clone()]).unwrap();
     assert_eq!(
         a.runs.map(|r| r.metrics),
-        [vec![Metric::PacketsPerSecond], vec![Metric::Throughput]]
+        [
+            vec![LabMetric::PacketsPerSecond],
+            vec![LabMetric::Throughput]
+        ]
     );
     let verdicts: Vec<String> = a
         .cells

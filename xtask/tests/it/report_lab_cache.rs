@@ -11,7 +11,7 @@ use report_fixture::{render, request, Fixture};
 use xtask::measure::stats::Verdict;
 use xtask::report::lab::{LabReport, Role};
 use xtask::report::{Format, Style};
-use xtask::results::lab::{CacheCounters, CacheRun, LabRecord, Metric, MetricValue};
+use xtask::results::lab::{CacheCounters, CacheRun, LabMetric, LabRecord, MetricValue};
 
 /// The fixture with the model's counters on every run: instructions from
 /// its ns/packet (8 ns each), L1I misses 1 % of them, 10 % more on
@@ -43,18 +43,18 @@ fn with_model() -> LabRecord {
         let c = CacheRun::new(before, after, packets).unwrap();
         for (name, unit, v) in [
             (
-                Metric::InsnsPerPacket.name(),
-                Metric::InsnsPerPacket.unit(),
+                LabMetric::InsnsPerPacket.name(),
+                LabMetric::InsnsPerPacket.unit(),
                 c.work.insns_per_packet,
             ),
             (
-                Metric::L1iMissesPerPacket.name(),
-                Metric::L1iMissesPerPacket.unit(),
+                LabMetric::L1iMissesPerPacket.name(),
+                LabMetric::L1iMissesPerPacket.unit(),
                 c.work.l1i_misses_per_packet,
             ),
             (
-                Metric::L1dMissesPerPacket.name(),
-                Metric::L1iMissesPerPacket.unit(),
+                LabMetric::L1dMissesPerPacket.name(),
+                LabMetric::L1iMissesPerPacket.unit(),
                 c.work.l1d_misses_per_packet,
             ),
         ] {
@@ -95,7 +95,7 @@ fn the_model_s_families_get_the_same_statistics() {
     let l1i = variant
         .families
         .iter()
-        .find(|f| f.name == Metric::L1iMissesPerPacket.name())
+        .find(|f| f.name == LabMetric::L1iMissesPerPacket.name())
         .unwrap();
     for m in &l1i.metrics {
         let s = m.stats().unwrap();
@@ -166,7 +166,7 @@ fn every_format_shows_the_model() {
         .map(|m| m["family"].as_str().unwrap())
         .collect();
     assert!(
-        families.contains(&Metric::L1iMissesPerPacket.name()),
+        families.contains(&LabMetric::L1iMissesPerPacket.name()),
         "{families:?}"
     );
     let markdown = render(&f, &req, Format::Markdown, Style::default());

@@ -17,7 +17,7 @@ use lab_fixture::{record, write, RUN};
 use report_fixture::{render, request, Fixture};
 use xtask::report::lab::LabReport;
 use xtask::report::{Format, Style};
-use xtask::results::lab::{BootRecord, IperfOptions, LabRecord, Metric, MetricValue};
+use xtask::results::lab::{BootRecord, IperfOptions, LabMetric, LabRecord, MetricValue};
 
 /// The QEMU fixture as a `--udp 50` lab: every run lost `0.1 × round` %.
 fn udp() -> LabRecord {
@@ -28,9 +28,9 @@ fn udp() -> LabRecord {
     };
     for run in &mut r.runs {
         run.metrics.push(MetricValue {
-            name: Metric::UdpLost.name().to_string(),
+            name: LabMetric::UdpLost.name().to_string(),
             value: 0.1 * f64::from(run.round),
-            unit: Metric::UdpLost.unit().to_string(),
+            unit: LabMetric::UdpLost.unit().to_string(),
         });
     }
     r
@@ -47,7 +47,7 @@ fn a_udp_lab_reports_its_loss_and_says_what_it_measures() {
     assert!(l
         .series
         .iter()
-        .any(|s| s.family == Metric::UdpLost.name() && s.unit == "%"));
+        .any(|s| s.family == LabMetric::UdpLost.name() && s.unit == "%"));
     let f = Fixture::new();
     write(&f, RUN, &udp());
     let text = render(
@@ -102,7 +102,7 @@ fn tbench_in_the_guest_is_not_described_as_forwarding() {
 #[test]
 fn the_mesh_says_which_endpoints_its_directions_are() {
     let mut r = record();
-    r.topology = Some(xtask::results::lab::Topology::Mesh);
+    r.topology = Some(xtask::results::lab::TopologyName::Mesh);
     let l = LabReport::new(PathBuf::from("/lab"), r, &[]).unwrap();
     assert!(
         l.notes

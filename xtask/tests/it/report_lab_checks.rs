@@ -12,7 +12,7 @@ use expect_test::{expect, Expect};
 use lab_fixture::{record, write, RUN};
 use report_fixture::{request, Fixture};
 use xtask::report::{self, Format, LabRuns, Style};
-use xtask::results::lab::{check, LabRecord, Metric, Status};
+use xtask::results::lab::{check, LabMetric, LabRecord, Status};
 
 /// The error `size-report --lab-run DIR` gives for `record`; panics with
 /// the report it rendered instead (what the trial saw) when there is none.
@@ -139,7 +139,7 @@ fn duplicated_runs_are_refused_rather_than_doubling_n() {
 #[test]
 fn a_negative_throughput_is_refused() {
     refused(
-        with_value(record(), 11, Metric::Throughput.name(), -180.2),
+        with_value(record(), 11, LabMetric::Throughput.name(), -180.2),
         expect![[r#"
             --lab-run target/xtask/lab/brcm47xx/20261201T101500Z-4242: target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json: 1 problem, so no table from it would be right:
               runs[11] (index 11, arm no-reorder-blocks, round 1 of 3, lan-to-wan GRO on): throughput is -180.2 Mbit/s, but throughput cannot be negative
@@ -150,7 +150,7 @@ fn a_negative_throughput_is_refused() {
 #[test]
 fn a_value_too_large_to_average_is_refused() {
     refused(
-        with_value(record(), 11, Metric::Throughput.name(), 1e308),
+        with_value(record(), 11, LabMetric::Throughput.name(), 1e308),
         expect![[r#"
             --lab-run target/xtask/lab/brcm47xx/20261201T101500Z-4242: target/xtask/lab/brcm47xx/20261201T101500Z-4242/lab.json: 1 problem, so no table from it would be right:
               runs[11] (index 11, arm no-reorder-blocks, round 1 of 3, lan-to-wan GRO on): throughput is 1e308 Mbit/s, more than the 1e6 Mbit/s it can be
@@ -196,7 +196,7 @@ fn a_variant_whose_runs_were_renamed_is_named() {
 
 #[test]
 fn a_changed_unit_is_refused() {
-    let mut r = with_value(record(), 11, Metric::Throughput.name(), 0.1802);
+    let mut r = with_value(record(), 11, LabMetric::Throughput.name(), 0.1802);
     r.runs[11].metrics[0].unit = "Gbit/s".to_string();
     refused(
         r,

@@ -13,7 +13,7 @@ use report_fixture::{request, Fixture};
 use xtask::measure::stats::Verdict;
 use xtask::report::lab::{LabReport, Role};
 use xtask::report::{self, Format, LabRuns, Style};
-use xtask::results::lab::{LabRecord, Metric, MetricValue};
+use xtask::results::lab::{LabMetric, LabRecord, MetricValue};
 
 /// `size-report` of `f` in every format, plain (the newest complete lab
 /// run) and with `--lab-run DIR`: the reports, or the errors, as text.
@@ -127,18 +127,18 @@ fn every_metric_is_checked_against_its_unit_and_range() {
     let arm_of = |r: &LabRecord, i: usize| r.runs[i].arm.clone();
     let base = record();
     for (name, unit, bad, problem) in [
-        (Metric::UdpLost.name(), Metric::UdpLost.unit(), -50.0, "udp_lost is -50 %, but udp_lost cannot be negative"),
-        (Metric::UdpLost.name(), Metric::UdpLost.unit(), 150.0, "udp_lost is 150 %, more than the 100 % it can be"),
-        (Metric::UdpLost.name(), Metric::Throughput.unit(), 12.0, "udp_lost is in Mbit/s, but the lab records it in %"),
+        (LabMetric::UdpLost.name(), LabMetric::UdpLost.unit(), -50.0, "udp_lost is -50 %, but udp_lost cannot be negative"),
+        (LabMetric::UdpLost.name(), LabMetric::UdpLost.unit(), 150.0, "udp_lost is 150 %, more than the 100 % it can be"),
+        (LabMetric::UdpLost.name(), LabMetric::Throughput.unit(), 12.0, "udp_lost is in Mbit/s, but the lab records it in %"),
         (
-            Metric::CyclesPerPacket.name(),
-            Metric::CyclesPerPacket.unit(),
+            LabMetric::CyclesPerPacket.name(),
+            LabMetric::CyclesPerPacket.unit(),
             -3000.0,
             "modelled_cycles_per_packet is -3000 cycles/packet, but modelled_cycles_per_packet cannot be negative",
         ),
         (
-            Metric::PacketsPerSecond.name(),
-            Metric::PacketsPerSecond.unit(),
+            LabMetric::PacketsPerSecond.name(),
+            LabMetric::PacketsPerSecond.unit(),
             -250000.0,
             "modelled_packets_per_second is -250000 packets/s, but modelled_packets_per_second cannot be negative",
         ),
@@ -264,14 +264,14 @@ fn a_shift_below_the_recorded_precision_is_no_change() {
         for m in run
             .metrics
             .iter_mut()
-            .filter(|m| m.name == Metric::Throughput.name())
+            .filter(|m| m.name == LabMetric::Throughput.name())
         {
             m.value = 100.0 + shift;
         }
     }
     let throughput: Vec<_> = verdicts(r.clone())
         .into_iter()
-        .filter(|v| v.0 == Metric::Throughput.name())
+        .filter(|v| v.0 == LabMetric::Throughput.name())
         .collect();
     assert_eq!(throughput.len(), 4);
     assert!(

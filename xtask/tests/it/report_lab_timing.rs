@@ -12,7 +12,7 @@ use report_fixture::{render, request, Fixture};
 use xtask::measure::stats::Verdict;
 use xtask::report::lab::{LabReport, Role};
 use xtask::report::{Format, Style};
-use xtask::results::lab::Metric;
+use xtask::results::lab::LabMetric;
 
 #[test]
 fn the_modelled_families_get_the_usual_statistics() {
@@ -38,7 +38,7 @@ fn the_modelled_families_get_the_usual_statistics() {
     assert_eq!(names(Role::Control), names(Role::Variant));
     let variant = &l.comparisons[1];
     let family = |name: &str| variant.families.iter().find(|f| f.name == name).unwrap();
-    for m in &family(Metric::CyclesPerPacket.name()).metrics {
+    for m in &family(LabMetric::CyclesPerPacket.name()).metrics {
         let s = m.stats().unwrap();
         assert!(s.noise_floor.is_some(), "the A/A floor: {m:?}");
         // Fewer taken branches: fewer cycles, whatever ns/packet did.
@@ -47,10 +47,10 @@ fn the_modelled_families_get_the_usual_statistics() {
     }
     // Packets/s is the inverse of cycles/packet at 600 MHz; Mbit/s at
     // 1500-byte frames is 12,000 bits per packet.
-    for (pps, mbit) in family(Metric::PacketsPerSecond.name())
+    for (pps, mbit) in family(LabMetric::PacketsPerSecond.name())
         .metrics
         .iter()
-        .zip(&family(Metric::ModelledThroughput.name()).metrics)
+        .zip(&family(LabMetric::ModelledThroughput.name()).metrics)
     {
         let ratio = mbit.base().mean() * 1e6 / pps.base().mean();
         assert!((ratio - 12_000.0).abs() < 1.0, "{ratio}");
@@ -122,7 +122,7 @@ fn every_format_shows_the_modelled_figures_and_says_they_are_a_model() {
         .map(|m| m["family"].as_str().unwrap())
         .collect();
     assert!(
-        families.contains(&Metric::PacketsPerSecond.name()),
+        families.contains(&LabMetric::PacketsPerSecond.name()),
         "{families:?}"
     );
     let csv = render(&f, &req, Format::Csv, Style::default());

@@ -136,7 +136,7 @@ impl Default for Timeouts {
 
 /// Where one side's iperf3 runs on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Place {
+pub enum SshPlace {
     /// An existing network namespace, set up by the user.
     Netns(String),
     /// An interface of the host's namespace that the lab moves into a
@@ -147,9 +147,9 @@ pub enum Place {
 
 /// One side of the router on this machine, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
+pub struct SshEndpoint {
     /// Its namespace or interface.
-    pub place: Place,
+    pub place: SshPlace,
     /// Its address and prefix length: required for an interface (the lab
     /// assigns it) and on the WAN side (the iperf3 server binds to it).
     pub address: Option<(IpAddr, Option<u8>)>,
@@ -190,9 +190,9 @@ pub struct SshLabFile {
     /// The router.
     pub router: RouterSide,
     /// The LAN side on this machine (iperf3 client).
-    pub lan: Endpoint,
+    pub lan: SshEndpoint,
     /// The WAN side on this machine (iperf3 server).
-    pub wan: Endpoint,
+    pub wan: SshEndpoint,
     /// Image path templates per target.
     pub images: BTreeMap<String, String>,
     /// Bounds of the remote steps.
@@ -266,7 +266,7 @@ impl SshLabFile {
         if wan.address.is_none() {
             bail!("[wan] needs address = \"…\": the iperf3 server binds to it and the client connects to it");
         }
-        if let (Place::Netns(a), Place::Netns(b)) = (&lan.place, &wan.place) {
+        if let (SshPlace::Netns(a), SshPlace::Netns(b)) = (&lan.place, &wan.place) {
             if a == b {
                 bail!("[lan] and [wan] name the same namespace {a:?}: traffic would not cross the router");
             }
@@ -346,15 +346,15 @@ fn check_template(template: &str) -> Result<()> {
     Ok(())
 }
 
-fn endpoint(side: &str, raw: &RawEndpoint) -> Result<Endpoint> {
+fn endpoint(side: &str, raw: &RawEndpoint) -> Result<SshEndpoint> {
     let place = match (&raw.netns, &raw.interface) {
         (Some(n), None) => {
             check_netns(&format!("[{side}] netns"), n)?;
-            Place::Netns(n.clone())
+            SshPlace::Netns(n.clone())
         }
         (None, Some(i)) => {
             check_interface(&format!("[{side}] interface"), i)?;
-            Place::Interface(i.clone())
+            SshPlace::Interface(i.clone())
         }
         _ => {
             bail!("[{side}] needs exactly one of netns = \"…\" (a namespace) and interface = \"…\"")
@@ -373,14 +373,14 @@ fn endpoint(side: &str, raw: &RawEndpoint) -> Result<Endpoint> {
                 .with_context(|| format!("[{side}] gateway {g:?}: not an IP address"))
         })
         .transpose()?;
-    if let Place::Interface(i) = &place {
+    if let SshPlace::Interface(i) = &place {
         if !matches!(address, Some((_, Some(_)))) {
             bail!("[{side}] interface {i:?} needs address = \"A.B.C.D/LEN\": the lab assigns it");
         }
     } else if gateway.is_some() {
         bail!("[{side}] gateway is for an interface; a namespace keeps its own routes");
     }
-    Ok(Endpoint {
+    Ok(SshEndpoint {
         place,
         address,
         gateway,

@@ -42,8 +42,8 @@ fn a_full_file() {
     assert_eq!(f.from, SshFrom::Lan);
     assert_eq!(f.router.gro_interfaces, ["br-lan", "wan"]);
     assert_eq!(f.router.interrupt_names, ["br-lan", "wan"]);
-    assert_eq!(f.lan.place, Place::Netns("lan".to_string()));
-    assert_eq!(f.wan.place, Place::Interface("enp3s0".to_string()));
+    assert_eq!(f.lan.place, SshPlace::Netns("lan".to_string()));
+    assert_eq!(f.wan.place, SshPlace::Interface("enp3s0".to_string()));
     assert_eq!(
         f.wan.address,
         Some(("203.0.113.2".parse().unwrap(), Some(24)))

@@ -13,7 +13,7 @@ use anyhow::{ensure, Result};
 use serde::Serialize;
 
 use super::spread::Spread;
-use crate::results::lab::{LabRecord, Metric};
+use crate::results::lab::{LabMetric, LabRecord};
 
 /// One side's medians.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -50,7 +50,7 @@ impl Side {
             )?,
             mbit_per_s: median(
                 measured()
-                    .flat_map(|r| r.metrics.iter().filter(|m| m.is(Metric::Throughput)))
+                    .flat_map(|r| r.metrics.iter().filter(|m| m.is(LabMetric::Throughput)))
                     .map(|m| m.value)
                     .collect(),
                 "throughput",

@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
 use super::source::QemuSource;
-use crate::lab::process::run_logged;
+use crate::lab::process::run_appending_to_log;
 use crate::util::fs::{remove_stale_staging, StagingDir};
 use crate::util::hash::{sha256_bytes, sha256_file};
 use crate::util::layout::Layout;
@@ -54,7 +54,7 @@ const REFERENCE_CFLAGS: &[&str] = &["-O2", "-g", "-shared", "-fPIC"];
 
 /// A built plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Built {
+pub struct BuiltPlugin {
     /// The `.so`.
     pub path: PathBuf,
     /// Its sha256.
@@ -76,7 +76,7 @@ pub fn compiler_version() -> Result<String> {
 }
 
 /// The lab's plugin built against `source`'s header.
-pub fn plugin(layout: &Layout, source: &QemuSource) -> Result<Built> {
+pub fn plugin(layout: &Layout, source: &QemuSource) -> Result<BuiltPlugin> {
     let mut files = vec![("xtask-cache.c", PLUGIN_SOURCE.as_bytes())];
     files.extend(PLUGIN_HEADERS.iter().map(|(n, t)| (*n, t.as_bytes())));
     build(
@@ -91,7 +91,7 @@ pub fn plugin(layout: &Layout, source: &QemuSource) -> Result<Built> {
 
 /// QEMU's own `contrib/plugins/cache.c` of `source`, the reference of the
 /// tests (needs `libglib2.0-dev` and `pkg-config`).
-pub fn reference(layout: &Layout, source: &QemuSource) -> Result<Built> {
+pub fn reference(layout: &Layout, source: &QemuSource) -> Result<BuiltPlugin> {
     let text = crate::util::fs::read_bytes_limited(
         &source.reference(),
         crate::util::fs::FileLimit::input("QEMU source file"),
@@ -138,7 +138,7 @@ fn build(
     source: &QemuSource,
     flags: &[&str],
     libs: &[&str],
-) -> Result<Built> {
+) -> Result<BuiltPlugin> {
     let compiler = compiler_version()?;
     let mut h = Sha256::new();
     let (name, _) = files[0];
@@ -169,7 +169,7 @@ fn build(
         Wait::Yes,
     )?;
     if path.is_file() {
-        return Ok(Built {
+        return Ok(BuiltPlugin {
             sha256: sha256_file(&path)?,
             path,
             compiler,
@@ -191,7 +191,7 @@ fn build(
         .arg(stage.path().join(out_name))
         .args(libs);
     let log = stage.path().join("gcc.log");
-    run_logged(
+    run_appending_to_log(
         gcc,
         &format!("gcc {name} (the cache model's plugin)"),
         &log,
@@ -204,7 +204,7 @@ fn build(
     }
     std::fs::rename(&kept, &dir)
         .with_context(|| format!("moving {} to {}", kept.display(), dir.display()))?;
-    Ok(Built {
+    Ok(BuiltPlugin {
         sha256: sha256_file(&path)?,
         path,
         compiler,

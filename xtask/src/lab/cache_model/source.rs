@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::lab::apt::SUITE;
 use crate::lab::apt::{host_arch, source_lines, PrivateApt};
-use crate::lab::process::run_logged;
+use crate::lab::process::run_appending_to_log;
 use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
 use crate::util::hash::sha256_file;
 use crate::util::layout::Layout;
@@ -201,7 +201,7 @@ fn untar(tarball: &Path, into: &Path, tails: &[&str], log_dir: &Path) -> Result<
             tar.arg(format!("*/{t}"));
         }
     }
-    run_logged(
+    run_appending_to_log(
         tar,
         &format!("tar -xf {}", tarball.display()),
         &log_dir.join("tar.log"),

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::inputs::targets::Target;
 use crate::lab::cpio;
-use crate::lab::process::run_logged;
+use crate::lab::process::run_appending_to_log;
 use crate::lab::rootfs::Initramfs;
 use crate::lab::static_guest::elf;
 use crate::util::fs::{remove_stale_staging, write_atomic, StagingDir};
@@ -121,7 +121,7 @@ pub fn prepare(
     let program = stage.path().join("xl-known");
     let mut cc = Command::new(&gcc);
     cc.args(&flags).arg("-o").arg(&program).arg(&src);
-    run_logged(
+    run_appending_to_log(
         cc,
         &format!("{gcc} xl-known.c"),
         &stage.path().join("gcc.log"),

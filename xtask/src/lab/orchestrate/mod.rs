@@ -22,7 +22,7 @@
 //!    after every run and its final status at the end.
 //!
 //! The QEMU ([`super::qemu_lab`]), SSH ([`super::ssh`]) and host
-//! ([`super::host`]) labs are three resolvers and three backends of this
+//! ([`super::host_lab`]) labs are three resolvers and three backends of this
 //! one flow.
 
 pub mod plan;

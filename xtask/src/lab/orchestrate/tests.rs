@@ -10,7 +10,9 @@ use super::*;
 use crate::lab::backend::{EndpointUp, Endpoints, Prepared};
 use crate::lab::topology::{nat_router, Name};
 use crate::lab::workload::Place;
-use crate::results::lab::{Condition, Direction, Gro, MachineInfo, Metric, MetricValue, Settings};
+use crate::results::lab::{
+    Condition, Direction, Gro, LabMetric, MachineInfo, MetricValue, Settings,
+};
 
 type Calls = Rc<RefCell<Vec<String>>>;
 
@@ -122,7 +124,7 @@ impl Workload for Fixed {
         bed.endpoints().get("lan")?;
         Ok(run.record(
             String::new(),
-            vec![MetricValue::new(Metric::Throughput, 1.0)],
+            vec![MetricValue::new(LabMetric::Throughput, 1.0)],
         ))
     }
 }

@@ -35,7 +35,7 @@ pub enum Problem {
     /// that forwards nothing (tbench on `topology`).
     ForwardsNothing {
         /// The topology.
-        topology: crate::results::lab::Topology,
+        topology: crate::results::lab::TopologyName,
     },
     /// A whole-number option outside its [`super::option::Count`] range.
     OutOfRange(Field, u32),
@@ -50,7 +50,7 @@ pub enum Problem {
         /// The places missing, described (`endpoint far`).
         missing: Vec<String>,
         /// The topology.
-        topology: crate::results::lab::Topology,
+        topology: crate::results::lab::TopologyName,
         /// Its endpoints.
         endpoints: Vec<String>,
         /// Its guests.
@@ -59,7 +59,7 @@ pub enum Problem {
     /// A workload the QEMU lab does not run on this topology yet.
     NotRunnable {
         /// The topology.
-        topology: crate::results::lab::Topology,
+        topology: crate::results::lab::TopologyName,
         /// The workload in words.
         workload: String,
     },

@@ -1,7 +1,7 @@
 //! The runner over a scripted system under test.
 
 use super::*;
-use crate::results::lab::{Benchmark, Metric, MetricValue};
+use crate::results::lab::{Benchmark, LabMetric, MetricValue};
 
 fn arm(name: &str) -> Arm {
     Arm {
@@ -68,7 +68,10 @@ impl SystemUnderTest for Script {
             run.condition.describe(),
             if run.warmup { " warm-up" } else { "" }
         ));
-        Ok(run.record(String::new(), vec![MetricValue::new(Metric::Tbench, 1.0)]))
+        Ok(run.record(
+            String::new(),
+            vec![MetricValue::new(LabMetric::Tbench, 1.0)],
+        ))
     }
 }
 
@@ -147,7 +150,10 @@ fn a_run_s_line_counts_rounds_from_1() {
         warmup: false,
         seconds: 1,
     };
-    let run = spec.record(String::new(), vec![MetricValue::new(Metric::Tbench, 601.2)]);
+    let run = spec.record(
+        String::new(),
+        vec![MetricValue::new(LabMetric::Tbench, 601.2)],
+    );
     assert_eq!(
         run_line(&run, 4),
         "baseline round 4 of 4 tbench, 2 clients: 601.2 MB/s"
@@ -178,9 +184,9 @@ fn a_cache_model_run_s_line_names_its_two_throughputs() {
     let run = spec.record(
         String::new(),
         vec![
-            MetricValue::new(Metric::Throughput, 41.5),
-            MetricValue::new(Metric::CyclesPerPacket, 5210.0),
-            MetricValue::new(Metric::ModelledThroughput, 611.2),
+            MetricValue::new(LabMetric::Throughput, 41.5),
+            MetricValue::new(LabMetric::CyclesPerPacket, 5210.0),
+            MetricValue::new(LabMetric::ModelledThroughput, 611.2),
         ],
     );
     assert_eq!(

@@ -12,7 +12,7 @@ use std::net::IpAddr;
 
 use anyhow::{bail, Result};
 
-use crate::inputs::ssh_lab::{Endpoint, Place};
+use crate::inputs::ssh_lab::{SshEndpoint, SshPlace};
 use crate::lab::net::ip::{netns_exists, tool};
 use crate::lab::net::{Cidr, Net, Step};
 
@@ -30,7 +30,7 @@ pub struct HostSides {
 impl HostSides {
     /// Prepares `lan` and `wan`; whatever was made is removed again if a
     /// later step fails.
-    pub fn prepare(lan: &Endpoint, wan: &Endpoint) -> Result<HostSides> {
+    pub fn prepare(lan: &SshEndpoint, wan: &SshEndpoint) -> Result<HostSides> {
         let mut sides = HostSides {
             lan_netns: String::new(),
             wan_netns: String::new(),
@@ -41,9 +41,9 @@ impl HostSides {
         Ok(sides)
     }
 
-    fn side(&mut self, name: &str, endpoint: &Endpoint) -> Result<String> {
+    fn side(&mut self, name: &str, endpoint: &SshEndpoint) -> Result<String> {
         match &endpoint.place {
-            Place::Netns(ns) => {
+            SshPlace::Netns(ns) => {
                 if !netns_exists(ns)? {
                     bail!(
                         "[{name}] netns {ns:?} does not exist (`ip netns list`); create it first"
@@ -57,7 +57,7 @@ impl HostSides {
                 }
                 Ok(ns.clone())
             }
-            Place::Interface(interface) => {
+            SshPlace::Interface(interface) => {
                 if !std::path::Path::new("/sys/class/net")
                     .join(interface)
                     .exists()

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::sources::SourcePackage;
-use crate::lab::process::run_logged;
+use crate::lab::process::run_appending_to_log;
 
 /// Longest one build step may take (busybox at `-j1` on a loaded host
 /// takes minutes).
@@ -59,7 +59,7 @@ pub const DBENCH_DATADIR: &str = "/usr/share/dbench";
 pub const DBENCH_MAKE: &[&str] = &["-j1", "tbench", "tbench_srv", "datadir=/usr/share/dbench"];
 
 /// One built program and how long its build took.
-pub struct Built {
+pub struct BuiltBinary {
     /// The stripped binary.
     pub binary: PathBuf,
     /// Wall-clock seconds of its build (unpacking included).
@@ -83,7 +83,7 @@ fn nice(args: &[&str], dir: &Path, log: &Path, what: &str) -> Result<()> {
     cmd.args(["-n", "19"]).args(args).current_dir(dir);
     // Kconfig's generated files without the build's date.
     cmd.env("KCONFIG_NOTIMESTAMP", "1");
-    run_logged(cmd, what, log, STEP_TIMEOUT)
+    run_appending_to_log(cmd, what, log, STEP_TIMEOUT)
 }
 
 impl Toolchain<'_> {
@@ -140,7 +140,7 @@ impl Toolchain<'_> {
             .arg(&package.dsc)
             .arg(&tree)
             .current_dir(work);
-        run_logged(
+        run_appending_to_log(
             cmd,
             &format!("dpkg-source -x {}", package.dsc.display()),
             &logs.join(format!("{}-unpack.log", package.name)),
@@ -158,7 +158,7 @@ impl Toolchain<'_> {
         std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
         let mut cmd = Command::new(format!("{cross}strip"));
         cmd.arg(to);
-        run_logged(
+        run_appending_to_log(
             cmd,
             &format!("{cross}strip {}", to.display()),
             &logs.join("strip.log"),
@@ -167,9 +167,9 @@ impl Toolchain<'_> {
     }
 
     /// `from` stripped into `to` ([`Self::strip_into`]), built since `started`.
-    fn installed(&self, from: &Path, to: PathBuf, started: Instant) -> Result<Built> {
+    fn installed(&self, from: &Path, to: PathBuf, started: Instant) -> Result<BuiltBinary> {
         self.strip_into(from, &to)?;
-        Ok(Built {
+        Ok(BuiltBinary {
             binary: to,
             seconds: started.elapsed().as_secs_f64(),
         })
@@ -178,7 +178,7 @@ impl Toolchain<'_> {
     /// busybox from Debian's source with Debian's `busybox-static` config
     /// (`debian/config/os/linux` then `debian/config/pkg/static`, as
     /// `debian/rules` writes it); `make oldconfig` must leave it unchanged.
-    pub fn busybox(&self, package: &SourcePackage, out: &Path) -> Result<Built> {
+    pub fn busybox(&self, package: &SourcePackage, out: &Path) -> Result<BuiltBinary> {
         let Toolchain { cross, logs, .. } = *self;
         let started = Instant::now();
         let tree = self.unpack(package)?;
@@ -240,7 +240,7 @@ impl Toolchain<'_> {
 
     /// ethtool from Debian's source, `configure --host=<triplet>` with
     /// [`ETHTOOL_CONFIGURE`], linked static.
-    pub fn ethtool(&self, package: &SourcePackage, out: &Path) -> Result<Built> {
+    pub fn ethtool(&self, package: &SourcePackage, out: &Path) -> Result<BuiltBinary> {
         let started = Instant::now();
         let tree = self.made(package, ETHTOOL_CONFIGURE, &["-j1", "ethtool"])?;
         self.installed(&tree.join("ethtool"), out.join("sbin/ethtool"), started)
@@ -276,7 +276,7 @@ impl Toolchain<'_> {
         package: &SourcePackage,
         popt_stage: &Path,
         out: &Path,
-    ) -> Result<[Built; 2]> {
+    ) -> Result<[BuiltBinary; 2]> {
         let Toolchain { cross, work, logs } = *self;
         let started = Instant::now();
         let tarball = package
@@ -293,7 +293,7 @@ impl Toolchain<'_> {
             .arg("-xf")
             .arg(dir.join(&tarball.file))
             .current_dir(&unpacked);
-        run_logged(
+        run_appending_to_log(
             untar,
             &format!("tar -xf {}", tarball.file),
             &logs.join("dbench-unpack.log"),
@@ -335,7 +335,7 @@ impl Toolchain<'_> {
         for program in ["tbench", "tbench_srv"] {
             let binary = out.join("usr/bin").join(program);
             self.strip_into(&tree.join(program), &binary)?;
-            built.push(Built { binary, seconds });
+            built.push(BuiltBinary { binary, seconds });
         }
         let loadfile = out.join(&DBENCH_DATADIR[1..]).join("client.txt");
         if let Some(parent) = loadfile.parent() {
@@ -344,7 +344,7 @@ impl Toolchain<'_> {
         }
         std::fs::copy(tree.join("client.txt"), &loadfile)
             .with_context(|| format!("copying dbench's client.txt to {}", loadfile.display()))?;
-        let [tbench, tbench_srv]: [Built; 2] = built
+        let [tbench, tbench_srv]: [BuiltBinary; 2] = built
             .try_into()
             .map_err(|_| anyhow::anyhow!("dbench built not two programs"))?;
         Ok([tbench, tbench_srv])
@@ -352,7 +352,7 @@ impl Toolchain<'_> {
 
     /// The lab's read-only batctl (`lab/static-guest/batctl.c`) for the guest,
     /// stripped, at `out/usr/sbin/batctl` (where Debian's batctl has it).
-    pub fn batctl(&self, out: &Path) -> Result<Built> {
+    pub fn batctl(&self, out: &Path) -> Result<BuiltBinary> {
         let Toolchain { cross, work, logs } = *self;
         let started = Instant::now();
         let dir = work.join("batctl");
@@ -428,7 +428,7 @@ pub fn nft_loader(cc: &str, ruleset: &str, work: &Path, logs: &Path, binary: &Pa
 impl Toolchain<'_> {
     /// The lab's nftables loader for the guest, stripped, at `out/usr/sbin/nft`
     /// (where Debian's nftables has it).
-    pub fn nft(&self, ruleset: &str, out: &Path) -> Result<Built> {
+    pub fn nft(&self, ruleset: &str, out: &Path) -> Result<BuiltBinary> {
         let Toolchain { cross, work, logs } = *self;
         let started = Instant::now();
         let unstripped = work.join("nft/nft");

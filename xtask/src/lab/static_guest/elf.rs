@@ -17,7 +17,7 @@ pub const EM_ARM: u16 = object::elf::EM_ARM.0;
 
 /// An ELF file's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ElfKind {
+pub struct GuestBinaryKind {
     /// 32 or 64 (`EI_CLASS`).
     pub bits: u8,
     /// `EI_DATA` is `ELFDATA2MSB`.
@@ -32,7 +32,7 @@ pub struct ElfKind {
 ///
 /// Errors: not an ELF file, or a header or program header table that
 /// `object` cannot read (truncated, unknown byte order).
-pub fn kind(bytes: &[u8]) -> Result<ElfKind> {
+pub fn kind(bytes: &[u8]) -> Result<GuestBinaryKind> {
     match FileKind::parse(bytes).context("not an ELF file")? {
         FileKind::Elf32 => kind_of::<FileHeader32<Endianness>>(bytes, 32),
         FileKind::Elf64 => kind_of::<FileHeader64<Endianness>>(bytes, 64),
@@ -40,7 +40,7 @@ pub fn kind(bytes: &[u8]) -> Result<ElfKind> {
     }
 }
 
-fn kind_of<H: FileHeader<Endian = Endianness>>(bytes: &[u8], bits: u8) -> Result<ElfKind> {
+fn kind_of<H: FileHeader<Endian = Endianness>>(bytes: &[u8], bits: u8) -> Result<GuestBinaryKind> {
     let header = H::parse(bytes).context("reading the ELF header")?;
     let endian = header.endian().context("reading the ELF byte order")?;
     let is_static = !header
@@ -48,7 +48,7 @@ fn kind_of<H: FileHeader<Endian = Endianness>>(bytes: &[u8], bits: u8) -> Result
         .context("reading the ELF program headers")?
         .iter()
         .any(|p| matches!(p.p_type(endian), PT_INTERP | PT_DYNAMIC));
-    Ok(ElfKind {
+    Ok(GuestBinaryKind {
         bits,
         big_endian: endian.is_big_endian(),
         machine: header.e_machine(endian).0,
@@ -58,14 +58,14 @@ fn kind_of<H: FileHeader<Endian = Endianness>>(bytes: &[u8], bits: u8) -> Result
 
 /// The kind a Debian architecture's binaries have (`mips`, `mipsel`,
 /// `armel`), static.
-pub fn expected(arch: &str) -> Result<ElfKind> {
+pub fn expected(arch: &str) -> Result<GuestBinaryKind> {
     let (big_endian, machine) = match arch {
         "mips" => (true, EM_MIPS),
         "mipsel" => (false, EM_MIPS),
         "armel" | "armhf" => (false, EM_ARM),
         _ => bail!("the static guest does not know Debian architecture {arch:?}'s ELF kind"),
     };
-    Ok(ElfKind {
+    Ok(GuestBinaryKind {
         bits: 32,
         big_endian,
         machine,

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::lab::apt::{host_arch, PrivateApt, KEYRING, MIRROR};
-use crate::lab::process::run_logged;
+use crate::lab::process::run_appending_to_log;
 use crate::results::lab::DebRecord;
 use crate::util::fs::{remove_stale_staging, StagingDir};
 use crate::util::hash::sha256_file;
@@ -281,7 +281,7 @@ fn download_upstream(apt: &PrivateApt, name: &str, into: &Path) -> Result<()> {
         cmd.args(["download-file", &u.uri])
             .arg(into.join(&u.file))
             .arg(format!("SHA256:{}", u.sha256));
-        run_logged(
+        run_appending_to_log(
             cmd,
             &format!("apt-helper download-file {}", u.uri),
             &apt.dir.join("apt-helper.log"),

@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 use crate::lab::net::{Cidr, Mac};
 
 /// A topology's name ([`Topology::name`]), as `lab.json` records it.
-pub use crate::results::lab::Topology as Name;
+pub use crate::results::lab::TopologyName as Name;
 
 /// A lab network (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]

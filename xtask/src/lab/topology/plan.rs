@@ -32,7 +32,7 @@ pub struct QemuNic {
 
 /// Where an endpoint is once the network is up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EndpointUp {
+pub struct PlannedEndpoint {
     /// The topology's name for it (`lan`).
     pub name: String,
     /// Its namespace.
@@ -56,7 +56,7 @@ pub struct NetPlan {
     /// Each guest's NICs in its QEMU's order, by guest name.
     pub guests: Vec<(String, Vec<QemuNic>)>,
     /// Every endpoint.
-    pub endpoints: Vec<EndpointUp>,
+    pub endpoints: Vec<PlannedEndpoint>,
 }
 
 impl NetPlan {
@@ -210,7 +210,7 @@ pub fn plan(topology: &Topology, names: Names) -> Result<NetPlan> {
                 });
                 link.name.clone()
             };
-            endpoints.push(EndpointUp {
+            endpoints.push(PlannedEndpoint {
                 name: e.name.clone(),
                 netns,
                 dev,

@@ -31,7 +31,7 @@ use super::LabReport;
 use crate::measure::stats::{Interval, Verdict};
 use crate::report::model::{Decimal, Family, Metric, Stats};
 use crate::report::style::display_path;
-use crate::results::lab::Metric as LabMetric;
+use crate::results::lab::LabMetric;
 use crate::util::text::printable;
 
 /// The metrics a run answers in, the first each variant was compared in:

@@ -6,7 +6,7 @@ use super::condition::condition_item_title;
 use super::series::Series;
 use crate::measure::stats;
 use crate::report::model::{Family, Metric, Samples, UnitLabel};
-use crate::results::lab::Metric as LabMetric;
+use crate::results::lab::LabMetric;
 
 /// The smallest two-sided p a test must reach to count.
 pub const ALPHA: f64 = stats::ALPHA;

@@ -4,7 +4,7 @@
 //! CPU1`), what the machine and its packet steering were, and which CPU
 //! limits forwarding (the bottleneck; its notes are `notes.rs`'s).
 
-use crate::results::lab::{LabRecord, Metric};
+use crate::results::lab::{LabMetric, LabRecord};
 
 /// The record's CPUs: QEMU's `-smp`, 1 for other labs.
 pub fn cpus_of(record: &LabRecord) -> u32 {
@@ -13,14 +13,14 @@ pub fn cpus_of(record: &LabRecord) -> u32 {
 
 /// The per-CPU families of a record on `cpus` CPUs, in report order
 /// (name, unit): the sum of the CPUs' cycles, then each of
-/// [`Metric::PER_CPU`] per CPU; none on one CPU.
+/// [`LabMetric::PER_CPU`] per CPU; none on one CPU.
 pub fn families(cpus: u32) -> Vec<(String, &'static str)> {
     if cpus < 2 {
         return Vec::new();
     }
-    let total = Metric::CyclesPerPacketTotal;
+    let total = LabMetric::CyclesPerPacketTotal;
     let mut out = vec![(total.name().to_string(), total.unit())];
-    for metric in Metric::PER_CPU {
+    for metric in LabMetric::PER_CPU {
         for cpu in 0..cpus {
             out.push((metric.cpu_name(cpu), metric.unit()));
         }
@@ -31,7 +31,7 @@ pub fn families(cpus: u32) -> Vec<(String, &'static str)> {
 /// The title of a per-CPU family (`Modelled cycles per packet on CPU1`,
 /// `Modelled cycles per packet, all CPUs`); `None` for other names.
 pub fn title(name: &str) -> Option<String> {
-    match Metric::parse(name)? {
+    match LabMetric::parse(name)? {
         (m, Some(cpu)) => Some(format!("{} on CPU{cpu}", m.title())),
         (m, None) => Some(m.title().to_string()),
     }

@@ -4,7 +4,7 @@
 
 use super::notes::{model_words, HOST_NOTE};
 use super::LabReport;
-use crate::results::lab::{MachineInfo, Metric};
+use crate::results::lab::{LabMetric, MachineInfo};
 
 impl LabReport {
     /// What each metric can and cannot show, one sentence each.
@@ -28,8 +28,8 @@ impl LabReport {
                 qemu.icount
             )
         };
-        let has = |metric: Metric| self.series.iter().any(|s| s.is(metric));
-        if !has(Metric::Throughput) && has(Metric::Tbench) {
+        let has = |metric: LabMetric| self.series.iter().any(|s| s.is(metric));
+        if !has(LabMetric::Throughput) && has(LabMetric::Tbench) {
             // tbench inside the guest (`--topology loopback`): no NIC, no
             // forwarding, no Mbit/s or ns/packet.
             // tbench times itself with the guest's clock: under -icount
@@ -52,7 +52,7 @@ impl LabReport {
             "Mbit/s is the emulator's forwarding speed: it follows host load (other processes, CPU frequency), so only runs interleaved on one quiet host compare".to_string(),
             format!("ns/packet is the guest's CPU time per forwarded packet: {icount}"),
         ];
-        if has(Metric::UdpLost) {
+        if has(LabMetric::UdpLost) {
             out.push("UDP loss % is what the receiver missed at the asked rate: where the rate is above what the emulator forwards, it measures the emulator and the host's load, not the kernel; a rate the guest keeps up with, with loss near 0, compares ns/packet at a fixed packet rate".to_string());
         }
         let Some(m) = &self.cache_model else {

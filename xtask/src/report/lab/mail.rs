@@ -4,7 +4,7 @@
 //! A/A control's |%change| of the same metric (the noise floor) and the
 //! verdict, the [`text::tail`] (mesh table, notes, what the numbers can
 //! show), and the per-run tables of the headline families
-//! ([`crate::results::lab::Metric::headline`]: Mbit/s, UDP loss, tbench
+//! ([`crate::results::lab::LabMetric::headline`]: Mbit/s, UDP loss, tbench
 //! MB/s, modelled packets/s), as the batman-adv performance mails have them:
 //!
 //! ```text
@@ -33,7 +33,7 @@ use super::{
 };
 use crate::report::model::Decimal;
 use crate::report::style::Style;
-use crate::results::lab::Metric;
+use crate::results::lab::LabMetric;
 use std::path::Path;
 
 /// `baseline → no-reorder-blocks:` and the table of every metric of `c`
@@ -83,7 +83,7 @@ pub fn summary(lab: &LabReport, c: &LabComparison, d: Decimal) -> String {
     out
 }
 
-/// The per-run tables of the headline families ([`Metric::headline`]:
+/// The per-run tables of the headline families ([`LabMetric::headline`]:
 /// what the user's question is about and, with the core model, its
 /// answer at the SoC's clock), separated by blank lines,
 /// and a line saying where the other families' runs are.
@@ -91,7 +91,7 @@ pub fn run_tables(lab: &LabReport, d: Decimal) -> String {
     let (headline, other): (Vec<_>, Vec<_>) = lab
         .series
         .iter()
-        .partition(|s| Metric::named(&s.family).is_some_and(|m| m.headline().is_some()));
+        .partition(|s| LabMetric::named(&s.family).is_some_and(|m| m.headline().is_some()));
     let mut out = headline
         .iter()
         .map(|s| run_table(s, d))

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use super::table::run_table;
 use super::{LabReport, Series};
 use crate::report::model::{mean, Decimal};
-use crate::results::lab::{Arm, Metric, Topology};
+use crate::results::lab::{Arm, LabMetric, TopologyName};
 
 /// The mesh table's columns of `lab`, in order: (heading, arm name).
 /// `None` when the lab did not run the mesh topology.
@@ -24,11 +24,11 @@ pub fn columns(lab: &LabReport) -> Option<Vec<(String, String)>> {
 
 /// [`columns`] of a lab that ran `topology` with `base` and `arms`.
 pub fn columns_of(
-    topology: Option<&Topology>,
+    topology: Option<&TopologyName>,
     base: &str,
     arms: &[Arm],
 ) -> Option<Vec<(String, String)>> {
-    if topology != Some(&Topology::Mesh) {
+    if topology != Some(&TopologyName::Mesh) {
         return None;
     }
     let mut cols = vec![("without patch".to_string(), base.to_string())];
@@ -87,7 +87,7 @@ pub fn text(lab: &LabReport, d: Decimal) -> String {
         return String::new();
     };
     let mut out = String::new();
-    for s in lab.series.iter().filter(|s| s.is(Metric::Throughput)) {
+    for s in lab.series.iter().filter(|s| s.is(LabMetric::Throughput)) {
         let _ = write!(out, "batman-adv mesh, {}", run_table(&renamed(s, &cols), d));
     }
     if !out.is_empty() {
@@ -104,7 +104,7 @@ pub fn markdown(lab: &LabReport, d: Decimal) -> String {
     };
     let cell = |v: Option<f64>| v.map_or("–".to_string(), |v| d.apply(format!("{v:.1}")));
     let mut out = String::new();
-    for s in lab.series.iter().filter(|s| s.is(Metric::Throughput)) {
+    for s in lab.series.iter().filter(|s| s.is(LabMetric::Throughput)) {
         let s = renamed(s, &cols);
         let _ = writeln!(
             out,
@@ -143,7 +143,7 @@ mod tests {
     use crate::report::model::Decimal;
     use crate::results::lab::{Condition, Direction, Gro};
 
-    fn arm(name: &str, control: bool, topology: Option<Topology>) -> Arm {
+    fn arm(name: &str, control: bool, topology: Option<TopologyName>) -> Arm {
         Arm {
             name: name.to_string(),
             variant: name.split('~').next().unwrap().to_string(),
@@ -164,12 +164,12 @@ mod tests {
             arm(
                 "batadv-inline-orig-hash-find~mesh-bridged",
                 false,
-                Some(Topology::MeshBridged),
+                Some(TopologyName::MeshBridged),
             ),
         ];
         let series = Series {
-            family: Metric::Throughput.name().to_string(),
-            unit: Metric::Throughput.unit().to_string(),
+            family: LabMetric::Throughput.name().to_string(),
+            unit: LabMetric::Throughput.unit().to_string(),
             condition: Condition::Forward {
                 direction: Direction::LanToWan,
                 gro: Gro::On,
@@ -187,14 +187,14 @@ mod tests {
     #[test]
     fn the_mesh_table_has_the_original_s_columns_and_average_row() {
         let (arms, series) = mesh_lab();
-        let cols = columns_of(Some(&Topology::Mesh), &arms[0].name, &arms).unwrap();
+        let cols = columns_of(Some(&TopologyName::Mesh), &arms[0].name, &arms).unwrap();
         assert_eq!(
             legend(&cols),
             "without patch = batadv-inline-orig-hash-find, with patch = batadv, \
              without batman-adv = batadv-inline-orig-hash-find~mesh-bridged"
         );
         assert_eq!(
-            columns_of(Some(&Topology::NatRouter), &arms[0].name, &arms),
+            columns_of(Some(&TopologyName::NatRouter), &arms[0].name, &arms),
             None
         );
         let table = run_table(&renamed(&series, &cols), Decimal::Point);

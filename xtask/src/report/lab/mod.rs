@@ -9,7 +9,7 @@
 //!   tables and the SVG's points; its [`LabComparison`]s compare the base
 //!   with the A/A control (the noise floor) and with each variant.
 //! * Families: one per lab metric the report shows ([`families`], in
-//!   [`crate::results::lab::Metric::ALL`]'s order, with its unit and title): throughput in
+//!   [`crate::results::lab::LabMetric::ALL`]'s order, with its unit and title): throughput in
 //!   Mbit/s and guest CPU in ns/packet, and with the cache model (`lab
 //!   --cache-model`) instructions and L1 misses per packet, and on a
 //!   target with `[lab.timing]` the core model's cycles, packets/s and
@@ -20,7 +20,7 @@
 //!   iperf3's throughput in Mbit/s, `kind` the benchmark's setting
 //!   (`clients-2`, `tcp`), `item` `loopback`, its arms runtime variants.
 //! * Statistics: [`crate::measure::stats::compare`] through
-//!   [`super::model::Metric::with_stats`]; a variant's change is significant only when
+//!   [`super::model::LabMetric::with_stats`]; a variant's change is significant only when
 //!   Welch's t 95 % interval of its %change excludes 0, Mann–Whitney
 //!   agrees (p < 0.05) and |%change| exceeds the A/A control's |%change|
 //!   of the same metric (its noise floor). The control's lines say how
@@ -53,7 +53,7 @@ use anyhow::Result;
 
 use crate::measure::stats::Verdict;
 use crate::results::lab::{
-    check, Arm, CacheModelInfo, LabRecord, MachineInfo, Settings, Status, Topology,
+    check, Arm, CacheModelInfo, LabRecord, MachineInfo, Settings, Status, TopologyName,
 };
 
 pub use crate::measure::stats::runs_for_mann_whitney;
@@ -97,7 +97,7 @@ pub struct LabReport {
     pub series: Vec<Series>,
     /// The topology the lab booted (`nat-router`, `mesh`); `None` for the
     /// SSH and host labs and schema-1 files.
-    pub topology: Option<Topology>,
+    pub topology: Option<TopologyName>,
     /// The A/A control first (when the lab ran one), then each variant.
     pub comparisons: Vec<LabComparison>,
     /// Sentences about this run: status, missing control or variants,

@@ -4,7 +4,9 @@
 //! ran, the host lab's, and the bottleneck CPU per condition.
 
 use super::series::Series;
-use crate::results::lab::{CacheModelInfo, CoreTiming, LabRecord, MachineInfo, Metric, Topology};
+use crate::results::lab::{
+    CacheModelInfo, CoreTiming, LabMetric, LabRecord, MachineInfo, TopologyName,
+};
 
 /// What [`super::LabReport::notes`] says of every host lab.
 pub const HOST_NOTE: &str = "measures this machine's kernel, not a router's";
@@ -36,7 +38,7 @@ pub fn gro_note(record: &LabRecord) -> Option<String> {
 /// `LAN to WAN` and `WAN to LAN`, though nothing there is a WAN: this
 /// note says which endpoints they are. `None` for other topologies.
 pub fn mesh_direction_note(record: &LabRecord) -> Option<String> {
-    (record.topology == Some(Topology::Mesh)).then(|| {
+    (record.topology == Some(TopologyName::Mesh)).then(|| {
         "in the mesh, \"LAN to WAN\" is the LAN endpoint behind router 1 sending to the far endpoint behind router 2, across both routers and the batman-adv link (iperf3's client to its server), and \"WAN to LAN\" the reverse (iperf3 -R); nothing is translated".to_string()
     })
 }
@@ -160,7 +162,7 @@ type ArmBottleneck = (String, u32, f64);
 pub fn bottleneck_notes(series: &[Series], base: &str) -> Vec<String> {
     let mut per_condition: Vec<(String, Vec<ArmBottleneck>)> = Vec::new();
     for s in series {
-        let Some((Metric::CyclesPerPacket, Some(cpu))) = Metric::parse(&s.family) else {
+        let Some((LabMetric::CyclesPerPacket, Some(cpu))) = LabMetric::parse(&s.family) else {
             continue;
         };
         let title = s.title();

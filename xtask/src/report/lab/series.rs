@@ -9,7 +9,7 @@ use super::cpus;
 use super::shown::families;
 use std::collections::BTreeMap;
 
-use crate::results::lab::{Condition, LabRecord, Metric};
+use crate::results::lab::{Condition, LabMetric, LabRecord};
 
 /// Every arm's samples of one family under one condition: a direction
 /// with one GRO setting, or a benchmark.
@@ -31,7 +31,7 @@ pub struct Series {
 impl Series {
     /// Whether it is the series of lab metric `metric` (the whole
     /// machine's, not a CPU's share).
-    pub fn is(&self, metric: Metric) -> bool {
+    pub fn is(&self, metric: LabMetric) -> bool {
         self.family == metric.name()
     }
 

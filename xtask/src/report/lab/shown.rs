@@ -4,7 +4,7 @@
 use super::cpus;
 use crate::report::model::{Family, Metric};
 use crate::results::lab::metric::Shown;
-use crate::results::lab::Metric as LabMetric;
+use crate::results::lab::LabMetric;
 
 /// The lab metrics a report shows as families of their own, in report
 /// order ([`LabMetric::ALL`]): tbench, throughput, UDP loss (`--udp` labs),
@@ -17,7 +17,7 @@ pub fn families() -> impl Iterator<Item = LabMetric> {
 }
 
 /// Appended to the SVG titles of the core model's families
-/// ([`crate::results::lab::metric::Family::CoreModel`]): the plot says it is a model, and what it
+/// ([`crate::results::lab::metric::MeasuredBy::CoreModel`]): the plot says it is a model, and what it
 /// leaves out, as the notes do.
 pub const CORE_MODEL_CAPTION: &str =
     " (a model: in-order core; no out-of-order issue, prefetch, DMA, other cores or NIC)";

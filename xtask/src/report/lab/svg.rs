@@ -15,7 +15,7 @@ use super::{families, LabReport};
 use crate::report::chart::{err, legend, rows, XAxis, GREY, PALETTE};
 use crate::report::model::mean;
 use crate::report::style::Style;
-use crate::results::lab::metric::Family as Source;
+use crate::results::lab::metric::MeasuredBy as Source;
 
 /// Height of one row, pixels.
 const ROW: u32 = 22;

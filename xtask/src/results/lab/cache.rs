@@ -5,7 +5,7 @@
 //! ([`CacheCounters`]), and the three metrics derived from them
 //! ([`CacheWork`]):
 //!
-//! * `guest_insns_per_packet` ([`super::Metric::InsnsPerPacket`]): guest
+//! * `guest_insns_per_packet` ([`super::LabMetric::InsnsPerPacket`]): guest
 //!   instructions executed during the run over the packets both NICs
 //!   received;
 //! * `l1i_misses_per_packet` and `l1d_misses_per_packet`: misses of the

@@ -10,7 +10,7 @@
 //! report count them, where `lab.json`'s `round` counts from 0), and
 //! warnings a report states in a note. The rules:
 //!
-//! * every metric is one the lab records ([`super::metric::Metric`]), in
+//! * every metric is one the lab records ([`super::metric::LabMetric`]), in
 //!   its unit and within its range (none is negative; UDP loss is at most
 //!   100 %; each has a bound no run comes near, at most [`MAX_VALUE`]);
 //! * no more than [`MAX_ARMS`] arms, [`MAX_RUNS`] runs and boots,
@@ -38,7 +38,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{Arm, LabRecord, Metric, RunRecord, Status};
+use super::{Arm, LabMetric, LabRecord, RunRecord, Status};
 
 /// The largest magnitude a value may have: no lab metric comes near it
 /// (1 Tbit/s is 1e6 Mbit/s; a second per packet is 1e9 ns), and sums and
@@ -489,11 +489,11 @@ fn run_problems(
         if !names.insert(m.name.as_str()) {
             out.push(format!("{} is recorded twice", m.name));
         }
-        let Some((metric, cpu)) = Metric::parse(&m.name) else {
+        let Some((metric, cpu)) = LabMetric::parse(&m.name) else {
             out.push(format!(
                 "{} is not a metric the lab records ({})",
                 m.name,
-                Metric::ALL.map(Metric::name).join(", ")
+                LabMetric::ALL.map(LabMetric::name).join(", ")
             ));
             continue;
         };
@@ -508,7 +508,7 @@ fn run_problems(
                 "{} is a per-CPU metric of the QEMU lab, but this lab ran no QEMU machine",
                 m.name
             )),
-            (None, Some(n)) if n > 1 && metric == Metric::CpuPerPacket => out.push(format!(
+            (None, Some(n)) if n > 1 && metric == LabMetric::CpuPerPacket => out.push(format!(
                 "{} on a machine of {n} CPUs: the lab leaves ns/packet out without -icount",
                 m.name
             )),

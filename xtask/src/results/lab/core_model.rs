@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 pub use super::counters::CoreCounters;
 use super::counters::{CacheCounters, CacheGeometry};
 use super::guest::GuestSample;
-use super::metric::{Metric, MetricValue};
+use super::metric::{LabMetric, MetricValue};
 
 /// The costs of the formula (see the module docs), from `[lab.timing]`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -248,16 +248,16 @@ impl CoreWork {
     /// The run's metrics, rounded as `lab.json` keeps them.
     pub fn metrics(&self) -> Vec<MetricValue> {
         let mut out = vec![
-            (Metric::CyclesPerPacket, self.cycles_per_packet.total),
-            (Metric::PacketsPerSecond, self.packets_per_second),
+            (LabMetric::CyclesPerPacket, self.cycles_per_packet.total),
+            (LabMetric::PacketsPerSecond, self.packets_per_second),
         ];
         if let Some(m) = self.mbit_per_s {
-            out.push((Metric::ModelledThroughput, m));
+            out.push((LabMetric::ModelledThroughput, m));
         }
         out.extend([
-            (Metric::TakenBranchesPerPacket, self.taken_per_packet),
-            (Metric::MispredictsPerPacket, self.mispredicts_per_packet),
-            (Metric::L2MissesPerPacket, self.l2_misses_per_packet),
+            (LabMetric::TakenBranchesPerPacket, self.taken_per_packet),
+            (LabMetric::MispredictsPerPacket, self.mispredicts_per_packet),
+            (LabMetric::L2MissesPerPacket, self.l2_misses_per_packet),
         ]);
         out.into_iter()
             .map(|(metric, value)| MetricValue::new(metric, value))

@@ -53,9 +53,9 @@ fn the_formula_adds_each_cost() {
     assert_eq!(
         names[..3],
         [
-            Metric::CyclesPerPacket,
-            Metric::PacketsPerSecond,
-            Metric::ModelledThroughput
+            LabMetric::CyclesPerPacket,
+            LabMetric::PacketsPerSecond,
+            LabMetric::ModelledThroughput
         ]
         .map(|m| m.name())
     );

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::Metric;
+use super::metric::LabMetric;
 
 /// The network every host run uses: the private namespace's loopback.
 pub const LOOPBACK: &str = "loopback";
@@ -22,7 +22,7 @@ pub const LOOPBACK: &str = "loopback";
 #[serde(tag = "name", rename_all = "lowercase")]
 pub enum Benchmark {
     /// dbench's tbench: `clients` clients against `tbench_srv` over
-    /// 127.0.0.1; its `Throughput … MB/sec` line, in MB/s ([`Metric::Tbench`]).
+    /// 127.0.0.1; its `Throughput … MB/sec` line, in MB/s ([`LabMetric::Tbench`]).
     Tbench {
         /// Client processes (`tbench N`).
         clients: u32,
@@ -42,10 +42,10 @@ impl Benchmark {
     }
 
     /// The metric it measures: `tbench` in MB/s, `throughput` in Mbit/s.
-    pub fn metric(self) -> Metric {
+    pub fn metric(self) -> LabMetric {
         match self {
-            Benchmark::Tbench { .. } => Metric::Tbench,
-            Benchmark::Iperf3 => Metric::Throughput,
+            Benchmark::Tbench { .. } => LabMetric::Tbench,
+            Benchmark::Iperf3 => LabMetric::Throughput,
         }
     }
 

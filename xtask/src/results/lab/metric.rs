@@ -1,4 +1,4 @@
-//! Every metric the lab records, as one type ([`Metric`]): its name in
+//! Every metric the lab records, as one type ([`LabMetric`]): its name in
 //! `lab.json`, the unit the lab records it in, its title in reports, its
 //! family (who measures it: the workload, the guest, the cache model,
 //! the core model), whether the mail lists its every run ([`Headline`]),
@@ -6,14 +6,14 @@
 //! it to ([`Range`]). [`super::check`] checks every run's values against
 //! them on read (a negative loss, a negative cycle count or a loss
 //! recorded in Mbit/s is a damaged file, not a result); the report makes
-//! one family of each ([`Metric::ALL`]).
+//! one family of each ([`LabMetric::ALL`]).
 //!
 //! A run records each metric as its name (a string, [`MetricValue`]),
 //! so a `lab.json` of any version reads: a name this xtask does not know
-//! reads as it was written ([`Metric::named`] is `None`), and the check
+//! reads as it was written ([`LabMetric::named`] is `None`), and the check
 //! refuses it with the names it knows. On a machine of more than one CPU
-//! the models' metrics of [`Metric::PER_CPU`] are also recorded per CPU
-//! (`l1i_misses_per_packet_cpu1`, [`Metric::cpu_name`], [`Metric::parse`]).
+//! the models' metrics of [`LabMetric::PER_CPU`] are also recorded per CPU
+//! (`l1i_misses_per_packet_cpu1`, [`LabMetric::cpu_name`], [`LabMetric::parse`]).
 //!
 //! A new metric is a variant here (its name, unit, title, family and
 //! range) and the line of the lab that records it
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 /// A metric the lab records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Metric {
+pub enum LabMetric {
     /// tbench's throughput in MB/s (10^6 bytes per second, tbench's
     /// `MB/sec`).
     Tbench,
@@ -64,7 +64,7 @@ pub enum Metric {
 
 /// Who measures a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
+pub enum MeasuredBy {
     /// The workload itself: iperf3's Mbit/s and UDP loss, tbench's MB/s
     /// and latency.
     Workload,
@@ -90,7 +90,7 @@ pub enum Headline {
 /// Where the report shows a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shown {
-    /// As a family of its own, in [`Metric::ALL`]'s order.
+    /// As a family of its own, in [`LabMetric::ALL`]'s order.
     Family,
     /// With the per-CPU families of a machine of several CPUs.
     PerCpu,
@@ -116,122 +116,125 @@ pub struct Range {
 /// The most CPUs a per-CPU metric may name (`_cpu63`).
 pub const MAX_CPUS: u32 = 64;
 
-impl Metric {
+impl LabMetric {
     /// Every metric, in report order: the families a report shows
     /// ([`Shown::Family`]), then the others.
-    pub const ALL: [Metric; 15] = [
-        Metric::Tbench,
-        Metric::Throughput,
-        Metric::UdpLost,
-        Metric::CpuPerPacket,
-        Metric::InsnsPerPacket,
-        Metric::L1iMissesPerPacket,
-        Metric::L1dMissesPerPacket,
-        Metric::CyclesPerPacket,
-        Metric::PacketsPerSecond,
-        Metric::ModelledThroughput,
-        Metric::TakenBranchesPerPacket,
-        Metric::MispredictsPerPacket,
-        Metric::L2MissesPerPacket,
-        Metric::TbenchMaxLatency,
-        Metric::CyclesPerPacketTotal,
+    pub const ALL: [LabMetric; 15] = [
+        LabMetric::Tbench,
+        LabMetric::Throughput,
+        LabMetric::UdpLost,
+        LabMetric::CpuPerPacket,
+        LabMetric::InsnsPerPacket,
+        LabMetric::L1iMissesPerPacket,
+        LabMetric::L1dMissesPerPacket,
+        LabMetric::CyclesPerPacket,
+        LabMetric::PacketsPerSecond,
+        LabMetric::ModelledThroughput,
+        LabMetric::TakenBranchesPerPacket,
+        LabMetric::MispredictsPerPacket,
+        LabMetric::L2MissesPerPacket,
+        LabMetric::TbenchMaxLatency,
+        LabMetric::CyclesPerPacketTotal,
     ];
 
     /// The metrics a run on more than one CPU records per CPU as
-    /// `<name>_cpu<N>` ([`Metric::cpu_name`]).
-    pub const PER_CPU: [Metric; 4] = [
-        Metric::CyclesPerPacket,
-        Metric::InsnsPerPacket,
-        Metric::L1iMissesPerPacket,
-        Metric::L1dMissesPerPacket,
+    /// `<name>_cpu<N>` ([`LabMetric::cpu_name`]).
+    pub const PER_CPU: [LabMetric; 4] = [
+        LabMetric::CyclesPerPacket,
+        LabMetric::InsnsPerPacket,
+        LabMetric::L1iMissesPerPacket,
+        LabMetric::L1dMissesPerPacket,
     ];
 
     /// Its name in `lab.json` (`throughput`), as every version wrote it.
     pub fn name(self) -> &'static str {
         match self {
-            Metric::Tbench => "tbench",
-            Metric::Throughput => "throughput",
-            Metric::UdpLost => "udp_lost",
-            Metric::CpuPerPacket => "guest_cpu_per_packet",
-            Metric::InsnsPerPacket => "guest_insns_per_packet",
-            Metric::L1iMissesPerPacket => "l1i_misses_per_packet",
-            Metric::L1dMissesPerPacket => "l1d_misses_per_packet",
-            Metric::CyclesPerPacket => "modelled_cycles_per_packet",
-            Metric::PacketsPerSecond => "modelled_packets_per_second",
-            Metric::ModelledThroughput => "modelled_throughput",
-            Metric::TakenBranchesPerPacket => "taken_branches_per_packet",
-            Metric::MispredictsPerPacket => "mispredicts_per_packet",
-            Metric::L2MissesPerPacket => "l2_misses_per_packet",
-            Metric::TbenchMaxLatency => "tbench_max_latency",
-            Metric::CyclesPerPacketTotal => "modelled_cycles_per_packet_total",
+            LabMetric::Tbench => "tbench",
+            LabMetric::Throughput => "throughput",
+            LabMetric::UdpLost => "udp_lost",
+            LabMetric::CpuPerPacket => "guest_cpu_per_packet",
+            LabMetric::InsnsPerPacket => "guest_insns_per_packet",
+            LabMetric::L1iMissesPerPacket => "l1i_misses_per_packet",
+            LabMetric::L1dMissesPerPacket => "l1d_misses_per_packet",
+            LabMetric::CyclesPerPacket => "modelled_cycles_per_packet",
+            LabMetric::PacketsPerSecond => "modelled_packets_per_second",
+            LabMetric::ModelledThroughput => "modelled_throughput",
+            LabMetric::TakenBranchesPerPacket => "taken_branches_per_packet",
+            LabMetric::MispredictsPerPacket => "mispredicts_per_packet",
+            LabMetric::L2MissesPerPacket => "l2_misses_per_packet",
+            LabMetric::TbenchMaxLatency => "tbench_max_latency",
+            LabMetric::CyclesPerPacketTotal => "modelled_cycles_per_packet_total",
         }
     }
 
     /// The unit the lab records it in (`Mbit/s`).
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::Tbench => "MB/s",
-            Metric::Throughput | Metric::ModelledThroughput => "Mbit/s",
-            Metric::UdpLost => "%",
-            Metric::CpuPerPacket => "ns/packet",
-            Metric::InsnsPerPacket => "insns/packet",
-            Metric::L1iMissesPerPacket | Metric::L1dMissesPerPacket | Metric::L2MissesPerPacket => {
-                "misses/packet"
-            }
-            Metric::CyclesPerPacket | Metric::CyclesPerPacketTotal => "cycles/packet",
-            Metric::PacketsPerSecond => "packets/s",
-            Metric::TakenBranchesPerPacket => "branches/packet",
-            Metric::MispredictsPerPacket => "mispredicts/packet",
-            Metric::TbenchMaxLatency => "ms",
+            LabMetric::Tbench => "MB/s",
+            LabMetric::Throughput | LabMetric::ModelledThroughput => "Mbit/s",
+            LabMetric::UdpLost => "%",
+            LabMetric::CpuPerPacket => "ns/packet",
+            LabMetric::InsnsPerPacket => "insns/packet",
+            LabMetric::L1iMissesPerPacket
+            | LabMetric::L1dMissesPerPacket
+            | LabMetric::L2MissesPerPacket => "misses/packet",
+            LabMetric::CyclesPerPacket | LabMetric::CyclesPerPacketTotal => "cycles/packet",
+            LabMetric::PacketsPerSecond => "packets/s",
+            LabMetric::TakenBranchesPerPacket => "branches/packet",
+            LabMetric::MispredictsPerPacket => "mispredicts/packet",
+            LabMetric::TbenchMaxLatency => "ms",
         }
     }
 
     /// Its title in reports, in sentences (`Throughput`).
     pub fn title(self) -> &'static str {
         match self {
-            Metric::Tbench => "tbench",
-            Metric::Throughput => "Throughput",
-            Metric::UdpLost => "UDP datagrams lost",
-            Metric::CpuPerPacket => "Guest CPU per packet",
-            Metric::InsnsPerPacket => "Guest instructions per packet",
-            Metric::L1iMissesPerPacket => "Modelled L1I misses per packet",
-            Metric::L1dMissesPerPacket => "Modelled L1D misses per packet",
-            Metric::CyclesPerPacket => "Modelled cycles per packet",
-            Metric::PacketsPerSecond => "Modelled packets/s at the SoC's clock",
-            Metric::ModelledThroughput => "Modelled Mbit/s at the SoC's clock",
-            Metric::TakenBranchesPerPacket => "Modelled taken branches per packet",
-            Metric::MispredictsPerPacket => "Modelled mispredictions per packet",
-            Metric::L2MissesPerPacket => "Modelled L2 misses per packet",
-            Metric::TbenchMaxLatency => "tbench's slowest operation",
-            Metric::CyclesPerPacketTotal => "Modelled cycles per packet, all CPUs",
+            LabMetric::Tbench => "tbench",
+            LabMetric::Throughput => "Throughput",
+            LabMetric::UdpLost => "UDP datagrams lost",
+            LabMetric::CpuPerPacket => "Guest CPU per packet",
+            LabMetric::InsnsPerPacket => "Guest instructions per packet",
+            LabMetric::L1iMissesPerPacket => "Modelled L1I misses per packet",
+            LabMetric::L1dMissesPerPacket => "Modelled L1D misses per packet",
+            LabMetric::CyclesPerPacket => "Modelled cycles per packet",
+            LabMetric::PacketsPerSecond => "Modelled packets/s at the SoC's clock",
+            LabMetric::ModelledThroughput => "Modelled Mbit/s at the SoC's clock",
+            LabMetric::TakenBranchesPerPacket => "Modelled taken branches per packet",
+            LabMetric::MispredictsPerPacket => "Modelled mispredictions per packet",
+            LabMetric::L2MissesPerPacket => "Modelled L2 misses per packet",
+            LabMetric::TbenchMaxLatency => "tbench's slowest operation",
+            LabMetric::CyclesPerPacketTotal => "Modelled cycles per packet, all CPUs",
         }
     }
 
     /// Who measures it.
-    pub fn family(self) -> Family {
+    pub fn family(self) -> MeasuredBy {
         match self {
-            Metric::Tbench | Metric::Throughput | Metric::UdpLost | Metric::TbenchMaxLatency => {
-                Family::Workload
-            }
-            Metric::CpuPerPacket => Family::Guest,
-            Metric::InsnsPerPacket | Metric::L1iMissesPerPacket | Metric::L1dMissesPerPacket => {
-                Family::CacheModel
-            }
-            Metric::CyclesPerPacket
-            | Metric::PacketsPerSecond
-            | Metric::ModelledThroughput
-            | Metric::TakenBranchesPerPacket
-            | Metric::MispredictsPerPacket
-            | Metric::L2MissesPerPacket
-            | Metric::CyclesPerPacketTotal => Family::CoreModel,
+            LabMetric::Tbench
+            | LabMetric::Throughput
+            | LabMetric::UdpLost
+            | LabMetric::TbenchMaxLatency => MeasuredBy::Workload,
+            LabMetric::CpuPerPacket => MeasuredBy::Guest,
+            LabMetric::InsnsPerPacket
+            | LabMetric::L1iMissesPerPacket
+            | LabMetric::L1dMissesPerPacket => MeasuredBy::CacheModel,
+            LabMetric::CyclesPerPacket
+            | LabMetric::PacketsPerSecond
+            | LabMetric::ModelledThroughput
+            | LabMetric::TakenBranchesPerPacket
+            | LabMetric::MispredictsPerPacket
+            | LabMetric::L2MissesPerPacket
+            | LabMetric::CyclesPerPacketTotal => MeasuredBy::CoreModel,
         }
     }
 
     /// Why the mail lists its every run, if it does.
     pub fn headline(self) -> Option<Headline> {
         match self {
-            Metric::Throughput | Metric::UdpLost | Metric::Tbench => Some(Headline::Measured),
-            Metric::PacketsPerSecond => Some(Headline::Modelled),
+            LabMetric::Throughput | LabMetric::UdpLost | LabMetric::Tbench => {
+                Some(Headline::Measured)
+            }
+            LabMetric::PacketsPerSecond => Some(Headline::Modelled),
             _ => None,
         }
     }
@@ -239,8 +242,8 @@ impl Metric {
     /// Where the report shows it.
     pub fn shown(self) -> Shown {
         match self {
-            Metric::TbenchMaxLatency => Shown::Recorded,
-            Metric::CyclesPerPacketTotal => Shown::PerCpu,
+            LabMetric::TbenchMaxLatency => Shown::Recorded,
+            LabMetric::CyclesPerPacketTotal => Shown::PerCpu,
             _ => Shown::Family,
         }
     }
@@ -249,23 +252,23 @@ impl Metric {
     pub fn range(self) -> Range {
         let (max, decimals) = match self {
             // 1 Tbit/s, 1 TB/s, to the kbit/s or kB/s.
-            Metric::Throughput | Metric::Tbench => (1e6, 3),
+            LabMetric::Throughput | LabMetric::Tbench => (1e6, 3),
             // 10^10 packets/s of 1250 bytes, to the kbit/s.
-            Metric::ModelledThroughput => (1e8, 3),
+            LabMetric::ModelledThroughput => (1e8, 3),
             // A share of the datagrams sent, to 0.001 %.
-            Metric::UdpLost => (100.0, 3),
+            LabMetric::UdpLost => (100.0, 3),
             // A second per packet, to 0.1 ns.
-            Metric::CpuPerPacket | Metric::InsnsPerPacket => (1e9, 1),
-            Metric::L1iMissesPerPacket
-            | Metric::L1dMissesPerPacket
-            | Metric::L2MissesPerPacket
-            | Metric::TakenBranchesPerPacket
-            | Metric::MispredictsPerPacket => (1e9, 3),
-            Metric::CyclesPerPacket | Metric::CyclesPerPacketTotal => (1e12, 1),
+            LabMetric::CpuPerPacket | LabMetric::InsnsPerPacket => (1e9, 1),
+            LabMetric::L1iMissesPerPacket
+            | LabMetric::L1dMissesPerPacket
+            | LabMetric::L2MissesPerPacket
+            | LabMetric::TakenBranchesPerPacket
+            | LabMetric::MispredictsPerPacket => (1e9, 3),
+            LabMetric::CyclesPerPacket | LabMetric::CyclesPerPacketTotal => (1e12, 1),
             // A packet a cycle at 10 GHz.
-            Metric::PacketsPerSecond => (1e10, 1),
+            LabMetric::PacketsPerSecond => (1e10, 1),
             // A day, to the microsecond.
-            Metric::TbenchMaxLatency => (86_400_000.0, 3),
+            LabMetric::TbenchMaxLatency => (86_400_000.0, 3),
         };
         Range {
             min: 0.0,
@@ -287,17 +290,17 @@ impl Metric {
     }
 
     /// The metric named `name` in `lab.json`; `None` for a name this
-    /// xtask does not know (a per-CPU name included: [`Metric::parse`]).
-    pub fn named(name: &str) -> Option<Metric> {
-        Metric::ALL.into_iter().find(|m| m.name() == name)
+    /// xtask does not know (a per-CPU name included: [`LabMetric::parse`]).
+    pub fn named(name: &str) -> Option<LabMetric> {
+        LabMetric::ALL.into_iter().find(|m| m.name() == name)
     }
 
     /// The metric and CPU of a recorded name: `throughput` → (Throughput,
     /// `None`), `l1i_misses_per_packet_cpu1` → (L1iMissesPerPacket,
     /// `Some(1)`); `None` for a name this xtask does not know, a CPU's
-    /// share of a metric not in [`Metric::PER_CPU`] included.
-    pub fn parse(name: &str) -> Option<(Metric, Option<u32>)> {
-        if let Some(m) = Metric::named(name) {
+    /// share of a metric not in [`LabMetric::PER_CPU`] included.
+    pub fn parse(name: &str) -> Option<(LabMetric, Option<u32>)> {
+        if let Some(m) = LabMetric::named(name) {
             return Some((m, None));
         }
         let (family, digits) = name.rsplit_once("_cpu")?;
@@ -306,7 +309,9 @@ impl Metric {
         if cpu.to_string() != digits {
             return None;
         }
-        let m = Metric::PER_CPU.into_iter().find(|m| m.name() == family)?;
+        let m = LabMetric::PER_CPU
+            .into_iter()
+            .find(|m| m.name() == family)?;
         Some((m, Some(cpu)))
     }
 
@@ -362,20 +367,20 @@ fn shown(value: f64) -> String {
 /// "throughput", "value": 180.5, "unit": "Mbit/s"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricValue {
-    /// A [`Metric`]'s name ([`Metric::name`]), or one CPU's share of one
-    /// ([`Metric::cpu_name`]). Kept as written, so that a file with a name
+    /// A [`LabMetric`]'s name ([`LabMetric::name`]), or one CPU's share of one
+    /// ([`LabMetric::cpu_name`]). Kept as written, so that a file with a name
     /// this xtask does not know reads ([`MetricValue::metric`] is `None`,
     /// and [`super::check`] refuses it).
     pub name: String,
     /// The value.
     pub value: f64,
-    /// The metric's unit ([`Metric::unit`]).
+    /// The metric's unit ([`LabMetric::unit`]).
     pub unit: String,
 }
 
 impl MetricValue {
     /// `value` of `metric`, rounded as `lab.json` keeps it, in its unit.
-    pub fn new(metric: Metric, value: f64) -> MetricValue {
+    pub fn new(metric: LabMetric, value: f64) -> MetricValue {
         MetricValue {
             name: metric.name().to_string(),
             value: metric.round(value),
@@ -385,7 +390,7 @@ impl MetricValue {
 
     /// CPU `cpu`'s share of `metric` (`l1i_misses_per_packet_cpu1`), as
     /// [`MetricValue::new`].
-    pub fn of_cpu(metric: Metric, cpu: u32, value: f64) -> MetricValue {
+    pub fn of_cpu(metric: LabMetric, cpu: u32, value: f64) -> MetricValue {
         MetricValue {
             name: metric.cpu_name(cpu),
             ..MetricValue::new(metric, value)
@@ -394,12 +399,12 @@ impl MetricValue {
 
     /// The metric it is a value of (the whole machine's, not a CPU's
     /// share); `None` for a name this xtask does not know.
-    pub fn metric(&self) -> Option<Metric> {
-        Metric::named(&self.name)
+    pub fn metric(&self) -> Option<LabMetric> {
+        LabMetric::named(&self.name)
     }
 
     /// Whether it is a value of `metric` (the whole machine's).
-    pub fn is(&self, metric: Metric) -> bool {
+    pub fn is(&self, metric: LabMetric) -> bool {
         self.name == metric.name()
     }
 }
@@ -410,21 +415,21 @@ mod tests {
 
     #[test]
     fn every_metric_has_one_name_and_a_range_the_statistics_can_average() {
-        for (i, m) in Metric::ALL.iter().enumerate() {
+        for (i, m) in LabMetric::ALL.iter().enumerate() {
             assert!(
-                Metric::ALL[..i].iter().all(|o| o.name() != m.name()),
+                LabMetric::ALL[..i].iter().all(|o| o.name() != m.name()),
                 "{} twice",
                 m.name()
             );
             let r = m.range();
             assert!(r.min >= 0.0 && r.min < r.max, "{m:?}");
             assert!(r.max <= super::super::check::MAX_VALUE, "{m:?}");
-            assert_eq!(Metric::named(m.name()), Some(*m));
+            assert_eq!(LabMetric::named(m.name()), Some(*m));
         }
         // The report's families come first.
-        let shown: Vec<Shown> = Metric::ALL.map(Metric::shown).to_vec();
+        let shown: Vec<Shown> = LabMetric::ALL.map(LabMetric::shown).to_vec();
         assert!(shown.is_sorted_by_key(|s| *s != Shown::Family), "{shown:?}");
-        let m = Metric::UdpLost;
+        let m = LabMetric::UdpLost;
         assert_eq!(
             m.problem(-50.0, "%").unwrap(),
             "udp_lost is -50 %, but udp_lost cannot be negative"
@@ -435,21 +440,21 @@ mod tests {
         );
         assert!(m.problem(100.5, "%").is_some());
         assert_eq!(m.problem(0.5, "%"), None);
-        assert_eq!(Metric::Throughput.resolution(), 0.001);
-        assert_eq!(Metric::CpuPerPacket.round(12.345), 12.3);
+        assert_eq!(LabMetric::Throughput.resolution(), 0.001);
+        assert_eq!(LabMetric::CpuPerPacket.round(12.345), 12.3);
     }
 
     #[test]
     fn a_cpus_share_parses_as_its_metric_and_cpu() {
-        let l1i = Metric::L1iMissesPerPacket;
+        let l1i = LabMetric::L1iMissesPerPacket;
         assert_eq!(
-            Metric::parse("l1i_misses_per_packet_cpu1"),
+            LabMetric::parse("l1i_misses_per_packet_cpu1"),
             Some((l1i, Some(1)))
         );
-        assert_eq!(Metric::parse(&l1i.cpu_name(3)), Some((l1i, Some(3))));
+        assert_eq!(LabMetric::parse(&l1i.cpu_name(3)), Some((l1i, Some(3))));
         assert_eq!(
-            Metric::parse("modelled_cycles_per_packet_total"),
-            Some((Metric::CyclesPerPacketTotal, None))
+            LabMetric::parse("modelled_cycles_per_packet_total"),
+            Some((LabMetric::CyclesPerPacketTotal, None))
         );
         for name in [
             "throughput_cpu1",
@@ -458,7 +463,7 @@ mod tests {
             "l1i_misses_per_packet_cpu64",
             "latency",
         ] {
-            assert_eq!(Metric::parse(name), None, "{name}");
+            assert_eq!(LabMetric::parse(name), None, "{name}");
         }
     }
 }

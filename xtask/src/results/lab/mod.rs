@@ -101,11 +101,11 @@ pub use guest::{BuiltProgram, DebRecord, GuestSample, GuestWork, Initramfs, NicC
 pub use host::{Benchmark, EthtoolSetting, HostInfo, HostRun, RuntimeSettings, LOOPBACK};
 pub use iperf::IperfOptions;
 pub use machine::{MachineInfo, QemuInfo};
-pub use metric::{Metric, MetricValue};
+pub use metric::{LabMetric, MetricValue};
 pub use router::{Flash, KernelCheck, RouterInfo};
 pub use status::Status;
 pub use timing::WallStep;
-pub use topology::Topology;
+pub use topology::TopologyName;
 
 use crate::util::fs::{read_limited, write_atomic, FileLimit};
 
@@ -258,7 +258,7 @@ pub struct Arm {
     /// The topology it boots when not the lab's (the mesh's reference
     /// arm "without batman-adv": `mesh-bridged`, the base's kernel).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<Topology>,
+    pub topology: Option<TopologyName>,
 }
 
 /// The lab kernel an arm of the QEMU lab boots.
@@ -390,7 +390,7 @@ pub struct LabRecord {
     /// The QEMU lab's topology (`nat-router`); `None` elsewhere and in
     /// schema-1 files (which were all `nat-router`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<Topology>,
+    pub topology: Option<TopologyName>,
     /// The L1 cache model, when the lab ran with `--cache-model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_model: Option<CacheModelInfo>,

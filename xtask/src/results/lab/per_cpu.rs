@@ -12,8 +12,8 @@
 //! busiest one: `packets/s = clock ÷ max over CPUs of cycles/packet`
 //! ([`bottleneck`]). A run's `modelled_cycles_per_packet` and
 //! `modelled_packets_per_second` are that CPU's; per-CPU metrics
-//! ([`Metric::cpu_name`]: `modelled_cycles_per_packet_cpu1`) and the sum
-//! ([`Metric::CyclesPerPacketTotal`]) come with them. One-CPU runs have no
+//! ([`LabMetric::cpu_name`]: `modelled_cycles_per_packet_cpu1`) and the sum
+//! ([`LabMetric::CyclesPerPacketTotal`]) come with them. One-CPU runs have no
 //! per-CPU part, and their files read as before.
 
 use anyhow::{bail, Context, Result};
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::core_model::{CoreCosts, Cycles};
 use super::counters::{CacheCounters, CacheGeometry, CoreCounters};
-use super::metric::{Metric, MetricValue};
+use super::metric::{LabMetric, MetricValue};
 
 /// One snapshot of the plugin: the sums and each vCPU's counters.
 #[derive(Debug, Clone, PartialEq)]
@@ -211,8 +211,8 @@ pub fn bottleneck(cpus: &[CpuWork]) -> Option<(u32, Cycles)> {
         .max_by(|a, b| a.1.total.total_cmp(&b.1.total))
 }
 
-/// The per-CPU metrics of a run (each of [`Metric::PER_CPU`] per CPU,
-/// and [`Metric::CyclesPerPacketTotal`]), rounded as `lab.json` keeps them.
+/// The per-CPU metrics of a run (each of [`LabMetric::PER_CPU`] per CPU,
+/// and [`LabMetric::CyclesPerPacketTotal`]), rounded as `lab.json` keeps them.
 pub fn metrics(cpus: &[CpuWork]) -> Vec<MetricValue> {
     let mut out = Vec::new();
     let costed: Vec<f64> = cpus
@@ -221,19 +221,19 @@ pub fn metrics(cpus: &[CpuWork]) -> Vec<MetricValue> {
         .collect();
     if !costed.is_empty() && costed.len() == cpus.len() {
         out.push(MetricValue::new(
-            Metric::CyclesPerPacketTotal,
+            LabMetric::CyclesPerPacketTotal,
             costed.iter().sum(),
         ));
     }
     for c in cpus {
         for (metric, value) in [
             (
-                Metric::CyclesPerPacket,
+                LabMetric::CyclesPerPacket,
                 c.cycles_per_packet.map(|y| y.total),
             ),
-            (Metric::InsnsPerPacket, c.insns_per_packet),
-            (Metric::L1iMissesPerPacket, c.l1i_misses_per_packet),
-            (Metric::L1dMissesPerPacket, c.l1d_misses_per_packet),
+            (LabMetric::InsnsPerPacket, c.insns_per_packet),
+            (LabMetric::L1iMissesPerPacket, c.l1i_misses_per_packet),
+            (LabMetric::L1dMissesPerPacket, c.l1d_misses_per_packet),
         ] {
             if let Some(v) = value {
                 out.push(MetricValue::of_cpu(metric, c.cpu, v));
@@ -323,7 +323,7 @@ mod tests {
             "{names:?}"
         );
         assert!(
-            !names.contains(&Metric::CyclesPerPacketTotal.name().to_string()),
+            !names.contains(&LabMetric::CyclesPerPacketTotal.name().to_string()),
             "{names:?}"
         );
         let costed: Vec<CpuWork> = cpus

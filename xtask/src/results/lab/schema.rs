@@ -37,7 +37,7 @@ struct Schema2 {
     settings: Settings,
     machine: MachineInfo,
     #[serde(default)]
-    topology: Option<super::Topology>,
+    topology: Option<super::TopologyName>,
     #[serde(default)]
     cache_model: Option<CacheModelInfo>,
     arms: Vec<Arm>,

@@ -100,7 +100,7 @@ fn a_host_run_has_a_bench_and_no_guest() {
         },
         warmup: false,
         started: "2026-01-01T00:00:00Z".to_string(),
-        metrics: vec![MetricValue::new(Metric::Tbench, 579.4)],
+        metrics: vec![MetricValue::new(LabMetric::Tbench, 579.4)],
         guest: None,
         iperf3_client: None,
         host: Some(HostRun {

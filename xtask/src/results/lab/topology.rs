@@ -1,4 +1,4 @@
-//! The QEMU lab's network by name ([`Topology`]), as `lab.json` records
+//! The QEMU lab's network by name ([`TopologyName`]), as `lab.json` records
 //! it in `topology` (the lab's) and in an arm's `topology` (the mesh's
 //! reference arm). The lab builds each one (`lab/topology/`); the
 //! report reads which one ran (the mesh adds its per-run table).
@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A lab network by name, written as the name (`"nat-router"`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Topology {
+pub enum TopologyName {
     /// `nat-router`: one router between a LAN and a WAN, masquerading out
     /// of its WAN; the lab's default.
     NatRouter,
@@ -17,78 +17,78 @@ pub enum Topology {
     /// loopback.
     Loopback,
     /// `mesh`: routers in a chain over batman-adv (`--topology mesh`),
-    /// which adds the reference arm on [`Topology::MeshBridged`].
+    /// which adds the reference arm on [`TopologyName::MeshBridged`].
     Mesh,
     /// `mesh-bridged`: the mesh's routers bridged without batman-adv,
     /// the mesh's reference arm.
     MeshBridged,
     /// A name this xtask does not know: read from a newer `lab.json` as
     /// written, or asked for (`--topology ring`), which the lab refuses
-    /// naming [`Topology::KNOWN`].
+    /// naming [`TopologyName::KNOWN`].
     Other(String),
 }
 
-impl Topology {
+impl TopologyName {
     /// The topologies the lab builds, in the order it lists them.
-    pub const KNOWN: [Topology; 4] = [
-        Topology::NatRouter,
-        Topology::Loopback,
-        Topology::Mesh,
-        Topology::MeshBridged,
+    pub const KNOWN: [TopologyName; 4] = [
+        TopologyName::NatRouter,
+        TopologyName::Loopback,
+        TopologyName::Mesh,
+        TopologyName::MeshBridged,
     ];
 
     /// Its name, as `lab.json` and `--topology` spell it.
     pub fn name(&self) -> &str {
         match self {
-            Topology::NatRouter => "nat-router",
-            Topology::Loopback => "loopback",
-            Topology::Mesh => "mesh",
-            Topology::MeshBridged => "mesh-bridged",
-            Topology::Other(name) => name,
+            TopologyName::NatRouter => "nat-router",
+            TopologyName::Loopback => "loopback",
+            TopologyName::Mesh => "mesh",
+            TopologyName::MeshBridged => "mesh-bridged",
+            TopologyName::Other(name) => name,
         }
     }
 
-    /// The topology called `name`; [`Topology::Other`] for a name this
+    /// The topology called `name`; [`TopologyName::Other`] for a name this
     /// xtask does not know.
-    pub fn named(name: &str) -> Topology {
-        Topology::KNOWN
+    pub fn named(name: &str) -> TopologyName {
+        TopologyName::KNOWN
             .into_iter()
             .find(|t| t.name() == name)
-            .unwrap_or_else(|| Topology::Other(name.to_string()))
+            .unwrap_or_else(|| TopologyName::Other(name.to_string()))
     }
 
-    /// Whether the lab builds it (not [`Topology::Other`]).
+    /// Whether the lab builds it (not [`TopologyName::Other`]).
     pub fn is_known(&self) -> bool {
-        !matches!(self, Topology::Other(_))
+        !matches!(self, TopologyName::Other(_))
     }
 
     /// The known names, comma-separated: `nat-router, loopback, …`.
     pub fn known_names() -> String {
-        Topology::KNOWN.map(|t| t.name().to_string()).join(", ")
+        TopologyName::KNOWN.map(|t| t.name().to_string()).join(", ")
     }
 }
 
-impl From<&str> for Topology {
-    fn from(name: &str) -> Topology {
-        Topology::named(name)
+impl From<&str> for TopologyName {
+    fn from(name: &str) -> TopologyName {
+        TopologyName::named(name)
     }
 }
 
-impl fmt::Display for Topology {
+impl fmt::Display for TopologyName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl Serialize for Topology {
+impl Serialize for TopologyName {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
     }
 }
 
-impl<'de> Deserialize<'de> for Topology {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Topology, D::Error> {
-        Ok(Topology::named(&String::deserialize(d)?))
+impl<'de> Deserialize<'de> for TopologyName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TopologyName, D::Error> {
+        Ok(TopologyName::named(&String::deserialize(d)?))
     }
 }
 
@@ -98,18 +98,21 @@ mod tests {
 
     #[test]
     fn a_topology_reads_and_writes_as_its_name_an_unknown_one_as_written() {
-        for t in Topology::KNOWN {
+        for t in TopologyName::KNOWN {
             let json = serde_json::to_string(&t).unwrap();
             assert_eq!(json, format!("\"{}\"", t.name()));
-            assert_eq!(serde_json::from_str::<Topology>(&json).unwrap(), t);
+            assert_eq!(serde_json::from_str::<TopologyName>(&json).unwrap(), t);
         }
-        let ring: Topology = serde_json::from_str("\"ring\"").unwrap();
-        assert_eq!(ring, Topology::Other("ring".to_string()));
+        let ring: TopologyName = serde_json::from_str("\"ring\"").unwrap();
+        assert_eq!(ring, TopologyName::Other("ring".to_string()));
         assert!(!ring.is_known());
         assert_eq!(serde_json::to_string(&ring).unwrap(), "\"ring\"");
-        assert_eq!(Topology::from("mesh-bridged"), Topology::MeshBridged);
         assert_eq!(
-            Topology::known_names(),
+            TopologyName::from("mesh-bridged"),
+            TopologyName::MeshBridged
+        );
+        assert_eq!(
+            TopologyName::known_names(),
             "nat-router, loopback, mesh, mesh-bridged"
         );
     }

@@ -6,11 +6,11 @@
 //! `crate::common::guest_checks`.
 #![allow(dead_code)]
 
-use xtask::lab::host::bench::parse_tbench;
-use xtask::lab::session::Guest;
+use xtask::lab::host_lab::programs::parse_tbench;
+use xtask::lab::session::RunningGuest;
 
 /// `batctl -v`'s line: the guest's batctl runs.
-pub fn batctl_version(guest: &mut Guest) -> String {
+pub fn batctl_version(guest: &mut RunningGuest) -> String {
     let out = guest.check("batctl -v").unwrap();
     let line = out
         .lines()
@@ -26,7 +26,7 @@ pub fn batctl_version(guest: &mut Guest) -> String {
 /// originator table lists bat1's originator (its hard interface's MAC,
 /// which the kernel reports), and returns that table. The mesh is removed
 /// again; panics with the guest's output when batman-adv or batctl fail.
-pub fn batman_pair(guest: &mut Guest) -> String {
+pub fn batman_pair(guest: &mut RunningGuest) -> String {
     // Without `peer name`, which busybox's ip cannot send, the kernel names
     // the peer veth0.
     guest
@@ -67,7 +67,7 @@ pub fn batman_pair(guest: &mut Guest) -> String {
 
 /// One tbench run of `seconds` with one client against `tbench_srv` on the
 /// guest's loopback: MB/s and tbench's result line.
-pub fn tbench(guest: &mut Guest, seconds: u32) -> (f64, String) {
+pub fn tbench(guest: &mut RunningGuest, seconds: u32) -> (f64, String) {
     let out = guest
         .check(&format!(
             "(tbench_srv >/dev/null 2>&1 & s=$!; sleep 1; tbench -t {seconds} 1 127.0.0.1; \

@@ -17,7 +17,7 @@ use crate::lab::net::Namespace;
 
 /// One feature as `ethtool -k` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shown {
+pub struct FeatureState {
     /// `on` or `off`.
     pub value: String,
     /// Marked `[fixed]`: the driver does not let it change.
@@ -26,7 +26,7 @@ pub struct Shown {
 
 /// Parses `ethtool -k DEV` output: feature name (as shown, sub-features
 /// too) → its state.
-pub fn parse_k(text: &str) -> BTreeMap<String, Shown> {
+pub fn parse_k(text: &str) -> BTreeMap<String, FeatureState> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
         let Some((name, rest)) = line.trim().split_once(": ") else {
@@ -38,7 +38,7 @@ pub fn parse_k(text: &str) -> BTreeMap<String, Shown> {
         };
         out.insert(
             name.to_string(),
-            Shown {
+            FeatureState {
                 value: value.to_string(),
                 fixed: rest.contains("[fixed]"),
             },
@@ -48,13 +48,13 @@ pub fn parse_k(text: &str) -> BTreeMap<String, Shown> {
 }
 
 /// `ethtool -k dev` in `ns`, parsed.
-pub fn read(ns: &Namespace, dev: &str) -> Result<BTreeMap<String, Shown>> {
+pub fn read(ns: &Namespace, dev: &str) -> Result<BTreeMap<String, FeatureState>> {
     Ok(parse_k(&ns.run("ethtool", &["-k", dev])?))
 }
 
 /// What in `shown` differs from `change`, one phrase each; empty when
 /// every feature is as asked.
-pub fn differences(change: &EthtoolChange, shown: &BTreeMap<String, Shown>) -> Vec<String> {
+pub fn differences(change: &EthtoolChange, shown: &BTreeMap<String, FeatureState>) -> Vec<String> {
     let mut out = Vec::new();
     for (feature, want) in &change.features {
         let name = shown_as(feature).unwrap_or(feature);

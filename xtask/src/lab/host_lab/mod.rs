@@ -14,8 +14,8 @@
 //! Results go to `target/xtask/lab/host/<started>-<pid>/`, target `host`,
 //! where `size-report` finds them.
 
-pub mod bench;
 pub mod features;
+pub mod programs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -389,9 +389,9 @@ impl Workload for LoopbackBench {
         let prefix = format!("run{:03}", run.index);
         let outcome = match bench {
             Benchmark::Tbench { clients } => {
-                bench::tbench(&ns, clients, run.seconds, dir, &prefix)?
+                programs::tbench(&ns, clients, run.seconds, dir, &prefix)?
             }
-            Benchmark::Iperf3 => bench::iperf3(&ns, run.seconds, dir, &prefix)?,
+            Benchmark::Iperf3 => programs::iperf3(&ns, run.seconds, dir, &prefix)?,
         };
         let features = bed.settings_read_back()?;
         let metrics = vec![MetricValue::new(bench.metric(), outcome.value)];
