@@ -34,6 +34,11 @@ use anyhow::{Context, Result};
 
 use super::topology::Guest;
 
+/// firewall4's ruleset as `fw4 print` writes it for OpenWrt's default
+/// zones, with `@LAN@`, `@WAN@`, `@LAN_NET@` and `@WAN_NET@` for the
+/// zones' devices and subnets ([`ruleset`] fills them in).
+const TEMPLATE: &str = include_str!("firewall4.nft");
+
 /// firewall4's ruleset for OpenWrt's default firewall configuration, its
 /// zones `lan` and `wan` the guest's NICs of those names and their IPv4
 /// networks (see the module docs). Errors: `guest` lacks either NIC or its
@@ -42,185 +47,11 @@ pub fn ruleset(guest: &Guest) -> Result<String> {
     let (lan, wan) = ("\"lan\"", "\"wan\"");
     let lan_net = zone_subnet(guest, "lan")?;
     let wan_net = zone_subnet(guest, "wan")?;
-    Ok(format!(
-        r#"table inet fw4
-flush table inet fw4
-
-table inet fw4 {{
-	#
-	# Defines
-	#
-
-	define lan_devices = {{ {lan} }}
-	define lan_subnets = {{ {lan_net} }}
-
-	define wan_devices = {{ {wan} }}
-	define wan_subnets = {{ {wan_net} }}
-
-
-	#
-	# Filter rules
-	#
-
-	chain input {{
-		type filter hook input priority filter; policy drop;
-		iif "lo" accept comment "!fw4: Accept traffic from loopback"
-
-		ct state vmap {{ established : accept, related : accept }} comment "!fw4: Handle inbound flows"
-		tcp flags & (fin | syn | rst | ack) == syn jump syn_flood comment "!fw4: Rate limit TCP syn packets"
-		iifname {lan} jump input_lan comment "!fw4: Handle lan IPv4/IPv6 input traffic"
-		iifname {wan} jump input_wan comment "!fw4: Handle wan IPv4/IPv6 input traffic"
-		jump handle_reject
-	}}
-
-	chain forward {{
-		type filter hook forward priority filter; policy drop;
-		ct state vmap {{ established : accept, related : accept }} comment "!fw4: Handle forwarded flows"
-		iifname {lan} jump forward_lan comment "!fw4: Handle lan IPv4/IPv6 forward traffic"
-		iifname {wan} jump forward_wan comment "!fw4: Handle wan IPv4/IPv6 forward traffic"
-		jump handle_reject
-	}}
-
-	chain output {{
-		type filter hook output priority filter; policy accept;
-		oif "lo" accept comment "!fw4: Accept traffic towards loopback"
-
-		ct state vmap {{ established : accept, related : accept }} comment "!fw4: Handle outbound flows"
-		oifname {lan} jump output_lan comment "!fw4: Handle lan IPv4/IPv6 output traffic"
-		oifname {wan} jump output_wan comment "!fw4: Handle wan IPv4/IPv6 output traffic"
-	}}
-
-	chain prerouting {{
-		type filter hook prerouting priority filter; policy accept;
-	}}
-
-	chain handle_reject {{
-		meta l4proto tcp reject with tcp reset comment "!fw4: Reject TCP traffic"
-		reject with icmpx type port-unreachable comment "!fw4: Reject any other traffic"
-	}}
-
-	chain syn_flood {{
-		limit rate 25/second burst 50 packets return comment "!fw4: Accept SYN packets below rate-limit"
-		drop comment "!fw4: Drop excess packets"
-	}}
-
-	chain input_lan {{
-		jump accept_from_lan
-	}}
-
-	chain output_lan {{
-		jump accept_to_lan
-	}}
-
-	chain forward_lan {{
-		jump accept_to_wan comment "!fw4: Accept lan to wan forwarding"
-		jump accept_to_lan
-	}}
-
-	chain accept_from_lan {{
-		iifname {lan} counter accept comment "!fw4: accept lan IPv4/IPv6 traffic"
-	}}
-
-	chain accept_to_lan {{
-		oifname {lan} counter accept comment "!fw4: accept lan IPv4/IPv6 traffic"
-	}}
-
-	chain input_wan {{
-		meta nfproto ipv4 udp dport 68 counter accept comment "!fw4: Allow-DHCP-Renew"
-		meta nfproto ipv4 icmp type 8 counter accept comment "!fw4: Allow-Ping"
-		meta nfproto ipv4 meta l4proto igmp counter accept comment "!fw4: Allow-IGMP"
-		ip6 saddr fc00::/6 ip6 daddr fc00::/6 udp dport 546 counter accept comment "!fw4: Allow-DHCPv6"
-		ip6 saddr fe80::/10 icmpv6 type . icmpv6 code {{ 130 . 0, 131 . 0, 132 . 0, 143 . 0 }} counter accept comment "!fw4: Allow-MLD"
-		meta nfproto ipv6 icmpv6 type {{ 128, 129, 1, 3, 133, 134 }} limit rate 1000/second counter accept comment "!fw4: Allow-ICMPv6-Input"
-		meta nfproto ipv6 icmpv6 type . icmpv6 code {{ 2 . 0, 4 . 0, 4 . 1, 135 . 0, 136 . 0 }} limit rate 1000/second counter accept comment "!fw4: Allow-ICMPv6-Input"
-		jump reject_from_wan
-	}}
-
-	chain output_wan {{
-		jump accept_to_wan
-	}}
-
-	chain forward_wan {{
-		meta nfproto ipv6 icmpv6 type {{ 128, 129, 1, 3 }} limit rate 1000/second counter accept comment "!fw4: Allow-ICMPv6-Forward"
-		meta nfproto ipv6 icmpv6 type . icmpv6 code {{ 2 . 0, 4 . 0, 4 . 1 }} limit rate 1000/second counter accept comment "!fw4: Allow-ICMPv6-Forward"
-		meta l4proto esp counter jump accept_to_lan comment "!fw4: Allow-IPSec-ESP"
-		udp dport 500 counter jump accept_to_lan comment "!fw4: Allow-ISAKMP"
-		jump reject_to_wan
-	}}
-
-	chain accept_to_wan {{
-		meta nfproto ipv4 oifname {wan} ct state invalid counter drop comment "!fw4: Prevent NAT leakage"
-		oifname {wan} counter accept comment "!fw4: accept wan IPv4/IPv6 traffic"
-	}}
-
-	chain reject_from_wan {{
-		iifname {wan} counter jump handle_reject comment "!fw4: reject wan IPv4/IPv6 traffic"
-	}}
-
-	chain reject_to_wan {{
-		oifname {wan} counter jump handle_reject comment "!fw4: reject wan IPv4/IPv6 traffic"
-	}}
-
-
-	#
-	# NAT rules
-	#
-
-	chain dstnat {{
-		type nat hook prerouting priority dstnat; policy accept;
-	}}
-
-	chain srcnat {{
-		type nat hook postrouting priority srcnat; policy accept;
-		oifname {wan} jump srcnat_wan comment "!fw4: Handle wan IPv4/IPv6 srcnat traffic"
-	}}
-
-	chain srcnat_wan {{
-		meta nfproto ipv4 masquerade comment "!fw4: Masquerade IPv4 wan traffic"
-	}}
-
-
-	#
-	# Raw rules (notrack)
-	#
-
-	chain raw_prerouting {{
-		type filter hook prerouting priority raw; policy accept;
-	}}
-
-	chain raw_output {{
-		type filter hook output priority raw; policy accept;
-	}}
-
-
-	#
-	# Mangle rules
-	#
-
-	chain mangle_prerouting {{
-		type filter hook prerouting priority mangle; policy accept;
-	}}
-
-	chain mangle_postrouting {{
-		type filter hook postrouting priority mangle; policy accept;
-		oifname {wan} tcp flags syn / syn,fin,rst tcp option maxseg size set rt mtu comment "!fw4: Zone wan IPv4/IPv6 egress MTU fixing"
-	}}
-
-	chain mangle_input {{
-		type filter hook input priority mangle; policy accept;
-	}}
-
-	chain mangle_output {{
-		type route hook output priority mangle; policy accept;
-	}}
-
-	chain mangle_forward {{
-		type filter hook forward priority mangle; policy accept;
-		iifname {wan} tcp flags syn / syn,fin,rst tcp option maxseg size set rt mtu comment "!fw4: Zone wan IPv4/IPv6 ingress MTU fixing"
-	}}
-}}
-"#
-    ))
+    Ok(TEMPLATE
+        .replace("@LAN_NET@", &lan_net)
+        .replace("@WAN_NET@", &wan_net)
+        .replace("@LAN@", lan)
+        .replace("@WAN@", wan))
 }
 
 /// The IPv4 network of `guest`'s NIC `zone` (`192.168.1.0/24`), as fw4

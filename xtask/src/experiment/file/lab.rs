@@ -83,74 +83,9 @@ pub(super) fn lab_spec(
         });
     let workload_name = l.workload.clone();
     let default = LabRequest::qemu("").on_topology(topology_name.0.clone());
-    let workload = match workload_name.as_ref().map(|w| w.get_ref().as_str()) {
-        None | Some("iperf3") => {
-            if let Some(g) = &l.guest {
-                bail!("{}: guest is for workload = \"tbench\"; iperf3 runs between the endpoints from and to", at(g.span()));
-            }
-            WorkloadSpec::Iperf3 {
-                from: l
-                    .from
-                    .as_ref()
-                    .map_or("lan".into(), |s| s.get_ref().clone()),
-                to: l.to.as_ref().map_or("wan".into(), |s| s.get_ref().clone()),
-            }
-        }
-        Some("tbench") => {
-            if let Some(k) = [&l.from, &l.to].into_iter().flatten().next() {
-                bail!("{}: {TBENCH_NOT_FORWARDING}", at(k.span()));
-            }
-            WorkloadSpec::Tbench {
-                guest: l
-                    .guest
-                    .as_ref()
-                    .map_or("router".into(), |s| s.get_ref().clone()),
-            }
-        }
-        Some(other) => {
-            let span = workload_name.as_ref().map(|w| w.span()).unwrap_or_default();
-            bail!(
-                "{}: unknown workload {other:?}; use iperf3 or tbench",
-                at(span)
-            );
-        }
-    };
+    let workload = workload_of(&l, at)?;
 
-    let mut lab_targets = Vec::new();
-    match &l.targets {
-        None => {
-            for t in chosen {
-                if t.lab.is_none() {
-                    bail!(
-                        "{}: [lab] has no targets key, so its lab runs every target of the experiment, but target {} has no [lab] table in targets/{}.toml; list the lab's targets in [lab] targets = [...]",
-                        at(table.clone()),
-                        t.name,
-                        t.name
-                    );
-                }
-                lab_targets.push(t.name.clone());
-            }
-        }
-        Some(list) => {
-            for s in list {
-                let found = targets::select(chosen, std::slice::from_ref(s.get_ref()))
-                    .with_context(|| {
-                        format!(
-                            "{}: lab.targets must be among the experiment's targets",
-                            at(s.span())
-                        )
-                    })?;
-                for t in found {
-                    if t.lab.is_none() {
-                        bail!("{}: target {} has no [lab] table in targets/{}.toml; the lab runs targets that have one", at(s.span()), t.name, t.name);
-                    }
-                    if !lab_targets.contains(&t.name) {
-                        lab_targets.push(t.name.clone());
-                    }
-                }
-            }
-        }
-    }
+    let lab_targets = lab_targets(&l, (table.clone(), chosen), at)?;
     let gro = match &l.gro {
         None => None,
         Some(g) => Some(g.get_ref().parse::<GroChoice>().map_err(|_| {
@@ -228,8 +163,113 @@ pub(super) fn lab_spec(
             bail!("{place}: {}", wording(&p));
         }
     }
-    if let (Some(c), Some(span)) = (request.cpus, counts.get(&Field::Cpus)) {
-        for name in &lab_targets {
+    check_targets(
+        &l,
+        (&request, counts.get(&Field::Cpus)),
+        (&lab_targets, chosen),
+        at,
+    )?;
+    Ok(LabSpec {
+        targets: lab_targets,
+        labs,
+        request,
+    })
+}
+
+/// The workload the table asks for (iperf3 `from` → `to`, or tbench in
+/// `guest`). Errors: an unknown workload, or a place key of the other one.
+fn workload_of(l: &RawLab, at: &dyn Fn(Range<usize>) -> String) -> Result<WorkloadSpec> {
+    Ok(match l.workload.as_ref().map(|w| w.get_ref().as_str()) {
+        None | Some("iperf3") => {
+            if let Some(g) = &l.guest {
+                bail!("{}: guest is for workload = \"tbench\"; iperf3 runs between the endpoints from and to", at(g.span()));
+            }
+            WorkloadSpec::Iperf3 {
+                from: l
+                    .from
+                    .as_ref()
+                    .map_or("lan".into(), |s| s.get_ref().clone()),
+                to: l.to.as_ref().map_or("wan".into(), |s| s.get_ref().clone()),
+            }
+        }
+        Some("tbench") => {
+            if let Some(k) = [&l.from, &l.to].into_iter().flatten().next() {
+                bail!("{}: {TBENCH_NOT_FORWARDING}", at(k.span()));
+            }
+            WorkloadSpec::Tbench {
+                guest: l
+                    .guest
+                    .as_ref()
+                    .map_or("router".into(), |s| s.get_ref().clone()),
+            }
+        }
+        Some(other) => {
+            let span = l.workload.as_ref().map(|w| w.span()).unwrap_or_default();
+            bail!(
+                "{}: unknown workload {other:?}; use iperf3 or tbench",
+                at(span)
+            );
+        }
+    })
+}
+
+/// The lab's targets: `targets`, each among the experiment's `chosen` and
+/// with a `[lab]` table, or every chosen target when the key is left out
+/// (then each needs a `[lab]` table, named at `table`).
+fn lab_targets(
+    l: &RawLab,
+    (table, chosen): (Range<usize>, &[Target]),
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<Vec<String>> {
+    let mut lab_targets = Vec::new();
+    match &l.targets {
+        None => {
+            for t in chosen {
+                if t.lab.is_none() {
+                    bail!(
+                        "{}: [lab] has no targets key, so its lab runs every target of the experiment, but target {} has no [lab] table in targets/{}.toml; list the lab's targets in [lab] targets = [...]",
+                        at(table),
+                        t.name,
+                        t.name
+                    );
+                }
+                lab_targets.push(t.name.clone());
+            }
+        }
+        Some(list) => {
+            for s in list {
+                let found = targets::select(chosen, std::slice::from_ref(s.get_ref()))
+                    .with_context(|| {
+                        format!(
+                            "{}: lab.targets must be among the experiment's targets",
+                            at(s.span())
+                        )
+                    })?;
+                for t in found {
+                    if t.lab.is_none() {
+                        bail!("{}: target {} has no [lab] table in targets/{}.toml; the lab runs targets that have one", at(s.span()), t.name, t.name);
+                    }
+                    if !lab_targets.contains(&t.name) {
+                        lab_targets.push(t.name.clone());
+                    }
+                }
+            }
+        }
+    }
+    Ok(lab_targets)
+}
+
+/// What the lab targets' own tables must allow of `request`: at most
+/// their `max_cpus` (`cpus_at` is where the file asks for CPUs), and a
+/// `[lab.l1]` table for the cache model.
+fn check_targets(
+    l: &RawLab,
+    (request, cpus_at): (&LabRequest, Option<&Range<usize>>),
+    (lab_targets, chosen): (&[String], &[Target]),
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<()> {
+    if let (Some(c), Some(span)) = (request.cpus, cpus_at) {
+        for name in lab_targets {
             let t = chosen.iter().find(|t| &t.name == name).expect("chosen");
             if let Some(spec) = t.lab.as_ref().filter(|s| c > s.max_cpus) {
                 bail!(
@@ -242,8 +282,8 @@ pub(super) fn lab_spec(
             }
         }
     }
-    if cache_model {
-        for name in &lab_targets {
+    if request.cache_model {
+        for name in lab_targets {
             let t = chosen.iter().find(|t| &t.name == name).expect("chosen");
             if t.lab.as_ref().is_some_and(|l| l.l1.is_none()) {
                 let s = l.model.as_ref().map(|m| m.span()).unwrap_or_default();
@@ -251,11 +291,7 @@ pub(super) fn lab_spec(
             }
         }
     }
-    Ok(LabSpec {
-        targets: lab_targets,
-        labs,
-        request,
-    })
+    Ok(())
 }
 
 /// Why tbench takes no forwarding key.

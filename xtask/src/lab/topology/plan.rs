@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use anyhow::{Context, Result};
 
-use super::model::{Port, Topology};
+use super::model::{Link, Port, Topology};
 use crate::lab::net::{Cidr, Mac, Names, Step};
 
 /// The bridge in a bridged link's namespace.
@@ -84,158 +84,27 @@ impl NetPlan {
 /// Plans `topology` (checked) with `names` for its namespaces and taps.
 pub fn plan(topology: &Topology, names: Names) -> Result<NetPlan> {
     topology.check()?;
-    let mut create = Vec::new();
-    let mut attach = Vec::new();
-    let mut taps = Vec::new();
-    let mut endpoints = Vec::new();
-    let mut guests: Vec<(String, Vec<QemuNic>)> = topology
-        .guests
-        .iter()
-        .map(|g| (g.name.clone(), Vec::new()))
-        .collect();
+    let mut out = NetPlan {
+        create: Vec::new(),
+        taps: Vec::new(),
+        attach: Vec::new(),
+        guests: topology
+            .guests
+            .iter()
+            .map(|g| (g.name.clone(), Vec::new()))
+            .collect(),
+        endpoints: Vec::new(),
+    };
     for e in &topology.endpoints {
-        create.push(Step::Namespace {
+        out.create.push(Step::Namespace {
             name: names.netns(&e.name),
         });
     }
     for link in &topology.links {
-        let mut link_taps = Vec::new();
-        let mut link_endpoints = Vec::new();
-        for port in &link.ports {
-            match port {
-                Port::Nic { guest, nic } => {
-                    let tap = names.tap(taps.len())?;
-                    create.push(Step::Tap { name: tap.clone() });
-                    taps.push(tap.clone());
-                    link_taps.push((guest.clone(), nic.clone(), tap));
-                }
-                Port::Endpoint(e) => link_endpoints.push(
-                    topology
-                        .endpoint(e)
-                        .with_context(|| format!("no endpoint {e}"))?,
-                ),
-            }
-        }
-        let point_to_point = link_taps.len() == 1 && link_endpoints.len() == 1;
-        let bridge_ns = names.netns(&format!("{}-link", link.name));
-        if !point_to_point {
-            create.push(Step::Namespace {
-                name: bridge_ns.clone(),
-            });
-            attach.push(Step::Bridge {
-                netns: bridge_ns.clone(),
-                name: BRIDGE.to_string(),
-            });
-        }
-        for (_, _, tap) in &link_taps {
-            let netns = if point_to_point {
-                names.netns(&link_endpoints[0].name)
-            } else {
-                bridge_ns.clone()
-            };
-            attach.push(Step::Move {
-                dev: tap.clone(),
-                netns: netns.clone(),
-            });
-            if !point_to_point {
-                attach.push(Step::Enslave {
-                    netns: netns.clone(),
-                    dev: tap.clone(),
-                    bridge: BRIDGE.to_string(),
-                });
-            }
-            if point_to_point {
-                attach.push(address(&netns, tap, link_endpoints[0].address));
-            }
-            if let Some(mtu) = link.mtu {
-                attach.push(Step::Mtu {
-                    netns: netns.clone(),
-                    dev: tap.clone(),
-                    mtu,
-                });
-            }
-            attach.push(Step::Up {
-                netns: netns.clone(),
-                dev: tap.clone(),
-            });
-            attach.push(Step::OffloadsOff {
-                netns,
-                dev: tap.clone(),
-            });
-        }
-        for e in &link_endpoints {
-            let netns = names.netns(&e.name);
-            let dev = if point_to_point {
-                link_taps[0].2.clone()
-            } else {
-                // The bridge's end is called after the endpoint, the
-                // endpoint's after the link.
-                attach.push(Step::Veth {
-                    netns: bridge_ns.clone(),
-                    name: e.name.clone(),
-                    peer_netns: netns.clone(),
-                    peer: link.name.clone(),
-                });
-                attach.push(Step::Enslave {
-                    netns: bridge_ns.clone(),
-                    dev: e.name.clone(),
-                    bridge: BRIDGE.to_string(),
-                });
-                if let Some(mtu) = link.mtu {
-                    attach.push(Step::Mtu {
-                        netns: bridge_ns.clone(),
-                        dev: e.name.clone(),
-                        mtu,
-                    });
-                }
-                attach.push(Step::Up {
-                    netns: bridge_ns.clone(),
-                    dev: e.name.clone(),
-                });
-                attach.push(address(&netns, &link.name, e.address));
-                if let Some(mtu) = link.mtu {
-                    attach.push(Step::Mtu {
-                        netns: netns.clone(),
-                        dev: link.name.clone(),
-                        mtu,
-                    });
-                }
-                attach.push(Step::Up {
-                    netns: netns.clone(),
-                    dev: link.name.clone(),
-                });
-                attach.push(Step::OffloadsOff {
-                    netns: netns.clone(),
-                    dev: link.name.clone(),
-                });
-                link.name.clone()
-            };
-            endpoints.push(PlannedEndpoint {
-                name: e.name.clone(),
-                netns,
-                dev,
-                address: e.address.addr,
-            });
-        }
-        for (guest, nic, tap) in link_taps {
-            let g = topology
-                .guest(&guest)
-                .with_context(|| format!("no guest {guest}"))?;
-            let mac = g
-                .nics
-                .iter()
-                .find(|n| n.name == nic)
-                .with_context(|| format!("no NIC {guest}.{nic}"))?
-                .mac;
-            let slot = guests
-                .iter_mut()
-                .find(|(name, _)| *name == guest)
-                .with_context(|| format!("no guest {guest}"))?;
-            slot.1.push(QemuNic { id: nic, tap, mac });
-        }
+        plan_link(topology, link, &names, &mut out)?;
     }
     // QEMU's NIC order is the guest's, whatever order the links list them in.
-    for (name, nics) in &mut guests {
+    for (name, nics) in &mut out.guests {
         let g = topology
             .guest(name)
             .with_context(|| format!("no guest {name}"))?;
@@ -243,21 +112,159 @@ pub fn plan(topology: &Topology, names: Names) -> Result<NetPlan> {
     }
     for e in &topology.endpoints {
         if let Some(via) = e.gateway {
-            attach.push(Step::Route {
+            out.attach.push(Step::Route {
                 netns: names.netns(&e.name),
                 to: None,
                 via,
             });
         }
     }
-    endpoints.sort_by_key(|up| topology.endpoints.iter().position(|e| e.name == up.name));
-    Ok(NetPlan {
-        create,
-        taps,
-        attach,
-        guests,
-        endpoints,
-    })
+    out.endpoints
+        .sort_by_key(|up| topology.endpoints.iter().position(|e| e.name == up.name));
+    Ok(out)
+}
+
+/// Adds `link`'s taps, namespace and bridge (unless it joins one guest NIC
+/// to one endpoint, point to point), veths, addresses, MTUs, offloads and
+/// the guests' QEMU NICs to `out`.
+fn plan_link(topology: &Topology, link: &Link, names: &Names, out: &mut NetPlan) -> Result<()> {
+    let mut link_taps = Vec::new();
+    let mut link_endpoints = Vec::new();
+    for port in &link.ports {
+        match port {
+            Port::Nic { guest, nic } => {
+                let tap = names.tap(out.taps.len())?;
+                out.create.push(Step::Tap { name: tap.clone() });
+                out.taps.push(tap.clone());
+                link_taps.push((guest.clone(), nic.clone(), tap));
+            }
+            Port::Endpoint(e) => link_endpoints.push(
+                topology
+                    .endpoint(e)
+                    .with_context(|| format!("no endpoint {e}"))?,
+            ),
+        }
+    }
+    let point_to_point = link_taps.len() == 1 && link_endpoints.len() == 1;
+    let bridge_ns = names.netns(&format!("{}-link", link.name));
+    if !point_to_point {
+        out.create.push(Step::Namespace {
+            name: bridge_ns.clone(),
+        });
+        out.attach.push(Step::Bridge {
+            netns: bridge_ns.clone(),
+            name: BRIDGE.to_string(),
+        });
+    }
+    for (_, _, tap) in &link_taps {
+        let netns = if point_to_point {
+            names.netns(&link_endpoints[0].name)
+        } else {
+            bridge_ns.clone()
+        };
+        out.attach.push(Step::Move {
+            dev: tap.clone(),
+            netns: netns.clone(),
+        });
+        if !point_to_point {
+            out.attach.push(Step::Enslave {
+                netns: netns.clone(),
+                dev: tap.clone(),
+                bridge: BRIDGE.to_string(),
+            });
+        }
+        if point_to_point {
+            out.attach
+                .push(address(&netns, tap, link_endpoints[0].address));
+        }
+        if let Some(mtu) = link.mtu {
+            out.attach.push(Step::Mtu {
+                netns: netns.clone(),
+                dev: tap.clone(),
+                mtu,
+            });
+        }
+        out.attach.push(Step::Up {
+            netns: netns.clone(),
+            dev: tap.clone(),
+        });
+        out.attach.push(Step::OffloadsOff {
+            netns,
+            dev: tap.clone(),
+        });
+    }
+    for e in &link_endpoints {
+        let netns = names.netns(&e.name);
+        let dev = if point_to_point {
+            link_taps[0].2.clone()
+        } else {
+            // The bridge's end is called after the endpoint, the
+            // endpoint's after the link.
+            out.attach.push(Step::Veth {
+                netns: bridge_ns.clone(),
+                name: e.name.clone(),
+                peer_netns: netns.clone(),
+                peer: link.name.clone(),
+            });
+            out.attach.push(Step::Enslave {
+                netns: bridge_ns.clone(),
+                dev: e.name.clone(),
+                bridge: BRIDGE.to_string(),
+            });
+            if let Some(mtu) = link.mtu {
+                out.attach.push(Step::Mtu {
+                    netns: bridge_ns.clone(),
+                    dev: e.name.clone(),
+                    mtu,
+                });
+            }
+            out.attach.push(Step::Up {
+                netns: bridge_ns.clone(),
+                dev: e.name.clone(),
+            });
+            out.attach.push(address(&netns, &link.name, e.address));
+            if let Some(mtu) = link.mtu {
+                out.attach.push(Step::Mtu {
+                    netns: netns.clone(),
+                    dev: link.name.clone(),
+                    mtu,
+                });
+            }
+            out.attach.push(Step::Up {
+                netns: netns.clone(),
+                dev: link.name.clone(),
+            });
+            out.attach.push(Step::OffloadsOff {
+                netns: netns.clone(),
+                dev: link.name.clone(),
+            });
+            link.name.clone()
+        };
+        out.endpoints.push(PlannedEndpoint {
+            name: e.name.clone(),
+            netns,
+            dev,
+            address: e.address.addr,
+        });
+    }
+    for (guest, nic, tap) in link_taps {
+        let g = topology
+            .guest(&guest)
+            .with_context(|| format!("no guest {guest}"))?;
+        let mac = g
+            .nics
+            .iter()
+            .find(|n| n.name == nic)
+            .with_context(|| format!("no NIC {guest}.{nic}"))?
+            .mac;
+        let slot = out
+            .guests
+            .iter_mut()
+            .find(|(name, _)| *name == guest)
+            .with_context(|| format!("no guest {guest}"))?;
+        slot.1.push(QemuNic { id: nic, tap, mac });
+    }
+    Ok(())
 }
 
 fn address(netns: &str, dev: &str, address: Cidr) -> Step {
