@@ -29,12 +29,7 @@ use crate::results::now_rfc3339;
 /// What a run may take beyond its seconds: tbench reading its 26 MB
 /// loadfile in an emulated guest, the server starting, its cleanup.
 const SLACK: Duration = Duration::from_secs(120);
-/// tbench's clients when `--clients` does not say: the host lab's
-/// default too.
-pub const DEFAULT_CLIENTS: u32 = 2;
-/// The most tbench clients a run may start (each is a process pair in a
-/// guest of 256 MB).
-pub const MAX_CLIENTS: u32 = 64;
+pub use super::request::option::{DEFAULT_CLIENTS, MAX_CLIENTS};
 
 /// tbench with `clients` clients inside guest `guest` (see the module
 /// docs).

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 
 use super::topology::{self, Name};
-use super::{orchestrate, workload};
+use super::workload;
 
 pub mod option;
 mod problem;
@@ -101,6 +101,15 @@ impl DirectionChoice {
             DirectionChoice::Both => Direction::BOTH.to_vec(),
         }
     }
+}
+
+/// Whether the base runs a second time as the A/A control arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// It does (`<base>~control`, the noise floor).
+    Twin,
+    /// It does not (`--no-control`).
+    Without,
 }
 
 /// What each run of the lab does, and where.
@@ -208,7 +217,7 @@ pub struct LabRequest {
     /// command line; an experiment file's `workload`).
     pub workload: WorkloadSpec,
     /// tbench's clients (`--clients`, `clients`; tbench only); `None`:
-    /// [`super::guest_tbench::DEFAULT_CLIENTS`].
+    /// [`option::DEFAULT_CLIENTS`].
     pub tbench_clients: Option<u32>,
     /// iperf3's streams, MSS and UDP rate (`--parallel`, `--set-mss`,
     /// `--udp`; iperf3 only).
@@ -230,7 +239,7 @@ pub struct LabRequest {
     /// packet_steering`), with where it was asked; QEMU only.
     pub packet_steering: Option<(crate::inputs::steering::SteeringSpec, String)>,
     /// `--resume DIR`: continue the lab that stopped there
-    /// ([`super::orchestrate::Start::Resume`]) instead of starting a new one.
+    /// (the orchestrator's `Start::Resume`) instead of starting a new one.
     pub resume: Option<PathBuf>,
     /// The whole-number options without a field of their own, by their
     /// experiment-file key ([`LabRequest::count`]); `lab.json` records
@@ -294,11 +303,11 @@ impl LabRequest {
     }
 
     /// Whether the base runs a second time as the A/A control arm.
-    pub fn control(&self) -> orchestrate::Control {
+    pub fn control(&self) -> Control {
         if self.control {
-            orchestrate::Control::Twin
+            Control::Twin
         } else {
-            orchestrate::Control::Without
+            Control::Without
         }
     }
 
@@ -314,8 +323,7 @@ impl LabRequest {
 
     /// tbench's clients (2 unless asked).
     pub fn clients(&self) -> u32 {
-        self.tbench_clients
-            .unwrap_or(super::guest_tbench::DEFAULT_CLIENTS)
+        self.tbench_clients.unwrap_or(option::DEFAULT_CLIENTS)
     }
 
     /// `iperf3 lan → wan`, `iperf3 -P8 -M 536 lan → far`, `tbench in

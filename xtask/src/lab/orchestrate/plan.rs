@@ -19,14 +19,7 @@ pub enum Mode {
     PrepareOnly,
 }
 
-/// Whether the base runs a second time as the A/A control arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Control {
-    /// It does (`<base>~control`, the noise floor).
-    Twin,
-    /// It does not (`--no-control`).
-    Without,
-}
+pub use crate::lab::request::Control;
 
 /// What the lab will do, before it does anything (see the module docs).
 pub struct LabPlan {

@@ -18,6 +18,13 @@ pub const DEFAULT_RUNS: u32 = 5;
 /// Seconds per run when a request does not say (`lab --duration`).
 pub const DEFAULT_DURATION_SECONDS: u32 = 10;
 
+/// tbench's clients when `--clients` does not say: the host lab's
+/// default too.
+pub const DEFAULT_CLIENTS: u32 = 2;
+/// The most tbench clients a run may start (each is a process pair in a
+/// guest of 256 MB).
+pub const MAX_CLIENTS: u32 = 64;
+
 /// A field of [`crate::lab::LabRequest`] an option sets or a [`crate::lab::Problem`] is
 /// about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -219,8 +226,8 @@ pub const OPTIONS: &[LabOption] = &[
         help: "tbench's clients (--lab host and --topology loopback)",
         count: Some(Count {
             min: 1,
-            max: crate::lab::guest_tbench::MAX_CLIENTS,
-            default: Some(crate::lab::guest_tbench::DEFAULT_CLIENTS),
+            max: MAX_CLIENTS,
+            default: Some(DEFAULT_CLIENTS),
             unit: "tbench clients",
             limit: "the workbench's limit",
         }),
