@@ -116,6 +116,20 @@ pub trait Testbed {
         Ok(None)
     }
 
+    /// Starts the measured router's own counters for a run's traffic (a
+    /// real router with `perf`: [`super::ssh::perf`]); nothing where there
+    /// are none.
+    fn start_router_counters(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Stops them: each event's count over the traffic by perf's name
+    /// (`cycles`), the events the router's core counted; `None` where
+    /// nothing counted.
+    fn stop_router_counters(&mut self) -> Result<Option<BTreeMap<String, u64>>> {
+        Ok(None)
+    }
+
     /// The measured router's CPUs: on more than one, QEMU runs without
     /// `-icount` and the guest's CPU time is host time, so the workload
     /// records no ns/packet.

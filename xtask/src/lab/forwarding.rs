@@ -184,6 +184,9 @@ impl Workload for Forwarding {
         if let Some(ns) = work.ns_per_packet.filter(|_| router.cpus() == 1) {
             metrics.push(MetricValue::new(LabMetric::CpuPerPacket, ns));
         }
+        if let Some(counts) = &out.router_counters {
+            metrics.extend(super::ssh::perf::metrics(counts, work.packets));
+        }
         let frame_bytes = mean_frame_bytes(&out.before, &out.after);
         let cache_model = out
             .model

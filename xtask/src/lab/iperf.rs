@@ -63,6 +63,9 @@ pub struct RunOutput {
     /// The cache model's counters right before and right after the
     /// traffic (inside the window of `before` and `after`), with a model.
     pub model: Option<(Snapshot, Snapshot)>,
+    /// The router's own counters over the traffic by event (a real
+    /// router with perf), when it has them.
+    pub router_counters: Option<std::collections::BTreeMap<String, u64>>,
     /// The client's `--json` report.
     pub client: serde_json::Value,
     /// The server's `--json` report.
@@ -105,6 +108,7 @@ pub fn run(
     // The model's counters after the guest's own sampling commands, and
     // (below) before the next ones: the traffic alone.
     let model_before = router_model(&mut watch, router, timing::MODEL_BEFORE)?;
+    router.start_router_counters()?;
     let mut client = Command::new("ip");
     client
         .args(["netns", "exec", &client_netns, "iperf3", "--client"])
@@ -143,6 +147,7 @@ pub fn run(
             router.diagnostics()
         );
     }
+    let router_counters = router.stop_router_counters()?;
     let model_after = router_model(&mut watch, router, timing::MODEL_AFTER)?;
     let after = watch.time(timing::SAMPLE_AFTER, || router.sample(SamplePoint::After))?;
     watch
@@ -155,6 +160,7 @@ pub fn run(
         before,
         after,
         model: model_before.zip(model_after),
+        router_counters,
         client,
         server,
         steps: watch.into_steps(),

@@ -213,6 +213,16 @@ pub struct Supervisor<'a> {
     output: Output<'a>,
     grace: Duration,
     hint: &'a str,
+    stdin: Stdin,
+}
+
+/// Where a supervised child's standard input comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stdin {
+    /// `/dev/null`.
+    Null,
+    /// A pipe the caller holds ([`Supervised::close_stdin`] ends it).
+    Piped,
 }
 
 impl<'a> Supervisor<'a> {
@@ -226,6 +236,17 @@ impl<'a> Supervisor<'a> {
             output: Output::Inherit,
             grace: DEFAULT_GRACE,
             hint: "",
+            stdin: Stdin::Null,
+        }
+    }
+
+    /// Its standard input a pipe this process holds open until
+    /// [`Supervised::close_stdin`] (or the drop of the [`Supervised`]):
+    /// for a child that runs until its input ends (`perf stat -- cat`).
+    pub fn stdin_piped(self) -> Supervisor<'a> {
+        Supervisor {
+            stdin: Stdin::Piped,
+            ..self
         }
     }
 
@@ -246,7 +267,7 @@ impl<'a> Supervisor<'a> {
         Supervisor { hint, ..self }
     }
 
-    /// Starts the child: stdin from `/dev/null`, tied to the spawning
+    /// Starts the child: stdin from `/dev/null` (or a pipe), tied to the spawning
     /// thread ([`tie_to_parent`]; spawn from a thread that outlives the
     /// child), leader of a new process group.
     ///
@@ -260,6 +281,7 @@ impl<'a> Supervisor<'a> {
             output,
             grace,
             hint,
+            stdin,
         } = self;
         let create = |path: &Path| {
             File::create(path).with_context(|| format!("creating {}", path.display()))
@@ -299,7 +321,10 @@ impl<'a> Supervisor<'a> {
         tie_to_parent(&mut command);
         let program = command.get_program().to_string_lossy().into_owned();
         let child = command
-            .stdin(Stdio::null())
+            .stdin(match stdin {
+                Stdin::Null => Stdio::null(),
+                Stdin::Piped => Stdio::piped(),
+            })
             .stdout(out)
             .stderr(err)
             .process_group(0)
@@ -343,6 +368,13 @@ pub struct Supervised {
 }
 
 impl Supervised {
+    /// Closes its standard input ([`Supervisor::stdin_piped`]): a child
+    /// that reads it to the end then exits. Nothing for a child whose
+    /// input is `/dev/null` or already closed.
+    pub fn close_stdin(&mut self) {
+        drop(self.child.stdin.take());
+    }
+
     /// The child's process id (also its process group's id).
     pub fn id(&self) -> u32 {
         self.child.id()
@@ -536,34 +568,6 @@ impl Drop for Supervised {
     }
 }
 
-/// A process as `/proc/<pid>/stat` shows it (proc(5)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcStat {
-    /// Its state letter: `R`, `S`, `D`, `Z` (a zombie), `X` (dead), ….
-    pub state: char,
-    /// Its process group.
-    pub pgrp: i32,
-}
-
-impl ProcStat {
-    /// Whether it has exited: a zombie waiting for its parent (for an
-    /// orphan, init) to reap it, or dead.
-    pub fn exited(&self) -> bool {
-        matches!(self.state, 'Z' | 'X')
-    }
-}
-
-/// `/proc/<pid>/stat` of process `pid`; `None` when it is gone (or the
-/// file does not read as proc(5) says: `pid (comm) state ppid pgrp …`,
-/// the fields after the last `)`, since `comm` may hold any byte).
-pub fn proc_stat(pid: u32) -> Option<ProcStat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let pgrp = fields.nth(1)?.parse().ok()?;
-    Some(ProcStat { state, pgrp })
-}
-
 /// `d` for messages: `20 s`, `0.3 s`.
 fn seconds(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
@@ -572,6 +576,9 @@ fn seconds(d: Duration) -> String {
         format!("{:.1} s", d.as_secs_f64())
     }
 }
+
+mod proc_stat;
+pub use proc_stat::{proc_stat, ProcStat};
 
 #[cfg(test)]
 mod tests;

@@ -228,15 +228,34 @@ fn start_sshd(lab: &mut Lab, router: &str, port: u16, dir: &Path) {
         );
     }
     std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).unwrap();
+    // A stand-in for OpenWrt's perf package, first on the sessions' PATH:
+    // `perf --version`, and `perf stat … -- cat` runs cat to the end of
+    // its input, then prints perf's CSV with fixed counts, two events
+    // unsupported as on a core that does not expose them.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let perf = bin.join("perf");
+    std::fs::write(
+        &perf,
+        "#!/bin/sh\ncase \"$1\" in\n--version) echo \"perf version 6.6.0-stand-in\"; exit 0;;\n\
+         stat) while [ \"$1\" != -- ]; do shift; done; shift; \"$@\" >/dev/null\n\
+         printf '2000000000,,cycles,1000,100.00,,\\n1000000000,,instructions,1000,100.00,0.50,insn per cycle\\n\
+         <not supported>,,branch-misses,0,100.00,,\\n<not counted>,,L1-icache-load-misses,0,0.00,,\\n' >&2; exit 0;;\n\
+         esac\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&perf, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let config = dir.join("sshd_config");
     std::fs::write(
         &config,
         format!(
             "Port {port}\nListenAddress {ROUTER_LAN}\nHostKey {}\nAuthorizedKeysFile {}\n\
              PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\n",
+             KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\n\
+             SetEnv PATH={}:/usr/sbin:/usr/bin:/sbin:/bin\n",
             dir.join("host_key").display(),
-            dir.join("authorized_keys").display()
+            dir.join("authorized_keys").display(),
+            bin.display()
         ),
     )
     .unwrap();
@@ -389,7 +408,26 @@ fn a_namespace_router_over_ssh_without_flashing() {
             .expect("a forwarding run reads the router");
         assert_eq!(g.server_saw_peer.as_deref(), Some(ROUTER_WAN));
         assert!(g.guest_work.packets > 100, "{:?}", g.guest_work);
+        // The router's perf counted each run's traffic: the counts per
+        // forwarded packet, and nothing for the events it did not count.
+        let value = |m: LabMetric| {
+            run.metrics
+                .iter()
+                .find(|v| v.name == m.name())
+                .map(|v| v.value)
+        };
+        let packets = g.guest_work.packets as f64;
+        let cycles = value(LabMetric::RouterCyclesPerPacket).expect("router cycles");
+        assert!(
+            (cycles - 2e9 / packets).abs() <= 0.1,
+            "{cycles} vs {packets}"
+        );
+        let insns = value(LabMetric::RouterInsnsPerPacket).expect("router insns");
+        assert!((insns - 1e9 / packets).abs() <= 0.1, "{insns}");
+        assert_eq!(value(LabMetric::RouterBranchMissesPerPacket), None);
+        assert_eq!(value(LabMetric::RouterL1iMissesPerPacket), None);
     }
+    assert_eq!(info.perf.as_deref(), Some("perf version 6.6.0-stand-in"));
     // GRO was switched over ssh: the last run had it off.
     let features = run("ip", &["netns", "exec", router, "ethtool", "-k", "rlan"]);
     assert!(
@@ -429,7 +467,9 @@ fn a_namespace_router_over_ssh_without_flashing() {
     // sshd's per-connection processes may still be exiting; iperf3 must be gone.
     let left = test_lab.clean();
     assert!(
-        !left.iter().any(|l| l.contains("iperf3")),
+        !left
+            .iter()
+            .any(|l| l.contains("iperf3") || l.contains("perf stat")),
         "still running: {left:?}"
     );
     let netns = run("ip", &["netns", "list"]);

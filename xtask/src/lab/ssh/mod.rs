@@ -15,6 +15,7 @@
 
 pub mod endpoint;
 pub mod flash;
+pub mod perf;
 pub mod remote;
 pub mod router;
 
@@ -66,7 +67,9 @@ pub struct SshBackend {
     kernels_target: String,
     /// Made by [`Backend::prepare`]: the endpoints' namespaces (removed
     /// when the backend is dropped), ssh, where iperf3 runs.
-    ready: Option<(HostSides, Ssh, Endpoints)>,
+    /// Once prepared: the endpoints' sides, the client, the endpoints and
+    /// perf's version on the router (`None`: no perf).
+    ready: Option<(HostSides, Ssh, Endpoints, Option<String>)>,
 }
 
 impl Backend for SshBackend {
@@ -90,6 +93,12 @@ impl Backend for SshBackend {
         let version = flash::proc_version(&client)
             .with_context(|| format!("reaching the router {} over ssh", destination.login()))?;
         eprintln!("lab: {} runs {version}", destination.login());
+        let perf = perf::version(&client)?;
+        if perf.is_none() {
+            eprintln!(
+                "lab: note: the router has no perf (OpenWrt's perf package): its runs record /proc/stat time per packet, not its cycles, instructions, branch and L1I misses"
+            );
+        }
         let endpoint =
             |name: &str, netns: &str, address: Option<(std::net::IpAddr, _)>| EndpointUp {
                 name: name.to_string(),
@@ -116,8 +125,9 @@ impl Backend for SshBackend {
             lab_file: std::path::absolute(&self.request.lab_file)
                 .unwrap_or(self.request.lab_file.clone()),
             lab_file_sha256: file.sha256.clone(),
+            perf: perf.clone(),
         };
-        self.ready = Some((sides, client, endpoints));
+        self.ready = Some((sides, client, endpoints, perf.clone()));
         Ok(Prepared {
             // The target's own builds, not a lab target's.
             lab_target: self.kernels_target.clone(),
@@ -128,7 +138,7 @@ impl Backend for SshBackend {
     }
 
     fn bring_up(&mut self, arm: &Arm, round: u32, tag: &str, dir: &Path) -> Result<Up> {
-        let Some((_, client, endpoints)) = &self.ready else {
+        let Some((_, client, endpoints, perf)) = &self.ready else {
             bail!("the SSH lab brings up nothing before it is prepared");
         };
         let endpoints = endpoints.clone();
@@ -169,6 +179,9 @@ impl Backend for SshBackend {
         }
         let uptime = flash::uptime(&ssh)?;
         let mut router = SshRouter::new(ssh, self.file.router.clone(), endpoints);
+        if perf.is_some() {
+            router = router.counting_with_perf();
+        }
         router.check_interfaces()?;
         let boot = BootRecord {
             qdisc: None,

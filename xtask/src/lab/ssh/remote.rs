@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::inputs::ssh_lab::{Destination, Timeouts};
-use crate::util::process::{Limits, Output, Supervisor};
+use crate::util::process::{Limits, Output, Supervised, Supervisor};
 
 /// How the lab reaches the router.
 #[derive(Debug, Clone)]
@@ -118,6 +118,26 @@ impl Ssh {
         command.arg("--").arg(self.destination.login()).args(words);
         let what = format!("ssh {} {}", self.destination.login(), words.join(" "));
         self.call(command, &what, timeout)
+    }
+
+    /// Starts `words` on the router with the session's input a pipe this
+    /// side closes ([`Supervised::close_stdin`]) to end a command that
+    /// reads it to the end; its output is captured. The caller waits.
+    pub fn spawn_reading_input(&self, words: &[&str]) -> Result<Supervised> {
+        for w in words {
+            check_remote_word(w)?;
+        }
+        let mut command = self.program("ssh");
+        self.common_options(&mut command);
+        command.args(["-p", &self.destination.port.to_string()]);
+        command.arg("--").arg(self.destination.login()).args(words);
+        let what = format!("ssh {} {}", self.destination.login(), words.join(" "));
+        self.note(&format!("$ {what} (until its input ends)\n"));
+        Supervisor::new(command, &format!("`{what}`"))
+            .output(Output::Capture)
+            .stdin_piped()
+            .hint("is openssh-client installed? (`cargo xtask setup`)")
+            .spawn()
     }
 
     /// Runs `words` on the router, failing on a non-zero status with its

@@ -10,6 +10,8 @@
 //! and whatever else the router's CPU did — at a 10 ms resolution, which
 //! long runs (`--duration`) average out.
 
+use std::collections::BTreeMap;
+
 use anyhow::{bail, Context, Result};
 
 use super::remote::Ssh;
@@ -37,6 +39,9 @@ pub struct SshRouter {
     /// Where iperf3 runs.
     pub endpoints: Endpoints,
     last: String,
+    /// The router's own counters: `None` without perf, `Some(None)` between
+    /// runs, `Some(Some(_))` while a run's traffic is counted.
+    perf: Option<Option<super::perf::Counting>>,
 }
 
 impl SshRouter {
@@ -47,6 +52,16 @@ impl SshRouter {
             side,
             endpoints,
             last: String::new(),
+            perf: None,
+        }
+    }
+
+    /// The router, counting each run's traffic with its `perf`
+    /// ([`super::perf`]).
+    pub fn counting_with_perf(self) -> SshRouter {
+        SshRouter {
+            perf: Some(None),
+            ..self
         }
     }
 
@@ -122,6 +137,27 @@ impl Testbed for SshRouter {
             .context("sampling the router's counters")?;
         self.last = text.clone();
         parse_sample(&text, &files, &self.side.interrupt_names)
+    }
+
+    fn start_router_counters(&mut self) -> Result<()> {
+        if let Some(slot) = &mut self.perf {
+            *slot = Some(super::perf::Counting::start(&self.ssh)?);
+        }
+        Ok(())
+    }
+
+    /// A perf that fails is said and the run keeps its other figures.
+    fn stop_router_counters(&mut self) -> Result<Option<BTreeMap<String, u64>>> {
+        let Some(counting) = self.perf.as_mut().and_then(Option::take) else {
+            return Ok(None);
+        };
+        match counting.stop() {
+            Ok(counts) => Ok(Some(counts)),
+            Err(e) => {
+                eprintln!("lab: note: {e:#}; this run records no router counters");
+                Ok(None)
+            }
+        }
     }
 
     fn diagnostics(&self) -> String {

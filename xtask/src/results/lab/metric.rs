@@ -60,6 +60,18 @@ pub enum LabMetric {
     /// The modelled cycles per packet summed over the CPUs of a machine of
     /// several: the work of a packet, wherever it ran.
     CyclesPerPacketTotal,
+    /// A real router's CPU cycles per forwarded packet, every CPU
+    /// (`perf stat -a -e cycles` over the run).
+    RouterCyclesPerPacket,
+    /// A real router's instructions per forwarded packet (`perf stat -a
+    /// -e instructions`).
+    RouterInsnsPerPacket,
+    /// A real router's branch mispredictions per forwarded packet (`perf
+    /// stat -a -e branch-misses`).
+    RouterBranchMissesPerPacket,
+    /// A real router's L1 I-cache misses per forwarded packet (`perf stat
+    /// -a -e L1-icache-load-misses`), where its core exposes the event.
+    RouterL1iMissesPerPacket,
 }
 
 /// Who measures a metric.
@@ -75,6 +87,9 @@ pub enum MeasuredBy {
     /// The core model of a target with `[lab.timing]`: a model of an
     /// in-order core, whose report titles say what it leaves out.
     CoreModel,
+    /// A real router's own performance counters (`perf stat -a`, OpenWrt's
+    /// `perf` package).
+    RouterCounters,
 }
 
 /// Why the mail lists every run of a metric: what the user's question is
@@ -119,7 +134,7 @@ pub const MAX_CPUS: u32 = 64;
 impl LabMetric {
     /// Every metric, in report order: the families a report shows
     /// ([`Shown::Family`]), then the others.
-    pub const ALL: [LabMetric; 15] = [
+    pub const ALL: [LabMetric; 19] = [
         LabMetric::Tbench,
         LabMetric::Throughput,
         LabMetric::UdpLost,
@@ -133,6 +148,10 @@ impl LabMetric {
         LabMetric::TakenBranchesPerPacket,
         LabMetric::MispredictsPerPacket,
         LabMetric::L2MissesPerPacket,
+        LabMetric::RouterCyclesPerPacket,
+        LabMetric::RouterInsnsPerPacket,
+        LabMetric::RouterBranchMissesPerPacket,
+        LabMetric::RouterL1iMissesPerPacket,
         LabMetric::TbenchMaxLatency,
         LabMetric::CyclesPerPacketTotal,
     ];
@@ -164,6 +183,10 @@ impl LabMetric {
             LabMetric::L2MissesPerPacket => "l2_misses_per_packet",
             LabMetric::TbenchMaxLatency => "tbench_max_latency",
             LabMetric::CyclesPerPacketTotal => "modelled_cycles_per_packet_total",
+            LabMetric::RouterCyclesPerPacket => "router_cycles_per_packet",
+            LabMetric::RouterInsnsPerPacket => "router_insns_per_packet",
+            LabMetric::RouterBranchMissesPerPacket => "router_branch_misses_per_packet",
+            LabMetric::RouterL1iMissesPerPacket => "router_l1i_misses_per_packet",
         }
     }
 
@@ -174,11 +197,15 @@ impl LabMetric {
             LabMetric::Throughput | LabMetric::ModelledThroughput => "Mbit/s",
             LabMetric::UdpLost => "%",
             LabMetric::CpuPerPacket => "ns/packet",
-            LabMetric::InsnsPerPacket => "insns/packet",
+            LabMetric::InsnsPerPacket | LabMetric::RouterInsnsPerPacket => "insns/packet",
             LabMetric::L1iMissesPerPacket
             | LabMetric::L1dMissesPerPacket
-            | LabMetric::L2MissesPerPacket => "misses/packet",
-            LabMetric::CyclesPerPacket | LabMetric::CyclesPerPacketTotal => "cycles/packet",
+            | LabMetric::L2MissesPerPacket
+            | LabMetric::RouterBranchMissesPerPacket
+            | LabMetric::RouterL1iMissesPerPacket => "misses/packet",
+            LabMetric::CyclesPerPacket
+            | LabMetric::CyclesPerPacketTotal
+            | LabMetric::RouterCyclesPerPacket => "cycles/packet",
             LabMetric::PacketsPerSecond => "packets/s",
             LabMetric::TakenBranchesPerPacket => "branches/packet",
             LabMetric::MispredictsPerPacket => "mispredicts/packet",
@@ -204,6 +231,12 @@ impl LabMetric {
             LabMetric::L2MissesPerPacket => "Modelled L2 misses per packet",
             LabMetric::TbenchMaxLatency => "tbench's slowest operation",
             LabMetric::CyclesPerPacketTotal => "Modelled cycles per packet, all CPUs",
+            LabMetric::RouterCyclesPerPacket => "Router's cycles per packet (perf stat -a)",
+            LabMetric::RouterInsnsPerPacket => "Router's instructions per packet (perf stat -a)",
+            LabMetric::RouterBranchMissesPerPacket => {
+                "Router's branch misses per packet (perf stat -a)"
+            }
+            LabMetric::RouterL1iMissesPerPacket => "Router's L1I misses per packet (perf stat -a)",
         }
     }
 
@@ -225,6 +258,10 @@ impl LabMetric {
             | LabMetric::MispredictsPerPacket
             | LabMetric::L2MissesPerPacket
             | LabMetric::CyclesPerPacketTotal => MeasuredBy::CoreModel,
+            LabMetric::RouterCyclesPerPacket
+            | LabMetric::RouterInsnsPerPacket
+            | LabMetric::RouterBranchMissesPerPacket
+            | LabMetric::RouterL1iMissesPerPacket => MeasuredBy::RouterCounters,
         }
     }
 
@@ -258,7 +295,13 @@ impl LabMetric {
             // A share of the datagrams sent, to 0.001 %.
             LabMetric::UdpLost => (100.0, 3),
             // A second per packet, to 0.1 ns.
-            LabMetric::CpuPerPacket | LabMetric::InsnsPerPacket => (1e9, 1),
+            LabMetric::CpuPerPacket
+            | LabMetric::InsnsPerPacket
+            | LabMetric::RouterInsnsPerPacket => (1e9, 1),
+            LabMetric::RouterCyclesPerPacket => (1e12, 1),
+            LabMetric::RouterBranchMissesPerPacket | LabMetric::RouterL1iMissesPerPacket => {
+                (1e9, 3)
+            }
             LabMetric::L1iMissesPerPacket
             | LabMetric::L1dMissesPerPacket
             | LabMetric::L2MissesPerPacket

@@ -52,6 +52,12 @@ pub struct RouterInfo {
     pub lab_file: PathBuf,
     /// sha256 of the lab file, lowercase hex.
     pub lab_file_sha256: String,
+    /// `perf --version` on the router (OpenWrt's `perf` package), whose
+    /// `perf stat -a` each run records (`router_*_per_packet`); `None`:
+    /// the router has no perf, and the runs record its `/proc/stat` time
+    /// only. Left out by files written before the lab read it.
+    #[serde(default)]
+    pub perf: Option<String>,
 }
 
 /// The kernel one boot of a real router ran.
