@@ -26,7 +26,7 @@ use common::elf_tools;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use xtask::measure::bloat::{self, Mode};
+use xtask::measure::bloat::{self, BloatMode};
 use xtask::measure::symbols::read_symbols;
 use xtask::util::layout::Layout;
 
@@ -61,10 +61,10 @@ fn main() {
     }
     let prefix = std::env::var("BLOAT_PREFIX").unwrap_or_else(|_| "arm-linux-gnueabi-".into());
     let mode = match std::env::var("BLOAT_MODE").as_deref() {
-        Ok("-c") => Mode::Categorized,
-        Ok("-d") => Mode::Data,
-        Ok("-t") => Mode::Text,
-        _ => Mode::All,
+        Ok("-c") => BloatMode::Categorized,
+        Ok("-d") => BloatMode::Data,
+        Ok("-t") => BloatMode::Text,
+        _ => BloatMode::All,
     };
     let runs: usize = std::env::var("BLOAT_RUNS")
         .ok()

@@ -90,9 +90,9 @@ impl BuildArgs {
             },
             wait: wait(self.no_wait),
             mode: if self.dry_run {
-                kernel_build::command::Mode::DryRun
+                kernel_build::command::BuildMode::DryRun
             } else {
-                kernel_build::command::Mode::Build
+                kernel_build::command::BuildMode::Build
             },
             ccache: if self.no_ccache {
                 kernel_build::ccache::Ccache::Off

@@ -219,7 +219,7 @@ pub struct SizeReportArgs {
     /// tables), -d (data only) or -t (functions only); default: one table
     /// of everything.
     #[arg(long, value_name = "MODE", requires = "symbols")]
-    pub bloat_mode: Option<bloat::Mode>,
+    pub bloat_mode: Option<bloat::BloatMode>,
     /// vmlinux's bytes by object file, by directory, by directory cut
     /// to N levels (dir:2: drivers/net/ holds drivers/net/ethernet/…), or
     /// by the kconfig symbol whose kbuild line builds the object (the

@@ -80,7 +80,7 @@ struct RawReport {
 
 /// How the kernels are configured, patched and flagged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mode {
+pub enum ExperimentMode {
     /// The hand-written profiles of `targets/` (`cargo xtask build`).
     Profiles,
     /// As this OpenWrt checkout does (`build --openwrt PATH`; the lab
@@ -124,7 +124,7 @@ pub struct Experiment {
     /// The variants, the base first.
     pub variants: Vec<String>,
     /// Hand-written profiles or OpenWrt's.
-    pub mode: Mode,
+    pub mode: ExperimentMode,
     /// The lab, if any.
     pub lab: Option<LabSpec>,
     /// The report.
@@ -233,7 +233,7 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
     }
 
     let mode = match &raw.openwrt {
-        None => Mode::Profiles,
+        None => ExperimentMode::Profiles,
         Some(p) => {
             let base = file.parent().unwrap_or(Path::new("."));
             let path = base.join(p.get_ref());
@@ -245,7 +245,7 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
                     path.display()
                 );
             }
-            Mode::Openwrt(path)
+            ExperimentMode::Openwrt(path)
         }
     };
 
@@ -282,7 +282,7 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
     };
     let devices = match (&raw.report.devices, &mode) {
         (None, _) => None,
-        (Some(d), Mode::Openwrt(_)) if !d.get_ref().trim().is_empty() => {
+        (Some(d), ExperimentMode::Openwrt(_)) if !d.get_ref().trim().is_empty() => {
             // Device fit comes from the build of a target's openwrt_device.
             if let Some(t) = chosen.iter().find(|t| t.openwrt_device.is_none()) {
                 bail!(
@@ -294,11 +294,11 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             }
             Some(d.get_ref().clone())
         }
-        (Some(d), Mode::Openwrt(_)) => bail!(
+        (Some(d), ExperimentMode::Openwrt(_)) => bail!(
             "{}: report.devices is empty: name the devices (\"*\" for all, or a part of their names)",
             at(d.span())
         ),
-        (Some(d), Mode::Profiles) => bail!(
+        (Some(d), ExperimentMode::Profiles) => bail!(
             "{}: report.devices needs OpenWrt mode, whose builds make every device's image: set openwrt = \"<checkout>\" or leave devices out",
             at(d.span())
         ),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use xshell::Shell;
 
-use super::file::{Experiment, LabSpec, LabsAtOnce, Mode};
+use super::file::{Experiment, ExperimentMode, LabSpec, LabsAtOnce};
 use super::request::Run;
 use crate::kernel_build::ccache::{self, Ccache};
 use crate::kernel_build::command::{self, BuildRequest, Planned};
@@ -105,16 +105,16 @@ pub fn plan<'a>(
         rebuild: Rebuild::IfChanged,
         wait: Wait::Yes,
         mode: match run {
-            Run::DryRun => command::Mode::DryRun,
-            Run::All => command::Mode::Build,
+            Run::DryRun => command::BuildMode::DryRun,
+            Run::All => command::BuildMode::Build,
         },
         ccache: Ccache::On {
             max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE)?,
         },
         distcc: Default::default(),
         openwrt: match &experiment.mode {
-            Mode::Openwrt(p) => Some(p.clone()),
-            Mode::Profiles => None,
+            ExperimentMode::Openwrt(p) => Some(p.clone()),
+            ExperimentMode::Profiles => None,
         },
     };
     let builds = command::plan(sh, layout, &build_request)?;
@@ -204,8 +204,8 @@ impl Plan<'_> {
         out.push_str(&format!(
             "  mode:     {}\n",
             match &e.mode {
-                Mode::Profiles => "the hand-written profiles of targets/".to_string(),
-                Mode::Openwrt(p) =>
+                ExperimentMode::Profiles => "the hand-written profiles of targets/".to_string(),
+                ExperimentMode::Openwrt(p) =>
                     format!("OpenWrt's configs, series and KCFLAGS ({})", p.display()),
             }
         ));

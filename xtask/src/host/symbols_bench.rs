@@ -26,7 +26,7 @@ use xshell::Shell;
 
 use crate::inputs::kernel_source::{self, SourceInput};
 use crate::kernel_build::ccache::Ccache;
-use crate::kernel_build::command::{BuildRequest, Mode};
+use crate::kernel_build::command::{BuildMode, BuildRequest};
 use crate::kernel_build::distcc::Distcc;
 use crate::kernel_build::Rebuild;
 use crate::results::BuildResult;
@@ -110,7 +110,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &SymbolsBenchRequest) -> Result
                 verbose: false,
                 rebuild: Rebuild::IfChanged,
                 wait: Wait::Yes,
-                mode: Mode::Build,
+                mode: BuildMode::Build,
                 ccache: Ccache::default(),
                 distcc: Distcc::default(),
                 openwrt: None,

@@ -19,7 +19,7 @@ use crate::util::lock::Wait;
 
 /// Whether `build` builds or only prints the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
+pub enum BuildMode {
     /// Build every job that is not up to date.
     #[default]
     Build,
@@ -46,7 +46,7 @@ pub struct BuildRequest {
     /// Wait for another run building the same job, or fail (`--no-wait`).
     pub wait: Wait,
     /// Build, or print the plan.
-    pub mode: Mode,
+    pub mode: BuildMode,
     /// Compile through ccache (default), or not (`--no-ccache`).
     pub ccache: Ccache,
     /// Compile on distcc hosts (`--distcc HOSTS`), or here (default).
@@ -57,13 +57,13 @@ pub struct BuildRequest {
 }
 
 /// Runs `request`: selects targets × variants, checks and plans every job,
-/// then builds (or prints the plan for [`Mode::DryRun`]).
+/// then builds (or prints the plan for [`BuildMode::DryRun`]).
 ///
 /// Errors: unknown target or variant names (with the known ones), anything
 /// preflight finds (each problem listed), the first failing build.
 pub fn run(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<()> {
     let planned = plan(sh, layout, request)?;
-    if request.mode == Mode::DryRun {
+    if request.mode == BuildMode::DryRun {
         print!("{}", describe_plan(&planned.layout, &planned.jobs));
         return Ok(());
     }
@@ -97,7 +97,7 @@ impl Planned {
 /// every job; builds nothing.
 ///
 /// Errors: unknown target or variant names (with the known ones), missing
-/// ccache or distcc for [`Mode::Build`], anything preflight finds.
+/// ccache or distcc for [`BuildMode::Build`], anything preflight finds.
 pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Planned> {
     let layout = match &request.openwrt {
         Some(_) => layout.openwrt_mode(),
@@ -123,7 +123,7 @@ pub fn plan(sh: &Shell, layout: &Layout, request: &BuildRequest) -> Result<Plann
 /// caller that makes its own (`patches size-bisect`'s states). `layout` is
 /// already the mode's ([`Layout::openwrt_mode`] with `--openwrt`).
 ///
-/// Errors: missing ccache or distcc for [`Mode::Build`], anything
+/// Errors: missing ccache or distcc for [`BuildMode::Build`], anything
 /// preflight finds.
 pub fn plan_jobs(
     sh: &Shell,
@@ -132,7 +132,7 @@ pub fn plan_jobs(
     jobs: &[super::Job],
 ) -> Result<Planned> {
     if request.ccache != Ccache::Off
-        && request.mode == Mode::Build
+        && request.mode == BuildMode::Build
         && toolchain::find_in_path("ccache").is_none()
     {
         anyhow::bail!(
@@ -141,7 +141,7 @@ pub fn plan_jobs(
         );
     }
     if request.distcc != Distcc::Off
-        && request.mode == Mode::Build
+        && request.mode == BuildMode::Build
         && toolchain::find_in_path("distcc").is_none()
     {
         anyhow::bail!("nothing was built: --distcc needs distcc; run `apt-get install distcc`");
@@ -155,7 +155,7 @@ pub fn plan_jobs(
     let backend: Box<dyn Backend> = match &request.openwrt {
         // A dry run builds and runs nothing: not even make on the
         // checkout's image Makefiles, which are code.
-        Some(checkout) if request.mode == Mode::DryRun => Box::new(
+        Some(checkout) if request.mode == BuildMode::DryRun => Box::new(
             OpenwrtBackend::new(layout.clone(), checkout, request.kernel_src.clone())?
                 .without_image_makefiles(),
         ),

@@ -26,7 +26,7 @@ use serde::Serialize;
 use xshell::Shell;
 
 use super::bisect_search::{Search, Segment};
-use super::command::{self, BuildRequest, Mode};
+use super::command::{self, BuildMode, BuildRequest};
 use super::Job;
 use crate::inputs::targets::{self, Artifact, Target};
 use crate::inputs::variants::{self, Variant};
@@ -417,7 +417,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BisectRequest) -> Result<()> {
         range.variant.name,
         request.builds
     );
-    if request.build.mode == Mode::DryRun {
+    if request.build.mode == BuildMode::DryRun {
         let ends = [range.job(0), range.job(range.patches.len())];
         let planned = command::plan_jobs(sh, layout, &request.build, &ends)?;
         print!("{}", command::describe_plan(layout, &planned.jobs));

@@ -9,7 +9,7 @@
 //! `calc` and `print_result`:
 //!
 //! * Only symbols whose nm type letter is in the mode's set are kept
-//!   ([`Mode`]); lines whose name contains `:` are skipped (bloat-o-meter
+//!   ([`BloatMode`]); lines whose name contains `:` are skipped (bloat-o-meter
 //!   skips every nm output line containing `:`).
 //! * Generated symbols are skipped ([`is_skipped`]): names starting with
 //!   `__mod_`, `__se_sys`, `__se_compat_sys`, `__addressable_`, and the names
@@ -37,7 +37,7 @@ use crate::measure::symbols::NmSymbol;
 
 /// Which symbols to compare, as bloat-o-meter's command-line modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Mode {
+pub enum BloatMode {
     /// No flag: one "Function" table over types `tTdDbBrRvVwW`.
     #[default]
     All,
@@ -50,29 +50,34 @@ pub enum Mode {
     Text,
 }
 
-impl std::str::FromStr for Mode {
+impl std::str::FromStr for BloatMode {
     type Err = anyhow::Error;
 
     /// bloat-o-meter's flag letter without the dash: `c`, `d` or `t`.
-    fn from_str(s: &str) -> anyhow::Result<Mode> {
-        Mode::ALL
+    fn from_str(s: &str) -> anyhow::Result<BloatMode> {
+        BloatMode::ALL
             .into_iter()
             .find(|m| m.flag().is_some_and(|f| &f[1..] == s))
             .ok_or_else(|| anyhow::anyhow!("unknown bloat-o-meter mode {s:?}; use c, d or t"))
     }
 }
 
-impl Mode {
+impl BloatMode {
     /// Every mode, in the order bloat-o-meter's flags are documented.
-    pub const ALL: [Mode; 4] = [Mode::All, Mode::Categorized, Mode::Data, Mode::Text];
+    pub const ALL: [BloatMode; 4] = [
+        BloatMode::All,
+        BloatMode::Categorized,
+        BloatMode::Data,
+        BloatMode::Text,
+    ];
 
     /// The bloat-o-meter flag selecting this mode (`None` for the default).
     pub fn flag(self) -> Option<&'static str> {
         match self {
-            Mode::All => None,
-            Mode::Categorized => Some("-c"),
-            Mode::Data => Some("-d"),
-            Mode::Text => Some("-t"),
+            BloatMode::All => None,
+            BloatMode::Categorized => Some("-c"),
+            BloatMode::Data => Some("-d"),
+            BloatMode::Text => Some("-t"),
         }
     }
 
@@ -80,10 +85,12 @@ impl Mode {
     /// bloat-o-meter's `print_result` calls.
     pub fn tables(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Mode::All => &[("Function", "tTdDbBrRvVwW")],
-            Mode::Categorized => &[("Function", "tTwW"), ("Data", "dDbBvV"), ("RO Data", "rR")],
-            Mode::Data => &[("Data", "dDbBrRvV")],
-            Mode::Text => &[("Function", "tTwW")],
+            BloatMode::All => &[("Function", "tTdDbBrRvVwW")],
+            BloatMode::Categorized => {
+                &[("Function", "tTwW"), ("Data", "dDbBvV"), ("RO Data", "rR")]
+            }
+            BloatMode::Data => &[("Data", "dDbBrRvV")],
+            BloatMode::Text => &[("Function", "tTwW")],
         }
     }
 }
@@ -153,24 +160,29 @@ impl Table {
     }
 }
 
-/// The result of [`diff`]: one [`Table`] per table of the [`Mode`].
+/// The result of [`diff`]: one [`Table`] per table of the [`BloatMode`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BloatDiff {
     /// The mode compared.
-    pub mode: Mode,
+    pub mode: BloatMode,
     /// The options used; with `fold_clones` the output is not bloat-o-meter's.
     pub options: Options,
-    /// One table per entry of [`Mode::tables`].
+    /// One table per entry of [`BloatMode::tables`].
     pub tables: Vec<Table>,
 }
 
 /// Compares two `nm --size-sort` listings as `bloat-o-meter` does.
-pub fn diff(old: &[NmSymbol], new: &[NmSymbol], mode: Mode) -> BloatDiff {
+pub fn diff(old: &[NmSymbol], new: &[NmSymbol], mode: BloatMode) -> BloatDiff {
     diff_with(old, new, mode, Options::default())
 }
 
 /// [`diff`] with [`Options`].
-pub fn diff_with(old: &[NmSymbol], new: &[NmSymbol], mode: Mode, options: Options) -> BloatDiff {
+pub fn diff_with(
+    old: &[NmSymbol],
+    new: &[NmSymbol],
+    mode: BloatMode,
+    options: Options,
+) -> BloatDiff {
     let tables = mode
         .tables()
         .iter()
@@ -499,7 +511,7 @@ mod tests {
         let up: i64 = deltas.iter().filter(|d| **d > 0).sum();
         let down: i64 = -deltas.iter().filter(|d| **d < 0).sum::<i64>();
         BloatDiff {
-            mode: Mode::default(),
+            mode: BloatMode::default(),
             options: Options::default(),
             tables: vec![Table {
                 title: "Function",

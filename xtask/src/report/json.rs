@@ -54,7 +54,7 @@ use super::lab::json::{metric, JsonLab, JsonMetric};
 use super::model::{Change, Family, Metric};
 use super::sizes::{self, ARTIFACT_KIND, SECTION_KIND};
 use super::style::Style;
-use crate::measure::bloat::{BloatDiff, Mode, Table};
+use crate::measure::bloat::{BloatDiff, BloatMode, Table};
 use crate::results::{BuildResult, Cflags, PatchRecord};
 
 /// Version of this JSON layout; bumped on incompatible changes.
@@ -249,7 +249,7 @@ pub struct JsonTable {
     pub change_percent: f64,
 }
 
-fn mode_name(mode: Mode) -> &'static str {
+fn mode_name(mode: BloatMode) -> &'static str {
     mode.flag().map_or("all", |f| &f[1..])
 }
 

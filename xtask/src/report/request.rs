@@ -8,7 +8,7 @@ use crate::measure::bloat;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SymbolOptions {
     /// bloat-o-meter's mode (`-c`, `-d`, `-t` or none).
-    pub mode: bloat::Mode,
+    pub mode: bloat::BloatMode,
     /// Fold `.isra.0`/`.constprop.0`/`.part.0`… clones into their base name.
     pub fold_clones: bool,
 }

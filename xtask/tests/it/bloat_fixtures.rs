@@ -7,7 +7,7 @@ use crate::common::elf_tools;
 use crate::common::gate;
 
 use elf_tools::BloatJob;
-use xtask::measure::bloat::{self, Mode, Options};
+use xtask::measure::bloat::{self, BloatMode, Options};
 use xtask::measure::symbols::read_symbols;
 
 #[test]
@@ -42,7 +42,7 @@ fn fixtures_match_nm_and_bloat_o_meter() {
     // The rendered diff: every mode old → new, and the default mode new → old.
     let mut jobs = Vec::new();
     for fixture in &fixtures {
-        for mode in Mode::ALL {
+        for mode in BloatMode::ALL {
             jobs.push((
                 fixture,
                 BloatJob {
@@ -57,7 +57,7 @@ fn fixtures_match_nm_and_bloat_o_meter() {
             fixture,
             BloatJob {
                 prefix: fixture.prefix,
-                mode: Mode::All,
+                mode: BloatMode::All,
                 old: &fixture.new,
                 new: &fixture.old,
             },
@@ -106,7 +106,7 @@ fn folding_clones_keeps_totals_and_says_so() {
     };
     let old = read_symbols(&fixture.old).unwrap().symbols;
     let new = read_symbols(&fixture.new).unwrap().symbols;
-    for mode in Mode::ALL {
+    for mode in BloatMode::ALL {
         let plain = bloat::diff(&old, &new, mode);
         let folded = bloat::diff_with(&old, &new, mode, Options { fold_clones: true });
         for (p, f) in plain.tables.iter().zip(&folded.tables) {
@@ -138,8 +138,8 @@ fn folding_clones_keeps_totals_and_says_so() {
         });
     }
     // The fixture defines clone_base and .isra/.part/.constprop clones of it.
-    let plain = bloat::diff(&old, &new, Mode::Text);
-    let folded = bloat::diff_with(&old, &new, Mode::Text, Options { fold_clones: true });
+    let plain = bloat::diff(&old, &new, BloatMode::Text);
+    let folded = bloat::diff_with(&old, &new, BloatMode::Text, Options { fold_clones: true });
     assert!(plain.tables[0]
         .rows
         .iter()

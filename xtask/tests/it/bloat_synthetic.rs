@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use elf_tools::BloatJob;
 use xshell::{cmd, Shell};
-use xtask::measure::bloat::{self, Mode};
+use xtask::measure::bloat::{self, BloatMode};
 use xtask::measure::symbols::NmSymbol;
 
 /// xorshift64*: deterministic, so a failure names a reproducible case.
@@ -169,7 +169,7 @@ fn synthetic_listings_match_bloat_o_meter() {
     }
     let mut jobs = Vec::new();
     for (i, (old, new)) in files.iter().enumerate() {
-        for mode in Mode::ALL {
+        for mode in BloatMode::ALL {
             jobs.push((
                 i,
                 BloatJob {

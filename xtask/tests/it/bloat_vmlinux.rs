@@ -9,7 +9,7 @@
 use crate::common::elf_tools;
 use crate::common::gate;
 
-use xtask::measure::bloat::{self, Mode};
+use xtask::measure::bloat::{self, BloatMode};
 use xtask::measure::symbols::read_symbols;
 
 #[test]
@@ -52,7 +52,7 @@ fn vmlinux_diff_matches_bloat_o_meter() {
             (&old, &new, &pair.old, &pair.new),
             (&new, &old, &pair.new, &pair.old),
         ] {
-            for mode in Mode::ALL {
+            for mode in BloatMode::ALL {
                 let ours = bloat::diff(a, b, mode).render();
                 let theirs =
                     elf_tools::run_bloat_o_meter(&script, &pair.prefix, mode, a_path, b_path);

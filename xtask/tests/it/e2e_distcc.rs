@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use xshell::Shell;
 use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
 use xtask::kernel_build::ccache::Ccache;
-use xtask::kernel_build::command::{self, BuildRequest, Mode};
+use xtask::kernel_build::command::{self, BuildMode, BuildRequest};
 use xtask::kernel_build::distccd::{count_jobs, LocalDistccd};
 use xtask::kernel_build::Rebuild;
 use xtask::results::BuildResult;
@@ -69,7 +69,7 @@ fn a_distcc_build_compiles_remotely_with_the_same_bytes() {
         verbose: false,
         rebuild: Rebuild::Always,
         wait: Wait::Yes,
-        mode: Mode::Build,
+        mode: BuildMode::Build,
         ccache: Ccache::default(),
         distcc: daemon.hosts(),
         openwrt: None,

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use xshell::{cmd, Shell};
 use xtask::kernel_build::ccache::{self, Ccache};
-use xtask::kernel_build::command::{self, BuildRequest, Mode};
+use xtask::kernel_build::command::{self, BuildMode, BuildRequest};
 use xtask::kernel_build::Rebuild;
 use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
@@ -129,7 +129,7 @@ fn build(layout: &Layout, variant: &str, rebuild: Rebuild, ccache: Ccache) -> Bu
         verbose: false,
         rebuild,
         wait: Wait::Yes,
-        mode: Mode::Build,
+        mode: BuildMode::Build,
         ccache,
         distcc: Default::default(),
         openwrt: None,

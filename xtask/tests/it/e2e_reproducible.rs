@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use xshell::{cmd, Shell};
 use xtask::inputs::kernel_source;
 use xtask::kernel_build::ccache::{self, Ccache};
-use xtask::kernel_build::command::{self, BuildRequest, Mode};
+use xtask::kernel_build::command::{self, BuildMode, BuildRequest};
 use xtask::kernel_build::Rebuild;
 use xtask::results::BuildResult;
 use xtask::util::layout::Layout;
@@ -140,7 +140,7 @@ fn build(layout: &Layout, checkout: &Path, ccache: Ccache) -> (PathBuf, BuildRes
         verbose: false,
         rebuild: Rebuild::Always,
         wait: Wait::Yes,
-        mode: Mode::Build,
+        mode: BuildMode::Build,
         ccache,
         distcc: Default::default(),
         openwrt: Some(checkout.to_path_buf()),

@@ -65,7 +65,7 @@ fn an_accepted_file_reads_into_the_experiment() {
     assert_eq!(e.name, "ok-lab");
     assert_eq!(e.targets, ["brcm47xx", "ramips-mt7621"]);
     assert_eq!(e.variants, ["baseline", "no-reorder-blocks"]);
-    assert_eq!(e.mode, file::Mode::Profiles);
+    assert_eq!(e.mode, file::ExperimentMode::Profiles);
     let lab = e.lab.unwrap();
     assert_eq!(lab.targets, ["brcm47xx"]);
     let r = &lab.request;

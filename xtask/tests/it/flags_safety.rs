@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use xshell::Shell;
 use xtask::inputs::variants::Variant;
 use xtask::kernel_build::ccache::Ccache;
-use xtask::kernel_build::command::{self, BuildRequest, Mode};
+use xtask::kernel_build::command::{self, BuildMode, BuildRequest};
 use xtask::patches::extra_optimization;
 use xtask::patches::openwrt_sync::{self, Direction};
 use xtask::util::layout::Layout;
@@ -303,7 +303,7 @@ fn flags_that_run_a_program_are_refused_before_the_compiler_probe() {
             verbose: false,
             rebuild: Default::default(),
             wait: Wait::Yes,
-            mode: Mode::DryRun,
+            mode: BuildMode::DryRun,
             ccache: Ccache::Off,
             distcc: Default::default(),
             openwrt: None,

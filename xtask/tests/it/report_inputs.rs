@@ -5,7 +5,7 @@
 use crate::common::report_fixture;
 
 use report_fixture::{request, Fixture, BASE_SYMBOLS};
-use xtask::measure::bloat::Mode;
+use xtask::measure::bloat::BloatMode;
 use xtask::report::{self, Format, Style, SymbolOptions};
 
 /// Both targets with baseline and no-reorder-blocks; bcm53xx also with
@@ -38,7 +38,7 @@ fn built() -> Fixture {
 fn render_all(f: &Fixture) -> Vec<(String, String)> {
     let mut with_symbols = request(&["bcm53xx/generic"], &[]);
     with_symbols.symbols = Some(SymbolOptions {
-        mode: Mode::Categorized,
+        mode: BloatMode::Categorized,
         fold_clones: true,
     });
     let requests = [

@@ -14,7 +14,7 @@ use crate::common::report_fixture;
 use std::path::Path;
 
 use xshell::{cmd, Shell};
-use xtask::measure::bloat::Mode;
+use xtask::measure::bloat::BloatMode;
 use xtask::report::{self, text, Format, Request, Style, SymbolOptions};
 use xtask::util::layout::Layout;
 
@@ -93,7 +93,7 @@ fn sections_block_equals_size_on_real_arm_tiny() {
     // The symbol diff of the real pair renders (bloat-o-meter -t).
     let mut req = request("arm-tiny");
     req.symbols = Some(SymbolOptions {
-        mode: Mode::Text,
+        mode: BloatMode::Text,
         fold_clones: false,
     });
     let report = report::load(&layout, &req).unwrap();

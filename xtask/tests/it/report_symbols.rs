@@ -5,7 +5,7 @@ use crate::common::report_fixture;
 
 use expect_test::expect;
 use report_fixture::{render, request, two_targets};
-use xtask::measure::bloat::Mode;
+use xtask::measure::bloat::BloatMode;
 use xtask::report::{Format, Style, SymbolOptions};
 
 #[test]
@@ -13,7 +13,7 @@ fn symbols_in_text_markdown_and_csv() {
     let f = two_targets();
     let mut req = request(&["bcm53xx"], &[]);
     req.symbols = Some(SymbolOptions {
-        mode: Mode::Categorized,
+        mode: BloatMode::Categorized,
         fold_clones: false,
     });
     expect![[r#"
@@ -117,7 +117,7 @@ fn symbols_with_folded_clones() {
     let f = two_targets();
     let mut req = request(&["bcm53xx"], &[]);
     req.symbols = Some(SymbolOptions {
-        mode: Mode::All,
+        mode: BloatMode::All,
         fold_clones: true,
     });
     let out = render(&f, &req, Format::Text, Style::default());
@@ -172,7 +172,7 @@ fn a_symbol_name_with_a_newline_stays_in_its_row() {
     f.write(base, forged);
     let mut req = request(&["bcm53xx"], &[]);
     req.symbols = Some(SymbolOptions {
-        mode: Mode::Categorized,
+        mode: BloatMode::Categorized,
         fold_clones: false,
     });
     for format in [Format::Text, Format::Mail, Format::Markdown] {

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use xshell::{cmd, Shell};
 use xtask::kernel_build::ccache::{self, Ccache};
-use xtask::kernel_build::command::{BuildRequest, Mode};
+use xtask::kernel_build::command::{BuildMode, BuildRequest};
 use xtask::kernel_build::size_bisect::{self, BisectRequest};
 use xtask::kernel_build::Rebuild;
 use xtask::results::BuildResult;
@@ -204,7 +204,7 @@ fn request(builds: usize, series: &Path) -> BisectRequest {
             verbose: false,
             rebuild: Rebuild::IfChanged,
             wait: Wait::Yes,
-            mode: Mode::Build,
+            mode: BuildMode::Build,
             ccache: Ccache::On {
                 max_bytes: ccache::parse_size(ccache::DEFAULT_SIZE).unwrap(),
             },

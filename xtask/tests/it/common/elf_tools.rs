@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use crate::common::gate::Needs;
 use xshell::{cmd, Shell};
-use xtask::measure::bloat::Mode;
+use xtask::measure::bloat::BloatMode;
 use xtask::util::layout::Layout;
 
 /// Debian's kernel source tarball holding the reference script.
@@ -119,7 +119,7 @@ pub fn nameless_filtering_prefix(prefix: &str) -> String {
 pub fn run_bloat_o_meter(
     script: &Path,
     prefix: &str,
-    mode: Mode,
+    mode: BloatMode,
     old: &Path,
     new: &Path,
 ) -> String {
@@ -138,7 +138,7 @@ pub fn run_bloat_o_meter(
 /// One bloat-o-meter invocation for [`run_bloat_o_meter_batch`].
 pub struct BloatJob<'a> {
     pub prefix: &'a str,
-    pub mode: Mode,
+    pub mode: BloatMode,
     pub old: &'a Path,
     pub new: &'a Path,
 }
