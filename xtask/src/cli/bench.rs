@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use xtask::host::symbols_bench::SymbolsBenchRequest;
-use xtask::kernel_build::bench::{BuildBenchRequest, Step, DEFAULT_PATCH_VARIANT};
+use xtask::kernel_build::bench::{BenchStep, BuildBenchRequest, DEFAULT_PATCH_VARIANT};
 use xtask::lab::bench::LabBenchRequest;
 
 use super::build::default_jobs;
@@ -138,7 +138,7 @@ pub struct BuildBenchArgs {
     /// Leave out steps (comma-separated or repeated): `ccache` (cold and
     /// warm), `distcc`. The overhead and patch-only steps always run.
     #[arg(long, value_name = "STEP", value_delimiter = ',')]
-    pub skip: Vec<Step>,
+    pub skip: Vec<BenchStep>,
 }
 
 impl BuildBenchArgs {

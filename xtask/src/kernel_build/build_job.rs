@@ -18,18 +18,18 @@ use crate::util::lock::{Lock, Wait};
 
 /// What happened to one planned job.
 #[derive(Debug, Clone)]
-pub enum Outcome {
+pub enum BuildOutcome {
     /// Built now.
     Built(BuildResult),
     /// A complete result with the same build key was already there.
     UpToDate(BuildResult),
 }
 
-impl Outcome {
+impl BuildOutcome {
     /// The result, built now or before.
     pub fn result(&self) -> &BuildResult {
         match self {
-            Outcome::Built(r) | Outcome::UpToDate(r) => r,
+            BuildOutcome::Built(r) | BuildOutcome::UpToDate(r) => r,
         }
     }
 }
@@ -49,7 +49,7 @@ pub fn run_job(
     backend: &dyn Backend,
     planned: &PlannedJob,
     options: &BuildOptions,
-) -> Result<Outcome> {
+) -> Result<BuildOutcome> {
     let _locks = lock_job(layout, &planned.job, options.wait)?;
     if options.rebuild == Rebuild::IfChanged {
         if let Some(result) = up_to_date(layout, planned) {
@@ -59,13 +59,13 @@ pub fn run_job(
                 &planned.key[..16]
             ));
             after_build(layout, backend, planned, &result, options);
-            return Ok(Outcome::UpToDate(result));
+            return Ok(BuildOutcome::UpToDate(result));
         }
     }
     let result = build_one(sh, layout, backend, planned, options.clone())?;
     options.control.println(&summary_line(&result));
     after_build(layout, backend, planned, &result, options);
-    Ok(Outcome::Built(result))
+    Ok(BuildOutcome::Built(result))
 }
 
 /// What follows a build, or an up-to-date result that lacks it: the link

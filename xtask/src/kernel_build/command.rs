@@ -195,7 +195,7 @@ pub fn build_outcomes(
     sh: &Shell,
     planned: &Planned,
     request: &BuildRequest,
-) -> Result<Vec<super::Outcome>> {
+) -> Result<Vec<super::BuildOutcome>> {
     let layout = &planned.layout;
     // A killed `results merge` left its staging directories among the
     // results this run writes.

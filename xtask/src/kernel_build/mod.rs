@@ -32,6 +32,6 @@ pub mod size_bisect;
 pub mod toolchain;
 
 pub use backend::{preflight_verdict, Backend, BuildOptions, Built, Rebuild};
-pub use build_job::{building_dir, summary_line, up_to_date, Outcome};
+pub use build_job::{building_dir, summary_line, up_to_date, BuildOutcome};
 pub use job::Job;
 pub use scheduler::run;

@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 use xshell::Shell;
 
 use super::backend::{Backend, BuildOptions};
-use super::build_job::{run_job, Outcome};
+use super::build_job::{run_job, BuildOutcome};
 use super::jobserver::Jobserver;
 use super::plan::PlannedJob;
 use crate::util::layout::Layout;
@@ -63,7 +63,7 @@ pub fn chains(plan: &[PlannedJob]) -> Vec<Vec<usize>> {
 
 /// What the workers found, by plan index.
 struct Board {
-    outcomes: Vec<Option<Outcome>>,
+    outcomes: Vec<Option<BuildOutcome>>,
     /// The first failure: the job's label and its error.
     failure: Option<(String, anyhow::Error)>,
     /// Jobs that were running, or queued, when the failure stopped them.
@@ -92,7 +92,7 @@ pub fn run(
     backend: &dyn Backend,
     plan: &[PlannedJob],
     options: BuildOptions,
-) -> Result<Vec<Outcome>> {
+) -> Result<Vec<BuildOutcome>> {
     let next = AtomicUsize::new(0);
     let board = Mutex::new(Board {
         outcomes: (0..plan.len()).map(|_| None).collect(),

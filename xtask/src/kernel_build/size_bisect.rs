@@ -460,13 +460,13 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BisectRequest) -> Result<()> {
             .with_context(|| format!("state {k}: the build recorded no {image}"))?
             .size;
         let how = match (&outcome, &result.incremental_from) {
-            (super::Outcome::UpToDate(_), _) => "up to date".to_string(),
+            (super::BuildOutcome::UpToDate(_), _) => "up to date".to_string(),
             (_, Some(from)) => format!("built from {from}"),
             (_, None) => "built from scratch".to_string(),
         };
         let seconds = match outcome {
-            super::Outcome::UpToDate(_) => 0.0,
-            super::Outcome::Built(_) => build_started.elapsed().as_secs_f64(),
+            super::BuildOutcome::UpToDate(_) => 0.0,
+            super::BuildOutcome::Built(_) => build_started.elapsed().as_secs_f64(),
         };
         println!(
             "state {k:>3}/{}: {bytes} bytes ({how}, {seconds:.0} s)",

@@ -105,7 +105,7 @@ pub struct Options {
 
 /// One printed row: a symbol whose summed size changed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Row {
+pub struct SymbolRow {
     /// Name after `.NUMBER` stripping (and clone folding, if on).
     pub name: String,
     /// Summed size in the old file, in bytes; `None` when added ("-").
@@ -140,7 +140,7 @@ pub struct Table {
     /// Sum of all counted sizes in the new file, in bytes.
     pub after: u64,
     /// Changed names, in bloat-o-meter's order.
-    pub rows: Vec<Row>,
+    pub rows: Vec<SymbolRow>,
 }
 
 impl Table {
@@ -279,8 +279,8 @@ fn calc(title: &'static str, types: &'static str, old: &Sizes<'_>, new: &Sizes<'
     table
 }
 
-fn row(name: &str, old: Option<u64>, new: Option<u64>) -> Row {
-    Row {
+fn row(name: &str, old: Option<u64>, new: Option<u64>) -> SymbolRow {
+    SymbolRow {
         name: name.to_string(),
         old,
         new,
@@ -498,10 +498,10 @@ mod tests {
     use super::*;
 
     fn table(deltas: &[i64]) -> BloatDiff {
-        let rows: Vec<Row> = deltas
+        let rows: Vec<SymbolRow> = deltas
             .iter()
             .enumerate()
-            .map(|(i, &d)| Row {
+            .map(|(i, &d)| SymbolRow {
                 name: format!("f{i}"),
                 old: Some(1000),
                 new: Some((1000 + d) as u64),

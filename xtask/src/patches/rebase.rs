@@ -87,7 +87,7 @@ pub fn rebase_dir(layout: &Layout, target: Option<&Target>, from: &str, to: &str
 
 /// Where a rebase stands after a call.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct RebaseOutcome {
     /// The state (results so far; `stopped_at` set when stopped at a conflict).
     pub state: RebaseState,
     /// The work tree.
@@ -98,7 +98,12 @@ pub struct Outcome {
 /// rebase to finish first ([`run_waiting`] with [`Wait::Yes`]).
 ///
 /// Errors: as [`run_waiting`].
-pub fn run(sh: &Shell, layout: &Layout, opts: &RebaseOptions, action: Action) -> Result<Outcome> {
+pub fn run(
+    sh: &Shell,
+    layout: &Layout,
+    opts: &RebaseOptions,
+    action: Action,
+) -> Result<RebaseOutcome> {
     run_waiting(sh, layout, opts, action, Wait::Yes)
 }
 
@@ -114,7 +119,7 @@ pub fn run_waiting(
     opts: &RebaseOptions,
     action: Action,
     wait: Wait,
-) -> Result<Outcome> {
+) -> Result<RebaseOutcome> {
     crate::inputs::kernel_source::check_series(&opts.from, "--from")?;
     crate::inputs::kernel_source::check_series(&opts.to, "--to")?;
     let dir = rebase_dir(layout, opts.target.as_ref(), &opts.from, &opts.to);
@@ -181,7 +186,7 @@ pub fn run_waiting(
     match action {
         Action::Abort => {
             abort(&dir, &patches_dir, &state)?;
-            return Ok(Outcome { state, tree: work });
+            return Ok(RebaseOutcome { state, tree: work });
         }
         Action::Continue | Action::Skip => {
             if !work.is_dir() {
@@ -228,14 +233,14 @@ pub fn run_waiting(
         if stop {
             state.stopped_at = Some(name);
             save(&state_file, &state)?;
-            return Ok(Outcome { state, tree: work });
+            return Ok(RebaseOutcome { state, tree: work });
         }
         save(&state_file, &state)?;
     }
     std::fs::remove_file(&state_file)
         .with_context(|| format!("removing {}", state_file.display()))?;
     write_atomic(&dir.join("summary.json"), json(&state, &work).as_bytes())?;
-    Ok(Outcome { state, tree: work })
+    Ok(RebaseOutcome { state, tree: work })
 }
 
 fn save(file: &Path, state: &RebaseState) -> Result<()> {

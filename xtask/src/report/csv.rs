@@ -233,8 +233,8 @@ fn size_rows(
                             _ => "",
                         },
                         match r.only_in {
-                            Some(super::device_fit::row::Side::Base) => "only-in-base:",
-                            Some(super::device_fit::row::Side::Variant) => "only-in-variant:",
+                            Some(super::device_fit::row::FitSide::Base) => "only-in-base:",
+                            Some(super::device_fit::row::FitSide::Variant) => "only-in-variant:",
                             None => "",
                         },
                         r.verdict().tag()

@@ -14,7 +14,7 @@ use std::path::Path;
 use openwrt_fixture::{make_eval, Fixture};
 use openwrt_image_common::*;
 use xshell::{cmd, Shell};
-use xtask::inputs::openwrt::image::Step;
+use xtask::inputs::openwrt::image::KernelRecipeStep;
 use xtask::kernel_build::openwrt_image::{dtb, steps};
 
 #[test]
@@ -52,7 +52,7 @@ fn lzma_steps_decode_with_xz_and_carry_their_parameters() {
             linux_version: "6.12.1",
             tree: &tree(&linux),
         };
-        let step = Step {
+        let step = KernelRecipeStep {
             name: step.into(),
             args: vec![],
         };
@@ -88,7 +88,7 @@ fn uimage_step_is_image_commands_mk_mkimage() {
         linux_version: "6.12.1",
         tree: &tree(&linux),
     };
-    let step = Step {
+    let step = KernelRecipeStep {
         name: "uImage".into(),
         args: vec!["lzma".into()],
     };

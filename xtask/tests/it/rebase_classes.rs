@@ -232,7 +232,7 @@ fn abort_restores_the_start() {
 trait StopOk {
     fn unwrap_err_or_stop(self);
 }
-impl StopOk for anyhow::Result<rebase::Outcome> {
+impl StopOk for anyhow::Result<rebase::RebaseOutcome> {
     fn unwrap_err_or_stop(self) {
         assert!(self.unwrap().state.stopped_at.is_some());
     }

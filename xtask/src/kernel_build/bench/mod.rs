@@ -70,27 +70,27 @@ pub struct BuildBenchRequest {
     pub json: Option<PathBuf>,
     /// `--skip`: steps left out (on a router target each full build takes
     /// 10–25 minutes here).
-    pub skip: Vec<Step>,
+    pub skip: Vec<BenchStep>,
 }
 
 /// A step `--skip` can leave out; the overhead (1) and the patch-only
 /// variant (3) always run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum BenchStep {
     /// Step 2: ccache cold, then warm (two full builds' worth).
     Ccache,
     /// Step 4: a full build through a distccd on 127.0.0.1.
     Distcc,
 }
 
-impl std::str::FromStr for Step {
+impl std::str::FromStr for BenchStep {
     type Err = String;
 
     /// `ccache` or `distcc`.
-    fn from_str(s: &str) -> Result<Step, String> {
+    fn from_str(s: &str) -> Result<BenchStep, String> {
         match s {
-            "ccache" => Ok(Step::Ccache),
-            "distcc" => Ok(Step::Distcc),
+            "ccache" => Ok(BenchStep::Ccache),
+            "distcc" => Ok(BenchStep::Distcc),
             _ => Err(format!(
                 "unknown step {s:?}: --skip takes ccache and distcc (the overhead and patch-only steps always run)"
             )),
@@ -173,7 +173,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
     // are from empty build directories.
     remove_dir(&bench.build_dir(&t, &variant_job.variant.name))?;
 
-    let ccache = if request.skip.contains(&Step::Ccache) {
+    let ccache = if request.skip.contains(&BenchStep::Ccache) {
         None
     } else {
         step("2a: ccache cold (private, empty cache)");
@@ -189,7 +189,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
         })
     };
 
-    let distcc = if request.skip.contains(&Step::Distcc) {
+    let distcc = if request.skip.contains(&BenchStep::Distcc) {
         None
     } else {
         step("4: distcc through a distccd on 127.0.0.1, no ccache");

@@ -217,7 +217,10 @@ pub fn fit_all(
 fn relocated(
     kernels: &mut Kernels,
     stubs: &Stubs,
-    (recipe, step): (&DeviceRecipe, &crate::inputs::openwrt::image::Step),
+    (recipe, step): (
+        &DeviceRecipe,
+        &crate::inputs::openwrt::image::KernelRecipeStep,
+    ),
     tree: &KernelTree<'_>,
     kdir: &Path,
     name: &str,
@@ -492,7 +495,7 @@ fn run_step(
     recipe: &DeviceRecipe,
     tree: &KernelTree<'_>,
     kdir: &Path,
-    step: &crate::inputs::openwrt::image::Step,
+    step: &crate::inputs::openwrt::image::KernelRecipeStep,
     bytes: Vec<u8>,
 ) -> Result<Vec<u8>> {
     let dir = kdir.join("devices").join(&recipe.device);

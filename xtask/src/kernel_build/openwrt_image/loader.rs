@@ -52,7 +52,7 @@ use object::{Object, ObjectSymbol};
 use xshell::{cmd, Shell};
 
 use super::tree::KernelTree;
-use crate::inputs::openwrt::image::{DeviceRecipe, Step, RULES_MK};
+use crate::inputs::openwrt::image::{DeviceRecipe, KernelRecipeStep, RULES_MK};
 
 /// What `Build/loader-common` must contain (white space collapsed, `\`
 /// line continuations dropped) for [`lzma_loader`] to be what it runs.
@@ -364,7 +364,7 @@ pub fn relocate(stub: &[u8], image: &[u8]) -> Result<Vec<u8>> {
 
 /// The address `step` (`relocate-kernel [addr]`) relocates to: its
 /// argument, else `KERNEL_LOADADDR`.
-pub fn relocate_address(recipe: &DeviceRecipe, step: &Step) -> Result<String> {
+pub fn relocate_address(recipe: &DeviceRecipe, step: &KernelRecipeStep) -> Result<String> {
     match step.args.first() {
         Some(a) => Ok(a.clone()),
         None => recipe

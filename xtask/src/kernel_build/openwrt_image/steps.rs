@@ -38,7 +38,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::inputs::openwrt::image::{DeviceRecipe, Step};
+use crate::inputs::openwrt::image::{DeviceRecipe, KernelRecipeStep};
 use crate::kernel_build::artifacts::lzma_alone;
 use crate::results::LzmaRecord;
 use crate::util::shell_arith::dd_bytes;
@@ -78,7 +78,7 @@ pub const UNSUPPORTED_WHY: &[(&str, &str)] = &[
 /// Why `step` of `recipe` cannot be made: the refusal naming the device,
 /// the recipe's `file:line`, the step and, where known, what is missing
 /// (for `fit`: the checkout's scripts/mkits.sh, which writes the `.its`).
-pub fn unsupported(recipe: &DeviceRecipe, step: &Step) -> anyhow::Error {
+pub fn unsupported(recipe: &DeviceRecipe, step: &KernelRecipeStep) -> anyhow::Error {
     let mkits = recipe
         .image_dir
         .ancestors()
@@ -253,7 +253,7 @@ pub struct StepContext<'a> {
 
 /// The LZMA step's arguments to `lzma e` for `step` (`lzma`, `lzma-no-dict`,
 /// `lzma-d16`), `None` for other steps.
-pub fn lzma_arguments(step: &Step) -> Option<Vec<String>> {
+pub fn lzma_arguments(step: &KernelRecipeStep) -> Option<Vec<String>> {
     let fixed: &[&str] = match step.name.as_str() {
         "lzma" => &["-lc1", "-lp2", "-pb2"],
         "lzma-no-dict" => &[],
@@ -266,7 +266,7 @@ pub fn lzma_arguments(step: &Step) -> Option<Vec<String>> {
 }
 
 /// Runs `step` on `image` (`$@`).
-pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Result<()> {
+pub fn run(sh: &Shell, ctx: &StepContext<'_>, step: &KernelRecipeStep, image: &Path) -> Result<()> {
     let recipe = ctx.recipe;
     let refuse = || unsupported(recipe, step);
     let read = |p: &Path| {
@@ -375,7 +375,7 @@ pub fn dtb_file_name(dts: &str) -> String {
 /// (see the module docs), and the `SOURCE_DATE_EPOCH` it runs with.
 pub fn uimage_command(
     ctx: &StepContext<'_>,
-    step: &Step,
+    step: &KernelRecipeStep,
     image: &Path,
     out: &Path,
 ) -> Result<(Vec<String>, String)> {
@@ -435,7 +435,7 @@ pub fn uimage_command(
     Ok((args, epoch))
 }
 
-fn uimage(sh: &Shell, ctx: &StepContext<'_>, step: &Step, image: &Path) -> Result<()> {
+fn uimage(sh: &Shell, ctx: &StepContext<'_>, step: &KernelRecipeStep, image: &Path) -> Result<()> {
     let new = image.with_extension("new");
     let (args, epoch) = uimage_command(ctx, step, image, &new)?;
     cmd!(sh, "mkimage {args...}")
@@ -460,7 +460,7 @@ mod tests {
         assert_eq!((p.lc, p.lp, p.pb, p.dict_size), (3, 0, 2, 64 << 10));
         assert!(lzma_parameters(&args("-a0")).is_err());
         assert!(lzma_parameters(&args("-lc4 -lp2")).is_err());
-        let step = Step {
+        let step = KernelRecipeStep {
             name: "lzma".into(),
             args: args("-d20"),
         };

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::row::{DeviceRow, Side};
+use super::row::{DeviceRow, FitSide};
 use crate::measure::image_sink::Lengths;
 use crate::measure::whole_image::{self, ImageVars, SizeCheck};
 use crate::results::device_fit::{self, DeviceFit, ImageRecipe, LimitKind};
@@ -116,8 +116,8 @@ pub(super) fn image_rows(
                 device: own.device.clone(),
                 image: Some(image.to_string()),
                 only_in: match (b.is_some(), v.is_some()) {
-                    (true, false) => Some(Side::Base),
-                    (false, true) => Some(Side::Variant),
+                    (true, false) => Some(FitSide::Base),
+                    (false, true) => Some(FitSide::Variant),
                     _ => None,
                 },
                 limit_kind: Some(LimitKind::ImageSize),

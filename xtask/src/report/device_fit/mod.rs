@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::results::device_fit::{self, DeviceFit, DeviceFitRecord, LimitKind};
 use crate::results::BuildResult;
 use crate::util::text::printable;
-use row::{DeviceRow, Side, Verdict};
+use row::{DeviceRow, FitSide, FitVerdict};
 
 /// The device fit of one comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -121,7 +121,7 @@ impl DeviceFitDiff {
     pub fn stop_fitting(&self) -> usize {
         self.rows
             .iter()
-            .filter(|r| r.verdict() == Verdict::StopsFitting)
+            .filter(|r| r.verdict() == FitVerdict::StopsFitting)
             .count()
     }
 
@@ -160,7 +160,7 @@ impl DeviceFitDiff {
             self.stop_fitting(),
             self.rows
                 .iter()
-                .filter(|r| r.verdict() == Verdict::FitsAgain)
+                .filter(|r| r.verdict() == FitVerdict::FitsAgain)
                 .count()
         );
         let _ = writeln!(
@@ -178,12 +178,12 @@ impl DeviceFitDiff {
                 _ => "none".into(),
             };
             let verdict = match &r.error {
-                Some(e) => format!("{}: {}", Verdict::CannotMake.words(), printable(e)),
+                Some(e) => format!("{}: {}", FitVerdict::CannotMake.words(), printable(e)),
                 None => r.verdict().words().to_string(),
             };
             let verdict = match r.only_in {
-                Some(Side::Base) => format!("only in the base: {verdict}"),
-                Some(Side::Variant) => format!("only in the variant: {verdict}"),
+                Some(FitSide::Base) => format!("only in the base: {verdict}"),
+                Some(FitSide::Variant) => format!("only in the variant: {verdict}"),
                 None => verdict,
             };
             let verdict = match (&r.image, r.limit_kind) {
@@ -255,7 +255,7 @@ impl DeviceFitDiff {
                  and rootfs share.\n",
             );
         }
-        if self.rows.iter().any(|r| r.verdict() == Verdict::NoLimit) {
+        if self.rows.iter().any(|r| r.verdict() == FitVerdict::NoLimit) {
             out.push_str(
                 "no limit: no check-size applies KERNEL_SIZE or IMAGE_SIZE to it (a vendor step \
                  xtask does not make, such as tplink-v1-image, may check its own), and its record \
@@ -323,7 +323,7 @@ fn kernel_and_rootfs(kernel: &DeviceRow, rootfs_bytes: u64) -> DeviceRow {
     let add = |k: Option<u64>| k.map(|k| k.saturating_add(rootfs_bytes));
     let (base_bytes, variant_bytes) = (add(kernel.base_bytes), add(kernel.variant_bytes));
     let own = match kernel.only_in {
-        Some(Side::Base) => base_bytes,
+        Some(FitSide::Base) => base_bytes,
         _ => variant_bytes,
     };
     let headroom = own
@@ -368,8 +368,8 @@ fn row(base: Option<&DeviceFit>, variant: Option<&DeviceFit>) -> DeviceRow {
         device: own.device.clone(),
         image: None,
         only_in: match (base, variant) {
-            (Some(_), None) => Some(Side::Base),
-            (None, Some(_)) => Some(Side::Variant),
+            (Some(_), None) => Some(FitSide::Base),
+            (None, Some(_)) => Some(FitSide::Variant),
             _ => None,
         },
         limit_kind: limit.map(|(k, _)| k),
@@ -439,11 +439,11 @@ mod tests {
         let at = 3072 * 1024;
         let d = DeviceFitDiff::new(&record(at), &record(at + 1), None, None);
         assert_eq!(d.rows[0].base_fits, Some(true), "size = limit fits (-ge)");
-        assert_eq!(d.rows[0].verdict(), Verdict::StopsFitting);
+        assert_eq!(d.rows[0].verdict(), FitVerdict::StopsFitting);
         assert_eq!(d.rows[0].headroom, Some(-1));
         assert_eq!(d.stop_fitting(), 1);
         let back = DeviceFitDiff::new(&record(at + 1), &record(at), None, None);
-        assert_eq!(back.rows[0].verdict(), Verdict::FitsAgain);
+        assert_eq!(back.rows[0].verdict(), FitVerdict::FitsAgain);
         let text = d.render(None);
         assert!(text.contains("fits → does not fit"), "{text}");
         assert!(
@@ -454,7 +454,7 @@ mod tests {
         let mut unsized_ = record(at);
         unsized_.devices[0].kernel_bytes = None;
         let d = DeviceFitDiff::new(&unsized_, &unsized_, None, None);
-        assert_eq!(d.rows[0].verdict(), Verdict::NoSize);
+        assert_eq!(d.rows[0].verdict(), FitVerdict::NoSize);
         assert_eq!(d.rows[0].headroom_percent, None);
         let text = d.render(None);
         let line = text.lines().find(|l| l.starts_with("ubnt_")).unwrap();

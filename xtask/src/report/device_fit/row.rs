@@ -8,7 +8,7 @@ use crate::results::device_fit::LimitKind;
 /// Which side of a comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Side {
+pub enum FitSide {
     /// The base build.
     Base,
     /// The variant build.
@@ -26,7 +26,7 @@ pub struct DeviceRow {
     /// The side whose device list alone has it (the checkout's device list
     /// changed between the builds), else `None`. Its limit, headroom and
     /// verdict are that side's.
-    pub only_in: Option<Side>,
+    pub only_in: Option<FitSide>,
     /// `kernel_size` or `image_size` (the rootfs share); `None`: no limit.
     pub limit_kind: Option<LimitKind>,
     /// The limit as written (`3072k`).
@@ -71,7 +71,7 @@ pub fn within(headroom: Option<i64>, margin: Option<i64>) -> bool {
 
 /// A row's verdict, as the text table words it and CSV tags it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum FitVerdict {
     /// Either side's image could not be made ([`DeviceRow::error`]).
     CannotMake,
     /// The base fits, the variant does not.
@@ -88,30 +88,30 @@ pub enum Verdict {
     NoSize,
 }
 
-impl Verdict {
+impl FitVerdict {
     /// The words of the text table.
     pub fn words(self) -> &'static str {
         match self {
-            Verdict::CannotMake => "cannot make",
-            Verdict::StopsFitting => "fits → does not fit",
-            Verdict::FitsAgain => "does not fit → fits",
-            Verdict::Fits => "fits",
-            Verdict::DoesNotFit => "does not fit",
-            Verdict::NoLimit => "no limit",
-            Verdict::NoSize => "no size recorded",
+            FitVerdict::CannotMake => "cannot make",
+            FitVerdict::StopsFitting => "fits → does not fit",
+            FitVerdict::FitsAgain => "does not fit → fits",
+            FitVerdict::Fits => "fits",
+            FitVerdict::DoesNotFit => "does not fit",
+            FitVerdict::NoLimit => "no limit",
+            FitVerdict::NoSize => "no size recorded",
         }
     }
 
     /// The CSV tag.
     pub fn tag(self) -> &'static str {
         match self {
-            Verdict::CannotMake => "cannot-make",
-            Verdict::StopsFitting => "stops-fitting",
-            Verdict::FitsAgain => "fits-again",
-            Verdict::Fits => "fits",
-            Verdict::DoesNotFit => "does-not-fit",
-            Verdict::NoLimit => "no-limit",
-            Verdict::NoSize => "no-size",
+            FitVerdict::CannotMake => "cannot-make",
+            FitVerdict::StopsFitting => "stops-fitting",
+            FitVerdict::FitsAgain => "fits-again",
+            FitVerdict::Fits => "fits",
+            FitVerdict::DoesNotFit => "does-not-fit",
+            FitVerdict::NoLimit => "no-limit",
+            FitVerdict::NoSize => "no-size",
         }
     }
 }
@@ -119,19 +119,19 @@ impl Verdict {
 impl DeviceRow {
     /// The row's verdict: an error first, then a flip, then the fit of the
     /// variant (of the base, for a device only the base lists).
-    pub fn verdict(&self) -> Verdict {
+    pub fn verdict(&self) -> FitVerdict {
         let fits = match self.only_in {
-            Some(Side::Base) => self.base_fits,
+            Some(FitSide::Base) => self.base_fits,
             _ => self.variant_fits,
         };
         match (&self.error, self.base_fits.zip(self.variant_fits), fits) {
-            (Some(_), _, _) => Verdict::CannotMake,
-            (None, Some((true, false)), _) => Verdict::StopsFitting,
-            (None, Some((false, true)), _) => Verdict::FitsAgain,
-            (None, _, Some(true)) => Verdict::Fits,
-            (None, _, Some(false)) => Verdict::DoesNotFit,
-            (None, _, None) if self.limit.is_some() => Verdict::NoSize,
-            (None, _, None) => Verdict::NoLimit,
+            (Some(_), _, _) => FitVerdict::CannotMake,
+            (None, Some((true, false)), _) => FitVerdict::StopsFitting,
+            (None, Some((false, true)), _) => FitVerdict::FitsAgain,
+            (None, _, Some(true)) => FitVerdict::Fits,
+            (None, _, Some(false)) => FitVerdict::DoesNotFit,
+            (None, _, None) if self.limit.is_some() => FitVerdict::NoSize,
+            (None, _, None) => FitVerdict::NoLimit,
         }
     }
 }

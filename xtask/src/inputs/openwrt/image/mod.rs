@@ -52,14 +52,14 @@ pub const IMAGE_MK: &str = include_str!("image.mk");
 /// arguments `["lzma"]` (image.mk `build_cmd`: `$(call Build/<first
 /// word>,<other words>)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
+pub struct KernelRecipeStep {
     /// The `Build/<name>` definition the step calls.
     pub name: String,
     /// Its arguments (`$(1)` of the definition), split at white space.
     pub args: Vec<String>,
 }
 
-impl fmt::Display for Step {
+impl fmt::Display for KernelRecipeStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name)?;
         for a in &self.args {
@@ -101,7 +101,7 @@ pub struct DeviceRecipe {
     /// Its OpenWrt target.
     pub target: OpenwrtTarget,
     /// The `KERNEL` recipe split into steps, in order.
-    pub steps: Vec<Step>,
+    pub steps: Vec<KernelRecipeStep>,
     /// Where the `KERNEL` assignment in effect is written, when found.
     pub origin: Option<Origin>,
     /// `KERNEL_NAME`: the file of `$(KDIR)` the first step reads (`vmlinux`,
@@ -164,7 +164,7 @@ impl DeviceRecipe {
     pub fn recipe(&self) -> String {
         self.steps
             .iter()
-            .map(Step::to_string)
+            .map(KernelRecipeStep::to_string)
             .collect::<Vec<_>>()
             .join(" | ")
     }
@@ -408,7 +408,7 @@ pub(crate) struct Printed {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct DevicePrinted {
     pub(crate) vars: BTreeMap<String, String>,
-    pub(crate) steps: Vec<Step>,
+    pub(crate) steps: Vec<KernelRecipeStep>,
     pub(crate) definitions: BTreeMap<String, String>,
     pub(crate) images: BTreeMap<String, String>,
 }
@@ -454,7 +454,7 @@ fn parse_output(stdout: &str) -> Printed {
         } else if let Some(step) = rest.strip_prefix("STEP ") {
             let mut words = step.split_whitespace().map(str::to_string);
             if let Some(name) = words.next() {
-                d.steps.push(Step {
+                d.steps.push(KernelRecipeStep {
                     name,
                     args: words.collect(),
                 });
@@ -509,7 +509,7 @@ mod tests {
         assert_eq!(p.vars["KERNEL_ENTRY"], "");
         assert_eq!(
             p.steps,
-            vec![Step {
+            vec![KernelRecipeStep {
                 name: "uImage".into(),
                 args: vec!["lzma".into(), "-M".into(), "0x1".into()]
             }]
