@@ -25,16 +25,16 @@ pub struct ExperimentArgs {
 
 impl ExperimentArgs {
     /// The library's request.
-    pub fn request(self) -> xtask::experiment::Request {
-        use xtask::experiment::{Labs, Request, Run};
-        Request {
+    pub fn request(self) -> xtask::experiment::ExperimentRequest {
+        use xtask::experiment::{EarlierLabs, ExperimentRequest, Run};
+        ExperimentRequest {
             file: self.file,
             jobs: self.jobs.unwrap_or_else(default_jobs),
             run: if self.dry_run { Run::DryRun } else { Run::All },
             labs: if self.fresh {
-                Labs::Fresh
+                EarlierLabs::Fresh
             } else {
-                Labs::Resume
+                EarlierLabs::Resume
             },
         }
     }

@@ -289,8 +289,8 @@ impl SizeReportArgs {
     /// The library's request, with `--rootfs` read.
     ///
     /// Errors: the rootfs cannot be read (naming the file).
-    pub fn request(&self) -> anyhow::Result<xtask::report::Request> {
-        Ok(xtask::report::Request {
+    pub fn request(&self) -> anyhow::Result<xtask::report::ReportRequest> {
+        Ok(xtask::report::ReportRequest {
             targets: self.targets.clone(),
             base: self.base.clone(),
             variants: self.variants.clone(),

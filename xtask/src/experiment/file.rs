@@ -52,7 +52,7 @@ use crate::util::layout::Layout;
 mod lab;
 
 use lab::RawLab;
-pub use lab::{LabSpec, LabsAtOnce};
+pub use lab::{ExperimentLab, LabsAtOnce};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,7 +126,7 @@ pub struct Experiment {
     /// Hand-written profiles or OpenWrt's.
     pub mode: ExperimentMode,
     /// The lab, if any.
-    pub lab: Option<LabSpec>,
+    pub lab: Option<ExperimentLab>,
     /// The report.
     pub report: ReportSpec,
 }

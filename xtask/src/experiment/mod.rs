@@ -29,11 +29,11 @@ use xshell::Shell;
 
 use crate::kernel_build::command;
 use crate::lab::orchestrate::Start;
-use crate::report::{self, LabRuns, Request as ReportRequest, Style, SymbolOptions};
+use crate::report::{self, LabRuns, ReportRequest, Style, SymbolOptions};
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 
-pub use request::{Labs, Request, Run};
+pub use request::{EarlierLabs, ExperimentRequest, Run};
 
 /// `target/xtask/experiments/<name>/state.json`: where each target's lab
 /// of the experiment records.
@@ -166,7 +166,7 @@ fn kept_lab_dir(layout: &Layout, target: &str, dir: &Path) -> std::result::Resul
 /// anything the plan refuses, before anything builds; another experiment
 /// running (its pid); a labs' topology or workload this branch's QEMU lab
 /// cannot run yet; the first failing build or lab; the report.
-pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
+pub fn command(sh: &Shell, layout: &Layout, request: &ExperimentRequest) -> Result<()> {
     let started = Instant::now();
     let experiment = file::load(layout, &request.file)?;
     output_stays_in(layout, &experiment)?;
@@ -194,8 +194,8 @@ pub fn command(sh: &Shell, layout: &Layout, request: &Request) -> Result<()> {
     let e = &plan.experiment;
     let state_path = state_file(layout, &e.name);
     let mut state = match request.labs {
-        Labs::Resume => State::read(&state_path)?,
-        Labs::Fresh => State::default(),
+        EarlierLabs::Resume => State::read(&state_path)?,
+        EarlierLabs::Fresh => State::default(),
     };
     let mut starts = Vec::new();
     for lab in &plan.labs {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Result;
 use xshell::Shell;
 
-use super::file::{Experiment, ExperimentMode, LabSpec, LabsAtOnce};
+use super::file::{Experiment, ExperimentLab, ExperimentMode, LabsAtOnce};
 use super::request::Run;
 use crate::kernel_build::ccache::{self, Ccache};
 use crate::kernel_build::command::{self, BuildRequest, Planned};
@@ -55,7 +55,7 @@ impl LabItem<'_> {
 }
 
 /// Everything an experiment will do.
-pub struct Plan<'a> {
+pub struct ExperimentPlan<'a> {
     /// The experiment.
     pub experiment: Experiment,
     /// What is built.
@@ -95,7 +95,7 @@ pub fn plan<'a>(
     experiment: Experiment,
     jobs: usize,
     run: Run,
-) -> Result<Plan<'a>> {
+) -> Result<ExperimentPlan<'a>> {
     let build_request = BuildRequest {
         targets: experiment.targets.clone(),
         variants: experiment.variants.clone(),
@@ -159,7 +159,7 @@ pub fn plan<'a>(
         .iter()
         .map(|&f| (f, report_file(&experiment.report.output, f)))
         .collect();
-    Ok(Plan {
+    Ok(ExperimentPlan {
         experiment,
         build_request,
         builds,
@@ -173,7 +173,7 @@ pub fn plan<'a>(
 /// as many as `jobs` CPUs hold at one per guest (QEMU's TCG runs a guest
 /// on one host thread; the mesh boots two), at least one and at most one
 /// per target; 1 with [`LabsAtOnce::Serial`].
-pub fn labs_at_once(spec: &LabSpec, jobs: usize) -> Result<u32> {
+pub fn labs_at_once(spec: &ExperimentLab, jobs: usize) -> Result<u32> {
     if spec.labs == LabsAtOnce::Serial {
         return Ok(1);
     }
@@ -195,7 +195,7 @@ pub fn heading(e: &Experiment) -> String {
     format!("{}\n", crate::util::text::printable(&line))
 }
 
-impl Plan<'_> {
+impl ExperimentPlan<'_> {
     /// The plan as printed first: the experiment, the builds with their
     /// status, each lab's plan, the report files.
     pub fn describe(&self) -> String {

@@ -1,6 +1,6 @@
-//! What `cargo xtask experiment` is asked ([`Request`]): the file, the
+//! What `cargo xtask experiment` is asked ([`ExperimentRequest`]): the file, the
 //! `-j` budget, whether it runs or prints its plan ([`Run`]), and whether
-//! labs an earlier run started are continued ([`Labs`]).
+//! labs an earlier run started are continued ([`EarlierLabs`]).
 
 use std::path::PathBuf;
 
@@ -15,7 +15,7 @@ pub enum Run {
 
 /// Whether labs an earlier run of the experiment started are continued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Labs {
+pub enum EarlierLabs {
     /// Continue them: complete ones kept, interrupted ones taken over.
     Resume,
     /// Start every lab anew (`--fresh`); the old ones stay on disk.
@@ -24,7 +24,7 @@ pub enum Labs {
 
 /// What `cargo xtask experiment` was asked.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub struct ExperimentRequest {
     /// The experiment file.
     pub file: PathBuf,
     /// The `-j` budget the builds share (and each lab kernel's make).
@@ -32,5 +32,5 @@ pub struct Request {
     /// Run, or print the plan.
     pub run: Run,
     /// Resume or start the labs anew.
-    pub labs: Labs,
+    pub labs: EarlierLabs,
 }

@@ -1,5 +1,5 @@
 //! The experiment's labs, side by side (issue #19 §4): up to
-//! [`Plan::labs_at_once`] labs run at the same time, each on its own
+//! [`ExperimentPlan::labs_at_once`] labs run at the same time, each on its own
 //! thread, taking the next target's lab from one queue; their kernels are
 //! built first, one lab after another, so the builds keep their `-j`
 //! budget. A lab that fails stops the queue (labs already running finish
@@ -34,7 +34,7 @@ pub struct Done {
     pub kernels: Option<Duration>,
 }
 
-/// Runs `labs` (an experiment's, taken out of its [`super::plan::Plan`] with
+/// Runs `labs` (an experiment's, taken out of its [`super::plan::ExperimentPlan`] with
 /// `labs_at_once` of them at a time), each as it was resolved and
 /// printed, `starts[i]` saying where lab `i` records. Side by side, each
 /// lab's plan first runs in [`Mode::PrepareOnly`] (its kernels, one lab

@@ -122,7 +122,7 @@ fn a_report_file_is_named_by_its_format() {
 }
 
 /// A lab spec of `topology` on `targets` as a file says it.
-fn spec(topology: &str, targets: &[&str], labs: &str) -> file::LabSpec {
+fn spec(topology: &str, targets: &[&str], labs: &str) -> file::ExperimentLab {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("e.toml");
     let workload = if topology == "loopback" {

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{anyhow, Result};
 use serde::Deserialize;
 
-use super::request::Request;
+use super::request::ReportRequest;
 use crate::results::lab::LAB_TARGET_SUFFIX;
 use crate::results::{self, TargetRecord};
 use crate::util::layout::Layout;
@@ -175,7 +175,7 @@ pub(super) fn variants_hint(variants: &[&str]) -> String {
 
 pub(super) fn unknown_target(
     layout: &Layout,
-    request: &Request,
+    request: &ReportRequest,
     spelling: &str,
     known: &[Known],
 ) -> anyhow::Error {

@@ -34,7 +34,7 @@ use super::known::{
 };
 use super::lab::find::{self, Found};
 use super::lab::LabReport;
-use super::request::Request;
+use super::request::ReportRequest;
 use super::sizes;
 use crate::measure::bloat;
 use crate::measure::linkmap::Grouping;
@@ -64,7 +64,7 @@ enum Asked {
 /// whose sections are not the recorded ones; builds that are not comparable
 /// ([`super::checks`]) unless `request.allow_mismatch`. Two results of one
 /// build key with other bytes get a note (the build is not reproducible).
-pub fn load(layout: &Layout, request: &Request) -> Result<Report> {
+pub fn load(layout: &Layout, request: &ReportRequest) -> Result<Report> {
     for v in &request.variants {
         if *v == request.base {
             bail!(
@@ -216,7 +216,7 @@ fn lab_targets(layout: &Layout, spellings: &[String], known: &[Known]) -> Result
 
 /// The report of one lab run, with notes on a `--base` it does not have
 /// and on lab kernels rebuilt since it ran.
-fn lab_report(layout: &Layout, request: &Request, found: Found) -> Result<LabReport> {
+fn lab_report(layout: &Layout, request: &ReportRequest, found: Found) -> Result<LabReport> {
     let mut notes = find::rebuilt_since(layout, &found);
     notes.extend(super::openwrt_lab::run_notes(&found.record));
     let base = &found.record.settings.base;
@@ -236,7 +236,7 @@ fn lab_report(layout: &Layout, request: &Request, found: Found) -> Result<LabRep
 /// architecture checked against both vmlinux files); `None` without
 /// `--devices`.
 fn device_fit_diff(
-    request: &Request,
+    request: &ReportRequest,
     rootfs: Option<&RootfsSummary>,
     (base_dir, base): (&Path, &BuildResult),
     (dir, variant): (&Path, &BuildResult),
@@ -258,7 +258,7 @@ fn device_fit_diff(
 #[allow(clippy::too_many_arguments)]
 fn load_target(
     layout: &Layout,
-    request: &Request,
+    request: &ReportRequest,
     rootfs: Option<&RootfsSummary>,
     target: &Known,
     asked: Asked,

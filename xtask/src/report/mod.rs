@@ -47,7 +47,7 @@ pub use known::{build_command, lab_kernel_of};
 pub use lab::find::LabRuns;
 pub use load::load;
 pub use model::{format_percent, Change, Decimal};
-pub use request::{Request, SymbolOptions};
+pub use request::{ReportRequest, SymbolOptions};
 pub use style::{display_path, escape_controls, Format, Style};
 
 /// Renders `report` in `format`, with every control character but newline
@@ -94,7 +94,7 @@ fn render_raw(report: &Report, format: Format, style: &Style) -> Result<String> 
 /// are listed on stderr (and in JSON's `skipped`).
 pub fn run(
     layout: &Layout,
-    request: &Request,
+    request: &ReportRequest,
     format: Format,
     style: &Style,
     output: Option<&Path>,

@@ -1,4 +1,4 @@
-//! What `cargo xtask size-report` is asked to compare ([`Request`]), as
+//! What `cargo xtask size-report` is asked to compare ([`ReportRequest`]), as
 //! the command line gives it.
 
 use super::lab::find::LabRuns;
@@ -15,7 +15,7 @@ pub struct SymbolOptions {
 
 /// Which results to compare.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub struct ReportRequest {
     /// `--target` spellings (results directory name, or the OpenWrt
     /// `target/subtarget` or an alias its results record, or `all`); empty
     /// means `all`. `all` is every target with a results directory (tiny

@@ -27,7 +27,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use xtask::lab::host_lab::{self, features, BenchName, HostRequest};
-use xtask::report::{Format, LabRuns, Request, Style};
+use xtask::report::{Format, LabRuns, ReportRequest, Style};
 use xtask::results::lab::{Benchmark, Condition, LabMetric, LabRecord, Status};
 use xtask::util::layout::Layout;
 
@@ -222,7 +222,7 @@ fn tbench_baseline_against_lo_without_tso_gso() {
     // The size report shows it as a tbench family.
     let report = xtask::report::load(
         &layout,
-        &Request {
+        &ReportRequest {
             targets: vec!["host".to_string()],
             base: "baseline".to_string(),
             variants: Vec::new(),

@@ -44,8 +44,8 @@ fn fixture() -> Fixture {
     f
 }
 
-fn by(g: Grouping) -> xtask::report::Request {
-    xtask::report::Request {
+fn by(g: Grouping) -> xtask::report::ReportRequest {
+    xtask::report::ReportRequest {
         by: Some(g),
         ..request(&["bcm53xx"], &["no-reorder-blocks"])
     }

@@ -5,10 +5,10 @@
 use crate::common::report_fixture;
 
 use report_fixture::{render, request, Fixture, BASE_SYMBOLS};
-use xtask::report::{self, Format, Request, Style, SymbolOptions};
+use xtask::report::{self, Format, ReportRequest, Style, SymbolOptions};
 use xtask::results::BuildResult;
 
-fn error(f: &Fixture, req: &Request) -> String {
+fn error(f: &Fixture, req: &ReportRequest) -> String {
     match report::load(&f.layout(), req) {
         Ok(_) => panic!("expected an error for {req:?}"),
         Err(e) => format!("{e:#}"),

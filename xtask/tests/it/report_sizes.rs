@@ -15,7 +15,7 @@ use std::path::Path;
 
 use xshell::{cmd, Shell};
 use xtask::measure::bloat::BloatMode;
-use xtask::report::{self, text, Format, Request, Style, SymbolOptions};
+use xtask::report::{self, text, Format, ReportRequest, Style, SymbolOptions};
 use xtask::util::layout::Layout;
 
 const SIZE: &str = "arm-linux-gnueabi-size";
@@ -24,8 +24,8 @@ fn needs_size() -> gate::Needs {
     gate::Needs::new().program(SIZE, "binutils-arm-linux-gnueabi")
 }
 
-fn request(target: &str) -> Request {
-    Request {
+fn request(target: &str) -> ReportRequest {
+    ReportRequest {
         targets: vec![target.to_string()],
         base: "baseline".to_string(),
         variants: vec!["no-reorder-blocks".to_string()],

@@ -66,7 +66,7 @@ fn exported_jobs_merge_into_a_workspace_that_reports() {
     }
     xtask::report::load(&merged.layout(), &request(&["bcm53xx"], &[])).unwrap();
     // The build's attribution travels with it: `--by dir` reports it.
-    let by_dir = xtask::report::Request {
+    let by_dir = xtask::report::ReportRequest {
         by: Some(xtask::measure::linkmap::Grouping::Dir),
         ..request(&["bcm53xx"], &[])
     };

@@ -245,7 +245,7 @@ fn a_real_kernel_adds_up_to_size() {
 #[test]
 fn the_reports_rows_of_a_real_build_add_up_to_size() {
     use xtask::host::selftest::{E2E_TARGET, E2E_VARIANTS};
-    use xtask::report::{self, Format, Request, Style};
+    use xtask::report::{self, Format, ReportRequest, Style};
     use xtask::results::attribution::{AttributionRecord, FILE_NAME};
 
     let prefix = "arm-linux-gnueabi-";
@@ -283,7 +283,7 @@ fn the_reports_rows_of_a_real_build_add_up_to_size() {
     }
     let [base, variant] = E2E_VARIANTS;
     for by in [Grouping::Dir, Grouping::File, Grouping::DirDepth(2)] {
-        let request = Request {
+        let request = ReportRequest {
             targets: vec![E2E_TARGET.to_string()],
             base: base.to_string(),
             variants: vec![variant.to_string()],

@@ -22,7 +22,7 @@ use xtask::host::selftest::{e2e_results_dir, E2E_KCONFIG_BASE, E2E_TARGET};
 use xtask::measure::kconfig_map::{ALWAYS, UNKNOWN};
 use xtask::measure::linkmap::Grouping;
 use xtask::report::attribution::AttributionDiff;
-use xtask::report::{self, Request};
+use xtask::report::{self, ReportRequest};
 use xtask::util::layout::Layout;
 
 const PREFIX: &str = "arm-linux-gnueabi-";
@@ -51,7 +51,7 @@ fn size_berkeley(file: &Path) -> [u64; 3] {
 }
 
 fn diff_by(g: Grouping) -> AttributionDiff {
-    let request = Request {
+    let request = ReportRequest {
         targets: vec![E2E_TARGET.to_string()],
         base: E2E_KCONFIG_BASE.to_string(),
         variants: vec!["baseline".to_string()],

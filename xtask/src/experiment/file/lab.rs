@@ -49,7 +49,7 @@ pub enum LabsAtOnce {
 
 /// The lab of an experiment.
 #[derive(Debug, Clone)]
-pub struct LabSpec {
+pub struct ExperimentLab {
     /// The targets whose lab runs (a subset of the experiment's, each with
     /// a `[lab]` table), in order.
     pub targets: Vec<String>,
@@ -74,7 +74,7 @@ pub(super) fn lab_spec(
     table: Range<usize>,
     chosen: &[Target],
     (at, key_at): (&dyn Fn(Range<usize>) -> String, &KeyAt<'_>),
-) -> Result<LabSpec> {
+) -> Result<ExperimentLab> {
     let topology_name = l
         .topology
         .clone()
@@ -169,7 +169,7 @@ pub(super) fn lab_spec(
         (&lab_targets, chosen),
         at,
     )?;
-    Ok(LabSpec {
+    Ok(ExperimentLab {
         targets: lab_targets,
         labs,
         request,

@@ -17,8 +17,8 @@ use xtask::util::layout::Layout;
 
 /// A size-report request for `targets` (empty: all) and `variants`
 /// (empty: every built one) against `baseline`, without symbols.
-pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
-    xtask::report::Request {
+pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::ReportRequest {
+    xtask::report::ReportRequest {
         targets: targets.iter().map(|s| s.to_string()).collect(),
         base: "baseline".to_string(),
         variants: variants.iter().map(|s| s.to_string()).collect(),
@@ -35,7 +35,7 @@ pub fn request(targets: &[&str], variants: &[&str]) -> xtask::report::Request {
 /// Loads and renders `request` over `fixture`'s results.
 pub fn render(
     fixture: &Fixture,
-    request: &xtask::report::Request,
+    request: &xtask::report::ReportRequest,
     format: xtask::report::Format,
     style: xtask::report::Style,
 ) -> String {
