@@ -11,7 +11,7 @@ use cli::{
     ResultsCommand,
 };
 use xtask::patches::commands as stack;
-use xtask::patches::openwrt_sync::Direction;
+use xtask::patches::openwrt_sync::SyncDirection;
 use xtask::util::layout::Layout;
 use xtask::{host, inputs, kernel_build, lab, patches, report, results};
 
@@ -69,10 +69,10 @@ fn run(cli: Cli) -> Result<()> {
             }
             PatchesCommand::Rebase(args) => stack::rebase(&sh, &layout, &args.request()),
             PatchesCommand::Import(args) => {
-                stack::sync(&layout, &args.options(), Direction::Import)
+                stack::sync(&layout, &args.options(), SyncDirection::Import)
             }
             PatchesCommand::Export(args) => {
-                stack::sync(&layout, &args.options(), Direction::Export)
+                stack::sync(&layout, &args.options(), SyncDirection::Export)
             }
             PatchesCommand::Bench(args) => patches::bench::run(&sh, &layout, &args.options()),
             PatchesCommand::SizeBisect(args) => {

@@ -7,7 +7,7 @@ use clap::Subcommand;
 use xtask::kernel_build::size_bisect::BisectRequest;
 use xtask::patches::bench::BenchOptions;
 use xtask::patches::commands::{
-    ChangedFiles, Output, RebaseRequest, SeriesOptions, SyncRequest, Until,
+    ChangedFiles, RebaseOutput, RebaseRequest, SeriesOptions, SyncRequest, Until,
 };
 use xtask::patches::openwrt_sync::{Prune, SyncOptions, Write};
 use xtask::patches::rebase::Action;
@@ -215,9 +215,9 @@ impl RebaseArgs {
             fuzz: self.fuzz,
             keep_going: self.keep_going,
             output: if self.json {
-                Output::Json
+                RebaseOutput::Json
             } else {
-                Output::Table
+                RebaseOutput::Table
             },
             action: if self.continue_ {
                 Action::Continue

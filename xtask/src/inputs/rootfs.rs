@@ -56,7 +56,7 @@ pub const UNSQUASHFS_TIMEOUT: Duration = Duration::from_secs(60);
 /// How the squashfs was found in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Origin {
+pub enum RootfsOrigin {
     /// The file is a squashfs.
     Squashfs,
     /// Split from a uImage + squashfs image; the uImage's length, bytes.
@@ -76,16 +76,16 @@ pub enum Origin {
     },
 }
 
-impl std::fmt::Display for Origin {
+impl std::fmt::Display for RootfsOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Origin::Squashfs => f.write_str("a squashfs"),
-            Origin::UImage { kernel_bytes } => write!(
+            RootfsOrigin::Squashfs => f.write_str("a squashfs"),
+            RootfsOrigin::UImage { kernel_bytes } => write!(
                 f,
                 "split from a uImage + squashfs image (kernel {kernel_bytes} bytes)"
             ),
-            Origin::Trx { offset } => write!(f, "split from a TRX (rootfs at {offset:#x})"),
-            Origin::SysupgradeTar { member } => write!(f, "{member} of a sysupgrade tar"),
+            RootfsOrigin::Trx { offset } => write!(f, "split from a TRX (rootfs at {offset:#x})"),
+            RootfsOrigin::SysupgradeTar { member } => write!(f, "{member} of a sysupgrade tar"),
         }
     }
 }
@@ -96,7 +96,7 @@ pub struct Rootfs {
     /// The file given.
     pub source: String,
     /// How the squashfs was found in it.
-    pub origin: Origin,
+    pub origin: RootfsOrigin,
     /// sha256 of the squashfs bytes.
     pub sha256: String,
     /// The squashfs's length, bytes.
@@ -132,7 +132,7 @@ impl Rootfs {
 }
 
 /// The squashfs in `raw` and where it was found (see the module docs).
-pub fn split(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
+pub fn split(raw: &[u8]) -> Result<(RootfsOrigin, Vec<u8>)> {
     let be32 = |at: usize| {
         raw.get(at..at + 4)
             .map(|b| u32::from_be_bytes(b.try_into().unwrap()))
@@ -142,7 +142,7 @@ pub fn split(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
             .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
     };
     if raw.starts_with(SQUASHFS_MAGIC) {
-        return Ok((Origin::Squashfs, squashfs_at(raw, 0)?.to_vec()));
+        return Ok((RootfsOrigin::Squashfs, squashfs_at(raw, 0)?.to_vec()));
     }
     if be32(0) == Some(UIMAGE_MAGIC) {
         let data = u64::from(be32(12).unwrap_or(0));
@@ -156,7 +156,7 @@ pub fn split(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
         let mut first_error = None;
         for at in memchr::memmem::find_iter(&raw[start..], SQUASHFS_MAGIC) {
             match squashfs_at(raw, start + at) {
-                Ok(fs) => return Ok((Origin::UImage { kernel_bytes }, fs.to_vec())),
+                Ok(fs) => return Ok((RootfsOrigin::UImage { kernel_bytes }, fs.to_vec())),
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }
@@ -176,7 +176,7 @@ pub fn split(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
             format!("a TRX whose last partition (at {offset:#x}) is not a squashfs (UBI and JFFS2 are not read)")
         })?;
         return Ok((
-            Origin::Trx {
+            RootfsOrigin::Trx {
                 offset: u64::from(offset),
             },
             fs.to_vec(),
@@ -224,7 +224,7 @@ fn squashfs_at(raw: &[u8], at: usize) -> Result<&[u8]> {
 }
 
 /// The `sysupgrade-<board>/root` member of a sysupgrade tar.
-fn from_tar(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
+fn from_tar(raw: &[u8]) -> Result<(RootfsOrigin, Vec<u8>)> {
     let mut archive = tar::Archive::new(raw);
     for entry in archive.entries().context("reading the tar")? {
         let mut entry = entry.context("reading the tar")?;
@@ -243,7 +243,7 @@ fn from_tar(raw: &[u8]) -> Result<(Origin, Vec<u8>)> {
             .read_to_end(&mut member)
             .with_context(|| format!("reading {path}"))?;
         let fs = squashfs_at(&member, 0).with_context(|| format!("{path} of the tar"))?;
-        return Ok((Origin::SysupgradeTar { member: path }, fs.to_vec()));
+        return Ok((RootfsOrigin::SysupgradeTar { member: path }, fs.to_vec()));
     }
     bail!("a tar without a sysupgrade-<board>/root member")
 }
@@ -342,7 +342,7 @@ mod tests {
         let mut plain = fs.clone();
         plain.extend([0xff; 50]);
         let (o, got) = split(&plain).unwrap();
-        assert_eq!((o, got.as_slice()), (Origin::Squashfs, fs.as_slice()));
+        assert_eq!((o, got.as_slice()), (RootfsOrigin::Squashfs, fs.as_slice()));
 
         let mut uimage = UIMAGE_MAGIC.to_be_bytes().to_vec();
         uimage.resize(12, 0);
@@ -352,7 +352,7 @@ mod tests {
         uimage.extend(&fs);
         uimage.extend([0xde, 0xad, 0xc0, 0xde]);
         let (o, got) = split(&uimage).unwrap();
-        assert_eq!(o, Origin::UImage { kernel_bytes: 164 });
+        assert_eq!(o, RootfsOrigin::UImage { kernel_bytes: 164 });
         assert_eq!(got, fs);
 
         let mut trx = b"HDR0".to_vec();
@@ -363,7 +363,7 @@ mod tests {
         trx.resize(512, 0);
         trx.extend(&fs);
         let (o, got) = split(&trx).unwrap();
-        assert_eq!(o, Origin::Trx { offset: 512 });
+        assert_eq!(o, RootfsOrigin::Trx { offset: 512 });
         assert_eq!(got, fs);
 
         // A stray `hsqs` after the uImage is passed over; a big-endian

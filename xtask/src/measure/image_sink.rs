@@ -3,7 +3,7 @@
 
 /// The file a step appends whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub enum ImagePart {
     /// `$(IMAGE_KERNEL)`: the device's kernel image.
     Kernel,
     /// `$(IMAGE_ROOTFS)`: the rootfs.
@@ -18,10 +18,10 @@ pub const MAX_IMAGE_BYTES: u64 = 1 << 40;
 pub trait ImageSink {
     /// The image's length so far, bytes.
     fn length(&self) -> u64;
-    /// A [`Part`]'s length, bytes.
-    fn part_length(&self, part: Part) -> u64;
-    /// Appends a whole [`Part`].
-    fn append(&mut self, part: Part);
+    /// An [`ImagePart`]'s length, bytes.
+    fn part_length(&self, part: ImagePart) -> u64;
+    /// Appends a whole [`ImagePart`].
+    fn append(&mut self, part: ImagePart);
     /// Appends `count` bytes of `byte`.
     fn fill(&mut self, byte: u8, count: u64);
     /// Appends `bytes`.
@@ -43,16 +43,16 @@ impl ImageSink for Lengths {
     fn length(&self) -> u64 {
         self.len
     }
-    fn part_length(&self, part: Part) -> u64 {
+    fn part_length(&self, part: ImagePart) -> u64 {
         match part {
-            Part::Kernel => self.kernel,
-            Part::Rootfs => self.rootfs,
+            ImagePart::Kernel => self.kernel,
+            ImagePart::Rootfs => self.rootfs,
         }
     }
-    fn append(&mut self, part: Part) {
+    fn append(&mut self, part: ImagePart) {
         self.len += match part {
-            Part::Kernel => self.kernel,
-            Part::Rootfs => self.rootfs,
+            ImagePart::Kernel => self.kernel,
+            ImagePart::Rootfs => self.rootfs,
         };
     }
     fn fill(&mut self, _byte: u8, count: u64) {
@@ -78,16 +78,16 @@ impl ImageSink for Bytes<'_> {
     fn length(&self) -> u64 {
         self.out.len() as u64
     }
-    fn part_length(&self, part: Part) -> u64 {
+    fn part_length(&self, part: ImagePart) -> u64 {
         match part {
-            Part::Kernel => self.kernel.len() as u64,
-            Part::Rootfs => self.rootfs.len() as u64,
+            ImagePart::Kernel => self.kernel.len() as u64,
+            ImagePart::Rootfs => self.rootfs.len() as u64,
         }
     }
-    fn append(&mut self, part: Part) {
+    fn append(&mut self, part: ImagePart) {
         let bytes = match part {
-            Part::Kernel => self.kernel,
-            Part::Rootfs => self.rootfs,
+            ImagePart::Kernel => self.kernel,
+            ImagePart::Rootfs => self.rootfs,
         };
         self.out.extend_from_slice(bytes);
     }

@@ -79,7 +79,7 @@ fn strtoul(text: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::image_sink::{Bytes, Lengths, Part};
+    use crate::measure::image_sink::{Bytes, ImagePart, Lengths};
 
     fn bytes(len: usize, args: &[&str]) -> Vec<u8> {
         let kernel = vec![1u8; len];
@@ -88,7 +88,7 @@ mod tests {
             kernel: &kernel,
             rootfs: &[],
         };
-        sink.append(Part::Kernel);
+        sink.append(ImagePart::Kernel);
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         padjffs2(&mut sink, &args).unwrap();
         sink.out
@@ -118,7 +118,7 @@ mod tests {
             kernel: 5000,
             ..Default::default()
         };
-        l.append(Part::Kernel);
+        l.append(ImagePart::Kernel);
         padjffs2(&mut l, &["4".into(), "64".into()]).unwrap();
         assert_eq!(l.len, 65536 + 4);
         assert!(padjffs2(&mut l, &["64k".into()]).is_err());

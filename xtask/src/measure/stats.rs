@@ -368,7 +368,7 @@ pub enum Verdict {
 
 /// Everything the reports print for one metric measured N times per side.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Comparison {
+pub struct SampleComparison {
     /// The base's samples.
     pub base: Summary,
     /// The variant's samples.
@@ -388,7 +388,7 @@ pub struct Comparison {
     pub verdict: Verdict,
 }
 
-impl Comparison {
+impl SampleComparison {
     /// Runs per side that would find a change of this comparison's
     /// |%change| ([`runs_for_change`]) at the two sides' pooled spread; for
     /// an A/A control, the runs needed to see a change of the noise
@@ -420,7 +420,7 @@ impl Comparison {
 /// when there was none). The verdict's order: too few samples for an
 /// interval, the interval contains 0, Mann–Whitney cannot reach
 /// [`ALPHA`], the tests disagree, within the noise floor, significant.
-pub fn compare(base: &[f64], variant: &[f64], noise_floor: f64) -> Option<Comparison> {
+pub fn compare(base: &[f64], variant: &[f64], noise_floor: f64) -> Option<SampleComparison> {
     compare_at(base, variant, noise_floor, 0.0)
 }
 
@@ -436,7 +436,7 @@ pub fn compare_at(
     variant: &[f64],
     noise_floor: f64,
     resolution: f64,
-) -> Option<Comparison> {
+) -> Option<SampleComparison> {
     let (sb, sv) = (summary(base)?, summary(variant)?);
     let percent = percent_change(sb.mean, sv.mean);
     let interval = welch_interval(base, variant, 1.0 - ALPHA);
@@ -453,7 +453,7 @@ pub fn compare_at(
         (Some(_), Some(_)) => Verdict::WithinNoise,
         _ => Verdict::TooFewSamples,
     };
-    Some(Comparison {
+    Some(SampleComparison {
         base: sb,
         variant: sv,
         percent,

@@ -37,7 +37,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::image_sink::{ImageSink, Part, MAX_IMAGE_BYTES};
+use super::image_sink::{ImagePart, ImageSink, MAX_IMAGE_BYTES};
 use crate::util::shell_arith::{dd_bytes, exp_units, limit_bytes, shell_arith};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -196,9 +196,9 @@ pub fn size_checks(
         match step.name.as_str() {
             "append-kernel" | "append-rootfs" => {
                 let part = if step.name == "append-kernel" {
-                    Part::Kernel
+                    ImagePart::Kernel
                 } else {
-                    Part::Rootfs
+                    ImagePart::Rootfs
                 };
                 room(sink, sink.part_length(part))?;
                 sink.append(part);

@@ -9,7 +9,7 @@ use xshell::Shell;
 use super::stack::{work_tree, Refreshed, Stack};
 use crate::inputs::targets::{self, Target};
 use crate::patches::engine::ApplyOptions;
-use crate::patches::openwrt_sync::{self, Direction, SyncOptions};
+use crate::patches::openwrt_sync::{self, SyncDirection, SyncOptions};
 use crate::patches::rebase::{self, Action, RebaseOptions};
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
@@ -57,7 +57,7 @@ pub enum ChangedFiles {
 
 /// How `rebase` prints its summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
+pub enum RebaseOutput {
     /// A table per patch.
     Table,
     /// JSON.
@@ -80,7 +80,7 @@ pub struct RebaseRequest {
     /// Classify every patch without stopping at conflicts.
     pub keep_going: bool,
     /// Table or JSON.
-    pub output: Output,
+    pub output: RebaseOutput,
     /// Start, continue, skip or abort.
     pub action: Action,
     /// Whether to wait for another rebase of the same series.
@@ -325,8 +325,8 @@ pub fn rebase(sh: &Shell, layout: &Layout, request: &RebaseRequest) -> Result<()
             },
         )?;
         match request.output {
-            Output::Json => println!("{}", rebase::json(&bumped.state, &bumped.tree)),
-            Output::Table => {
+            RebaseOutput::Json => println!("{}", rebase::json(&bumped.state, &bumped.tree)),
+            RebaseOutput::Table => {
                 println!("generic patches on this source: {}", bumped.generic_summary);
                 print!("{}", rebase::table(&bumped.state, &bumped.tree));
                 println!("new series: {}", bumped.patches_dir.display());
@@ -348,8 +348,8 @@ pub fn rebase(sh: &Shell, layout: &Layout, request: &RebaseRequest) -> Result<()
         return Ok(());
     }
     match request.output {
-        Output::Json => println!("{}", rebase::json(&outcome.state, &outcome.tree)),
-        Output::Table => print!("{}", rebase::table(&outcome.state, &outcome.tree)),
+        RebaseOutput::Json => println!("{}", rebase::json(&outcome.state, &outcome.tree)),
+        RebaseOutput::Table => print!("{}", rebase::table(&outcome.state, &outcome.tree)),
     }
     if let Some(name) = &outcome.state.stopped_at {
         bail!("rebase stopped at conflicting patch {name}");
@@ -359,7 +359,7 @@ pub fn rebase(sh: &Shell, layout: &Layout, request: &RebaseRequest) -> Result<()
 
 /// `patches import` / `patches export`: copies the kernel patches between
 /// `patches/` and an OpenWrt checkout, printing counts per directory.
-pub fn sync(layout: &Layout, args: &SyncRequest, direction: Direction) -> Result<()> {
+pub fn sync(layout: &Layout, args: &SyncRequest, direction: SyncDirection) -> Result<()> {
     let all = targets::load_all(&layout.targets_dir())?;
     let chosen = if args.targets.is_empty() {
         all

@@ -21,7 +21,7 @@ use crate::util::fs::write_atomic;
 
 /// Which way to copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub enum SyncDirection {
     /// OpenWrt → `patches/`.
     Import,
     /// `patches/` → OpenWrt.
@@ -143,7 +143,7 @@ pub fn sync(
     patches_dir: &Path,
     targets: &[Target],
     kver: &str,
-    direction: Direction,
+    direction: SyncDirection,
     options: SyncOptions,
 ) -> Result<Vec<DirSync>> {
     crate::inputs::kernel_source::check_series(kver, "--kernel")?;
@@ -156,8 +156,8 @@ pub fn sync(
     let pairs = directory_pairs(openwrt, patches_dir, targets, kver);
     // Flags that make or the shell would interpret never cross, either way.
     for flags_patch in pairs.iter().map(|(ow, ours)| match direction {
-        Direction::Import => ow.join(extra_optimization::PATCH_NAME),
-        Direction::Export => ours.join(extra_optimization::PATCH_NAME),
+        SyncDirection::Import => ow.join(extra_optimization::PATCH_NAME),
+        SyncDirection::Export => ours.join(extra_optimization::PATCH_NAME),
     }) {
         if let Ok(text) = std::fs::read_to_string(&flags_patch) {
             extra_optimization::check_patch_flags(&flags_patch, &text)?;
@@ -166,8 +166,8 @@ pub fn sync(
     let mut out = Vec::new();
     for (ow, ours) in pairs {
         let (from, to) = match direction {
-            Direction::Import => (ow, ours),
-            Direction::Export => (ours, ow),
+            SyncDirection::Import => (ow, ours),
+            SyncDirection::Export => (ours, ow),
         };
         if !from.is_dir() {
             continue;

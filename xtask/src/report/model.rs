@@ -256,7 +256,7 @@ pub struct Metric {
 pub struct Stats {
     /// Summaries, %change, Welch's t 95 % interval, Welch and Mann–Whitney
     /// p, and the verdict.
-    pub comparison: stats::Comparison,
+    pub comparison: stats::SampleComparison,
     /// The A/A control's |%change| of this metric, in percent; `None`
     /// without a control (the verdict then uses 0).
     pub noise_floor: Option<f64>,

@@ -15,7 +15,7 @@ use xtask::inputs::variants::Variant;
 use xtask::kernel_build::ccache::Ccache;
 use xtask::kernel_build::command::{self, BuildMode, BuildRequest};
 use xtask::patches::extra_optimization;
-use xtask::patches::openwrt_sync::{self, Direction};
+use xtask::patches::openwrt_sync::{self, SyncDirection};
 use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;
 
@@ -158,15 +158,15 @@ fn writing_a_patch_refuses_hostile_flags() {
 #[test]
 fn export_and_import_refuse_a_hand_edited_flags_patch() {
     let hostile = "Subject: x\n---\n--- a/Makefile\n+++ b/Makefile\n@@ -7 +7 @@\n-KBUILD_CFLAGS += -O2\n+KBUILD_CFLAGS += -O2; touch pwned $(EXTRA_OPTIMIZATION)\n";
-    for direction in [Direction::Export, Direction::Import] {
+    for direction in [SyncDirection::Export, SyncDirection::Import] {
         let (dir, layout, _tree) = project("os = \"-Os\"");
         let openwrt = dir.path().join("openwrt");
         let generic = openwrt.join("target/linux/generic");
         write(&generic.join("pending-6.12/100-other.patch"), "x");
         let ours = layout.patches_dir().join("generic/pending-6.12");
         let from = match direction {
-            Direction::Export => ours.clone(),
-            Direction::Import => generic.join("pending-6.12"),
+            SyncDirection::Export => ours.clone(),
+            SyncDirection::Import => generic.join("pending-6.12"),
         };
         write(&from.join(extra_optimization::PATCH_NAME), hostile);
         write(&ours.join("150-ours.patch"), "y");

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use xtask::patches::openwrt_sync::{self, Direction, FileAction, Prune, SyncOptions, Write};
+use xtask::patches::openwrt_sync::{self, FileAction, Prune, SyncDirection, SyncOptions, Write};
 
 fn patch(tag: &str) -> String {
     format!("Subject: {tag}\n\n--- a/{tag}.c\n+++ b/{tag}.c\n@@ -1 +1 @@\n-old\n+{tag}\n")
@@ -67,7 +67,7 @@ fn export(fx: &Fx, options: SyncOptions) -> Vec<openwrt_sync::DirSync> {
         &fx.patches,
         &[],
         "6.6",
-        Direction::Export,
+        SyncDirection::Export,
         options,
     )
     .unwrap()

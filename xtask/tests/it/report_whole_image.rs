@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use xshell::{cmd, Shell};
 use xtask::experiment::rootfs::rootfs_summary;
-use xtask::inputs::rootfs::{Origin, Rootfs};
+use xtask::inputs::rootfs::{Rootfs, RootfsOrigin};
 use xtask::measure::image_sink::Bytes;
 use xtask::measure::whole_image::{self, ImageVars};
 use xtask::report::{self, Format, Style};
@@ -270,7 +270,7 @@ fn a_rootfs_split_from_a_sysupgrade_image_is_the_same_squashfs() {
     let split = Rootfs::load(&image).unwrap();
     assert_eq!(
         split.origin,
-        Origin::UImage {
+        RootfsOrigin::UImage {
             kernel_bytes: kernel.len() as u64
         }
     );

@@ -368,8 +368,8 @@ fn shared_lzma(
 }
 
 /// The limits as `device-fit.json` records them.
-pub fn record_limits(l: &limits::DeviceLimits) -> device_fit::DeviceLimits {
-    let limit = |l: &Option<limits::Limit>| {
+pub fn record_limits(l: &limits::MakefileLimits) -> device_fit::DeviceLimits {
+    let limit = |l: &Option<limits::MakefileLimit>| {
         l.as_ref().map(|l| device_fit::Limit {
             text: l.text.clone(),
             bytes: l.bytes,

@@ -68,7 +68,7 @@ pub fn verdict_text(stats: &Stats, role: Role, decimal: Decimal) -> String {
 /// comparison says of the runs needed to see a change of its own size
 /// (80 % power, [`stats::runs_for_change`]); `None` for no change or
 /// fewer than 2 runs a side.
-pub fn runs_needed_text(c: &stats::Comparison) -> Option<String> {
+pub fn runs_needed_text(c: &stats::SampleComparison) -> Option<String> {
     if c.base.n < 2 || c.variant.n < 2 || c.percent.is_none_or(|p| p == 0.0) {
         return None;
     }

@@ -14,7 +14,7 @@ pub struct DeviceEntry {
     pub device: String,
     /// Its recipe and limits, or why they could not be read (the device is
     /// listed, never skipped).
-    pub evaluated: Result<(DeviceRecipe, limits::DeviceLimits), String>,
+    pub evaluated: Result<(DeviceRecipe, limits::MakefileLimits), String>,
 }
 
 /// Every device of `TARGET_DEVICES` of `target`'s image Makefiles, in

@@ -37,7 +37,7 @@ pub use super::FIT_VARS;
 
 /// One size limit as the Makefile writes it and in bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limit {
+pub struct MakefileLimit {
     /// As written after make's expansion (`3072k`, `0xf60000`).
     pub text: String,
     /// In bytes.
@@ -46,12 +46,12 @@ pub struct Limit {
 
 /// What limits a device's images, as [`limits`] reads its recipe.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct DeviceLimits {
+pub struct MakefileLimits {
     /// `KERNEL_SIZE`: the kernel image's limit.
-    pub kernel_size: Option<Limit>,
+    pub kernel_size: Option<MakefileLimit>,
     /// `IMAGE_SIZE`, when an image recipe applies it (`check-size` without
     /// an argument).
-    pub image_size: Option<Limit>,
+    pub image_size: Option<MakefileLimit>,
     /// The images whose recipe applies `IMAGE_SIZE` (`sysupgrade.bin`, …).
     pub image_size_checks: Vec<String>,
     /// `DEFAULT := n`: not built by default (the buildbot skips it).
@@ -64,8 +64,8 @@ pub struct DeviceLimits {
 /// `$(( ))` ([`shell_arith`]).
 ///
 /// Errors name the text when it is no such expression or not positive.
-pub fn parse_limit(text: &str) -> Result<Limit> {
-    Ok(Limit {
+pub fn parse_limit(text: &str) -> Result<MakefileLimit> {
+    Ok(MakefileLimit {
         text: text.trim().to_string(),
         bytes: crate::util::shell_arith::limit_bytes(text)?,
     })
@@ -82,8 +82,8 @@ pub fn checks_image_size(recipe: &str) -> bool {
 /// `recipe`'s limits (see the module docs).
 ///
 /// Errors name the device and the variable whose value is no size.
-pub fn limits(recipe: &DeviceRecipe) -> Result<DeviceLimits> {
-    let parse = |var: &str| -> Result<Option<Limit>> {
+pub fn limits(recipe: &DeviceRecipe) -> Result<MakefileLimits> {
+    let parse = |var: &str| -> Result<Option<MakefileLimit>> {
         recipe
             .var(var)
             .map(parse_limit)
@@ -96,7 +96,7 @@ pub fn limits(recipe: &DeviceRecipe) -> Result<DeviceLimits> {
         .filter(|(_, r)| checks_image_size(r))
         .map(|(i, _)| i.clone())
         .collect();
-    Ok(DeviceLimits {
+    Ok(MakefileLimits {
         kernel_size: parse("KERNEL_SIZE")?,
         image_size: if checks.is_empty() {
             None
