@@ -1,4 +1,4 @@
-//! A way to build kernels ([`Backend`]): what it is given
+//! A way to build kernels ([`BuildBackend`]): what it is given
 //! ([`BuildOptions`]) and what its build produced ([`Built`]).
 
 use std::path::{Path, PathBuf};
@@ -93,16 +93,16 @@ pub struct Built {
 }
 
 /// A way to build kernels. `Sync`: jobs run side by side on threads.
-pub trait Backend: Sync {
+pub trait BuildBackend: Sync {
     /// Recorded in `result.json` and the build key (`kernel-tree`).
     fn name(&self) -> &'static str;
     /// Checks everything `jobs` need (compilers, flags, sources, host
     /// tools) before any build starts.
     fn preflight(&self, sh: &Shell, jobs: &[Job]) -> Result<()>;
     /// The source, compiler and series one job will be built from
-    /// (after [`Backend::preflight`]); the build key is made from them.
+    /// (after [`BuildBackend::preflight`]); the build key is made from them.
     fn inputs(&self, sh: &Shell, job: &Job) -> Result<JobInputs>;
-    /// What [`Backend::inputs`] left unevaluated for `job` (a dry run's
+    /// What [`BuildBackend::inputs`] left unevaluated for `job` (a dry run's
     /// OpenWrt device recipe), if anything; nothing by default.
     fn unevaluated(&self, _job: &Job) -> Option<Unevaluated> {
         None

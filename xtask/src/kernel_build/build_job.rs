@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use xshell::Shell;
 
 use super::artifacts;
-use super::backend::{Backend, BuildOptions, Rebuild};
+use super::backend::{BuildBackend, BuildOptions, Rebuild};
 use super::job::{Job, PlannedJob};
 use super::link_map;
 use crate::measure::sections;
@@ -46,7 +46,7 @@ pub fn up_to_date(layout: &Layout, planned: &PlannedJob) -> Option<BuildResult> 
 pub fn run_job(
     sh: &Shell,
     layout: &Layout,
-    backend: &dyn Backend,
+    backend: &dyn BuildBackend,
     planned: &PlannedJob,
     options: &BuildOptions,
 ) -> Result<BuildOutcome> {
@@ -75,7 +75,7 @@ pub fn run_job(
 /// warning line (the result stands; `size-report` says what is missing and why).
 fn after_build(
     layout: &Layout,
-    backend: &dyn Backend,
+    backend: &dyn BuildBackend,
     planned: &PlannedJob,
     result: &BuildResult,
     options: &BuildOptions,
@@ -94,7 +94,12 @@ fn after_build(
 
 /// Writes `dir/attribution.json` for `result` unless it has one of its
 /// vmlinux (see [`after_build`]).
-fn attribute(backend: &dyn Backend, job: &Job, result: &BuildResult, dir: &Path) -> Result<()> {
+fn attribute(
+    backend: &dyn BuildBackend,
+    job: &Job,
+    result: &BuildResult,
+    dir: &Path,
+) -> Result<()> {
     let Some(vmlinux) = result.artifacts.get("vmlinux") else {
         return Ok(());
     };
@@ -142,7 +147,7 @@ fn lock_job(layout: &Layout, job: &Job, wait: Wait) -> Result<[Lock; 2]> {
 fn build_one(
     sh: &Shell,
     layout: &Layout,
-    backend: &dyn Backend,
+    backend: &dyn BuildBackend,
     planned: &PlannedJob,
     options: BuildOptions,
 ) -> Result<BuildResult> {

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use super::backend::{Backend, BuildOptions, Rebuild};
+use super::backend::{BuildBackend, BuildOptions, Rebuild};
 use super::ccache::Ccache;
 use super::distcc::Distcc;
-use super::kbuild::KernelTree;
+use super::kbuild::KbuildBackend;
 use super::openwrt::OpenwrtBackend;
 use super::plan::{self, PlannedJob};
 use super::toolchain;
@@ -78,7 +78,7 @@ pub struct Planned {
     pub layout: Layout,
     /// Every job, in order.
     pub jobs: Vec<PlannedJob>,
-    backend: Box<dyn Backend>,
+    backend: Box<dyn BuildBackend>,
 }
 
 impl Planned {
@@ -152,7 +152,7 @@ pub fn plan_jobs(
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating {}; is target/xtask writable?", dir.display()))?;
     }
-    let backend: Box<dyn Backend> = match &request.openwrt {
+    let backend: Box<dyn BuildBackend> = match &request.openwrt {
         // A dry run builds and runs nothing: not even make on the
         // checkout's image Makefiles, which are code.
         Some(checkout) if request.mode == BuildMode::DryRun => Box::new(
@@ -164,7 +164,10 @@ pub fn plan_jobs(
             checkout,
             request.kernel_src.clone(),
         )?),
-        None => Box::new(KernelTree::new(layout.clone(), request.kernel_src.clone())),
+        None => Box::new(KbuildBackend::new(
+            layout.clone(),
+            request.kernel_src.clone(),
+        )),
     };
     let jobs = plan::plan(sh, layout, backend.as_ref(), jobs)?;
     Ok(Planned {

@@ -115,7 +115,7 @@ pub struct PlannedJob {
     /// sha256 of [`KeyMaterial`] without the patches (see the module
     /// docs), lowercase hex.
     pub reuse_key: String,
-    /// What a dry run left unevaluated ([`Backend::unevaluated`]): then
+    /// What a dry run left unevaluated ([`BuildBackend::unevaluated`]): then
     /// `key` is not the build's.
     pub unevaluated: Option<Unevaluated>,
 }

@@ -14,7 +14,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use super::backend::{Backend, BuildOptions, Built};
+use super::backend::{BuildBackend, BuildOptions, Built};
 use super::estimate;
 use super::job::Job;
 use super::plan::{JobInputs, PlannedJob};
@@ -41,16 +41,16 @@ pub const REPRODUCIBLE_ENV: &[(&str, &str)] = &[
 ];
 
 /// Builds in a kernel tree from a tarball or a user's tree.
-pub struct KernelTree {
+pub struct KbuildBackend {
     layout: Layout,
     /// `--kernel-src`, if given; otherwise Debian's tarball for each target's series.
     source_arg: Option<PathBuf>,
 }
 
-impl KernelTree {
+impl KbuildBackend {
     /// A backend using `source_arg` (`--kernel-src`) or Debian's tarballs.
-    pub fn new(layout: Layout, source_arg: Option<PathBuf>) -> KernelTree {
-        KernelTree { layout, source_arg }
+    pub fn new(layout: Layout, source_arg: Option<PathBuf>) -> KbuildBackend {
+        KbuildBackend { layout, source_arg }
     }
 
     fn input_for(&self, job: &Job) -> Result<SourceInput> {
@@ -164,7 +164,7 @@ pub(crate) fn make_in<'a>(
     make
 }
 
-impl Backend for KernelTree {
+impl BuildBackend for KbuildBackend {
     fn name(&self) -> &'static str {
         "kernel-tree"
     }
@@ -322,7 +322,7 @@ fn reset_build_dir_for(build: &Path, src: &Path) -> Result<()> {
 /// `make alldefconfig`, then check every requested symbol. Returns the
 /// final `.config` text.
 fn configure(
-    backend: &KernelTree,
+    backend: &KbuildBackend,
     sh: &Shell,
     job: &Job,
     src: &Path,

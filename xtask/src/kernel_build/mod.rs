@@ -1,8 +1,8 @@
 //! Build orchestration: every (target, variant) pair through a backend,
 //! then artifacts, measurements and `result.json`.
 //!
-//! A [`Backend`] turns one [`Job`] into a finished kernel build
-//! ([`Built`]). [`kbuild::KernelTree`] configures and runs `make` on a
+//! A [`BuildBackend`] turns one [`Job`] into a finished kernel build
+//! ([`Built`]). [`kbuild::KbuildBackend`] configures and runs `make` on a
 //! patched kernel tree; [`openwrt::OpenwrtBackend`] (`--openwrt PATH`) does
 //! the same with an OpenWrt checkout's config, patches and KCFLAGS.
 
@@ -31,7 +31,7 @@ pub mod scheduler;
 pub mod size_bisect;
 pub mod toolchain;
 
-pub use backend::{preflight_verdict, Backend, BuildOptions, Built, Rebuild};
+pub use backend::{preflight_verdict, BuildBackend, BuildOptions, Built, Rebuild};
 pub use build_job::{building_dir, summary_line, up_to_date, BuildOutcome};
 pub use job::Job;
 pub use scheduler::run;

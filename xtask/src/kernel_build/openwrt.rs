@@ -33,7 +33,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use super::backend::{Backend, BuildOptions, Built};
+use super::backend::{BuildBackend, BuildOptions, Built};
 use super::job::Job;
 use super::openwrt_lab::{self, LabResolved, OpenwrtLab};
 use super::plan::{JobInputs, PlannedJob, Unevaluated};
@@ -258,7 +258,7 @@ impl OpenwrtBackend {
     }
 }
 
-impl Backend for OpenwrtBackend {
+impl BuildBackend for OpenwrtBackend {
     fn name(&self) -> &'static str {
         "openwrt"
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use super::backend::Backend;
+use super::backend::BuildBackend;
 pub use super::job::{
     build_key, reuse_key, Job, JobInputs, KeyMaterial, PlannedJob, Unevaluated, RECIPE_VERSION,
 };
@@ -29,12 +29,12 @@ pub fn jobs(targets: &[Target], variants: &[Variant]) -> Vec<Job> {
         .collect()
 }
 
-/// Checks every job ([`Backend::preflight`]), then resolves each one's
+/// Checks every job ([`BuildBackend::preflight`]), then resolves each one's
 /// inputs and build key. Nothing is built.
 pub fn plan(
     sh: &Shell,
     layout: &Layout,
-    backend: &dyn Backend,
+    backend: &dyn BuildBackend,
     jobs: &[Job],
 ) -> Result<Vec<PlannedJob>> {
     backend.preflight(sh, jobs)?;

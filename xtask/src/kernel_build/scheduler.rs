@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use super::backend::{Backend, BuildOptions};
+use super::backend::{BuildBackend, BuildOptions};
 use super::build_job::{run_job, BuildOutcome};
 use super::jobserver::Jobserver;
 use super::plan::PlannedJob;
@@ -89,7 +89,7 @@ struct Board {
 pub fn run(
     sh: &Shell,
     layout: &Layout,
-    backend: &dyn Backend,
+    backend: &dyn BuildBackend,
     plan: &[PlannedJob],
     options: BuildOptions,
 ) -> Result<Vec<BuildOutcome>> {

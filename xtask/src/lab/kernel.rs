@@ -24,7 +24,7 @@ use crate::inputs::targets::{Artifact, Target};
 use crate::inputs::variants::Variant;
 use crate::kernel_build::openwrt::OpenwrtBackend;
 use crate::kernel_build::openwrt_lab::OpenwrtLab;
-use crate::kernel_build::{self, kbuild::KernelTree, Backend, BuildOptions, Job};
+use crate::kernel_build::{self, kbuild::KbuildBackend, BuildBackend, BuildOptions, Job};
 use crate::results::BuildResult;
 use crate::util::fs::{read_bytes_limited, write_atomic, FileLimit};
 use crate::util::layout::Layout;
@@ -123,8 +123,8 @@ pub fn build_with(
             variant: v.clone(),
         })
         .collect();
-    let backend: Box<dyn Backend> = match recipe {
-        Recipe::Profiles => Box::new(KernelTree::new(layout.clone(), kernel_src)),
+    let backend: Box<dyn BuildBackend> = match recipe {
+        Recipe::Profiles => Box::new(KbuildBackend::new(layout.clone(), kernel_src)),
         Recipe::Openwrt(checkout) => Box::new(OpenwrtBackend::for_lab(
             layout.clone(),
             checkout,

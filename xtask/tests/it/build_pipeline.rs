@@ -10,7 +10,7 @@ use xtask::inputs::kernel_source::PristineTree;
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
 use xtask::kernel_build::plan::{JobInputs, PlannedJob};
-use xtask::kernel_build::{self, Backend, BuildOptions, Built, Job, Rebuild};
+use xtask::kernel_build::{self, BuildBackend, BuildOptions, Built, Job, Rebuild};
 use xtask::patches::{patched_source, series};
 use xtask::results::{self, SourceRecord};
 use xtask::util::fs::{remove_stale_staging, StagingDir};
@@ -165,7 +165,7 @@ fn a_patch_escaping_the_tree_is_refused() {
 
 struct FailingBackend;
 
-impl Backend for FailingBackend {
+impl BuildBackend for FailingBackend {
     fn name(&self) -> &'static str {
         "failing"
     }
@@ -238,7 +238,7 @@ fn a_failed_rebuild_keeps_the_old_result() {
 /// A backend that writes its log and then waits a minute (to be killed).
 struct HangingBackend;
 
-impl Backend for HangingBackend {
+impl BuildBackend for HangingBackend {
     fn name(&self) -> &'static str {
         "hanging"
     }
@@ -376,7 +376,7 @@ struct SlowBackend {
     started: std::sync::atomic::AtomicUsize,
 }
 
-impl Backend for SlowBackend {
+impl BuildBackend for SlowBackend {
     fn name(&self) -> &'static str {
         "slow"
     }

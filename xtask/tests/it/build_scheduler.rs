@@ -15,7 +15,7 @@ use xtask::kernel_build::artifacts::BuildOutputs;
 use xtask::kernel_build::ccache::Ccache;
 use xtask::kernel_build::plan::{JobInputs, PlannedJob};
 use xtask::kernel_build::progress::{run_logged, RunControl};
-use xtask::kernel_build::{self, Backend, BuildOptions, Built, Job, Rebuild};
+use xtask::kernel_build::{self, BuildBackend, BuildOptions, Built, Job, Rebuild};
 use xtask::results::{self, Cflags, SourceRecord};
 use xtask::util::layout::Layout;
 use xtask::util::lock::Wait;
@@ -76,7 +76,7 @@ impl FakeBackend {
     }
 }
 
-impl Backend for FakeBackend {
+impl BuildBackend for FakeBackend {
     fn name(&self) -> &'static str {
         "fake"
     }
@@ -185,7 +185,7 @@ impl MakeBackend {
     }
 }
 
-impl Backend for MakeBackend {
+impl BuildBackend for MakeBackend {
     fn name(&self) -> &'static str {
         "make"
     }

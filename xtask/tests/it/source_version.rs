@@ -7,8 +7,8 @@ use std::path::Path;
 use xshell::{cmd, Shell};
 use xtask::inputs::targets::Target;
 use xtask::inputs::variants::Variant;
-use xtask::kernel_build::kbuild::KernelTree;
-use xtask::kernel_build::{Backend, Job};
+use xtask::kernel_build::kbuild::KbuildBackend;
+use xtask::kernel_build::{BuildBackend, Job};
 use xtask::util::layout::Layout;
 
 fn write(path: &Path, text: &str) {
@@ -48,7 +48,7 @@ fn a_source_of_another_series_is_refused_before_unpacking() {
     };
     let jobs = [Job { target, variant }];
     for source in [&tarball, &tree] {
-        let backend = KernelTree::new(layout.clone(), Some(source.clone()));
+        let backend = KbuildBackend::new(layout.clone(), Some(source.clone()));
         let err = format!("{:#}", backend.preflight(&sh, &jobs).unwrap_err());
         let t_toml = layout.targets_dir().join("t.toml");
         for wanted in [

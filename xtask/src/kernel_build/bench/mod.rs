@@ -39,7 +39,7 @@ use xshell::Shell;
 use super::ccache::{self, Ccache};
 use super::distcc::{self, Distcc};
 use super::distccd::{self, LocalDistccd};
-use super::kbuild::KernelTree;
+use super::kbuild::KbuildBackend;
 use super::progress::{is_object_line, RunControl};
 use super::{plan, toolchain, BuildOptions, Job, Rebuild};
 use crate::inputs::{targets, variants};
@@ -126,7 +126,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BuildBenchRequest) -> Result<B
     // distccd's guard still stops it.
     crate::util::cancel::install_handler();
     let control = RunControl::default();
-    let backend = KernelTree::new(bench.clone(), None);
+    let backend = KbuildBackend::new(bench.clone(), None);
     let started = results::now_rfc3339();
     let t = base_job.target.name.clone();
 
@@ -332,7 +332,7 @@ pub fn check_patch_only(base: &variants::Variant, patched: &variants::Variant) -
 struct Tool<'a> {
     sh: &'a Shell,
     layout: &'a Layout,
-    backend: &'a KernelTree,
+    backend: &'a KbuildBackend,
     control: &'a RunControl,
     jobs: usize,
     verbose: bool,
