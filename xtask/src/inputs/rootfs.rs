@@ -29,7 +29,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::util::elf_ident::{elf_kind, ElfKind};
+use crate::util::elf_ident::{elf_kind, ElfIdent};
 use crate::util::fs::FileLimit;
 use crate::util::hash::sha256_bytes;
 use crate::util::text::printable;
@@ -102,7 +102,7 @@ pub struct Rootfs {
     /// The squashfs's length, bytes.
     pub bytes: u64,
     /// Its programs' architecture, and which program told it.
-    pub arch: Option<(ElfKind, String)>,
+    pub arch: Option<(ElfIdent, String)>,
     /// The squashfs.
     #[serde(skip)]
     pub squashfs: Vec<u8>,
@@ -258,7 +258,7 @@ fn from_tar(raw: &[u8]) -> Result<(RootfsOrigin, Vec<u8>)> {
 ///
 /// Errors: the memory file cannot be made, unsquashfs cannot be started,
 /// or it takes longer than [`UNSQUASHFS_TIMEOUT`].
-pub fn probe_arch(squashfs: &[u8]) -> Result<Option<(ElfKind, String)>> {
+pub fn probe_arch(squashfs: &[u8]) -> Result<Option<(ElfIdent, String)>> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     let memfd = rustix::fs::memfd_create("xtask-rootfs", rustix::fs::MemfdFlags::CLOEXEC)

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// A program's ELF identity: what a kernel must match to run it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ElfKind {
+pub struct ElfIdent {
     /// `e_machine` (8 MIPS, 40 ARM, 62 x86-64).
     pub machine: u16,
     /// `EI_DATA` is `ELFDATA2MSB`.
@@ -15,7 +15,7 @@ pub struct ElfKind {
     pub class64: bool,
 }
 
-impl std::fmt::Display for ElfKind {
+impl std::fmt::Display for ElfIdent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let machine = match self.machine {
             8 => "MIPS".to_string(),
@@ -36,7 +36,7 @@ impl std::fmt::Display for ElfKind {
 /// reads it (magic, class, data, `EI_VERSION`), then `e_version` 1,
 /// `e_type` `ET_EXEC` or `ET_DYN`, and `e_ehsize` the header's own size.
 /// Twenty bytes that begin like an ELF file are not one.
-pub fn elf_kind(header: &[u8]) -> Option<ElfKind> {
+pub fn elf_kind(header: &[u8]) -> Option<ElfIdent> {
     use object::elf::{FileHeader32, FileHeader64, ET_DYN, ET_EXEC};
     use object::read::elf::FileHeader;
     use object::{Endian, Endianness};
@@ -54,7 +54,7 @@ pub fn elf_kind(header: &[u8]) -> Option<ElfKind> {
     } else {
         check::<FileHeader32<Endianness>>(header)?
     };
-    Some(ElfKind {
+    Some(ElfIdent {
         machine,
         big_endian,
         class64,

@@ -12,7 +12,7 @@ use super::row::{DeviceRow, FitSide};
 use crate::measure::image_sink::Lengths;
 use crate::measure::whole_image::{self, ImageVars, SizeCheck};
 use crate::results::device_fit::{self, DeviceFit, ImageRecipe, LimitKind};
-use crate::util::elf_ident::{elf_kind, ElfKind};
+use crate::util::elf_ident::{elf_kind, ElfIdent};
 use crate::util::text::printable;
 
 /// The rootfs whole images are sized with, as `--rootfs` read it
@@ -30,7 +30,7 @@ pub struct RootfsSummary {
     pub sha256: String,
     /// Its programs' architecture and the program that told it, if one
     /// did.
-    pub arch: Option<(ElfKind, String)>,
+    pub arch: Option<(ElfIdent, String)>,
 }
 
 impl RootfsSummary {
