@@ -185,7 +185,10 @@ impl Workload for Forwarding {
             metrics.push(MetricValue::new(LabMetric::CpuPerPacket, ns));
         }
         if let Some(counts) = &out.router_counters {
-            metrics.extend(super::ssh::perf::metrics(counts, work.packets));
+            metrics.extend(crate::results::lab::router::router_counter_metrics(
+                counts,
+                work.packets,
+            ));
         }
         let frame_bytes = mean_frame_bytes(&out.before, &out.after);
         let cache_model = out

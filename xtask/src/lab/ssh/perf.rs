@@ -1,7 +1,7 @@
 //! A real router's own counters over each run's traffic: `perf stat -a`
 //! (OpenWrt's `perf` package) counting [`EVENTS`] on every CPU while the
 //! traffic runs, as cycles, instructions, branch misses and L1I misses per
-//! forwarded packet ([`metrics`]).
+//! forwarded packet ([`crate::results::lab::router::router_counter_metrics`]).
 //!
 //! perf runs `cat` as its workload over the ssh session, so it counts
 //! until this side closes the session's input: no remote shell, no
@@ -17,16 +17,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::remote::Ssh;
-use crate::results::lab::{LabMetric, MetricValue};
+use crate::results::lab::router::ROUTER_EVENTS as EVENTS;
 use crate::util::process::{Limits, Supervised};
-
-/// The events counted, with the metric each one's count per packet is.
-pub const EVENTS: [(&str, LabMetric); 4] = [
-    ("cycles", LabMetric::RouterCyclesPerPacket),
-    ("instructions", LabMetric::RouterInsnsPerPacket),
-    ("branch-misses", LabMetric::RouterBranchMissesPerPacket),
-    ("L1-icache-load-misses", LabMetric::RouterL1iMissesPerPacket),
-];
 
 /// How long perf has to print its counts once its input ends.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -114,24 +106,10 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, u64>> {
     Ok(counts)
 }
 
-/// Each counted event's count per forwarded packet, of `packets`; none
-/// without packets.
-pub fn metrics(counts: &BTreeMap<String, u64>, packets: u64) -> Vec<MetricValue> {
-    if packets == 0 {
-        return Vec::new();
-    }
-    EVENTS
-        .iter()
-        .filter_map(|(event, metric)| {
-            let count = counts.get(*event)?;
-            Some(MetricValue::new(*metric, *count as f64 / packets as f64))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::lab::router::router_counter_metrics as metrics;
 
     /// perf 6.x's CSV on a core that counts three of the four events.
     #[test]

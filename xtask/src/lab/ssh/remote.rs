@@ -109,6 +109,14 @@ impl Ssh {
 
     /// Runs `words` on the router within `timeout`.
     pub fn run_within(&self, words: &[&str], timeout: Duration) -> Result<Remote> {
+        let (command, what) = self.ssh(words)?;
+        self.call(command, &what, timeout)
+    }
+
+    /// `ssh … -- LOGIN WORDS…` with its options, and the call in words
+    /// for messages. Errors: a word the remote shell would not take
+    /// literally ([`check_remote_word`]).
+    fn ssh(&self, words: &[&str]) -> Result<(Command, String)> {
         for w in words {
             check_remote_word(w)?;
         }
@@ -117,21 +125,14 @@ impl Ssh {
         command.args(["-p", &self.destination.port.to_string()]);
         command.arg("--").arg(self.destination.login()).args(words);
         let what = format!("ssh {} {}", self.destination.login(), words.join(" "));
-        self.call(command, &what, timeout)
+        Ok((command, what))
     }
 
     /// Starts `words` on the router with the session's input a pipe this
     /// side closes ([`Supervised::close_stdin`]) to end a command that
     /// reads it to the end; its output is captured. The caller waits.
     pub fn spawn_reading_input(&self, words: &[&str]) -> Result<Supervised> {
-        for w in words {
-            check_remote_word(w)?;
-        }
-        let mut command = self.program("ssh");
-        self.common_options(&mut command);
-        command.args(["-p", &self.destination.port.to_string()]);
-        command.arg("--").arg(self.destination.login()).args(words);
-        let what = format!("ssh {} {}", self.destination.login(), words.join(" "));
+        let (command, what) = self.ssh(words)?;
         self.note(&format!("$ {what} (until its input ends)\n"));
         Supervisor::new(command, &format!("`{what}`"))
             .output(Output::Capture)

@@ -177,13 +177,7 @@ fn plan_link(topology: &Topology, link: &Link, names: &Names, out: &mut NetPlan)
             out.attach
                 .push(address(&netns, tap, link_endpoints[0].address));
         }
-        if let Some(mtu) = link.mtu {
-            out.attach.push(Step::Mtu {
-                netns: netns.clone(),
-                dev: tap.clone(),
-                mtu,
-            });
-        }
+        out.attach.extend(mtu(&netns, tap, link.mtu));
         out.attach.push(Step::Up {
             netns: netns.clone(),
             dev: tap.clone(),
@@ -211,25 +205,13 @@ fn plan_link(topology: &Topology, link: &Link, names: &Names, out: &mut NetPlan)
                 dev: e.name.clone(),
                 bridge: BRIDGE.to_string(),
             });
-            if let Some(mtu) = link.mtu {
-                out.attach.push(Step::Mtu {
-                    netns: bridge_ns.clone(),
-                    dev: e.name.clone(),
-                    mtu,
-                });
-            }
+            out.attach.extend(mtu(&bridge_ns, &e.name, link.mtu));
             out.attach.push(Step::Up {
                 netns: bridge_ns.clone(),
                 dev: e.name.clone(),
             });
             out.attach.push(address(&netns, &link.name, e.address));
-            if let Some(mtu) = link.mtu {
-                out.attach.push(Step::Mtu {
-                    netns: netns.clone(),
-                    dev: link.name.clone(),
-                    mtu,
-                });
-            }
+            out.attach.extend(mtu(&netns, &link.name, link.mtu));
             out.attach.push(Step::Up {
                 netns: netns.clone(),
                 dev: link.name.clone(),
@@ -265,6 +247,15 @@ fn plan_link(topology: &Topology, link: &Link, names: &Names, out: &mut NetPlan)
         slot.1.push(QemuNic { id: nic, tap, mac });
     }
     Ok(())
+}
+
+/// `dev`'s MTU step in `netns` when its link sets one.
+fn mtu(netns: &str, dev: &str, mtu: Option<u32>) -> Option<Step> {
+    mtu.map(|mtu| Step::Mtu {
+        netns: netns.to_string(),
+        dev: dev.to_string(),
+        mtu,
+    })
 }
 
 fn address(netns: &str, dev: &str, address: Cidr) -> Step {

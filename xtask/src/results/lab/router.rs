@@ -3,9 +3,12 @@
 //! was, which of its interfaces were read and switched, whether each arm's
 //! image was flashed, and which kernel each boot really ran.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use super::metric::{LabMetric, MetricValue};
 
 /// Whether the lab flashed each arm's image onto the router.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,4 +75,28 @@ pub struct KernelCheck {
     pub matches_build: Option<bool>,
     /// Whether this boot followed a flash of the arm's image.
     pub flash: Flash,
+}
+
+/// The events a real router's `perf stat -a` counts over each run
+/// (`lab::ssh::perf`), with the metric each one's count per packet is.
+pub const ROUTER_EVENTS: [(&str, LabMetric); 4] = [
+    ("cycles", LabMetric::RouterCyclesPerPacket),
+    ("instructions", LabMetric::RouterInsnsPerPacket),
+    ("branch-misses", LabMetric::RouterBranchMissesPerPacket),
+    ("L1-icache-load-misses", LabMetric::RouterL1iMissesPerPacket),
+];
+
+/// Each counted event's count per forwarded packet, of `packets`; none
+/// without packets.
+pub fn router_counter_metrics(counts: &BTreeMap<String, u64>, packets: u64) -> Vec<MetricValue> {
+    if packets == 0 {
+        return Vec::new();
+    }
+    ROUTER_EVENTS
+        .iter()
+        .filter_map(|(event, metric)| {
+            let count = counts.get(*event)?;
+            Some(MetricValue::new(*metric, *count as f64 / packets as f64))
+        })
+        .collect()
 }
