@@ -30,7 +30,8 @@ pub struct LabArgs {
     /// run twice as an A/A control.
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// GRO settings to measure in the guest (QEMU lab; default both).
+    /// GRO settings to measure on the router's NICs (forwarding labs, QEMU
+    /// or SSH; default both).
     #[arg(long, value_name = "on|off|both")]
     pub gro: Option<xtask::lab::GroChoice>,
     /// Directions to measure through the router (forwarding labs; default
@@ -173,8 +174,10 @@ impl LabArgs {
                 (self.json.is_some(), "--json"),
             ];
             if let Some((_, flag)) = not_host.iter().find(|(given, ..)| *given) {
-                let lab = if flag.starts_with("--known") || *flag == "--json" {
+                let lab = if flag.starts_with("--known") {
                     "the QEMU lab"
+                } else if *flag == "--json" {
+                    "--known-answers"
                 } else {
                     "the forwarding lab (QEMU or SSH)"
                 };

@@ -155,6 +155,17 @@ pub fn resolve<'a>(
         .with_nic(request.nic.as_deref(), &target.file)?
         .with_cpus(request.cpus)?;
     let chosen = super::variants::chosen_variants(layout, &request.variants)?;
+    // pcnet32 keeps ether_setup's max_mtu, ETH_DATA_LEN (it never sets
+    // its own: drivers/net/ethernet/amd/pcnet32.c), so the guest's `ip
+    // link set … mtu` would fail at the first boot, after every build.
+    if let Some(m) = request
+        .count(super::request::Field::Mtu)
+        .filter(|m| *m > 1500)
+    {
+        if spec.nic == "pcnet" {
+            bail!("--mtu {m}: the pcnet NIC takes at most 1500 bytes (pcnet32 keeps Ethernet's max_mtu); use --mtu 1500 or less, or the target's other NIC");
+        }
+    }
     let mtu = |t: Topology| match request.count(super::request::Field::Mtu) {
         Some(mtu) => t.with_mtu(mtu),
         None => t,

@@ -372,6 +372,12 @@ impl LabRequest {
             };
             Problem::Topology(field, e.to_string())
         })?;
+        if let Some(mtu) = self.count(Field::Mtu) {
+            net.clone()
+                .with_mtu(mtu)
+                .check()
+                .map_err(|e| Problem::Topology(Field::Mtu, e.to_string()))?;
+        }
         let tbench = matches!(self.workload, WorkloadSpec::Tbench { .. });
         if tbench && self.cache_model {
             return Err(Problem::ForwardsNothing {

@@ -357,3 +357,49 @@ fn the_lab_reference_in_the_book_names_every_key_the_table_takes() {
         }
     }
 }
+
+/// A `[lab]` that names its topology and no workload runs the topology's
+/// own, as `lab --topology` does: tbench in loopback's guest, iperf3 lan →
+/// far through the mesh; places given in the file still win.
+#[test]
+fn a_lab_without_a_workload_runs_its_topology_s_own() {
+    let layout = Layout::from_manifest_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let load = |lab: &str| {
+        let file = dir.path().join("t.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "targets = [\"brcm47xx\"]\nbase = \"baseline\"\nvariants = [\"no-reorder-blocks\"]\n[lab]\n{lab}"
+            ),
+        )
+        .unwrap();
+        file::load(&layout, &file).map(|e| e.lab.unwrap().request.workload)
+    };
+    assert_eq!(
+        load("topology = \"loopback\"\n").unwrap(),
+        file::WorkloadSpec::Tbench {
+            guest: "router".into()
+        }
+    );
+    assert_eq!(
+        load("topology = \"mesh\"\nmtu = 1400\n").unwrap(),
+        file::WorkloadSpec::Iperf3 {
+            from: "lan".into(),
+            to: "far".into()
+        }
+    );
+    assert_eq!(
+        load("topology = \"mesh\"\nto = \"lan\"\nfrom = \"far\"\n").unwrap(),
+        file::WorkloadSpec::Iperf3 {
+            from: "far".into(),
+            to: "lan".into()
+        }
+    );
+    // On loopback the MTU is refused as an option of forwarding, at its line.
+    let err = format!(
+        "{:#}",
+        load("topology = \"loopback\"\nmtu = 1400\n").unwrap_err()
+    );
+    assert!(err.contains("t.toml:6: mtu is for forwarding"), "{err}");
+}

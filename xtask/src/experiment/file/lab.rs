@@ -83,7 +83,7 @@ pub(super) fn lab_spec(
         });
     let workload_name = l.workload.clone();
     let default = LabRequest::qemu("").on_topology(topology_name.0.clone());
-    let workload = workload_of(&l, at)?;
+    let workload = workload_of(&l, &default.workload, at)?;
 
     let lab_targets = lab_targets(&l, (table.clone(), chosen), at)?;
     let gro = match &l.gro {
@@ -177,8 +177,23 @@ pub(super) fn lab_spec(
 }
 
 /// The workload the table asks for (iperf3 `from` → `to`, or tbench in
-/// `guest`). Errors: an unknown workload, or a place key of the other one.
-fn workload_of(l: &RawLab, at: &dyn Fn(Range<usize>) -> String) -> Result<WorkloadSpec> {
+/// `guest`), what it leaves out from the topology's own workload `own`
+/// (as `lab --topology` takes it: tbench in loopback's guest, iperf3 `lan`
+/// → `far` on the mesh). Errors: an unknown workload, or a place key of
+/// the other one.
+fn workload_of(
+    l: &RawLab,
+    own: &WorkloadSpec,
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<WorkloadSpec> {
+    let (own_from, own_to, own_guest) = match own {
+        WorkloadSpec::Iperf3 { from, to } => (from.as_str(), to.as_str(), "router"),
+        WorkloadSpec::Tbench { guest } => ("lan", "wan", guest.as_str()),
+    };
+    let places = [&l.from, &l.to, &l.guest].into_iter().flatten().count();
+    if l.workload.is_none() && places == 0 {
+        return Ok(own.clone());
+    }
     Ok(match l.workload.as_ref().map(|w| w.get_ref().as_str()) {
         None | Some("iperf3") => {
             if let Some(g) = &l.guest {
@@ -188,8 +203,8 @@ fn workload_of(l: &RawLab, at: &dyn Fn(Range<usize>) -> String) -> Result<Worklo
                 from: l
                     .from
                     .as_ref()
-                    .map_or("lan".into(), |s| s.get_ref().clone()),
-                to: l.to.as_ref().map_or("wan".into(), |s| s.get_ref().clone()),
+                    .map_or(own_from.into(), |s| s.get_ref().clone()),
+                to: l.to.as_ref().map_or(own_to.into(), |s| s.get_ref().clone()),
             }
         }
         Some("tbench") => {
@@ -200,7 +215,7 @@ fn workload_of(l: &RawLab, at: &dyn Fn(Range<usize>) -> String) -> Result<Worklo
                 guest: l
                     .guest
                     .as_ref()
-                    .map_or("router".into(), |s| s.get_ref().clone()),
+                    .map_or(own_guest.into(), |s| s.get_ref().clone()),
             }
         }
         Some(other) => {
@@ -339,8 +354,13 @@ fn counts(
     (at, key_at): (&dyn Fn(Range<usize>) -> String, &KeyAt<'_>),
 ) -> Result<std::collections::BTreeMap<Field, Range<usize>>> {
     let mut spans = std::collections::BTreeMap::new();
-    for (key, value) in raw {
-        let span = key_at(key).unwrap_or_default();
+    // In the file's order, so that the first wrong key is the one named.
+    let mut keys: Vec<(Range<usize>, &String, &serde_json::Value)> = raw
+        .iter()
+        .map(|(k, v)| (key_at(k).unwrap_or_default(), k, v))
+        .collect();
+    keys.sort_by_key(|(span, ..)| span.start);
+    for (span, key, value) in keys {
         let Some(option) = crate::lab::request::option::by_key(key).filter(|o| o.count.is_some())
         else {
             let mut keys: Vec<&str> =
@@ -348,7 +368,7 @@ fn counts(
             keys.extend(OPTIONS.iter().filter_map(|o| o.key));
             let keys: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
             bail!(
-                "{}: [lab] has no key {:?}; it takes {} (docs/experiments.md)",
+                "{}: [lab] has no key \"{}\"; it takes {} (docs/experiments.md)",
                 at(span.clone()),
                 crate::util::text::printable(key),
                 keys.join(", ")

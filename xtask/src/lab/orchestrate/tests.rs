@@ -318,7 +318,7 @@ fn the_mesh_runs_a_reference_arm_without_batman_adv() {
     assert_describes(
         &p,
         &[
-            "  topology: mesh (2 routers in a chain, batman-adv over their mesh links (MTU 1532), bat0 bridged with the LAN port in br-lan, no NAT)\n",
+            "  topology: mesh (2 routers in a chain, batman-adv over their mesh links (32 bytes above the LAN's MTU: 1532 for 1500), bat0 bridged with the LAN port in br-lan, no NAT)\n",
             "    mesh1 (MTU 1532): r1.mesh1 — r2.mesh1\n",
             "    far: endpoint far 192.168.1.200/24 — r2.lan\n",
             "    r1: bat0 = batman-adv over mesh1 (MTU 1532); br-lan = lan + bat0 192.168.1.1/24\n",

@@ -108,7 +108,7 @@ impl Labs {
     /// lab (QEMU or SSH)`.
     pub fn describe(self) -> &'static str {
         match (self.qemu, self.ssh, self.host) {
-            (true, true, true) => "every lab",
+            (true, true, true) => "the QEMU, SSH and host labs",
             (true, true, false) => "the forwarding lab (QEMU or SSH)",
             (true, false, true) => "the QEMU lab and --lab host",
             (true, false, false) => "the QEMU lab",
@@ -337,13 +337,13 @@ pub const OPTIONS: &[LabOption] = &[
         key: Some("mtu"),
         record: "/settings/options/mtu",
         value_name: "BYTES",
-        help: "The MTU of every link the topology makes, in bytes: this machine's taps and veths and the guests' NICs alike; batman-adv's mesh links carry its 32-byte header on top",
+        help: "The MTU of every link the topology makes, in bytes: this machine's taps and veths and the guests' NICs alike; batman-adv's mesh links carry its 32-byte header on top (at most 1500 on the mesh; pcnet NICs take at most 1500)",
         count: Some(Count {
-            min: 68,
+            min: 576,
             max: 9000,
             default: None,
             unit: "bytes (the links' MTU)",
-            limit: "Linux's ETH_MIN_MTU in include/uapi/linux/if_ether.h to a 9000-byte jumbo frame",
+            limit: "576, the IPv4 datagram every host takes (RFC 791), under which TCP's segments no longer fit, to a 9000-byte jumbo frame; at most 1500 on the mesh, whose bat0 batman-adv caps at 1500",
         }),
         labs: QEMU,
         shapes: Shapes::Forwarding,

@@ -76,7 +76,15 @@ impl Counting {
                 crate::lab::process::last_lines(&stderr, 3)
             );
         }
-        parse(&stderr)
+        let counts = parse(&stderr)?;
+        if counts.is_empty() {
+            bail!(
+                "perf stat on the router printed no count of {}: {}",
+                EVENTS.map(|(e, _)| e).join(", "),
+                crate::lab::process::last_lines(&stderr, 3)
+            );
+        }
+        Ok(counts)
     }
 }
 
@@ -86,24 +94,37 @@ impl Counting {
 ///
 /// Errors: a line of an asked event whose value is no number.
 pub fn parse(text: &str) -> Result<BTreeMap<String, u64>> {
-    let mut counts = BTreeMap::new();
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for line in text.lines() {
         let fields: Vec<&str> = line.split(',').collect();
         let [value, _unit, event, ..] = fields[..] else {
             continue;
         };
-        // perf may name an event with its modifier (`cycles:u`).
-        let event = event.split(':').next().unwrap_or(event);
+        let event = event_name(event);
+        let value = value.trim();
         if !EVENTS.iter().any(|(e, _)| *e == event) || value.starts_with('<') {
             continue;
         }
         let count: u64 = value
-            .trim()
             .parse()
             .with_context(|| format!("perf stat's count of {event} is {value:?}"))?;
-        counts.insert(event.to_string(), count);
+        // A hybrid core's PMUs (`cpu_core/cycles/`, `cpu_atom/cycles/`)
+        // each count their share.
+        let sum = counts.entry(event.to_string()).or_default();
+        *sum = sum.saturating_add(count);
     }
     Ok(counts)
+}
+
+/// The event perf names in its CSV without its PMU or modifier:
+/// `cycles:u`, `cpu/cycles/`, `armv7_cortex_a7/cycles/` → `cycles`.
+fn event_name(event: &str) -> &str {
+    let event = event.trim();
+    let event = match event.split('/').collect::<Vec<_>>()[..] {
+        [_pmu, name, ..] if !name.is_empty() => name,
+        _ => event,
+    };
+    event.split(':').next().unwrap_or(event)
 }
 
 #[cfg(test)]
@@ -134,6 +155,16 @@ mod tests {
         assert_eq!(m[0].value, 2500.0);
         assert!(metrics(&counts, 0).is_empty());
         assert!(parse("abc,,cycles,1,100.00,,\n").is_err());
+        // PMU-qualified names, a hybrid core's two PMUs summed, a marker
+        // with a leading space, and nothing counted at all.
+        let hybrid = "100,,cpu_core/cycles/,1,100.00,,\n200,,cpu_atom/cycles/,1,100.00,,\n\
+                      7,,armv7_cortex_a7/instructions/,1,100.00,,\n \
+                      <not counted>,,branch-misses,0,0.00,,\n";
+        let counts = parse(hybrid).unwrap();
+        assert_eq!(counts["cycles"], 300);
+        assert_eq!(counts["instructions"], 7);
+        assert!(!counts.contains_key("branch-misses"));
+        assert!(parse("").unwrap().is_empty());
         // Every event word is one the remote shell takes literally.
         for w in words() {
             super::super::remote::check_remote_word(&w).unwrap();

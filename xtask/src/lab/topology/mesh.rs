@@ -157,7 +157,7 @@ pub fn topology(routers: usize, mesh: Mesh) -> Topology {
     let (topology_name, summary) = match mesh {
         Mesh::Batman => (
             Name::Mesh,
-            format!("{routers} routers in a chain, batman-adv over their mesh links (MTU {MESH_MTU}), bat0 bridged with the LAN port in br-lan, no NAT"),
+            format!("{routers} routers in a chain, batman-adv over their mesh links (32 bytes above the LAN's MTU: {MESH_MTU} for 1500), bat0 bridged with the LAN port in br-lan, no NAT"),
         ),
         Mesh::Bridged => (
             Name::MeshBridged,

@@ -233,9 +233,19 @@ fn check_mesh(t: &str, g: &Guest, nic_names: &BTreeSet<String>) -> Result<()> {
             .map(|n| n.mtu.unwrap_or(1500))
             .max()
             .unwrap_or(68);
-        if !(largest + 32..=9032).contains(&b.port_mtu) {
+        // bat0 carries at most 1500 bytes: batman-adv caps its MTU at
+        // ETH_DATA_LEN (batadv_hardif_min_mtu in
+        // net/batman-adv/hard-interface.c), so a bigger LAN frame would be
+        // dropped by the bridge it shares with bat0.
+        if largest > 1500 {
             bail!(
-                "topology {t}: guest {}'s batman-adv port MTU {} is outside {}..=9032 (its other NICs' {largest} bytes and batman-adv's 32: 1532 for 1500)",
+                "topology {t}: guest {}'s NICs have an MTU of {largest} bytes, but batman-adv's {BATMAN_IF} carries at most 1500 (ETH_DATA_LEN, batadv_hardif_min_mtu in net/batman-adv/hard-interface.c): use an MTU of at most 1500 on the mesh",
+                g.name
+            );
+        }
+        if !(largest + 32..=1532).contains(&b.port_mtu) {
+            bail!(
+                "topology {t}: guest {}'s batman-adv port MTU {} is outside {}..=1532 (its other NICs' {largest} bytes and batman-adv's 32: 1532 for 1500)",
                 g.name,
                 b.port_mtu,
                 largest + 32
