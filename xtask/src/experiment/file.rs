@@ -161,94 +161,12 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// [`load`] of `text`, as if read from `file`.
 pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
-    let raw: RawFile = toml_edit::de::from_str(text).map_err(|e| {
-        let at = e
-            .span()
-            .map_or(String::new(), |s| format!(":{}", line_of(text, &s)));
-        let takes = e
-            .span()
-            .filter(|_| {
-                let m = e.message();
-                m.starts_with("invalid type") || m.starts_with("invalid value")
-            })
-            .and_then(|s| super::hint::for_span(text, &s))
-            .map_or(String::new(), |t| format!("; {t}"));
-        anyhow::anyhow!(
-            "{}{at}: {}{takes} (the file's keys: docs/experiments.md)",
-            file.display(),
-            e.message().trim_end()
-        )
-    })?;
+    let raw = parse_raw(file, text)?;
     let at = |span: Range<usize>| format!("{}:{}", file.display(), line_of(text, &span));
-    let name = file
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .context("the experiment file needs a name (experiments/<name>.toml)")?
-        .to_string();
-    // The name becomes a directory (target/xtask/experiments/<name>/) and
-    // a line of the plan.
-    crate::inputs::variants::check_name("the experiment file's name", &name).with_context(
-        || {
-            format!(
-                "{}: rename the file (experiments/<name>.toml)",
-                crate::util::text::printable(&file.display().to_string())
-            )
-        },
-    )?;
-
-    let all_targets = targets::load_all(&layout.targets_dir())?;
-    let mut chosen: Vec<Target> = Vec::new();
-    if raw.targets.is_empty() {
-        bail!(
-            "{}: targets is empty — name at least one, e.g. targets = [\"brcm47xx\"]",
-            file.display()
-        );
-    }
-    for t in &raw.targets {
-        let found = targets::select(&all_targets, std::slice::from_ref(t.get_ref()))
-            .with_context(|| format!("{}: targets", at(t.span())))?;
-        for f in found {
-            if !chosen.iter().any(|c| c.name == f.name) {
-                chosen.push(f);
-            }
-        }
-    }
-
-    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
-    let mut names: Vec<Spanned<String>> = raw.base.iter().cloned().collect();
-    names.extend(raw.variants.get_ref().iter().cloned());
-    let mut variants: Vec<String> = Vec::new();
-    for v in &names {
-        variants::select(&all_variants, std::slice::from_ref(v.get_ref()))
-            .with_context(|| format!("{}: variant", at(v.span())))?;
-        if !variants.contains(v.get_ref()) {
-            variants.push(v.get_ref().clone());
-        }
-    }
-    if variants.len() < 2 {
-        bail!(
-            "{}: an experiment compares a base with at least one other variant; add one to variants (patches/variants.toml lists them)",
-            at(raw.variants.span())
-        );
-    }
-
-    let mode = match &raw.openwrt {
-        None => ExperimentMode::Profiles,
-        Some(p) => {
-            let base = file.parent().unwrap_or(Path::new("."));
-            let path = base.join(p.get_ref());
-            if !path.join("include/target.mk").is_file() {
-                bail!(
-                    "{}: openwrt = {:?}: {} is not an OpenWrt checkout (no include/target.mk); a relative path is taken from the experiment file's directory",
-                    at(p.span()),
-                    p.get_ref(),
-                    path.display()
-                );
-            }
-            ExperimentMode::Openwrt(path)
-        }
-    };
-
+    let name = experiment_name(file)?;
+    let chosen = chosen_targets(layout, file, &raw.targets, &at)?;
+    let variants = chosen_variants(layout, &raw, &at)?;
+    let mode = experiment_mode(file, raw.openwrt.as_ref(), &at)?;
     let lab = match raw.lab {
         None => None,
         Some(l) => {
@@ -268,8 +186,175 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             )?)
         }
     };
+    let report = report_spec(layout, file, &name, &raw.report, &mode, &chosen, &at)?;
+    Ok(Experiment {
+        name,
+        file: file.to_path_buf(),
+        description: raw.description,
+        targets: chosen.iter().map(|t| t.name.clone()).collect(),
+        variants,
+        mode,
+        lab,
+        report,
+    })
+}
 
-    let formats = match raw.report.formats {
+/// The file's `text` as read by serde, before any check of its values.
+///
+/// Errors: `FILE:LINE: message` for a TOML error, an unknown key or a
+/// value of the wrong type (then with what the key takes).
+fn parse_raw(file: &Path, text: &str) -> Result<RawFile> {
+    toml_edit::de::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map_or(String::new(), |s| format!(":{}", line_of(text, &s)));
+        let takes = e
+            .span()
+            .filter(|_| {
+                let m = e.message();
+                m.starts_with("invalid type") || m.starts_with("invalid value")
+            })
+            .and_then(|s| super::hint::for_span(text, &s))
+            .map_or(String::new(), |t| format!("; {t}"));
+        anyhow::anyhow!(
+            "{}{at}: {}{takes} (the file's keys: docs/experiments.md)",
+            file.display(),
+            e.message().trim_end()
+        )
+    })
+}
+
+/// The experiment's name: `file`'s stem (`experiments/flags.toml` →
+/// `flags`).
+///
+/// Errors: a file without a stem, or a stem that is not a valid name
+/// (the name becomes a directory and a line of the plan).
+fn experiment_name(file: &Path) -> Result<String> {
+    let name = file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .context("the experiment file needs a name (experiments/<name>.toml)")?
+        .to_string();
+    // The name becomes a directory (target/xtask/experiments/<name>/) and
+    // a line of the plan.
+    crate::inputs::variants::check_name("the experiment file's name", &name).with_context(
+        || {
+            format!(
+                "{}: rename the file (experiments/<name>.toml)",
+                crate::util::text::printable(&file.display().to_string())
+            )
+        },
+    )?;
+    Ok(name)
+}
+
+/// The targets of `layout` that `targets` (the file's `targets`, names
+/// or groups) select, in order, without repeats; `at` turns a span into
+/// `FILE:LINE`.
+///
+/// Errors: an empty list, an unreadable `targets/` directory, or a name
+/// that selects no target (named at its line).
+fn chosen_targets(
+    layout: &Layout,
+    file: &Path,
+    targets: &[Spanned<String>],
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<Vec<Target>> {
+    let all_targets = targets::load_all(&layout.targets_dir())?;
+    let mut chosen: Vec<Target> = Vec::new();
+    if targets.is_empty() {
+        bail!(
+            "{}: targets is empty — name at least one, e.g. targets = [\"brcm47xx\"]",
+            file.display()
+        );
+    }
+    for t in targets {
+        let found = targets::select(&all_targets, std::slice::from_ref(t.get_ref()))
+            .with_context(|| format!("{}: targets", at(t.span())))?;
+        for f in found {
+            if !chosen.iter().any(|c| c.name == f.name) {
+                chosen.push(f);
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+/// The variants `raw` compares, the base first, without repeats; `at`
+/// turns a span into `FILE:LINE`.
+///
+/// Errors: an unreadable `patches/variants.toml`, a variant it does not
+/// list (named at its line), or fewer than two variants.
+fn chosen_variants(
+    layout: &Layout,
+    raw: &RawFile,
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<Vec<String>> {
+    let all_variants = variants::load(&layout.variants_file(), &layout.patches_dir())?;
+    let mut names: Vec<Spanned<String>> = raw.base.iter().cloned().collect();
+    names.extend(raw.variants.get_ref().iter().cloned());
+    let mut variants: Vec<String> = Vec::new();
+    for v in &names {
+        variants::select(&all_variants, std::slice::from_ref(v.get_ref()))
+            .with_context(|| format!("{}: variant", at(v.span())))?;
+        if !variants.contains(v.get_ref()) {
+            variants.push(v.get_ref().clone());
+        }
+    }
+    if variants.len() < 2 {
+        bail!(
+            "{}: an experiment compares a base with at least one other variant; add one to variants (patches/variants.toml lists them)",
+            at(raw.variants.span())
+        );
+    }
+    Ok(variants)
+}
+
+/// The mode the file's `openwrt` key asks for: the hand-written profiles
+/// without it, else OpenWrt mode with the checkout at that path (a
+/// relative one is taken from `file`'s directory); `at` turns a span into
+/// `FILE:LINE`.
+///
+/// Errors: a path that is not an OpenWrt checkout (no
+/// `include/target.mk`).
+fn experiment_mode(
+    file: &Path,
+    openwrt: Option<&Spanned<String>>,
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<ExperimentMode> {
+    Ok(match openwrt {
+        None => ExperimentMode::Profiles,
+        Some(p) => {
+            let base = file.parent().unwrap_or(Path::new("."));
+            let path = base.join(p.get_ref());
+            if !path.join("include/target.mk").is_file() {
+                bail!(
+                    "{}: openwrt = {:?}: {} is not an OpenWrt checkout (no include/target.mk); a relative path is taken from the experiment file's directory",
+                    at(p.span()),
+                    p.get_ref(),
+                    path.display()
+                );
+            }
+            ExperimentMode::Openwrt(path)
+        }
+    })
+}
+
+/// The checked `[report]` table `raw` of experiment `name` (in `mode`, of
+/// targets `chosen`); `at` turns a span into `FILE:LINE`.
+///
+/// Errors: an unknown format, and those of [`report_devices`],
+/// [`report_rootfs`] and [`report_output`], each at its line.
+fn report_spec(
+    layout: &Layout,
+    file: &Path,
+    name: &str,
+    raw: &RawReport,
+    mode: &ExperimentMode,
+    chosen: &[Target],
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<ReportSpec> {
+    let formats = match &raw.formats {
         None => vec![Format::Mail],
         Some(list) => list
             .iter()
@@ -280,7 +365,50 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             })
             .collect::<Result<Vec<_>>>()?,
     };
-    let devices = match (&raw.report.devices, &mode) {
+    let devices = report_devices(raw.devices.as_ref(), mode, chosen, at)?;
+    let rootfs = report_rootfs(file, raw.rootfs.as_ref(), devices.is_some(), at)?;
+    let default_output = layout
+        .work_dir()
+        .join("experiments")
+        .join(name)
+        .join("report");
+    let output = match &raw.output {
+        None => default_output,
+        Some(o) => report_output(layout, o.get_ref()).map_err(|why| {
+            anyhow::anyhow!(
+                "{}: report.output = {:?} {why}; every report stays under {}: name a directory there, e.g. \"{}\", or leave output out for that one",
+                at(o.span()),
+                o.get_ref(),
+                work_dir_in(layout).display(),
+                default_output
+                    .strip_prefix(layout.root())
+                    .unwrap_or(&default_output)
+                    .display()
+            )
+        })?,
+    };
+    Ok(ReportSpec {
+        formats,
+        output,
+        symbols: raw.symbols.unwrap_or(false),
+        devices,
+        rootfs,
+    })
+}
+
+/// The device pattern of `[report] devices`, if given; `at` turns a span
+/// into `FILE:LINE`.
+///
+/// Errors: devices outside OpenWrt `mode`, an empty pattern, or a target
+/// of `chosen` without an `openwrt_device` (its build makes no device
+/// images).
+fn report_devices(
+    devices: Option<&Spanned<String>>,
+    mode: &ExperimentMode,
+    chosen: &[Target],
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<Option<String>> {
+    Ok(match (devices, mode) {
         (None, _) => None,
         (Some(d), ExperimentMode::Openwrt(_)) if !d.get_ref().trim().is_empty() => {
             // Device fit comes from the build of a target's openwrt_device.
@@ -302,10 +430,24 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
             "{}: report.devices needs OpenWrt mode, whose builds make every device's image: set openwrt = \"<checkout>\" or leave devices out",
             at(d.span())
         ),
-    };
-    let rootfs = match (&raw.report.rootfs, &devices) {
+    })
+}
+
+/// The summary of the rootfs `[report] rootfs` names (a relative path is
+/// taken from `file`'s directory), read now, if given; `devices` is
+/// whether the report has device fit; `at` turns a span into `FILE:LINE`.
+///
+/// Errors: a rootfs without devices, a path that is not a file, or one
+/// that is neither a squashfs nor a sysupgrade image.
+fn report_rootfs(
+    file: &Path,
+    rootfs: Option<&Spanned<String>>,
+    devices: bool,
+    at: &dyn Fn(Range<usize>) -> String,
+) -> Result<Option<RootfsSummary>> {
+    Ok(match (rootfs, devices) {
         (None, _) => None,
-        (Some(r), Some(_)) => {
+        (Some(r), true) => {
             let path = file.parent().unwrap_or(Path::new(".")).join(r.get_ref());
             if !path.is_file() {
                 bail!(
@@ -321,46 +463,10 @@ pub fn parse(layout: &Layout, file: &Path, text: &str) -> Result<Experiment> {
                 .with_context(|| format!("{}: report.rootfs", at(r.span())))?;
             Some(summary)
         }
-        (Some(r), None) => bail!(
+        (Some(r), false) => bail!(
             "{}: report.rootfs sizes whole images for device fit: set report.devices too",
             at(r.span())
         ),
-    };
-    let default_output = layout
-        .work_dir()
-        .join("experiments")
-        .join(&name)
-        .join("report");
-    let output = match &raw.report.output {
-        None => default_output,
-        Some(o) => report_output(layout, o.get_ref()).map_err(|why| {
-            anyhow::anyhow!(
-                "{}: report.output = {:?} {why}; every report stays under {}: name a directory there, e.g. \"{}\", or leave output out for that one",
-                at(o.span()),
-                o.get_ref(),
-                work_dir_in(layout).display(),
-                default_output
-                    .strip_prefix(layout.root())
-                    .unwrap_or(&default_output)
-                    .display()
-            )
-        })?,
-    };
-    Ok(Experiment {
-        name,
-        file: file.to_path_buf(),
-        description: raw.description,
-        targets: chosen.iter().map(|t| t.name.clone()).collect(),
-        variants,
-        mode,
-        lab,
-        report: ReportSpec {
-            formats,
-            output,
-            symbols: raw.report.symbols.unwrap_or(false),
-            devices,
-            rootfs,
-        },
     })
 }
 
