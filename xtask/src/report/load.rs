@@ -20,13 +20,11 @@
 //! difference is printed in it as a warning.
 
 use super::device_fit::images::RootfsSummary;
-use super::device_fit::DeviceFitDiff;
-use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
-use super::checks::mismatches;
-use super::document::{Comparison, Report, TargetReport};
+use super::compare::{self, read_checked};
+use super::document::{Report, TargetReport};
 use super::known::lab_kernel_of;
 use super::known::{
     build_command, has_result, known_targets, missing_message, resolve, unknown_target,
@@ -35,12 +33,6 @@ use super::known::{
 use super::lab::find::{self, Found};
 use super::lab::LabReport;
 use super::request::ReportRequest;
-use super::sizes;
-use crate::measure::bloat;
-use crate::measure::linkmap::Grouping;
-use crate::measure::sections;
-use crate::measure::symbols::{self, NmSymbol};
-use crate::results::{self, BuildResult};
 use crate::util::layout::Layout;
 
 /// How a target came to be in the report.
@@ -231,30 +223,14 @@ fn lab_report(layout: &Layout, request: &ReportRequest, found: Found) -> Result<
     Ok(lab)
 }
 
-/// `--devices`' comparison of `base` and `variant` (each with its results
-/// directory), whole images sized with `rootfs` when given (its
-/// architecture checked against both vmlinux files); `None` without
-/// `--devices`.
-fn device_fit_diff(
-    request: &ReportRequest,
-    rootfs: Option<&RootfsSummary>,
-    (base_dir, base): (&Path, &BuildResult),
-    (dir, variant): (&Path, &BuildResult),
-) -> Result<Option<DeviceFitDiff>> {
-    let Some(pattern) = &request.devices else {
-        return Ok(None);
-    };
-    let old = super::device_fit::read(base_dir, base, "base")?;
-    let new = super::device_fit::read(dir, variant, "variant")?;
-    if let Some(r) = rootfs {
-        for (d, res) in [(base_dir, base), (dir, variant)] {
-            let what = format!("{}/{}", res.target.name, res.variant.name);
-            r.check_against(&d.join("vmlinux"), &what)?;
-        }
-    }
-    Ok(Some(DeviceFitDiff::new(&old, &new, Some(pattern), rootfs)))
-}
-
+/// The report of `target` (asked for as `asked`): its base compared with
+/// each wanted variant that has results (every built one but the base and
+/// size-bisect's states when `request` names none). A target under `all`
+/// that lacks results gets a note in `report.skipped` and is `None`.
+///
+/// Errors: a target asked for by name without the base, a named variant
+/// or any variant's results (each with the command that builds them), and
+/// those of [`read_checked`] and [`compare::comparisons`].
 #[allow(clippy::too_many_arguments)]
 fn load_target(
     layout: &Layout,
@@ -266,180 +242,31 @@ fn load_target(
     report: &mut Report,
 ) -> Result<Option<TargetReport>> {
     let base_dir = layout.results_dir(&target.name, &request.base);
-    let built = &target.built;
     let missing_base = !has_result(&base_dir);
-    let wanted: Vec<String> = if request.variants.is_empty() {
-        // size-bisect's states are compared only when named.
-        built
-            .iter()
-            .filter(|v| **v != request.base && !v.contains(crate::results::BISECT_STATE_MARK))
-            .cloned()
-            .collect()
-    } else {
-        request.variants.clone()
+    let (present, absent) = wanted_variants(layout, request, target);
+    let wanted = Wanted {
+        missing_base,
+        present: &present,
+        absent: &absent,
     };
-    let (present, absent): (Vec<String>, Vec<String>) = wanted
-        .into_iter()
-        .partition(|v| has_result(&layout.results_dir(&target.name, v)));
-
     match asked {
-        Asked::ByName => {
-            if missing_base {
-                bail!(
-                    "{}",
-                    missing_message(layout, &target.name, &request.base, all_variants)
-                );
-            }
-            if let Some(v) = absent.first() {
-                bail!("{}", missing_message(layout, &target.name, v, all_variants));
-            }
-            if present.is_empty() {
-                let others: Vec<&str> = all_variants
-                    .iter()
-                    .copied()
-                    .filter(|v| *v != request.base)
-                    .collect();
-                bail!(
-                    "{}: only {} has results, nothing to compare it with; build a variant with `{}`{}",
-                    target.name,
-                    request.base,
-                    build_command(layout, &target.name, &["<VARIANT>"]),
-                    variants_hint(&others)
-                );
-            }
-        }
+        Asked::ByName => check_named(layout, request, target, all_variants, &wanted)?,
         Asked::ByAll => {
-            if missing_base || present.is_empty() {
-                // A target none of whose results were asked for is news
-                // only when `all` builds it (tiny profiles are not).
-                let in_all = target.record.as_ref().is_none_or(|r| r.in_all);
-                if in_all || !missing_base || !present.is_empty() {
-                    // Only what is missing: the base if absent, and the variants.
-                    let mut needed: Vec<&str> = Vec::new();
-                    if missing_base {
-                        needed.push(&request.base);
-                    }
-                    needed.extend(present.iter().chain(&absent).map(String::as_str));
-                    if present.is_empty() && absent.is_empty() {
-                        needed.push("<VARIANT>");
-                    }
-                    report.skipped.push(format!(
-                        "{}: not compared, no {} results yet (`{}`)",
-                        target.name,
-                        if missing_base {
-                            request.base.as_str()
-                        } else {
-                            "variant"
-                        },
-                        build_command(layout, &target.name, &needed)
-                    ));
-                }
+            if !note_missing(layout, request, target, &wanted, &mut report.skipped) {
                 return Ok(None);
-            }
-            for v in &absent {
-                report.skipped.push(format!(
-                    "{}/{v}: not compared, no results yet (`{}`)",
-                    target.name,
-                    build_command(layout, &target.name, &[v])
-                ));
             }
         }
     }
 
     let base = read_checked(layout, &base_dir, &target.name, &request.base)?;
-    // With --symbols, every vmlinux's table is read on a thread of its own
-    // (the two of a pair side by side: half the wall time of reading them
-    // one after the other); each is taken only after its result.json
-    // passed `read_checked`, whose refusals come first as before.
-    let present = &present;
-    let comparisons = std::thread::scope(|scope| -> Result<Vec<Comparison>> {
-        let handles: Vec<_> = std::iter::once(&request.base)
-            .chain(present.iter())
-            .map(|v| {
-                let dir = layout.results_dir(&target.name, v);
-                let name = &target.name;
-                request
-                    .symbols
-                    .map(|_| scope.spawn(move || read_vmlinux_symbols(layout, &dir, name, v)))
-            })
-            .collect();
-        let joined = |handle: Option<std::thread::ScopedJoinHandle<'_, _>>| {
-            handle
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("reading a symbol table panicked")))
-                })
-                .transpose()
-        };
-        let mut tables = handles.into_iter();
-        let base_symbols: Option<Vec<NmSymbol>> = joined(tables.next().flatten())?;
-        let mut comparisons: Vec<Comparison> = Vec::new();
-        for (v, table) in present.iter().zip(tables) {
-            let dir = layout.results_dir(&target.name, v);
-            let variant = read_checked(layout, &dir, &target.name, v)?;
-            let (problems, mut notes) = mismatches(&base, &variant);
-            let earlier = std::iter::once(&base).chain(comparisons.iter().map(|c| &c.variant));
-            for other in earlier {
-                if let Some(note) = results::differing_bytes(other, &variant) {
-                    notes.push(format!("{} and {v}: {note}", other.variant.name));
-                }
-            }
-            if !problems.is_empty() && !request.allow_mismatch {
-                bail!(
-                    "{}: {} and {v} were not built from the same inputs, so their sizes are not comparable:\n{}\nrebuild both with `{}`, or pass --allow-mismatch to compare anyway (the report then carries these as warnings)",
-                    target.name,
-                    request.base,
-                    problems
-                        .iter()
-                        .map(|p| format!("  - {p}"))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    build_command(layout, &target.name, &[&request.base, v])
-                );
-            }
-            let symbols = match (request.symbols, &base_symbols, joined(table)?) {
-                (Some(opts), Some(old), Some(new)) => Some(bloat::diff_with(
-                    old,
-                    &new,
-                    opts.mode,
-                    bloat::Options {
-                        fold_clones: opts.fold_clones,
-                    },
-                )),
-                _ => None,
-            };
-            let attribution = match request.by {
-                Some(g) => {
-                    let old = super::attribution::read(layout, &base_dir, &base)?;
-                    let new = super::attribution::read(layout, &dir, &variant)?;
-                    let diff = match g {
-                        Grouping::Kconfig => {
-                            super::kconfig::diff(layout, (&base, &old), (&variant, &new))?
-                        }
-                        _ => super::attribution::AttributionDiff::new(&old, &new, g),
-                    };
-                    diff.check_totals(&base.vmlinux_sections, &variant.vmlinux_sections)?;
-                    Some(diff)
-                }
-                None => None,
-            };
-            let device_fit =
-                device_fit_diff(request, rootfs, (&base_dir, &base), (&dir, &variant))?;
-            let (sizes, unpaired_artifacts) = sizes::family(&base, &variant);
-            comparisons.push(Comparison {
-                variant,
-                dir,
-                families: vec![sizes],
-                unpaired_artifacts,
-                warnings: problems,
-                notes,
-                symbols,
-                attribution,
-                device_fit,
-            });
-        }
-        Ok(comparisons)
-    })?;
+    let comparisons = compare::comparisons(
+        layout,
+        request,
+        rootfs,
+        target,
+        (&base_dir, &base),
+        &present,
+    )?;
     Ok(Some(TargetReport {
         name: target.name.clone(),
         base,
@@ -448,104 +275,126 @@ fn load_target(
     }))
 }
 
-/// Reads `dir/result.json` and checks that it belongs in `dir` and that
-/// `dir/vmlinux` is the file it describes.
-fn read_checked(layout: &Layout, dir: &Path, target: &str, variant: &str) -> Result<BuildResult> {
-    let result = BuildResult::read(dir)?;
-    let file = dir.join(results::FILE_NAME);
-    if result.target.name != target || result.variant.name != variant {
-        bail!(
-            "{} records target {:?} variant {:?} but lies in the directory for {target}/{variant}; rebuild with `{}`",
-            file.display(),
-            result.target.name,
-            result.variant.name,
-            build_command(layout, target, &[variant])
-        );
-    }
-    let rebuild = build_command(layout, target, &[variant]);
-    for (name, recorded) in &result.artifacts {
-        check_artifact(dir, name, recorded.size, &file, &rebuild)?;
-    }
-    if result.artifacts.contains_key("vmlinux") {
-        let vmlinux = dir.join("vmlinux");
-        let sections = sections::berkeley_sizes(&vmlinux)
-            .with_context(|| format!("rebuild it with `{rebuild}`"))?;
-        if sections != result.vmlinux_sections {
-            bail!(
-                "{}: sections are text {} data {} bss {} but {} records text {} data {} bss {}: the file was replaced; rebuild with `{rebuild}`",
-                vmlinux.display(),
-                sections.text,
-                sections.data,
-                sections.bss,
-                file.display(),
-                result.vmlinux_sections.text,
-                result.vmlinux_sections.data,
-                result.vmlinux_sections.bss
-            );
-        }
-    }
-    Ok(result)
+/// Which of a target's wanted results are there.
+struct Wanted<'a> {
+    /// Whether the base has no results.
+    missing_base: bool,
+    /// The wanted variants with results, in order.
+    present: &'a [String],
+    /// The wanted variants without results, in order.
+    absent: &'a [String],
 }
 
-/// Checks that the artifact `name` of the result in `dir` (recorded in
-/// `file` as `recorded` bytes) is a plain file name, exists, is not empty
-/// and has the recorded size, so a size in the report is a file's size.
-fn check_artifact(dir: &Path, name: &str, recorded: u64, file: &Path, rebuild: &str) -> Result<()> {
-    let plain = !name.is_empty()
-        && !name.starts_with('.')
-        && std::path::Path::new(name).components().count() == 1
-        && crate::util::path::unsafe_reason(std::path::Path::new(name)).is_none();
-    if !plain {
+/// The variants of `target` that `request` wants compared (those it
+/// names, else every built one but the base and size-bisect's states),
+/// split into those with results and those without, each in order.
+fn wanted_variants(
+    layout: &Layout,
+    request: &ReportRequest,
+    target: &Known,
+) -> (Vec<String>, Vec<String>) {
+    let wanted: Vec<String> = if request.variants.is_empty() {
+        // size-bisect's states are compared only when named.
+        target
+            .built
+            .iter()
+            .filter(|v| **v != request.base && !v.contains(crate::results::BISECT_STATE_MARK))
+            .cloned()
+            .collect()
+    } else {
+        request.variants.clone()
+    };
+    wanted
+        .into_iter()
+        .partition(|v| has_result(&layout.results_dir(&target.name, v)))
+}
+
+/// Checks that `target`, named with `--target`, has every `wanted`
+/// result: its base, each named variant, and at least one variant.
+///
+/// Errors: the first missing result, with the `cargo xtask build` command
+/// that makes it (`all_variants` are the variants to suggest).
+fn check_named(
+    layout: &Layout,
+    request: &ReportRequest,
+    target: &Known,
+    all_variants: &[&str],
+    wanted: &Wanted<'_>,
+) -> Result<()> {
+    if wanted.missing_base {
         bail!(
-            "{} lists the artifact {:?}, which is not a file name; rebuild with `{rebuild}`",
-            file.display(),
-            crate::util::text::printable(name)
+            "{}",
+            missing_message(layout, &target.name, &request.base, all_variants)
         );
     }
-    let artifact = dir.join(name);
-    let len = std::fs::metadata(&artifact)
-        .with_context(|| {
-            format!(
-                "{} is listed in {} but cannot be read; rebuild with `{rebuild}`",
-                artifact.display(),
-                file.display()
-            )
-        })?
-        .len();
-    if len != recorded {
-        bail!(
-            "{} is {len} bytes but {} records {recorded} bytes: the file is truncated or was replaced; rebuild with `{rebuild}`",
-            artifact.display(),
-            file.display(),
-        );
+    if let Some(v) = wanted.absent.first() {
+        bail!("{}", missing_message(layout, &target.name, v, all_variants));
     }
-    if len == 0 {
+    if wanted.present.is_empty() {
+        let others: Vec<&str> = all_variants
+            .iter()
+            .copied()
+            .filter(|v| *v != request.base)
+            .collect();
         bail!(
-            "{} is empty, which no kernel image is; rebuild with `{rebuild}`",
-            artifact.display()
+            "{}: only {} has results, nothing to compare it with; build a variant with `{}`{}",
+            target.name,
+            request.base,
+            build_command(layout, &target.name, &["<VARIANT>"]),
+            variants_hint(&others)
         );
     }
     Ok(())
 }
 
-fn read_vmlinux_symbols(
+/// Notes in `skipped` what `target`, chosen under `all`, lacks of its
+/// `wanted` results, each with the command that builds it; whether the
+/// target is compared at all (it has its base and a variant).
+fn note_missing(
     layout: &Layout,
-    dir: &Path,
-    target: &str,
-    variant: &str,
-) -> Result<Vec<NmSymbol>> {
-    let vmlinux = dir.join("vmlinux");
-    if !vmlinux.is_file() {
-        bail!(
-            "--symbols needs {}, which does not exist; rebuild with `{}`",
-            vmlinux.display(),
-            build_command(layout, target, &[variant])
-        );
+    request: &ReportRequest,
+    target: &Known,
+    wanted: &Wanted<'_>,
+    skipped: &mut Vec<String>,
+) -> bool {
+    let Wanted {
+        missing_base,
+        present,
+        absent,
+    } = *wanted;
+    if missing_base || present.is_empty() {
+        // A target none of whose results were asked for is news
+        // only when `all` builds it (tiny profiles are not).
+        let in_all = target.record.as_ref().is_none_or(|r| r.in_all);
+        if in_all || !missing_base || !present.is_empty() {
+            // Only what is missing: the base if absent, and the variants.
+            let mut needed: Vec<&str> = Vec::new();
+            if missing_base {
+                needed.push(&request.base);
+            }
+            needed.extend(present.iter().chain(absent).map(String::as_str));
+            if present.is_empty() && absent.is_empty() {
+                needed.push("<VARIANT>");
+            }
+            skipped.push(format!(
+                "{}: not compared, no {} results yet (`{}`)",
+                target.name,
+                if missing_base {
+                    request.base.as_str()
+                } else {
+                    "variant"
+                },
+                build_command(layout, &target.name, &needed)
+            ));
+        }
+        return false;
     }
-    symbols::read_unsorted(&vmlinux).with_context(|| {
-        format!(
-            "rebuild it with `{}`",
-            build_command(layout, target, &[variant])
-        )
-    })
+    for v in absent {
+        skipped.push(format!(
+            "{}/{v}: not compared, no results yet (`{}`)",
+            target.name,
+            build_command(layout, &target.name, &[v])
+        ));
+    }
+    true
 }

@@ -17,6 +17,7 @@
 pub mod attribution;
 pub mod chart;
 pub mod checks;
+mod compare;
 pub mod csv;
 pub mod device_fit;
 pub mod document;
