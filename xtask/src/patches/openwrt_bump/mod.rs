@@ -103,19 +103,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BumpRequest) -> Result<Bumped>
         series_number(v)?;
     }
     let checkout = Checkout::open(&request.openwrt)?;
-    let targets_dir = layout.targets_dir();
-    // The target as OpenWrt's Makefile has it now; a board that already
-    // lists <to> may be a bump a kill interrupted, rolled back below.
-    let selection = select(
-        &checkout,
-        &targets_dir,
-        &request.target,
-        request.from.as_deref(),
-    )
-    .or_else(|e| {
-        select(&checkout, &targets_dir, &request.target, Some(&request.to)).map_err(|_| e)
-    })?;
-    let target = selection.target;
+    let target = select_target(&checkout, layout, request)?;
     let board_dir = checkout.board_dir(&target.board);
     let _lock = BoardLock::acquire(&board_dir, &target.to_string(), request.wait)?;
     let mut dirs = vec![board_dir.clone()];
@@ -128,40 +116,12 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BumpRequest) -> Result<Bumped>
     if let Some(note) = commit::recover(&board_dir, &dirs)? {
         eprintln!("note: {note}");
     }
-    let versions = checkout.kernel_versions(&target.board)?.all();
-    let to = request.to.clone();
-    if versions.contains(&to) {
-        bail!(
-            "OpenWrt's {target} already builds Linux {to} ({}'s KERNEL_PATCHVER or KERNEL_TESTING_PATCHVER); nothing to bump",
-            board_dir.join("Makefile").display()
-        );
-    }
-    let from = request.from.clone().unwrap_or(versions[0].clone());
-    if !versions.contains(&from) {
-        bail!(
-            "OpenWrt's {target} builds Linux {}, not {from}; pass --from {}",
-            versions.join(" and "),
-            versions[0]
-        );
-    }
-    check_versions(&checkout, &target, &from, &to)?;
+    let (from, to) = bump_versions(&checkout, &target, &board_dir, request)?;
     let copies = planned_copies(&dirs, &board_dir, &from, &to);
     let old_patches = board_dir.join(format!("patches-{from}"));
     let has_patches = old_patches.is_dir();
-    if !has_patches && copies.is_empty() {
-        bail!(
-            "{}: no patches-{from}, config-{from} or files-{from}: OpenWrt's {target} has nothing of Linux {from} to bump",
-            board_dir.display()
-        );
-    }
     let new_patches = board_dir.join(format!("patches-{to}"));
-    if let Some(existing) = already_bumped(&copies, &new_patches) {
-        bail!(
-            "{} exists, but {}'s Makefile does not build Linux {to}: move it away (it is not from a bump of this workbench) and bump again",
-            existing.display(),
-            target
-        );
-    }
+    check_nothing_bumped(&board_dir, &target, (&from, &to), &copies, has_patches)?;
     let makefile = board_dir.join("Makefile");
     let makefile_text = std::fs::read_to_string(&makefile)
         .with_context(|| format!("reading {}", makefile.display()))?;
@@ -176,62 +136,14 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BumpRequest) -> Result<Bumped>
             pristine.version
         );
     }
-
-    // The series as it will be after the copy: generic <to>, then the
-    // board's <from> patches under their <to> name.
-    let mut entries = Vec::new();
-    for pd in series::patch_directories(&checkout, &target.board, &to)? {
-        if pd.group != Group::Platform {
-            entries.extend(series::directory_entries(&pd)?);
-        } else if has_patches {
-            entries.extend(series::directory_entries(&PatchDirectory {
-                group: Group::Platform,
-                dir: old_patches.clone(),
-            })?);
-        }
-    }
-    // series::overlay_dirs' order, with the board's files-<from> as files-<to>.
-    let overlays: Vec<PathBuf> = [
-        checkout.generic_dir().join("files"),
-        checkout.generic_dir().join(format!("files-{to}")),
-        board_dir.join("files"),
-        board_dir.join(format!("files-{from}")),
-    ]
-    .into_iter()
-    .filter(|d| d.is_dir())
-    .collect();
-    let bumped = OpenwrtSeries {
-        target: target.clone(),
-        kernel: to.clone(),
-        overlays,
-        entries,
-    };
+    let old_patches_dir = has_patches.then_some(old_patches.as_path());
+    let bumped = bumped_series(&checkout, &target, (&from, &to), old_patches_dir)?;
     let opts = ApplyOptions {
         strip: 1,
         fuzz: request.fuzz,
     };
     let work = rebase_dir(layout, &checkout, &target, &from, &to);
-    // A killed bump's `cp -al` can outlive it and still be writing its
-    // work tree: what cannot be removed yet is left for a later run, and
-    // this run pushes onto a tree of its own.
-    if let Ok(entries) = std::fs::read_dir(&work) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let removed = if path.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-            if let Err(e) = removed {
-                eprintln!(
-                    "note: {} (left by an interrupted bump) cannot be removed yet ({e}); a later bump removes it",
-                    path.display()
-                );
-            }
-        }
-    }
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let tree = work.join(format!("linux-{}", std::process::id()));
+    let tree = fresh_work_tree(&work)?;
     eprintln!(
         "bumping OpenWrt {target} from Linux {from} to {to}: pushing {} patches onto {} ({})",
         bumped.entries.len(),
@@ -283,6 +195,166 @@ pub fn run(sh: &Shell, layout: &Layout, request: &BumpRequest) -> Result<Bumped>
         patches_dir: new_patches,
         tree,
     })
+}
+
+/// The OpenWrt target `request.target` names in `checkout` (a workbench
+/// target of `layout` or an OpenWrt `board[/subtarget]`), as its Makefile
+/// has it now: building `request.from` (its `KERNEL_PATCHVER` when
+/// `None`), or else already listing `request.to` — a bump a kill
+/// interrupted, which [`commit::recover`] rolls back.
+///
+/// Errors: those of [`select`] for `request.from`.
+fn select_target(
+    checkout: &Checkout,
+    layout: &Layout,
+    request: &BumpRequest,
+) -> Result<OpenwrtTarget> {
+    let targets_dir = layout.targets_dir();
+    let selection = select(
+        checkout,
+        &targets_dir,
+        &request.target,
+        request.from.as_deref(),
+    )
+    .or_else(|e| {
+        select(checkout, &targets_dir, &request.target, Some(&request.to)).map_err(|_| e)
+    })?;
+    Ok(selection.target)
+}
+
+/// The series to bump `target` (whose board is `board_dir`) from and to:
+/// `request.from` (else the board's `KERNEL_PATCHVER`) and `request.to`,
+/// as `(from, to)`.
+///
+/// Errors: the board already builds `<to>` or does not build `<from>`,
+/// and those of [`check_versions`].
+fn bump_versions(
+    checkout: &Checkout,
+    target: &OpenwrtTarget,
+    board_dir: &Path,
+    request: &BumpRequest,
+) -> Result<(String, String)> {
+    let versions = checkout.kernel_versions(&target.board)?.all();
+    let to = request.to.clone();
+    if versions.contains(&to) {
+        bail!(
+            "OpenWrt's {target} already builds Linux {to} ({}'s KERNEL_PATCHVER or KERNEL_TESTING_PATCHVER); nothing to bump",
+            board_dir.join("Makefile").display()
+        );
+    }
+    let from = request.from.clone().unwrap_or(versions[0].clone());
+    if !versions.contains(&from) {
+        bail!(
+            "OpenWrt's {target} builds Linux {}, not {from}; pass --from {}",
+            versions.join(" and "),
+            versions[0]
+        );
+    }
+    check_versions(checkout, target, &from, &to)?;
+    Ok((from, to))
+}
+
+/// Checks that `target`'s board (`board_dir`) has something of `<from>`
+/// to bump (`has_patches`: a `patches-<from>`; `copies`: the planned
+/// `(from, to)` copies of its other files) and no `<to>` files of its
+/// own yet.
+///
+/// Errors: nothing to bump, or a `<to>` file that exists although the
+/// Makefile does not build `<to>`.
+fn check_nothing_bumped(
+    board_dir: &Path,
+    target: &OpenwrtTarget,
+    (from, to): (&str, &str),
+    copies: &[(PathBuf, PathBuf)],
+    has_patches: bool,
+) -> Result<()> {
+    if !has_patches && copies.is_empty() {
+        bail!(
+            "{}: no patches-{from}, config-{from} or files-{from}: OpenWrt's {target} has nothing of Linux {from} to bump",
+            board_dir.display()
+        );
+    }
+    let new_patches = board_dir.join(format!("patches-{to}"));
+    if let Some(existing) = already_bumped(copies, &new_patches) {
+        bail!(
+            "{} exists, but {}'s Makefile does not build Linux {to}: move it away (it is not from a bump of this workbench) and bump again",
+            existing.display(),
+            target
+        );
+    }
+    Ok(())
+}
+
+/// The series of `target` as it will be after the copy, for `(from, to)`:
+/// OpenWrt's generic `<to>` patches, then the board's `<from>` patches
+/// (`old_patches`, when it has them) under their `<to>` name, with the
+/// overlays in [`series::overlay_dirs`]' order, the board's
+/// `files-<from>` standing for `files-<to>`.
+///
+/// Errors: an unreadable patch directory or `series` file.
+fn bumped_series(
+    checkout: &Checkout,
+    target: &OpenwrtTarget,
+    (from, to): (&str, &str),
+    old_patches: Option<&Path>,
+) -> Result<OpenwrtSeries> {
+    let board_dir = checkout.board_dir(&target.board);
+    let mut entries = Vec::new();
+    for pd in series::patch_directories(checkout, &target.board, to)? {
+        if pd.group != Group::Platform {
+            entries.extend(series::directory_entries(&pd)?);
+        } else if let Some(old_patches) = old_patches {
+            entries.extend(series::directory_entries(&PatchDirectory {
+                group: Group::Platform,
+                dir: old_patches.to_path_buf(),
+            })?);
+        }
+    }
+    // series::overlay_dirs' order, with the board's files-<from> as files-<to>.
+    let overlays: Vec<PathBuf> = [
+        checkout.generic_dir().join("files"),
+        checkout.generic_dir().join(format!("files-{to}")),
+        board_dir.join("files"),
+        board_dir.join(format!("files-{from}")),
+    ]
+    .into_iter()
+    .filter(|d| d.is_dir())
+    .collect();
+    Ok(OpenwrtSeries {
+        target: target.clone(),
+        kernel: to.to_string(),
+        overlays,
+        entries,
+    })
+}
+
+/// A new work tree's path in `work` (the bump's [`rebase_dir`]), created
+/// with what interrupted bumps left there removed.
+///
+/// A killed bump's `cp -al` can outlive it and still be writing its work
+/// tree: what cannot be removed yet is left for a later run (with a
+/// note), and this run pushes onto a tree of its own.
+///
+/// Errors: `work` cannot be created.
+fn fresh_work_tree(work: &Path) -> Result<PathBuf> {
+    if let Ok(entries) = std::fs::read_dir(work) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let removed = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            if let Err(e) = removed {
+                eprintln!(
+                    "note: {} (left by an interrupted bump) cannot be removed yet ({e}); a later bump removes it",
+                    path.display()
+                );
+            }
+        }
+    }
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    Ok(work.join(format!("linux-{}", std::process::id())))
 }
 
 /// `6.12` → (6, 12).
