@@ -22,11 +22,13 @@
 //! records the OpenWrt target, the patches left out and what olddefconfig
 //! changed ([`crate::results::openwrt::OpenwrtRecord`]).
 
+mod build_copy;
 mod record;
 mod resolved;
 use record::write_classification;
 use resolved::Resolved;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -48,8 +50,8 @@ use crate::patches::openwrt_series::{self, OpenwrtSeries};
 use crate::patches::patched_source::{self, PatchedTree};
 use crate::patches::rebase::Class;
 use crate::patches::series::SeriesPatch;
-use crate::results::{PatchRecord, SourceRecord};
-use crate::util::fs::{copy_tree, CopyKind};
+use crate::results::openwrt::{KconfigChanges, LabSymbol};
+use crate::results::{ArtifactRecord, PatchRecord, SourceRecord};
 use crate::util::hash::sha256_bytes;
 use crate::util::layout::Layout;
 
@@ -256,6 +258,152 @@ impl OpenwrtBackend {
         super::kbuild::make_in(sh, &self.layout, job, tree, tree, options)
             .arg(format!("KCFLAGS={kcflags}"))
     }
+
+    /// Configures `job`'s tree `build` (resolved as `r`, built with
+    /// `kcflags`; the shell, options and log in `tools`): OpenWrt's
+    /// `.config`, a lab kernel's additions and the variant's lines after
+    /// them (a later line wins), through `make olddefconfig`. Returns the
+    /// final `.config`, what olddefconfig changed of the input, and what
+    /// the lab changed of OpenWrt's config alone (empty without a lab).
+    ///
+    /// Errors: an unreadable variant fragment, make's failure, a setting
+    /// the final `.config` does not have, I/O on `.config`.
+    fn configure(
+        &self,
+        (sh, options, log): (&Shell, &BuildOptions, &Path),
+        job: &Job,
+        r: &Resolved,
+        build: &Path,
+        kcflags: &str,
+    ) -> Result<(String, KconfigChanges, Vec<LabSymbol>)> {
+        let label = job.label();
+        // OpenWrt's .config, a lab kernel's additions, the variant's lines
+        // after them (a later line wins).
+        let variant_settings = fragments::read_fragments(
+            &[],
+            &job.variant.kconfig,
+            &format!("variant {}", job.variant.name),
+        )?;
+        let lab_settings = r.lab.as_ref().map_or(&[][..], |l| &l.settings[..]);
+        let config_file = build.join(".config");
+        let configuring = format!("{label} (configuring)");
+        let olddefconfig = |lines: &[&[Setting]]| -> Result<Vec<u8>> {
+            let mut config = r.dot_config.clone();
+            for s in lines.iter().flat_map(|l| l.iter()) {
+                config.extend_from_slice(s.config_line().as_bytes());
+                config.push(b'\n');
+            }
+            std::fs::write(&config_file, &config)
+                .with_context(|| format!("writing {}", config_file.display()))?;
+            let make = self
+                .make(sh, job, build, kcflags, options)
+                .arg("olddefconfig");
+            run_logged(
+                Command::from(make),
+                &configuring,
+                log,
+                options.verbose,
+                None,
+                &options.control,
+            )?;
+            Ok(config)
+        };
+        // A lab kernel: first what OpenWrt's config (with the variant's
+        // lines) alone becomes, to record what the lab changes.
+        let openwrt_only = match &r.lab {
+            Some(_) => {
+                olddefconfig(&[&variant_settings])?;
+                Some(crate::util::fs::read_limited(
+                    &config_file,
+                    crate::util::fs::FileLimit::record(".config"),
+                    "build again",
+                )?)
+            }
+            None => None,
+        };
+        let config = olddefconfig(&[lab_settings, &variant_settings])?;
+        let settings: Vec<Setting> = lab_settings
+            .iter()
+            .chain(&variant_settings)
+            .cloned()
+            .collect();
+        fragments::ensure_applied(&config_file, &settings).with_context(|| {
+            format!("configuring {label} from OpenWrt's {}", r.selection.target)
+        })?;
+        let final_config = crate::util::fs::read_limited(
+            &config_file,
+            crate::util::fs::FileLimit::record(".config"),
+            "build again",
+        )?;
+        let kconfig = super::openwrt_kconfig::changes(
+            &String::from_utf8_lossy(&config),
+            &final_config,
+            build,
+        )?;
+        let added = openwrt_only.map_or_else(Vec::new, |o| {
+            openwrt_lab::added(&o, &final_config, lab_settings)
+        });
+        if r.lab.is_some() {
+            eprintln!(
+                "{label}: the lab changed {} symbols of OpenWrt's {} config ({} set by its fragments)",
+                added.len(),
+                r.selection.target,
+                added.iter().filter(|a| a.set_by.is_some()).count()
+            );
+        }
+        eprintln!(
+            "{label}: olddefconfig: {} symbols the source does not know ({} of them set), {} with unmet dependencies, {} values changed",
+            kconfig.unknown.len(),
+            kconfig.unknown.iter().filter(|s| r.dot_config_sets(s)).count(),
+            kconfig.unmet.len(),
+            kconfig.changed.len()
+        );
+        Ok((final_config, kconfig, added))
+    }
+
+    /// The OpenWrt image of `job`'s built kernel (in `build_dir/linux`,
+    /// resolved as `r`; the shell, options and log in `tools`), made in
+    /// `build_dir/openwrt-image` and copied beside `log`, and, with an
+    /// image recipe, every device's fit as `device-fit.json` there: the
+    /// image's artifact records (none without a recipe).
+    ///
+    /// Errors: those of [`openwrt_image::produce`]; a device fit that
+    /// fails is a warning, since the kernel itself was built.
+    fn images(
+        &self,
+        (sh, options, log): (&Shell, &BuildOptions, &Path),
+        job: &Job,
+        r: &Resolved,
+        build_dir: &Path,
+    ) -> Result<BTreeMap<String, ArtifactRecord>> {
+        let label = job.label();
+        let build = build_dir.join("linux");
+        let recipe = r
+            .image
+            .as_ref()
+            .map(|i| i.with_linux_dir(&r.openwrt.dir, &build));
+        let image_tree = openwrt_image::KernelTree {
+            linux_dir: &build,
+            vmlinux: &build.join("vmlinux"),
+            cross_compile: &job.target.cross_compile,
+            karch: &job.target.arch,
+            linux_version: &r.pristine.version,
+        };
+        let kdir = build_dir.join("openwrt-image");
+        let results_dir = log.parent().unwrap_or(Path::new("."));
+        let extra_artifacts =
+            openwrt_image::produce(sh, recipe.as_ref(), &image_tree, &kdir, results_dir)?;
+        if recipe.is_some() {
+            // Every device of the target: device-fit.json beside result.json.
+            // A failure here is a warning: the kernel itself was built.
+            let fit = device_fit(&self.checkout, r, &image_tree, build_dir, options.jobs)
+                .and_then(|record| record.write(results_dir));
+            if let Err(e) = fit {
+                eprintln!("warning: {label}: device fit: {e:#}");
+            }
+        }
+        Ok(extra_artifacts)
+    }
 }
 
 impl BuildBackend for OpenwrtBackend {
@@ -359,113 +507,12 @@ impl BuildBackend for OpenwrtBackend {
         write_classification(&r, &log.with_file_name(CLASSIFICATION_FILE))?;
         let tree = self.source_tree(sh, &r)?;
         let kcflags = r.kcflags.kcflags_string();
-        // OpenWrt builds in the source tree, and some of its patches rely on
-        // it (530-jffs2_make_lzma_available.patch: `-Iinclude/linux`, relative
-        // to the build directory): each job builds in its own full copy of
-        // the patched tree (not hard links: an in-tree build may write to
-        // files of the tree).
         let build_dir = self.layout.build_dir(&job.target.name, &job.variant.name);
+        // OpenWrt builds in the source tree: each job in its own full copy.
         let build = build_dir.join("linux");
-        let marker = build_dir.join(".xtask-source");
-        let want = tree.dir.display().to_string();
-        let have = crate::util::fs::read_limited(
-            &marker,
-            crate::util::fs::FileLimit::record("source marker"),
-            "",
-        )
-        .unwrap_or_default();
-        if have != want || !build.is_dir() {
-            if build_dir.exists() {
-                std::fs::remove_dir_all(&build_dir)
-                    .with_context(|| format!("emptying {}", build_dir.display()))?;
-            }
-            copy_tree(sh, &tree.dir, &build, CopyKind::Full)?;
-            super::estimate::mark_empty(&build_dir)?;
-            std::fs::write(&marker, &want)
-                .with_context(|| format!("writing {}", marker.display()))?;
-        }
-
-        // OpenWrt's .config, a lab kernel's additions, the variant's lines
-        // after them (a later line wins).
-        let variant_settings = fragments::read_fragments(
-            &[],
-            &job.variant.kconfig,
-            &format!("variant {}", job.variant.name),
-        )?;
-        let lab_settings = r.lab.as_ref().map_or(&[][..], |l| &l.settings[..]);
-        let config_file = build.join(".config");
-        let configuring = format!("{label} (configuring)");
-        let olddefconfig = |lines: &[&[Setting]]| -> Result<Vec<u8>> {
-            let mut config = r.dot_config.clone();
-            for s in lines.iter().flat_map(|l| l.iter()) {
-                config.extend_from_slice(s.config_line().as_bytes());
-                config.push(b'\n');
-            }
-            std::fs::write(&config_file, &config)
-                .with_context(|| format!("writing {}", config_file.display()))?;
-            let make = self
-                .make(sh, job, &build, &kcflags, &options)
-                .arg("olddefconfig");
-            run_logged(
-                Command::from(make),
-                &configuring,
-                log,
-                options.verbose,
-                None,
-                &options.control,
-            )?;
-            Ok(config)
-        };
-        // A lab kernel: first what OpenWrt's config (with the variant's
-        // lines) alone becomes, to record what the lab changes.
-        let openwrt_only = match &r.lab {
-            Some(_) => {
-                olddefconfig(&[&variant_settings])?;
-                Some(crate::util::fs::read_limited(
-                    &config_file,
-                    crate::util::fs::FileLimit::record(".config"),
-                    "build again",
-                )?)
-            }
-            None => None,
-        };
-        let config = olddefconfig(&[lab_settings, &variant_settings])?;
-        let settings: Vec<Setting> = lab_settings
-            .iter()
-            .chain(&variant_settings)
-            .cloned()
-            .collect();
-        fragments::ensure_applied(&config_file, &settings).with_context(|| {
-            format!("configuring {label} from OpenWrt's {}", r.selection.target)
-        })?;
-        let final_config = crate::util::fs::read_limited(
-            &config_file,
-            crate::util::fs::FileLimit::record(".config"),
-            "build again",
-        )?;
-        let kconfig = super::openwrt_kconfig::changes(
-            &String::from_utf8_lossy(&config),
-            &final_config,
-            &build,
-        )?;
-        let added = openwrt_only.map_or_else(Vec::new, |o| {
-            openwrt_lab::added(&o, &final_config, lab_settings)
-        });
-        if r.lab.is_some() {
-            eprintln!(
-                "{label}: the lab changed {} symbols of OpenWrt's {} config ({} set by its fragments)",
-                added.len(),
-                r.selection.target,
-                added.iter().filter(|a| a.set_by.is_some()).count()
-            );
-        }
-        eprintln!(
-            "{label}: olddefconfig: {} symbols the source does not know ({} of them set), {} with unmet dependencies, {} values changed",
-            kconfig.unknown.len(),
-            kconfig.unknown.iter().filter(|s| r.dot_config_sets(s)).count(),
-            kconfig.unmet.len(),
-            kconfig.changed.len()
-        );
+        build_copy::refresh(sh, &tree.dir, &build_dir, &build)?;
+        let tools = (sh, &options, log);
+        let (final_config, kconfig, added) = self.configure(tools, job, &r, &build, &kcflags)?;
 
         let mut goals = vec!["vmlinux".to_string()];
         goals.extend(job.target.make_targets.iter().cloned());
@@ -489,30 +536,7 @@ impl BuildBackend for OpenwrtBackend {
             "the variant's patches changed during the build; build again"
         );
         let patches = Self::records(&r);
-        let recipe = r
-            .image
-            .as_ref()
-            .map(|i| i.with_linux_dir(&r.openwrt.dir, &build));
-        let image_tree = openwrt_image::KernelTree {
-            linux_dir: &build,
-            vmlinux: &build.join("vmlinux"),
-            cross_compile: &job.target.cross_compile,
-            karch: &job.target.arch,
-            linux_version: &r.pristine.version,
-        };
-        let kdir = build_dir.join("openwrt-image");
-        let results_dir = log.parent().unwrap_or(Path::new("."));
-        let extra_artifacts =
-            openwrt_image::produce(sh, recipe.as_ref(), &image_tree, &kdir, results_dir)?;
-        if recipe.is_some() {
-            // Every device of the target: device-fit.json beside result.json.
-            // A failure here is a warning: the kernel itself was built.
-            let fit = device_fit(&self.checkout, &r, &image_tree, &build_dir, options.jobs)
-                .and_then(|record| record.write(results_dir));
-            if let Err(e) = fit {
-                eprintln!("warning: {label}: device fit: {e:#}");
-            }
-        }
+        let extra_artifacts = self.images(tools, job, &r, &build_dir)?;
         Ok(Built {
             outputs: BuildOutputs {
                 vmlinux: build.join("vmlinux"),
