@@ -181,9 +181,6 @@ impl BenchReport {
     /// The report as it is printed: a Markdown table of every measurement,
     /// then the goals with pass/fail marks.
     pub fn render(&self) -> String {
-        let o = &self.overhead;
-        let p = &self.patch_only;
-        let mark = |ok: bool| if ok { "✅ pass" } else { "❌ fail" };
         let mut out = format!(
             "Build benchmark: {} {} (patch-only: {}), Linux {}, -j{}, {}\n\n",
             self.target,
@@ -194,12 +191,22 @@ impl BenchReport {
             self.started
         );
         out.push_str("| step | measurement | value | goal | |\n|---|---|---|---|---|\n");
-        let mut row = |step: &str, what: &str, value: String, goal: &str, verdict: &str| {
-            out.push_str(&format!(
-                "| {step} | {what} | {value} | {goal} | {verdict} |\n"
-            ));
-        };
+        self.overhead_rows(&mut out);
+        self.ccache_rows(&mut out);
+        self.patch_only_rows(&mut out);
+        self.distcc_rows(&mut out);
+        let goals = self.goals();
+        let passed = goals.iter().filter(|g| g.2).count();
+        out.push_str(&format!("\n{passed} of {} goals met.\n", goals.len()));
+        out
+    }
+
+    /// Step 1's rows of [`Self::render`]'s table, appended to `out`: raw
+    /// make, the tool, the overhead and whether their vmlinux are equal.
+    fn overhead_rows(&self, out: &mut String) {
+        let o = &self.overhead;
         row(
+            out,
             "1a",
             "raw make, fresh O=, no ccache",
             seconds(o.raw_seconds),
@@ -207,6 +214,7 @@ impl BenchReport {
             "",
         );
         row(
+            out,
             "1b",
             "xtask build --no-ccache --force, fresh build dir",
             format!(
@@ -218,6 +226,7 @@ impl BenchReport {
             "",
         );
         row(
+            out,
             "1",
             "overhead vs raw make",
             signed_percent(o.overhead_percent),
@@ -232,10 +241,23 @@ impl BenchReport {
                 o.raw_vmlinux_sha256, o.tool_vmlinux_sha256
             )
         };
-        row("1", "vmlinux sha256", sha, "equal", mark(o.same_bytes()));
+        row(
+            out,
+            "1",
+            "vmlinux sha256",
+            sha,
+            "equal",
+            mark(o.same_bytes()),
+        );
+    }
+
+    /// Step 2's rows of [`Self::render`]'s table, appended to `out`:
+    /// ccache cold, warm and their ratio, or that the step was skipped.
+    fn ccache_rows(&self, out: &mut String) {
         match &self.ccache {
             Some(c) => {
                 row(
+                    out,
                     "2a",
                     "ccache cold (empty private cache)",
                     format!("{} ({})", seconds(c.cold_seconds), stats(c.cold)),
@@ -243,6 +265,7 @@ impl BenchReport {
                     "",
                 );
                 row(
+                    out,
                     "2b",
                     "ccache warm (fresh build dir)",
                     format!("{} ({})", seconds(c.warm_seconds), stats(c.warm)),
@@ -250,6 +273,7 @@ impl BenchReport {
                     "",
                 );
                 row(
+                    out,
                     "2",
                     "warm / cold",
                     ratio(c.warm_seconds, c.cold_seconds),
@@ -258,6 +282,7 @@ impl BenchReport {
                 );
             }
             None => row(
+                out,
                 "2",
                 "ccache cold vs warm",
                 "skipped (--skip ccache)".into(),
@@ -265,7 +290,15 @@ impl BenchReport {
                 "",
             ),
         }
+    }
+
+    /// Step 3's rows of [`Self::render`]'s table, appended to `out`: the
+    /// base's full build, the patch-only variant after it and their
+    /// fraction.
+    fn patch_only_rows(&self, out: &mut String) {
+        let p = &self.patch_only;
         row(
+            out,
             "3",
             &format!("full build of {}: {}", self.base, p.full_build),
             format!(
@@ -277,6 +310,7 @@ impl BenchReport {
             "",
         );
         row(
+            out,
             "3",
             &format!("{} after it, no ccache", self.patch_variant),
             format!(
@@ -289,12 +323,19 @@ impl BenchReport {
             "",
         );
         row(
+            out,
             "3",
             "patch-only / full build",
             format!("{:.1} %", p.fraction_percent),
             &format!("≤ {PATCH_ONLY_GOAL_PERCENT} %"),
             mark(p.fraction_percent <= PATCH_ONLY_GOAL_PERCENT),
         );
+    }
+
+    /// Step 4's rows of [`Self::render`]'s table, appended to `out`: the
+    /// distcc build and whether its vmlinux equals the tool's, or that the
+    /// step was skipped.
+    fn distcc_rows(&self, out: &mut String) {
         match &self.distcc {
             Some(d) => {
                 let calls = match &self.ccache {
@@ -305,6 +346,7 @@ impl BenchReport {
                     None => String::new(),
                 };
                 row(
+                    out,
                     "4",
                     &format!("distcc `{}`, no ccache", d.hosts),
                     format!(
@@ -322,6 +364,7 @@ impl BenchReport {
                     format!("`{}` ≠ 1b", d.vmlinux_sha256)
                 };
                 row(
+                    out,
                     "4",
                     "distcc vmlinux sha256",
                     same,
@@ -330,6 +373,7 @@ impl BenchReport {
                 );
             }
             None => row(
+                out,
                 "4",
                 "distcc on 127.0.0.1",
                 "skipped (--skip distcc)".into(),
@@ -337,10 +381,24 @@ impl BenchReport {
                 "",
             ),
         }
-        let goals = self.goals();
-        let passed = goals.iter().filter(|g| g.2).count();
-        out.push_str(&format!("\n{passed} of {} goals met.\n", goals.len()));
-        out
+    }
+}
+
+/// Appends one row of [`BenchReport::render`]'s table to `out`: the
+/// step (`1a`), what was measured, its value, the goal and the verdict
+/// (the last two empty for a plain measurement).
+fn row(out: &mut String, step: &str, what: &str, value: String, goal: &str, verdict: &str) {
+    out.push_str(&format!(
+        "| {step} | {what} | {value} | {goal} | {verdict} |\n"
+    ));
+}
+
+/// A goal's verdict: `✅ pass` or `❌ fail`.
+fn mark(ok: bool) -> &'static str {
+    if ok {
+        "✅ pass"
+    } else {
+        "❌ fail"
     }
 }
 
