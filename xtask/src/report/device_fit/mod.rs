@@ -130,8 +130,24 @@ impl DeviceFitDiff {
     pub fn render(&self, top: Option<usize>) -> String {
         let mut rows: Vec<&DeviceRow> = self.rows.iter().collect();
         rows.sort_by_key(|r| (r.error.is_some(), r.headroom.is_none(), r.headroom));
-        let made = self.rows.iter().filter(|r| r.error.is_none()).count();
         let mut out = String::new();
+        self.write_header(&mut out);
+        let n = top.unwrap_or(rows.len());
+        for r in rows.iter().take(n) {
+            write_row(&mut out, r);
+        }
+        if rows.len() > n {
+            let _ = writeln!(out, "… {} more devices", rows.len() - n);
+        }
+        self.write_notes(&mut out);
+        out
+    }
+
+    /// The lines of [`Self::render`] above its rows, appended to `out`:
+    /// the rootfs whole images are sized with (if any), how many devices
+    /// were made, stop fitting and fit again, and the column headings.
+    fn write_header(&self, out: &mut String) {
+        let made = self.rows.iter().filter(|r| r.error.is_none()).count();
         if let Some(r) = &self.rootfs {
             let _ = writeln!(
                 out,
@@ -168,57 +184,12 @@ impl DeviceFitDiff {
             "{:<40} {:>10} {:>10} {:>13} {:>11} {:>7}  verdict",
             "device [image]", "base", "variant", "limit", "headroom", "%"
         );
-        let n = top.unwrap_or(rows.len());
-        for r in rows.iter().take(n) {
-            let num = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
-            let limit = match (&r.limit, r.limit_kind) {
-                (Some(l), Some(LimitKind::ImageSize)) => format!("IMAGE {l}"),
-                (Some(l), Some(LimitKind::FirmwarePartition)) => format!("DT {l}"),
-                (Some(l), _) => format!("KERNEL {l}"),
-                _ => "none".into(),
-            };
-            let verdict = match &r.error {
-                Some(e) => format!("{}: {}", FitVerdict::CannotMake.words(), printable(e)),
-                None => r.verdict().words().to_string(),
-            };
-            let verdict = match r.only_in {
-                Some(FitSide::Base) => format!("only in the base: {verdict}"),
-                Some(FitSide::Variant) => format!("only in the variant: {verdict}"),
-                None => verdict,
-            };
-            let verdict = match (&r.image, r.limit_kind) {
-                (None, Some(LimitKind::ImageSize | LimitKind::FirmwarePartition)) => {
-                    format!("{verdict} (kernel only)")
-                }
-                _ => verdict,
-            };
-            let verdict = match r.lzma_margin.filter(|_| r.lzma_near) {
-                Some(m) => format!("{verdict} (within the LZMA encoders' {m:+} bytes)"),
-                None => verdict,
-            };
-            let name = match &r.image {
-                Some(i) => format!("{} {i}", r.device),
-                None => r.device.clone(),
-            };
-            let _ = writeln!(
-                out,
-                "{:<40} {:>10} {:>10} {:>13} {:>11} {:>7}  {verdict}{}",
-                name,
-                num(r.base_bytes),
-                num(r.variant_bytes),
-                limit,
-                r.headroom.map_or("-".into(), |h| h.to_string()),
-                r.headroom_percent.map_or("-".into(), |p| format!("{p:.1}")),
-                if r.default_n {
-                    " (OpenWrt: DEFAULT := n)"
-                } else {
-                    ""
-                }
-            );
-        }
-        if rows.len() > n {
-            let _ = writeln!(out, "… {} more devices", rows.len() - n);
-        }
+    }
+
+    /// The notes of [`Self::render`] below its rows, appended to `out`:
+    /// which LZMA encoder the sizes are from, and what each kind of limit
+    /// or row that the table shows means.
+    fn write_notes(&self, out: &mut String) {
         if let Some(m) = self.rows.iter().find_map(|r| r.lzma_margin) {
             let _ = writeln!(
                 out,
@@ -282,7 +253,65 @@ impl DeviceFitDiff {
                  rootfs. Give --rootfs FILE to size the whole images.\n"
             });
         }
-        out
+    }
+}
+
+/// Appends `r`'s line of [`DeviceFitDiff::render`]'s table to `out`:
+/// device and image, both sizes, the limit and its kind, the headroom in
+/// bytes and percent, and the verdict.
+fn write_row(out: &mut String, r: &DeviceRow) {
+    let num = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
+    let limit = match (&r.limit, r.limit_kind) {
+        (Some(l), Some(LimitKind::ImageSize)) => format!("IMAGE {l}"),
+        (Some(l), Some(LimitKind::FirmwarePartition)) => format!("DT {l}"),
+        (Some(l), _) => format!("KERNEL {l}"),
+        _ => "none".into(),
+    };
+    let verdict = verdict(r);
+    let name = match &r.image {
+        Some(i) => format!("{} {i}", r.device),
+        None => r.device.clone(),
+    };
+    let _ = writeln!(
+        out,
+        "{:<40} {:>10} {:>10} {:>13} {:>11} {:>7}  {verdict}{}",
+        name,
+        num(r.base_bytes),
+        num(r.variant_bytes),
+        limit,
+        r.headroom.map_or("-".into(), |h| h.to_string()),
+        r.headroom_percent.map_or("-".into(), |p| format!("{p:.1}")),
+        if r.default_n {
+            " (OpenWrt: DEFAULT := n)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// `r`'s verdict as the table words it: why it could not be made, or
+/// whether it fits, with the side it is only in, whether only its kernel
+/// was checked against a whole image's limit, and whether it is within
+/// the LZMA encoders' margin.
+fn verdict(r: &DeviceRow) -> String {
+    let verdict = match &r.error {
+        Some(e) => format!("{}: {}", FitVerdict::CannotMake.words(), printable(e)),
+        None => r.verdict().words().to_string(),
+    };
+    let verdict = match r.only_in {
+        Some(FitSide::Base) => format!("only in the base: {verdict}"),
+        Some(FitSide::Variant) => format!("only in the variant: {verdict}"),
+        None => verdict,
+    };
+    let verdict = match (&r.image, r.limit_kind) {
+        (None, Some(LimitKind::ImageSize | LimitKind::FirmwarePartition)) => {
+            format!("{verdict} (kernel only)")
+        }
+        _ => verdict,
+    };
+    match r.lzma_margin.filter(|_| r.lzma_near) {
+        Some(m) => format!("{verdict} (within the LZMA encoders' {m:+} bytes)"),
+        None => verdict,
     }
 }
 
