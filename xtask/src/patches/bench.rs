@@ -192,26 +192,7 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchOptions) -> Result<()> {
     let t = Instant::now();
     let series = generate(&src, args.patches, args.seed)?;
     let patches = scratch.join("patches");
-    let dir = patches.join("generic").join("pending-6.6");
-    let mut names = Vec::new();
-    let mut series_file = String::new();
-    let (mut total_bytes, mut total_files) = (0, 0);
-    for g in &series {
-        write_atomic(&dir.join(&g.name), &g.bytes)?;
-        names.push(format!("generic/pending-6.6/{}", g.name));
-        series_file.push_str(&format!("generic/pending-6.6/{}\n", g.name));
-        total_bytes += g.bytes.len();
-        total_files += g.files.len();
-    }
-    write_atomic(&patches.join("series"), series_file.as_bytes())?;
-    println!(
-        "series: {} patches, {} files, {:.1} KiB of patches (avg {:.1} KiB), generated in {:.2} s",
-        series.len(),
-        total_files,
-        total_bytes as f64 / 1024.0,
-        total_bytes as f64 / 1024.0 / series.len().max(1) as f64,
-        secs(t.elapsed())
-    );
+    let names = write_series(&patches, &series, t)?;
     let ours = scratch.join("ours");
     let gnu = scratch.join("gnu");
     let quilt = scratch.join("quilt");
@@ -219,74 +200,23 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchOptions) -> Result<()> {
     for d in [&ours, &gnu, &quilt, &bare] {
         crate::util::fs::copy_tree(sh, &src, d, crate::util::fs::CopyKind::HardLinks)?;
     }
-    // Warm the page cache the same way for all three (the copies share
-    // inodes): read every file the series touches and every patch once.
-    for g in &series {
-        for (rel, _, _) in &g.files {
-            let _ = crate::util::fs::read_bytes_limited(
-                &src.join(rel),
-                crate::util::fs::FileLimit::binary("tree file"),
-                "",
-            );
-        }
-    }
-    for n in &names {
-        let _ = crate::util::fs::read_bytes_limited(
-            &patches.join(n),
-            crate::util::fs::FileLimit::input("patch"),
-            "",
-        );
-    }
+    warm_page_cache(&src, &patches, &series, &names);
 
-    let t = Instant::now();
-    for n in &names {
-        let f = patches.join(n);
-        let bytes = crate::util::fs::read_bytes_limited(
-            &f,
-            crate::util::fs::FileLimit::input("patch"),
-            "",
-        )?;
-        let p = parse_patch(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-        apply_patch(&bare, &p, &ApplyOptions::default())
-            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-    }
-    let t_bare = t.elapsed();
+    let t_bare = push_bare(&bare, &patches, &names)?;
 
     let stack = Stack::new(&ours, &patches, names.clone(), ApplyOptions::default());
     let t = Instant::now();
     while stack.push_next()?.is_some() {}
     let t_ours = t.elapsed();
 
-    let t = Instant::now();
-    for n in &names {
-        let f = patches.join(n);
-        cmd!(sh, "patch -p1 -s -N --fuzz=2 -d {gnu} -i {f}")
-            .quiet()
-            .run()
-            .with_context(|| format!("GNU patch {}", f.display()))?;
-    }
-    let t_gnu = t.elapsed();
+    let t_gnu = push_gnu(sh, &gnu, &patches, &names)?;
 
     let home = scratch.join("home");
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     let t_quilt = if args.no_quilt {
         None
     } else {
-        let _cd = sh.push_dir(&quilt);
-        let _e = [
-            sh.push_env("QUILT_PATCHES", &patches),
-            sh.push_env("QUILT_SERIES", patches.join("series")),
-            sh.push_env("QUILT_PC", ".pc"),
-            sh.push_env("HOME", &home),
-            sh.push_env("LC_ALL", "C"),
-        ];
-        let t = Instant::now();
-        cmd!(sh, "quilt --quiltrc=- push -a -q")
-            .quiet()
-            .ignore_stdout()
-            .run()
-            .context("quilt push -a")?;
-        Some(t.elapsed())
+        Some(push_quilt(sh, &quilt, &patches, &home)?)
     };
     for (name, other) in [
         ("GNU patch", &gnu),
@@ -335,6 +265,117 @@ pub fn run(sh: &Shell, layout: &Layout, args: &BenchOptions) -> Result<()> {
     }
     std::fs::remove_dir_all(&scratch).with_context(|| format!("removing {}", scratch.display()))?;
     Ok(())
+}
+
+/// Writes `series` as a quilt series under `patches`
+/// (`generic/pending-6.6/<name>` and a `series` file), prints its size
+/// and the time since `t` (the start of its generation), and returns the
+/// patches' names as `series` lists them.
+///
+/// Errors: a file that cannot be written.
+fn write_series(patches: &Path, series: &[Generated], t: Instant) -> Result<Vec<String>> {
+    let dir = patches.join("generic").join("pending-6.6");
+    let mut names = Vec::new();
+    let mut series_file = String::new();
+    let (mut total_bytes, mut total_files) = (0, 0);
+    for g in series {
+        write_atomic(&dir.join(&g.name), &g.bytes)?;
+        names.push(format!("generic/pending-6.6/{}", g.name));
+        series_file.push_str(&format!("generic/pending-6.6/{}\n", g.name));
+        total_bytes += g.bytes.len();
+        total_files += g.files.len();
+    }
+    write_atomic(&patches.join("series"), series_file.as_bytes())?;
+    println!(
+        "series: {} patches, {} files, {:.1} KiB of patches (avg {:.1} KiB), generated in {:.2} s",
+        series.len(),
+        total_files,
+        total_bytes as f64 / 1024.0,
+        total_bytes as f64 / 1024.0 / series.len().max(1) as f64,
+        secs(t.elapsed())
+    );
+    Ok(names)
+}
+
+/// Warms the page cache the same way for all three tools (the copies of
+/// `src` share inodes): reads every file of `src` that `series` touches
+/// and every patch of `names` under `patches` once. A file that cannot be
+/// read is skipped: the pushes report it.
+fn warm_page_cache(src: &Path, patches: &Path, series: &[Generated], names: &[String]) {
+    for g in series {
+        for (rel, _, _) in &g.files {
+            let _ = crate::util::fs::read_bytes_limited(
+                &src.join(rel),
+                crate::util::fs::FileLimit::binary("tree file"),
+                "",
+            );
+        }
+    }
+    for n in names {
+        let _ = crate::util::fs::read_bytes_limited(
+            &patches.join(n),
+            crate::util::fs::FileLimit::input("patch"),
+            "",
+        );
+    }
+}
+
+/// Pushes the patches `names` (under `patches`) onto `bare` with the
+/// engine alone (parse and apply, no state): the time it took.
+///
+/// Errors: a patch that cannot be read, parsed or applied (naming it).
+fn push_bare(bare: &Path, patches: &Path, names: &[String]) -> Result<Duration> {
+    let t = Instant::now();
+    for n in names {
+        let f = patches.join(n);
+        let bytes = crate::util::fs::read_bytes_limited(
+            &f,
+            crate::util::fs::FileLimit::input("patch"),
+            "",
+        )?;
+        let p = parse_patch(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        apply_patch(bare, &p, &ApplyOptions::default())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+    }
+    Ok(t.elapsed())
+}
+
+/// Pushes the patches `names` (under `patches`) onto `gnu` with a GNU
+/// `patch -p1` loop: the time it took.
+///
+/// Errors: a patch GNU patch fails on (naming it), or no `patch`.
+fn push_gnu(sh: &Shell, gnu: &Path, patches: &Path, names: &[String]) -> Result<Duration> {
+    let t = Instant::now();
+    for n in names {
+        let f = patches.join(n);
+        cmd!(sh, "patch -p1 -s -N --fuzz=2 -d {gnu} -i {f}")
+            .quiet()
+            .run()
+            .with_context(|| format!("GNU patch {}", f.display()))?;
+    }
+    Ok(t.elapsed())
+}
+
+/// Pushes the series under `patches` onto `quilt` with `quilt push -a`,
+/// with `home` as its `HOME` and no quiltrc: the time it took.
+///
+/// Errors: quilt fails, or is missing.
+fn push_quilt(sh: &Shell, quilt: &Path, patches: &Path, home: &Path) -> Result<Duration> {
+    let _cd = sh.push_dir(quilt);
+    let _e = [
+        sh.push_env("QUILT_PATCHES", patches),
+        sh.push_env("QUILT_SERIES", patches.join("series")),
+        sh.push_env("QUILT_PC", ".pc"),
+        sh.push_env("HOME", home),
+        sh.push_env("LC_ALL", "C"),
+    ];
+    let t = Instant::now();
+    cmd!(sh, "quilt --quiltrc=- push -a -q")
+        .quiet()
+        .ignore_stdout()
+        .run()
+        .context("quilt push -a")?;
+    Ok(t.elapsed())
 }
 
 /// The "new kernel": `src` hard-linked, with per-patch edits by index mod 10.
