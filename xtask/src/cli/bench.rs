@@ -19,19 +19,22 @@ pub enum BenchCommand {
     /// your results or build directories): overhead against the same raw
     /// make, ccache cold vs warm, a patch-only variant's cost against a full
     /// build, and distcc through a distccd on 127.0.0.1; prints a table
-    /// with the goals of issue #11.
+    /// with the goals (overhead at most 2 %, the same vmlinux as raw make,
+    /// a patch-only variant at most 15 % of a full build, distcc compiling
+    /// remotely to the same vmlinux).
     Build(BuildBenchArgs),
     /// Time `size-report --symbols` (this workbench's whole process)
     /// against the kernel's scripts/bloat-o-meter on one target's base →
     /// variant vmlinux pair, building the pair first when its results are
-    /// missing; prints the medians and the ratio (issue #21: ≥ 10×).
+    /// missing; prints the medians and the ratio (the goal: ≥ 10× faster).
     Symbols(SymbolsBenchArgs),
     /// The patch-engine benchmark (the same as `patches bench`).
     Patches(BenchArgs),
     /// Time the QEMU router lab on one target, in target/xtask/bench/lab/
     /// (never your lab runs): boot to ready and each run's wall time
     /// beyond its iperf3 duration, step by step, with the machine's load
-    /// average; prints a table with the goals of issue #9. Boots the lab
+    /// average; prints a table with the goals (boot to ready within 20 s,
+    /// at most 1 s per run beyond its iperf3 duration). Boots the lab
     /// kernel an earlier `lab` built (it builds nothing).
     Lab(LabBenchArgs),
     /// The lab verdict's calibration: how often A/A comparisons (both

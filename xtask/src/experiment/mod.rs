@@ -321,8 +321,8 @@ fn output_stays_in(layout: &Layout, experiment: &file::Experiment) -> Result<()>
     Ok(())
 }
 
-/// Wall time of an experiment's phases, for its last line (the speed
-/// benchmark of issue #19 reads the lab's share from it).
+/// Wall time of an experiment's phases, for its last line (which says
+/// how much of an experiment's time its labs take).
 struct Phases {
     plan: Duration,
     builds: Duration,

@@ -1,4 +1,4 @@
-//! The experiment's labs, side by side (issue #19 §4): up to
+//! The experiment's labs, side by side: up to
 //! [`ExperimentPlan::labs_at_once`] labs run at the same time, each on its own
 //! thread, taking the next target's lab from one queue; their kernels are
 //! built first, one lab after another, so the builds keep their `-j`

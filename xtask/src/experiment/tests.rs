@@ -32,7 +32,7 @@ fn a_lab_s_directory_is_kept_before_it_starts_and_taken_over_once_it_recorded() 
     assert!(matches!(other, Start::NewIn(d) if d.starts_with(layout.work_dir().join("lab/ath79"))));
 }
 
-/// Issue 40 item 6: `{"labs":{"bcm53xx":"/outside"}}` made the experiment
+/// `{"labs":{"bcm53xx":"/outside"}}` made the experiment
 /// read, resume and write `/outside/lab.json`. Every kept directory must
 /// be one the experiment would have made.
 #[test]

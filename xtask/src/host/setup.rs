@@ -456,7 +456,8 @@ mod tests {
     #[test]
     fn a_simulated_install_names_what_apt_removes() {
         // apt-get install -s on a Debian 12 machine with bookworm-backports'
-        // qemu-utils, installing Debian 12's qemu-system-mips (issue #29 §2).
+        // qemu-utils, installing Debian 12's qemu-system-mips, which removes
+        // qemu-utils: setup names what apt would remove before it does.
         let simulation = "Reading package lists...\n\
             The following packages will be REMOVED:\n  qemu-utils\n\
             Remv qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1]\n\

@@ -1,7 +1,7 @@
 //! `bench symbols`: the user's symbol diff, the built `xtask` binary's
 //! `size-report --symbols`, timed as a whole process against the kernel's own
 //! `scripts/bloat-o-meter` on the same vmlinux pair, with the ratio printed
-//! in one run (issue #21 §4: at least 10×).
+//! in one run (the goal: at least 10× faster).
 //!
 //! The pair is the target's results for the base and the variant; when
 //! either has no `result.json` or `vmlinux`, the bench builds them first as
@@ -39,7 +39,7 @@ pub const PYTHON: &str = "/usr/bin/python3";
 /// What `bench symbols` compares.
 #[derive(Debug, Clone)]
 pub struct SymbolsBenchRequest {
-    /// The target (bcm53xx for the figure of issue #21).
+    /// The target (bcm53xx for the published figure).
     pub target: String,
     /// The old side of the diff.
     pub base: String,

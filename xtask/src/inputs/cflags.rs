@@ -489,7 +489,7 @@ mod tests {
             ("-Os -fprofile-use=a/../../b", "a path with '..'"),
             ("-Os -fdebug-prefix-map=/x=y", "names /x"),
             ("-Os -o/tmp/x", "names /tmp/x"),
-            // Options hidden in another option's value (issue 40 item 1):
+            // Options hidden in another option's value:
             // GCC's second compilation of -fcompare-debug ran <dir>/cc1.
             (
                 "-Os -fcompare-debug=-Bevil/",

@@ -494,7 +494,8 @@ mod tests {
         assert!(err.contains("is Linux 6.12.3"), "{err}");
     }
 
-    /// A newer Debian source than the pinned one (issue #29 §1): the
+    /// A newer Debian source than the pinned one (Debian moved on to
+    /// 6.12.118): the
     /// refusal says which version is pinned and how to install it, and
     /// names --kernel-src, not only "add the sum".
     #[test]

@@ -380,7 +380,8 @@ mod tests {
         for bad in ["sometimes", "rps_cpus", "rps_cpus=2,rfs=1", "irq_cpu=x"] {
             assert!(SteeringSpec::parse_flag(bad).is_err(), "{bad}");
         }
-        // Issue 40 item 13: accepted before, refused by lab.json's check.
+        // Accepted here once, though lab.json's check refuses them: the
+        // two must agree.
         for bad in [
             "rps_cpus=0x0x2",
             "rps_cpus=0x0x0x1",

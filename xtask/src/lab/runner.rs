@@ -36,7 +36,7 @@ pub const REDO_PER_LAB: usize = crate::results::lab::MAX_REDONE;
 
 /// The error a [`SystemUnderTest`] returns (as the context of its own)
 /// when a run could not finish because the machine stopped moving
-/// packets: QEMU's emulated e1000 did on two CPUs (issue #27), the guest
+/// packets: QEMU's emulated e1000 did on two CPUs, the guest
 /// alive and its NICs' counters still. In QEMU the runner then boots the
 /// arm again and redoes the run ([`REDO_PER_SESSION`], [`REDO_PER_LAB`]),
 /// recording it in `lab.json`'s `redone`; on a real router, and for any

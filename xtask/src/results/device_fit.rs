@@ -485,7 +485,7 @@ mod tests {
         }
     }
 
-    /// Issue 40 item 3: `limit as i64 - kernel_bytes as i64` panicked
+    /// `limit as i64 - kernel_bytes as i64` panicked
     /// (overflow) for 9223372036854775813 bytes and called u64::MAX bytes
     /// `fits`. The verdict compares the sizes as check-size does.
     #[test]

@@ -1,5 +1,5 @@
 //! `cargo xtask bench build`: how fast the workbench builds, from one run
-//! on this machine (issue #11, "Benchmark"):
+//! on this machine, against the goals of [`report`]:
 //!
 //! 1. **Overhead**: (a) the backend's `make` steps run by hand
 //!    ([`raw`]) in a fresh `O=` directory, then (b) `build --no-ccache

@@ -1,5 +1,5 @@
 //! `cargo xtask bench lab`: how fast the runtime lab is on this machine,
-//! from one short lab run (issue #9, "Speed"):
+//! from one short lab run, against the lab's speed goals:
 //!
 //! * **boot to ready**: wall seconds from starting QEMU to the router's
 //!   READY line, per boot (`boot_seconds` in `lab.json`'s boots), against
@@ -29,7 +29,7 @@
 //!
 //! With `--cpus N` it then runs the plan again on N CPUs (multi-threaded
 //! TCG, the target's packet steering) and prints the two side by side
-//! with issue #27's goal ([`slowdown::MultiCore`]).
+//! with the goal on a multi-CPU run's wall time ([`slowdown::MultiCore`]).
 
 pub mod report;
 pub mod slowdown;

@@ -1,6 +1,7 @@
 //! What `bench lab` measured, as numbers (`--json`) and as the Markdown
-//! table it prints, with the two speed goals of issue #9 marked pass or
-//! fail. The figures come from `lab.json` alone ([`LabFigures::from_record`]),
+//! table it prints, with the lab's two speed goals (boot to ready within
+//! [`BOOT_GOAL_SECONDS`], a run's time beyond its iperf3 duration within
+//! [`OVERHEAD_GOAL_SECONDS`]) marked pass or fail. The figures come from `lab.json` alone ([`LabFigures::from_record`]),
 //! so any lab run written since runs record their wall time can be read
 //! the same way.
 

@@ -1,5 +1,5 @@
 //! What the cache and core model's plugin costs the lab (`bench lab
-//! --cache-model`, issue #18 §5): the same short lab run once without the
+//! --cache-model`): the same short lab run once without the
 //! model and once with it, one after the other on this machine, compared
 //! as ratios. Under `-icount` a run's iperf3 duration is fixed in wall
 //! time, so the plugin shows as fewer packets forwarded in it (QEMU
@@ -7,7 +7,8 @@
 //! longer reads around each run; no goal is set, the ratio is reported.
 //!
 //! `bench lab --cpus N` compares one CPU with N the same way
-//! ([`MultiCore`]), with issue #27's goal on the run wall time.
+//! ([`MultiCore`]), with a goal on the run wall time
+//! ([`MULTICORE_GOAL_RATIO`]).
 
 use anyhow::{ensure, Result};
 use serde::Serialize;
@@ -136,7 +137,7 @@ impl Slowdown {
     }
 }
 
-/// One CPU against several (`bench lab --cpus N`, issue #27 "Speed"):
+/// One CPU against several (`bench lab --cpus N`):
 /// the same plan on the same lab kernel, first on one CPU under
 /// `-icount`, then on `cpus` CPUs on multi-threaded TCG with the target's
 /// packet steering. The goal: a run's wall time on `cpus` CPUs at most
@@ -152,7 +153,8 @@ pub struct MultiCore {
 }
 
 /// The most a multi-CPU run's wall time may be, as a multiple of a
-/// one-CPU run's (issue #27).
+/// one-CPU run's: what more CPUs may cost before the multi-CPU lab is
+/// too slow to use.
 pub const MULTICORE_GOAL_RATIO: f64 = 1.5;
 
 impl MultiCore {

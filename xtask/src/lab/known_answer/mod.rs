@@ -1,5 +1,5 @@
 //! The core model's known answers (`cargo xtask lab --target T
-//! --known-answers`, issue #18 §4): guest programs whose modelled counts
+//! --known-answers`): guest programs whose modelled counts
 //! are known from the model's own definition, run in the target's lab
 //! guest under the model.
 //!

@@ -1,5 +1,5 @@
 //! The known answers of a machine of more than one CPU (`lab
-//! --known-answers --cpus 2`, issue #27 §5): the model must count each
+//! --known-answers --cpus 2`): the model must count each
 //! CPU's work on that CPU.
 //!
 //! * **Two pinned loops**: `xl-known branch always` pinned to CPU0 with N

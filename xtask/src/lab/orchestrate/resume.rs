@@ -110,7 +110,7 @@ pub fn check_machine(record: &LabRecord, prepared: &Prepared, dir: &Path) -> Res
 mod tests {
     use super::*;
 
-    /// Issue 40 item 7: a status reason with escape sequences and a
+    /// A status reason with escape sequences and a
     /// newline was printed raw ("taking over … from a run that failed").
     #[test]
     fn a_hostile_reason_is_printed_escaped() {

@@ -519,7 +519,7 @@ fn a_lab_another_process_resumes_is_refused_before_it_is_read() {
     s.resume(&p, &dir).unwrap();
 }
 
-/// Issue 40 item 7: a taken-over lab.json gets the checks a report makes
+/// A taken-over lab.json gets the checks a report makes
 /// of it; one they refuse (a measured run twice: n would count it twice)
 /// is not continued, and nothing is booted.
 #[test]

@@ -1,4 +1,4 @@
-//! The batman-adv mesh of issue #17: routers in a chain, each pair joined
+//! The batman-adv mesh of the original deinline experiment: routers in a chain, each pair joined
 //! by a mesh link of its own, batman-adv (`bat0`) over the mesh ports
 //! with their MTU at 1532, and `bat0` bridged with the LAN port
 //! (`br-lan` = `lan` + `bat0`, no NAT), as the original experiment's two

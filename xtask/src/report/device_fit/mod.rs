@@ -479,7 +479,7 @@ mod tests {
             text.contains("cannot make: KERNEL step `loader-kernel`"),
             "{text}"
         );
-        // Issue 40 item 14: a limit without a size read "no limit, 0.0 %".
+        // A limit without a size once read "no limit, 0.0 %".
         let mut unsized_ = record(at);
         unsized_.devices[0].kernel_bytes = None;
         let d = DeviceFitDiff::new(&unsized_, &unsized_, None, None);

@@ -1,5 +1,5 @@
 //! The batman-adv mesh's per-run table in the original experiment's form
-//! (issue #17 §6: the deinline patch's mail had `run | without patch |
+//! (the deinline patch's mail had `run | without patch |
 //! with patch | without batman-adv`, one row per iperf run, then the
 //! average row): for a lab that ran `--topology mesh`, each throughput
 //! series as a table whose columns are the base ("without patch"), each

@@ -1,5 +1,4 @@
-//! What a `lab.json` must hold before any table is made of it (issue #20
-//! §5): `cargo xtask lab` never writes a record that fails these checks,
+//! What a `lab.json` must hold before any table is made of it: `cargo xtask lab` never writes a record that fails these checks,
 //! so one that does was edited or damaged, and its statistics would be
 //! wrong (duplicated runs double n; a negative or huge value moves a mean
 //! anywhere; a missing arm leaves an empty section under "complete").

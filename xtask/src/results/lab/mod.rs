@@ -412,7 +412,7 @@ pub struct LabRecord {
 pub const MAX_REDONE: usize = 3;
 
 /// A run the lab could not finish because the machine stopped moving
-/// packets (QEMU's emulated e1000 on two CPUs did, issue #27), or a boot
+/// packets (QEMU's emulated e1000 on two CPUs did), or a boot
 /// whose guest hung (one on two CPUs stopped after `/init` started): it
 /// left no [`RunRecord`], its arm booted again, and the session went on
 /// afresh after a warm-up of its own. A run's raw files stay under its
