@@ -2,8 +2,8 @@
 //! `panic_timeout`'s initial value in `kernel/panic.c`) starts from baseline's finished build
 //! directory and recompiles only what the patch changed, with the bytes
 //! of a build from scratch; and ccache and the workspace's path change how
-//! long a build takes, never its bytes (issue #20 §10;
-//! `e2e_reproducible.rs` does the same in OpenWrt mode).
+//! long a build takes, never its bytes (else a build key would not
+//! name the bytes it stands for; `e2e_reproducible.rs` does the same in OpenWrt mode).
 //!
 //! Two scratch workspaces under `target/xtask/` share `targets/` and the
 //! unpacked kernel source with this one and have their own `patches/` (the

@@ -1,5 +1,6 @@
 //! Two builds of the same inputs give the same bytes, whatever the
-//! workspace's path (issue #20 §10), in OpenWrt mode: the tiny profile
+//! workspace's path (else a build key would not name the bytes it
+//! stands for), in OpenWrt mode: the tiny profile
 //! `arm-tiny` is built twice, in two scratch workspaces at different paths
 //! (so its tree, a full copy in the build directory as OpenWrt builds,
 //! lies at different paths too), the first through a cold ccache of its

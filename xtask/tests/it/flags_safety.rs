@@ -280,7 +280,7 @@ fn flags_that_run_a_program_are_refused_before_the_compiler_probe() {
             format!("-fplugin={}", so.display()),
             "loads a shared object into the compiler",
         ),
-        // Issue 40 item 1: hidden in another option's value, they passed
+        // Hidden in another option's value, they passed
         // the check, and GCC's second compilation (-fcompare-debug) ran
         // <dir>/cc1 during the probe of a dry run.
         (

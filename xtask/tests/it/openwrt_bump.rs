@@ -169,7 +169,7 @@ fn bcm47xx_bumped_to_6_12_applies_without_fuzz_after_generic_6_12() {
     assert_eq!(snapshot(&fx.root), after);
 }
 
-/// Issue #20 §8: bcm53xx's two 6.7 backports that 6.12 already has are
+/// bcm53xx's two 6.7 backports that 6.12 already has are
 /// upstream, though both still apply forwards on 6.12.117:
 /// `030-v6.7-0005` with fuzz (its added port nodes are there, with 0006's
 /// fixed-link inside them on the Netgear R8000) and `030-v6.7-0006` at an

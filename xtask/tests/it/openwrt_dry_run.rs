@@ -1,4 +1,4 @@
-//! Issue 29 §6: a dry run builds and runs nothing, not even code of the
+//! A dry run builds and runs nothing, not even code of the
 //! OpenWrt checkout it names. `$(shell touch …)` planted in
 //! `target/linux/ramips/image/Makefile` and `mt7621.mk` ran during
 //! `experiment --dry-run` (make evaluated the device's image recipe for the
@@ -109,7 +109,7 @@ fn a_dry_run_never_evaluates_the_checkout_s_image_makefiles() {
     }
 }
 
-/// Issue 40 item 1: OpenWrt's KCFLAGS from the checkout's `.config` with
+/// OpenWrt's KCFLAGS from the checkout's `.config` with
 /// an option hidden in another option's value (`-fcompare-debug=-B<dir>/`,
 /// which makes GCC's second compilation run `<dir>/cc1`): `build --dry-run`
 /// and `experiment --dry-run` refuse it naming the `.config` line, and the

@@ -505,7 +505,7 @@ fn hostile_kernel_cflags_in_the_checkout_are_refused() {
     assert!(err.contains("'$'"), "{err}");
 }
 
-/// Issue 40 item 14: a generic `config-6.12` that is a link to /dev/zero
+/// A generic `config-6.12` that is a link to /dev/zero
 /// was reported missing (and `config show` exited 0 without OpenWrt's
 /// generic settings); it is refused, naming the file and the fix, and
 /// never read to the end.

@@ -1,4 +1,4 @@
-//! Issue #20 §9: what OpenWrt mode says when the checkout or the source
+//! What OpenWrt mode says when the checkout or the source
 //! does not fit the target, run as a user runs it (the `xtask` binary on
 //! an unpacked OpenWrt fixture).
 //!

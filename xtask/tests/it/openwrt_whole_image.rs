@@ -1,4 +1,4 @@
-//! Whole-image recipes from the OpenWrt fixture (issue 41 item 2): every
+//! Whole-image recipes from the OpenWrt fixture: every
 //! device's images that check a size, as `device-fit.json` records them,
 //! with `$(BLOCKSIZE)` replaced and the step definitions checked against
 //! the checkout's include/image-commands.mk; a changed definition makes

@@ -1,5 +1,6 @@
 //! Every target file, and the lab kernel made from it, builds at the
-//! optimization level OpenWrt builds its subtarget with (issue 39): derived
+//! optimization level OpenWrt builds its subtarget with (else its sizes are not the sizes OpenWrt
+//! ships): derived
 //! from the OpenWrt snapshot as OpenWrt derives it (the generic and board
 //! `config-<kver>` files, the subtarget's FEATURES, and
 //! config/Config-kernel.in's default for the choice, through

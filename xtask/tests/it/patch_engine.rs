@@ -371,7 +371,7 @@ fn git_symlinks_outside_the_tree_are_refused() {
         );
         assert!(e.contains("symbolic link to"), "{path}: {e}");
     }
-    // Issue 40 item 8: two links of one patch, each inside the tree
+    // Two links of one patch, each inside the tree
     // lexically: up is the tree root, and out climbs out of it.
     // Refused in either order, nothing written.
     for order in [["up", "out"], ["out", "up"]] {

@@ -1,5 +1,6 @@
 //! The rebase classifier's `upstream` for patches that still apply
-//! forwards (issue #20 §8): a patch whose change the new kernel already
+//! forwards (bcm53xx's 6.7 backports, already in 6.12, still apply
+//! forwards there): a patch whose change the new kernel already
 //! has is upstream when it also applies in reverse, or when the lines it
 //! adds are all there next to its context; and not when a line it adds
 //! only appears in a neighbouring entry, or when a hunk that deletes

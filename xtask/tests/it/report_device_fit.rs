@@ -1,9 +1,9 @@
-//! `size-report --devices` over hostile and uneven `device-fit.json` files
-//! (issue 40 items 2–5 and 14): every device either side lists is in the
-//! table, a pattern of many `*` answers at once, and a record that
-//! describes another build, lists a device twice, names one with a newline,
-//! writes a limit whose text is not its bytes or holds sizes out of range
-//! is refused, naming the file, the side and the fix.
+//! `size-report --devices` over hostile and uneven `device-fit.json` files:
+//! every device either side lists is in the table, a pattern of many `*`
+//! answers at once, and a record that describes another build, lists a
+//! device twice, names one with a newline, writes a limit whose text is not
+//! its bytes or holds sizes out of range is refused, naming the file, the
+//! side and the fix.
 
 use crate::common::report_fixture;
 
@@ -97,7 +97,7 @@ fn a_device_only_the_base_lists_is_in_the_table() {
     );
 }
 
-/// Issue 40 item 2: the glob matcher backtracked exponentially on
+/// The glob matcher backtracked exponentially on
 /// repeated `*` (16 stars on one device: 20 s). These would not finish.
 #[test]
 fn a_pattern_of_many_stars_answers_at_once() {
@@ -248,7 +248,7 @@ fn a_hostile_device_fit_json_is_refused_naming_the_file_and_side() {
     );
 }
 
-/// Issue 41 item 3: a device whose Makefile sets no limit is judged by its
+/// A device whose Makefile sets no limit is judged by its
 /// device tree's firmware partition, and one with neither says so.
 #[test]
 fn a_limit_from_the_device_tree_is_shown_as_such_and_no_limit_says_why() {

@@ -473,7 +473,7 @@ fn every_artifact_is_checked_against_its_file() {
 }
 
 /// Two results with one build key (the same inputs) but different bytes
-/// are reported: the build is not reproducible (issue #20 §10).
+/// are reported: the build is not reproducible.
 #[test]
 fn one_build_key_with_different_bytes_is_reported() {
     let f = Fixture::new();

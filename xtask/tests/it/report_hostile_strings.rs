@@ -1,4 +1,4 @@
-//! Issue 29 §9: what a hostile `lab.json` holds stays a string. A
+//! What a hostile `lab.json` holds stays a string. A
 //! `lab_target` of `../../x` made `size-report` read a `result.json`
 //! outside `target/`; it is refused as a target file's name would be. Arm
 //! names and a failure reason holding escape sequences reached the

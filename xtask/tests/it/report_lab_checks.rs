@@ -1,7 +1,7 @@
 //! A damaged `lab.json` is refused on read, naming the runs at fault,
-//! instead of rendering a confident table (issue #20 §5). Each case starts
-//! from the fixture run (`lab_fixture/lab.json`, 3 rounds, a complete lab)
-//! and damages it as the issue's trial did. `--lab-run DIR` then fails
+//! instead of rendering a confident table of wrong statistics. Each case
+//! starts from the fixture run (`lab_fixture/lab.json`, 3 rounds, a
+//! complete lab) and damages it as a trial of damaged files did. `--lab-run DIR` then fails
 //! with the problems; the default (the newest complete run) passes the
 //! file over with a note, as it does an unreadable one.
 

@@ -1,7 +1,8 @@
 //! `lab.json` files from a hostile trial: no input may panic
 //! `size-report`, every value is checked against its metric's unit and
 //! range, settings and arms that contradict each other are refused, and
-//! the checks take linear time (issue #29 §14–§17). Each case starts from
+//! the checks take linear time (a crafted file must not stall the
+//! report). Each case starts from
 //! the fixture run (`lab_fixture/lab.json`: brcm47xx, 3 rounds, arms
 //! baseline, baseline~control and no-reorder-blocks).
 

@@ -1,6 +1,7 @@
 //! The optimization level each side of a size comparison was built at:
 //! named in the pair line and the Markdown columns, and a comparison of
-//! two levels says so before any figure (issue 39); a forged level is
+//! two levels says so before any figure (sizes at two levels differ by
+//! the level, not the change); a forged level is
 //! refused when the result is read.
 
 use crate::common::report_fixture;

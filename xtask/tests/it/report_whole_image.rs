@@ -1,4 +1,4 @@
-//! `size-report --devices --rootfs FILE` (issue 41 items 1 and 3): whole
+//! `size-report --devices --rootfs FILE`: whole
 //! images sized with a rootfs that Debian's `mksquashfs` makes, against
 //! `IMAGE_SIZE` at its boundary; the rootfs split back out of a sysupgrade
 //! image (a `mkimage` uImage, padding, the squashfs, padjffs2's marks) is

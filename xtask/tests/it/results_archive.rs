@@ -321,7 +321,7 @@ fn artifacts_must_be_the_recorded_ones() {
 }
 
 /// A merged result with the build key of the one it replaces but other
-/// bytes gets a note: the build is not reproducible (issue #20 §10).
+/// bytes gets a note: the build is not reproducible.
 #[test]
 fn one_build_key_with_other_bytes_gets_a_note() {
     let (built, merged) = (Fixture::new(), Fixture::new());

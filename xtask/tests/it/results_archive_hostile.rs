@@ -22,7 +22,7 @@ fn export(sh: &Shell, from: &Fixture, target: &str, variant: &str, to: &Path) {
     .unwrap();
 }
 
-/// Issue 40 item 9: an `attribution.json` the report cannot read (not
+/// An `attribution.json` the report cannot read (not
 /// JSON, or of another vmlinux) merged with exit 0 and replaced a good
 /// one. A merge checks every JSON member as its reader does, and replaces
 /// nothing otherwise.
@@ -83,7 +83,7 @@ fn a_json_member_the_report_cannot_read_is_refused_and_nothing_replaced() {
     }
 }
 
-/// Issue 40 items 10 and 11: export packs only what a merge accepts (a
+/// Export packs only what a merge accepts (a
 /// report file an experiment wrote into a result is left out, and said
 /// so), and `--target`/`--variant` name directories in the results only.
 #[test]

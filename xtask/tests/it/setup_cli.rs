@@ -1,5 +1,5 @@
 //! `cargo xtask setup` on a machine that already has every package a
-//! target needs says so and runs no apt-get (issue #20 §12: it ran
+//! target needs says so and runs no apt-get (it once ran
 //! `apt-get update` and `apt-get install`, then printed `installed: …`
 //! for packages that were all there before).
 
@@ -62,7 +62,7 @@ fn setup_with_everything_installed_says_so_and_installs_nothing() {
 }
 
 /// `setup --print-only` asks apt-get for the kernel sources at the
-/// versions the pin file pins (issue #29 §1: setup kept whatever Debian
+/// versions the pin file pins (setup once kept whatever Debian
 /// served, 6.12.118, whose tarball `build` then refused).
 #[test]
 fn setup_installs_the_pinned_kernel_source_versions() {

@@ -120,7 +120,7 @@ fn bad_requests_are_refused_naming_the_flag_before_any_build() {
         size_bisect::series_patches(&series).unwrap(),
         vec![series.join("01#x.patch")]
     );
-    // Issue 40 item 12: entries that leave the directory through a link
+    // Entries that leave the directory through a link
     // (is_file() follows it) were read as patches.
     let outside = tmp.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();

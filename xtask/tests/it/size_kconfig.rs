@@ -1,4 +1,4 @@
-//! `size-report --by kconfig`'s known answer (issue 28): arm-tiny built
+//! `size-report --by kconfig`'s known answer: arm-tiny built
 //! with `CONFIG_EPOLL=y` (variant `epoll`) and without (`baseline`, which
 //! turns the symbol off). The base's attribution predicts the change, the
 //! `CONFIG_EPOLL` row's bytes (fs/eventpoll.o); binutils `size` of the two

@@ -1,4 +1,4 @@
-//! The verdict's calibration (issue #20 §7): A/A comparisons, both sides
+//! The verdict's calibration: A/A comparisons, both sides
 //! drawn from one distribution, are called significant in at most 5 % of
 //! cases at n = 4, 10 and 20 runs per side, from known distributions and
 //! resampled from the fixtures' real A/A runs (a rate is "above 5 %"

@@ -1,5 +1,5 @@
-"""Writes bcm53xx-like.json: a 4-round cache-model lab of bcm53xx's shape
-(issue #20 §7), drawn from known distributions, so that what the report
+"""Writes bcm53xx-like.json: a 4-round cache-model lab of bcm53xx's shape,
+drawn from known distributions, so that what the report
 calls significant can be checked against what is really there. Not a
 measurement: the values are normal draws (numpy, seed 20) around these
 means, in percent standard deviation, with these true changes of
@@ -11,7 +11,7 @@ no-reorder-blocks (the A/A control has none):
   l1i_misses_per_packet   420 misses/packet, sd 3 %, -8 %
   l1d_misses_per_packet   95 misses/packet, sd 2 %, no change
 
-(the figures issue #18 reports of a real 4-round bcm53xx lab: Mbit/s with
+(the figures of a real 4-round bcm53xx lab: Mbit/s with
 the emulator's speed, ns/packet +1 % or nothing, L1I misses -6 to -11 %).
 Run: python3 bcm53xx-like.py > bcm53xx-like.json
 """

@@ -1,5 +1,5 @@
-//! The test build shares `cargo build`'s xtask library (issue #30: CI
-//! time): no dev-dependency turns on a feature the normal build lacks.
+//! The test build shares `cargo build`'s xtask library (compiling it twice
+//! costs CI time): no dev-dependency turns on a feature the normal build lacks.
 
 use std::collections::BTreeSet;
 use std::process::Command;

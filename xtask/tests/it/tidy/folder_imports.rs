@@ -1,4 +1,5 @@
-//! Imports within each folder of `src/` point one way (issue #30, item 4).
+//! Imports within each folder of `src/` point one way, so that no two
+//! files of a folder depend on each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 
