@@ -74,7 +74,6 @@ fn run(cli: Cli) -> Result<()> {
             PatchesCommand::Export(args) => {
                 stack::sync(&layout, &args.options(), SyncDirection::Export)
             }
-            PatchesCommand::Bench(args) => patches::bench::run(&sh, &layout, &args.options()),
             PatchesCommand::SizeBisect(args) => {
                 xtask::kernel_build::size_bisect::run(&sh, &layout, &args.request())
             }

@@ -1,6 +1,6 @@
 //! The `bench` subcommands' command line: the build benchmark, the lab
 //! benchmark, the lab verdict's calibration, and the patch-engine
-//! benchmark also reachable as `patches bench`.
+//! benchmark.
 
 use std::path::PathBuf;
 
@@ -10,7 +10,7 @@ use xtask::kernel_build::bench::{BenchStep, BuildBenchRequest, DEFAULT_PATCH_VAR
 use xtask::lab::bench::LabBenchRequest;
 
 use super::build::default_jobs;
-use super::patches::BenchArgs;
+use xtask::patches::bench::BenchOptions;
 
 /// The `bench` subcommands.
 #[derive(Debug, Subcommand)]
@@ -28,8 +28,10 @@ pub enum BenchCommand {
     /// variant vmlinux pair, building the pair first when its results are
     /// missing; prints the medians and the ratio (the goal: ≥ 10× faster).
     Symbols(SymbolsBenchArgs),
-    /// The patch-engine benchmark (the same as `patches bench`).
-    Patches(BenchArgs),
+    /// Time pushing a generated series of real-sized patches with this
+    /// engine, a GNU patch loop and quilt push -a on identical copies of a
+    /// kernel tree.
+    Patches(PatchesBenchArgs),
     /// Time the QEMU router lab on one target, in target/xtask/bench/lab/
     /// (never your lab runs): boot to ready and each run's wall time
     /// beyond its iperf3 duration, step by step, with the machine's load
@@ -190,6 +192,40 @@ impl SymbolsBenchArgs {
             variant: self.variant,
             runs: self.runs as usize,
             jobs: self.jobs.unwrap_or_else(default_jobs),
+        }
+    }
+}
+
+/// `bench patches` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PatchesBenchArgs {
+    /// An unpacked kernel tree (never written; copied with hard links).
+    /// Default: the unpacked linux-source-6.12 under target/xtask/pristine/.
+    #[arg(long, value_name = "DIR")]
+    pub kernel_src: Option<PathBuf>,
+    /// Patches in the series.
+    #[arg(long, default_value_t = 300)]
+    pub patches: usize,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Skip the quilt run.
+    #[arg(long)]
+    pub no_quilt: bool,
+    /// Skip the rebase run.
+    #[arg(long)]
+    pub no_rebase: bool,
+}
+
+impl PatchesBenchArgs {
+    /// The library's options.
+    pub fn options(self) -> BenchOptions {
+        BenchOptions {
+            kernel_src: self.kernel_src,
+            patches: self.patches,
+            seed: self.seed,
+            no_quilt: self.no_quilt,
+            no_rebase: self.no_rebase,
         }
     }
 }

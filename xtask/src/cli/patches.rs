@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use xtask::kernel_build::size_bisect::BisectRequest;
-use xtask::patches::bench::BenchOptions;
 use xtask::patches::commands::{
     ChangedFiles, RebaseOutput, RebaseRequest, SeriesOptions, SyncRequest, Until,
 };
@@ -58,9 +57,6 @@ pub enum PatchesCommand {
     Import(SyncArgs),
     /// Copy patches/ back into an OpenWrt checkout.
     Export(SyncArgs),
-    /// Time pushing a generated series of real-sized patches with this engine,
-    /// a GNU patch loop and quilt push -a on identical copies of a kernel tree.
-    Bench(BenchArgs),
     /// Find which patches of a range grow the image most: build the range's
     /// states (its first k patches) as patch-only incremental builds, halving
     /// the step with the largest change while --builds lasts.
@@ -273,40 +269,6 @@ impl SyncArgs {
                     Write::Apply
                 },
             },
-        }
-    }
-}
-
-/// `patches bench` options.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
-    /// An unpacked kernel tree (never written; copied with hard links).
-    /// Default: the unpacked linux-source-6.12 under target/xtask/pristine/.
-    #[arg(long, value_name = "DIR")]
-    pub kernel_src: Option<PathBuf>,
-    /// Patches in the series.
-    #[arg(long, default_value_t = 300)]
-    pub patches: usize,
-    /// Seed of the generator.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Skip the quilt run.
-    #[arg(long)]
-    pub no_quilt: bool,
-    /// Skip the rebase run.
-    #[arg(long)]
-    pub no_rebase: bool,
-}
-
-impl BenchArgs {
-    /// The library's options.
-    pub fn options(self) -> BenchOptions {
-        BenchOptions {
-            kernel_src: self.kernel_src,
-            patches: self.patches,
-            seed: self.seed,
-            no_quilt: self.no_quilt,
-            no_rebase: self.no_rebase,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `cargo xtask patches bench`: push a generated series of real-sized
+//! `cargo xtask bench patches`: push a generated series of real-sized
 //! patches onto identical hard-linked copies of a real kernel tree with
 //! this engine ([`Stack`]), a GNU `patch -p1` loop and `quilt push -a`,
 //! check that the three trees are identical (`diff -r`), and print the
@@ -27,7 +27,7 @@ use crate::patches::rebase::{self, Action, RebaseOptions};
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 
-/// `patches bench` options.
+/// `bench patches` options.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     /// An unpacked kernel tree (never written; copied with hard links).
@@ -138,7 +138,7 @@ fn generate(tree: &Path, count: usize, seed: u64) -> Result<Vec<Generated>> {
             name: format!("{:04}-bench-{i}.patch", 100 + i),
             bytes: format!(
                 "From: Bench <bench@example.org>\nSubject: [PATCH] bench: change {i}\n\n\
-                 Generated for `cargo xtask patches bench`.\n\nSigned-off-by: Bench <bench@example.org>\n---\n"
+                 Generated for `cargo xtask bench patches`.\n\nSigned-off-by: Bench <bench@example.org>\n---\n"
             )
             .into_bytes(),
             files: Vec::new(),
