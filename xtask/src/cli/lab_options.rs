@@ -60,7 +60,13 @@ impl clap::Args for CountArgs {
                     c.max,
                     o.labs.describe()
                 ))
-                .value_parser(clap::value_parser!(u32).range(i64::from(c.min)..=i64::from(c.max)));
+                .value_parser(move |text: &str| -> Result<u32, String> {
+                    // The definition's range, and why it is that range.
+                    match text.parse::<u32>() {
+                        Ok(v) if (c.min..=c.max).contains(&v) => Ok(v),
+                        _ => Err(format!("use {} to {} ({})", c.min, c.max, c.limit)),
+                    }
+                });
             if let Some(s) = o.short {
                 arg = arg.short(s);
             }

@@ -150,7 +150,7 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
         ),
         (
             &["lab", "--target", "brcm47xx", "--runs", "4294967295"][..],
-            "not in 1..=1000",
+            "use 1 to 1000 (",
         ),
         (
             &["bench", "lab", "--target", "brcm47xx", "--duration", "0"][..],
@@ -158,11 +158,11 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
         ),
         (
             &["lab", "--target", "brcm47xx", "-P", "0"][..],
-            "not in 1..=128",
+            "use 1 to 128 (",
         ),
         (
             &["lab", "--target", "brcm47xx", "--set-mss", "87"][..],
-            "not in 88..=9216",
+            "use 88 to 9216 (",
         ),
         (
             &["lab", "--lab", "host", "--parallel", "8"][..],
@@ -170,7 +170,7 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
         ),
         (
             &["lab", "--target", "brcm47xx", "--udp", "0"][..],
-            "not in 1..=10000",
+            "use 1 to 10000 (",
         ),
         (
             &["lab", "--lab", "host", "--udp", "100"][..],
@@ -178,7 +178,7 @@ fn lab_directions_and_bounds_are_checked_while_parsing() {
         ),
         (
             &["lab", "--target", "brcm47xx", "--routers", "10"][..],
-            "not in 2..=9",
+            "use 2 to 9 (",
         ),
         (
             &["lab", "--target", "brcm47xx", "--routers", "3"][..],
@@ -404,7 +404,7 @@ fn a_topology_and_its_options_are_checked_before_building() {
                 "--clients",
                 "0",
             ][..],
-            "0 is not in 1..=64",
+            "--clients <N>': use 1 to 64 (",
         ),
         (
             &[

@@ -229,7 +229,7 @@ pub const OPTIONS: &[LabOption] = &[
             max: MAX_CLIENTS,
             default: Some(DEFAULT_CLIENTS),
             unit: "tbench clients",
-            limit: "the workbench's limit",
+            limit: "each a process pair in a guest of 256 MB",
         }),
         labs: Labs {
             host: true,
