@@ -20,6 +20,7 @@
 //! report   patches, measure, results, util
 //! lab      inputs, kernel_build, measure, results, util
 //! host     inputs, kernel_build, results, lab, util
+//! bench    inputs, patches, kernel_build, measure, results, report, lab, util
 //! experiment inputs, kernel_build, results, lab, report, util
 //! ```
 //!
@@ -46,6 +47,7 @@
 //!   labs and the report, planned first, resumable.
 //! * [`host`]: `setup` (Debian packages) and `test` (the suite as CI runs it).
 
+pub mod bench;
 pub mod experiment;
 pub mod host;
 pub mod inputs;

@@ -13,7 +13,7 @@ use cli::{
 use xtask::patches::commands as stack;
 use xtask::patches::openwrt_sync::SyncDirection;
 use xtask::util::layout::Layout;
-use xtask::{host, inputs, kernel_build, lab, patches, report, results};
+use xtask::{bench, host, inputs, kernel_build, lab, patches, report, results};
 
 fn main() {
     if let Err(e) = run(cli::parse()) {
@@ -87,19 +87,19 @@ fn run(cli: Cli) -> Result<()> {
             results::archive::merge(&layout, &files).map(drop)
         }
         Command::Bench(BenchCommand::Build(args)) => {
-            kernel_build::bench::run(&sh, &layout, &args.request()).map(drop)
+            bench::build::run(&sh, &layout, &args.request()).map(drop)
         }
         Command::Bench(BenchCommand::Symbols(args)) => {
-            host::symbols_bench::run(&sh, &layout, &args.request()).map(drop)
+            bench::symbols::run(&sh, &layout, &args.request()).map(drop)
         }
         Command::Bench(BenchCommand::Lab(args)) => {
-            lab::bench::run(&sh, &layout, &args.request()).map(drop)
+            bench::lab::run(&sh, &layout, &args.request()).map(drop)
         }
         Command::Bench(BenchCommand::Verdicts(args)) => {
             report::lab::calibrate::run(&args.request())
         }
         Command::Bench(BenchCommand::Patches(args)) => {
-            patches::bench::run(&sh, &layout, &args.options())
+            bench::patches::run(&sh, &layout, &args.options())
         }
         Command::Lab(args) => match args.mode()? {
             cli::LabMode::Forwarding(request) => lab::command(&sh, &layout, &request),

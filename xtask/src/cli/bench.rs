@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use xtask::host::symbols_bench::SymbolsBenchRequest;
-use xtask::kernel_build::bench::{BenchStep, BuildBenchRequest, DEFAULT_PATCH_VARIANT};
-use xtask::lab::bench::LabBenchRequest;
+use xtask::bench::build::{BenchStep, BuildBenchRequest, DEFAULT_PATCH_VARIANT};
+use xtask::bench::lab::LabBenchRequest;
+use xtask::bench::symbols::SymbolsBenchRequest;
 
 use super::build::default_jobs;
-use xtask::patches::bench::BenchOptions;
+use xtask::bench::patches::BenchOptions;
 
 /// The `bench` subcommands.
 #[derive(Debug, Subcommand)]

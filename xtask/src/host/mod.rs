@@ -4,5 +4,4 @@
 
 pub mod selftest;
 pub mod setup;
-pub mod symbols_bench;
 pub mod test_times;

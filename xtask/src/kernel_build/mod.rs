@@ -8,7 +8,6 @@
 
 pub mod artifacts;
 pub mod backend;
-pub mod bench;
 pub mod bisect_search;
 pub mod build_job;
 pub mod ccache;

@@ -34,7 +34,6 @@
 
 pub mod apt;
 pub mod backend;
-pub mod bench;
 pub mod cache_model;
 pub mod console;
 pub mod cpio;

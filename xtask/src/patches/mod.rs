@@ -15,7 +15,6 @@
 //!   and applied on the workbench's kernel source.
 //! * [`bench`](mod@bench): push against GNU patch and quilt.
 
-pub mod bench;
 pub mod commands;
 pub mod diff;
 pub mod engine;

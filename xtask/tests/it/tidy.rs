@@ -40,6 +40,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["inputs", "kernel_build", "results", "lab", "util"],
     ),
     (
+        "bench",
+        &[
+            "inputs",
+            "patches",
+            "kernel_build",
+            "measure",
+            "results",
+            "report",
+            "lab",
+            "util",
+        ],
+    ),
+    (
         "experiment",
         &["inputs", "kernel_build", "results", "lab", "report", "util"],
     ),
@@ -212,8 +225,8 @@ const PLAIN_READS: [(&str, usize, &str); 19] = [
     ("lab/net/mod.rs", 1, "/sys"),
     ("util/process/proc_stat.rs", 1, "/proc"),
     ("lab/host_lab/mod.rs", 1, "/proc"),
-    ("lab/bench/mod.rs", 1, "/proc/loadavg"),
-    ("host/symbols_bench.rs", 2, "/proc"),
+    ("bench/lab/mod.rs", 1, "/proc/loadavg"),
+    ("bench/symbols.rs", 2, "/proc"),
     (
         "kernel_build/openwrt.rs",
         1,

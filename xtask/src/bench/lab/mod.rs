@@ -40,13 +40,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use xshell::Shell;
 
-use super::host_tools::check_host_tools;
-use super::orchestrate::{self, Control, LabPlan, Mode};
-use super::qemu_lab::{CacheModelChoice, Kernels, QemuBackend};
-use super::request::LabRequest;
-use super::{forwarding, kernel, net, rootfs, topology};
 use crate::inputs::{targets, variants};
 use crate::kernel_build::BuildOptions;
+use crate::lab::host_tools::check_host_tools;
+use crate::lab::orchestrate::{self, Control, LabPlan, Mode};
+use crate::lab::qemu_lab::{CacheModelChoice, Kernels, QemuBackend};
+use crate::lab::request::LabRequest;
+use crate::lab::{forwarding, kernel, net, rootfs, topology};
 use crate::results;
 use crate::util::fs::write_atomic;
 use crate::util::hash::sha256_file;
@@ -81,7 +81,7 @@ pub struct LabBenchRequest {
 
 /// The benchmark's lab directories: `target/xtask/bench/lab/`.
 pub fn work_dir(layout: &Layout) -> PathBuf {
-    crate::kernel_build::bench::work_dir(layout).join("lab")
+    crate::bench::build::work_dir(layout).join("lab")
 }
 
 /// Runs the benchmark (see the module docs), prints the table on stdout,
@@ -103,7 +103,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
     check_host_tools(&spec)?;
     rootfs::check(&spec)?;
     let lab_kernel = kernel::built(layout, &target, &variant)?;
-    let bench_root = crate::kernel_build::bench::work_dir(layout);
+    let bench_root = crate::bench::build::work_dir(layout);
     std::fs::create_dir_all(&bench_root)
         .with_context(|| format!("creating {}", bench_root.display()))?;
     let _bench = Lock::acquire(
@@ -139,7 +139,7 @@ pub fn run(sh: &Shell, layout: &Layout, request: &LabBenchRequest) -> Result<Lab
         let lab_spec = spec.with_cpus(Some(cpus))?;
         let mut topology = topology.clone();
         let steering = if cpus > 1 {
-            let s = super::steering::attach(&target, &lab_spec, None, None, &mut topology)?;
+            let s = crate::lab::steering::attach(&target, &lab_spec, None, None, &mut topology)?;
             format!(", packet steering {}", s.describe())
         } else {
             String::new()

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use super::stack::Stack;
 use crate::patches::engine::{apply_patch, parse_patch, ApplyOptions};
 use crate::patches::rebase::{self, Action, RebaseOptions};
+use crate::patches::stack::Stack;
 use crate::util::fs::write_atomic;
 use crate::util::layout::Layout;
 

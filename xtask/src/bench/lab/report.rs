@@ -9,7 +9,7 @@ use anyhow::{ensure, Result};
 use serde::Serialize;
 
 use super::spread::Spread;
-use crate::kernel_build::bench::report::with_goals;
+use crate::bench::build::report::with_goals;
 use crate::results::lab::timing;
 use crate::results::lab::{LabRecord, WallStep};
 

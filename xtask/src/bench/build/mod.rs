@@ -36,13 +36,13 @@ use std::time::Instant;
 use anyhow::{bail, ensure, Context, Result};
 use xshell::Shell;
 
-use super::ccache::{self, Ccache};
-use super::distcc::{self, Distcc};
-use super::distccd::{self, LocalDistccd};
-use super::kbuild::KbuildBackend;
-use super::progress::{is_object_line, RunControl};
-use super::{plan, toolchain, BuildOptions, Job, Rebuild};
 use crate::inputs::{targets, variants};
+use crate::kernel_build::ccache::{self, Ccache};
+use crate::kernel_build::distcc::{self, Distcc};
+use crate::kernel_build::distccd::{self, LocalDistccd};
+use crate::kernel_build::kbuild::KbuildBackend;
+use crate::kernel_build::progress::{is_object_line, RunControl};
+use crate::kernel_build::{plan, toolchain, BuildOptions, Job, Rebuild};
 use crate::patches::patched_source;
 use crate::results::{self, BuildResult, CcacheStats};
 use crate::util::hash::sha256_file;
@@ -386,7 +386,8 @@ impl Tool<'_> {
             std::slice::from_ref(job),
         )?;
         let plan_seconds = clock.elapsed().as_secs_f64();
-        let outcomes = super::run(self.sh, self.layout, self.backend, &planned, options)?;
+        let outcomes =
+            crate::kernel_build::run(self.sh, self.layout, self.backend, &planned, options)?;
         let seconds = clock.elapsed().as_secs_f64();
         let result = outcomes
             .into_iter()
