@@ -1,6 +1,5 @@
-//! The host the workbench runs on: Debian packages to install ([`setup`]),
-//! the test suite as CI runs it ([`selftest`]) and the symbol-diff
-//! benchmark that times the built workbench ([`symbols_bench`]).
+//! The host the workbench runs on: Debian packages to install ([`setup`])
+//! and the test suite as CI runs it ([`selftest`]).
 
 pub mod selftest;
 pub mod setup;
