@@ -157,7 +157,9 @@ pub struct LabOption {
     pub short: Option<char>,
     /// The experiment file's `[lab]` key, if an experiment can set it.
     pub key: Option<&'static str>,
-    /// Where `lab.json` records it, as a JSON pointer (`/settings/iperf3/mss`).
+    /// Where `lab.json` records it, as a JSON pointer (`/settings/iperf3/mss`);
+    /// empty for an option recorded only through what it changes (the
+    /// mesh's routers are its boots) or not at all (`--build-only`).
     pub record: &'static str,
     /// The flag's value in `--help` (`BYTES`).
     pub value_name: &'static str,
@@ -221,7 +223,7 @@ pub const OPTIONS: &[LabOption] = &[
         flag: "clients",
         short: None,
         key: Some("clients"),
-        record: "/arms/0/workload",
+        record: "/settings/benches",
         value_name: "N",
         help: "tbench's clients (--lab host and --topology loopback)",
         count: Some(Count {
@@ -296,7 +298,7 @@ pub const OPTIONS: &[LabOption] = &[
         flag: "routers",
         short: None,
         key: None,
-        record: "/topology",
+        record: "",
         value_name: "N",
         help: "--topology mesh (and its reference, mesh-bridged): routers in the chain (default 2, as the batman-adv experiment had); the middle ones forward over two mesh links and have no LAN port",
         count: Some(Count {
@@ -314,7 +316,7 @@ pub const OPTIONS: &[LabOption] = &[
         flag: "cpus",
         short: None,
         key: Some("cpus"),
-        record: "/machine/cpus",
+        record: "/machine/qemu/smp",
         value_name: "N",
         help: "The machine's CPUs instead of the target's [lab] cpus. More than one runs without -icount, on QEMU's multi-threaded TCG, and the models count per CPU (docs/lab-multicore.md)",
         count: Some(Count {
@@ -377,7 +379,7 @@ pub const OPTIONS: &[LabOption] = &[
         flag: "nic",
         short: None,
         key: None,
-        record: "/machine/nic",
+        record: "/boots/0/qemu_argv",
         value_name: "MODEL",
         help: "Boot the guest with this NIC model instead of the target's [lab] nic, one of its [lab] other_nics (e.g. `--nic pcnet` on the Malta labs, whose driver never uses GRO, to compare with e1000)",
         count: None,
@@ -440,7 +442,7 @@ pub const OPTIONS: &[LabOption] = &[
         flag: "openwrt",
         short: None,
         key: None,
-        record: "/arms/0/kernel",
+        record: "/arms/0/results_dir",
         value_name: "PATH",
         help: "Build the lab kernels as this OpenWrt checkout builds its target for the QEMU machine",
         count: None,
@@ -455,7 +457,7 @@ pub const OPTIONS: &[LabOption] = &[
         flag: "packet-steering",
         short: None,
         key: Some("packet_steering"),
-        record: "/machine/steering",
+        record: "/machine/qemu/steering",
         value_name: "openwrt|off|rps_cpus=MASK,…",
         help: "The router's packet steering instead of the target's [lab] packet_steering",
         count: None,
