@@ -36,7 +36,7 @@ const MAX_EXTENSION_BYTES: u64 = 64 << 10;
 /// One `<target>/<variant>/` of an archive: its parsed result and its
 /// member files (file name → size in bytes).
 #[derive(Debug)]
-pub(super) struct Found {
+pub(super) struct ArchivedResult {
     pub(super) target: String,
     pub(super) variant: String,
     pub(super) result: BuildResult,
@@ -196,7 +196,7 @@ pub const COMPRESSED: &[(&str, &[u8], &str)] = &[
 /// `<target>/<variant>/<file>` or not a regular file, a header too large,
 /// a `result.json` larger than [`LIMIT`] or unreadable, a member no build
 /// writes ([`expected`]), an artifact missing, no results at all.
-pub(super) fn scan(file: &mut File) -> Result<Vec<Found>> {
+pub(super) fn scan(file: &mut File) -> Result<Vec<ArchivedResult>> {
     check_extension_headers(file)?;
     file.seek(SeekFrom::Start(0))?;
     let mut archive = tar::Archive::new(&*file);
@@ -261,7 +261,7 @@ pub(super) fn scan(file: &mut File) -> Result<Vec<Found>> {
         if let Some(missing) = result.artifacts.keys().find(|a| !files.contains_key(*a)) {
             bail!("{dir}/{FILE_NAME} lists the artifact {missing}, which is not in the archive");
         }
-        found.push(Found {
+        found.push(ArchivedResult {
             target,
             variant,
             result,
@@ -364,7 +364,7 @@ pub fn check_records(dir: &Path, result: &BuildResult, fix: &str) -> Result<()> 
 /// checked again against what [`scan`] saw (the archive may have been
 /// rewritten since), each artifact's sha256 against its record, then the
 /// JSON records as their readers check them ([`check_records`]).
-pub(super) fn extract(file: &mut File, found: &Found, into: &Path) -> Result<()> {
+pub(super) fn extract(file: &mut File, found: &ArchivedResult, into: &Path) -> Result<()> {
     file.seek(SeekFrom::Start(0))?;
     let mut archive = tar::Archive::new(&*file);
     let prefix = format!("{}/{}/", found.target, found.variant);

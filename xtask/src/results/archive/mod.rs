@@ -46,8 +46,8 @@ use crate::util::fs::{is_not_found, remove_empty_parents};
 use crate::util::layout::Layout;
 use crate::util::lock::{Lock, Wait};
 use crate::util::process::run_tied;
-use members::Found;
-use place::Staged;
+use members::ArchivedResult;
+use place::StagedResult;
 
 /// Writes the results of each (target, variant) as one tar `output`
 /// (members `<target>/<variant>/<file>`, sorted, owner 0, mtime 0, so
@@ -168,7 +168,7 @@ fn read_dir_names(dir: &Path) -> Result<Vec<String>> {
 /// One result found in an archive.
 struct Incoming {
     archive: PathBuf,
-    found: Found,
+    found: ArchivedResult,
 }
 
 impl Incoming {
@@ -269,8 +269,8 @@ pub fn merge(layout: &Layout, archives: &[PathBuf]) -> Result<Merged> {
     for i in &incoming {
         let dest = layout.results_dir(&i.found.target, &i.found.variant);
         let file = &mut opened[archives.iter().position(|a| *a == i.archive).unwrap_or(0)];
-        let stage =
-            Staged::new(&dest).and_then(|s| members::extract(file, &i.found, &s.dir()).map(|()| s));
+        let stage = StagedResult::new(&dest)
+            .and_then(|s| members::extract(file, &i.found, &s.dir()).map(|()| s));
         match stage {
             Ok(s) => staged.push(s),
             Err(e) => {

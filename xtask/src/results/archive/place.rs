@@ -18,21 +18,21 @@ pub const STAGING_PREFIX: &str = ".staging-merge-";
 
 /// A result staged for one `results/<target>/<variant>/`.
 #[derive(Debug)]
-pub(super) struct Staged {
+pub(super) struct StagedResult {
     /// Owned by this process; removed when dropped.
     staging: StagingDir,
     dest: PathBuf,
 }
 
-impl Staged {
+impl StagedResult {
     /// A staging directory for `dest` in `dest`'s parent (created if
     /// missing), owned by this process.
-    pub(super) fn new(dest: &Path) -> Result<Staged> {
+    pub(super) fn new(dest: &Path) -> Result<StagedResult> {
         let parent = dest.parent().context("a results directory has a parent")?;
         let staging = StagingDir::new(parent, STAGING_PREFIX)?;
         std::fs::create_dir(staging.path().join("new"))
             .with_context(|| format!("creating {}", staging.path().join("new").display()))?;
-        Ok(Staged {
+        Ok(StagedResult {
             staging,
             dest: dest.to_path_buf(),
         })
