@@ -39,9 +39,18 @@ pub struct SshRouter {
     /// Where iperf3 runs.
     pub endpoints: Endpoints,
     last: String,
-    /// The router's own counters: `None` without perf, `Some(None)` between
-    /// runs, `Some(Some(_))` while a run's traffic is counted.
-    perf: Option<Option<super::perf::Counting>>,
+    /// The router's own counters.
+    perf: Perf,
+}
+
+/// Where a router's `perf` is ([`super::perf`]).
+enum Perf {
+    /// The router has none.
+    Absent,
+    /// Between runs.
+    Idle,
+    /// Counting a run's traffic.
+    Counting(super::perf::Counting),
 }
 
 impl SshRouter {
@@ -52,7 +61,7 @@ impl SshRouter {
             side,
             endpoints,
             last: String::new(),
-            perf: None,
+            perf: Perf::Absent,
         }
     }
 
@@ -60,7 +69,7 @@ impl SshRouter {
     /// ([`super::perf`]).
     pub fn counting_with_perf(self) -> SshRouter {
         SshRouter {
-            perf: Some(None),
+            perf: Perf::Idle,
             ..self
         }
     }
@@ -140,16 +149,20 @@ impl Testbed for SshRouter {
     }
 
     fn start_router_counters(&mut self) -> Result<()> {
-        if let Some(slot) = &mut self.perf {
-            *slot = Some(super::perf::Counting::start(&self.ssh)?);
+        if !matches!(self.perf, Perf::Absent) {
+            self.perf = Perf::Counting(super::perf::Counting::start(&self.ssh)?);
         }
         Ok(())
     }
 
     /// A perf that fails is said and the run keeps its other figures.
     fn stop_router_counters(&mut self) -> Result<Option<BTreeMap<String, u64>>> {
-        let Some(counting) = self.perf.as_mut().and_then(Option::take) else {
-            return Ok(None);
+        let counting = match std::mem::replace(&mut self.perf, Perf::Idle) {
+            Perf::Counting(counting) => counting,
+            other => {
+                self.perf = other;
+                return Ok(None);
+            }
         };
         match counting.stop() {
             Ok(counts) => Ok(Some(counts)),
